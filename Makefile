@@ -1,0 +1,95 @@
+# libnvtxshim — see README.md. `make V=1` shows the commands.
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BUILD ?= build
+PREFIX ?= /usr/local
+CC ?= cc
+PYTHON ?= /usr/bin/python3
+
+# NVTX3 is header-only and is never vendored: take the installed one.
+NVTX_INCLUDE ?= $(firstword $(foreach dir,$(if $(CUDA_HOME),$(CUDA_HOME)/include) /usr/local/cuda/include /usr/include,\
+                  $(if $(wildcard $(dir)/nvtx3/nvToolsExt.h),$(dir))))
+LIBUSB_CFLAGS ?= $(shell pkg-config --cflags libusb-1.0 2>/dev/null || echo -I/usr/include/libusb-1.0)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS ?= -O2 -g
+LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARNINGS) \
+              -Wno-missing-prototypes -isystem $(NVTX_INCLUDE) $(LIBUSB_CFLAGS)
+# -Bsymbolic-functions: the library's references to its own wrappers (the hook
+# table, execl -> execv) bind inside it; --no-undefined: nothing from libusb.
+LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic-functions \
+               -Wl,--no-undefined -Wl,-z,noexecstack
+LIB_LIBS := -ldl -lpthread
+
+LIB_SOURCES := $(wildcard libnvtxshim/*.c) $(wildcard libnvtxshim/hooks/*.c)
+LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
+HOOK_TABLES := $(wildcard libnvtxshim/hooks/*.def)
+
+.PHONY: all deps test demo install clean check-nvtx
+all: check-nvtx $(BUILD)/libnvtxshim.so
+
+check-nvtx:
+	@if [ -z "$(NVTX_INCLUDE)" ]; then \
+	  echo "nvtx3/nvToolsExt.h not found in \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
+
+$(BUILD)/exports.map: libnvtxshim/exports.map.in $(HOOK_TABLES)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -E -P -x c -Ilibnvtxshim $< -o $@
+
+$(BUILD)/obj/%.o: libnvtxshim/%.c $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LIB_LDFLAGS) $(LIB_OBJECTS) -o $@ $(LIB_LIBS)
+
+# ---- examples and test programs -------------------------------------------
+PROGRAM_CFLAGS := $(CFLAGS) -std=gnu11 -pthread $(WARNINGS) $(LIBUSB_CFLAGS)
+
+$(BUILD)/usb_capture: examples/usb_capture.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lusb-1.0 -lpthread
+
+$(BUILD)/test/%: test/programs/%.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread
+
+$(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/table.c $(HOOK_TABLES)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
+	  libnvtxshim/hooks/table.c -o $@
+
+$(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
+
+TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
+                 $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so $(BUILD)/test/usb_errors
+
+deps:
+	$(Q)scripts/deps.sh
+
+test: deps all $(TEST_PROGRAMS)
+	$(Q)$(PYTHON) -m pytest -q test/ -p no:cacheprovider
+
+demo: deps all $(BUILD)/usb_capture
+	$(Q)scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib
+	install -m 0755 $(BUILD)/libnvtxshim.so $(DESTDIR)$(PREFIX)/lib/libnvtxshim.so
+
+clean:
+	rm -rf $(BUILD)

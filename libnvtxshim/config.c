@@ -1,0 +1,517 @@
+/* Reads and validates the NVTXSHIM_* variables once; the only getenv-like code
+ * in the library. Strict: a value is either fully understood or reported. */
+#include "config.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hooks.h"
+
+extern char **environ;
+
+#define PREFIX "NVTXSHIM_"
+
+const char nvs_config_help_text[] =
+    "nvtxshim: configuration (all optional)\n"
+    "  NVTXSHIM_HOOKS         usb,x11,cuda (any comma list), all, or none      [all]\n"
+    "  NVTXSHIM_FRAME         off, usb.in[:EP], usb.out[:EP], x11.swap, x11.flush,\n"
+    "                         cuda.htod, cuda.dtoh, call:NAME                  [off]\n"
+    "  NVTXSHIM_FRAME_BUDGET  duration such as 33ms, 500us, 16.7ms; frames over it\n"
+    "                         get a red 'over budget' mark                     [none]\n"
+    "  NVTXSHIM_CAPTURE       off, frames:S[+C], calls:NAME:S[+C],\n"
+    "                         time:DELAY[+DURATION], signal[:USR1]             [off]\n"
+    "  NVTXSHIM_CAPTURE_VIA   nvtx, cuda, both                                 [both]\n"
+    "  NVTXSHIM_CAPTURE_NAME  MESSAGE@DOMAIN                       [capture@nvtxshim]\n"
+    "  NVTXSHIM_TRACE         file for a Chrome/Perfetto trace; %p = process id [none]\n"
+    "  NVTXSHIM_KERNEL        off, on (needs root or CAP_BPF+CAP_PERFMON)      [off]\n"
+    "  NVTXSHIM_LOG           quiet, info, debug                               [info]\n"
+    "  NVTXSHIM_HELP          1 prints this reference                          [0]\n";
+
+struct report {
+    nvs_config_report_fn fn;
+    void *context;
+    int errors;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void report_line(struct report *report, const char *format, ...)
+{
+    char line[1024];
+    va_list args;
+    va_start(args, format);
+    int n = vsnprintf(line, sizeof line - 1, format, args);
+    va_end(args);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof line - 2)
+        n = sizeof line - 2;
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    if (report->fn)
+        report->fn(line, report->context);
+}
+
+/* One line: the variable, the value, the accepted forms, what happens now. */
+static void report_bad(struct report *report, const char *variable, const char *value,
+                       const char *accepted, const char *consequence)
+{
+    report->errors++;
+    report_line(report, "nvtxshim: %s='%s' is not valid (accepted: %s); %s",
+                variable, value, accepted, consequence);
+}
+
+static bool parse_u64(const char *text, const char *end, uint64_t *out)
+{
+    uint64_t value = 0;
+    if (text == end)
+        return false;
+    for (const char *c = text; c < end; c++) {
+        if (*c < '0' || *c > '9')
+            return false;
+        unsigned digit = (unsigned)(*c - '0');
+        if (value > (UINT64_MAX - digit) / 10)
+            return false;
+        value = value * 10 + digit;
+    }
+    *out = value;
+    return true;
+}
+
+/* "0x81", "129", "1": an unsigned number in hex or decimal. */
+static bool parse_number(const char *text, const char *end, uint64_t *out)
+{
+    if (end - text > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        uint64_t value = 0;
+        for (const char *c = text + 2; c < end; c++) {
+            unsigned digit;
+            if (*c >= '0' && *c <= '9') digit = (unsigned)(*c - '0');
+            else if (*c >= 'a' && *c <= 'f') digit = (unsigned)(*c - 'a' + 10);
+            else if (*c >= 'A' && *c <= 'F') digit = (unsigned)(*c - 'A' + 10);
+            else return false;
+            if (value >> 60)
+                return false;
+            value = value * 16 + digit;
+        }
+        *out = value;
+        return true;
+    }
+    return parse_u64(text, end, out);
+}
+
+/* "33ms", "500us", "16.7ms", "2s", "100ns": a duration with a unit, in ns. */
+static bool parse_duration(const char *text, const char *end, uint64_t *out_ns)
+{
+    const char *c = text;
+    uint64_t whole = 0, fraction = 0, fraction_scale = 1;
+    const char *digits = c;
+    while (c < end && *c >= '0' && *c <= '9')
+        c++;
+    if (!parse_u64(digits, c, &whole))
+        return false;
+    if (c < end && *c == '.') {
+        const char *fraction_digits = ++c;
+        while (c < end && *c >= '0' && *c <= '9' && fraction_scale < 1000000000ull) {
+            fraction = fraction * 10 + (uint64_t)(*c - '0');
+            fraction_scale *= 10;
+            c++;
+        }
+        if (c == fraction_digits || (c < end && *c >= '0' && *c <= '9'))
+            return false;
+    }
+    size_t unit_length = (size_t)(end - c);
+    uint64_t unit;
+    if (unit_length == 2 && !strncmp(c, "ns", 2)) unit = 1;
+    else if (unit_length == 2 && !strncmp(c, "us", 2)) unit = 1000;
+    else if (unit_length == 2 && !strncmp(c, "ms", 2)) unit = 1000000;
+    else if (unit_length == 1 && *c == 's') unit = 1000000000;
+    else return false;
+    if (whole > UINT64_MAX / unit / 2)
+        return false;
+    *out_ns = whole * unit + fraction * unit / fraction_scale;
+    return true;
+}
+
+/* A hooked function that can mark frames or count calls (not the libc ones). */
+static int parse_traced_hook(const char *name)
+{
+    int id = nvs_hook_find(name);
+    return (id >= 0 && id < NVS_TRACED_HOOK_COUNT) ? id : -1;
+}
+
+static bool parse_hooks(const char *value, unsigned *out)
+{
+    if (!strcmp(value, "none")) { *out = 0; return true; }
+    if (!strcmp(value, "all")) { *out = NVS_HOOKS_ALL; return true; }
+    unsigned hooks = 0;
+    const char *item = value;
+    for (;;) {
+        const char *comma = strchr(item, ',');
+        size_t length = comma ? (size_t)(comma - item) : strlen(item);
+        if (length == 3 && !strncmp(item, "usb", 3)) hooks |= NVS_HOOKS_USB;
+        else if (length == 3 && !strncmp(item, "x11", 3)) hooks |= NVS_HOOKS_X11;
+        else if (length == 4 && !strncmp(item, "cuda", 4)) hooks |= NVS_HOOKS_CUDA;
+        else return false;
+        if (!comma)
+            break;
+        item = comma + 1;
+    }
+    *out = hooks;
+    return true;
+}
+
+static bool parse_endpoint(const char *text, bool in, int *out)
+{
+    uint64_t value;
+    if (!parse_number(text, text + strlen(text), &value))
+        return false;
+    if (value >= 1 && value <= 15)
+        value |= in ? 0x80 : 0x00;
+    if ((value & 0x0f) == 0 || value > 0x8f || (value & 0x70) || ((value & 0x80) != 0) != in)
+        return false;
+    *out = (int)value;
+    return true;
+}
+
+static bool parse_frame(const char *value, struct nvs_config *config)
+{
+    static const struct { const char *name; enum nvs_frame_marker marker; } plain[] = {
+        { "off", NVS_FRAME_OFF },           { "usb.in", NVS_FRAME_USB_IN },
+        { "usb.out", NVS_FRAME_USB_OUT },   { "x11.swap", NVS_FRAME_X11_SWAP },
+        { "x11.flush", NVS_FRAME_X11_FLUSH }, { "cuda.htod", NVS_FRAME_CUDA_HTOD },
+        { "cuda.dtoh", NVS_FRAME_CUDA_DTOH },
+    };
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        if (!strcmp(value, plain[i].name)) {
+            config->frame = plain[i].marker;
+            return true;
+        }
+    }
+    if (!strncmp(value, "usb.in:", 7))
+        return parse_endpoint(value + 7, true, &config->frame_endpoint) &&
+               (config->frame = NVS_FRAME_USB_IN, true);
+    if (!strncmp(value, "usb.out:", 8))
+        return parse_endpoint(value + 8, false, &config->frame_endpoint) &&
+               (config->frame = NVS_FRAME_USB_OUT, true);
+    if (!strncmp(value, "call:", 5)) {
+        int id = parse_traced_hook(value + 5);
+        if (id < 0)
+            return false;
+        config->frame = NVS_FRAME_CALL;
+        config->frame_call = id;
+        return true;
+    }
+    return false;
+}
+
+/* "S" or "S+C", S >= 1, C >= 1. */
+static bool parse_window(const char *text, uint64_t *start, uint64_t *count)
+{
+    const char *end = text + strlen(text);
+    const char *plus = strchr(text, '+');
+    *count = 1;
+    if (!parse_u64(text, plus ? plus : end, start) || *start == 0)
+        return false;
+    if (plus && (!parse_u64(plus + 1, end, count) || *count == 0))
+        return false;
+    return true;
+}
+
+static bool parse_signal(const char *name, int *out)
+{
+    static const struct { const char *name; int number; } signals[] = {
+        { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
+        { "WINCH", SIGWINCH }, { "URG", SIGURG },
+    };
+    if (!strncmp(name, "SIG", 3))
+        name += 3;
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        if (!strcmp(name, signals[i].name)) {
+            *out = signals[i].number;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool parse_capture(const char *value, struct nvs_config *config)
+{
+    if (!strcmp(value, "off")) {
+        config->capture = NVS_CAPTURE_OFF;
+        return true;
+    }
+    if (!strncmp(value, "frames:", 7)) {
+        if (!parse_window(value + 7, &config->capture_start, &config->capture_count))
+            return false;
+        config->capture = NVS_CAPTURE_FRAMES;
+        return true;
+    }
+    if (!strncmp(value, "calls:", 6)) {
+        const char *name = value + 6;
+        const char *colon = strchr(name, ':');
+        char hook[NVS_NAME_MAX];
+        if (!colon || (size_t)(colon - name) >= sizeof hook)
+            return false;
+        memcpy(hook, name, (size_t)(colon - name));
+        hook[colon - name] = '\0';
+        int id = parse_traced_hook(hook);
+        if (id < 0 || !parse_window(colon + 1, &config->capture_start, &config->capture_count))
+            return false;
+        config->capture_call = id;
+        config->capture = NVS_CAPTURE_CALLS;
+        return true;
+    }
+    if (!strncmp(value, "time:", 5)) {
+        const char *text = value + 5, *end = text + strlen(text);
+        const char *plus = strchr(text, '+');
+        config->capture_duration_ns = 0;
+        if (!parse_duration(text, plus ? plus : end, &config->capture_delay_ns))
+            return false;
+        if (plus && (!parse_duration(plus + 1, end, &config->capture_duration_ns) ||
+                     config->capture_duration_ns == 0))
+            return false;
+        config->capture = NVS_CAPTURE_TIME;
+        return true;
+    }
+    if (!strcmp(value, "signal")) {
+        config->capture_signal = SIGUSR1;
+        config->capture = NVS_CAPTURE_SIGNAL;
+        return true;
+    }
+    if (!strncmp(value, "signal:", 7)) {
+        if (!parse_signal(value + 7, &config->capture_signal))
+            return false;
+        config->capture = NVS_CAPTURE_SIGNAL;
+        return true;
+    }
+    return false;
+}
+
+static bool parse_capture_name(const char *value, struct nvs_config *config)
+{
+    const char *at = strrchr(value, '@');
+    if (!at || at == value || at[1] == '\0')
+        return false;
+    size_t message_length = (size_t)(at - value);
+    if (message_length >= sizeof config->capture_message ||
+        strlen(at + 1) >= sizeof config->capture_domain)
+        return false;
+    memcpy(config->capture_message, value, message_length);
+    config->capture_message[message_length] = '\0';
+    strcpy(config->capture_domain, at + 1);
+    return true;
+}
+
+static bool parse_trace(const char *value, struct nvs_config *config)
+{
+    if (strlen(value) >= sizeof config->trace_path - 32)
+        return false;
+    for (const char *c = value; *c; c++) {
+        if (*c == '%') {
+            if (c[1] != 'p' && c[1] != '%')
+                return false;
+            c++;
+        }
+    }
+    strcpy(config->trace_path, value);
+    return true;
+}
+
+static bool parse_choice(const char *value, const char *const *choices, int *out)
+{
+    for (int i = 0; choices[i]; i++) {
+        if (!strcmp(value, choices[i])) {
+            *out = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The variables, in the order they are parsed and listed. */
+enum variable { V_LOG, V_HOOKS, V_FRAME, V_FRAME_BUDGET, V_CAPTURE, V_CAPTURE_VIA,
+                V_CAPTURE_NAME, V_TRACE, V_KERNEL, V_HELP, V_COUNT };
+
+static const struct {
+    const char *name;
+    const char *accepted;
+    const char *consequence;
+} variables[V_COUNT] = {
+    [V_LOG] = { PREFIX "LOG", "quiet, info, debug", "messages stay at info" },
+    [V_HOOKS] = { PREFIX "HOOKS", "a comma list of usb, x11, cuda; all; none",
+                  "no calls are hooked" },
+    [V_FRAME] = { PREFIX "FRAME",
+                  "off, usb.in[:EP], usb.out[:EP], x11.swap, x11.flush, cuda.htod, "
+                  "cuda.dtoh, call:NAME with NAME a hooked function",
+                  "frame counting stays off" },
+    [V_FRAME_BUDGET] = { PREFIX "FRAME_BUDGET",
+                         "a positive duration with a unit: 33ms, 500us, 16.7ms, 1s, 100ns",
+                         "no frame budget" },
+    [V_CAPTURE] = { PREFIX "CAPTURE",
+                    "off, frames:S[+C], calls:NAME:S[+C], time:DELAY[+DURATION], "
+                    "signal[:USR1|USR2|HUP|WINCH|URG]; S, C >= 1",
+                    "capture stays off" },
+    [V_CAPTURE_VIA] = { PREFIX "CAPTURE_VIA", "nvtx, cuda, both", "the capture uses both" },
+    [V_CAPTURE_NAME] = { PREFIX "CAPTURE_NAME", "MESSAGE@DOMAIN, both non-empty",
+                         "the capture range is capture@nvtxshim" },
+    [V_TRACE] = { PREFIX "TRACE", "a file path; %p for the process id, %% for %",
+                  "no trace file is written" },
+    [V_KERNEL] = { PREFIX "KERNEL", "off, on", "the kernel probe stays off" },
+    [V_HELP] = { PREFIX "HELP", "0, 1", "no help is printed" },
+};
+
+static void set_defaults(struct nvs_config *config)
+{
+    memset(config, 0, sizeof *config);
+    config->hooks = NVS_HOOKS_ALL;
+    config->frame = NVS_FRAME_OFF;
+    config->frame_endpoint = -1;
+    config->frame_call = -1;
+    config->capture = NVS_CAPTURE_OFF;
+    config->capture_call = -1;
+    config->capture_via = NVS_VIA_BOTH;
+    strcpy(config->capture_message, "capture");
+    strcpy(config->capture_domain, "nvtxshim");
+    config->log = NVS_LOG_INFO;
+}
+
+/* Applies one variable's value; false means the value is bad and the
+ * feature was put back to its default. */
+static bool apply(enum variable variable, const char *value, struct nvs_config *config)
+{
+    static const char *const log_levels[] = { "quiet", "info", "debug", NULL };
+    static const char *const vias[] = { "both", "nvtx", "cuda", NULL };
+    static const char *const switches[] = { "off", "on", NULL };
+    static const char *const help[] = { "0", "1", NULL };
+    int choice;
+    bool ok;
+
+    switch (variable) {
+    case V_LOG:
+        ok = parse_choice(value, log_levels, &choice);
+        if (ok) config->log = (enum nvs_log_level)choice;
+        return ok;
+    case V_HOOKS:
+        ok = parse_hooks(value, &config->hooks);
+        if (!ok) config->hooks = 0;
+        return ok;
+    case V_FRAME:
+        ok = parse_frame(value, config);
+        if (!ok) { config->frame = NVS_FRAME_OFF; config->frame_endpoint = -1; config->frame_call = -1; }
+        return ok;
+    case V_FRAME_BUDGET:
+        ok = parse_duration(value, value + strlen(value), &config->frame_budget_ns) &&
+             config->frame_budget_ns > 0;
+        if (!ok) config->frame_budget_ns = 0;
+        return ok;
+    case V_CAPTURE:
+        ok = parse_capture(value, config);
+        if (!ok) { config->capture = NVS_CAPTURE_OFF; config->capture_call = -1; }
+        return ok;
+    case V_CAPTURE_VIA:
+        ok = parse_choice(value, vias, &choice);
+        if (ok) config->capture_via = (enum nvs_capture_via)choice;
+        return ok;
+    case V_CAPTURE_NAME:
+        ok = parse_capture_name(value, config);
+        if (!ok) { strcpy(config->capture_message, "capture"); strcpy(config->capture_domain, "nvtxshim"); }
+        return ok;
+    case V_TRACE:
+        ok = parse_trace(value, config);
+        if (!ok) config->trace_path[0] = '\0';
+        return ok;
+    case V_KERNEL:
+        ok = parse_choice(value, switches, &choice);
+        config->kernel = ok && choice == 1;
+        return ok;
+    case V_HELP:
+        ok = parse_choice(value, help, &choice);
+        config->help = ok && choice == 1;
+        return ok;
+    case V_COUNT:
+        break;
+    }
+    return false;
+}
+
+static void report_unknown(struct report *report, const char *entry)
+{
+    const char *equals = strchr(entry, '=');
+    int name_length = equals ? (int)(equals - entry) : (int)strlen(entry);
+    report->errors++;
+    report_line(report,
+                "nvtxshim: %.*s is not a known variable (known: NVTXSHIM_HOOKS, _FRAME, "
+                "_FRAME_BUDGET, _CAPTURE, _CAPTURE_VIA, _CAPTURE_NAME, _TRACE, _KERNEL, _LOG, "
+                "_HELP); ignored", name_length, entry);
+}
+
+int nvs_config_parse(struct nvs_config *config, char *const *envp,
+                     nvs_config_report_fn report_fn, void *context)
+{
+    struct report report = { report_fn, context, 0 };
+    const char *values[V_COUNT] = { 0 };
+
+    set_defaults(config);
+    for (char *const *entry = envp; entry && *entry; entry++) {
+        if (strncmp(*entry, PREFIX, sizeof PREFIX - 1))
+            continue;
+        bool known = false;
+        for (int v = 0; v < V_COUNT; v++) {
+            size_t length = strlen(variables[v].name);
+            if (!strncmp(*entry, variables[v].name, length) && (*entry)[length] == '=') {
+                values[v] = *entry + length + 1;
+                known = true;
+                break;
+            }
+        }
+        if (!known)
+            report_unknown(&report, *entry);
+    }
+    for (int v = 0; v < V_COUNT; v++) {
+        /* An empty value means the variable is unset, as in `NVTXSHIM_FRAME= prog`. */
+        if (!values[v] || values[v][0] == '\0')
+            continue;
+        if (!apply((enum variable)v, values[v], config))
+            report_bad(&report, variables[v].name, values[v], variables[v].accepted,
+                       variables[v].consequence);
+    }
+    for (char *const *entry = envp; entry && *entry; entry++) {
+        static const char injection[] = "NVTX_INJECTION64_PATH=";
+        if (!strncmp(*entry, injection, sizeof injection - 1)) {
+            snprintf(config->nvtx_injection_path, sizeof config->nvtx_injection_path, "%s",
+                     *entry + sizeof injection - 1);
+        }
+    }
+    return report.errors;
+}
+
+static struct nvs_config process_config;
+static char process_messages[4096];
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+static void collect_message(const char *line, void *context)
+{
+    (void)context;
+    size_t used = strlen(process_messages);
+    snprintf(process_messages + used, sizeof process_messages - used, "%s", line);
+}
+
+static void parse_process_config(void)
+{
+    nvs_config_parse(&process_config, environ, collect_message, NULL);
+}
+
+const struct nvs_config *nvs_config(void)
+{
+    pthread_once(&process_once, parse_process_config);
+    return &process_config;
+}
+
+const char *nvs_config_messages(void)
+{
+    nvs_config();
+    return process_messages;
+}

@@ -1,0 +1,86 @@
+/* NVTXSHIM_* configuration: read once at load, immutable afterwards. */
+#ifndef NVS_CONFIG_H
+#define NVS_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum nvs_hook_set {
+    NVS_HOOKS_USB  = 1u << 0,
+    NVS_HOOKS_X11  = 1u << 1,
+    NVS_HOOKS_CUDA = 1u << 2,
+    NVS_HOOKS_ALL  = NVS_HOOKS_USB | NVS_HOOKS_X11 | NVS_HOOKS_CUDA,
+};
+
+enum nvs_frame_marker {
+    NVS_FRAME_OFF,
+    NVS_FRAME_USB_IN,
+    NVS_FRAME_USB_OUT,
+    NVS_FRAME_X11_SWAP,
+    NVS_FRAME_X11_FLUSH,
+    NVS_FRAME_CUDA_HTOD,
+    NVS_FRAME_CUDA_DTOH,
+    NVS_FRAME_CALL,
+};
+
+enum nvs_capture_trigger {
+    NVS_CAPTURE_OFF,
+    NVS_CAPTURE_FRAMES,
+    NVS_CAPTURE_CALLS,
+    NVS_CAPTURE_TIME,
+    NVS_CAPTURE_SIGNAL,
+};
+
+enum nvs_capture_via { NVS_VIA_BOTH, NVS_VIA_NVTX, NVS_VIA_CUDA };
+enum nvs_log_level { NVS_LOG_QUIET, NVS_LOG_INFO, NVS_LOG_DEBUG };
+
+#define NVS_NAME_MAX 128
+#define NVS_PATH_MAX 4096
+
+struct nvs_config {
+    unsigned hooks;                     /* enum nvs_hook_set bits */
+
+    enum nvs_frame_marker frame;
+    int frame_endpoint;                 /* usb.in/usb.out endpoint address, -1 for any */
+    int frame_call;                     /* call:NAME hook id, -1 when unused */
+    uint64_t frame_budget_ns;           /* 0: no budget */
+
+    enum nvs_capture_trigger capture;
+    uint64_t capture_start;             /* first frame / call index (1-based) */
+    uint64_t capture_count;             /* frames / calls in the capture */
+    int capture_call;                   /* calls:NAME hook id */
+    uint64_t capture_delay_ns;          /* time: from the first hooked call */
+    uint64_t capture_duration_ns;       /* time: 0 = until exit */
+    int capture_signal;                 /* signal: signal number */
+    enum nvs_capture_via capture_via;
+    char capture_message[NVS_NAME_MAX];
+    char capture_domain[NVS_NAME_MAX];
+
+    char trace_path[NVS_PATH_MAX];      /* as given, with %p unexpanded; "" = off */
+    bool kernel;
+    enum nvs_log_level log;
+    bool help;
+
+    /* Not ours, but decides whether the recorder may attach: another NVTX tool. */
+    char nvtx_injection_path[NVS_PATH_MAX];
+};
+
+/* Receives each complete message line ("nvtxshim: ...\n") the parser produces. */
+typedef void (*nvs_config_report_fn)(const char *line, void *context);
+
+/* Parses ENVP (an environ-style array) into CONFIG. Every bad or unknown
+ * NVTXSHIM_* variable produces exactly one line through REPORT and leaves its
+ * feature at the default (off). Returns the number of bad variables. */
+int nvs_config_parse(struct nvs_config *config, char *const *envp,
+                     nvs_config_report_fn report, void *context);
+
+/* The process's configuration, parsed from environ on first use. */
+const struct nvs_config *nvs_config(void);
+
+/* Lines that nvs_config() produced, for the caller to print when it decides to. */
+const char *nvs_config_messages(void);
+
+/* The reference printed for NVTXSHIM_HELP=1. */
+extern const char nvs_config_help_text[];
+
+#endif

@@ -1,0 +1,175 @@
+/* NVTX emission. NVTX itself is header-only here: this module's NVTX instance
+ * loads whatever tool NVTX_INJECTION64_PATH names (nsys, or this library's own
+ * recorder) on first use, and is all no-ops when there is none. */
+#include "emit.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const domain_names[NVS_DOMAIN_COUNT] = {
+    [NVS_DOMAIN_USB] = "usb",       [NVS_DOMAIN_X11] = "x11", [NVS_DOMAIN_CUDA] = "cuda",
+    [NVS_DOMAIN_SHIM] = "nvtxshim", [NVS_DOMAIN_KERNEL] = "kernel",
+};
+
+static nvtxDomainHandle_t domains[NVS_DOMAIN_COUNT];
+static bool active;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static void init_emit(void)
+{
+    int saved_errno = errno;
+    for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
+        domains[d] = nvtxDomainCreateA(domain_names[d]);
+    /* nvtxDomainCreateA returns NULL only when no tool took the call. */
+    active = domains[NVS_DOMAIN_SHIM] != NULL;
+    if (active) {
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_TRANSFER, "transfer");
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_EVENTS, "events");
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_CALLBACK, "callback");
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_SHIM], NVS_CATEGORY_FRAME, "frame");
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_SHIM], NVS_CATEGORY_WARNING, "warning");
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_WARNING, "warning");
+    }
+    errno = saved_errno;
+}
+
+bool nvs_emit_active(void)
+{
+    pthread_once(&init_once, init_emit);
+    return active;
+}
+
+/* Registered names, keyed by hook and parameters: open addressing, insert-only,
+ * lock-free. A full table only means later names go out as plain text. */
+#define NAME_SLOTS 8192u
+#define NAME_PROBES 32u
+
+struct name_slot {
+    _Atomic uint64_t key;
+    _Atomic(nvtxStringHandle_t) handle;
+};
+
+static struct name_slot names[NAME_SLOTS];
+
+static uint64_t full_key(enum nvs_domain domain, uint64_t key)
+{
+    return key ^ ((uint64_t)(domain + 1) << 60);
+}
+
+static uint32_t slot_of(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key & (NAME_SLOTS - 1);
+}
+
+struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key)
+{
+    struct nvs_name name = { NULL, NULL };
+    key = full_key(domain, key);
+    uint32_t slot = slot_of(key);
+    for (uint32_t probe = 0; probe < NAME_PROBES; probe++) {
+        struct name_slot *entry = &names[(slot + probe) & (NAME_SLOTS - 1)];
+        uint64_t found = atomic_load_explicit(&entry->key, memory_order_acquire);
+        if (found == key) {
+            name.registered = atomic_load_explicit(&entry->handle, memory_order_acquire);
+            return name;
+        }
+        if (found == 0)
+            break;
+    }
+    return name;
+}
+
+struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char *text)
+{
+    struct nvs_name name = { NULL, text };
+    int saved_errno = errno;
+    nvtxStringHandle_t handle = nvtxDomainRegisterStringA(domains[domain], text);
+    errno = saved_errno;
+    if (!handle)
+        return name;
+    name.registered = handle;
+    key = full_key(domain, key);
+    uint32_t slot = slot_of(key);
+    for (uint32_t probe = 0; probe < NAME_PROBES; probe++) {
+        struct name_slot *entry = &names[(slot + probe) & (NAME_SLOTS - 1)];
+        uint64_t expected = 0;
+        if (atomic_compare_exchange_strong(&entry->key, &expected, key) || expected == key) {
+            /* A racing thread may publish the same text under another handle: either is right. */
+            atomic_store_explicit(&entry->handle, handle, memory_order_release);
+            break;
+        }
+    }
+    return name;
+}
+
+static void fill(nvtxEventAttributes_t *event, const struct nvs_attributes *attributes)
+{
+    memset(event, 0, sizeof *event);
+    event->version = NVTX_VERSION;
+    event->size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    event->category = attributes->category;
+    event->colorType = NVTX_COLOR_ARGB;
+    event->color = attributes->color;
+    if (attributes->has_payload) {
+        event->payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+        event->payload.ullValue = attributes->payload;
+    }
+    if (attributes->name.registered) {
+        event->messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        event->message.registered = attributes->name.registered;
+    } else {
+        event->messageType = NVTX_MESSAGE_TYPE_ASCII;
+        event->message.ascii = attributes->name.text;
+    }
+}
+
+void nvs_range_push(const struct nvs_attributes *attributes)
+{
+    nvtxEventAttributes_t event;
+    fill(&event, attributes);
+    nvtxDomainRangePushEx(domains[attributes->domain], &event);
+}
+
+void nvs_range_pop(enum nvs_domain domain)
+{
+    nvtxDomainRangePop(domains[domain]);
+}
+
+nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
+{
+    nvtxEventAttributes_t event;
+    fill(&event, attributes);
+    return nvtxDomainRangeStartEx(domains[attributes->domain], &event);
+}
+
+void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
+{
+    nvtxDomainRangeEnd(domains[domain], id);
+}
+
+void nvs_mark(const struct nvs_attributes *attributes)
+{
+    nvtxEventAttributes_t event;
+    fill(&event, attributes);
+    nvtxDomainMarkEx(domains[attributes->domain], &event);
+}
+
+void nvs_name_thread(const char *name)
+{
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), name);
+}
+
+uint64_t nvs_now_ns(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}

@@ -1,0 +1,77 @@
+/* NVTX output: domains, cached registered names, colours, payloads. Every
+ * function here is cheap after warm-up: no allocation, lock or system call. */
+#ifndef NVS_EMIT_H
+#define NVS_EMIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <nvtx3/nvToolsExt.h>
+
+enum nvs_domain { NVS_DOMAIN_USB, NVS_DOMAIN_X11, NVS_DOMAIN_CUDA, NVS_DOMAIN_SHIM,
+                  NVS_DOMAIN_KERNEL, NVS_DOMAIN_COUNT };
+
+/* Categories, named per domain in the timeline. */
+enum nvs_category {
+    NVS_CATEGORY_TRANSFER = 1,   /* usb: data moved */
+    NVS_CATEGORY_EVENTS = 2,     /* usb: event handling */
+    NVS_CATEGORY_CALLBACK = 3,   /* usb: the program's completion callback */
+    NVS_CATEGORY_FRAME = 1,      /* nvtxshim: frame ranges */
+    NVS_CATEGORY_WARNING = 2,    /* nvtxshim and hooks: marks worth a look */
+};
+
+#define NVS_COLOR_USB 0xFF2E7D32u
+#define NVS_COLOR_USB_EVENTS 0xFF81C784u
+#define NVS_COLOR_USB_CALLBACK 0xFF00897Bu
+#define NVS_COLOR_FRAME 0xFF5E35B1u
+#define NVS_COLOR_ERROR 0xFFD50000u
+
+/* A range or mark message: a registered string when the tool gave one,
+ * otherwise the text itself. */
+struct nvs_name {
+    nvtxStringHandle_t registered;
+    const char *text;
+};
+
+/* True once NVTX has a tool attached (nsys, or our recorder). The first call
+ * initialises NVTX in this module. */
+bool nvs_emit_active(void);
+
+/* The cached name for KEY (unique per hook and formatted parameters) in
+ * DOMAIN; on a miss .registered is NULL and the caller formats and calls
+ * nvs_name_store. */
+struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key);
+struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char *text);
+
+/* Looks NAME up by KEY, formatting it into BUFFER on the first use. */
+#define NVS_NAME(variable, domain, key, buffer, ...)                                     \
+    do {                                                                                 \
+        (variable) = nvs_name_lookup((domain), (key));                                   \
+        if (!(variable).registered) {                                                    \
+            snprintf((buffer), sizeof(buffer), __VA_ARGS__);                             \
+            (variable) = nvs_name_store((domain), (key), (buffer));                      \
+        }                                                                                \
+    } while (0)
+
+struct nvs_attributes {
+    enum nvs_domain domain;
+    struct nvs_name name;
+    uint32_t category;
+    uint32_t color;
+    uint64_t payload;
+    bool has_payload;
+};
+
+void nvs_range_push(const struct nvs_attributes *attributes);
+void nvs_range_pop(enum nvs_domain domain);
+nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes);
+void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id);
+void nvs_mark(const struct nvs_attributes *attributes);
+
+/* Names the calling OS thread in the timeline (not for the OS). */
+void nvs_name_thread(const char *name);
+
+/* Monotonic nanoseconds (vDSO, no system call). */
+uint64_t nvs_now_ns(void);
+
+#endif

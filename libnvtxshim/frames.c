@@ -1,0 +1,90 @@
+/* Frame N begins when the Nth marker call begins and ends when the next one
+ * begins, or at exit. Frames are start/end ranges in domain nvtxshim because
+ * marker calls may come from different threads. */
+#include "frames.h"
+
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "emit.h"
+
+struct frame {
+    uint64_t number;        /* the last frame begun; 0 before the first */
+    uint64_t start_ns;
+    nvtxRangeId_t range;
+    bool open;
+};
+
+static struct frame current;
+/* Held for a handful of instructions per frame, not per hooked call: frames
+ * come at loop rate, and two threads only meet here when both mark a frame. */
+static atomic_flag current_lock = ATOMIC_FLAG_INIT;
+
+static bool is_marker(const struct nvs_config *config, enum nvs_hook_id id,
+                      enum nvs_frame_marker event, int endpoint)
+{
+    if (config->frame == NVS_FRAME_CALL)
+        return (int)id == config->frame_call;
+    return event == config->frame &&
+           (config->frame_endpoint < 0 || config->frame_endpoint == endpoint);
+}
+
+static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t budget_ns)
+{
+    if (!frame->open)
+        return;
+    nvs_range_end(NVS_DOMAIN_SHIM, frame->range);
+    uint64_t took_ns = end_ns - frame->start_ns;
+    if (budget_ns && took_ns > budget_ns) {
+        char text[96];
+        snprintf(text, sizeof text, "over budget frame %" PRIu64 ": %.3f ms > %.3f ms",
+                 frame->number, (double)took_ns / 1e6, (double)budget_ns / 1e6);
+        struct nvs_attributes mark = {
+            .domain = NVS_DOMAIN_SHIM, .name = { NULL, text },
+            .category = NVS_CATEGORY_WARNING, .color = NVS_COLOR_ERROR,
+            .payload = took_ns, .has_payload = true,
+        };
+        nvs_mark(&mark);
+    }
+}
+
+void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
+{
+    const struct nvs_config *config = nvs_config();
+    if (config->frame == NVS_FRAME_OFF || !is_marker(config, id, event, endpoint))
+        return;
+
+    uint64_t now = nvs_now_ns();
+    while (atomic_flag_test_and_set_explicit(&current_lock, memory_order_acquire))
+        ;
+    struct frame previous = current;
+    current.number = previous.number + 1;
+    current.start_ns = now;
+    current.open = true;
+    char text[32];
+    snprintf(text, sizeof text, "frame %" PRIu64, current.number);
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_SHIM, .name = { NULL, text }, .category = NVS_CATEGORY_FRAME,
+        .color = NVS_COLOR_FRAME, .payload = current.number, .has_payload = true,
+    };
+    close_frame(&previous, now, config->frame_budget_ns);
+    current.range = nvs_range_start(&range);
+    atomic_flag_clear_explicit(&current_lock, memory_order_release);
+}
+
+void nvs_frames_finish(void)
+{
+    while (atomic_flag_test_and_set_explicit(&current_lock, memory_order_acquire))
+        ;
+    close_frame(&current, nvs_now_ns(), nvs_config()->frame_budget_ns);
+    current.open = false;
+    atomic_flag_clear_explicit(&current_lock, memory_order_release);
+}
+
+void nvs_frames_reset_after_fork(void)
+{
+    current.number = 0;
+    current.open = false;
+    atomic_flag_clear(&current_lock);
+}

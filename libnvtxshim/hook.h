@@ -1,0 +1,45 @@
+/* What every wrapper shares: the re-entry guard, errno, and whether a
+ * library's calls are traced at all. */
+#ifndef NVS_HOOK_H
+#define NVS_HOOK_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "resolve.h"
+
+/* Depth of hooked calls on this thread: only depth 0 is the program's own
+ * call; libusb's sync functions calling its async ones, the CUDA runtime
+ * calling the driver, run deeper and pass straight through. */
+extern __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
+
+#define NVS_GROUPS_READY (1u << 31)
+extern _Atomic unsigned nvs_traced_groups_state;
+unsigned nvs_traced_groups_init(void);
+
+/* The enum nvs_hook_set bits of libraries whose calls are traced now: the
+ * hook is on and an NVTX tool is attached. */
+static inline unsigned nvs_traced_groups(void)
+{
+    unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_relaxed);
+    return (groups & NVS_GROUPS_READY) ? groups : nvs_traced_groups_init();
+}
+
+/* True when this is a program-level call of a traced library: the caller
+ * then emits, calls the real function, and ends with nvs_call_end(). */
+static inline bool nvs_call_begin(unsigned group)
+{
+    if (nvs_hook_depth || !(nvs_traced_groups() & group))
+        return false;
+    nvs_hook_depth++;
+    return true;
+}
+
+static inline void nvs_call_end(void)
+{
+    nvs_hook_depth--;
+}
+
+#endif

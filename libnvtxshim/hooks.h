@@ -1,0 +1,23 @@
+/* Hook ids over every interposed library, generated from the hooks/ tables. */
+#ifndef NVS_HOOKS_H
+#define NVS_HOOKS_H
+
+enum nvs_hook_id {
+#define NVS_HOOK(name) NVS_ID_##name,
+#include "hooks/usb.def"
+    /* Hooks before this traced the program's work; the ones after it serve the recorder. */
+    NVS_TRACED_HOOK_COUNT,
+    NVS_PROCESS_HOOKS_BEFORE = NVS_TRACED_HOOK_COUNT - 1,
+#include "hooks/process.def"
+#undef NVS_HOOK
+    NVS_HOOK_COUNT
+};
+
+#define NVS_HOOK_ID(name) NVS_ID_##name
+
+/* The documented name of a hook, "libusb_bulk_transfer". */
+const char *nvs_hook_name(enum nvs_hook_id id);
+/* The hook whose name is NAME, or -1. */
+int nvs_hook_find(const char *name);
+
+#endif

@@ -1,0 +1,120 @@
+/* exec and _exit end the process image without running destructors: the
+ * trace file is completed first. With no trace, these pass straight through. */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../hook.h"
+#include "../record.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* A vfork child shares our memory: it must leave the parent's trace alone. */
+static bool before_exec(void)
+{
+    if (!nvs_record_owns_process())
+        return false;
+    nvs_record_finish();
+    return true;
+}
+
+static int after_failed_exec(bool finished, int result)
+{
+    if (finished)
+        nvs_record_resume();
+    return result;
+}
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    __typeof__(&execve) real = NVS_REAL(execve);
+    bool finished = before_exec();
+    return after_failed_exec(finished, real(path, argv, envp));
+}
+
+EXPORT int execv(const char *path, char *const argv[])
+{
+    __typeof__(&execv) real = NVS_REAL(execv);
+    bool finished = before_exec();
+    return after_failed_exec(finished, real(path, argv));
+}
+
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    __typeof__(&execvp) real = NVS_REAL(execvp);
+    bool finished = before_exec();
+    return after_failed_exec(finished, real(file, argv));
+}
+
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    __typeof__(&execvpe) real = NVS_REAL(execvpe);
+    bool finished = before_exec();
+    return after_failed_exec(finished, real(file, argv, envp));
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    __typeof__(&fexecve) real = NVS_REAL(fexecve);
+    bool finished = before_exec();
+    return after_failed_exec(finished, real(fd, argv, envp));
+}
+
+/* The list forms: the arguments are gathered on the stack into an argv. */
+#define GATHER_ARGUMENTS(first, arguments, argv, after)                                 \
+    size_t count = 1;                                                                    \
+    va_list arguments;                                                                   \
+    va_start(arguments, first);                                                          \
+    while (va_arg(arguments, char *))                                                    \
+        count++;                                                                         \
+    va_end(arguments);                                                                   \
+    char *argv[count + 1];                                                               \
+    argv[0] = (char *)(first);                                                           \
+    va_start(arguments, first);                                                          \
+    for (size_t i = 1; i <= count; i++)                                                  \
+        argv[i] = va_arg(arguments, char *);                                             \
+    after;                                                                               \
+    va_end(arguments)
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    GATHER_ARGUMENTS(arg, arguments, argv, (void)0);
+    return execv(path, argv);
+}
+
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    GATHER_ARGUMENTS(arg, arguments, argv, (void)0);
+    return execvp(file, argv);
+}
+
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    char *const *envp;
+    GATHER_ARGUMENTS(arg, arguments, argv, envp = va_arg(arguments, char *const *));
+    return execve(path, argv, envp);
+}
+
+EXPORT void _exit(int status)
+{
+    __typeof__(&_exit) real = NVS_REAL(_exit);
+    if (nvs_record_owns_process())
+        nvs_record_finish();
+    if (real)
+        real(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}
+
+EXPORT void _Exit(int status)
+{
+    __typeof__(&_Exit) real = NVS_REAL(_Exit);
+    if (nvs_record_owns_process())
+        nvs_record_finish();
+    if (real)
+        real(status);
+    for (;;)
+        syscall(SYS_exit_group, status);
+}

@@ -1,0 +1,481 @@
+/* libusb-1.0: synchronous transfers, asynchronous transfers (submission to
+ * completion callback) and event handling, in NVTX domain "usb". */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <libusb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../emit.h"
+#include "../frames.h"
+#include "../hook.h"
+#include "../log.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static const char *direction(unsigned char endpoint)
+{
+    return (endpoint & LIBUSB_ENDPOINT_IN) ? "IN" : "OUT";
+}
+
+static const char *error_name(int code)
+{
+    switch (code) {
+    case LIBUSB_ERROR_IO: return "LIBUSB_ERROR_IO";
+    case LIBUSB_ERROR_INVALID_PARAM: return "LIBUSB_ERROR_INVALID_PARAM";
+    case LIBUSB_ERROR_ACCESS: return "LIBUSB_ERROR_ACCESS";
+    case LIBUSB_ERROR_NO_DEVICE: return "LIBUSB_ERROR_NO_DEVICE";
+    case LIBUSB_ERROR_NOT_FOUND: return "LIBUSB_ERROR_NOT_FOUND";
+    case LIBUSB_ERROR_BUSY: return "LIBUSB_ERROR_BUSY";
+    case LIBUSB_ERROR_TIMEOUT: return "LIBUSB_ERROR_TIMEOUT";
+    case LIBUSB_ERROR_OVERFLOW: return "LIBUSB_ERROR_OVERFLOW";
+    case LIBUSB_ERROR_PIPE: return "LIBUSB_ERROR_PIPE";
+    case LIBUSB_ERROR_INTERRUPTED: return "LIBUSB_ERROR_INTERRUPTED";
+    case LIBUSB_ERROR_NO_MEM: return "LIBUSB_ERROR_NO_MEM";
+    case LIBUSB_ERROR_NOT_SUPPORTED: return "LIBUSB_ERROR_NOT_SUPPORTED";
+    default: return "LIBUSB_ERROR_OTHER";
+    }
+}
+
+static const char *status_name(enum libusb_transfer_status status)
+{
+    switch (status) {
+    case LIBUSB_TRANSFER_COMPLETED: return "LIBUSB_TRANSFER_COMPLETED";
+    case LIBUSB_TRANSFER_ERROR: return "LIBUSB_TRANSFER_ERROR";
+    case LIBUSB_TRANSFER_TIMED_OUT: return "LIBUSB_TRANSFER_TIMED_OUT";
+    case LIBUSB_TRANSFER_CANCELLED: return "LIBUSB_TRANSFER_CANCELLED";
+    case LIBUSB_TRANSFER_STALL: return "LIBUSB_TRANSFER_STALL";
+    case LIBUSB_TRANSFER_NO_DEVICE: return "LIBUSB_TRANSFER_NO_DEVICE";
+    case LIBUSB_TRANSFER_OVERFLOW: return "LIBUSB_TRANSFER_OVERFLOW";
+    }
+    return "LIBUSB_TRANSFER_UNKNOWN";
+}
+
+/* Cache keys: hook id in the top byte, then the parameters that the name shows. */
+static uint64_t key_of(enum nvs_hook_id id, uint64_t parameters)
+{
+    return ((uint64_t)(id + 1) << 56) | (parameters & 0x00ffffffffffffffull);
+}
+
+/* A red mark beside the range: a failed, timed-out, stalled or short transfer. */
+__attribute__((format(printf, 2, 3)))
+static void warn(uint64_t payload, const char *format, ...)
+{
+    char text[160];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    struct nvs_attributes mark = {
+        .domain = NVS_DOMAIN_USB, .name = { NULL, text }, .category = NVS_CATEGORY_WARNING,
+        .color = NVS_COLOR_ERROR, .payload = payload, .has_payload = true,
+    };
+    nvs_mark(&mark);
+}
+
+/* ---- synchronous transfers ---------------------------------------------- */
+
+static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real,
+                         libusb_device_handle *handle, unsigned char endpoint,
+                         unsigned char *data, int length, int *transferred, unsigned int timeout)
+{
+    int saved_errno = errno;
+    const char *name = nvs_hook_name(id);
+    char buffer[96];
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_TRANSFER, .color = NVS_COLOR_USB,
+        .payload = (uint64_t)(length > 0 ? length : 0), .has_payload = true,
+    };
+    NVS_NAME(range.name, NVS_DOMAIN_USB, key_of(id, ((uint64_t)endpoint << 32) | (uint32_t)length),
+             buffer, "%s ep=0x%02x %s %dB", name, endpoint, direction(endpoint), length);
+    nvs_frames_on_call(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
+                       endpoint);
+    nvs_range_push(&range);
+
+    /* libusb leaves *transferred alone on some early errors: measure only what it wrote. */
+    int local_transferred = -1;
+    int *out = transferred ? transferred : &local_transferred;
+    errno = saved_errno;
+    int result = real(handle, endpoint, data, length, transferred, timeout);
+    saved_errno = errno;
+
+    int moved = transferred ? *out : -1;
+    if (result < 0)
+        warn((uint64_t)(moved > 0 ? moved : 0), "%s %s ep=0x%02x %s %d/%dB", error_name(result),
+             name, endpoint, direction(endpoint), moved > 0 ? moved : 0, length);
+    else if (moved >= 0 && moved < length)
+        warn((uint64_t)moved, "short transfer %s ep=0x%02x %s %d/%dB", name, endpoint,
+             direction(endpoint), moved, length);
+    nvs_range_pop(NVS_DOMAIN_USB);
+    nvs_call_end();
+    errno = saved_errno;
+    return result;
+}
+
+EXPORT int LIBUSB_CALL libusb_bulk_transfer(libusb_device_handle *handle, unsigned char endpoint,
+                                            unsigned char *data, int length, int *transferred,
+                                            unsigned int timeout)
+{
+    __typeof__(&libusb_bulk_transfer) real = NVS_REAL(libusb_bulk_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (!nvs_call_begin(NVS_HOOKS_USB))
+        return real(handle, endpoint, data, length, transferred, timeout);
+    return data_transfer(NVS_HOOK_ID(libusb_bulk_transfer), real, handle, endpoint, data, length,
+                         transferred, timeout);
+}
+
+EXPORT int LIBUSB_CALL libusb_interrupt_transfer(libusb_device_handle *handle,
+                                                 unsigned char endpoint, unsigned char *data,
+                                                 int length, int *transferred,
+                                                 unsigned int timeout)
+{
+    __typeof__(&libusb_interrupt_transfer) real = NVS_REAL(libusb_interrupt_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (!nvs_call_begin(NVS_HOOKS_USB))
+        return real(handle, endpoint, data, length, transferred, timeout);
+    return data_transfer(NVS_HOOK_ID(libusb_interrupt_transfer), real, handle, endpoint, data,
+                         length, transferred, timeout);
+}
+
+EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
+                                               uint8_t request_type, uint8_t request,
+                                               uint16_t value, uint16_t index,
+                                               unsigned char *data, uint16_t length,
+                                               unsigned int timeout)
+{
+    __typeof__(&libusb_control_transfer) real = NVS_REAL(libusb_control_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (!nvs_call_begin(NVS_HOOKS_USB))
+        return real(handle, request_type, request, value, index, data, length, timeout);
+
+    int saved_errno = errno;
+    enum nvs_hook_id id = NVS_HOOK_ID(libusb_control_transfer);
+    char buffer[112];
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_TRANSFER, .color = NVS_COLOR_USB,
+        .payload = length, .has_payload = true,
+    };
+    uint64_t parameters = ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
+                          ((uint64_t)value << 16) | length;
+    NVS_NAME(range.name, NVS_DOMAIN_USB, key_of(id, parameters), buffer,
+             "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", request_type,
+             request, value, direction(request_type), length);
+    nvs_frames_on_call(id, NVS_FRAME_OFF, 0);
+    nvs_range_push(&range);
+    errno = saved_errno;
+    int result = real(handle, request_type, request, value, index, data, length, timeout);
+    saved_errno = errno;
+    if (result < 0)
+        warn(0, "%s libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x", error_name(result),
+             request_type, request, value);
+    else if (result < length)
+        warn((uint64_t)result, "short transfer libusb_control_transfer type=0x%02x req=0x%02x "
+             "val=0x%04x %s %d/%uB", request_type, request, value, direction(request_type),
+             result, length);
+    nvs_range_pop(NVS_DOMAIN_USB);
+    nvs_call_end();
+    errno = saved_errno;
+    return result;
+}
+
+/* ---- asynchronous transfers --------------------------------------------- */
+
+/* Transfers in flight, keyed by address: the program's callback, restored
+ * before it runs, and the submission range that the completion ends. Insert
+ * and remove are lock-free; probing is bounded, and a transfer that finds no
+ * slot simply goes untraced. */
+#define FLIGHT_SLOTS 4096u
+#define FLIGHT_PROBES 64u
+
+struct flight {
+    _Atomic(struct libusb_transfer *) transfer;
+    libusb_transfer_cb_fn callback;
+    nvtxRangeId_t range;
+    struct nvs_name callback_name;
+};
+
+static struct flight flights[FLIGHT_SLOTS];
+
+static uint32_t flight_slot(const struct libusb_transfer *transfer)
+{
+    uintptr_t bits = (uintptr_t)transfer;
+    bits ^= bits >> 17;
+    bits *= 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(bits >> 40) & (FLIGHT_SLOTS - 1);
+}
+
+static struct flight *flight_claim(struct libusb_transfer *transfer)
+{
+    uint32_t slot = flight_slot(transfer);
+    for (uint32_t probe = 0; probe < FLIGHT_PROBES; probe++) {
+        struct flight *flight = &flights[(slot + probe) & (FLIGHT_SLOTS - 1)];
+        struct libusb_transfer *expected = NULL;
+        if (atomic_compare_exchange_strong(&flight->transfer, &expected, transfer))
+            return flight;
+    }
+    return NULL;
+}
+
+static struct flight *flight_find(const struct libusb_transfer *transfer)
+{
+    uint32_t slot = flight_slot(transfer);
+    for (uint32_t probe = 0; probe < FLIGHT_PROBES; probe++) {
+        struct flight *flight = &flights[(slot + probe) & (FLIGHT_SLOTS - 1)];
+        if (atomic_load_explicit(&flight->transfer, memory_order_acquire) == transfer)
+            return flight;
+    }
+    return NULL;
+}
+
+static void flight_release(struct flight *flight)
+{
+    atomic_store_explicit(&flight->transfer, NULL, memory_order_release);
+}
+
+static const char *type_name(unsigned char type)
+{
+    switch (type) {
+    case LIBUSB_TRANSFER_TYPE_CONTROL: return "CONTROL";
+    case LIBUSB_TRANSFER_TYPE_ISOCHRONOUS: return "ISO";
+    case LIBUSB_TRANSFER_TYPE_BULK: return "BULK";
+    case LIBUSB_TRANSFER_TYPE_INTERRUPT: return "INTERRUPT";
+    case LIBUSB_TRANSFER_TYPE_BULK_STREAM: return "BULK_STREAM";
+    }
+    return "UNKNOWN";
+}
+
+/* The part of an async name after the function: what, where, how much. */
+static void describe(char *text, size_t size, const struct libusb_transfer *transfer)
+{
+    if (transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL && transfer->length >= 8 &&
+        transfer->buffer) {
+        const unsigned char *setup = transfer->buffer;
+        snprintf(text, size, "ep=0x%02x CONTROL type=0x%02x req=0x%02x val=0x%04x %s %dB",
+                 transfer->endpoint, setup[0], setup[1], setup[2] | (setup[3] << 8),
+                 direction(setup[0]), transfer->length - 8);
+    } else if (transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS) {
+        snprintf(text, size, "ep=0x%02x ISO %s %dx%uB", transfer->endpoint,
+                 direction(transfer->endpoint), transfer->num_iso_packets,
+                 transfer->num_iso_packets > 0 ? transfer->iso_packet_desc[0].length : 0);
+    } else {
+        snprintf(text, size, "ep=0x%02x %s %s %dB", transfer->endpoint, type_name(transfer->type),
+                 direction(transfer->endpoint), transfer->length);
+    }
+}
+
+static uint64_t transfer_key(const struct libusb_transfer *transfer)
+{
+    uint64_t shape = transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS
+                         ? ((uint64_t)(uint16_t)transfer->num_iso_packets << 16) |
+                               (transfer->num_iso_packets > 0 ? transfer->iso_packet_desc[0].length & 0xffff : 0)
+                         : (uint32_t)transfer->length;
+    if (transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL && transfer->length >= 8 && transfer->buffer)
+        shape ^= (uint64_t)transfer->buffer[0] << 24 ^ (uint64_t)transfer->buffer[1] << 32 ^
+                 (uint64_t)(transfer->buffer[2] | transfer->buffer[3] << 8) << 40;
+    return ((uint64_t)transfer->type << 52) ^ ((uint64_t)transfer->endpoint << 44) ^ shape;
+}
+
+static uint64_t requested_bytes(const struct libusb_transfer *transfer)
+{
+    int length = transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL ? transfer->length - 8
+                                                                : transfer->length;
+    return length > 0 ? (uint64_t)length : 0;
+}
+
+static bool counts_as_frame_in(const struct libusb_transfer *transfer)
+{
+    return transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL &&
+           (transfer->endpoint & LIBUSB_ENDPOINT_IN);
+}
+
+/* Marks a completion that failed or came back short (cancellation is the
+ * program's own doing and is not marked). */
+static void check_completion(const struct libusb_transfer *transfer)
+{
+    char what[112];
+    if (transfer->status == LIBUSB_TRANSFER_CANCELLED)
+        return;
+    describe(what, sizeof what, transfer);
+    if (transfer->status != LIBUSB_TRANSFER_COMPLETED) {
+        warn((uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
+             "%s libusb_submit_transfer %s", status_name(transfer->status), what);
+        return;
+    }
+    if (transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS)
+        return;
+    uint64_t requested = requested_bytes(transfer);
+    if ((uint64_t)transfer->actual_length < requested)
+        warn((uint64_t)transfer->actual_length, "short transfer libusb_submit_transfer %s %d/%" PRIu64 "B",
+             what, transfer->actual_length, requested);
+}
+
+/* Runs in place of the program's callback, on the thread libusb chose. */
+static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
+{
+    struct flight *flight = flight_find(transfer);
+    /* Cannot happen: the callback is only replaced after a slot was claimed. */
+    if (!flight)
+        return;
+    libusb_transfer_cb_fn callback = flight->callback;
+    nvtxRangeId_t submitted = flight->range;
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .name = flight->callback_name,
+        .category = NVS_CATEGORY_CALLBACK, .color = NVS_COLOR_USB_CALLBACK,
+        .payload = (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
+        .has_payload = true,
+    };
+    flight_release(flight);
+    transfer->callback = callback;
+
+    int saved_errno = errno;
+    nvs_range_end(NVS_DOMAIN_USB, submitted);
+    check_completion(transfer);
+    if (counts_as_frame_in(transfer))
+        nvs_frames_on_call(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
+                           transfer->endpoint);
+    nvs_range_push(&range);
+    errno = saved_errno;
+
+    /* The program's callback is program-level code: its own libusb calls are traced. */
+    unsigned depth = nvs_hook_depth;
+    nvs_hook_depth = 0;
+    callback(transfer);
+    nvs_hook_depth = depth;
+    /* The transfer may be freed or resubmitted by now: it is not touched again. */
+
+    saved_errno = errno;
+    nvs_range_pop(NVS_DOMAIN_USB);
+    errno = saved_errno;
+}
+
+EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
+{
+    __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (!transfer || !transfer->callback || !nvs_call_begin(NVS_HOOKS_USB))
+        return real(transfer);
+
+    int saved_errno = errno;
+    struct flight *flight = flight_claim(transfer);
+    if (!flight) {
+        nvs_call_end();
+        errno = saved_errno;
+        return real(transfer);
+    }
+    enum nvs_hook_id id = NVS_HOOK_ID(libusb_submit_transfer);
+    char what[112], buffer[160];
+    uint64_t key = transfer_key(transfer);
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_TRANSFER, .color = NVS_COLOR_USB,
+        .payload = requested_bytes(transfer), .has_payload = true,
+    };
+    range.name = nvs_name_lookup(NVS_DOMAIN_USB, key_of(id, key));
+    flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key_of(id, key) ^ (1ull << 55));
+    if (!range.name.registered || !flight->callback_name.registered) {
+        describe(what, sizeof what, transfer);
+        snprintf(buffer, sizeof buffer, "libusb_submit_transfer %s", what);
+        range.name = nvs_name_store(NVS_DOMAIN_USB, key_of(id, key), buffer);
+        snprintf(buffer, sizeof buffer, "libusb_transfer_cb_fn %s", what);
+        flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key_of(id, key) ^ (1ull << 55), buffer);
+        /* Plain-text names live only as long as this call; keep the callback's registered. */
+        if (!flight->callback_name.registered)
+            flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
+    }
+    bool frame_out = !(transfer->endpoint & LIBUSB_ENDPOINT_IN) &&
+                     transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
+    nvs_frames_on_call(id, frame_out ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF, transfer->endpoint);
+    flight->callback = transfer->callback;
+    flight->range = nvs_range_start(&range);
+    transfer->callback = transfer_completed;
+
+    errno = saved_errno;
+    int result = real(transfer);
+    saved_errno = errno;
+    if (result < 0) {
+        /* No callback will come: put everything back as the program left it. */
+        transfer->callback = flight->callback;
+        nvs_range_end(NVS_DOMAIN_USB, flight->range);
+        flight_release(flight);
+        describe(what, sizeof what, transfer);
+        warn(0, "%s libusb_submit_transfer %s", error_name(result), what);
+    }
+    nvs_call_end();
+    errno = saved_errno;
+    return result;
+}
+
+/* ---- event handling ------------------------------------------------------ */
+
+static __thread bool thread_checked __attribute__((tls_model("initial-exec")));
+
+/* A thread that runs libusb events is named "libusb events" in the timeline,
+ * unless the program named it (its OS name differs from the process's). */
+static void name_event_thread(void)
+{
+    if (thread_checked)
+        return;
+    thread_checked = true;
+    if (syscall(SYS_gettid) == getpid())
+        return;
+    char thread_name[17] = "", process_name[17] = "";
+    prctl(PR_GET_NAME, thread_name, 0, 0, 0);
+    snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
+    if (!strcmp(thread_name, process_name))
+        nvs_name_thread("libusb events");
+}
+
+static void events_begin(enum nvs_hook_id id)
+{
+    int saved_errno = errno;
+    name_event_thread();
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_EVENTS, .color = NVS_COLOR_USB_EVENTS,
+    };
+    char buffer[64];
+    NVS_NAME(range.name, NVS_DOMAIN_USB, key_of(id, 0), buffer, "%s", nvs_hook_name(id));
+    nvs_frames_on_call(id, NVS_FRAME_OFF, -1);
+    nvs_range_push(&range);
+    errno = saved_errno;
+}
+
+static void events_end(void)
+{
+    int saved_errno = errno;
+    nvs_range_pop(NVS_DOMAIN_USB);
+    nvs_call_end();
+    errno = saved_errno;
+}
+
+/* Each event function: pass through when untraced, otherwise one range. */
+#define EVENTS_WRAPPER(name, parameters, arguments)                                        \
+    EXPORT int LIBUSB_CALL name parameters                                                 \
+    {                                                                                      \
+        __typeof__(&name) real = NVS_REAL(name);                                           \
+        if (!real)                                                                         \
+            return LIBUSB_ERROR_NOT_SUPPORTED;                                             \
+        if (!nvs_call_begin(NVS_HOOKS_USB))                                                \
+            return real arguments;                                                         \
+        events_begin(NVS_HOOK_ID(name));                                                   \
+        int result = real arguments;                                                       \
+        events_end();                                                                      \
+        return result;                                                                     \
+    }
+
+EVENTS_WRAPPER(libusb_handle_events, (libusb_context *context), (context))
+EVENTS_WRAPPER(libusb_handle_events_completed, (libusb_context *context, int *completed),
+               (context, completed))
+EVENTS_WRAPPER(libusb_handle_events_timeout, (libusb_context *context, struct timeval *timeout),
+               (context, timeout))
+EVENTS_WRAPPER(libusb_handle_events_timeout_completed,
+               (libusb_context *context, struct timeval *timeout, int *completed),
+               (context, timeout, completed))
+EVENTS_WRAPPER(libusb_wait_for_event, (libusb_context *context, struct timeval *timeout),
+               (context, timeout))

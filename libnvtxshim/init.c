@@ -1,0 +1,122 @@
+/* Load, exit and fork: the library's life cycle. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "emit.h"
+#include "frames.h"
+#include "hook.h"
+#include "log.h"
+#include "record.h"
+
+__thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
+_Atomic unsigned nvs_traced_groups_state;
+
+static atomic_bool messages_printed;
+
+/* Bad variables and notices, printed once per process: at load where a hooked
+ * library is already there, else at the first hooked call, so that shells,
+ * compilers and nsys itself, which inherit LD_PRELOAD, stay silent. */
+static void print_messages(void)
+{
+    if (atomic_exchange(&messages_printed, true))
+        return;
+    nvs_log_raw(nvs_config_messages());
+    const struct nvs_config *config = nvs_config();
+    if (config->capture != NVS_CAPTURE_OFF)
+        nvs_log_info("NVTXSHIM_CAPTURE is accepted but not acted on yet: this build opens no "
+                     "capture range\n");
+    if (config->kernel)
+        nvs_log_info("NVTXSHIM_KERNEL=on is accepted but this build has no kernel probe\n");
+    if (config->trace_path[0] && !nvs_record_enabled())
+        nvs_log_info("NVTXSHIM_TRACE=%s is not written: another NVTX tool is attached "
+                     "(NVTX_INJECTION64_PATH=%s)\n", config->trace_path,
+                     config->nvtx_injection_path);
+}
+
+unsigned nvs_traced_groups_init(void)
+{
+    const struct nvs_config *config = nvs_config();
+    print_messages();
+    unsigned groups = (config->hooks && nvs_emit_active()) ? config->hooks : 0;
+    atomic_store(&nvs_traced_groups_state, groups | NVS_GROUPS_READY);
+    return groups;
+}
+
+static int hook_enabled(enum nvs_hook_id id)
+{
+    const struct nvs_config *config = nvs_config();
+    if (id < NVS_TRACED_HOOK_COUNT)
+        return (config->hooks & NVS_HOOKS_USB) != 0;
+    return nvs_record_enabled();
+}
+
+static bool any_hooked_library_loaded(void)
+{
+    static const char *const libraries[] = { "libusb-1.0.so.0" };
+    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
+        void *handle = dlopen(libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (handle) {
+            dlclose(handle);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* With NVTXSHIM_TRACE and no other NVTX tool, this library becomes the tool:
+ * every NVTX instance in the process finds it through NVTX_INJECTION64_PATH. */
+static void setup_recorder(const struct nvs_config *config)
+{
+    Dl_info self;
+    if (!config->trace_path[0] || !dladdr((void *)setup_recorder, &self) || !self.dli_fname)
+        return;
+    if (config->nvtx_injection_path[0]) {
+        Dl_info other;
+        void *handle = dlopen(config->nvtx_injection_path, RTLD_LAZY | RTLD_NOLOAD);
+        bool ours = handle && dlsym(handle, "InitializeInjectionNvtx2") &&
+                    dladdr(dlsym(handle, "InitializeInjectionNvtx2"), &other) &&
+                    other.dli_fbase == self.dli_fbase;
+        if (handle)
+            dlclose(handle);
+        if (!ours)
+            return;
+    } else {
+        setenv("NVTX_INJECTION64_PATH", self.dli_fname, 1);
+    }
+    nvs_record_enable(config->trace_path);
+}
+
+static void fork_prepare(void) { nvs_record_fork_prepare(); }
+static void fork_parent(void) { nvs_record_fork_parent(); }
+static void fork_child(void)
+{
+    nvs_record_fork_child();
+    nvs_frames_reset_after_fork();
+}
+
+__attribute__((constructor))
+static void nvs_load(void)
+{
+    const struct nvs_config *config = nvs_config();
+    if (config->help)
+        nvs_log_raw(nvs_config_help_text);
+    setup_recorder(config);
+    nvs_resolve_set_filter(hook_enabled);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    if (any_hooked_library_loaded())
+        print_messages();
+}
+
+__attribute__((destructor))
+static void nvs_unload(void)
+{
+    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
+        nvs_frames_finish();
+    if (nvs_record_owns_process())
+        nvs_record_finish();
+}

@@ -1,0 +1,244 @@
+/* Finds real functions and interposes dlsym/dlvsym.
+ *
+ * Our dlsym and dlvsym are the process's, so the library cannot call them to
+ * find glibc's: the real pair is looked up in libc's own dynamic symbol table
+ * (dl_iterate_phdr is not interposed). Everything else goes through them. */
+#define _GNU_SOURCE
+#include "resolve.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "log.h"
+
+typedef void *(*dlsym_fn)(void *, const char *);
+typedef void *(*dlvsym_fn)(void *, const char *, const char *);
+
+_Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
+
+static dlsym_fn real_dlsym;
+static dlvsym_fn real_dlvsym;
+static pthread_once_t real_dl_once = PTHREAD_ONCE_INIT;
+static _Atomic(nvs_hook_enabled_fn) hook_filter;
+
+struct elf_lookup {
+    const char *library_prefix;   /* "libc.so" */
+    const char *name;
+    void *found;
+};
+
+static uint32_t gnu_hash(const char *name)
+{
+    uint32_t hash = 5381;
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        hash = hash * 33 + *c;
+    return hash;
+}
+
+/* Dynamic-section pointers are relocated in place by ld.so on most targets,
+ * but not where .dynamic is read-only: add the base only when needed. */
+static uintptr_t dynamic_pointer(uintptr_t value, uintptr_t base)
+{
+    return value < base ? value + base : value;
+}
+
+/* A defined function NAME, at its default (non-hidden) version. */
+static int symbol_matches(const ElfW(Sym) *symbol, const char *strings, const ElfW(Half) *versions,
+                          size_t index, const char *name)
+{
+    if (symbol->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(symbol->st_info) != STT_FUNC)
+        return 0;
+    if (versions && (versions[index] & 0x8000))
+        return 0;
+    return strcmp(strings + symbol->st_name, name) == 0;
+}
+
+static int find_in_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct elf_lookup *lookup = data;
+    (void)size;
+    const char *base_name = strrchr(info->dlpi_name, '/');
+    base_name = base_name ? base_name + 1 : info->dlpi_name;
+    if (strncmp(base_name, lookup->library_prefix, strlen(lookup->library_prefix)))
+        return 0;
+
+    const ElfW(Dyn) *dynamic = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    }
+    if (!dynamic)
+        return 0;
+
+    uintptr_t base = info->dlpi_addr;
+    const ElfW(Sym) *symbols = NULL;
+    const char *strings = NULL;
+    const uint32_t *gnu_table = NULL, *sysv_table = NULL;
+    const ElfW(Half) *versions = NULL;
+    for (const ElfW(Dyn) *entry = dynamic; entry->d_tag != DT_NULL; entry++) {
+        uintptr_t pointer = dynamic_pointer(entry->d_un.d_ptr, base);
+        switch (entry->d_tag) {
+        case DT_SYMTAB: symbols = (const ElfW(Sym) *)pointer; break;
+        case DT_STRTAB: strings = (const char *)pointer; break;
+        case DT_GNU_HASH: gnu_table = (const uint32_t *)pointer; break;
+        case DT_HASH: sysv_table = (const uint32_t *)pointer; break;
+        case DT_VERSYM: versions = (const ElfW(Half) *)pointer; break;
+        }
+    }
+    if (!symbols || !strings)
+        return 0;
+
+    if (gnu_table) {
+        uint32_t bucket_count = gnu_table[0], symbol_offset = gnu_table[1];
+        uint32_t bloom_size = gnu_table[2];
+        const uint32_t *buckets = gnu_table + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
+        const uint32_t *chain = buckets + bucket_count;
+        uint32_t hash = gnu_hash(lookup->name);
+        uint32_t index = buckets[hash % bucket_count];
+        if (index < symbol_offset)
+            return 0;
+        for (;; index++) {
+            uint32_t chain_hash = chain[index - symbol_offset];
+            if ((chain_hash | 1) == (hash | 1) &&
+                symbol_matches(&symbols[index], strings, versions, index, lookup->name)) {
+                lookup->found = (void *)(base + symbols[index].st_value);
+                return 1;
+            }
+            if (chain_hash & 1)
+                return 0;
+        }
+    }
+    if (sysv_table) {
+        uint32_t symbol_count = sysv_table[1];
+        for (uint32_t index = 0; index < symbol_count; index++) {
+            if (symbol_matches(&symbols[index], strings, versions, index, lookup->name)) {
+                lookup->found = (void *)(base + symbols[index].st_value);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void *find_libc_function(const char *name)
+{
+    /* glibc 2.34 moved dlsym into libc; before that it lived in libdl. */
+    static const char *const libraries[] = { "libc.so", "libdl.so" };
+    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
+        struct elf_lookup lookup = { libraries[i], name, NULL };
+        dl_iterate_phdr(find_in_object, &lookup);
+        if (lookup.found)
+            return lookup.found;
+    }
+    return NULL;
+}
+
+static void find_real_dl(void)
+{
+    int saved_errno = errno;
+    real_dlsym = (dlsym_fn)find_libc_function("dlsym");
+    real_dlvsym = (dlvsym_fn)find_libc_function("dlvsym");
+    errno = saved_errno;
+}
+
+static dlsym_fn get_real_dlsym(void)
+{
+    pthread_once(&real_dl_once, find_real_dl);
+    return real_dlsym;
+}
+
+static dlvsym_fn get_real_dlvsym(void)
+{
+    pthread_once(&real_dl_once, find_real_dl);
+    return real_dlvsym;
+}
+
+void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
+{
+    atomic_store(&hook_filter, enabled);
+}
+
+static int is_our_wrapper(const void *address)
+{
+    for (int id = 0; id < NVS_HOOK_COUNT; id++) {
+        if (nvs_hook_table[id].wrapper == address)
+            return 1;
+    }
+    return 0;
+}
+
+void *nvs_resolve_slow(enum nvs_hook_id id)
+{
+    int saved_errno = errno;
+    const char *name = nvs_hook_table[id].name;
+    dlsym_fn lookup = get_real_dlsym();
+    void *real = lookup ? lookup(RTLD_NEXT, name) : NULL;
+    if (!real || is_our_wrapper(real)) {
+        real = NULL;
+        /* Not in the global scope: the library may have been loaded RTLD_LOCAL
+         * as a dependency of something dlopen'ed (a Python extension, a plugin). */
+        void *handle = dlopen(nvs_hook_table[id].library, RTLD_LAZY | RTLD_NOLOAD);
+        if (handle) {
+            real = lookup ? lookup(handle, name) : NULL;
+            dlclose(handle);
+            if (real && is_our_wrapper(real))
+                real = NULL;
+        }
+    }
+    if (real) {
+        void *expected = NULL;
+        if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real))
+            real = expected;
+    } else {
+        nvs_log_debug("no real %s found; the call fails as if the library were absent\n", name);
+    }
+    errno = saved_errno;
+    return real;
+}
+
+/* A lookup through a handle found NAME at SYMBOL: hand out our wrapper instead
+ * when SYMBOL is the real function of a hook that is switched on. */
+static void *substitute(const char *name, void *symbol)
+{
+    if (!symbol || !name)
+        return symbol;
+    int id = nvs_hook_find(name);
+    if (id < 0)
+        return symbol;
+    const struct nvs_hook_info *hook = &nvs_hook_table[id];
+    if (symbol == hook->wrapper)
+        return symbol;
+    nvs_hook_enabled_fn enabled = atomic_load(&hook_filter);
+    if (!enabled || !enabled((enum nvs_hook_id)id))
+        return symbol;
+    void *expected = NULL;
+    if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
+        expected != symbol)
+        return symbol; /* a second copy of the library: leave its calls alone */
+    return hook->wrapper;
+}
+
+/* RTLD_NEXT is resolved relative to the caller's return address, so that case
+ * is a plain tail call: glibc then sees the program's caller, not us. */
+__attribute__((visibility("default"), optimize("optimize-sibling-calls")))
+void *dlsym(void *handle, const char *name)
+{
+    dlsym_fn real = get_real_dlsym();
+    if (handle == RTLD_NEXT)
+        return real(handle, name);
+    return substitute(name, real(handle, name));
+}
+
+__attribute__((visibility("default"), optimize("optimize-sibling-calls")))
+void *dlvsym(void *handle, const char *name, const char *version)
+{
+    dlvsym_fn real = get_real_dlvsym();
+    if (handle == RTLD_NEXT)
+        return real(handle, name, version);
+    return substitute(name, real(handle, name, version));
+}

@@ -1,0 +1,36 @@
+/* Finding real functions, and handing out wrappers to lookups by handle. */
+#ifndef NVS_RESOLVE_H
+#define NVS_RESOLVE_H
+
+#include <stdatomic.h>
+
+#include "hooks.h"
+
+struct nvs_hook_info {
+    const char *name;
+    void *wrapper;          /* our exported function of that name */
+    const char *library;    /* soname that defines the real one */
+};
+
+extern const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT];
+
+/* Real functions, by hook id; filled lazily and by handle lookups. */
+extern _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
+
+void *nvs_resolve_slow(enum nvs_hook_id id);
+
+/* The real function behind hook ID, or NULL when no library defines it. */
+static inline void *nvs_resolve(enum nvs_hook_id id)
+{
+    void *real = atomic_load_explicit(&nvs_real_functions[id], memory_order_acquire);
+    return real ? real : nvs_resolve_slow(id);
+}
+
+/* The real function, typed from the vendor header's declaration of NAME. */
+#define NVS_REAL(name) ((__typeof__(&name))nvs_resolve(NVS_HOOK_ID(name)))
+
+/* Whether lookups by handle should get the wrapper for hook ID. */
+typedef int (*nvs_hook_enabled_fn)(enum nvs_hook_id id);
+void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled);
+
+#endif

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs what building, testing and the demo need, with apt, only when missing.
+# Idempotent: a machine that already has everything gets one line and no apt call.
+# Debian 12 (non-free component, for Nsight Systems) and Ubuntu 24.04 (multiverse).
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  libusb-1.0-0-dev
+  libx11-dev libxcb1-dev libxext-dev libgl-dev libegl-dev
+  xvfb mesa-utils x11-utils
+  umockdev python3-usb python3-pytest
+  sqlite3 libsqlite3-dev
+  nsight-systems nsight-systems-target
+)
+
+# NVTX3 is header-only: the CUDA toolkit has it; otherwise Debian's nvidia-cuda-dev.
+nvtx_found=
+for dir in "${CUDA_HOME:-/usr/local/cuda}/include" /usr/local/cuda/include /usr/include; do
+  [ -f "$dir/nvtx3/nvToolsExt.h" ] && nvtx_found=$dir && break
+done
+[ -n "$nvtx_found" ] || packages+=(nvidia-cuda-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"
+  elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+  else echo "deps: need root to run: $*" >&2; exit 1
+  fi
+}
+
+# Nsight Systems lives in Debian's non-free component, and the driver stub it
+# depends on pulls nvidia-support from contrib (Ubuntu: multiverse).
+# Add those components beside the existing sources when no source offers them.
+enable_nsight_component() {
+  . /etc/os-release
+  local component suites uris file
+  case "${ID:-}" in
+    debian) component="contrib non-free";   uris=http://deb.debian.org/debian
+            suites="${VERSION_CODENAME} ${VERSION_CODENAME}-updates" ;;
+    ubuntu) component=multiverse; uris=http://archive.ubuntu.com/ubuntu
+            suites="${VERSION_CODENAME} ${VERSION_CODENAME}-updates" ;;
+    *) echo "deps: unknown distribution '${ID:-?}': install nsight-systems yourself" >&2; return 0 ;;
+  esac
+  if grep -rqsE "^(Components:.*[[:space:]]|deb .*[[:space:]])${component##* }([[:space:]]|$)" \
+       /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    return 0
+  fi
+  file=/etc/apt/sources.list.d/nvtxshim-${component##* }.sources
+  echo "deps: enabling the '${component}' component for Nsight Systems (${file})"
+  printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: %s\nSigned-By: %s\n' \
+    "$uris" "$suites" "$component" \
+    "$( [ "$ID" = debian ] && echo /usr/share/keyrings/debian-archive-keyring.gpg \
+                           || echo /usr/share/keyrings/ubuntu-archive-keyring.gpg)" \
+    | as_root tee "$file" >/dev/null
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing: ${missing[*]}"
+  case " ${missing[*]} " in *" nsight-systems"*|*" nvidia-cuda-dev "*) enable_nsight_component ;; esac
+  as_root apt-get update -q
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's nsight-systems misses this path: without it `nsys profile` leaves a
+# .qdstrm and no report (see DESIGN.md, "Facts verified").
+importer_real=/usr/lib/nsight-systems/host-linux-x64
+importer_link=/usr/lib/x86_64-linux-gnu/nsight-systems/host-linux-x64
+if [ -d "$importer_real" ] && [ ! -e "$importer_link" ]; then
+  echo "deps: linking $importer_link -> $importer_real (nsys importer path)"
+  as_root mkdir -p "$(dirname "$importer_link")"
+  as_root ln -s "$importer_real" "$importer_link"
+fi
+
+[ ${#missing[@]} -gt 0 ] || echo "deps: all present"
