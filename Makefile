@@ -65,18 +65,18 @@ $(BUILD)/test/%: test/programs/%.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread
 
-$(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/table.c $(HOOK_TABLES)
+$(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/names.c $(HOOK_TABLES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
-	  libnvtxshim/hooks/table.c -o $@
+	  libnvtxshim/hooks/names.c -o $@
 
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
 
 TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
-                 $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so $(BUILD)/test/usb_errors
+                 $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so
 
 deps:
 	$(Q)scripts/deps.sh

@@ -163,12 +163,15 @@ static bool parse_hooks(const char *value, unsigned *out)
     return true;
 }
 
+/* "0x81" is an endpoint address and must point the right way; a decimal 1..15
+ * is an endpoint number, given the direction of usb.in or usb.out. */
 static bool parse_endpoint(const char *text, bool in, int *out)
 {
     uint64_t value;
+    bool address = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
     if (!parse_number(text, text + strlen(text), &value))
         return false;
-    if (value >= 1 && value <= 15)
+    if (!address && value >= 1 && value <= 15)
         value |= in ? 0x80 : 0x00;
     if ((value & 0x0f) == 0 || value > 0x8f || (value & 0x70) || ((value & 0x80) != 0) != in)
         return false;

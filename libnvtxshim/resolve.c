@@ -175,7 +175,7 @@ static int is_our_wrapper(const void *address)
 void *nvs_resolve_slow(enum nvs_hook_id id)
 {
     int saved_errno = errno;
-    const char *name = nvs_hook_table[id].name;
+    const char *name = nvs_hook_name(id);
     dlsym_fn lookup = get_real_dlsym();
     void *real = lookup ? lookup(RTLD_NEXT, name) : NULL;
     if (!real || is_our_wrapper(real)) {

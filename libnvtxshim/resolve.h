@@ -7,7 +7,6 @@
 #include "hooks.h"
 
 struct nvs_hook_info {
-    const char *name;
     void *wrapper;          /* our exported function of that name */
     const char *library;    /* soname that defines the real one */
 };

@@ -1,8 +1,6 @@
-/* The hook table, generated from the hooks/ tables: name, wrapper address and
- * the library that defines the real function. Kept free of library headers so
+/* The hook table, generated from the hooks/ tables: wrapper address and the
+ * library that defines the real function. Kept free of library headers so
  * the wrappers can be declared by their assembler names alone. */
-#include <string.h>
-
 #include "../hooks.h"
 #include "../resolve.h"
 
@@ -12,7 +10,7 @@
 #undef NVS_HOOK
 
 const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
-#define NVS_HOOK(name) [NVS_ID_##name] = { #name, (void *)nvs_wrapper_##name, NVS_LIBRARY },
+#define NVS_HOOK(name) [NVS_ID_##name] = { (void *)nvs_wrapper_##name, NVS_LIBRARY },
 #define NVS_LIBRARY "libusb-1.0.so.0"
 #include "usb.def"
 #undef NVS_LIBRARY
@@ -21,17 +19,3 @@ const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
 #undef NVS_LIBRARY
 #undef NVS_HOOK
 };
-
-const char *nvs_hook_name(enum nvs_hook_id id)
-{
-    return (unsigned)id < NVS_HOOK_COUNT ? nvs_hook_table[id].name : "?";
-}
-
-int nvs_hook_find(const char *name)
-{
-    for (int id = 0; id < NVS_HOOK_COUNT; id++) {
-        if (!strcmp(nvs_hook_table[id].name, name))
-            return id;
-    }
-    return -1;
-}

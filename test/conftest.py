@@ -1,0 +1,74 @@
+"""Shared helpers: the built library, the emulated device, running programs
+with the shim appended to LD_PRELOAD, and reading the trace it writes."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(ROOT, "build")
+SHIM = os.path.join(BUILD, "libnvtxshim.so")
+PYTHON = "/usr/bin/python3"  # Debian's, which has python3-usb
+
+
+def program(name):
+    path = os.path.join(BUILD, name)
+    assert os.path.exists(path), "%s is not built: run make test" % path
+    return path
+
+
+class Device:
+    """An emulated camera + actuator made by test/usbdev/make_device.py."""
+
+    def __init__(self, directory, frames, extra):
+        self.directory = str(directory)
+        self.frames = frames
+        subprocess.run([sys.executable, os.path.join(ROOT, "test", "usbdev", "make_device.py"),
+                        "--frames", str(frames), "--out", self.directory] + extra,
+                       check=True, capture_output=True)
+
+    def wrap(self, argv):
+        return ["umockdev-run", "--device", os.path.join(self.directory, "camera.umockdev"),
+                "--ioctl", "/dev/bus/usb/001/007=" + os.path.join(self.directory, "camera.ioctl"),
+                "--"] + argv
+
+
+@pytest.fixture
+def make_device(tmp_path):
+    def make(frames=5, extra=()):
+        return Device(tmp_path / ("device-%d-%s" % (frames, "-".join(extra) or "plain")),
+                      frames, list(extra))
+    return make
+
+
+def run(argv, env=None, shim=True, device=None, timeout=120):
+    """Runs ARGV, with the shim appended to LD_PRELOAD inside any umockdev-run
+    (replacing LD_PRELOAD would drop umockdev's own preload library)."""
+    full_env = dict(os.environ)
+    full_env.pop("LD_PRELOAD", None)
+    for key in list(full_env):
+        if key.startswith("NVTXSHIM_") or key.startswith("NVTX_INJECTION"):
+            del full_env[key]
+    full_env.update(env or {})
+    if shim:
+        full_env["NVS_TEST_SHIM"] = SHIM
+        argv = ["sh", "-c", 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$NVS_TEST_SHIM" exec "$@"',
+                "sh"] + list(argv)
+    if device:
+        argv = device.wrap(argv)
+    return subprocess.run(argv, env=full_env, capture_output=True, timeout=timeout)
+
+
+def load_trace(path):
+    with open(path) as f:
+        return json.load(f)["traceEvents"]
+
+
+def ranges(events, category=None):
+    return [e for e in events if e.get("ph") == "X" and (category is None or e.get("cat") == category)]
+
+
+def names(events, category=None):
+    return [e["name"] for e in ranges(events, category)]

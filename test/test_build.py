@@ -1,0 +1,28 @@
+"""The library's shape: what it exports and what it links."""
+import os
+import re
+import subprocess
+
+from conftest import ROOT, SHIM
+
+
+def hook_table(name):
+    with open(os.path.join(ROOT, "libnvtxshim", "hooks", name)) as f:
+        return re.findall(r"^NVS_HOOK\((\w+)\)", f.read(), re.M)
+
+
+def test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point():
+    output = subprocess.run(["nm", "-D", "--defined-only", SHIM], capture_output=True,
+                            text=True, check=True).stdout
+    exported = {line.split()[-1] for line in output.splitlines() if line.strip()}
+    expected = set(hook_table("usb.def")) | set(hook_table("process.def")) | {
+        "dlsym", "dlvsym", "InitializeInjectionNvtx2"}
+    assert exported == expected
+
+
+def test_links_only_libc_libdl_libpthread():
+    output = subprocess.run(["readelf", "-d", SHIM], capture_output=True, text=True,
+                            check=True).stdout
+    needed = set(re.findall(r"\(NEEDED\).*\[(.+)\]", output))
+    assert needed <= {"libc.so.6", "libdl.so.2", "libpthread.so.0"}, needed
+    assert not any("usb" in n or "X11" in n or "cuda" in n for n in needed)

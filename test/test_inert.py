@@ -1,0 +1,39 @@
+"""In processes that never touch a hooked library the shim changes nothing and says nothing."""
+import pytest
+
+from conftest import PYTHON, program, run
+
+COMMANDS = [
+    ["/bin/true"],
+    ["/bin/false"],
+    ["sh", "-c", "echo out; echo err >&2; exit 7"],
+    [PYTHON, "-c", "import ctypes, sys; print(ctypes.CDLL(None).getpid() > 0); sys.exit(4)"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a)[:30])
+def test_same_output_exit_code_and_no_messages(argv):
+    plain = run(argv, shim=False)
+    shimmed = run(argv)
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+
+
+def test_a_compiler_run_is_unchanged(tmp_path):
+    source = tmp_path / "hello.c"
+    source.write_text('#include <stdio.h>\nint main(void) { puts("hello"); return 5; }\n')
+    build = run(["cc", str(source), "-o", str(tmp_path / "hello")])
+    assert build.returncode == 0 and build.stderr == b""
+    result = run([str(tmp_path / "hello")])
+    assert (result.stdout, result.stderr, result.returncode) == (b"hello\n", b"", 5)
+
+
+@pytest.mark.parametrize("order", ["probe-first", "shim-first"])
+def test_another_preloaded_interposer_still_finds_rtld_next(order):
+    # Our dlsym must keep glibc's view of the caller for RTLD_NEXT.
+    from conftest import SHIM
+    probe = program("test/libpreload_probe.so")
+    preload = [probe, SHIM] if order == "probe-first" else [SHIM, probe]
+    result = run([program("test/dlsym_next")], env={"LD_PRELOAD": ":".join(preload)}, shim=False)
+    assert result.stdout == b"RTLD_NEXT found libc getpid\n"
+    assert result.returncode == 0

@@ -1,0 +1,84 @@
+"""The trace recorder as an NVTX tool: the program's own NVTX, fork, exec, _exit."""
+import json
+import os
+
+from conftest import load_trace, program, ranges, run
+
+
+def test_records_the_programs_own_nvtx(tmp_path):
+    trace = tmp_path / "t.json"
+    result = run([program("test/nvtx_user")], env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.returncode == 0 and result.stdout == b"nvtx_user done\n" and result.stderr == b""
+    events = load_trace(trace)
+    by_name = {e["name"]: e for e in ranges(events)}
+    outer, inner = by_name["parent outer"], by_name["inner"]
+    assert outer["cat"] == "default" and outer["tid"] == inner["tid"] == outer["pid"]
+    assert outer["ts"] <= inner["ts"] and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"]
+    registered = by_name['registered "quoted" step']
+    assert registered["cat"] == "app" and registered["args"]["payload"] == 4096
+    assert "crosses threads" in by_name
+    marks = [e for e in events if e["ph"] == "i"]
+    assert [m["name"] for m in marks] == ["a mark"]
+    assert inner["ts"] <= marks[0]["ts"] <= inner["ts"] + inner["dur"]
+    process = [e for e in events if e["ph"] == "M" and e["name"] == "process_name"]
+    assert process and process[0]["args"]["name"] == "nvtx_user"
+
+
+def test_fork_gives_each_process_its_own_file(tmp_path):
+    result = run([program("test/nvtx_user"), "fork"],
+                 env={"NVTXSHIM_TRACE": str(tmp_path / "trace-%p.json")})
+    assert result.returncode == 0
+    files = sorted(os.listdir(tmp_path))
+    assert len(files) == 2
+    outers = sorted(tuple(sorted(e["name"] for e in ranges(load_trace(tmp_path / f))
+                                 if e["name"].endswith("outer"))) for f in files)
+    assert outers == [("child outer",), ("parent outer",)]
+    pids = {load_trace(tmp_path / f)[0]["pid"] for f in files}
+    assert {"trace-%d.json" % p for p in pids} == set(files)
+
+
+def test_fork_without_pid_in_the_path_keeps_the_parents_file(tmp_path):
+    trace = tmp_path / "trace.json"
+    result = run([program("test/nvtx_user"), "fork"], env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.returncode == 0
+    parent = [e["name"] for e in ranges(load_trace(trace)) if e["name"].endswith("outer")]
+    assert parent == ["parent outer"]
+    children = [f for f in os.listdir(tmp_path) if f != "trace.json"]
+    assert len(children) == 1 and children[0].startswith("trace.") and children[0].endswith(".json")
+
+
+def test_exec_and__exit_leave_a_complete_trace(tmp_path):
+    trace = tmp_path / "exec.json"
+    result = run([program("test/nvtx_user"), "exec", "/bin/echo", "after exec"],
+                 env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.stdout == b"nvtx_user done\nafter exec\n"
+    assert "parent outer" in [e["name"] for e in ranges(load_trace(trace))]
+    trace = tmp_path / "exit.json"
+    result = run([program("test/nvtx_user"), "_exit"], env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.returncode == 0
+    assert "parent outer" in [e["name"] for e in ranges(load_trace(trace))]
+
+
+def test_a_failed_exec_resumes_the_trace(tmp_path):
+    trace = tmp_path / "failed.json"
+    result = run([program("test/nvtx_user"), "exec", "/nonexistent/program"],
+                 env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.returncode == 1 and b"execv" in result.stderr
+    with open(trace) as f:
+        json.load(f)
+
+
+def test_no_trace_when_another_nvtx_tool_is_attached(tmp_path):
+    trace = tmp_path / "t.json"
+    tool = tmp_path / "other-tool.so"
+    tool.write_bytes(b"")
+    result = run([program("test/nvtx_user")], env={"NVTXSHIM_TRACE": str(trace),
+                                                   "NVTX_INJECTION64_PATH": str(tool)})
+    assert result.returncode == 0 and not trace.exists()
+
+
+def test_no_file_for_a_process_without_nvtx_events(tmp_path):
+    trace = tmp_path / "t-%p.json"
+    result = run(["/bin/sh", "-c", "echo quiet"], env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.stdout == b"quiet\n" and result.stderr == b""
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,174 @@
+"""libusb hooks on the emulated camera + actuator, read back through the trace recorder."""
+import collections
+
+import pytest
+
+from conftest import PYTHON, ROOT, load_trace, names, program, ranges, run
+
+RED = "#d50000"
+
+
+def capture(device, tmp_path, mode, env=None, frames=None):
+    frames = frames or device.frames
+    argv = [program("usb_capture"), "--frames", str(frames)] + (["--async"] if mode == "async" else [])
+    trace = tmp_path / ("%s.json" % mode)
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env=dict({"NVTXSHIM_TRACE": str(trace)}, **(env or {})), device=device)
+    assert shimmed.stdout == plain.stdout, "the shim changed the program's output"
+    assert shimmed.returncode == plain.returncode
+    assert shimmed.stderr == plain.stderr == b""
+    return plain, load_trace(trace)
+
+
+def thread_names(events):
+    result = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "M" and e["name"] == "thread_name":
+            result[e["tid"]].append(e["args"]["name"])
+    return result
+
+
+def inside(inner, outer):
+    return (inner["tid"] == outer["tid"] and inner["ts"] >= outer["ts"] and
+            inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + 0.002)
+
+
+def test_sync_transfers_one_range_per_call_with_names_and_payloads(make_device, tmp_path):
+    device = make_device(frames=5)
+    plain, events = capture(device, tmp_path, "sync", {"NVTXSHIM_FRAME": "usb.in:0x81"})
+    assert plain.returncode == 0
+    usb = collections.Counter(names(events, "usb"))
+    assert usb == collections.Counter(
+        ["libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in range(5)] +
+        ["libusb_bulk_transfer ep=0x02 OUT 8B"] * 5 +
+        ["libusb_bulk_transfer ep=0x81 IN 9216B"] * 5 +
+        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * 5)
+    payloads = {e["name"]: e["args"]["payload"] for e in ranges(events, "usb")}
+    assert payloads["libusb_bulk_transfer ep=0x81 IN 9216B"] == 9216
+    assert payloads["libusb_bulk_transfer ep=0x02 OUT 8B"] == 8
+    assert payloads["libusb_interrupt_transfer ep=0x83 IN 8B"] == 8
+    # libusb's sync calls run its async ones inside: only the program-level call shows.
+    usb_ranges = ranges(events, "usb")
+    assert not any(inside(a, b) for a in usb_ranges for b in usb_ranges if a is not b)
+    assert {e["tid"] for e in usb_ranges} == {usb_ranges[0]["pid"]}
+    # Frame N begins with the Nth bulk IN and ends when the next begins.
+    frames = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    assert [f["name"] for f in frames] == ["frame %d" % n for n in range(1, 6)]
+    reads = sorted((e for e in usb_ranges if "ep=0x81" in e["name"]), key=lambda e: e["ts"])
+    for frame, read, following in zip(frames, reads, frames[1:] + [None]):
+        assert frame["ts"] <= read["ts"]
+        end = frame["ts"] + frame["dur"]
+        if following:
+            before_next = [e for e in usb_ranges if e["ts"] < following["ts"]]
+            assert max(e["ts"] + e["dur"] for e in before_next) <= end <= following["ts"]
+
+
+def test_async_transfers_span_submission_to_callback_on_the_event_thread(make_device, tmp_path):
+    device = make_device(frames=5)
+    plain, events = capture(device, tmp_path, "async")
+    assert plain.returncode == 0
+    submits = [e for e in ranges(events, "usb") if e["name"].startswith("libusb_submit_transfer")]
+    callbacks = [e for e in ranges(events, "usb") if e["name"].startswith("libusb_transfer_cb_fn")]
+    handlers = [e for e in ranges(events, "usb") if e["name"] == "libusb_handle_events_completed"]
+    assert collections.Counter(e["name"] for e in submits) == {
+        "libusb_submit_transfer ep=0x81 BULK IN 9216B": 5,
+        "libusb_submit_transfer ep=0x83 INTERRUPT IN 8B": 5}
+    assert collections.Counter(e["name"] for e in callbacks) == {
+        "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B": 5,
+        "libusb_transfer_cb_fn ep=0x83 INTERRUPT IN 8B": 5}
+    main = submits[0]["pid"]
+    assert {e["tid"] for e in submits} == {main}
+    event_threads = {e["tid"] for e in callbacks}
+    assert len(event_threads) == 1 and main not in event_threads
+    event_thread = event_threads.pop()
+    assert "libusb events" in thread_names(events)[event_thread]
+    assert "libusb events" not in thread_names(events).get(main, [])
+    # Every callback runs inside an event-handling range on its thread, and
+    # every submission range ends as its callback begins.
+    for callback in callbacks:
+        assert any(inside(callback, handler) for handler in handlers)
+    for endpoint in ("ep=0x81", "ep=0x83"):
+        sent = sorted((e for e in submits if endpoint in e["name"]), key=lambda e: e["ts"])
+        done = sorted((e for e in callbacks if endpoint in e["name"]), key=lambda e: e["ts"])
+        for submit, callback, following in zip(sent, done, sent[1:] + [None]):
+            assert submit["ts"] + submit["dur"] <= callback["ts"]
+            assert following is None or callback["ts"] <= following["ts"]
+    assert all(c["args"]["payload"] in (9216, 8) for c in callbacks)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_stalled_and_short_transfers_get_red_marks_and_the_same_results(make_device, tmp_path, mode):
+    device = make_device(frames=5, extra=("--stall-frame", "1", "--short-frame", "3"))
+    plain, events = capture(device, tmp_path, mode)
+    assert plain.returncode == 3  # the program counts errors and says so
+    assert b"[frame 1: LIBUSB_ERROR_PIPE]" in plain.stdout
+    marks = [e for e in events if e.get("ph") == "i" and e.get("cat") == "usb"]
+    assert all(m["args"]["color"] == RED for m in marks)
+    texts = sorted(m["name"] for m in marks)
+    if mode == "sync":
+        assert texts == ["LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B",
+                         "short transfer libusb_bulk_transfer ep=0x81 IN 4608/9216B"]
+    else:
+        assert texts == ["LIBUSB_TRANSFER_STALL libusb_submit_transfer ep=0x81 BULK IN 9216B",
+                         "short transfer libusb_submit_transfer ep=0x81 BULK IN 9216B 4608/9216B"]
+
+
+def test_pyusb_through_ctypes_shows_a_range_for_every_libusb_call(make_device, tmp_path):
+    device = make_device(frames=4)
+    argv = [PYTHON, ROOT + "/test/programs/pyusb_capture.py", "4"]
+    trace = tmp_path / "pyusb.json"
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
+    assert plain.returncode == 0, plain.stderr
+    assert shimmed.stdout == plain.stdout and shimmed.returncode == 0
+    assert b"calls control=4 bulk=8 interrupt=4" in plain.stdout
+    calls = collections.Counter(name.split(" ")[0] for name in names(load_trace(trace), "usb"))
+    assert calls == {"libusb_control_transfer": 4, "libusb_bulk_transfer": 8,
+                     "libusb_interrupt_transfer": 4}
+
+
+def test_frame_marker_by_call_and_budget_marks(make_device, tmp_path):
+    device = make_device(frames=4)
+    _, events = capture(device, tmp_path, "sync", {"NVTXSHIM_FRAME": "call:libusb_control_transfer",
+                                                   "NVTXSHIM_FRAME_BUDGET": "1ns"})
+    assert sorted(names(events, "nvtxshim")) == ["frame %d" % n for n in range(1, 5)]
+    over = [e for e in events if e.get("ph") == "i" and e.get("cat") == "nvtxshim"]
+    assert sorted(e["name"].split(":")[0] for e in over) == [
+        "over budget frame %d" % n for n in range(1, 5)]
+    assert all(e["args"]["color"] == RED for e in over)
+    _, events = capture(device, tmp_path, "sync", {"NVTXSHIM_FRAME": "usb.out:2",
+                                                   "NVTXSHIM_FRAME_BUDGET": "1000s"})
+    assert len(names(events, "nvtxshim")) == 4
+    assert not [e for e in events if e.get("ph") == "i" and e.get("cat") == "nvtxshim"]
+
+
+def test_async_in_frames_count_completions(make_device, tmp_path):
+    device = make_device(frames=4)
+    _, events = capture(device, tmp_path, "async", {"NVTXSHIM_FRAME": "usb.in:0x81"})
+    frames = ranges(events, "nvtxshim")
+    callbacks = [e for e in ranges(events, "usb") if e["name"].startswith("libusb_transfer_cb_fn ep=0x81")]
+    assert sorted(f["name"] for f in frames) == ["frame %d" % n for n in range(1, 5)]
+    assert {f["tid"] for f in frames} == {c["tid"] for c in callbacks}
+
+
+def test_hooks_without_usb_trace_nothing_and_change_nothing(make_device, tmp_path):
+    device = make_device(frames=3)
+    argv = [program("usb_capture"), "--frames", "3", "--async"]
+    plain = run(argv, shim=False, device=device)
+    for hooks in ("x11,cuda", "none"):
+        trace = tmp_path / (hooks + ".json")
+        shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace), "NVTXSHIM_HOOKS": hooks},
+                      device=device)
+        assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+            plain.stdout, plain.stderr, plain.returncode)
+        assert not trace.exists() or names(load_trace(trace), "usb") == []
+
+
+def test_a_long_run_streams_every_event(make_device, tmp_path):
+    # Several buffer flushes' worth of events: none lost, none doubled.
+    device = make_device(frames=150)
+    plain, events = capture(device, tmp_path, "async")
+    assert plain.returncode == 0
+    usb = collections.Counter(n.split(" ")[0] for n in names(events, "usb"))
+    assert usb["libusb_submit_transfer"] == 300 and usb["libusb_transfer_cb_fn"] == 300
+    assert usb["libusb_control_transfer"] == 150 and usb["libusb_bulk_transfer"] == 150

@@ -1,0 +1,221 @@
+/* Unit tests of the NVTXSHIM_* parser (libnvtxshim/config.c), run alone. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "hooks.h"
+
+static int passed, failed;
+static char lines[4096];
+static int line_count;
+
+static void collect(const char *line, void *context)
+{
+    (void)context;
+    strncat(lines, line, sizeof lines - strlen(lines) - 1);
+    line_count++;
+}
+
+#define CHECK(condition)                                                                \
+    do {                                                                                \
+        if (condition) passed++;                                                        \
+        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #condition); }  \
+    } while (0)
+
+/* Parses one variable assignment (or none) into CONFIG; returns the error count. */
+static int parse1(struct nvs_config *config, const char *assignment)
+{
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s", assignment ? assignment : "");
+    char *envp[] = { "PATH=/bin", assignment ? copy : NULL, NULL };
+    lines[0] = '\0';
+    line_count = 0;
+    return nvs_config_parse(config, envp, collect, NULL);
+}
+
+static void good(const char *assignment)
+{
+    struct nvs_config config;
+    int errors = parse1(&config, assignment);
+    if (errors || line_count) {
+        failed++;
+        printf("FAIL good value rejected: %s -> %s", assignment, lines);
+    } else {
+        passed++;
+    }
+}
+
+/* A bad value: one line naming the variable and the value, listing what is accepted. */
+static void bad(const char *assignment, const char *accepted_hint)
+{
+    struct nvs_config config;
+    int errors = parse1(&config, assignment);
+    char variable[128], value[256];
+    const char *equals = strchr(assignment, '=');
+    snprintf(variable, sizeof variable, "%.*s", (int)(equals - assignment), assignment);
+    snprintf(value, sizeof value, "'%s'", equals + 1);
+    bool ok = errors == 1 && line_count == 1 && !strncmp(lines, "nvtxshim: ", 10) &&
+              strstr(lines, variable) && strstr(lines, value) && strstr(lines, accepted_hint) &&
+              strchr(lines, '\n') == lines + strlen(lines) - 1;
+    if (ok) passed++;
+    else { failed++; printf("FAIL bad value %s: %d line(s): %s\n", assignment, line_count, lines); }
+}
+
+static void test_defaults(void)
+{
+    struct nvs_config config;
+    CHECK(parse1(&config, NULL) == 0);
+    CHECK(config.hooks == NVS_HOOKS_ALL);
+    CHECK(config.frame == NVS_FRAME_OFF && config.frame_budget_ns == 0);
+    CHECK(config.capture == NVS_CAPTURE_OFF && config.capture_via == NVS_VIA_BOTH);
+    CHECK(!strcmp(config.capture_message, "capture") && !strcmp(config.capture_domain, "nvtxshim"));
+    CHECK(config.trace_path[0] == '\0' && !config.kernel && !config.help);
+    CHECK(config.log == NVS_LOG_INFO);
+    CHECK(parse1(&config, "NVTXSHIM_FRAME=") == 0 && config.frame == NVS_FRAME_OFF);
+}
+
+static void test_values(void)
+{
+    struct nvs_config c;
+    parse1(&c, "NVTXSHIM_HOOKS=usb,cuda"); CHECK(c.hooks == (NVS_HOOKS_USB | NVS_HOOKS_CUDA));
+    parse1(&c, "NVTXSHIM_HOOKS=none"); CHECK(c.hooks == 0);
+    parse1(&c, "NVTXSHIM_HOOKS=x11"); CHECK(c.hooks == NVS_HOOKS_X11);
+    parse1(&c, "NVTXSHIM_FRAME=usb.in"); CHECK(c.frame == NVS_FRAME_USB_IN && c.frame_endpoint == -1);
+    parse1(&c, "NVTXSHIM_FRAME=usb.in:0x81"); CHECK(c.frame == NVS_FRAME_USB_IN && c.frame_endpoint == 0x81);
+    parse1(&c, "NVTXSHIM_FRAME=usb.in:3"); CHECK(c.frame_endpoint == 0x83);
+    parse1(&c, "NVTXSHIM_FRAME=usb.out:2"); CHECK(c.frame == NVS_FRAME_USB_OUT && c.frame_endpoint == 0x02);
+    parse1(&c, "NVTXSHIM_FRAME=x11.swap"); CHECK(c.frame == NVS_FRAME_X11_SWAP);
+    parse1(&c, "NVTXSHIM_FRAME=cuda.dtoh"); CHECK(c.frame == NVS_FRAME_CUDA_DTOH);
+    parse1(&c, "NVTXSHIM_FRAME=call:libusb_bulk_transfer");
+    CHECK(c.frame == NVS_FRAME_CALL && c.frame_call == NVS_HOOK_ID(libusb_bulk_transfer));
+    parse1(&c, "NVTXSHIM_FRAME_BUDGET=33ms"); CHECK(c.frame_budget_ns == 33000000);
+    parse1(&c, "NVTXSHIM_FRAME_BUDGET=16.7ms"); CHECK(c.frame_budget_ns == 16700000);
+    parse1(&c, "NVTXSHIM_FRAME_BUDGET=500us"); CHECK(c.frame_budget_ns == 500000);
+    parse1(&c, "NVTXSHIM_FRAME_BUDGET=2s"); CHECK(c.frame_budget_ns == 2000000000);
+    parse1(&c, "NVTXSHIM_CAPTURE=frames:100+5");
+    CHECK(c.capture == NVS_CAPTURE_FRAMES && c.capture_start == 100 && c.capture_count == 5);
+    parse1(&c, "NVTXSHIM_CAPTURE=frames:7"); CHECK(c.capture_start == 7 && c.capture_count == 1);
+    parse1(&c, "NVTXSHIM_CAPTURE=calls:libusb_submit_transfer:10+3");
+    CHECK(c.capture == NVS_CAPTURE_CALLS && c.capture_call == NVS_HOOK_ID(libusb_submit_transfer) &&
+          c.capture_start == 10 && c.capture_count == 3);
+    parse1(&c, "NVTXSHIM_CAPTURE=time:2s+500ms");
+    CHECK(c.capture == NVS_CAPTURE_TIME && c.capture_delay_ns == 2000000000 &&
+          c.capture_duration_ns == 500000000);
+    parse1(&c, "NVTXSHIM_CAPTURE=time:0s"); CHECK(c.capture == NVS_CAPTURE_TIME && c.capture_duration_ns == 0);
+    parse1(&c, "NVTXSHIM_CAPTURE=signal"); CHECK(c.capture == NVS_CAPTURE_SIGNAL && c.capture_signal == SIGUSR1);
+    parse1(&c, "NVTXSHIM_CAPTURE=signal:USR2"); CHECK(c.capture_signal == SIGUSR2);
+    parse1(&c, "NVTXSHIM_CAPTURE=signal:SIGHUP"); CHECK(c.capture_signal == SIGHUP);
+    parse1(&c, "NVTXSHIM_CAPTURE_VIA=nvtx"); CHECK(c.capture_via == NVS_VIA_NVTX);
+    parse1(&c, "NVTXSHIM_CAPTURE_VIA=cuda"); CHECK(c.capture_via == NVS_VIA_CUDA);
+    parse1(&c, "NVTXSHIM_CAPTURE_NAME=grab@rig");
+    CHECK(!strcmp(c.capture_message, "grab") && !strcmp(c.capture_domain, "rig"));
+    parse1(&c, "NVTXSHIM_CAPTURE_NAME=a@b@rig");
+    CHECK(!strcmp(c.capture_message, "a@b") && !strcmp(c.capture_domain, "rig"));
+    parse1(&c, "NVTXSHIM_TRACE=/tmp/out-%p.json"); CHECK(!strcmp(c.trace_path, "/tmp/out-%p.json"));
+    parse1(&c, "NVTXSHIM_KERNEL=on"); CHECK(c.kernel);
+    parse1(&c, "NVTXSHIM_LOG=debug"); CHECK(c.log == NVS_LOG_DEBUG);
+    parse1(&c, "NVTXSHIM_LOG=quiet"); CHECK(c.log == NVS_LOG_QUIET);
+    parse1(&c, "NVTXSHIM_HELP=1"); CHECK(c.help);
+    parse1(&c, "NVTX_INJECTION64_PATH=/opt/tool.so"); CHECK(!strcmp(c.nvtx_injection_path, "/opt/tool.so"));
+}
+
+static void test_good_values_say_nothing(void)
+{
+    static const char *const values[] = {
+        "NVTXSHIM_HOOKS=all", "NVTXSHIM_HOOKS=usb,x11,cuda", "NVTXSHIM_FRAME=off",
+        "NVTXSHIM_FRAME=usb.out", "NVTXSHIM_FRAME=x11.flush", "NVTXSHIM_FRAME=cuda.htod",
+        "NVTXSHIM_FRAME=usb.in:0x8f", "NVTXSHIM_FRAME_BUDGET=100ns", "NVTXSHIM_CAPTURE=off",
+        "NVTXSHIM_CAPTURE=signal:WINCH", "NVTXSHIM_CAPTURE_VIA=both", "NVTXSHIM_TRACE=a%%b",
+        "NVTXSHIM_KERNEL=off", "NVTXSHIM_LOG=info", "NVTXSHIM_HELP=0", NULL,
+    };
+    for (int i = 0; values[i]; i++)
+        good(values[i]);
+}
+
+static void test_bad_values_fall_back(void)
+{
+    struct nvs_config c;
+    parse1(&c, "NVTXSHIM_HOOKS=usb,,x11"); CHECK(c.hooks == 0);
+    parse1(&c, "NVTXSHIM_FRAME=call:printf"); CHECK(c.frame == NVS_FRAME_OFF && c.frame_call == -1);
+    parse1(&c, "NVTXSHIM_FRAME=call:execve"); CHECK(c.frame == NVS_FRAME_OFF);
+    parse1(&c, "NVTXSHIM_FRAME_BUDGET=fast"); CHECK(c.frame_budget_ns == 0);
+    parse1(&c, "NVTXSHIM_CAPTURE=frames:5+0"); CHECK(c.capture == NVS_CAPTURE_OFF);
+    parse1(&c, "NVTXSHIM_CAPTURE_NAME=@rig");
+    CHECK(!strcmp(c.capture_message, "capture") && !strcmp(c.capture_domain, "nvtxshim"));
+    parse1(&c, "NVTXSHIM_TRACE=/tmp/%d.json"); CHECK(c.trace_path[0] == '\0');
+    parse1(&c, "NVTXSHIM_KERNEL=yes"); CHECK(!c.kernel);
+}
+
+static void test_bad_values_report(void)
+{
+    bad("NVTXSHIM_HOOKS=usb,gpu", "usb, x11, cuda");
+    bad("NVTXSHIM_HOOKS=USB", "none");
+    bad("NVTXSHIM_FRAME=usb.inn", "usb.in[:EP]");
+    bad("NVTXSHIM_FRAME=usb.in:0x02", "usb.in[:EP]");
+    bad("NVTXSHIM_FRAME=usb.out:0x81", "usb.out[:EP]");
+    bad("NVTXSHIM_FRAME=usb.in:16", "usb.in[:EP]");
+    bad("NVTXSHIM_FRAME=usb.in:0", "usb.in[:EP]");
+    bad("NVTXSHIM_FRAME=usb.in:", "usb.in[:EP]");
+    bad("NVTXSHIM_FRAME=call:", "call:NAME");
+    bad("NVTXSHIM_FRAME=call:libusb_init", "call:NAME");
+    bad("NVTXSHIM_FRAME=x11", "x11.swap");
+    bad("NVTXSHIM_FRAME_BUDGET=33", "33ms");
+    bad("NVTXSHIM_FRAME_BUDGET=0ms", "positive");
+    bad("NVTXSHIM_FRAME_BUDGET=-5ms", "33ms");
+    bad("NVTXSHIM_FRAME_BUDGET=3.ms", "33ms");
+    bad("NVTXSHIM_FRAME_BUDGET=10min", "33ms");
+    bad("NVTXSHIM_FRAME_BUDGET=99999999999999999999s", "33ms");
+    bad("NVTXSHIM_CAPTURE=frames", "frames:S[+C]");
+    bad("NVTXSHIM_CAPTURE=frames:0", "frames:S[+C]");
+    bad("NVTXSHIM_CAPTURE=frames:10+", "frames:S[+C]");
+    bad("NVTXSHIM_CAPTURE=frames:x+3", "frames:S[+C]");
+    bad("NVTXSHIM_CAPTURE=calls:libusb_bulk_transfer", "calls:NAME:S[+C]");
+    bad("NVTXSHIM_CAPTURE=calls:nothing:3", "calls:NAME:S[+C]");
+    bad("NVTXSHIM_CAPTURE=time:5", "time:DELAY[+DURATION]");
+    bad("NVTXSHIM_CAPTURE=time:1s+0s", "time:DELAY[+DURATION]");
+    bad("NVTXSHIM_CAPTURE=signal:KILL", "signal[:USR1");
+    bad("NVTXSHIM_CAPTURE=always", "off");
+    bad("NVTXSHIM_CAPTURE_VIA=nsys", "nvtx, cuda, both");
+    bad("NVTXSHIM_CAPTURE_NAME=capture", "MESSAGE@DOMAIN");
+    bad("NVTXSHIM_CAPTURE_NAME=capture@", "MESSAGE@DOMAIN");
+    bad("NVTXSHIM_TRACE=/tmp/x%", "%p");
+    bad("NVTXSHIM_TRACE=/tmp/%s.json", "%p");
+    bad("NVTXSHIM_KERNEL=1", "off, on");
+    bad("NVTXSHIM_LOG=verbose", "quiet, info, debug");
+    bad("NVTXSHIM_HELP=yes", "0, 1");
+}
+
+static void test_unknown_variable(void)
+{
+    struct nvs_config config;
+    CHECK(parse1(&config, "NVTXSHIM_FRAMES=usb.in") == 1);
+    CHECK(line_count == 1 && strstr(lines, "NVTXSHIM_FRAMES is not a known variable"));
+    CHECK(config.frame == NVS_FRAME_OFF);
+    CHECK(parse1(&config, "NVTXSHIMX=1") == 0);
+}
+
+static void test_several_bad_variables_one_line_each(void)
+{
+    struct nvs_config config;
+    char *envp[] = { "NVTXSHIM_FRAME=bogus", "NVTXSHIM_LOG=loud", "NVTXSHIM_TRACE=/tmp/t.json",
+                     "NVTXSHIM_CAPTURE=frames:0", NULL };
+    lines[0] = '\0';
+    line_count = 0;
+    CHECK(nvs_config_parse(&config, envp, collect, NULL) == 3);
+    CHECK(line_count == 3);
+    CHECK(!strcmp(config.trace_path, "/tmp/t.json"));
+}
+
+int main(void)
+{
+    test_defaults();
+    test_values();
+    test_good_values_say_nothing();
+    test_bad_values_fall_back();
+    test_bad_values_report();
+    test_unknown_variable();
+    test_several_bad_variables_one_line_each();
+    printf("config: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
