@@ -76,7 +76,8 @@ $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
 
 TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
-                 $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so
+                 $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
+                 $(BUILD)/test/libmalloc_count.so
 
 deps:
 	$(Q)scripts/deps.sh
@@ -93,3 +94,7 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+$(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) -Wno-missing-prototypes $< -o $@ -ldl
