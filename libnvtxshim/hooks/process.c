@@ -97,9 +97,9 @@ EXPORT int execle(const char *path, const char *arg, ...)
     return execve(path, argv, envp);
 }
 
-EXPORT void _exit(int status)
+/* Both end the process at once; REAL is glibc's _exit or _Exit. */
+__attribute__((noreturn)) static void finish_and_exit(void (*real)(int), int status)
 {
-    __typeof__(&_exit) real = NVS_REAL(_exit);
     if (nvs_record_owns_process())
         nvs_record_finish();
     if (real)
@@ -108,13 +108,12 @@ EXPORT void _exit(int status)
         syscall(SYS_exit_group, status);
 }
 
+EXPORT void _exit(int status)
+{
+    finish_and_exit(NVS_REAL(_exit), status);
+}
+
 EXPORT void _Exit(int status)
 {
-    __typeof__(&_Exit) real = NVS_REAL(_Exit);
-    if (nvs_record_owns_process())
-        nvs_record_finish();
-    if (real)
-        real(status);
-    for (;;)
-        syscall(SYS_exit_group, status);
+    finish_and_exit(NVS_REAL(_Exit), status);
 }

@@ -96,14 +96,12 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
                        endpoint);
     nvs_range_push(&range);
 
-    /* libusb leaves *transferred alone on some early errors: measure only what it wrote. */
-    int local_transferred = -1;
-    int *out = transferred ? transferred : &local_transferred;
     errno = saved_errno;
     int result = real(handle, endpoint, data, length, transferred, timeout);
     saved_errno = errno;
 
-    int moved = transferred ? *out : -1;
+    /* transferred may be NULL: then the bytes moved are unknown and no short mark is made. */
+    int moved = transferred ? *transferred : -1;
     if (result < 0)
         warn((uint64_t)(moved > 0 ? moved : 0), "%s %s ep=0x%02x %s %d/%dB", error_name(result),
              name, endpoint, direction(endpoint), moved > 0 ? moved : 0, length);
@@ -116,32 +114,23 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
     return result;
 }
 
-EXPORT int LIBUSB_CALL libusb_bulk_transfer(libusb_device_handle *handle, unsigned char endpoint,
-                                            unsigned char *data, int length, int *transferred,
-                                            unsigned int timeout)
-{
-    __typeof__(&libusb_bulk_transfer) real = NVS_REAL(libusb_bulk_transfer);
-    if (!real)
-        return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (!nvs_call_begin(NVS_HOOKS_USB))
-        return real(handle, endpoint, data, length, transferred, timeout);
-    return data_transfer(NVS_HOOK_ID(libusb_bulk_transfer), real, handle, endpoint, data, length,
-                         transferred, timeout);
-}
+/* libusb_bulk_transfer and libusb_interrupt_transfer share a prototype. */
+#define DATA_TRANSFER_WRAPPER(name)                                                        \
+    EXPORT int LIBUSB_CALL name(libusb_device_handle *handle, unsigned char endpoint,      \
+                                unsigned char *data, int length, int *transferred,         \
+                                unsigned int timeout)                                      \
+    {                                                                                      \
+        __typeof__(&name) real = NVS_REAL(name);                                           \
+        if (!real)                                                                         \
+            return LIBUSB_ERROR_NOT_SUPPORTED;                                             \
+        if (!nvs_call_begin(NVS_HOOKS_USB))                                                \
+            return real(handle, endpoint, data, length, transferred, timeout);             \
+        return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, length,      \
+                             transferred, timeout);                                        \
+    }
 
-EXPORT int LIBUSB_CALL libusb_interrupt_transfer(libusb_device_handle *handle,
-                                                 unsigned char endpoint, unsigned char *data,
-                                                 int length, int *transferred,
-                                                 unsigned int timeout)
-{
-    __typeof__(&libusb_interrupt_transfer) real = NVS_REAL(libusb_interrupt_transfer);
-    if (!real)
-        return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (!nvs_call_begin(NVS_HOOKS_USB))
-        return real(handle, endpoint, data, length, transferred, timeout);
-    return data_transfer(NVS_HOOK_ID(libusb_interrupt_transfer), real, handle, endpoint, data,
-                         length, transferred, timeout);
-}
+DATA_TRANSFER_WRAPPER(libusb_bulk_transfer)
+DATA_TRANSFER_WRAPPER(libusb_interrupt_transfer)
 
 EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
                                                uint8_t request_type, uint8_t request,
