@@ -77,7 +77,7 @@ $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
 
 TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
-                 $(BUILD)/test/libmalloc_count.so
+                 $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges
 
 deps:
 	$(Q)scripts/deps.sh

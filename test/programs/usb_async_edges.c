@@ -1,0 +1,59 @@
+/* Asynchronous edge cases on the emulated device, printed so that runs with
+ * and without the shim can be compared byte for byte:
+ *   1. an isochronous transfer the device refuses: the return code, and the
+ *      transfer's callback and user_data left as the program set them;
+ *   2. a bulk IN transfer cancelled before completion: cancel's return code,
+ *      then the status, length and user_data the callback sees. */
+#include <libusb.h>
+#include <stdio.h>
+#include <string.h>
+
+static int callbacks;
+
+static void LIBUSB_CALL done(struct libusb_transfer *transfer)
+{
+    callbacks++;
+    printf("callback: status=%d actual=%d user_data=%s\n", transfer->status,
+           transfer->actual_length, transfer->user_data == (void *)&callbacks ? "same" : "changed");
+}
+
+int main(void)
+{
+    libusb_context *context;
+    if (libusb_init(&context) < 0)
+        return 1;
+    libusb_device_handle *handle = libusb_open_device_with_vid_pid(context, 0x1209, 0x0001);
+    if (!handle)
+        return 1;
+    libusb_claim_interface(handle, 0);
+    static unsigned char buffer[9216];
+
+    struct libusb_transfer *iso = libusb_alloc_transfer(4);
+    libusb_fill_iso_transfer(iso, handle, 0x81, buffer, 4 * 512, 4, done, &callbacks, 1000);
+    libusb_set_iso_packet_lengths(iso, 512);
+    int result = libusb_submit_transfer(iso);
+    printf("iso submit: %d (%s) callback=%s user_data=%s\n", result, libusb_error_name(result),
+           iso->callback == done ? "same" : "changed",
+           iso->user_data == (void *)&callbacks ? "same" : "changed");
+    if (result == 0)
+        while (!callbacks)
+            libusb_handle_events(context);
+    libusb_free_transfer(iso);
+
+    callbacks = 0;
+    struct libusb_transfer *bulk = libusb_alloc_transfer(0);
+    libusb_fill_bulk_transfer(bulk, handle, 0x81, buffer, sizeof buffer, done, &callbacks, 1000);
+    result = libusb_submit_transfer(bulk);
+    printf("bulk submit: %d\n", result);
+    result = libusb_cancel_transfer(bulk);
+    printf("cancel: %d (%s)\n", result, libusb_error_name(result));
+    while (!callbacks)
+        libusb_handle_events(context);
+    printf("callback restored: %s\n", bulk->callback == done ? "yes" : "no");
+    libusb_free_transfer(bulk);
+
+    libusb_release_interface(handle, 0);
+    libusb_close(handle);
+    libusb_exit(context);
+    return 0;
+}
