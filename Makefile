@@ -75,7 +75,24 @@ $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
 
-TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
+$(BUILD)/test/x11_draw: test/programs/x11_draw.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXext
+
+$(BUILD)/test/xcb_draw: test/programs/xcb_draw.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lxcb -lxcb-shm
+
+$(BUILD)/test/close_after_frames: test/programs/close_after_frames.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXdamage
+
+TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
+                 $(BUILD)/test/close_after_frames \
+                 $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges
 

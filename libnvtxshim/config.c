@@ -482,11 +482,12 @@ int nvs_config_parse(struct nvs_config *config, char *const *envp,
                        variables[v].consequence);
     }
     for (char *const *entry = envp; entry && *entry; entry++) {
-        static const char injection[] = "NVTX_INJECTION64_PATH=";
-        if (!strncmp(*entry, injection, sizeof injection - 1)) {
+        static const char injection[] = "NVTX_INJECTION64_PATH=", display[] = "DISPLAY=";
+        if (!strncmp(*entry, injection, sizeof injection - 1))
             snprintf(config->nvtx_injection_path, sizeof config->nvtx_injection_path, "%s",
                      *entry + sizeof injection - 1);
-        }
+        else if (!strncmp(*entry, display, sizeof display - 1))
+            snprintf(config->display, sizeof config->display, "%s", *entry + sizeof display - 1);
     }
     return report.errors;
 }

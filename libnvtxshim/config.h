@@ -61,6 +61,8 @@ struct nvs_config {
     enum nvs_log_level log;
     bool help;
 
+    /* Not ours: the X display a bare XCB connection most likely uses. */
+    char display[NVS_NAME_MAX];
     /* Not ours, but decides whether the recorder may attach: another NVTX tool. */
     char nvtx_injection_path[NVS_PATH_MAX];
 };

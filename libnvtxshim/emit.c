@@ -34,6 +34,10 @@ static void init_emit(void)
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_SHIM], NVS_CATEGORY_FRAME, "frame");
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_SHIM], NVS_CATEGORY_WARNING, "warning");
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_WARNING, "warning");
+        static const char *const x11_categories[] = { NULL, "draw", "flush", "round trip",
+                                                      "event wait", "swap", "warning" };
+        for (uint32_t c = 1; c < sizeof x11_categories / sizeof x11_categories[0]; c++)
+            nvtxDomainNameCategoryA(domains[NVS_DOMAIN_X11], c, x11_categories[c]);
     }
     errno = saved_errno;
 }

@@ -3,8 +3,9 @@
 #define NVS_HOOKS_H
 
 enum nvs_hook_id {
-#define NVS_HOOK(name) NVS_ID_##name,
+#define NVS_HOOK(name, library) NVS_ID_##name,
 #include "hooks/usb.def"
+#include "hooks/x11.def"
     /* Hooks before this traced the program's work; the ones after it serve the recorder. */
     NVS_TRACED_HOOK_COUNT,
     NVS_PROCESS_HOOKS_BEFORE = NVS_TRACED_HOOK_COUNT - 1,
@@ -19,5 +20,7 @@ enum nvs_hook_id {
 const char *nvs_hook_name(enum nvs_hook_id id);
 /* The hook whose name is NAME, or -1. */
 int nvs_hook_find(const char *name);
+/* The NVTXSHIM_HOOKS bit (enum nvs_hook_set) of a traced hook; 0 for the libc ones. */
+unsigned nvs_hook_group(enum nvs_hook_id id);
 
 #endif

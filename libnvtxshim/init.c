@@ -51,13 +51,14 @@ static int hook_enabled(enum nvs_hook_id id)
 {
     const struct nvs_config *config = nvs_config();
     if (id < NVS_TRACED_HOOK_COUNT)
-        return (config->hooks & NVS_HOOKS_USB) != 0;
+        return (config->hooks & nvs_hook_group(id)) != 0;
     return nvs_record_enabled();
 }
 
 static bool any_hooked_library_loaded(void)
 {
-    static const char *const libraries[] = { "libusb-1.0.so.0" };
+    static const char *const libraries[] = { "libusb-1.0.so.0", "libX11.so.6", "libxcb.so.1",
+                                             "libGL.so.1", "libEGL.so.1" };
     for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
         void *handle = dlopen(libraries[i], RTLD_LAZY | RTLD_NOLOAD);
         if (handle) {

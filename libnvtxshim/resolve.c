@@ -201,9 +201,7 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
     return real;
 }
 
-/* A lookup through a handle found NAME at SYMBOL: hand out our wrapper instead
- * when SYMBOL is the real function of a hook that is switched on. */
-static void *substitute(const char *name, void *symbol)
+void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_point)
 {
     if (!symbol || !name)
         return symbol;
@@ -218,7 +216,7 @@ static void *substitute(const char *name, void *symbol)
         return symbol;
     void *expected = NULL;
     if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
-        expected != symbol)
+        expected != symbol && !any_entry_point)
         return symbol; /* a second copy of the library: leave its calls alone */
     return hook->wrapper;
 }
@@ -231,7 +229,7 @@ void *dlsym(void *handle, const char *name)
     dlsym_fn real = get_real_dlsym();
     if (handle == RTLD_NEXT)
         return real(handle, name);
-    return substitute(name, real(handle, name));
+    return nvs_resolve_substitute(name, real(handle, name), false);
 }
 
 __attribute__((visibility("default"), optimize("optimize-sibling-calls")))
@@ -240,5 +238,5 @@ void *dlvsym(void *handle, const char *name, const char *version)
     dlvsym_fn real = get_real_dlvsym();
     if (handle == RTLD_NEXT)
         return real(handle, name, version);
-    return substitute(name, real(handle, name, version));
+    return nvs_resolve_substitute(name, real(handle, name, version), false);
 }

@@ -3,6 +3,7 @@
 #define NVS_RESOLVE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "hooks.h"
 
@@ -27,6 +28,12 @@ static inline void *nvs_resolve(enum nvs_hook_id id)
 
 /* The real function, typed from the vendor header's declaration of NAME. */
 #define NVS_REAL(name) ((__typeof__(&name))nvs_resolve(NVS_HOOK_ID(name)))
+
+/* A lookup (dlsym, glXGetProcAddress...) found NAME at SYMBOL: returns our
+ * wrapper when SYMBOL is the real function of a hook that is switched on,
+ * else SYMBOL. ANY_ENTRY_POINT: SYMBOL may be another entry point of the same
+ * function (glvnd's libGL and libGLX both export glXSwapBuffers). */
+void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_point);
 
 /* Whether lookups by handle should get the wrapper for hook ID. */
 typedef int (*nvs_hook_enabled_fn)(enum nvs_hook_id id);

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import time
 
-PROFILE_TIMEOUT_S = 90
+PROFILE_TIMEOUT_S = 45
 
 
 def _kill_agents(profile_pid):

@@ -8,15 +8,18 @@ from conftest import ROOT, SHIM
 
 def hook_table(name):
     with open(os.path.join(ROOT, "libnvtxshim", "hooks", name)) as f:
-        return re.findall(r"^NVS_HOOK\((\w+)\)", f.read(), re.M)
+        return re.findall(r"^NVS_HOOK\((\w+),", f.read(), re.M)
 
 
 def test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point():
     output = subprocess.run(["nm", "-D", "--defined-only", SHIM], capture_output=True,
                             text=True, check=True).stdout
     exported = {line.split()[-1] for line in output.splitlines() if line.strip()}
-    expected = set(hook_table("usb.def")) | set(hook_table("process.def")) | {
-        "dlsym", "dlvsym", "InitializeInjectionNvtx2"}
+    tables = [f for f in os.listdir(os.path.join(ROOT, "libnvtxshim", "hooks")) if f.endswith(".def")]
+    assert {"usb.def", "x11.def", "process.def"} <= set(tables)
+    expected = {"dlsym", "dlvsym", "InitializeInjectionNvtx2"}
+    for table in tables:
+        expected |= set(hook_table(table))
     assert exported == expected
 
 

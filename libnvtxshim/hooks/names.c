@@ -1,14 +1,32 @@
 /* Hook names, generated from the hooks/ tables (config.c needs these alone). */
 #include <string.h>
 
+#include "../config.h"
 #include "../hooks.h"
 
 static const char *const hook_names[NVS_HOOK_COUNT] = {
-#define NVS_HOOK(name) [NVS_ID_##name] = #name,
+#define NVS_HOOK(name, library) [NVS_ID_##name] = #name,
 #include "usb.def"
+#include "x11.def"
 #include "process.def"
 #undef NVS_HOOK
 };
+
+static const unsigned char hook_groups[NVS_HOOK_COUNT] = {
+#define NVS_HOOK(name, library) [NVS_ID_##name] = NVS_GROUP,
+#define NVS_GROUP NVS_HOOKS_USB
+#include "usb.def"
+#undef NVS_GROUP
+#define NVS_GROUP NVS_HOOKS_X11
+#include "x11.def"
+#undef NVS_GROUP
+#undef NVS_HOOK
+};
+
+unsigned nvs_hook_group(enum nvs_hook_id id)
+{
+    return (unsigned)id < NVS_HOOK_COUNT ? hook_groups[id] : 0;
+}
 
 const char *nvs_hook_name(enum nvs_hook_id id)
 {

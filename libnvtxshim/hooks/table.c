@@ -4,18 +4,16 @@
 #include "../hooks.h"
 #include "../resolve.h"
 
-#define NVS_HOOK(name) extern void nvs_wrapper_##name(void) __asm__(#name);
+#define NVS_HOOK(name, library) extern void nvs_wrapper_##name(void) __asm__(#name);
 #include "usb.def"
+#include "x11.def"
 #include "process.def"
 #undef NVS_HOOK
 
 const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
-#define NVS_HOOK(name) [NVS_ID_##name] = { (void *)nvs_wrapper_##name, NVS_LIBRARY },
-#define NVS_LIBRARY "libusb-1.0.so.0"
+#define NVS_HOOK(name, library) [NVS_ID_##name] = { (void *)nvs_wrapper_##name, library },
 #include "usb.def"
-#undef NVS_LIBRARY
-#define NVS_LIBRARY "libc.so.6"
+#include "x11.def"
 #include "process.def"
-#undef NVS_LIBRARY
 #undef NVS_HOOK
 };

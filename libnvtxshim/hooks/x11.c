@@ -1,0 +1,364 @@
+/* X11 in NVTX domain "x11": Xlib and XCB drawing, flushes, round trips and
+ * event waits, GLX/EGL buffer swaps. Xlib is built on XCB and Mesa on both:
+ * their calls into one another run below depth 0 and pass straight through. */
+#define _GNU_SOURCE
+#include <EGL/egl.h>
+#include <GL/glx.h>
+#include <X11/Xlib.h>
+#include <X11/extensions/XShm.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <xcb/shm.h>
+#include <xcb/xcb.h>
+#include <xcb/xcbext.h>
+
+#include "../emit.h"
+#include "../frames.h"
+#include "../hook.h"
+#include "../log.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum x11_category {
+    CATEGORY_DRAW = 1,        /* image data to or from the server */
+    CATEGORY_FLUSH = 2,       /* requests written out */
+    CATEGORY_ROUND_TRIP = 3,  /* waiting for the server's reply */
+    CATEGORY_WAIT = 4,        /* waiting for events */
+    CATEGORY_SWAP = 5,        /* GLX/EGL buffer swaps */
+    CATEGORY_WARNING = 6,     /* marks: a remote display, no MIT-SHM */
+};
+
+static const uint32_t category_colors[] = {
+    [CATEGORY_DRAW] = 0xFF1565C0u, [CATEGORY_FLUSH] = 0xFF42A5F5u,
+    [CATEGORY_ROUND_TRIP] = 0xFFEF6C00u, [CATEGORY_WAIT] = 0xFF90CAF9u,
+    [CATEGORY_SWAP] = 0xFF6A1B9Au,
+};
+
+/* ---- where the display is ------------------------------------------------- */
+
+static atomic_bool display_checked;
+
+static void say(const char *text)
+{
+    struct nvs_attributes mark = {
+        .domain = NVS_DOMAIN_X11, .name = { NULL, text }, .category = CATEGORY_WARNING,
+        .color = NVS_COLOR_ERROR,
+    };
+    nvs_mark(&mark);
+}
+
+/* A display reached over TCP (host:N, ssh -X's localhost:10) pays the network on
+ * every round trip and cannot use MIT-SHM; a local one may still lack MIT-SHM
+ * (a container without the host's IPC namespace). Said once per process. */
+static void report_display(const char *name, int fd, int (*has_shm)(void *), void *connection)
+{
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    char text[192];
+    bool remote = getsockname(fd, (struct sockaddr *)&address, &length) == 0 &&
+                  (address.ss_family == AF_INET || address.ss_family == AF_INET6);
+    if (remote) {
+        snprintf(text, sizeof text, "remote X display %s (TCP): round trips cross the network, "
+                 "no MIT-SHM", name);
+        nvs_log_info("X display '%s' is remote (TCP): every round trip crosses the network and "
+                     "images cannot use MIT-SHM\n", name);
+        say(text);
+    } else if (!has_shm(connection)) {
+        snprintf(text, sizeof text, "no MIT-SHM on X display %s: images go through the socket", name);
+        nvs_log_info("X display '%s' offers no MIT-SHM: images go through the socket\n", name);
+        say(text);
+    }
+}
+
+static int xlib_has_shm(void *display)
+{
+    int opcode, event, error;
+    __typeof__(&XQueryExtension) query = (__typeof__(&XQueryExtension))dlsym(RTLD_NEXT, "XQueryExtension");
+    return query && query(display, "MIT-SHM", &opcode, &event, &error);
+}
+
+static int xcb_has_shm(void *connection)
+{
+    __typeof__(&xcb_query_extension) query =
+        (__typeof__(&xcb_query_extension))dlsym(RTLD_NEXT, "xcb_query_extension");
+    __typeof__(&xcb_query_extension_reply) reply_of =
+        (__typeof__(&xcb_query_extension_reply))dlsym(RTLD_NEXT, "xcb_query_extension_reply");
+    if (!query || !reply_of)
+        return 1;
+    xcb_query_extension_reply_t *reply =
+        reply_of(connection, query(connection, 7, "MIT-SHM"), NULL);
+    int present = reply && reply->present;
+    free(reply);
+    return present;
+}
+
+static void check_xlib(Display *display)
+{
+    if (!display || atomic_load_explicit(&display_checked, memory_order_relaxed) ||
+        atomic_exchange(&display_checked, true))
+        return;
+    report_display(DisplayString(display), ConnectionNumber(display), xlib_has_shm, display);
+}
+
+static void check_xcb(xcb_connection_t *connection)
+{
+    if (!connection || atomic_load_explicit(&display_checked, memory_order_relaxed) ||
+        atomic_exchange(&display_checked, true))
+        return;
+    __typeof__(&xcb_get_file_descriptor) descriptor_of =
+        (__typeof__(&xcb_get_file_descriptor))dlsym(RTLD_NEXT, "xcb_get_file_descriptor");
+    if (descriptor_of)
+        report_display(nvs_config()->display[0] ? nvs_config()->display : "(unknown)",
+                       descriptor_of(connection), xcb_has_shm, connection);
+}
+
+/* ---- ranges -------------------------------------------------------------- */
+
+static uint64_t key_of(enum nvs_hook_id id, uint64_t width, uint64_t height)
+{
+    return ((uint64_t)(id + 1) << 48) | (width << 24) | height;
+}
+
+/* Opens the range of a program-level call; MARKER counts it as a frame marker. */
+static void begin(enum nvs_hook_id id, enum x11_category category, enum nvs_frame_marker marker)
+{
+    int saved_errno = errno;
+    char buffer[64];
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_X11, .category = category, .color = category_colors[category],
+    };
+    NVS_NAME(range.name, NVS_DOMAIN_X11, key_of(id, 0, 0), buffer, "%s", nvs_hook_name(id));
+    nvs_frames_on_call(id, marker, -1);
+    nvs_range_push(&range);
+    errno = saved_errno;
+}
+
+/* An image of WIDTH x HEIGHT moving BYTES: the size in the name, bytes as payload. */
+static void begin_image(enum nvs_hook_id id, unsigned width, unsigned height, uint64_t bytes)
+{
+    int saved_errno = errno;
+    char buffer[64];
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_X11, .category = CATEGORY_DRAW, .color = category_colors[CATEGORY_DRAW],
+        .payload = bytes, .has_payload = true,
+    };
+    NVS_NAME(range.name, NVS_DOMAIN_X11, key_of(id, width & 0xffffff, height & 0xffffff), buffer,
+             "%s %ux%u", nvs_hook_name(id), width, height);
+    nvs_frames_on_call(id, NVS_FRAME_OFF, -1);
+    nvs_range_push(&range);
+    errno = saved_errno;
+}
+
+static void end(void)
+{
+    int saved_errno = errno;
+    nvs_range_pop(NVS_DOMAIN_X11);
+    nvs_call_end();
+    errno = saved_errno;
+}
+
+/* Bytes per pixel of a drawable of DEPTH bits, as the server stores ZPixmap data. */
+static unsigned bytes_per_pixel(unsigned depth)
+{
+    return depth > 16 ? 4 : depth > 8 ? 2 : 1;
+}
+
+/* Pass through when untraced, else one range around the real call. CHECK
+ * looks at the display once; BEGIN opens the range. */
+#define X11_CALL(name, check, opening, arguments)                                          \
+    __typeof__(&name) real = NVS_REAL(name);                                               \
+    if (!real)                                                                             \
+        return (__typeof__(real arguments)){ 0 };                                          \
+    if (!nvs_call_begin(NVS_HOOKS_X11))                                                    \
+        return real arguments;                                                             \
+    check;                                                                                 \
+    opening;                                                                               \
+    __typeof__(real arguments) result = real arguments;                                    \
+    end();                                                                                 \
+    return result
+
+/* ---- Xlib ------------------------------------------------------------------ */
+
+EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
+                     int source_y, int x, int y, unsigned int width, unsigned int height)
+{
+    X11_CALL(XPutImage, check_xlib(display),
+             begin_image(NVS_HOOK_ID(XPutImage), width, height,
+                         (uint64_t)width * height * (image ? (unsigned)image->bits_per_pixel / 8 : 4)),
+             (display, drawable, gc, image, source_x, source_y, x, y, width, height));
+}
+
+EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
+                         int source_y, int x, int y, unsigned int width, unsigned int height,
+                         Bool send_event)
+{
+    X11_CALL(XShmPutImage, check_xlib(display),
+             begin_image(NVS_HOOK_ID(XShmPutImage), width, height,
+                         (uint64_t)width * height * (image ? (unsigned)image->bits_per_pixel / 8 : 4)),
+             (display, drawable, gc, image, source_x, source_y, x, y, width, height, send_event));
+}
+
+EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsigned int width,
+                         unsigned int height, unsigned long plane_mask, int format)
+{
+    /* The reply's size is known only afterwards: the payload counts 4 bytes a pixel. */
+    X11_CALL(XGetImage, check_xlib(display),
+             begin_image(NVS_HOOK_ID(XGetImage), width, height, (uint64_t)width * height * 4),
+             (display, drawable, x, y, width, height, plane_mask, format));
+}
+
+EXPORT int XFlush(Display *display)
+{
+    X11_CALL(XFlush, check_xlib(display),
+             begin(NVS_HOOK_ID(XFlush), CATEGORY_FLUSH, NVS_FRAME_X11_FLUSH), (display));
+}
+
+EXPORT int XSync(Display *display, Bool discard)
+{
+    X11_CALL(XSync, check_xlib(display),
+             begin(NVS_HOOK_ID(XSync), CATEGORY_ROUND_TRIP, NVS_FRAME_OFF), (display, discard));
+}
+
+EXPORT int XNextEvent(Display *display, XEvent *event)
+{
+    X11_CALL(XNextEvent, check_xlib(display),
+             begin(NVS_HOOK_ID(XNextEvent), CATEGORY_WAIT, NVS_FRAME_OFF), (display, event));
+}
+
+EXPORT int XPeekEvent(Display *display, XEvent *event)
+{
+    X11_CALL(XPeekEvent, check_xlib(display),
+             begin(NVS_HOOK_ID(XPeekEvent), CATEGORY_WAIT, NVS_FRAME_OFF), (display, event));
+}
+
+EXPORT int XWindowEvent(Display *display, Window window, long mask, XEvent *event)
+{
+    X11_CALL(XWindowEvent, check_xlib(display),
+             begin(NVS_HOOK_ID(XWindowEvent), CATEGORY_WAIT, NVS_FRAME_OFF),
+             (display, window, mask, event));
+}
+
+EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
+{
+    X11_CALL(XMaskEvent, check_xlib(display),
+             begin(NVS_HOOK_ID(XMaskEvent), CATEGORY_WAIT, NVS_FRAME_OFF), (display, mask, event));
+}
+
+EXPORT int XIfEvent(Display *display, XEvent *event,
+                    Bool (*predicate)(Display *, XEvent *, XPointer), XPointer argument)
+{
+    /* The predicate is the program's code, called from inside Xlib: its calls are its own. */
+    X11_CALL(XIfEvent, check_xlib(display),
+             begin(NVS_HOOK_ID(XIfEvent), CATEGORY_WAIT, NVS_FRAME_OFF),
+             (display, event, predicate, argument));
+}
+
+EXPORT int XPending(Display *display)
+{
+    X11_CALL(XPending, check_xlib(display),
+             begin(NVS_HOOK_ID(XPending), CATEGORY_FLUSH, NVS_FRAME_OFF), (display));
+}
+
+/* ---- XCB -------------------------------------------------------------------- */
+
+EXPORT int xcb_flush(xcb_connection_t *connection)
+{
+    X11_CALL(xcb_flush, check_xcb(connection),
+             begin(NVS_HOOK_ID(xcb_flush), CATEGORY_FLUSH, NVS_FRAME_X11_FLUSH), (connection));
+}
+
+EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *connection)
+{
+    X11_CALL(xcb_wait_for_event, check_xcb(connection),
+             begin(NVS_HOOK_ID(xcb_wait_for_event), CATEGORY_WAIT, NVS_FRAME_OFF), (connection));
+}
+
+EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int request,
+                                xcb_generic_error_t **error)
+{
+    X11_CALL(xcb_wait_for_reply, check_xcb(connection),
+             begin(NVS_HOOK_ID(xcb_wait_for_reply), CATEGORY_ROUND_TRIP, NVS_FRAME_OFF),
+             (connection, request, error));
+}
+
+EXPORT xcb_void_cookie_t xcb_put_image(xcb_connection_t *connection, uint8_t format,
+                                       xcb_drawable_t drawable, xcb_gcontext_t gc, uint16_t width,
+                                       uint16_t height, int16_t x, int16_t y, uint8_t left_pad,
+                                       uint8_t depth, uint32_t data_length, const uint8_t *data)
+{
+    X11_CALL(xcb_put_image, check_xcb(connection),
+             begin_image(NVS_HOOK_ID(xcb_put_image), width, height, data_length),
+             (connection, format, drawable, gc, width, height, x, y, left_pad, depth, data_length,
+              data));
+}
+
+EXPORT xcb_void_cookie_t xcb_shm_put_image(xcb_connection_t *connection, xcb_drawable_t drawable,
+                                           xcb_gcontext_t gc, uint16_t total_width,
+                                           uint16_t total_height, uint16_t source_x,
+                                           uint16_t source_y, uint16_t source_width,
+                                           uint16_t source_height, int16_t x, int16_t y,
+                                           uint8_t depth, uint8_t format, uint8_t send_event,
+                                           xcb_shm_seg_t segment, uint32_t offset)
+{
+    X11_CALL(xcb_shm_put_image, check_xcb(connection),
+             begin_image(NVS_HOOK_ID(xcb_shm_put_image), source_width, source_height,
+                         (uint64_t)source_width * source_height * bytes_per_pixel(depth)),
+             (connection, drawable, gc, total_width, total_height, source_x, source_y,
+              source_width, source_height, x, y, depth, format, send_event, segment, offset));
+}
+
+/* ---- GLX and EGL --------------------------------------------------------------- */
+
+EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
+{
+    __typeof__(&glXSwapBuffers) real = NVS_REAL(glXSwapBuffers);
+    if (!real)
+        return;
+    if (!nvs_call_begin(NVS_HOOKS_X11)) {
+        real(display, drawable);
+        return;
+    }
+    check_xlib(display);
+    begin(NVS_HOOK_ID(glXSwapBuffers), CATEGORY_SWAP, NVS_FRAME_X11_SWAP);
+    real(display, drawable);
+    end();
+}
+
+EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
+{
+    X11_CALL(eglSwapBuffers, (void)0,
+             begin(NVS_HOOK_ID(eglSwapBuffers), CATEGORY_SWAP, NVS_FRAME_X11_SWAP),
+             (display, surface));
+}
+
+/* Loaders that ask GLX or EGL for an entry point get the wrapper for hooked names. */
+EXPORT __GLXextFuncPtr glXGetProcAddressARB(const GLubyte *name)
+{
+    __typeof__(&glXGetProcAddressARB) real = NVS_REAL(glXGetProcAddressARB);
+    if (!real)
+        return NULL;
+    __GLXextFuncPtr found = real(name);
+    return (__GLXextFuncPtr)nvs_resolve_substitute((const char *)name, (void *)found, true);
+}
+
+EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
+{
+    __typeof__(&glXGetProcAddressARB) real =
+        (__typeof__(&glXGetProcAddressARB))nvs_resolve(NVS_HOOK_ID(glXGetProcAddress));
+    if (!real)
+        return NULL;
+    __GLXextFuncPtr found = real(name);
+    return (__GLXextFuncPtr)nvs_resolve_substitute((const char *)name, (void *)found, true);
+}
+
+EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *name)
+{
+    __typeof__(&eglGetProcAddress) real = NVS_REAL(eglGetProcAddress);
+    if (!real)
+        return NULL;
+    __eglMustCastToProperFunctionPointerType found = real(name);
+    return (__eglMustCastToProperFunctionPointerType)nvs_resolve_substitute(name, (void *)found,
+                                                                             true);
+}

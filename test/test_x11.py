@@ -1,0 +1,157 @@
+"""X11 hooks (Xlib, XCB, GLX) against a real X server (Xvfb), through the recorder and nsys."""
+import collections
+import os
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, SHIM, load_trace, names, program, ranges, run
+from nsys import export_sqlite, nvtx_events, profile
+from xserver import Xvfb
+
+
+@pytest.fixture(scope="module")
+def xserver():
+    server = Xvfb("-nolisten", "tcp")
+    yield server
+    server.stop()
+
+
+def traced(argv, display, tmp_path, env=None, label="x"):
+    trace = tmp_path / ("%s.json" % label)
+    plain = run(argv, env={"DISPLAY": display}, shim=False)
+    shimmed = run(argv, env=dict({"DISPLAY": display, "NVTXSHIM_TRACE": str(trace)}, **(env or {})))
+    assert plain.returncode == 0, plain.stderr
+    assert (shimmed.stdout, shimmed.returncode) == (plain.stdout, plain.returncode)
+    return shimmed, load_trace(trace)
+
+
+def nested(events):
+    """x11 ranges that lie inside another x11 range on the same thread."""
+    x11 = ranges(events, "x11")
+    return [(a["name"], b["name"]) for a in x11 for b in x11 if a is not b and a["tid"] == b["tid"]
+            and b["ts"] <= a["ts"] and a["ts"] + a["dur"] <= b["ts"] + b["dur"]]
+
+
+@pytest.mark.parametrize("mode", ["socket", "shm"])
+def test_xlib_program_one_range_per_call(xserver, tmp_path, mode):
+    frames = 4
+    argv = [program("test/x11_draw"), str(frames)] + (["--shm"] if mode == "shm" else [])
+    result, events = traced(argv, xserver.display, tmp_path, label=mode)
+    assert result.stderr == b""
+    counts = collections.Counter(names(events, "x11"))
+    put = "XShmPutImage 160x120" if mode == "shm" else "XPutImage 160x120"
+    assert counts[put] == frames
+    assert counts["XFlush"] == frames + 1
+    assert counts["XGetImage 160x120"] == 1
+    for call in ("XMaskEvent", "XWindowEvent", "XPeekEvent", "XIfEvent", "XNextEvent", "XPending"):
+        assert counts[call] == 1, call
+    # The program's own XSync calls (one more to detach MIT-SHM), and the one
+    # XCloseDisplay makes inside: an unhooked call shows the hooked call it makes.
+    program_syncs = 2 if mode == "shm" else 1
+    assert counts["XSync"] == program_syncs + 1
+    # Xlib's own calls into XCB do not add ranges inside the program's.
+    assert nested(events) == []
+    payloads = {e["name"]: e["args"].get("payload") for e in ranges(events, "x11")}
+    assert payloads[put] == 160 * 120 * 4 and payloads["XGetImage 160x120"] == 160 * 120 * 4
+    categories = {e["name"]: e["args"]["category"] for e in ranges(events, "x11")}
+    assert categories["XSync"] == "round trip" and categories[put] == "draw"
+
+
+@pytest.mark.parametrize("mode", ["socket", "shm"])
+def test_xcb_program_one_range_per_call(xserver, tmp_path, mode):
+    frames = 4
+    argv = [program("test/xcb_draw"), str(frames)] + (["--shm"] if mode == "shm" else [])
+    result, events = traced(argv, xserver.display, tmp_path, label=mode)
+    counts = collections.Counter(names(events, "x11"))
+    put = "xcb_shm_put_image 160x120" if mode == "shm" else "xcb_put_image 160x120"
+    assert counts[put] == frames
+    assert counts["xcb_flush"] == frames + (2 if mode == "shm" else 1)
+    assert counts["xcb_wait_for_event"] == 2
+    assert counts["xcb_wait_for_reply"] >= 1  # the get-geometry round trip
+    assert set(counts) == {put, "xcb_flush", "xcb_wait_for_event", "xcb_wait_for_reply"}
+    assert nested(events) == []
+    assert {e["args"]["payload"] for e in ranges(events, "x11") if e["name"] == put} == {160 * 120 * 4}
+
+
+def test_glxgears_swaps_and_frames(xserver, tmp_path):
+    """glxgears, unmodified: closed with Escape after 12 presented frames (DAMAGE events)."""
+    env = dict(os.environ, DISPLAY=xserver.display)
+    helper = subprocess.Popen([program("test/close_after_frames"), "glxgears", "12"], env=env,
+                              stdout=subprocess.PIPE, text=True)
+    assert helper.stdout.readline().strip() == "ready"
+    trace = tmp_path / "gears.json"
+    result = run(["glxgears"], env={"DISPLAY": xserver.display, "NVTXSHIM_TRACE": str(trace),
+                                    "NVTXSHIM_FRAME": "x11.swap", "vblank_mode": "0"}, timeout=120)
+    helper.wait(timeout=60)
+    assert result.returncode == 0, result.stderr
+    events = load_trace(trace)
+    swaps = [e for e in ranges(events, "x11") if e["name"] == "glXSwapBuffers"]
+    frames = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    assert len(swaps) >= 12
+    assert [f["name"] for f in frames] == ["frame %d" % n for n in range(1, len(swaps) + 1)]
+    for frame, swap in zip(frames, sorted(swaps, key=lambda e: e["ts"])):
+        assert frame["ts"] <= swap["ts"]
+    # Mesa's own X11 traffic inside a swap is not shown twice.
+    assert nested(events) == []
+
+
+CTYPES_PROGRAM = r"""
+import ctypes, sys
+x11 = ctypes.CDLL("libX11.so.6")
+x11.XOpenDisplay.restype = ctypes.c_void_p
+x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+display = x11.XOpenDisplay(None)
+x11.XFlush.argtypes = x11.XSync.argtypes = x11.XPending.argtypes = [ctypes.c_void_p]
+x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+for _ in range(3):
+    x11.XFlush(ctypes.c_void_p(display))
+x11.XSync(ctypes.c_void_p(display), 0)
+print("pending", x11.XPending(ctypes.c_void_p(display)))
+x11.XCloseDisplay(ctypes.c_void_p(display))
+"""
+
+
+def test_python_ctypes_reaches_libx11_and_its_calls_show(xserver, tmp_path):
+    _, events = traced([PYTHON, "-c", CTYPES_PROGRAM], xserver.display, tmp_path)
+    counts = collections.Counter(names(events, "x11"))
+    assert counts["XFlush"] == 3 and counts["XPending"] == 1 and counts["XSync"] >= 1
+
+
+def test_xdpyinfo_prints_the_same(xserver):
+    plain = run(["xdpyinfo"], env={"DISPLAY": xserver.display}, shim=False)
+    shimmed = run(["xdpyinfo"], env={"DISPLAY": xserver.display})
+    assert plain.returncode == 0 and len(plain.stdout) > 1000
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+
+
+def test_remote_display_and_missing_mit_shm_are_reported(tmp_path):
+    remote = Xvfb("-listen", "tcp", "-ac")
+    no_shm = Xvfb("-nolisten", "tcp", "-extension", "MIT-SHM")
+    try:
+        cases = [("127.0.0.1:%d" % remote.number, "is remote (TCP)", "remote X display 127.0.0.1:"),
+                 (no_shm.display, "offers no MIT-SHM", "no MIT-SHM on X display")]
+        for display, line, mark in cases:
+            for argv in ([program("test/x11_draw"), "2"], [program("test/xcb_draw"), "2"]):
+                result, events = traced(argv, display, tmp_path)
+                lines = result.stderr.decode().splitlines()
+                assert len(lines) == 1 and lines[0].startswith("nvtxshim: ") and line in lines[0]
+                marks = [e["name"] for e in events if e["ph"] == "i" and e["cat"] == "x11"]
+                assert len(marks) == 1 and marks[0].startswith(mark), marks
+    finally:
+        remote.stop()
+        no_shm.stop()
+
+
+def test_xlib_ranges_in_the_nsys_export(xserver, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NVTXSHIM_")}
+    env.update(DISPLAY=xserver.display, LD_PRELOAD=SHIM)
+    result = profile(tmp_path / "x11", [program("test/x11_draw"), "4"], env)
+    assert b"frames=4 socket" in result.stdout
+    events = nvtx_events(export_sqlite(tmp_path / "x11"))
+    x11 = collections.Counter(e[2] for e in events if e[1] == "x11" and e[0] == 59)
+    assert x11["XPutImage 160x120"] == 4 and x11["XFlush"] == 5 and x11["XGetImage 160x120"] == 1
+    assert all(e[4] is not None and e[4] >= e[3] for e in events if e[0] == 59)
+    assert {e[7] for e in events if e[2] == "XPutImage 160x120"} == {160 * 120 * 4}
