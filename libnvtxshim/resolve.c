@@ -215,8 +215,15 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
     if (!enabled || !enabled((enum nvs_hook_id)id))
         return symbol;
     void *expected = NULL;
+    if (any_entry_point) {
+        /* Another door to the same function: the real one is found as usual, and
+         * SYMBOL stands in only when the library is not reachable that way. */
+        if (!nvs_resolve((enum nvs_hook_id)id))
+            atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol);
+        return hook->wrapper;
+    }
     if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
-        expected != symbol && !any_entry_point)
+        expected != symbol)
         return symbol; /* a second copy of the library: leave its calls alone */
     return hook->wrapper;
 }

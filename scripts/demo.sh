@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the example capture loop on the emulated camera + actuator, under
 # Nsight Systems with libnvtxshim, then the NVTX summary and a Perfetto trace.
+# CPU sampling and context-switch tracing stay off: with them nsys 2022.4's agent
+# often spins forever after the program exits (see test/nsys.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build/demo
@@ -17,7 +19,7 @@ append_shim=(sh -c 'LD_PRELOAD="$LD_PRELOAD:'"$shim"'" exec "$@"' sh)
 echo "== 1. the unmodified program under nsys, with the shim (frames counted on each camera frame)"
 rm -f "$out/report.nsys-rep" "$out/report.sqlite"
 NVTXSHIM_FRAME=usb.in:0x81 NVTXSHIM_FRAME_BUDGET=5ms \
-  timeout 180 nsys profile -t nvtx,osrt -o "$out/report" --force-overwrite true \
+  timeout 180 nsys profile -t nvtx,osrt --sample=none --cpuctxsw=none -o "$out/report" --force-overwrite true \
   "${device[@]}" "${append_shim[@]}" "${program[@]}" 2>&1 | tr '\r' '\n' | grep -v '^\[1/1\]' || true
 if [ ! -f "$out/report.nsys-rep" ]; then
   echo "demo: nsys made no report (see DESIGN.md on nsys 2022.4 hangs); try again" >&2

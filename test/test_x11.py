@@ -155,3 +155,47 @@ def test_xlib_ranges_in_the_nsys_export(xserver, tmp_path):
     assert x11["XPutImage 160x120"] == 4 and x11["XFlush"] == 5 and x11["XGetImage 160x120"] == 1
     assert all(e[4] is not None and e[4] >= e[3] for e in events if e[0] == 59)
     assert {e[7] for e in events if e[2] == "XPutImage 160x120"} == {160 * 120 * 4}
+
+
+GETPROCADDRESS_PROGRAM = r"""
+import ctypes, os
+class DlInfo(ctypes.Structure):
+    _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
+                ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
+libc = ctypes.CDLL(None)
+def where(address):
+    info = DlInfo()
+    libc.dladdr(ctypes.c_void_p(address), ctypes.byref(info))
+    return os.path.basename(info.fname.decode())
+gl = ctypes.CDLL("libGL.so.1")
+egl = ctypes.CDLL("libEGL.so.1")
+for library, function in ((gl, "glXGetProcAddress"), (gl, "glXGetProcAddressARB"), (egl, "eglGetProcAddress")):
+    lookup = getattr(library, function)
+    lookup.restype = ctypes.c_void_p
+    lookup.argtypes = [ctypes.c_char_p]
+    for name in (b"glXSwapBuffers", b"eglSwapBuffers", b"glClear"):
+        address = lookup(name)
+        print(function, name.decode(), where(address) if address else None)
+egl.eglGetProcAddress.restype = ctypes.c_void_p
+swap = ctypes.CFUNCTYPE(ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p)(egl.eglGetProcAddress(b"eglSwapBuffers"))
+print("eglSwapBuffers(no display) ->", swap(None, None))
+"""
+
+
+def test_get_proc_address_hands_out_wrappers_for_hooked_names(xserver, tmp_path):
+    argv = [PYTHON, "-c", GETPROCADDRESS_PROGRAM]
+    plain = run(argv, env={"DISPLAY": xserver.display}, shim=False)
+    trace = tmp_path / "gpa.json"
+    shimmed = run(argv, env={"DISPLAY": xserver.display, "NVTXSHIM_TRACE": str(trace)})
+    assert plain.returncode == shimmed.returncode == 0, shimmed.stderr
+    before, after = plain.stdout.decode().splitlines(), shimmed.stdout.decode().splitlines()
+    assert len(before) == len(after) == 10
+    for old, new in zip(before, after):
+        function, name, found = new.split(" ", 2)
+        if name[:3] == function[:3] and name.endswith("SwapBuffers"):
+            assert found == "libnvtxshim.so" and old.split(" ", 2)[2] != "None", new
+        else:
+            # Other names, another API's names (GLX answers any name with a stub),
+            # and the call's result are untouched.
+            assert new == old
+    assert names(load_trace(trace), "x11") == ["eglSwapBuffers"]

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <xcb/shm.h>
 #include <xcb/xcb.h>
@@ -333,14 +334,22 @@ EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
              (display, surface));
 }
 
-/* Loaders that ask GLX or EGL for an entry point get the wrapper for hooked names. */
+/* Loaders that ask GLX or EGL for an entry point get the wrapper for that
+ * API's hooked names; GLX answers any name with a dispatch stub, so an EGL name
+ * asked of GLX (or the reverse) is passed back untouched. */
+static void *own_entry_point(const char *name, void *found, const char *prefix)
+{
+    if (!name || strncmp(name, prefix, strlen(prefix)))
+        return found;
+    return nvs_resolve_substitute(name, found, true);
+}
+
 EXPORT __GLXextFuncPtr glXGetProcAddressARB(const GLubyte *name)
 {
     __typeof__(&glXGetProcAddressARB) real = NVS_REAL(glXGetProcAddressARB);
     if (!real)
         return NULL;
-    __GLXextFuncPtr found = real(name);
-    return (__GLXextFuncPtr)nvs_resolve_substitute((const char *)name, (void *)found, true);
+    return (__GLXextFuncPtr)own_entry_point((const char *)name, (void *)real(name), "glX");
 }
 
 EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
@@ -349,8 +358,7 @@ EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
         (__typeof__(&glXGetProcAddressARB))nvs_resolve(NVS_HOOK_ID(glXGetProcAddress));
     if (!real)
         return NULL;
-    __GLXextFuncPtr found = real(name);
-    return (__GLXextFuncPtr)nvs_resolve_substitute((const char *)name, (void *)found, true);
+    return (__GLXextFuncPtr)own_entry_point((const char *)name, (void *)real(name), "glX");
 }
 
 EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *name)
@@ -358,7 +366,5 @@ EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *na
     __typeof__(&eglGetProcAddress) real = NVS_REAL(eglGetProcAddress);
     if (!real)
         return NULL;
-    __eglMustCastToProperFunctionPointerType found = real(name);
-    return (__eglMustCastToProperFunctionPointerType)nvs_resolve_substitute(name, (void *)found,
-                                                                             true);
+    return (__eglMustCastToProperFunctionPointerType)own_entry_point(name, (void *)real(name), "egl");
 }
