@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "resolve.h"
@@ -41,5 +42,13 @@ static inline void nvs_call_end(void)
 {
     nvs_hook_depth--;
 }
+
+/* Opens the range of a program-level call, named after hook ID, and counts the
+ * call as a frame marker of kind MARKER; nvs_call_close pops it and ends the
+ * call. Both leave errno as they found it. (Domains and markers: emit.h, config.h.) */
+enum nvs_domain;
+void nvs_call_open(enum nvs_domain domain, enum nvs_hook_id id, uint32_t category, uint32_t color,
+                   enum nvs_frame_marker marker);
+void nvs_call_close(enum nvs_domain domain);
 
 #endif

@@ -411,35 +411,17 @@ static void name_event_thread(void)
 {
     if (thread_checked)
         return;
+    int saved_errno = errno;
     thread_checked = true;
-    if (syscall(SYS_gettid) == getpid())
+    if (syscall(SYS_gettid) == getpid()) {
+        errno = saved_errno;
         return;
+    }
     char thread_name[17] = "", process_name[17] = "";
     prctl(PR_GET_NAME, thread_name, 0, 0, 0);
     snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
     if (!strcmp(thread_name, process_name))
         nvs_name_thread("libusb events");
-}
-
-static void events_begin(enum nvs_hook_id id)
-{
-    int saved_errno = errno;
-    name_event_thread();
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_EVENTS, .color = NVS_COLOR_USB_EVENTS,
-    };
-    char buffer[64];
-    NVS_NAME(range.name, NVS_DOMAIN_USB, key_of(id, 0), buffer, "%s", nvs_hook_name(id));
-    nvs_frames_on_call(id, NVS_FRAME_OFF, -1);
-    nvs_range_push(&range);
-    errno = saved_errno;
-}
-
-static void events_end(void)
-{
-    int saved_errno = errno;
-    nvs_range_pop(NVS_DOMAIN_USB);
-    nvs_call_end();
     errno = saved_errno;
 }
 
@@ -452,9 +434,11 @@ static void events_end(void)
             return LIBUSB_ERROR_NOT_SUPPORTED;                                             \
         if (!nvs_call_begin(NVS_HOOKS_USB))                                                \
             return real arguments;                                                         \
-        events_begin(NVS_HOOK_ID(name));                                                   \
+        name_event_thread();                                                               \
+        nvs_call_open(NVS_DOMAIN_USB, NVS_HOOK_ID(name), NVS_CATEGORY_EVENTS,              \
+                      NVS_COLOR_USB_EVENTS, NVS_FRAME_OFF);                                \
         int result = real arguments;                                                       \
-        events_end();                                                                      \
+        nvs_call_close(NVS_DOMAIN_USB);                                                    \
         return result;                                                                     \
     }
 

@@ -122,18 +122,10 @@ static uint64_t key_of(enum nvs_hook_id id, uint64_t width, uint64_t height)
     return ((uint64_t)(id + 1) << 48) | (width << 24) | height;
 }
 
-/* Opens the range of a program-level call; MARKER counts it as a frame marker. */
+/* A range named after the hook, in CATEGORY; MARKER counts it as a frame marker. */
 static void begin(enum nvs_hook_id id, enum x11_category category, enum nvs_frame_marker marker)
 {
-    int saved_errno = errno;
-    char buffer[64];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11, .category = category, .color = category_colors[category],
-    };
-    NVS_NAME(range.name, NVS_DOMAIN_X11, key_of(id, 0, 0), buffer, "%s", nvs_hook_name(id));
-    nvs_frames_on_call(id, marker, -1);
-    nvs_range_push(&range);
-    errno = saved_errno;
+    nvs_call_open(NVS_DOMAIN_X11, id, category, category_colors[category], marker);
 }
 
 /* An image of WIDTH x HEIGHT moving BYTES: the size in the name, bytes as payload. */
@@ -154,10 +146,7 @@ static void begin_image(enum nvs_hook_id id, unsigned width, unsigned height, ui
 
 static void end(void)
 {
-    int saved_errno = errno;
-    nvs_range_pop(NVS_DOMAIN_X11);
-    nvs_call_end();
-    errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_X11);
 }
 
 /* Bytes per pixel of a drawable of DEPTH bits, as the server stores ZPixmap data. */
