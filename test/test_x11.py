@@ -199,3 +199,13 @@ def test_get_proc_address_hands_out_wrappers_for_hooked_names(xserver, tmp_path)
             # and the call's result are untouched.
             assert new == old
     assert names(load_trace(trace), "x11") == ["eglSwapBuffers"]
+
+
+@pytest.mark.parametrize("program_name, flush", [("test/x11_draw", "XFlush"), ("test/xcb_draw", "xcb_flush")])
+def test_flush_marks_frames(xserver, tmp_path, program_name, flush):
+    _, events = traced([program(program_name), "3"], xserver.display, tmp_path,
+                       env={"NVTXSHIM_FRAME": "x11.flush"})
+    flushes = sorted((e for e in ranges(events, "x11") if e["name"] == flush), key=lambda e: e["ts"])
+    frames = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    assert [f["name"] for f in frames] == ["frame %d" % n for n in range(1, len(flushes) + 1)]
+    assert all(f["ts"] <= x["ts"] for f, x in zip(frames, flushes))
