@@ -10,6 +10,10 @@ PYTHON ?= /usr/bin/python3
 # NVTX3 is header-only and is never vendored: take the installed one.
 NVTX_INCLUDE ?= $(firstword $(foreach dir,$(if $(CUDA_HOME),$(CUDA_HOME)/include) /usr/local/cuda/include /usr/include,\
                   $(if $(wildcard $(dir)/nvtx3/nvToolsExt.h),$(dir))))
+# cuda.h (driver API) likewise; its CUDA_VERSION decides which entry points exist.
+CUDA_INCLUDE ?= $(firstword $(foreach dir,$(if $(CUDA_HOME),$(CUDA_HOME)/include) /usr/local/cuda/include /usr/include,\
+                  $(if $(wildcard $(dir)/cuda.h),$(dir))))
+CUDA_VERSION_NUMBER := $(if $(CUDA_INCLUDE),$(shell sed -n 's/^\#define CUDA_VERSION \([0-9]*\).*/\1/p' $(CUDA_INCLUDE)/cuda.h))
 LIBUSB_CFLAGS ?= $(shell pkg-config --cflags libusb-1.0 2>/dev/null || echo -I/usr/include/libusb-1.0)
 
 ifeq ($(V),1)
@@ -20,8 +24,10 @@ endif
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
+TABLE_FLAGS := -DNVS_CUDA_VERSION=$(CUDA_VERSION_NUMBER)
 LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARNINGS) \
-              -Wno-missing-prototypes -isystem $(NVTX_INCLUDE) $(LIBUSB_CFLAGS)
+              -Wno-missing-prototypes -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) \
+              $(LIBUSB_CFLAGS) $(TABLE_FLAGS)
 # -Bsymbolic-functions: the library's references to its own wrappers (the hook
 # table, execl -> execv) bind inside it; --no-undefined: nothing from libusb.
 LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic-functions \
@@ -36,12 +42,12 @@ HOOK_TABLES := $(wildcard libnvtxshim/hooks/*.def)
 all: check-nvtx $(BUILD)/libnvtxshim.so
 
 check-nvtx:
-	@if [ -z "$(NVTX_INCLUDE)" ]; then \
-	  echo "nvtx3/nvToolsExt.h not found in \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
+	@if [ -z "$(NVTX_INCLUDE)" ] || [ -z "$(CUDA_VERSION_NUMBER)" ]; then \
+	  echo "nvtx3/nvToolsExt.h and cuda.h are needed from \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
 
 $(BUILD)/exports.map: libnvtxshim/exports.map.in $(HOOK_TABLES)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -E -P -x c -Ilibnvtxshim $< -o $@
+	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) -Ilibnvtxshim $< -o $@
 
 $(BUILD)/obj/%.o: libnvtxshim/%.c $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
 	@mkdir -p $(@D)
@@ -68,7 +74,7 @@ $(BUILD)/test/%: test/programs/%.c
 $(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/names.c $(HOOK_TABLES)
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
 	  libnvtxshim/hooks/names.c -o $@
 
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
@@ -90,7 +96,20 @@ $(BUILD)/test/close_after_frames: test/programs/close_after_frames.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXdamage
 
-TEST_PROGRAMS := $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
+# The stand-in driver: a test double for machines without a GPU, never installed.
+$(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
+	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
+	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
+
+$(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so.1
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
+
+TEST_PROGRAMS := $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \

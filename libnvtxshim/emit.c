@@ -38,6 +38,7 @@ static void init_emit(void)
                                                       "event wait", "swap", "warning" };
         for (uint32_t c = 1; c < sizeof x11_categories / sizeof x11_categories[0]; c++)
             nvtxDomainNameCategoryA(domains[NVS_DOMAIN_X11], c, x11_categories[c]);
+        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_CUDA], 1, "copy");
     }
     errno = saved_errno;
 }

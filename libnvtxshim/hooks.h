@@ -2,10 +2,17 @@
 #ifndef NVS_HOOKS_H
 #define NVS_HOOKS_H
 
+/* The installed cuda.h's CUDA_VERSION, from the Makefile: the tables list the
+ * entry points that header declares. */
+#ifndef NVS_CUDA_VERSION
+#error "NVS_CUDA_VERSION must be defined (the Makefile reads it from cuda.h)"
+#endif
+
 enum nvs_hook_id {
 #define NVS_HOOK(name, library) NVS_ID_##name,
 #include "hooks/usb.def"
 #include "hooks/x11.def"
+#include "hooks/cuda.def"
     /* Hooks before this traced the program's work; the ones after it serve the recorder. */
     NVS_TRACED_HOOK_COUNT,
     NVS_PROCESS_HOOKS_BEFORE = NVS_TRACED_HOOK_COUNT - 1,

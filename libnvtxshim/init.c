@@ -58,7 +58,7 @@ static int hook_enabled(enum nvs_hook_id id)
 static bool any_hooked_library_loaded(void)
 {
     static const char *const libraries[] = { "libusb-1.0.so.0", "libX11.so.6", "libxcb.so.1",
-                                             "libGL.so.1", "libEGL.so.1" };
+                                             "libGL.so.1", "libEGL.so.1", "libcuda.so.1" };
     for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
         void *handle = dlopen(libraries[i], RTLD_LAZY | RTLD_NOLOAD);
         if (handle) {

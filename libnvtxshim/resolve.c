@@ -172,24 +172,41 @@ static int is_our_wrapper(const void *address)
     return 0;
 }
 
+/* NAME from the library after us in the global scope, else from LIBRARY where
+ * it was loaded RTLD_LOCAL (as a dependency of something dlopen'ed: a Python
+ * extension, a plugin, the CUDA runtime's dlopen of libcuda). */
+static void *find_real(const char *library, const char *name)
+{
+    dlsym_fn lookup = get_real_dlsym();
+    if (!lookup)
+        return NULL;
+    void *real = lookup(RTLD_NEXT, name);
+    if (real && !is_our_wrapper(real))
+        return real;
+    real = NULL;
+    void *handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle) {
+        real = lookup(handle, name);
+        dlclose(handle);
+        if (real && is_our_wrapper(real))
+            real = NULL;
+    }
+    return real;
+}
+
+void *nvs_find_function(const char *library, const char *name)
+{
+    int saved_errno = errno;
+    void *found = find_real(library, name);
+    errno = saved_errno;
+    return found;
+}
+
 void *nvs_resolve_slow(enum nvs_hook_id id)
 {
     int saved_errno = errno;
     const char *name = nvs_hook_name(id);
-    dlsym_fn lookup = get_real_dlsym();
-    void *real = lookup ? lookup(RTLD_NEXT, name) : NULL;
-    if (!real || is_our_wrapper(real)) {
-        real = NULL;
-        /* Not in the global scope: the library may have been loaded RTLD_LOCAL
-         * as a dependency of something dlopen'ed (a Python extension, a plugin). */
-        void *handle = dlopen(nvs_hook_table[id].library, RTLD_LAZY | RTLD_NOLOAD);
-        if (handle) {
-            real = lookup ? lookup(handle, name) : NULL;
-            dlclose(handle);
-            if (real && is_our_wrapper(real))
-                real = NULL;
-        }
-    }
+    void *real = find_real(nvs_hook_table[id].library, name);
     if (real) {
         void *expected = NULL;
         if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real))
@@ -201,6 +218,8 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
     return real;
 }
 
+/* A lookup through a handle found NAME at SYMBOL: hand out our wrapper instead
+ * when SYMBOL is the real function of a hook that is switched on. */
 void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_point)
 {
     if (!symbol || !name)

@@ -19,6 +19,10 @@ extern _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
 
 void *nvs_resolve_slow(enum nvs_hook_id id);
 
+/* A function the shim calls but does not hook (cuPointerGetAttribute), found
+ * the way real functions are; NULL when LIBRARY is not loaded. */
+void *nvs_find_function(const char *library, const char *name);
+
 /* The real function behind hook ID, or NULL when no library defines it. */
 static inline void *nvs_resolve(enum nvs_hook_id id)
 {

@@ -8,6 +8,7 @@ static const char *const hook_names[NVS_HOOK_COUNT] = {
 #define NVS_HOOK(name, library) [NVS_ID_##name] = #name,
 #include "usb.def"
 #include "x11.def"
+#include "cuda.def"
 #include "process.def"
 #undef NVS_HOOK
 };
@@ -19,6 +20,9 @@ static const unsigned char hook_groups[NVS_HOOK_COUNT] = {
 #undef NVS_GROUP
 #define NVS_GROUP NVS_HOOKS_X11
 #include "x11.def"
+#undef NVS_GROUP
+#define NVS_GROUP NVS_HOOKS_CUDA
+#include "cuda.def"
 #undef NVS_GROUP
 #undef NVS_HOOK
 };

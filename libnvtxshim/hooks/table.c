@@ -7,6 +7,7 @@
 #define NVS_HOOK(name, library) extern void nvs_wrapper_##name(void) __asm__(#name);
 #include "usb.def"
 #include "x11.def"
+#include "cuda.def"
 #include "process.def"
 #undef NVS_HOOK
 
@@ -14,6 +15,7 @@ const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
 #define NVS_HOOK(name, library) [NVS_ID_##name] = { (void *)nvs_wrapper_##name, library },
 #include "usb.def"
 #include "x11.def"
+#include "cuda.def"
 #include "process.def"
 #undef NVS_HOOK
 };

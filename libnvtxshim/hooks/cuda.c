@@ -1,0 +1,442 @@
+/* CUDA driver copies in NVTX domain "cuda": bytes, direction, and whether the
+ * host side is pinned or pageable (a pageable copy is a hidden stall: the
+ * driver stages it through a pinned buffer and the call blocks).
+ *
+ * Programs reach the driver by linking it, by dlopen + dlsym (handled in
+ * resolve.c), and through cuGetProcAddress — the CUDA runtime, static or not,
+ * takes every entry point that way. The shim never initialises CUDA itself:
+ * it only asks the driver about pointers the program is already copying. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../emit.h"
+#include "../frames.h"
+#include "../hook.h"
+#include "../log.h"
+
+_Static_assert(CUDA_VERSION == NVS_CUDA_VERSION, "the hook table was made for another cuda.h");
+
+/* cuda.h maps cuGetProcAddress to its _v2; the first version is hooked too. */
+#undef cuGetProcAddress
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum direction { HTOD, DTOH, DTOD, HTOH, HTOA, ATOH, DTOA, ATOD, ATOA, PEER, BATCH, UNKNOWN };
+
+static const char *const direction_names[] = {
+    [HTOD] = "HtoD", [DTOH] = "DtoH", [DTOD] = "DtoD", [HTOH] = "HtoH", [HTOA] = "HtoA",
+    [ATOH] = "AtoH", [DTOA] = "DtoA", [ATOD] = "AtoD", [ATOA] = "AtoA", [PEER] = "peer",
+    [BATCH] = "batch", [UNKNOWN] = "",
+};
+
+enum host_memory { HOST_NONE, HOST_PINNED, HOST_PAGEABLE, HOST_UNKNOWN };
+
+/* What one copy moves. */
+struct copy {
+    uint64_t bytes;
+    enum direction direction;
+    enum host_memory host;
+    bool name_direction;   /* generic calls (cuMemcpy, 2D, 3D) say which way in the name */
+};
+
+/* ---- pinned or pageable ------------------------------------------------------ */
+
+/* The driver's answer about a pointer, cached by address. Any call that
+ * allocates, frees or (un)registers memory bumps the generation, which empties
+ * the cache at once. An entry packs pointer, generation and answer in one word. */
+#define KIND_SLOTS 1024u
+enum pointer_kind { KIND_UNKNOWN, KIND_DEVICE, KIND_PINNED, KIND_PAGEABLE };
+
+static _Atomic uint64_t kinds[KIND_SLOTS];
+static atomic_uint generation = 1;
+
+static uint64_t pack(uintptr_t pointer, unsigned generation_now, enum pointer_kind kind)
+{
+    return ((uint64_t)pointer << 16) | ((uint64_t)(generation_now & 0x3fff) << 2) | kind;
+}
+
+static enum pointer_kind ask_driver(CUdeviceptr pointer)
+{
+    static _Atomic(__typeof__(&cuPointerGetAttribute)) query;
+    __typeof__(&cuPointerGetAttribute) get = atomic_load_explicit(&query, memory_order_acquire);
+    if (!get) {
+        get = (__typeof__(&cuPointerGetAttribute))nvs_find_function("libcuda.so.1",
+                                                                     "cuPointerGetAttribute");
+        if (!get)
+            return KIND_UNKNOWN;
+        atomic_store_explicit(&query, get, memory_order_release);
+    }
+    CUmemorytype type = 0;
+    CUresult result = get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer);
+    if (result == CUDA_SUCCESS)
+        return type == CU_MEMORYTYPE_HOST ? KIND_PINNED : KIND_DEVICE;
+    /* Memory the driver never saw: plain malloc'd host memory. */
+    return result == CUDA_ERROR_INVALID_VALUE ? KIND_PAGEABLE : KIND_UNKNOWN;
+}
+
+static enum pointer_kind kind_of(const void *pointer)
+{
+    uintptr_t address = (uintptr_t)pointer;
+    if (!address || address >> 48)
+        return KIND_UNKNOWN;
+    unsigned now = atomic_load_explicit(&generation, memory_order_acquire);
+    _Atomic uint64_t *slot = &kinds[(address >> 4 ^ address >> 14) & (KIND_SLOTS - 1)];
+    uint64_t entry = atomic_load_explicit(slot, memory_order_relaxed);
+    if ((entry & ~3ull) == (pack(address, now, KIND_UNKNOWN) & ~3ull))
+        return (enum pointer_kind)(entry & 3);
+    int saved_errno = errno;
+    enum pointer_kind kind = ask_driver((CUdeviceptr)address);
+    errno = saved_errno;
+    if (kind != KIND_UNKNOWN)
+        atomic_store_explicit(slot, pack(address, now, kind), memory_order_relaxed);
+    return kind;
+}
+
+static enum host_memory host_memory_of(const void *host)
+{
+    switch (kind_of(host)) {
+    case KIND_PINNED: return HOST_PINNED;
+    case KIND_PAGEABLE: return HOST_PAGEABLE;
+    default: return HOST_UNKNOWN;
+    }
+}
+
+static void forget_pointers(void)
+{
+    atomic_fetch_add_explicit(&generation, 1, memory_order_acq_rel);
+}
+
+/* ---- describing copies -------------------------------------------------------- */
+
+static struct copy host_to_device(size_t bytes, const void *host)
+{
+    return (struct copy){ bytes, HTOD, host_memory_of(host), false };
+}
+
+static struct copy device_to_host(size_t bytes, const void *host)
+{
+    return (struct copy){ bytes, DTOH, host_memory_of(host), false };
+}
+
+static struct copy between(size_t bytes, enum direction direction)
+{
+    return (struct copy){ bytes, direction, HOST_NONE, false };
+}
+
+/* cuMemcpy and cuMemcpyAsync take unified addresses: which way is found out. */
+static struct copy unified(size_t bytes, CUdeviceptr destination, CUdeviceptr source)
+{
+    enum pointer_kind to = kind_of((const void *)destination), from = kind_of((const void *)source);
+    bool to_host = to == KIND_PINNED || to == KIND_PAGEABLE;
+    bool from_host = from == KIND_PINNED || from == KIND_PAGEABLE;
+    struct copy copy = { bytes, UNKNOWN, HOST_NONE, true };
+    if (to == KIND_UNKNOWN || from == KIND_UNKNOWN)
+        return copy;
+    copy.direction = from_host ? (to_host ? HTOH : HTOD) : (to_host ? DTOH : DTOD);
+    enum pointer_kind host = from_host ? from : to;
+    if (from_host || to_host)
+        copy.host = host == KIND_PINNED ? HOST_PINNED : HOST_PAGEABLE;
+    return copy;
+}
+
+/* One side of a 2D/3D copy: its memory type names it, unified ones are asked. */
+static enum pointer_kind side(CUmemorytype type, const void *host, CUdeviceptr device)
+{
+    switch (type) {
+    case CU_MEMORYTYPE_HOST: return kind_of(host) == KIND_PINNED ? KIND_PINNED : KIND_PAGEABLE;
+    case CU_MEMORYTYPE_DEVICE: return KIND_DEVICE;
+    case CU_MEMORYTYPE_ARRAY: return KIND_UNKNOWN;
+    case CU_MEMORYTYPE_UNIFIED: return kind_of((const void *)device);
+    }
+    return KIND_UNKNOWN;
+}
+
+static struct copy structured(uint64_t bytes, CUmemorytype source_type, enum pointer_kind source,
+                              CUmemorytype destination_type, enum pointer_kind destination)
+{
+    bool from_host = source == KIND_PINNED || source == KIND_PAGEABLE;
+    bool to_host = destination == KIND_PINNED || destination == KIND_PAGEABLE;
+    bool from_array = source_type == CU_MEMORYTYPE_ARRAY, to_array = destination_type == CU_MEMORYTYPE_ARRAY;
+    struct copy copy = { bytes, UNKNOWN, HOST_NONE, true };
+    if (from_host)
+        copy.direction = to_array ? HTOA : to_host ? HTOH : HTOD;
+    else if (from_array)
+        copy.direction = to_array ? ATOA : to_host ? ATOH : ATOD;
+    else if (source == KIND_DEVICE)
+        copy.direction = to_array ? DTOA : to_host ? DTOH : DTOD;
+    enum pointer_kind host = from_host ? source : destination;
+    if (from_host || to_host)
+        copy.host = host == KIND_PINNED ? HOST_PINNED : HOST_PAGEABLE;
+    return copy;
+}
+
+static struct copy copy_2d(const CUDA_MEMCPY2D *p)
+{
+    if (!p)
+        return between(0, UNKNOWN);
+    return structured((uint64_t)p->WidthInBytes * p->Height, p->srcMemoryType,
+                      side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
+                      side(p->dstMemoryType, p->dstHost, p->dstDevice));
+}
+
+static struct copy copy_3d(const CUDA_MEMCPY3D *p)
+{
+    if (!p)
+        return between(0, UNKNOWN);
+    return structured((uint64_t)p->WidthInBytes * p->Height * p->Depth, p->srcMemoryType,
+                      side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
+                      side(p->dstMemoryType, p->dstHost, p->dstDevice));
+}
+
+static struct copy copy_3d_peer(const CUDA_MEMCPY3D_PEER *p)
+{
+    if (!p)
+        return between(0, UNKNOWN);
+    return structured((uint64_t)p->WidthInBytes * p->Height * p->Depth, p->srcMemoryType,
+                      side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
+                      side(p->dstMemoryType, p->dstHost, p->dstDevice));
+}
+
+#if NVS_CUDA_VERSION >= 13000
+static struct copy batch(const size_t *sizes, size_t count)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; sizes && i < count; i++)
+        bytes += sizes[i];
+    return between(bytes, BATCH);
+}
+
+static struct copy batch_3d(size_t count, const CUDA_MEMCPY3D_BATCH_OP *operations)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; operations && i < count; i++)
+        bytes += (uint64_t)operations[i].extent.width * operations[i].extent.height *
+                 operations[i].extent.depth;
+    return between(bytes, BATCH);
+}
+#endif
+
+/* ---- ranges ------------------------------------------------------------------------ */
+
+/* "cuMemcpyHtoDAsync_v2_ptsz" is shown as the documented "cuMemcpyHtoDAsync". */
+static int api_name_length(const char *name)
+{
+    static const char *const suffixes[] = { "_ptds", "_ptsz", "_v2", "_v3" };
+    size_t length = strlen(name);
+    for (bool stripped = true; stripped;) {
+        stripped = false;
+        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            size_t n = strlen(suffixes[i]);
+            if (length > n && !strncmp(name + length - n, suffixes[i], n)) {
+                length -= n;
+                stripped = true;
+            }
+        }
+    }
+    return (int)length;
+}
+
+/* "64KiB", "9KiB", "1536KiB", "100B": the largest unit that divides exactly. */
+static void format_bytes(char *out, size_t size, uint64_t bytes)
+{
+    if (bytes && bytes % (1ull << 30) == 0) snprintf(out, size, "%" PRIu64 "GiB", bytes >> 30);
+    else if (bytes && bytes % (1ull << 20) == 0) snprintf(out, size, "%" PRIu64 "MiB", bytes >> 20);
+    else if (bytes && bytes % 1024 == 0) snprintf(out, size, "%" PRIu64 "KiB", bytes >> 10);
+    else snprintf(out, size, "%" PRIu64 "B", bytes);
+}
+
+static void copy_begin(enum nvs_hook_id id, const struct copy *copy)
+{
+    static const char *const host_names[] = { "", " pinned", " pageable", "" };
+    int saved_errno = errno;
+    const char *name = nvs_hook_name(id);
+    char buffer[128], size[32];
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_CUDA, .category = 1, .color = 0xFFF57C00u,
+        .payload = copy->bytes, .has_payload = true,
+    };
+    if (copy->host == HOST_PAGEABLE)
+        range.color = 0xFFD84315u;
+    uint64_t key = ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
+                   ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
+    range.name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
+    if (!range.name.registered) {
+        format_bytes(size, sizeof size, copy->bytes);
+        snprintf(buffer, sizeof buffer, "%.*s %s%s%s%s", api_name_length(name), name, size,
+                 copy->name_direction && copy->direction != UNKNOWN ? " " : "",
+                 copy->name_direction ? direction_names[copy->direction] : "",
+                 host_names[copy->host]);
+        range.name = nvs_name_store(NVS_DOMAIN_CUDA, key, buffer);
+    }
+    enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
+                                 : copy->direction == DTOH ? NVS_FRAME_CUDA_DTOH : NVS_FRAME_OFF;
+    nvs_frames_on_call(id, marker, -1);
+    nvs_range_push(&range);
+    errno = saved_errno;
+}
+
+/* One wrapper: pass through when untraced, else describe, range, call. */
+#define COPY(name, parameters, arguments, description)                                      \
+    EXPORT CUresult CUDAAPI name parameters                                                 \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return CUDA_ERROR_NOT_FOUND;                                                    \
+        if (!nvs_call_begin(NVS_HOOKS_CUDA))                                                \
+            return real arguments;                                                          \
+        struct copy copy = description;                                                     \
+        copy_begin(NVS_HOOK_ID(name), &copy);                                               \
+        CUresult result = real arguments;                                                   \
+        nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
+        return result;                                                                      \
+    }
+
+/* A copy and its per-thread-default-stream twin (same prototype, SUFFIX added). */
+#define COPY_PAIR(base, suffix, parameters, arguments, description)                         \
+    extern __typeof__(base) base##suffix;                                                    \
+    COPY(base, parameters, arguments, description)                                          \
+    COPY(base##suffix, parameters, arguments, description)
+
+COPY_PAIR(cuMemcpy, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
+          unified(bytes, dst, src))
+COPY_PAIR(cuMemcpyAsync, _ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
+          (dst, src, bytes, stream), unified(bytes, dst, src))
+COPY_PAIR(cuMemcpyPeer, _ptds,
+          (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context, size_t bytes),
+          (dst, dst_context, src, src_context, bytes), between(bytes, PEER))
+COPY_PAIR(cuMemcpyPeerAsync, _ptsz,
+          (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context,
+           size_t bytes, CUstream stream),
+          (dst, dst_context, src, src_context, bytes, stream), between(bytes, PEER))
+COPY_PAIR(cuMemcpyHtoD_v2, _ptds, (CUdeviceptr dst, const void *src, size_t bytes),
+          (dst, src, bytes), host_to_device(bytes, src))
+COPY_PAIR(cuMemcpyHtoDAsync_v2, _ptsz,
+          (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream),
+          (dst, src, bytes, stream), host_to_device(bytes, src))
+COPY_PAIR(cuMemcpyDtoH_v2, _ptds, (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
+          device_to_host(bytes, dst))
+COPY_PAIR(cuMemcpyDtoHAsync_v2, _ptsz, (void *dst, CUdeviceptr src, size_t bytes, CUstream stream),
+          (dst, src, bytes, stream), device_to_host(bytes, dst))
+COPY_PAIR(cuMemcpyDtoD_v2, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
+          (dst, src, bytes), between(bytes, DTOD))
+COPY_PAIR(cuMemcpyDtoDAsync_v2, _ptsz,
+          (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
+          (dst, src, bytes, stream), between(bytes, DTOD))
+COPY_PAIR(cuMemcpyDtoA_v2, _ptds, (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes),
+          (dst, offset, src, bytes), between(bytes, DTOA))
+COPY_PAIR(cuMemcpyAtoD_v2, _ptds, (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes),
+          (dst, src, offset, bytes), between(bytes, ATOD))
+COPY_PAIR(cuMemcpyHtoA_v2, _ptds, (CUarray dst, size_t offset, const void *src, size_t bytes),
+          (dst, offset, src, bytes), ((struct copy){ bytes, HTOA, host_memory_of(src), false }))
+COPY_PAIR(cuMemcpyHtoAAsync_v2, _ptsz,
+          (CUarray dst, size_t offset, const void *src, size_t bytes, CUstream stream),
+          (dst, offset, src, bytes, stream),
+          ((struct copy){ bytes, HTOA, host_memory_of(src), false }))
+COPY_PAIR(cuMemcpyAtoH_v2, _ptds, (void *dst, CUarray src, size_t offset, size_t bytes),
+          (dst, src, offset, bytes), ((struct copy){ bytes, ATOH, host_memory_of(dst), false }))
+COPY_PAIR(cuMemcpyAtoHAsync_v2, _ptsz,
+          (void *dst, CUarray src, size_t offset, size_t bytes, CUstream stream),
+          (dst, src, offset, bytes, stream),
+          ((struct copy){ bytes, ATOH, host_memory_of(dst), false }))
+COPY_PAIR(cuMemcpyAtoA_v2, _ptds,
+          (CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t bytes),
+          (dst, dst_offset, src, src_offset, bytes), between(bytes, ATOA))
+COPY_PAIR(cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
+COPY_PAIR(cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
+COPY_PAIR(cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream),
+          copy_2d(p))
+COPY_PAIR(cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D *p), (p), copy_3d(p))
+COPY_PAIR(cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D *p, CUstream stream), (p, stream),
+          copy_3d(p))
+COPY_PAIR(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER *p), (p), copy_3d_peer(p))
+COPY_PAIR(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER *p, CUstream stream), (p, stream),
+          copy_3d_peer(p))
+#if NVS_CUDA_VERSION >= 13000
+COPY_PAIR(cuMemcpyBatchAsync_v2, _ptsz,
+          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+           CUmemcpyAttributes *attributes, size_t *attribute_indices, size_t attribute_count,
+           CUstream stream),
+          (dsts, srcs, sizes, count, attributes, attribute_indices, attribute_count, stream),
+          batch(sizes, count))
+COPY_PAIR(cuMemcpy3DBatchAsync_v2, _ptsz,
+          (size_t count, CUDA_MEMCPY3D_BATCH_OP *operations, unsigned long long flags,
+           CUstream stream),
+          (count, operations, flags, stream), batch_3d(count, operations))
+#endif
+
+/* ---- allocations: the pinned/pageable cache forgets ------------------------------------ */
+
+#define FORGETS(name, parameters, arguments)                                                \
+    EXPORT CUresult CUDAAPI name parameters                                                 \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return CUDA_ERROR_NOT_FOUND;                                                    \
+        CUresult result = real arguments;                                                   \
+        forget_pointers();                                                                  \
+        return result;                                                                      \
+    }
+
+FORGETS(cuMemAlloc_v2, (CUdeviceptr *pointer, size_t bytes), (pointer, bytes))
+FORGETS(cuMemFree_v2, (CUdeviceptr pointer), (pointer))
+FORGETS(cuMemAllocHost_v2, (void **pointer, size_t bytes), (pointer, bytes))
+FORGETS(cuMemHostAlloc, (void **pointer, size_t bytes, unsigned int flags), (pointer, bytes, flags))
+FORGETS(cuMemFreeHost, (void *pointer), (pointer))
+FORGETS(cuMemHostRegister_v2, (void *pointer, size_t bytes, unsigned int flags),
+        (pointer, bytes, flags))
+FORGETS(cuMemHostUnregister, (void *pointer), (pointer))
+
+/* ---- entry points --------------------------------------------------------------------- */
+
+/* The driver answered SYMBOL with FOUND: if FOUND is the real function of one
+ * of our hooks of that name (whichever version or stream variant), hand out
+ * that hook's wrapper. Identified by address, so the requested version and the
+ * per-thread flag are honoured exactly as the driver chose. */
+static void *driver_entry_point(const char *symbol, void *found)
+{
+    if (!symbol || !found || !(nvs_config()->hooks & NVS_HOOKS_CUDA))
+        return found;
+    size_t length = strlen(symbol);
+    for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
+        const char *name = nvs_hook_name((enum nvs_hook_id)id);
+        if (nvs_hook_group((enum nvs_hook_id)id) != NVS_HOOKS_CUDA ||
+            (size_t)api_name_length(name) != length || strncmp(name, symbol, length))
+            continue;
+        if (nvs_resolve((enum nvs_hook_id)id) == found)
+            return nvs_hook_table[id].wrapper;
+    }
+    return found;
+}
+
+EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
+                                         cuuint64_t flags)
+{
+    PFN_cuGetProcAddress_v11030 real =
+        (PFN_cuGetProcAddress_v11030)nvs_resolve(NVS_HOOK_ID(cuGetProcAddress));
+    if (!real)
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult result = real(symbol, function, version, flags);
+    if (result == CUDA_SUCCESS && function)
+        *function = driver_entry_point(symbol, *function);
+    return result;
+}
+
+#if NVS_CUDA_VERSION >= 12000
+EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **function, int version,
+                                            cuuint64_t flags,
+                                            CUdriverProcAddressQueryResult *status)
+{
+    __typeof__(&cuGetProcAddress_v2) real = NVS_REAL(cuGetProcAddress_v2);
+    if (!real)
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult result = real(symbol, function, version, flags, status);
+    if (result == CUDA_SUCCESS && function)
+        *function = driver_entry_point(symbol, *function);
+    return result;
+}
+#endif

@@ -1,0 +1,180 @@
+/* A stand-in libcuda.so.1 for machines without a GPU — a test double, never
+ * installed or shipped. Device memory is host memory; copies are memcpy; the
+ * driver's pointer registry, cuGetProcAddress (versions, per-thread flag) and
+ * the per-thread-default-stream variants behave as the real driver documents.
+ * nvs_stub_per_thread_calls() counts calls that reached a _ptds/_ptsz variant. */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#undef cuGetProcAddress
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { uintptr_t base; size_t bytes; CUmemorytype type; } registry[256];
+static int per_thread_calls;
+
+EXPORT int nvs_stub_per_thread_calls(void) { return per_thread_calls; }
+
+static void remember(const void *base, size_t bytes, CUmemorytype type)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < 256; i++) {
+        if (!registry[i].base) {
+            registry[i].base = (uintptr_t)base;
+            registry[i].bytes = bytes;
+            registry[i].type = type;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void forget(const void *base)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < 256; i++)
+        if (registry[i].base == (uintptr_t)base)
+            registry[i].base = 0;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+EXPORT CUresult cuInit(unsigned int flags) { (void)flags; return CUDA_SUCCESS; }
+EXPORT CUresult cuDriverGetVersion(int *version) { *version = CUDA_VERSION; return CUDA_SUCCESS; }
+EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) { *device = ordinal; return CUDA_SUCCESS; }
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device)
+{
+    static int primary;
+    (void)device;
+    *context = (CUcontext)&primary;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxSetCurrent(CUcontext context) { (void)context; return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+    static int streams[8];
+    static int next;
+    (void)flags;
+    *stream = (CUstream)&streams[next++ % 8];
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuStreamSynchronize(CUstream stream) { (void)stream; return CUDA_SUCCESS; }
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes)
+{
+    void *memory = malloc(bytes);
+    if (!memory) return CUDA_ERROR_OUT_OF_MEMORY;
+    remember(memory, bytes, CU_MEMORYTYPE_DEVICE);
+    *pointer = (CUdeviceptr)memory;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemFree_v2(CUdeviceptr pointer) { forget((void *)pointer); free((void *)pointer); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemAllocHost_v2(void **pointer, size_t bytes)
+{
+    *pointer = malloc(bytes);
+    if (!*pointer) return CUDA_ERROR_OUT_OF_MEMORY;
+    remember(*pointer, bytes, CU_MEMORYTYPE_HOST);
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemHostAlloc(void **pointer, size_t bytes, unsigned int flags) { (void)flags; return cuMemAllocHost_v2(pointer, bytes); }
+EXPORT CUresult cuMemFreeHost(void *pointer) { forget(pointer); free(pointer); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemHostRegister_v2(void *pointer, size_t bytes, unsigned int flags) { (void)flags; remember(pointer, bytes, CU_MEMORYTYPE_HOST); return CUDA_SUCCESS; }
+EXPORT CUresult cuMemHostUnregister(void *pointer) { forget(pointer); return CUDA_SUCCESS; }
+
+EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr pointer)
+{
+    if (attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult result = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < 256; i++) {
+        if (registry[i].base && pointer >= registry[i].base &&
+            pointer < registry[i].base + registry[i].bytes) {
+            *(CUmemorytype *)data = registry[i].type;
+            result = CUDA_SUCCESS;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return result;
+}
+
+/* Each copy, and its per-thread twin that also counts itself. */
+#define COPY(name, twin, parameters, body)                                                  \
+    EXPORT CUresult name parameters { body; return CUDA_SUCCESS; }                          \
+    EXPORT CUresult twin parameters { per_thread_calls++; body; return CUDA_SUCCESS; }
+
+COPY(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), memcpy((void *)d, (void *)s, n))
+COPY(cuMemcpyAsync, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (void)st; memcpy((void *)d, (void *)s, n))
+COPY(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), memcpy((void *)d, s, n))
+COPY(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream st), (void)st; memcpy((void *)d, s, n))
+COPY(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), memcpy(d, (void *)s, n))
+COPY(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream st), (void)st; memcpy(d, (void *)s, n))
+COPY(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), memcpy((void *)d, (void *)s, n))
+COPY(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p),
+     const char *from = p->srcMemoryType == CU_MEMORYTYPE_HOST ? p->srcHost : (const void *)p->srcDevice;
+     char *to = p->dstMemoryType == CU_MEMORYTYPE_HOST ? p->dstHost : (void *)p->dstDevice;
+     for (size_t row = 0; row < p->Height; row++)
+         memcpy(to + row * p->dstPitch, from + row * p->srcPitch, p->WidthInBytes))
+
+struct entry { const char *symbol; int version; void *function; void *per_thread; };
+static const struct entry entries[] = {
+    { "cuInit", 2000, (void *)cuInit, NULL },
+    { "cuDriverGetVersion", 2020, (void *)cuDriverGetVersion, NULL },
+    { "cuDeviceGet", 2000, (void *)cuDeviceGet, NULL },
+    { "cuDevicePrimaryCtxRetain", 7000, (void *)cuDevicePrimaryCtxRetain, NULL },
+    { "cuCtxSetCurrent", 4000, (void *)cuCtxSetCurrent, NULL },
+    { "cuStreamCreate", 2000, (void *)cuStreamCreate, NULL },
+    { "cuStreamSynchronize", 2000, (void *)cuStreamSynchronize, NULL },
+    { "cuMemAlloc", 3020, (void *)cuMemAlloc_v2, NULL },
+    { "cuMemFree", 3020, (void *)cuMemFree_v2, NULL },
+    { "cuMemAllocHost", 3020, (void *)cuMemAllocHost_v2, NULL },
+    { "cuMemFreeHost", 2000, (void *)cuMemFreeHost, NULL },
+    { "cuMemHostRegister", 6050, (void *)cuMemHostRegister_v2, NULL },
+    { "cuMemHostUnregister", 4000, (void *)cuMemHostUnregister, NULL },
+    { "cuPointerGetAttribute", 4000, (void *)cuPointerGetAttribute, NULL },
+    { "cuMemcpy", 4000, (void *)cuMemcpy, (void *)cuMemcpy_ptds },
+    { "cuMemcpyAsync", 4000, (void *)cuMemcpyAsync, (void *)cuMemcpyAsync_ptsz },
+    { "cuMemcpyHtoD", 3020, (void *)cuMemcpyHtoD_v2, (void *)cuMemcpyHtoD_v2_ptds },
+    { "cuMemcpyHtoDAsync", 3020, (void *)cuMemcpyHtoDAsync_v2, (void *)cuMemcpyHtoDAsync_v2_ptsz },
+    { "cuMemcpyDtoH", 3020, (void *)cuMemcpyDtoH_v2, (void *)cuMemcpyDtoH_v2_ptds },
+    { "cuMemcpyDtoHAsync", 3020, (void *)cuMemcpyDtoHAsync_v2, (void *)cuMemcpyDtoHAsync_v2_ptsz },
+    { "cuMemcpyDtoD", 3020, (void *)cuMemcpyDtoD_v2, (void *)cuMemcpyDtoD_v2_ptds },
+    { "cuMemcpy2D", 3020, (void *)cuMemcpy2D_v2, (void *)cuMemcpy2D_v2_ptds },
+    { "cuGetProcAddress", 12000, NULL, NULL },  /* filled below: itself */
+};
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **function, int version,
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status);
+
+EXPORT CUresult cuGetProcAddress(const char *symbol, void **function, int version, cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(symbol, function, version, flags, NULL);
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **function, int version,
+                                    cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
+        if (strcmp(entries[i].symbol, symbol))
+            continue;
+        if (version < entries[i].version) {
+            if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+            *function = NULL;
+            return CUDA_ERROR_NOT_FOUND;
+        }
+        if (!strcmp(symbol, "cuGetProcAddress"))
+            *function = (void *)cuGetProcAddress_v2;
+        else if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && entries[i].per_thread)
+            *function = entries[i].per_thread;
+        else
+            *function = entries[i].function;
+        if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+    }
+    if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    *function = NULL;
+    return CUDA_ERROR_NOT_FOUND;
+}

@@ -1,0 +1,61 @@
+"""CUDA driver copies against the stand-in libcuda.so.1 (test/cuda/stub_libcuda.c):
+every way a program reaches the driver, through the recorder."""
+import collections
+import os
+
+import pytest
+
+from conftest import BUILD, load_trace, program, ranges, run
+
+STUB = os.path.join(BUILD, "test", "stub")
+MODES = ["linked", "dlsym", "getproc", "getproc-ptds", "getproc-v1", "loader"]
+EXPECTED = {
+    ("cuMemcpyHtoD 64KiB pageable", 65536): 1,
+    ("cuMemcpyHtoD 64KiB pinned", 65536): 1,
+    ("cuMemcpyDtoD 64KiB", 65536): 1,
+    ("cuMemcpyDtoH 64KiB pinned", 65536): 1,
+    ("cuMemcpyHtoDAsync 64KiB pinned", 65536): 1,
+    ("cuMemcpyDtoHAsync 64KiB pageable", 65536): 1,
+    ("cuMemcpy 64KiB DtoH pageable", 65536): 1,
+    ("cuMemcpy2D 16KiB HtoD pageable", 16384): 1,
+    # One buffer: pageable, then registered, then unregistered: the cache follows.
+    ("cuMemcpyHtoD 4KiB pageable", 4096): 2,
+    ("cuMemcpyHtoD 4KiB pinned", 4096): 1,
+}
+
+
+def copies(mode, tmp_path, env=None):
+    argv = [program("test/cuda_copies"), mode]
+    base = {"LD_LIBRARY_PATH": STUB}
+    trace = tmp_path / ("%s.json" % mode)
+    plain = run(argv, env=base, shim=False)
+    shimmed = run(argv, env=dict(base, NVTXSHIM_TRACE=str(trace), **(env or {})))
+    assert plain.returncode == 0, plain.stderr
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    # No traced call, no event, no file.
+    return plain.stdout.decode(), load_trace(trace) if trace.exists() else []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_way_to_the_driver_shows_each_copy(tmp_path, mode):
+    output, events = copies(mode, tmp_path)
+    cuda = collections.Counter((e["name"], e["args"]["payload"]) for e in ranges(events, "cuda"))
+    assert cuda == EXPECTED
+    # With the per-thread flag the driver hands out _ptds/_ptsz variants; the
+    # wrappers call those same variants (the stand-in counts them), and the
+    # names drop the suffix.
+    assert ("per-thread variants: 11" in output) == (mode == "getproc-ptds")
+    assert all(e["args"]["category"] == "copy" for e in ranges(events, "cuda"))
+
+
+@pytest.mark.parametrize("marker, expected", [("cuda.htod", 7), ("cuda.dtoh", 3)])
+def test_copy_direction_frame_markers(tmp_path, marker, expected):
+    _, events = copies("getproc", tmp_path, {"NVTXSHIM_FRAME": marker})
+    assert sorted(e["name"] for e in ranges(events, "nvtxshim")) == sorted(
+        "frame %d" % n for n in range(1, expected + 1))
+
+
+def test_cuda_hooks_off_leaves_the_driver_alone(tmp_path):
+    _, events = copies("loader", tmp_path, {"NVTXSHIM_HOOKS": "usb,x11"})
+    assert ranges(events, "cuda") == []
