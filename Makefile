@@ -104,12 +104,24 @@ $(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c
 	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
 	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 
+$(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
+	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcudart.so.13 $< -o $@ -ldl
+	$(Q)ln -sf libcudart.so.13 $(@D)/libcudart.so
+
+$(BUILD)/test/runtime_copies: test/cuda/runtime_copies.c $(BUILD)/test/stub/libcudart.so.13
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcudart
+
 $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so.1
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
 
-TEST_PROGRAMS := $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
+TEST_PROGRAMS := $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \

@@ -172,6 +172,24 @@ static int is_our_wrapper(const void *address)
     return 0;
 }
 
+struct loaded_library {
+    const char *prefix;
+    char path[4096];
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct loaded_library *loaded = data;
+    (void)size;
+    const char *base_name = strrchr(info->dlpi_name, '/');
+    base_name = base_name ? base_name + 1 : info->dlpi_name;
+    if (strncmp(base_name, loaded->prefix, strlen(loaded->prefix)) ||
+        strlen(info->dlpi_name) >= sizeof loaded->path)
+        return 0;
+    strcpy(loaded->path, info->dlpi_name);
+    return 1;
+}
+
 /* NAME from the library after us in the global scope, else from LIBRARY where
  * it was loaded RTLD_LOCAL (as a dependency of something dlopen'ed: a Python
  * extension, a plugin, the CUDA runtime's dlopen of libcuda). */
@@ -185,6 +203,13 @@ static void *find_real(const char *library, const char *name)
         return real;
     real = NULL;
     void *handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) {
+        /* A soname with the major version in it: find the loaded one by prefix. */
+        struct loaded_library loaded = { library, "" };
+        dl_iterate_phdr(find_loaded, &loaded);
+        if (loaded.path[0])
+            handle = dlopen(loaded.path, RTLD_LAZY | RTLD_NOLOAD);
+    }
     if (handle) {
         real = lookup(handle, name);
         dlclose(handle);

@@ -59,3 +59,42 @@ def test_copy_direction_frame_markers(tmp_path, marker, expected):
 def test_cuda_hooks_off_leaves_the_driver_alone(tmp_path):
     _, events = copies("loader", tmp_path, {"NVTXSHIM_HOOKS": "usb,x11"})
     assert ranges(events, "cuda") == []
+
+
+def test_runtime_copies_are_one_range_each(tmp_path):
+    """A dynamically loaded runtime (the stand-in reaches the stand-in driver
+    through cuGetProcAddress_v2, as the real one does): each runtime copy is one
+    range, the driver copy inside it is not shown again, and a driver entry
+    point from cudaGetDriverEntryPointByVersion is traced."""
+    argv = [program("test/runtime_copies")]
+    trace = tmp_path / "runtime.json"
+    plain = run(argv, env={"LD_LIBRARY_PATH": STUB}, shim=False)
+    shimmed = run(argv, env={"LD_LIBRARY_PATH": STUB, "NVTXSHIM_TRACE": str(trace)})
+    assert plain.returncode == 0, plain.stderr
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    cuda = collections.Counter((e["name"], e["args"]["payload"]) for e in ranges(load_trace(trace), "cuda"))
+    assert cuda == {
+        ("cudaMemcpy 64KiB HtoD pageable", 65536): 1,
+        ("cudaMemcpy 64KiB HtoD pinned", 65536): 1,
+        ("cudaMemcpy 64KiB DtoH pageable", 65536): 1,
+        ("cudaMemcpy 64KiB DtoH pinned", 65536): 1,      # cudaMemcpyDefault: the driver said which way
+        ("cudaMemcpyAsync 64KiB HtoD pinned", 65536): 1,
+        ("cudaMemcpy2D 16KiB HtoD pageable", 16384): 1,
+        ("cudaMemcpyToSymbol 4KiB HtoD pageable", 4096): 1,
+        ("cudaMemcpyFromSymbol 4KiB DtoH pageable", 4096): 1,
+        ("cuMemcpyHtoD 4KiB pinned", 4096): 1,           # through cudaGetDriverEntryPointByVersion
+    }
+
+
+def test_the_library_never_initialises_cuda():
+    # A context made by the shim would break a program that forks after (a
+    # PyTorch DataLoader): the library only asks about pointers being copied.
+    from conftest import ROOT
+    forbidden = ("cuInit", "cuCtxCreate", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent",
+                 "cudaSetDevice", "cudaFree(", "cudaMalloc")
+    for directory, _, files in os.walk(os.path.join(ROOT, "libnvtxshim")):
+        for name in files:
+            with open(os.path.join(directory, name)) as f:
+                text = f.read()
+            assert not [word for word in forbidden if word in text], name

@@ -26,22 +26,12 @@ _Static_assert(CUDA_VERSION == NVS_CUDA_VERSION, "the hook table was made for an
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum direction { HTOD, DTOH, DTOD, HTOH, HTOA, ATOH, DTOA, ATOD, ATOA, PEER, BATCH, UNKNOWN };
+#include "copy.h"
 
 static const char *const direction_names[] = {
     [HTOD] = "HtoD", [DTOH] = "DtoH", [DTOD] = "DtoD", [HTOH] = "HtoH", [HTOA] = "HtoA",
     [ATOH] = "AtoH", [DTOA] = "DtoA", [ATOD] = "AtoD", [ATOA] = "AtoA", [PEER] = "peer",
     [BATCH] = "batch", [UNKNOWN] = "",
-};
-
-enum host_memory { HOST_NONE, HOST_PINNED, HOST_PAGEABLE, HOST_UNKNOWN };
-
-/* What one copy moves. */
-struct copy {
-    uint64_t bytes;
-    enum direction direction;
-    enum host_memory host;
-    bool name_direction;   /* generic calls (cuMemcpy, 2D, 3D) say which way in the name */
 };
 
 /* ---- pinned or pageable ------------------------------------------------------ */
@@ -97,7 +87,7 @@ static enum pointer_kind kind_of(const void *pointer)
     return kind;
 }
 
-static enum host_memory host_memory_of(const void *host)
+enum host_memory nvs_copy_host_memory(const void *host)
 {
     switch (kind_of(host)) {
     case KIND_PINNED: return HOST_PINNED;
@@ -113,23 +103,23 @@ static void forget_pointers(void)
 
 /* ---- describing copies -------------------------------------------------------- */
 
-static struct copy host_to_device(size_t bytes, const void *host)
+struct copy nvs_copy_host_to_device(size_t bytes, const void *host)
 {
-    return (struct copy){ bytes, HTOD, host_memory_of(host), false };
+    return (struct copy){ bytes, HTOD, nvs_copy_host_memory(host), false };
 }
 
-static struct copy device_to_host(size_t bytes, const void *host)
+struct copy nvs_copy_device_to_host(size_t bytes, const void *host)
 {
-    return (struct copy){ bytes, DTOH, host_memory_of(host), false };
+    return (struct copy){ bytes, DTOH, nvs_copy_host_memory(host), false };
 }
 
-static struct copy between(size_t bytes, enum direction direction)
+struct copy nvs_copy_between(size_t bytes, enum direction direction)
 {
     return (struct copy){ bytes, direction, HOST_NONE, false };
 }
 
 /* cuMemcpy and cuMemcpyAsync take unified addresses: which way is found out. */
-static struct copy unified(size_t bytes, CUdeviceptr destination, CUdeviceptr source)
+struct copy nvs_copy_unified(size_t bytes, CUdeviceptr destination, CUdeviceptr source)
 {
     enum pointer_kind to = kind_of((const void *)destination), from = kind_of((const void *)source);
     bool to_host = to == KIND_PINNED || to == KIND_PAGEABLE;
@@ -178,7 +168,7 @@ static struct copy structured(uint64_t bytes, CUmemorytype source_type, enum poi
 static struct copy copy_2d(const CUDA_MEMCPY2D *p)
 {
     if (!p)
-        return between(0, UNKNOWN);
+        return nvs_copy_between(0, UNKNOWN);
     return structured((uint64_t)p->WidthInBytes * p->Height, p->srcMemoryType,
                       side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
                       side(p->dstMemoryType, p->dstHost, p->dstDevice));
@@ -187,7 +177,7 @@ static struct copy copy_2d(const CUDA_MEMCPY2D *p)
 static struct copy copy_3d(const CUDA_MEMCPY3D *p)
 {
     if (!p)
-        return between(0, UNKNOWN);
+        return nvs_copy_between(0, UNKNOWN);
     return structured((uint64_t)p->WidthInBytes * p->Height * p->Depth, p->srcMemoryType,
                       side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
                       side(p->dstMemoryType, p->dstHost, p->dstDevice));
@@ -196,7 +186,7 @@ static struct copy copy_3d(const CUDA_MEMCPY3D *p)
 static struct copy copy_3d_peer(const CUDA_MEMCPY3D_PEER *p)
 {
     if (!p)
-        return between(0, UNKNOWN);
+        return nvs_copy_between(0, UNKNOWN);
     return structured((uint64_t)p->WidthInBytes * p->Height * p->Depth, p->srcMemoryType,
                       side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
                       side(p->dstMemoryType, p->dstHost, p->dstDevice));
@@ -208,7 +198,7 @@ static struct copy batch(const size_t *sizes, size_t count)
     uint64_t bytes = 0;
     for (size_t i = 0; sizes && i < count; i++)
         bytes += sizes[i];
-    return between(bytes, BATCH);
+    return nvs_copy_between(bytes, BATCH);
 }
 
 static struct copy batch_3d(size_t count, const CUDA_MEMCPY3D_BATCH_OP *operations)
@@ -217,7 +207,7 @@ static struct copy batch_3d(size_t count, const CUDA_MEMCPY3D_BATCH_OP *operatio
     for (size_t i = 0; operations && i < count; i++)
         bytes += (uint64_t)operations[i].extent.width * operations[i].extent.height *
                  operations[i].extent.depth;
-    return between(bytes, BATCH);
+    return nvs_copy_between(bytes, BATCH);
 }
 #endif
 
@@ -250,7 +240,7 @@ static void format_bytes(char *out, size_t size, uint64_t bytes)
     else snprintf(out, size, "%" PRIu64 "B", bytes);
 }
 
-static void copy_begin(enum nvs_hook_id id, const struct copy *copy)
+void nvs_copy_begin(enum nvs_hook_id id, const struct copy *copy)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
     int saved_errno = errno;
@@ -290,7 +280,7 @@ static void copy_begin(enum nvs_hook_id id, const struct copy *copy)
         if (!nvs_call_begin(NVS_HOOKS_CUDA))                                                \
             return real arguments;                                                          \
         struct copy copy = description;                                                     \
-        copy_begin(NVS_HOOK_ID(name), &copy);                                               \
+        nvs_copy_begin(NVS_HOOK_ID(name), &copy);                                               \
         CUresult result = real arguments;                                                   \
         nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
         return result;                                                                      \
@@ -303,49 +293,49 @@ static void copy_begin(enum nvs_hook_id id, const struct copy *copy)
     COPY(base##suffix, parameters, arguments, description)
 
 COPY_PAIR(cuMemcpy, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
-          unified(bytes, dst, src))
+          nvs_copy_unified(bytes, dst, src))
 COPY_PAIR(cuMemcpyAsync, _ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
-          (dst, src, bytes, stream), unified(bytes, dst, src))
+          (dst, src, bytes, stream), nvs_copy_unified(bytes, dst, src))
 COPY_PAIR(cuMemcpyPeer, _ptds,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context, size_t bytes),
-          (dst, dst_context, src, src_context, bytes), between(bytes, PEER))
+          (dst, dst_context, src, src_context, bytes), nvs_copy_between(bytes, PEER))
 COPY_PAIR(cuMemcpyPeerAsync, _ptsz,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context,
            size_t bytes, CUstream stream),
-          (dst, dst_context, src, src_context, bytes, stream), between(bytes, PEER))
+          (dst, dst_context, src, src_context, bytes, stream), nvs_copy_between(bytes, PEER))
 COPY_PAIR(cuMemcpyHtoD_v2, _ptds, (CUdeviceptr dst, const void *src, size_t bytes),
-          (dst, src, bytes), host_to_device(bytes, src))
+          (dst, src, bytes), nvs_copy_host_to_device(bytes, src))
 COPY_PAIR(cuMemcpyHtoDAsync_v2, _ptsz,
           (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream),
-          (dst, src, bytes, stream), host_to_device(bytes, src))
+          (dst, src, bytes, stream), nvs_copy_host_to_device(bytes, src))
 COPY_PAIR(cuMemcpyDtoH_v2, _ptds, (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
-          device_to_host(bytes, dst))
+          nvs_copy_device_to_host(bytes, dst))
 COPY_PAIR(cuMemcpyDtoHAsync_v2, _ptsz, (void *dst, CUdeviceptr src, size_t bytes, CUstream stream),
-          (dst, src, bytes, stream), device_to_host(bytes, dst))
+          (dst, src, bytes, stream), nvs_copy_device_to_host(bytes, dst))
 COPY_PAIR(cuMemcpyDtoD_v2, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
-          (dst, src, bytes), between(bytes, DTOD))
+          (dst, src, bytes), nvs_copy_between(bytes, DTOD))
 COPY_PAIR(cuMemcpyDtoDAsync_v2, _ptsz,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
-          (dst, src, bytes, stream), between(bytes, DTOD))
+          (dst, src, bytes, stream), nvs_copy_between(bytes, DTOD))
 COPY_PAIR(cuMemcpyDtoA_v2, _ptds, (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes),
-          (dst, offset, src, bytes), between(bytes, DTOA))
+          (dst, offset, src, bytes), nvs_copy_between(bytes, DTOA))
 COPY_PAIR(cuMemcpyAtoD_v2, _ptds, (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes),
-          (dst, src, offset, bytes), between(bytes, ATOD))
+          (dst, src, offset, bytes), nvs_copy_between(bytes, ATOD))
 COPY_PAIR(cuMemcpyHtoA_v2, _ptds, (CUarray dst, size_t offset, const void *src, size_t bytes),
-          (dst, offset, src, bytes), ((struct copy){ bytes, HTOA, host_memory_of(src), false }))
+          (dst, offset, src, bytes), ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
 COPY_PAIR(cuMemcpyHtoAAsync_v2, _ptsz,
           (CUarray dst, size_t offset, const void *src, size_t bytes, CUstream stream),
           (dst, offset, src, bytes, stream),
-          ((struct copy){ bytes, HTOA, host_memory_of(src), false }))
+          ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
 COPY_PAIR(cuMemcpyAtoH_v2, _ptds, (void *dst, CUarray src, size_t offset, size_t bytes),
-          (dst, src, offset, bytes), ((struct copy){ bytes, ATOH, host_memory_of(dst), false }))
+          (dst, src, offset, bytes), ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
 COPY_PAIR(cuMemcpyAtoHAsync_v2, _ptsz,
           (void *dst, CUarray src, size_t offset, size_t bytes, CUstream stream),
           (dst, src, offset, bytes, stream),
-          ((struct copy){ bytes, ATOH, host_memory_of(dst), false }))
+          ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
 COPY_PAIR(cuMemcpyAtoA_v2, _ptds,
           (CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t bytes),
-          (dst, dst_offset, src, src_offset, bytes), between(bytes, ATOA))
+          (dst, dst_offset, src, src_offset, bytes), nvs_copy_between(bytes, ATOA))
 COPY_PAIR(cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
 COPY_PAIR(cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
 COPY_PAIR(cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream),
@@ -397,7 +387,7 @@ FORGETS(cuMemHostUnregister, (void *pointer), (pointer))
  * of our hooks of that name (whichever version or stream variant), hand out
  * that hook's wrapper. Identified by address, so the requested version and the
  * per-thread flag are honoured exactly as the driver chose. */
-static void *driver_entry_point(const char *symbol, void *found)
+void *nvs_driver_entry_point(const char *symbol, void *found)
 {
     if (!symbol || !found || !(nvs_config()->hooks & NVS_HOOKS_CUDA))
         return found;
@@ -422,7 +412,7 @@ EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, in
         return CUDA_ERROR_NOT_FOUND;
     CUresult result = real(symbol, function, version, flags);
     if (result == CUDA_SUCCESS && function)
-        *function = driver_entry_point(symbol, *function);
+        *function = nvs_driver_entry_point(symbol, *function);
     return result;
 }
 
@@ -436,7 +426,7 @@ EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **function,
         return CUDA_ERROR_NOT_FOUND;
     CUresult result = real(symbol, function, version, flags, status);
     if (result == CUDA_SUCCESS && function)
-        *function = driver_entry_point(symbol, *function);
+        *function = nvs_driver_entry_point(symbol, *function);
     return result;
 }
 #endif

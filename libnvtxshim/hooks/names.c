@@ -9,6 +9,7 @@ static const char *const hook_names[NVS_HOOK_COUNT] = {
 #include "usb.def"
 #include "x11.def"
 #include "cuda.def"
+#include "cudart.def"
 #include "process.def"
 #undef NVS_HOOK
 };
@@ -23,6 +24,7 @@ static const unsigned char hook_groups[NVS_HOOK_COUNT] = {
 #undef NVS_GROUP
 #define NVS_GROUP NVS_HOOKS_CUDA
 #include "cuda.def"
+#include "cudart.def"
 #undef NVS_GROUP
 #undef NVS_HOOK
 };

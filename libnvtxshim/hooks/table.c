@@ -8,6 +8,7 @@
 #include "usb.def"
 #include "x11.def"
 #include "cuda.def"
+#include "cudart.def"
 #include "process.def"
 #undef NVS_HOOK
 
@@ -16,6 +17,7 @@ const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
 #include "usb.def"
 #include "x11.def"
 #include "cuda.def"
+#include "cudart.def"
 #include "process.def"
 #undef NVS_HOOK
 };

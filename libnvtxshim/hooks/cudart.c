@@ -1,0 +1,146 @@
+/* CUDA runtime copies in NVTX domain "cuda", for programs that load libcudart
+ * dynamically. The runtime calls the driver inside: that copy runs below depth
+ * 0, so a cudaMemcpy is one range, not two. (Programs with nvcc's default
+ * static runtime have no runtime symbols to interpose; their copies show at
+ * the driver, through cuGetProcAddress.) */
+#define _GNU_SOURCE
+#include <cuda_runtime_api.h>
+
+#include "../emit.h"
+#include "../hook.h"
+#include "copy.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* A runtime copy of BYTES between DESTINATION and SOURCE of KIND. */
+static struct copy runtime_copy(size_t bytes, const void *destination, const void *source,
+                                enum cudaMemcpyKind kind)
+{
+    struct copy copy;
+    switch (kind) {
+    case cudaMemcpyHostToDevice: copy = nvs_copy_host_to_device(bytes, source); break;
+    case cudaMemcpyDeviceToHost: copy = nvs_copy_device_to_host(bytes, destination); break;
+    case cudaMemcpyDeviceToDevice: copy = nvs_copy_between(bytes, DTOD); break;
+    case cudaMemcpyHostToHost: copy = nvs_copy_between(bytes, HTOH); break;
+    default:
+        copy = nvs_copy_unified(bytes, (uintptr_t)destination, (uintptr_t)source);
+        break;
+    }
+    copy.name_direction = true;  /* one call, every direction: the name says which */
+    return copy;
+}
+
+static struct copy copy_3d(const struct cudaMemcpy3DParms *p)
+{
+    if (!p)
+        return nvs_copy_between(0, UNKNOWN);
+    return runtime_copy(p->extent.width * p->extent.height * p->extent.depth, p->dstPtr.ptr,
+                        p->srcPtr.ptr, p->kind);
+}
+
+static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
+{
+    return nvs_copy_between(p ? p->extent.width * p->extent.height * p->extent.depth : 0, PEER);
+}
+
+#define COPY(name, parameters, arguments, description)                                      \
+    EXPORT cudaError_t CUDARTAPI name parameters                                            \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return cudaErrorNotSupported;                                                   \
+        if (!nvs_call_begin(NVS_HOOKS_CUDA))                                                \
+            return real arguments;                                                          \
+        struct copy copy = description;                                                     \
+        nvs_copy_begin(NVS_HOOK_ID(name), &copy);                                           \
+        cudaError_t result = real arguments;                                                \
+        nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
+        return result;                                                                      \
+    }
+
+#define COPY_PAIR(base, suffix, parameters, arguments, description)                         \
+    extern __typeof__(base) base##suffix;                                                    \
+    COPY(base, parameters, arguments, description)                                          \
+    COPY(base##suffix, parameters, arguments, description)
+
+COPY_PAIR(cudaMemcpy, _ptds,
+          (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind),
+          (dst, src, bytes, kind), runtime_copy(bytes, dst, src, kind))
+COPY_PAIR(cudaMemcpyAsync, _ptsz,
+          (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t stream),
+          (dst, src, bytes, kind, stream), runtime_copy(bytes, dst, src, kind))
+COPY_PAIR(cudaMemcpy2D, _ptds,
+          (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+           size_t height, enum cudaMemcpyKind kind),
+          (dst, dst_pitch, src, src_pitch, width, height, kind),
+          runtime_copy(width * height, dst, src, kind))
+COPY_PAIR(cudaMemcpy2DAsync, _ptsz,
+          (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
+           size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),
+          (dst, dst_pitch, src, src_pitch, width, height, kind, stream),
+          runtime_copy(width * height, dst, src, kind))
+COPY_PAIR(cudaMemcpy3D, _ptds, (const struct cudaMemcpy3DParms *p), (p), copy_3d(p))
+COPY_PAIR(cudaMemcpy3DAsync, _ptsz, (const struct cudaMemcpy3DParms *p, cudaStream_t stream),
+          (p, stream), copy_3d(p))
+COPY_PAIR(cudaMemcpy3DPeer, _ptds, (const struct cudaMemcpy3DPeerParms *p), (p), copy_3d_peer(p))
+COPY_PAIR(cudaMemcpy3DPeerAsync, _ptsz,
+          (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), (p, stream),
+          copy_3d_peer(p))
+COPY_PAIR(cudaMemcpyToSymbol, _ptds,
+          (const void *symbol, const void *src, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
+          (symbol, src, bytes, offset, kind), runtime_copy(bytes, symbol, src, kind))
+COPY_PAIR(cudaMemcpyFromSymbol, _ptds,
+          (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
+          (dst, symbol, bytes, offset, kind), runtime_copy(bytes, dst, symbol, kind))
+COPY_PAIR(cudaMemcpyToSymbolAsync, _ptsz,
+          (const void *symbol, const void *src, size_t bytes, size_t offset,
+           enum cudaMemcpyKind kind, cudaStream_t stream),
+          (symbol, src, bytes, offset, kind, stream), runtime_copy(bytes, symbol, src, kind))
+COPY_PAIR(cudaMemcpyFromSymbolAsync, _ptsz,
+          (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind,
+           cudaStream_t stream),
+          (dst, symbol, bytes, offset, kind, stream), runtime_copy(bytes, dst, symbol, kind))
+COPY(cudaMemcpyPeer, (void *dst, int dst_device, const void *src, int src_device, size_t bytes),
+     (dst, dst_device, src, src_device, bytes), nvs_copy_between(bytes, PEER))
+COPY(cudaMemcpyPeerAsync,
+     (void *dst, int dst_device, const void *src, int src_device, size_t bytes,
+      cudaStream_t stream),
+     (dst, dst_device, src, src_device, bytes, stream), nvs_copy_between(bytes, PEER))
+
+/* Driver entry points handed out by the runtime get the wrappers too. */
+#define ENTRY_POINT(name, parameters, arguments, symbol, function)                          \
+    EXPORT cudaError_t CUDARTAPI name parameters                                            \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return cudaErrorNotSupported;                                                   \
+        cudaError_t result = real arguments;                                                \
+        if (result == cudaSuccess && function)                                              \
+            *function = nvs_driver_entry_point(symbol, *function);                          \
+        return result;                                                                      \
+    }
+
+#if NVS_CUDA_VERSION >= 12000
+/* Deprecated in CUDA 13, still called by programs built against 12. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+extern __typeof__(cudaGetDriverEntryPoint) cudaGetDriverEntryPoint_ptsz;
+ENTRY_POINT(cudaGetDriverEntryPoint,
+            (const char *symbol, void **function, unsigned long long flags,
+             enum cudaDriverEntryPointQueryResult *status),
+            (symbol, function, flags, status), symbol, function)
+ENTRY_POINT(cudaGetDriverEntryPoint_ptsz,
+            (const char *symbol, void **function, unsigned long long flags,
+             enum cudaDriverEntryPointQueryResult *status),
+            (symbol, function, flags, status), symbol, function)
+#endif
+#if NVS_CUDA_VERSION >= 12050
+extern __typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
+ENTRY_POINT(cudaGetDriverEntryPointByVersion,
+            (const char *symbol, void **function, unsigned int version, unsigned long long flags,
+             enum cudaDriverEntryPointQueryResult *status),
+            (symbol, function, version, flags, status), symbol, function)
+ENTRY_POINT(cudaGetDriverEntryPointByVersion_ptsz,
+            (const char *symbol, void **function, unsigned int version, unsigned long long flags,
+             enum cudaDriverEntryPointQueryResult *status),
+            (symbol, function, version, flags, status), symbol, function)
+#endif
