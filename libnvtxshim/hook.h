@@ -51,4 +51,28 @@ void nvs_call_open(enum nvs_domain domain, enum nvs_hook_id id, uint32_t categor
                    enum nvs_frame_marker marker);
 void nvs_call_close(enum nvs_domain domain);
 
+/* The body of a wrapper: the real function straight away when the call is not
+ * traced (or MISSING when no library defines it); otherwise OPEN, the real
+ * call, CLOSE. RESULT holds the real call's value inside CLOSE. */
+#define NVS_WRAPPER_BODY(group, name, missing, arguments, open, close)                      \
+    __typeof__(&name) real = NVS_REAL(name);                                                 \
+    if (!real)                                                                               \
+        return missing;                                                                      \
+    if (!nvs_call_begin(group))                                                              \
+        return real arguments;                                                               \
+    open;                                                                                    \
+    __typeof__(real arguments) result = real arguments;                                      \
+    close;                                                                                   \
+    return result
+
+/* The body of a wrapper that always passes through, then does AFTER (which
+ * may read RESULT): entry-point lookups, allocations that empty a cache. */
+#define NVS_PASS_THEN(name, missing, arguments, after)                                       \
+    __typeof__(&name) real = NVS_REAL(name);                                                 \
+    if (!real)                                                                               \
+        return missing;                                                                      \
+    __typeof__(real arguments) result = real arguments;                                      \
+    after;                                                                                   \
+    return result
+
 #endif

@@ -32,4 +32,20 @@ void nvs_copy_begin(enum nvs_hook_id id, const struct copy *copy);
 /* The driver answered SYMBOL with FOUND: our wrapper when FOUND is a hooked function. */
 void *nvs_driver_entry_point(const char *symbol, void *found);
 
+/* A copy wrapper and its per-thread-default-stream twin (the same prototype,
+ * SUFFIX added): TYPE is the API's result type, MISSING its "not found". */
+#define NVS_COPY(type, missing, name, parameters, arguments, description)                   \
+    __attribute__((visibility("default"))) type name parameters                             \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, name, missing, arguments,                          \
+                         struct copy copy = description;                                    \
+                         nvs_copy_begin(NVS_HOOK_ID(name), &copy),                          \
+                         nvs_call_close(NVS_DOMAIN_CUDA));                                  \
+    }
+
+#define NVS_COPY_PAIR(type, missing, base, suffix, parameters, arguments, description)      \
+    extern __typeof__(base) base##suffix;                                                    \
+    NVS_COPY(type, missing, base, parameters, arguments, description)                       \
+    NVS_COPY(type, missing, base##suffix, parameters, arguments, description)
+
 #endif

@@ -174,22 +174,21 @@ static struct copy copy_2d(const CUDA_MEMCPY2D *p)
                       side(p->dstMemoryType, p->dstHost, p->dstDevice));
 }
 
+/* CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER name their fields alike. */
+#define STRUCTURED_3D(p)                                                                    \
+    ((p) ? structured((uint64_t)(p)->WidthInBytes * (p)->Height * (p)->Depth,               \
+                      (p)->srcMemoryType, side((p)->srcMemoryType, (p)->srcHost, (p)->srcDevice), \
+                      (p)->dstMemoryType, side((p)->dstMemoryType, (p)->dstHost, (p)->dstDevice)) \
+         : nvs_copy_between(0, UNKNOWN))
+
 static struct copy copy_3d(const CUDA_MEMCPY3D *p)
 {
-    if (!p)
-        return nvs_copy_between(0, UNKNOWN);
-    return structured((uint64_t)p->WidthInBytes * p->Height * p->Depth, p->srcMemoryType,
-                      side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
-                      side(p->dstMemoryType, p->dstHost, p->dstDevice));
+    return STRUCTURED_3D(p);
 }
 
 static struct copy copy_3d_peer(const CUDA_MEMCPY3D_PEER *p)
 {
-    if (!p)
-        return nvs_copy_between(0, UNKNOWN);
-    return structured((uint64_t)p->WidthInBytes * p->Height * p->Depth, p->srcMemoryType,
-                      side(p->srcMemoryType, p->srcHost, p->srcDevice), p->dstMemoryType,
-                      side(p->dstMemoryType, p->dstHost, p->dstDevice));
+    return STRUCTURED_3D(p);
 }
 
 #if NVS_CUDA_VERSION >= 13000
@@ -270,27 +269,8 @@ void nvs_copy_begin(enum nvs_hook_id id, const struct copy *copy)
     errno = saved_errno;
 }
 
-/* One wrapper: pass through when untraced, else describe, range, call. */
-#define COPY(name, parameters, arguments, description)                                      \
-    EXPORT CUresult CUDAAPI name parameters                                                 \
-    {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return CUDA_ERROR_NOT_FOUND;                                                    \
-        if (!nvs_call_begin(NVS_HOOKS_CUDA))                                                \
-            return real arguments;                                                          \
-        struct copy copy = description;                                                     \
-        nvs_copy_begin(NVS_HOOK_ID(name), &copy);                                               \
-        CUresult result = real arguments;                                                   \
-        nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
-        return result;                                                                      \
-    }
-
-/* A copy and its per-thread-default-stream twin (same prototype, SUFFIX added). */
-#define COPY_PAIR(base, suffix, parameters, arguments, description)                         \
-    extern __typeof__(base) base##suffix;                                                    \
-    COPY(base, parameters, arguments, description)                                          \
-    COPY(base##suffix, parameters, arguments, description)
+#define COPY(...) NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, __VA_ARGS__)
+#define COPY_PAIR(...) NVS_COPY_PAIR(CUresult, CUDA_ERROR_NOT_FOUND, __VA_ARGS__)
 
 COPY_PAIR(cuMemcpy, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
           nvs_copy_unified(bytes, dst, src))
@@ -361,15 +341,11 @@ COPY_PAIR(cuMemcpy3DBatchAsync_v2, _ptsz,
 
 /* ---- allocations: the pinned/pageable cache forgets ------------------------------------ */
 
+/* Passed straight through, then the cache forgets (traced or not). */
 #define FORGETS(name, parameters, arguments)                                                \
     EXPORT CUresult CUDAAPI name parameters                                                 \
     {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return CUDA_ERROR_NOT_FOUND;                                                    \
-        CUresult result = real arguments;                                                   \
-        forget_pointers();                                                                  \
-        return result;                                                                      \
+        NVS_PASS_THEN(name, CUDA_ERROR_NOT_FOUND, arguments, forget_pointers());            \
     }
 
 FORGETS(cuMemAlloc_v2, (CUdeviceptr *pointer, size_t bytes), (pointer, bytes))
@@ -421,12 +397,9 @@ EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **function,
                                             cuuint64_t flags,
                                             CUdriverProcAddressQueryResult *status)
 {
-    __typeof__(&cuGetProcAddress_v2) real = NVS_REAL(cuGetProcAddress_v2);
-    if (!real)
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult result = real(symbol, function, version, flags, status);
-    if (result == CUDA_SUCCESS && function)
-        *function = nvs_driver_entry_point(symbol, *function);
-    return result;
+    NVS_PASS_THEN(cuGetProcAddress_v2, CUDA_ERROR_NOT_FOUND,
+                  (symbol, function, version, flags, status),
+                  if (result == CUDA_SUCCESS && function)
+                      *function = nvs_driver_entry_point(symbol, *function));
 }
 #endif

@@ -43,25 +43,8 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
     return nvs_copy_between(p ? p->extent.width * p->extent.height * p->extent.depth : 0, PEER);
 }
 
-#define COPY(name, parameters, arguments, description)                                      \
-    EXPORT cudaError_t CUDARTAPI name parameters                                            \
-    {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return cudaErrorNotSupported;                                                   \
-        if (!nvs_call_begin(NVS_HOOKS_CUDA))                                                \
-            return real arguments;                                                          \
-        struct copy copy = description;                                                     \
-        nvs_copy_begin(NVS_HOOK_ID(name), &copy);                                           \
-        cudaError_t result = real arguments;                                                \
-        nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
-        return result;                                                                      \
-    }
-
-#define COPY_PAIR(base, suffix, parameters, arguments, description)                         \
-    extern __typeof__(base) base##suffix;                                                    \
-    COPY(base, parameters, arguments, description)                                          \
-    COPY(base##suffix, parameters, arguments, description)
+#define COPY(...) NVS_COPY(cudaError_t, cudaErrorNotSupported, __VA_ARGS__)
+#define COPY_PAIR(...) NVS_COPY_PAIR(cudaError_t, cudaErrorNotSupported, __VA_ARGS__)
 
 COPY_PAIR(cudaMemcpy, _ptds,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind),
@@ -111,13 +94,9 @@ COPY(cudaMemcpyPeerAsync,
 #define ENTRY_POINT(name, parameters, arguments, symbol, function)                          \
     EXPORT cudaError_t CUDARTAPI name parameters                                            \
     {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return cudaErrorNotSupported;                                                   \
-        cudaError_t result = real arguments;                                                \
-        if (result == cudaSuccess && function)                                              \
-            *function = nvs_driver_entry_point(symbol, *function);                          \
-        return result;                                                                      \
+        NVS_PASS_THEN(name, cudaErrorNotSupported, arguments,                               \
+                      if (result == cudaSuccess && function)                                \
+                          *function = nvs_driver_entry_point(symbol, *function));           \
     }
 
 #if NVS_CUDA_VERSION >= 12000

@@ -429,17 +429,12 @@ static void name_event_thread(void)
 #define EVENTS_WRAPPER(name, parameters, arguments)                                        \
     EXPORT int LIBUSB_CALL name parameters                                                 \
     {                                                                                      \
-        __typeof__(&name) real = NVS_REAL(name);                                           \
-        if (!real)                                                                         \
-            return LIBUSB_ERROR_NOT_SUPPORTED;                                             \
-        if (!nvs_call_begin(NVS_HOOKS_USB))                                                \
-            return real arguments;                                                         \
-        name_event_thread();                                                               \
-        nvs_call_open(NVS_DOMAIN_USB, NVS_HOOK_ID(name), NVS_CATEGORY_EVENTS,              \
-                      NVS_COLOR_USB_EVENTS, NVS_FRAME_OFF);                                \
-        int result = real arguments;                                                       \
-        nvs_call_close(NVS_DOMAIN_USB);                                                    \
-        return result;                                                                     \
+        NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,       \
+                         name_event_thread();                                              \
+                         nvs_call_open(NVS_DOMAIN_USB, NVS_HOOK_ID(name),                  \
+                                       NVS_CATEGORY_EVENTS, NVS_COLOR_USB_EVENTS,          \
+                                       NVS_FRAME_OFF),                                     \
+                         nvs_call_close(NVS_DOMAIN_USB));                                  \
     }
 
 EVENTS_WRAPPER(libusb_handle_events, (libusb_context *context), (context))

@@ -158,16 +158,8 @@ static unsigned bytes_per_pixel(unsigned depth)
 /* Pass through when untraced, else one range around the real call. CHECK
  * looks at the display once; BEGIN opens the range. */
 #define X11_CALL(name, check, opening, arguments)                                          \
-    __typeof__(&name) real = NVS_REAL(name);                                               \
-    if (!real)                                                                             \
-        return (__typeof__(real arguments)){ 0 };                                          \
-    if (!nvs_call_begin(NVS_HOOKS_X11))                                                    \
-        return real arguments;                                                             \
-    check;                                                                                 \
-    opening;                                                                               \
-    __typeof__(real arguments) result = real arguments;                                    \
-    end();                                                                                 \
-    return result
+    NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, (__typeof__(real arguments)){ 0 }, arguments,      \
+                     check; opening, end())
 
 /* ---- Xlib ------------------------------------------------------------------ */
 
