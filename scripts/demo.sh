@@ -28,8 +28,9 @@ fi
 
 echo
 echo "== 2. what nsys saw: the NVTX ranges the shim added (nsys stats, nvtxsum)"
-nsys stats -q --report nvtxsum --format column "$out/report.nsys-rep" 2>/dev/null \
-  | sed -n '/Range/,$p' | head -n 14 | cut -c1-160
+nsys stats -q --report nvtxsum --format column "$out/report.nsys-rep" > "$out/nvtxsum.txt" 2>/dev/null || true
+# awk reads to the end: head would close the pipe early (SIGPIPE under pipefail).
+sed -n '/Range/,$p' "$out/nvtxsum.txt" | awk 'NR <= 14' | cut -c1-160
 echo "  ... (one 'frame N' range per camera frame follows)"
 
 echo
