@@ -75,9 +75,11 @@ def test_xcb_program_one_range_per_call(xserver, tmp_path, mode):
 
 
 def test_glxgears_swaps_and_frames(xserver, tmp_path):
-    """glxgears, unmodified: closed with Escape after 12 presented frames (DAMAGE events)."""
+    """glxgears, unmodified: closed with Escape after 14 DAMAGE events. Each swap
+    damages the window once; the window's first background paint (and at most
+    one more repaint) damages it too, so 14 events mean at least 12 swaps."""
     env = dict(os.environ, DISPLAY=xserver.display)
-    helper = subprocess.Popen([program("test/close_after_frames"), "glxgears", "12"], env=env,
+    helper = subprocess.Popen([program("test/close_after_frames"), "glxgears", "14"], env=env,
                               stdout=subprocess.PIPE, text=True)
     assert helper.stdout.readline().strip() == "ready"
     trace = tmp_path / "gears.json"
