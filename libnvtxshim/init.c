@@ -55,12 +55,17 @@ static int hook_enabled(enum nvs_hook_id id)
     return nvs_record_enabled();
 }
 
+/* Whether a library that a traced hook comes from is loaded already (the hook
+ * tables name them, grouped, so only a change of library asks again). */
 static bool any_hooked_library_loaded(void)
 {
-    static const char *const libraries[] = { "libusb-1.0.so.0", "libX11.so.6", "libxcb.so.1",
-                                             "libGL.so.1", "libEGL.so.1", "libcuda.so.1" };
-    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
-        void *handle = dlopen(libraries[i], RTLD_LAZY | RTLD_NOLOAD);
+    const char *asked = "";
+    for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
+        const char *library = nvs_hook_table[id].library;
+        if (!strcmp(library, asked))
+            continue;
+        asked = library;
+        void *handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
         if (handle) {
             dlclose(handle);
             return true;

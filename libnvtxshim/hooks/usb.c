@@ -411,17 +411,15 @@ static void name_event_thread(void)
 {
     if (thread_checked)
         return;
-    int saved_errno = errno;
     thread_checked = true;
-    if (syscall(SYS_gettid) == getpid()) {
-        errno = saved_errno;
-        return;
+    int saved_errno = errno;
+    if (syscall(SYS_gettid) != getpid()) {
+        char thread_name[17] = "", process_name[17] = "";
+        prctl(PR_GET_NAME, thread_name, 0, 0, 0);
+        snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
+        if (!strcmp(thread_name, process_name))
+            nvs_name_thread("libusb events");
     }
-    char thread_name[17] = "", process_name[17] = "";
-    prctl(PR_GET_NAME, thread_name, 0, 0, 0);
-    snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
-    if (!strcmp(thread_name, process_name))
-        nvs_name_thread("libusb events");
     errno = saved_errno;
 }
 

@@ -76,16 +76,18 @@ static void report_display(const char *name, int fd, int (*has_shm)(void *), voi
 static int xlib_has_shm(void *display)
 {
     int opcode, event, error;
-    __typeof__(&XQueryExtension) query = (__typeof__(&XQueryExtension))dlsym(RTLD_NEXT, "XQueryExtension");
+    __typeof__(&XQueryExtension) query =
+        (__typeof__(&XQueryExtension))nvs_find_function("libX11.so.6", "XQueryExtension");
     return query && query(display, "MIT-SHM", &opcode, &event, &error);
 }
 
 static int xcb_has_shm(void *connection)
 {
     __typeof__(&xcb_query_extension) query =
-        (__typeof__(&xcb_query_extension))dlsym(RTLD_NEXT, "xcb_query_extension");
+        (__typeof__(&xcb_query_extension))nvs_find_function("libxcb.so.1", "xcb_query_extension");
     __typeof__(&xcb_query_extension_reply) reply_of =
-        (__typeof__(&xcb_query_extension_reply))dlsym(RTLD_NEXT, "xcb_query_extension_reply");
+        (__typeof__(&xcb_query_extension_reply))nvs_find_function("libxcb.so.1",
+                                                                   "xcb_query_extension_reply");
     if (!query || !reply_of)
         return 1;
     xcb_query_extension_reply_t *reply =
@@ -109,7 +111,8 @@ static void check_xcb(xcb_connection_t *connection)
         atomic_exchange(&display_checked, true))
         return;
     __typeof__(&xcb_get_file_descriptor) descriptor_of =
-        (__typeof__(&xcb_get_file_descriptor))dlsym(RTLD_NEXT, "xcb_get_file_descriptor");
+        (__typeof__(&xcb_get_file_descriptor))nvs_find_function("libxcb.so.1",
+                                                                 "xcb_get_file_descriptor");
     if (descriptor_of)
         report_display(nvs_config()->display[0] ? nvs_config()->display : "(unknown)",
                        descriptor_of(connection), xcb_has_shm, connection);
