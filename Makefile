@@ -96,6 +96,13 @@ $(BUILD)/test/close_after_frames: test/programs/close_after_frames.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXdamage
 
+# The emulated camera + actuator (test/usbdev/README.md): umockdev's library
+# answers the device node's ioctls here, so any number of URBs can be in flight.
+$(BUILD)/emucam: test/usbdev/emucam.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $$(pkg-config --cflags umockdev-1.0) $< -o $@ $$(pkg-config --libs umockdev-1.0)
+
 # The stand-in driver: a test double for machines without a GPU, never installed.
 $(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c
 	@mkdir -p $(@D)
@@ -121,7 +128,7 @@ $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
 
-TEST_PROGRAMS := $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
+TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
@@ -133,7 +140,7 @@ deps:
 test: deps all $(TEST_PROGRAMS)
 	$(Q)$(PYTHON) -m pytest -q test/ -p no:cacheprovider
 
-demo: deps all $(BUILD)/usb_capture
+demo: deps all $(BUILD)/usb_capture $(BUILD)/emucam
 	$(Q)scripts/demo.sh
 
 install: all

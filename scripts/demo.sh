@@ -9,11 +9,9 @@ out=build/demo
 frames=${DEMO_FRAMES:-60}
 shim=$PWD/build/libnvtxshim.so
 mkdir -p "$out"
-python3 test/usbdev/make_device.py --frames "$frames" --out "$out/device"
-device=(umockdev-run --device "$out/device/camera.umockdev"
-        --ioctl "/dev/bus/usb/001/007=$out/device/camera.ioctl" --)
+device=(build/emucam --)
 program=(build/usb_capture --frames "$frames" --async)
-# The shim is appended to LD_PRELOAD inside umockdev-run, after its own preload.
+# The shim is appended to LD_PRELOAD inside the device runner, after umockdev's preload.
 append_shim=(sh -c 'LD_PRELOAD="$LD_PRELOAD:'"$shim"'" exec "$@"' sh)
 
 echo "== 1. the unmodified program under nsys, with the shim (frames counted on each camera frame)"

@@ -3,7 +3,6 @@ with the shim appended to LD_PRELOAD, and reading the trace it writes."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -20,32 +19,27 @@ def program(name):
 
 
 class Device:
-    """An emulated camera + actuator made by test/usbdev/make_device.py."""
+    """The emulated camera + actuator: build/emucam runs a program with the
+    device attached (test/usbdev/README.md)."""
 
-    def __init__(self, directory, frames, extra):
-        self.directory = str(directory)
+    def __init__(self, frames, extra):
         self.frames = frames
-        subprocess.run([sys.executable, os.path.join(ROOT, "test", "usbdev", "make_device.py"),
-                        "--frames", str(frames), "--out", self.directory] + extra,
-                       check=True, capture_output=True)
+        self.extra = list(extra)
 
     def wrap(self, argv):
-        return ["umockdev-run", "--device", os.path.join(self.directory, "camera.umockdev"),
-                "--ioctl", "/dev/bus/usb/001/007=" + os.path.join(self.directory, "camera.ioctl"),
-                "--"] + argv
+        return [program("emucam")] + self.extra + ["--"] + list(argv)
 
 
 @pytest.fixture
-def make_device(tmp_path):
+def make_device():
     def make(frames=5, extra=()):
-        return Device(tmp_path / ("device-%d-%s" % (frames, "-".join(extra) or "plain")),
-                      frames, list(extra))
+        return Device(frames, extra)
     return make
 
 
 def run(argv, env=None, shim=True, device=None, timeout=120):
-    """Runs ARGV, with the shim appended to LD_PRELOAD inside any umockdev-run
-    (replacing LD_PRELOAD would drop umockdev's own preload library)."""
+    """Runs ARGV, with the shim appended to LD_PRELOAD inside the emulated
+    device's runner (replacing LD_PRELOAD would drop umockdev's preload library)."""
     full_env = dict(os.environ)
     full_env.pop("LD_PRELOAD", None)
     for key in list(full_env):

@@ -18,7 +18,7 @@ def nsys_env(extra):
 
 
 def under_nsys(tmp_path, device, argv, env):
-    # nsys sets the target's LD_PRELOAD; umockdev-run adds its own; the shim is appended last.
+    # nsys sets the target's LD_PRELOAD; emucam puts umockdev's first; the shim is appended last.
     wrapped = device.wrap(["sh", "-c", 'LD_PRELOAD="$LD_PRELOAD:$NVS_TEST_SHIM" exec "$@"', "sh"] + argv)
     result = profile(tmp_path / "report", wrapped, nsys_env(env))
     return result, nvtx_events(export_sqlite(tmp_path / "report")), tmp_path / "report.sqlite"
