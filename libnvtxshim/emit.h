@@ -17,7 +17,7 @@ enum nvs_category {
     NVS_CATEGORY_EVENTS = 2,     /* usb: event handling */
     NVS_CATEGORY_CALLBACK = 3,   /* usb: the program's completion callback */
     NVS_CATEGORY_FRAME = 1,      /* nvtxshim: frame ranges */
-    NVS_CATEGORY_WARNING = 2,    /* nvtxshim and hooks: marks worth a look */
+    NVS_CATEGORY_WARNING = 4,    /* nvtxshim and usb: marks worth a look (apart from usb's 1-3) */
 };
 
 #define NVS_COLOR_USB 0xFF2E7D32u
