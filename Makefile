@@ -61,6 +61,33 @@ $(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
 # ---- examples and test programs -------------------------------------------
 PROGRAM_CFLAGS := $(CFLAGS) -std=gnu11 -pthread $(WARNINGS) $(LIBUSB_CFLAGS)
 
+# The harness's GPU kernels, when nvcc is here: a fat binary (SASS for Turing
+# to Hopper, PTX for later GPUs) embedded in the program with .incbin.
+NVCC ?= $(firstword $(wildcard $(if $(CUDA_HOME),$(CUDA_HOME)/bin/nvcc) /usr/local/cuda/bin/nvcc) \
+          $(shell command -v nvcc 2>/dev/null))
+NVCC_GENCODE ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
+                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+ifneq ($(NVCC),)
+HARNESS_IMAGE := $(BUILD)/obj/harness_image.o
+HARNESS_FLAGS := -DHARNESS_HAVE_IMAGE
+endif
+
+$(BUILD)/harness_kernels.fatbin: examples/harness_kernels.cu
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) -fatbin $(NVCC_GENCODE) $< -o $@
+
+$(BUILD)/obj/harness_image.o: $(BUILD)/harness_kernels.fatbin
+	@mkdir -p $(@D)
+	$(Q)printf '\t.section .rodata\n\t.globl harness_image\n\t.balign 16\nharness_image:\n\t.incbin "%s"\n\t.byte 0\n\t.section .note.GNU-stack,"",@progbits\n' \
+	  $< | $(CC) -c -x assembler - -o $@
+
+$(BUILD)/harness_physical: examples/harness_physical.c examples/harness_infer.h $(HARNESS_IMAGE)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $< $(HARNESS_IMAGE) -o $@ \
+	  -lusb-1.0 -lX11 -lXext -ldl -lpthread
+
 $(BUILD)/usb_capture: examples/usb_capture.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
@@ -104,11 +131,11 @@ $(BUILD)/emucam: test/usbdev/emucam.c
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $$(pkg-config --cflags umockdev-1.0) $< -o $@ $$(pkg-config --libs umockdev-1.0)
 
 # The stand-in driver: a test double for machines without a GPU, never installed.
-$(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c
+$(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c examples/harness_infer.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
-	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
+	  -isystem $(CUDA_INCLUDE) -Iexamples -Wl,-soname,libcuda.so.1 $< -o $@
 	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 
 $(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c
@@ -128,7 +155,7 @@ $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
 
-TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
+TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
@@ -140,7 +167,7 @@ deps:
 test: deps all $(TEST_PROGRAMS)
 	$(Q)$(PYTHON) -m pytest -q test/ -p no:cacheprovider
 
-demo: deps all $(BUILD)/usb_capture $(BUILD)/emucam
+demo: deps all $(BUILD)/harness_physical $(BUILD)/emucam
 	$(Q)scripts/demo.sh
 
 install: all

@@ -9,7 +9,7 @@ packages=(
   libusb-1.0-0-dev
   libx11-dev libxcb1-dev libxcb-shm0-dev libxext-dev libxdamage-dev libgl-dev libegl-dev
   xvfb mesa-utils x11-utils
-  umockdev libumockdev-dev python3-usb python3-pytest
+  umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   sqlite3 libsqlite3-dev
   nsight-systems nsight-systems-target
 )

@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+from xserver import Xvfb
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 SHIM = os.path.join(BUILD, "libnvtxshim.so")
@@ -66,3 +68,11 @@ def ranges(events, category=None):
 
 def names(events, category=None):
     return [e["name"] for e in ranges(events, category)]
+
+
+@pytest.fixture(scope="session")
+def xserver():
+    """A private Xvfb, shared by the tests that draw."""
+    server = Xvfb("-nolisten", "tcp")
+    yield server
+    server.stop()

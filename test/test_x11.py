@@ -6,15 +6,8 @@ import subprocess
 import pytest
 
 from conftest import PYTHON, SHIM, load_trace, names, program, ranges, run
-from nsys import export_sqlite, nvtx_events, profile
 from xserver import Xvfb
-
-
-@pytest.fixture(scope="module")
-def xserver():
-    server = Xvfb("-nolisten", "tcp")
-    yield server
-    server.stop()
+from nsys import export_sqlite, nvtx_events, profile
 
 
 def traced(argv, display, tmp_path, env=None, label="x"):

@@ -2,7 +2,8 @@
  * installed or shipped. Device memory is host memory; copies are memcpy; the
  * driver's pointer registry, cuGetProcAddress (versions, per-thread flag) and
  * the per-thread-default-stream variants behave as the real driver documents.
- * nvs_stub_per_thread_calls() counts calls that reached a _ptds/_ptsz variant. */
+ * nvs_stub_per_thread_calls() counts calls that reached a _ptds/_ptsz variant.
+ * The example harness's kernels run on the CPU (see cuLaunchKernel). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
@@ -119,6 +120,44 @@ COPY(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p),
      for (size_t row = 0; row < p->Height; row++)
          memcpy(to + row * p->dstPitch, from + row * p->srcPitch, p->WidthInBytes))
 
+/* Modules and kernels: the stand-in knows the example harness's two kernels
+ * (examples/harness_kernels.cu) and runs them with the harness's own C
+ * reference, so the harness's GPU path runs here end to end. */
+#include "harness_infer.h"
+
+static int module_handle, harness_convolve_handle, harness_cell_argmax_handle;
+EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    if (!image) return CUDA_ERROR_INVALID_VALUE;
+    *module = (CUmodule)&module_handle;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuModuleUnload(CUmodule module) { (void)module; return CUDA_SUCCESS; }
+EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name)
+{
+    (void)module;
+    if (!strcmp(name, "harness_convolve")) *function = (CUfunction)&harness_convolve_handle;
+    else if (!strcmp(name, "harness_cell_argmax")) *function = (CUfunction)&harness_cell_argmax_handle;
+    else return CUDA_ERROR_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                               CUstream stream, void **parameters, void **extra)
+{
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream; (void)extra;
+    /* Both kernels take (input, output, width, height). */
+    void *input = *(void **)parameters[0], *output = *(void **)parameters[1];
+    int width = *(int *)parameters[2], height = *(int *)parameters[3];
+    if (function == (CUfunction)&harness_convolve_handle)
+        harness_convolve(input, output, width, height);
+    else if (function == (CUfunction)&harness_cell_argmax_handle)
+        *(int *)output = harness_cell_argmax(input, width, height);
+    else
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
 struct entry { const char *symbol; int version; void *function; void *per_thread; };
 static const struct entry entries[] = {
     { "cuInit", 2000, (void *)cuInit, NULL },
@@ -128,6 +167,9 @@ static const struct entry entries[] = {
     { "cuCtxSetCurrent", 4000, (void *)cuCtxSetCurrent, NULL },
     { "cuStreamCreate", 2000, (void *)cuStreamCreate, NULL },
     { "cuStreamSynchronize", 2000, (void *)cuStreamSynchronize, NULL },
+    { "cuModuleLoadData", 2000, (void *)cuModuleLoadData, NULL },
+    { "cuModuleGetFunction", 2000, (void *)cuModuleGetFunction, NULL },
+    { "cuLaunchKernel", 4000, (void *)cuLaunchKernel, NULL },
     { "cuMemAlloc", 3020, (void *)cuMemAlloc_v2, NULL },
     { "cuMemFree", 3020, (void *)cuMemFree_v2, NULL },
     { "cuMemAllocHost", 3020, (void *)cuMemAllocHost_v2, NULL },

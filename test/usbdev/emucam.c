@@ -40,7 +40,6 @@ struct camera {
     unsigned last_frame;      /* index of the frame delivered last (status reports it) */
     unsigned commands;        /* control commands accepted */
     unsigned last_command;    /* wValue of the last accepted control command */
-    int action;               /* action of the last frame delivered whole; a(-1) = 0 */
     unsigned rejected;        /* commands that broke the protocol */
     unsigned char *frame;     /* scratch, one frame */
     GQueue done;              /* URBs completed, not yet reaped (UMockdevIoctlData *) */
@@ -79,6 +78,18 @@ static bool marked(const int *list, int count, unsigned index)
     return false;
 }
 
+/* a(k): the action in force after frame K. A frame that stalls or comes short
+ * leaves the previous one; a(-1) = 0. It depends on the frame index only, not
+ * on how far ahead of the program the camera's queue runs. */
+static int action_after(long k)
+{
+    for (; k >= 0; k--)
+        if (!marked(camera.stall, camera.stalls, (unsigned)k) &&
+            !marked(camera.shorts, camera.short_count, (unsigned)k))
+            return target_of((unsigned)k);
+    return 0;
+}
+
 static int type_of(unsigned char endpoint)
 {
     switch (endpoint) {
@@ -98,7 +109,7 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
         /* buffer: the 8-byte setup packet, then wLength bytes. */
         unsigned value = buffer[2] | buffer[3] << 8, index = buffer[4] | buffer[5] << 8;
         if (urb->buffer_length < 8 || buffer[0] != 0x40 || buffer[1] != 0x01 ||
-            value != camera.commands || index != (unsigned)camera.action) {
+            value != camera.commands || index != (unsigned)action_after((long)value - 1)) {
             urb->status = -EPIPE;
             camera.rejected++;
             return;
@@ -111,7 +122,8 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
     case 0x02:
     case 0x04: {
         /* An actuator command: bulk or interrupt OUT. */
-        unsigned char expected[8] = { 0xA5, (unsigned char)camera.action,
+        unsigned char expected[8] = { 0xA5,
+                                      (unsigned char)action_after((long)camera.last_command - 1),
                                       (unsigned char)(camera.last_command & 0xff),
                                       (unsigned char)(camera.last_command >> 8), 0, 0, 0, 0x5A };
         if (urb->buffer_length != 8 || !camera.commands || memcmp(buffer, expected, 8)) {
@@ -133,8 +145,6 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
         render(index, camera.frame, camera.width, camera.height);
         if (marked(camera.shorts, camera.short_count, index))
             bytes /= 2;
-        else
-            camera.action = target_of(index);
         if (bytes > urb->buffer_length) {
             bytes = urb->buffer_length;
             urb->status = -EOVERFLOW;
@@ -146,7 +156,8 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
     case 0x83: {
         unsigned char status[8] = { (unsigned char)(camera.last_frame & 0xff),
                                     (unsigned char)(camera.last_frame >> 8),
-                                    (unsigned char)camera.action, 0, 0, 0, 0, 0 };
+                                    (unsigned char)action_after(camera.last_frame), 0, 0, 0,
+                                    0, 0 };
         int bytes = urb->buffer_length < 8 ? urb->buffer_length : 8;
         memcpy(buffer, status, (size_t)bytes);
         urb->actual_length = bytes;
