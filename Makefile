@@ -167,7 +167,7 @@ deps:
 test: deps all $(TEST_PROGRAMS)
 	$(Q)$(PYTHON) -m pytest -q test/ -p no:cacheprovider
 
-demo: deps all $(BUILD)/harness_physical $(BUILD)/emucam
+demo: deps all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1
 	$(Q)scripts/demo.sh
 
 install: all

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import BUILD, load_trace, program, ranges, run
+from conftest import BUILD, PYTHON, ROOT, load_trace, program, ranges, run
 
 STUB = os.path.join(BUILD, "test", "stub")
 FRAMES = 12
@@ -122,3 +122,11 @@ def test_usb_categories_are_named_apart_from_warnings(make_device, tmp_path):
     assert categories["libusb_transfer_cb_fn"] == {"callback"}
     assert categories["libusb_control_transfer"] == {"transfer"}
     assert categories["LIBUSB_ERROR_PIPE"] == {"warning"} or categories["LIBUSB_TRANSFER_STALL"] == {"warning"}
+
+
+def test_the_python_twin_sees_the_same_frames_and_picks_the_same_actions(make_device, tmp_path):
+    device = make_device(frames=FRAMES, extra=("--stall-frame", "4"))
+    c, _ = harness(device, [], tmp_path, shim=False)
+    twin = run([PYTHON, os.path.join(ROOT, "examples", "harness_physical.py"), "--frames", str(FRAMES)],
+               shim=False, device=device)
+    assert (summary(twin)[1], twin.returncode) == (summary(c)[1], c.returncode) and c.returncode == 3

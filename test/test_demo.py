@@ -1,0 +1,59 @@
+"""`make demo` itself, with a short run: the harness under nsys with the shim,
+then the report a user reads first; and the trace-file fallback without nsys."""
+import os
+import re
+import subprocess
+
+from conftest import ROOT
+
+FRAMES = 24
+
+
+def demo(tmp_path, **env):
+    full = dict(os.environ, DEMO_OUT=str(tmp_path / "demo"), DEMO_FRAMES=str(FRAMES),
+                DEMO_FPS="0", DEMO_TIMEOUT="60", **env)
+    full.pop("LD_PRELOAD", None)
+    for attempt in range(2):
+        result = subprocess.run([os.path.join(ROOT, "scripts", "demo.sh")], env=full,
+                                capture_output=True, timeout=180)
+        # nsys 2022.4 sometimes hangs (DESIGN.md): the demo says so; try once more.
+        if result.returncode == 0 or b"nsys made no report" not in result.stderr:
+            break
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    return result.stdout.decode()
+
+
+def table(output):
+    """{(domain, name): count} from the per-name table."""
+    rows = {}
+    for line in output.splitlines():
+        match = re.match(r"\s+(\S+)\s+(\S+(?: N)?)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", line)
+        if match:
+            rows[(match.group(1), match.group(2))] = int(match.group(3))
+    return rows
+
+
+def check_report(output):
+    rows = table(output)
+    for key in [("usb", "libusb_control_transfer"), ("usb", "libusb_bulk_transfer"),
+                ("usb", "libusb_interrupt_transfer"), ("cuda", "cuMemcpyHtoD"),
+                ("cuda", "cuMemcpyDtoHAsync"), ("x11", "XShmPutImage"), ("nvtxshim", "frame N")]:
+        assert rows.get(key) == FRAMES, (key, rows)
+    assert "== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest" in output
+    slowest = output[output.index("slowest frames:"):].splitlines()[1:6]
+    assert len(slowest) == 5 and all(re.match(r"\s+frame \d+\s+[\d.]+", line) for line in slowest)
+    assert "frames=%d errors=0" % FRAMES in output
+
+
+def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
+    output = demo(tmp_path)
+    report = tmp_path / "demo" / "report.nsys-rep"
+    assert "== report: %s" % report in output and report.exists()
+    check_report(output)
+
+
+def test_without_nsys_the_demo_summarises_the_trace_file(tmp_path):
+    output = demo(tmp_path, NSYS="nsys-is-not-here")
+    trace = tmp_path / "demo" / "trace.json"
+    assert "== trace: %s" % trace in output and trace.exists()
+    check_report(output)
