@@ -159,7 +159,7 @@ TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/li
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
-                 $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges
+                 $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/signal_loop
 
 deps:
 	$(Q)scripts/deps.sh

@@ -22,8 +22,9 @@ const char nvs_config_help_text[] =
     "                         cuda.htod, cuda.dtoh, call:NAME                  [off]\n"
     "  NVTXSHIM_FRAME_BUDGET  duration such as 33ms, 500us, 16.7ms; frames over it\n"
     "                         get a red 'over budget' mark                     [none]\n"
-    "  NVTXSHIM_CAPTURE       off, frames:S[+C], calls:NAME:S[+C],\n"
-    "                         time:DELAY[+DURATION], signal[:USR1]             [off]\n"
+    "  NVTXSHIM_CAPTURE       off, frames:S[+C], frames:S+C/P (every P frames),\n"
+    "                         calls:NAME:S[+C], time:DELAY[+DURATION],\n"
+    "                         signal[:USR1] (each signal toggles)              [off]\n"
     "  NVTXSHIM_CAPTURE_VIA   nvtx, cuda, both                                 [both]\n"
     "  NVTXSHIM_CAPTURE_NAME  MESSAGE@DOMAIN                       [capture@nvtxshim]\n"
     "  NVTXSHIM_TRACE         file for a Chrome/Perfetto trace; %p = process id [none]\n"
@@ -247,7 +248,20 @@ static bool parse_capture(const char *value, struct nvs_config *config)
         return true;
     }
     if (!strncmp(value, "frames:", 7)) {
-        if (!parse_window(value + 7, &config->capture_start, &config->capture_count))
+        /* frames:S[+C] or, repeated, frames:S+C/P with P >= C. */
+        char window[64];
+        const char *slash = strchr(value + 7, '/');
+        size_t length = slash ? (size_t)(slash - (value + 7)) : strlen(value + 7);
+        if (length >= sizeof window)
+            return false;
+        memcpy(window, value + 7, length);
+        window[length] = '\0';
+        config->capture_period = 0;
+        if (!parse_window(window, &config->capture_start, &config->capture_count))
+            return false;
+        if (slash && (!strchr(window, '+') ||
+                      !parse_u64(slash + 1, slash + 1 + strlen(slash + 1), &config->capture_period) ||
+                      config->capture_period < config->capture_count))
             return false;
         config->capture = NVS_CAPTURE_FRAMES;
         return true;
@@ -354,8 +368,8 @@ static const struct {
                          "a positive duration with a unit: 33ms, 500us, 16.7ms, 1s, 100ns",
                          "no frame budget" },
     [V_CAPTURE] = { PREFIX "CAPTURE",
-                    "off, frames:S[+C], calls:NAME:S[+C], time:DELAY[+DURATION], "
-                    "signal[:USR1|USR2|HUP|WINCH|URG]; S, C >= 1",
+                    "off, frames:S[+C], frames:S+C/P, calls:NAME:S[+C], time:DELAY[+DURATION], "
+                    "signal[:USR1|USR2|HUP|WINCH|URG]; S, C >= 1, P >= C",
                     "capture stays off" },
     [V_CAPTURE_VIA] = { PREFIX "CAPTURE_VIA", "nvtx, cuda, both", "the capture uses both" },
     [V_CAPTURE_NAME] = { PREFIX "CAPTURE_NAME", "MESSAGE@DOMAIN, both non-empty",
@@ -480,6 +494,13 @@ int nvs_config_parse(struct nvs_config *config, char *const *envp,
         if (!apply((enum variable)v, values[v], config))
             report_bad(&report, variables[v].name, values[v], variables[v].accepted,
                        variables[v].consequence);
+    }
+    if (config->capture == NVS_CAPTURE_FRAMES && config->frame == NVS_FRAME_OFF) {
+        report.errors++;
+        report_line(&report, "nvtxshim: NVTXSHIM_CAPTURE=%s counts frames, but NVTXSHIM_FRAME "
+                    "is off (set it to the call that begins a frame); capture stays off",
+                    values[V_CAPTURE]);
+        config->capture = NVS_CAPTURE_OFF;
     }
     for (char *const *entry = envp; entry && *entry; entry++) {
         static const char injection[] = "NVTX_INJECTION64_PATH=", display[] = "DISPLAY=";

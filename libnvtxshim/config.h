@@ -48,6 +48,7 @@ struct nvs_config {
     enum nvs_capture_trigger capture;
     uint64_t capture_start;             /* first frame / call index (1-based) */
     uint64_t capture_count;             /* frames / calls in the capture */
+    uint64_t capture_period;            /* frames:S+C/P: a window every P frames; 0 = once */
     int capture_call;                   /* calls:NAME hook id */
     uint64_t capture_delay_ns;          /* time: from the first hooked call */
     uint64_t capture_duration_ns;       /* time: 0 = until exit */

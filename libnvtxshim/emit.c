@@ -167,6 +167,41 @@ void nvs_mark(const struct nvs_attributes *attributes)
     nvtxDomainMarkEx(domains[attributes->domain], &event);
 }
 
+bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
+                             const char *message)
+{
+    if (!nvs_emit_active())
+        return false;
+    int saved_errno = errno;
+    range->domain = NULL;
+    for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
+        if (!strcmp(domain, domain_names[d]))
+            range->domain = domains[d];
+    if (!range->domain)
+        range->domain = nvtxDomainCreateA(domain);
+    range->message = range->domain ? nvtxDomainRegisterStringA(range->domain, message) : NULL;
+    errno = saved_errno;
+    return range->message != NULL;
+}
+
+nvtxRangeId_t nvs_named_range_start(const struct nvs_named_range *range, uint32_t color)
+{
+    nvtxEventAttributes_t event;
+    memset(&event, 0, sizeof event);
+    event.version = NVTX_VERSION;
+    event.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    event.colorType = NVTX_COLOR_ARGB;
+    event.color = color;
+    event.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    event.message.registered = range->message;
+    return nvtxDomainRangeStartEx(range->domain, &event);
+}
+
+void nvs_named_range_end(const struct nvs_named_range *range, nvtxRangeId_t id)
+{
+    nvtxDomainRangeEnd(range->domain, id);
+}
+
 void nvs_name_thread(const char *name)
 {
     nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), name);

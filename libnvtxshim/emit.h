@@ -68,6 +68,17 @@ nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes);
 void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id);
 void nvs_mark(const struct nvs_attributes *attributes);
 
+/* A range whose domain and message are named at run time (the capture
+ * range): the domain is created, the message registered, once. */
+struct nvs_named_range {
+    nvtxDomainHandle_t domain;
+    nvtxStringHandle_t message;
+};
+bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
+                             const char *message);
+nvtxRangeId_t nvs_named_range_start(const struct nvs_named_range *range, uint32_t color);
+void nvs_named_range_end(const struct nvs_named_range *range, nvtxRangeId_t id);
+
 /* Names the calling OS thread in the timeline (not for the OS). */
 void nvs_name_thread(const char *name);
 

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "capture.h"
 #include "emit.h"
 
 struct frame {
@@ -51,6 +52,12 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
 
 void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
 {
+    nvs_capture_on_call(id);
+    nvs_frames_on_completion(id, event, endpoint);
+}
+
+void nvs_frames_on_completion(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
+{
     const struct nvs_config *config = nvs_config();
     if (config->frame == NVS_FRAME_OFF || !is_marker(config, id, event, endpoint))
         return;
@@ -69,6 +76,8 @@ void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker event, int en
         .color = NVS_COLOR_FRAME, .payload = current.number, .has_payload = true,
     };
     close_frame(&previous, now, config->frame_budget_ns);
+    /* A capture closes after its last frame ends and opens before its first begins. */
+    nvs_capture_on_frame(previous.open ? previous.number : 0, current.number);
     current.range = nvs_range_start(&range);
     atomic_flag_clear_explicit(&current_lock, memory_order_release);
 }
@@ -78,6 +87,7 @@ void nvs_frames_finish(void)
     while (atomic_flag_test_and_set_explicit(&current_lock, memory_order_acquire))
         ;
     close_frame(&current, nvs_now_ns(), nvs_config()->frame_budget_ns);
+    nvs_capture_on_frame(current.open ? current.number : 0, 0);
     current.open = false;
     atomic_flag_clear_explicit(&current_lock, memory_order_release);
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture.h"
 #include "config.h"
 #include "resolve.h"
 
@@ -41,6 +42,8 @@ static inline bool nvs_call_begin(unsigned group)
 static inline void nvs_call_end(void)
 {
     nvs_hook_depth--;
+    if (__builtin_expect(nvs_capture_close_after_call, 0))
+        nvs_capture_after_call();
 }
 
 /* Opens the range of a program-level call, named after hook ID, and counts the

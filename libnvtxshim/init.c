@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "config.h"
 #include "emit.h"
 #include "frames.h"
@@ -27,9 +28,7 @@ static void print_messages(void)
         return;
     nvs_log_raw(nvs_config_messages());
     const struct nvs_config *config = nvs_config();
-    if (config->capture != NVS_CAPTURE_OFF)
-        nvs_log_info("NVTXSHIM_CAPTURE is accepted but not acted on yet: this build opens no "
-                     "capture range\n");
+    nvs_capture_activate();
     if (config->kernel)
         nvs_log_info("NVTXSHIM_KERNEL=on is accepted but this build has no kernel probe\n");
     if (config->trace_path[0] && !nvs_record_enabled())
@@ -42,7 +41,11 @@ unsigned nvs_traced_groups_init(void)
 {
     const struct nvs_config *config = nvs_config();
     print_messages();
-    unsigned groups = (config->hooks && nvs_emit_active()) ? config->hooks : 0;
+    /* Calls are followed when a tool takes the ranges, or when a capture trigger
+     * must count them (under nsys -c cudaProfilerApi without -t nvtx, no NVTX
+     * tool is attached, yet frames decide the capture). */
+    bool followed = nvs_emit_active() || config->capture != NVS_CAPTURE_OFF;
+    unsigned groups = (config->hooks && followed) ? config->hooks : 0;
     atomic_store(&nvs_traced_groups_state, groups | NVS_GROUPS_READY);
     return groups;
 }
@@ -52,6 +55,8 @@ static int hook_enabled(enum nvs_hook_id id)
     const struct nvs_config *config = nvs_config();
     if (id < NVS_TRACED_HOOK_COUNT)
         return (config->hooks & nvs_hook_group(id)) != 0;
+    if (id == NVS_HOOK_ID(sigaction) || id == NVS_HOOK_ID(signal))
+        return config->capture == NVS_CAPTURE_SIGNAL;
     return nvs_record_enabled();
 }
 
@@ -103,6 +108,7 @@ static void fork_child(void)
 {
     nvs_record_fork_child();
     nvs_frames_reset_after_fork();
+    nvs_capture_reset_after_fork();
 }
 
 __attribute__((constructor))
@@ -121,8 +127,10 @@ static void nvs_load(void)
 __attribute__((destructor))
 static void nvs_unload(void)
 {
-    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
+    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY) {
         nvs_frames_finish();
+        nvs_capture_finish();
+    }
     if (nvs_record_owns_process())
         nvs_record_finish();
 }

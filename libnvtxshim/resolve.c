@@ -219,6 +219,13 @@ static void *find_real(const char *library, const char *name)
     return real;
 }
 
+bool nvs_library_loaded(const char *prefix)
+{
+    struct loaded_library loaded = { prefix, "" };
+    dl_iterate_phdr(find_loaded, &loaded);
+    return loaded.path[0] != '\0';
+}
+
 void *nvs_find_function(const char *library, const char *name)
 {
     int saved_errno = errno;

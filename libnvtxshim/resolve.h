@@ -19,6 +19,11 @@ extern _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
 
 void *nvs_resolve_slow(enum nvs_hook_id id);
 
+/* Whether a library whose file name starts with PREFIX is loaded: a walk
+ * over the loaded objects, no file system access (unlike dlopen RTLD_NOLOAD
+ * of a library that is not there). */
+bool nvs_library_loaded(const char *prefix);
+
 /* A function the shim calls but does not hook (cuPointerGetAttribute), found
  * the way real functions are; NULL when LIBRARY is not loaded. */
 void *nvs_find_function(const char *library, const char *name);

@@ -13,6 +13,8 @@ import sqlite3
 import subprocess
 import time
 
+from conftest import SHIM
+
 PROFILE_TIMEOUT_S = 45
 
 
@@ -34,13 +36,18 @@ def _kill_agents(profile_pid):
                 pass
 
 
-def profile(output, argv, env, trace="nvtx", extra=()):
-    """nsys profile ARGV into OUTPUT.nsys-rep; returns the program's CompletedProcess."""
+def profile(output, argv, env, trace="nvtx", extra=(), windows=None):
+    """nsys profile ARGV into OUTPUT.nsys-rep (OUTPUT.1.nsys-rep ... OUTPUT.N.nsys-rep
+    for N capture WINDOWS with --capture-range-end=repeat); returns the program's
+    CompletedProcess."""
+    reports = ([str(output) + ".nsys-rep"] if windows is None else
+               ["%s.%d.nsys-rep" % (output, n) for n in range(1, windows + 1)])
     command = ["nsys", "profile", "-t", trace, "--sample=none", "--cpuctxsw=none", "-o",
                str(output), "--force-overwrite", "true", "--export", "none"] + list(extra) + list(argv)
     for attempt in range(2):
-        if os.path.exists(str(output) + ".nsys-rep"):
-            os.unlink(str(output) + ".nsys-rep")
+        for report in reports:
+            if os.path.exists(report):
+                os.unlink(report)
         started = time.monotonic()
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -50,15 +57,35 @@ def profile(output, argv, env, trace="nvtx", extra=()):
             process.communicate()
             _kill_agents(process.pid)
             continue
-        report = str(output) + ".nsys-rep"
-        # nsys exits with the program's status: a report is what tells success.
-        if os.path.exists(report):
+        # nsys exits with the program's status: the reports are what tell success.
+        if all(os.path.exists(report) for report in reports):
             return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         _kill_agents(process.pid)
         if attempt == 1:
             raise AssertionError("nsys profile failed (%.0fs): %s" % (
                 time.monotonic() - started, stderr.decode(errors="replace")[-2000:]))
     raise AssertionError("nsys profile hung twice")
+
+
+def nsys_env(extra):
+    """The environment for a program under nsys: no shim variables from outside."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("NVTXSHIM_") and k not in ("LD_PRELOAD", "NVTX_INJECTION64_PATH")}
+    env.update(extra, NVS_TEST_SHIM=SHIM)
+    return env
+
+
+def under_nsys(tmp_path, device, argv, env, extra=(), windows=None):
+    """ARGV on DEVICE under nsys with the shim; (result, events, database) of report
+    1..WINDOWS when given, of the single report otherwise."""
+    # nsys sets the target's LD_PRELOAD; emucam puts umockdev's first; the shim is appended last.
+    wrapped = device.wrap(["sh", "-c", 'LD_PRELOAD="$LD_PRELOAD:$NVS_TEST_SHIM" exec "$@"', "sh"] + argv)
+    result = profile(tmp_path / "report", wrapped, nsys_env(env), extra=extra, windows=windows)
+    if windows is None:
+        database = export_sqlite(tmp_path / "report")
+        return result, nvtx_events(database), database
+    databases = [export_sqlite(tmp_path / ("report.%d" % n)) for n in range(1, windows + 1)]
+    return result, [nvtx_events(d) for d in databases], databases
 
 
 def export_sqlite(report):

@@ -4,24 +4,10 @@ import os
 
 import pytest
 
-from conftest import SHIM, program
-from nsys import export_sqlite, nvtx_events, profile, thread_names
+from conftest import program
+from nsys import thread_names, under_nsys
 
 PUSH_POP, START_END, MARK = 59, 60, 34
-
-
-def nsys_env(extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("NVTXSHIM_") and k not in ("LD_PRELOAD", "NVTX_INJECTION64_PATH")}
-    env.update(extra, NVS_TEST_SHIM=SHIM)
-    return env
-
-
-def under_nsys(tmp_path, device, argv, env):
-    # nsys sets the target's LD_PRELOAD; emucam puts umockdev's first; the shim is appended last.
-    wrapped = device.wrap(["sh", "-c", 'LD_PRELOAD="$LD_PRELOAD:$NVS_TEST_SHIM" exec "$@"', "sh"] + argv)
-    result = profile(tmp_path / "report", wrapped, nsys_env(env))
-    return result, nvtx_events(export_sqlite(tmp_path / "report")), tmp_path / "report.sqlite"
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

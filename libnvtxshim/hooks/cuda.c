@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../capture.h"
 #include "../emit.h"
 #include "../frames.h"
 #include "../hook.h"
@@ -243,6 +244,7 @@ void nvs_copy_begin(enum nvs_hook_id id, const struct copy *copy)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
     int saved_errno = errno;
+    nvs_capture_on_cuda_call();
     const char *name = nvs_hook_name(id);
     char buffer[128], size[32];
     struct nvs_attributes range = {

@@ -1,11 +1,14 @@
 /* exec and _exit end the process image without running destructors: the
  * trace file is completed first. With no trace, these pass straight through. */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../capture.h"
 #include "../hook.h"
 #include "../record.h"
 
@@ -116,4 +119,40 @@ EXPORT void _exit(int status)
 EXPORT void _Exit(int status)
 {
     finish_and_exit(NVS_REAL(_Exit), status);
+}
+
+/* The signal trigger's signal: the program's handler goes behind ours. */
+EXPORT int sigaction(int number, const struct sigaction *action, struct sigaction *old)
+{
+    if (nvs_capture_keeps_signal(number))
+        return nvs_capture_program_sigaction(number, action, old);
+    __typeof__(&sigaction) real = NVS_REAL(sigaction);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(number, action, old);
+}
+
+/* glibc's signal() calls its sigaction internally, past the one above. */
+EXPORT __sighandler_t signal(int number, __sighandler_t handler)
+{
+    if (nvs_capture_keeps_signal(number)) {
+        /* glibc's semantics: BSD, with SA_RESTART and the signal blocked in its handler. */
+        struct sigaction action, old;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = handler;
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        sigaddset(&action.sa_mask, number);
+        nvs_capture_program_sigaction(number, &action, &old);
+        return (old.sa_flags & SA_SIGINFO) ? (__sighandler_t)(void *)old.sa_sigaction
+                                           : old.sa_handler;
+    }
+    __typeof__(&signal) real = NVS_REAL(signal);
+    if (!real) {
+        errno = ENOSYS;
+        return SIG_ERR;
+    }
+    return real(number, handler);
 }

@@ -327,7 +327,7 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     nvs_range_end(NVS_DOMAIN_USB, submitted);
     check_completion(transfer);
     if (counts_as_frame_in(transfer))
-        nvs_frames_on_call(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
+        nvs_frames_on_completion(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
                            transfer->endpoint);
     nvs_range_push(&range);
     errno = saved_errno;

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,17 +43,54 @@ static void forget(const void *base)
     pthread_mutex_unlock(&registry_lock);
 }
 
-EXPORT CUresult cuInit(unsigned int flags) { (void)flags; return CUDA_SUCCESS; }
+/* NVS_STUB_LOG=PATH: a line per call that tests watch (cuInit, the profiler
+ * calls), with the number of host-to-device uploads made so far. */
+static int uploads, initialised, primary_retained;
+static __thread CUcontext current;
+
+static void stub_log(const char *what)
+{
+    const char *path = getenv("NVS_STUB_LOG");
+    if (!path)
+        return;
+    FILE *log = fopen(path, "a");
+    if (!log)
+        return;
+    fprintf(log, "%s uploads=%d context=%s\n", what, uploads, current ? "current" : "none");
+    fclose(log);
+}
+
+EXPORT CUresult cuInit(unsigned int flags) { (void)flags; initialised = 1; stub_log("cuInit"); return CUDA_SUCCESS; }
+EXPORT CUresult cuProfilerStart(void) { stub_log("cuProfilerStart"); return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+EXPORT CUresult cuProfilerStop(void) { stub_log("cuProfilerStop"); return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+EXPORT CUresult cuCtxGetCurrent(CUcontext *context)
+{
+    *context = initialised ? current : NULL;
+    return initialised ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext context) { current = context; return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *context) { *context = current; current = NULL; return CUDA_SUCCESS; }
 EXPORT CUresult cuDriverGetVersion(int *version) { *version = CUDA_VERSION; return CUDA_SUCCESS; }
 EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal) { *device = ordinal; return CUDA_SUCCESS; }
+static int primary;
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device)
 {
-    static int primary;
     (void)device;
+    if (!initialised) return CUDA_ERROR_NOT_INITIALIZED;
+    primary_retained++;
     *context = (CUcontext)&primary;
     return CUDA_SUCCESS;
 }
-EXPORT CUresult cuCtxSetCurrent(CUcontext context) { (void)context; return CUDA_SUCCESS; }
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) { (void)device; primary_retained--; return CUDA_SUCCESS; }
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned *flags, int *active)
+{
+    (void)device;
+    if (!initialised) return CUDA_ERROR_NOT_INITIALIZED;
+    *flags = 0;
+    *active = primary_retained > 0;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuCtxSetCurrent(CUcontext context) { current = context; return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
     static int streams[8];
@@ -109,7 +147,7 @@ EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 
 COPY(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), memcpy((void *)d, (void *)s, n))
 COPY(cuMemcpyAsync, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (void)st; memcpy((void *)d, (void *)s, n))
-COPY(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), memcpy((void *)d, s, n))
+COPY(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), uploads++; memcpy((void *)d, s, n))
 COPY(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream st), (void)st; memcpy((void *)d, s, n))
 COPY(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), memcpy(d, (void *)s, n))
 COPY(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream st), (void)st; memcpy(d, (void *)s, n))

@@ -34,6 +34,18 @@ static int parse1(struct nvs_config *config, const char *assignment)
     return nvs_config_parse(config, envp, collect, NULL);
 }
 
+/* Two assignments: a capture by frames needs NVTXSHIM_FRAME as well. */
+static int parse2(struct nvs_config *config, const char *first, const char *second)
+{
+    char one[512], two[512];
+    snprintf(one, sizeof one, "%s", first);
+    snprintf(two, sizeof two, "%s", second);
+    char *envp[] = { "PATH=/bin", one, two, NULL };
+    lines[0] = '\0';
+    line_count = 0;
+    return nvs_config_parse(config, envp, collect, NULL);
+}
+
 static void good(const char *assignment)
 {
     struct nvs_config config;
@@ -93,9 +105,19 @@ static void test_values(void)
     parse1(&c, "NVTXSHIM_FRAME_BUDGET=16.7ms"); CHECK(c.frame_budget_ns == 16700000);
     parse1(&c, "NVTXSHIM_FRAME_BUDGET=500us"); CHECK(c.frame_budget_ns == 500000);
     parse1(&c, "NVTXSHIM_FRAME_BUDGET=2s"); CHECK(c.frame_budget_ns == 2000000000);
-    parse1(&c, "NVTXSHIM_CAPTURE=frames:100+5");
-    CHECK(c.capture == NVS_CAPTURE_FRAMES && c.capture_start == 100 && c.capture_count == 5);
-    parse1(&c, "NVTXSHIM_CAPTURE=frames:7"); CHECK(c.capture_start == 7 && c.capture_count == 1);
+    CHECK(parse2(&c, "NVTXSHIM_FRAME=usb.out", "NVTXSHIM_CAPTURE=frames:100+5") == 0);
+    CHECK(c.capture == NVS_CAPTURE_FRAMES && c.capture_start == 100 && c.capture_count == 5 &&
+          c.capture_period == 0);
+    parse2(&c, "NVTXSHIM_FRAME=usb.out", "NVTXSHIM_CAPTURE=frames:7");
+    CHECK(c.capture_start == 7 && c.capture_count == 1);
+    CHECK(parse2(&c, "NVTXSHIM_FRAME=x11.swap", "NVTXSHIM_CAPTURE=frames:3+2/10") == 0);
+    CHECK(c.capture == NVS_CAPTURE_FRAMES && c.capture_start == 3 && c.capture_count == 2 &&
+          c.capture_period == 10);
+    parse2(&c, "NVTXSHIM_FRAME=x11.swap", "NVTXSHIM_CAPTURE=frames:3+2/2"); CHECK(c.capture_period == 2);
+    /* Frames without NVTXSHIM_FRAME: one line naming both, capture off. */
+    CHECK(parse1(&c, "NVTXSHIM_CAPTURE=frames:5+2") == 1 && line_count == 1 &&
+          strstr(lines, "NVTXSHIM_CAPTURE=frames:5+2") && strstr(lines, "NVTXSHIM_FRAME") &&
+          c.capture == NVS_CAPTURE_OFF);
     parse1(&c, "NVTXSHIM_CAPTURE=calls:libusb_submit_transfer:10+3");
     CHECK(c.capture == NVS_CAPTURE_CALLS && c.capture_call == NVS_HOOK_ID(libusb_submit_transfer) &&
           c.capture_start == 10 && c.capture_count == 3);
@@ -170,6 +192,9 @@ static void test_bad_values_report(void)
     bad("NVTXSHIM_CAPTURE=frames:0", "frames:S[+C]");
     bad("NVTXSHIM_CAPTURE=frames:10+", "frames:S[+C]");
     bad("NVTXSHIM_CAPTURE=frames:x+3", "frames:S[+C]");
+    bad("NVTXSHIM_CAPTURE=frames:3+4/2", "frames:S+C/P");
+    bad("NVTXSHIM_CAPTURE=frames:3/5", "frames:S+C/P");
+    bad("NVTXSHIM_CAPTURE=frames:3+2/x", "frames:S+C/P");
     bad("NVTXSHIM_CAPTURE=calls:libusb_bulk_transfer", "calls:NAME:S[+C]");
     bad("NVTXSHIM_CAPTURE=calls:nothing:3", "calls:NAME:S[+C]");
     bad("NVTXSHIM_CAPTURE=time:5", "time:DELAY[+DURATION]");

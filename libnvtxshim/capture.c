@@ -1,0 +1,427 @@
+/* The capture trigger state machine (NVTXSHIM_CAPTURE).
+ *
+ * A capture is open or closed. The triggers decide when it changes:
+ *   frames:S[+C][/P]  at frame boundaries (nvs_capture_on_frame): it opens
+ *                     before frame S begins and closes after frame S+C-1 ends,
+ *                     again every P frames with the repeat form;
+ *   calls:NAME:S[+C]  it opens before the S-th program-level call of NAME and
+ *                     closes after the (S+C-1)-th ends;
+ *   time:D[+L]        from the first hooked call: open at D, closed at D+L;
+ *   signal[:SIG]      each signal toggles it; the handler only counts, and the
+ *                     next hooked call acts.
+ * The time and signal triggers act inside hooked calls, so a program that
+ * makes none sees the change at its next one (or at exit).
+ *
+ * Opening starts an NVTX range whose registered message and domain come from
+ * NVTXSHIM_CAPTURE_NAME (nsys -c nvtx -p MESSAGE@DOMAIN) and/or calls the
+ * driver's cuProfilerStart (nsys -c cudaProfilerApi), the latter only in a
+ * context the program made current: the library never initialises CUDA. */
+#define _GNU_SOURCE
+#include "capture.h"
+
+#include <cuda.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "emit.h"
+#include "log.h"
+#include "resolve.h"
+
+#define CAPTURE_COLOR 0xFFC62828u
+
+__thread bool nvs_capture_close_after_call __attribute__((tls_model("initial-exec")));
+
+static struct {
+    bool open;
+    bool finished;              /* a one-shot window is over */
+    unsigned windows;           /* captures opened so far */
+    nvtxRangeId_t range;
+    struct nvs_named_range name;
+    bool name_ready;
+} state;
+/* Taken only when the capture changes (or for a signal toggle): a handful of
+ * times per run, never per call. */
+static atomic_flag state_lock = ATOMIC_FLAG_INIT;
+
+static _Atomic uint64_t calls_seen;       /* calls:NAME */
+static _Atomic uint64_t first_call_ns;    /* time: */
+static atomic_bool time_over;
+static _Atomic unsigned signals_received; /* signal: written by the handler */
+static _Atomic unsigned signals_handled;
+/* The program's handler for the trigger's signal, kept behind ours: the one it
+ * had when the trigger was installed, then whatever it sets (hooks/process.c
+ * hands sigaction and signal for that signal to us). Two slots, so the
+ * handler never reads one being written. */
+static struct sigaction chained[2];
+static _Atomic int chained_slot;
+static atomic_bool signal_installed;
+
+static void lock(void)
+{
+    while (atomic_flag_test_and_set_explicit(&state_lock, memory_order_acquire))
+        ;
+}
+
+static void unlock(void)
+{
+    atomic_flag_clear_explicit(&state_lock, memory_order_release);
+}
+
+/* cuProfilerStart/Stop for -c cudaProfilerApi, in a context the program made:
+ * only when libcuda is loaded and the calling thread has a current context.
+ * When it has none (the frame boundary is on a USB thread, say), the call
+ * waits for the next CUDA copy hooked on a thread that has one. The library
+ * never makes or activates a context itself. */
+enum { PROFILER_NONE, PROFILER_START, PROFILER_STOP };
+static _Atomic int profiler_pending;
+
+/* The driver's functions, looked up until libcuda is there, then kept. */
+static CUresult (*get_current)(CUcontext *);
+static CUresult (*profiler_start)(void);
+static CUresult (*profiler_stop)(void);
+
+static bool profiler_now(bool start)
+{
+    if (!get_current) {
+        if (!nvs_library_loaded("libcuda.so"))
+            return false; /* not loaded: then there is no context either */
+        profiler_start = nvs_find_function("libcuda.so.1", "cuProfilerStart");
+        profiler_stop = nvs_find_function("libcuda.so.1", "cuProfilerStop");
+        if (profiler_start && profiler_stop)
+            get_current = nvs_find_function("libcuda.so.1", "cuCtxGetCurrent");
+        if (!get_current)
+            return false;
+    }
+    CUcontext context = NULL;
+    if (get_current(&context) != CUDA_SUCCESS || !context)
+        return false;
+    (start ? profiler_start : profiler_stop)();
+    return true;
+}
+
+static void cuda_profiler(bool start)
+{
+    int saved_errno = errno;
+    if (profiler_now(start))
+        atomic_store(&profiler_pending, PROFILER_NONE);
+    else if (!start && atomic_load(&profiler_pending) == PROFILER_START)
+        atomic_store(&profiler_pending, PROFILER_NONE); /* no CUDA work in the window */
+    else
+        atomic_store(&profiler_pending, start ? PROFILER_START : PROFILER_STOP);
+    errno = saved_errno;
+}
+
+void nvs_capture_on_cuda_call(void)
+{
+    int pending = atomic_load_explicit(&profiler_pending, memory_order_relaxed);
+    if (__builtin_expect(pending == PROFILER_NONE, 1))
+        return;
+    int saved_errno = errno;
+    if (profiler_now(pending == PROFILER_START))
+        atomic_compare_exchange_strong(&profiler_pending, &pending, PROFILER_NONE);
+    errno = saved_errno;
+}
+
+/* Called with the state lock held. */
+static void open_capture(void)
+{
+    const struct nvs_config *config = nvs_config();
+    if (state.open)
+        return;
+    int saved_errno = errno;
+    state.open = true;
+    state.windows++;
+    if (config->capture_via != NVS_VIA_CUDA) {
+        if (!state.name_ready)
+            state.name_ready = nvs_named_range_prepare(&state.name, config->capture_domain,
+                                                       config->capture_message);
+        if (state.name_ready)
+            state.range = nvs_named_range_start(&state.name, CAPTURE_COLOR);
+    }
+    if (config->capture_via != NVS_VIA_NVTX)
+        cuda_profiler(true);
+    errno = saved_errno;
+}
+
+static void close_capture(void)
+{
+    const struct nvs_config *config = nvs_config();
+    if (!state.open)
+        return;
+    int saved_errno = errno;
+    state.open = false;
+    if (config->capture_via != NVS_VIA_NVTX)
+        cuda_profiler(false);
+    if (config->capture_via != NVS_VIA_CUDA && state.name_ready)
+        nvs_named_range_end(&state.name, state.range);
+    errno = saved_errno;
+}
+
+/* time: open at DELAY after the first hooked call, closed DURATION later. */
+static void evaluate_time(const struct nvs_config *config, uint64_t now)
+{
+    uint64_t first = atomic_load_explicit(&first_call_ns, memory_order_relaxed);
+    if (!first || atomic_load_explicit(&time_over, memory_order_relaxed) ||
+        now < first + config->capture_delay_ns)
+        return;
+    lock();
+    if (!state.open && !state.finished)
+        open_capture();
+    if (state.open && config->capture_duration_ns &&
+        now >= first + config->capture_delay_ns + config->capture_duration_ns) {
+        close_capture();
+        state.finished = true;
+        atomic_store(&time_over, true);
+    }
+    unlock();
+}
+
+/* signal: each signal received since the last look toggles the capture. */
+static void evaluate_signals(void)
+{
+    unsigned received = atomic_load_explicit(&signals_received, memory_order_relaxed);
+    if (received == atomic_load_explicit(&signals_handled, memory_order_relaxed))
+        return;
+    lock();
+    unsigned handled = atomic_load(&signals_handled);
+    if ((received - handled) & 1) {
+        if (state.open)
+            close_capture();
+        else
+            open_capture();
+    }
+    atomic_store(&signals_handled, received);
+    unlock();
+}
+
+/* With frames counted, the time and signal triggers act at the next frame
+ * boundary, so that a capture holds whole frames; otherwise at the next call. */
+void nvs_capture_on_frame(uint64_t ended, uint64_t beginning)
+{
+    const struct nvs_config *config = nvs_config();
+    switch (config->capture) {
+    case NVS_CAPTURE_FRAMES: {
+        uint64_t first = config->capture_start, count = config->capture_count;
+        uint64_t period = config->capture_period;
+        lock();
+        if (state.open && ended >= first) {
+            uint64_t offset = ended - first;
+            if (period ? offset % period == count - 1 : offset == count - 1)
+                close_capture();
+        }
+        if (!state.open && beginning >= first) {
+            uint64_t offset = beginning - first;
+            if (period ? offset % period == 0 : offset == 0)
+                open_capture();
+        }
+        unlock();
+        return;
+    }
+    case NVS_CAPTURE_TIME:
+        if (beginning)
+            evaluate_time(config, nvs_now_ns());
+        return;
+    case NVS_CAPTURE_SIGNAL:
+        if (beginning)
+            evaluate_signals();
+        return;
+    default:
+        return;
+    }
+}
+
+void nvs_capture_on_call(enum nvs_hook_id id)
+{
+    const struct nvs_config *config = nvs_config();
+    switch (config->capture) {
+    case NVS_CAPTURE_OFF:
+    case NVS_CAPTURE_FRAMES:
+        return;
+    case NVS_CAPTURE_CALLS: {
+        if ((int)id != config->capture_call)
+            return;
+        uint64_t call = atomic_fetch_add_explicit(&calls_seen, 1, memory_order_relaxed) + 1;
+        if (call == config->capture_start) {
+            lock();
+            open_capture();
+            unlock();
+        }
+        if (call == config->capture_start + config->capture_count - 1)
+            nvs_capture_close_after_call = true;
+        return;
+    }
+    case NVS_CAPTURE_TIME: {
+        if (atomic_load_explicit(&time_over, memory_order_relaxed))
+            return;
+        uint64_t now = nvs_now_ns(), expected = 0;
+        atomic_compare_exchange_strong(&first_call_ns, &expected, now);
+        if (config->frame == NVS_FRAME_OFF)
+            evaluate_time(config, now);
+        return;
+    }
+    case NVS_CAPTURE_SIGNAL:
+        if (config->frame == NVS_FRAME_OFF)
+            evaluate_signals();
+        return;
+    }
+}
+
+void nvs_capture_after_call(void)
+{
+    nvs_capture_close_after_call = false;
+    lock();
+    close_capture();
+    state.finished = true;
+    unlock();
+}
+
+static void on_signal(int number, siginfo_t *info, void *context)
+{
+    atomic_fetch_add_explicit(&signals_received, 1, memory_order_relaxed);
+    const struct sigaction *program = &chained[atomic_load(&chained_slot)];
+    if (program->sa_flags & SA_SIGINFO) {
+        if (program->sa_sigaction)
+            program->sa_sigaction(number, info, context);
+    } else if (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN) {
+        program->sa_handler(number);
+    }
+}
+
+/* Ours, in front of PROGRAM's: its mask and, where it has a handler, its
+ * restart and stack flags, so its system calls see EINTR as before; with no
+ * handler, restart (the default action never returned to the program). */
+static void install_in_front_of(int number, const struct sigaction *program)
+{
+    __typeof__(&sigaction) real = NVS_REAL(sigaction);
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = on_signal;
+    ours.sa_mask = program->sa_mask;
+    bool has_handler = (program->sa_flags & SA_SIGINFO) ||
+                       (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN);
+    ours.sa_flags = SA_SIGINFO | (has_handler ? program->sa_flags & (SA_RESTART | SA_ONSTACK)
+                                              : SA_RESTART);
+    if (real)
+        real(number, &ours, NULL);
+}
+
+static void install_signal(int number)
+{
+    __typeof__(&sigaction) real = NVS_REAL(sigaction);
+    if (!real || real(number, NULL, &chained[0]) != 0)
+        return;
+    atomic_store(&chained_slot, 0);
+    install_in_front_of(number, &chained[0]);
+    atomic_store_explicit(&signal_installed, true, memory_order_release);
+}
+
+bool nvs_capture_keeps_signal(int number)
+{
+    return atomic_load_explicit(&signal_installed, memory_order_acquire) &&
+           number == nvs_config()->capture_signal;
+}
+
+int nvs_capture_program_sigaction(int number, const struct sigaction *action,
+                                  struct sigaction *old)
+{
+    int slot = atomic_load(&chained_slot);
+    if (old)
+        *old = chained[slot];
+    if (action) {
+        chained[!slot] = *action;
+        atomic_store(&chained_slot, !slot);
+        install_in_front_of(number, action);
+    }
+    return 0;
+}
+
+/* The nsys options that match the configuration. */
+static void describe(const struct nvs_config *config)
+{
+    char what[160], options[NVS_NAME_MAX * 2 + 96];
+    bool repeats = config->capture == NVS_CAPTURE_SIGNAL ||
+                   (config->capture == NVS_CAPTURE_FRAMES && config->capture_period);
+    switch (config->capture) {
+    case NVS_CAPTURE_FRAMES:
+        if (config->capture_period)
+            snprintf(what, sizeof what, "frames %" PRIu64 "-%" PRIu64 ", then every %" PRIu64
+                     " frames", config->capture_start,
+                     config->capture_start + config->capture_count - 1, config->capture_period);
+        else
+            snprintf(what, sizeof what, "frames %" PRIu64 "-%" PRIu64, config->capture_start,
+                     config->capture_start + config->capture_count - 1);
+        break;
+    case NVS_CAPTURE_CALLS:
+        snprintf(what, sizeof what, "calls %" PRIu64 "-%" PRIu64 " of %s", config->capture_start,
+                 config->capture_start + config->capture_count - 1,
+                 nvs_hook_name((enum nvs_hook_id)config->capture_call));
+        break;
+    case NVS_CAPTURE_TIME:
+        if (config->capture_duration_ns)
+            snprintf(what, sizeof what, "%.3f s to %.3f s after the first hooked call",
+                     (double)config->capture_delay_ns / 1e9,
+                     (double)(config->capture_delay_ns + config->capture_duration_ns) / 1e9);
+        else
+            snprintf(what, sizeof what, "from %.3f s after the first hooked call to the end",
+                     (double)config->capture_delay_ns / 1e9);
+        break;
+    default:
+        snprintf(what, sizeof what, "toggled by each SIG%s (kill -%s %d)",
+                 sigabbrev_np(config->capture_signal), sigabbrev_np(config->capture_signal),
+                 (int)getpid());
+        break;
+    }
+    const char *end = repeats ? "--capture-range-end=repeat" : "--capture-range-end=stop";
+    if (config->capture_via == NVS_VIA_CUDA)
+        snprintf(options, sizeof options, "-c cudaProfilerApi %s", end);
+    else if (config->capture_via == NVS_VIA_NVTX)
+        snprintf(options, sizeof options, "-c nvtx -p %s@%s %s", config->capture_message,
+                 config->capture_domain, end);
+    else
+        snprintf(options, sizeof options, "-c nvtx -p %s@%s %s (or -c cudaProfilerApi %s)",
+                 config->capture_message, config->capture_domain, end, end);
+    nvs_log_info("capture: %s; nsys profile options: %s\n", what, options);
+}
+
+void nvs_capture_activate(void)
+{
+    const struct nvs_config *config = nvs_config();
+    if (config->capture == NVS_CAPTURE_OFF)
+        return;
+    if (config->capture == NVS_CAPTURE_SIGNAL)
+        install_signal(config->capture_signal);
+    if (config->capture_via != NVS_VIA_CUDA) {
+        lock();
+        if (!state.name_ready)
+            state.name_ready = nvs_named_range_prepare(&state.name, config->capture_domain,
+                                                       config->capture_message);
+        unlock();
+    }
+    describe(config);
+}
+
+void nvs_capture_finish(void)
+{
+    lock();
+    close_capture();
+    unlock();
+}
+
+void nvs_capture_reset_after_fork(void)
+{
+    atomic_flag_clear(&state_lock);
+    state.open = false;
+    state.finished = false;
+    state.windows = 0;
+    atomic_store(&calls_seen, 0);
+    atomic_store(&first_call_ns, 0);
+    atomic_store(&time_over, false);
+    atomic_store(&profiler_pending, PROFILER_NONE);
+    atomic_store(&signals_handled, atomic_load(&signals_received));
+    nvs_capture_close_after_call = false;
+}

@@ -1,0 +1,176 @@
+"""Capture-range triggers (NVTXSHIM_CAPTURE) through the real nsys -c nvtx and its
+SQLite export, on the emulated device; the cudaProfilerApi path against the
+stand-in driver, which logs the profiler calls it gets."""
+import collections
+import os
+import re
+
+from conftest import BUILD, SHIM, load_trace, program, ranges, run
+from nsys import under_nsys
+
+PUSH_POP, START_END, MARK = 59, 60, 34
+STUB = os.path.join(BUILD, "test", "stub")
+ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
+NVTX_CAPTURE = ("-c", "nvtx", "-p", "capture@nvtxshim")
+
+
+def recorded_frames(events):
+    return sorted(int(e[2].split(" ")[1]) for e in events
+                  if e[0] in (PUSH_POP, START_END) and e[1] == "nvtxshim" and e[2].startswith("frame "))
+
+
+def usb_calls(events, prefix):
+    return sorted((e[3], e[2]) for e in events if e[1] == "usb" and e[2].startswith(prefix))
+
+
+def harness(frames, *options):
+    return [program("harness_physical"), "--frames", str(frames)] + list(options)
+
+
+def test_frames_window_records_exactly_those_frames_and_their_calls(make_device, tmp_path):
+    device = make_device(frames=16)
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="frames:10+3", NVTXSHIM_FRAME_BUDGET="1us")
+    # The stand-in driver for the harness only: nsys itself must not load it.
+    argv = ["env", "LD_LIBRARY_PATH=" + STUB] + harness(16)
+    result, events, _ = under_nsys(tmp_path, device, argv, env,
+                                   extra=NVTX_CAPTURE + ("--capture-range-end=stop",))
+    assert b"frames=16 errors=0" in result.stdout
+    assert (b"nvtxshim: capture: frames 10-12; nsys profile options: -c nvtx -p capture@nvtxshim "
+            b"--capture-range-end=stop") in result.stderr
+    assert recorded_frames(events) == [10, 11, 12]
+    # Frame k's act carries val=k-1: exactly frames 10-12's calls, nothing before or after.
+    assert [name for _, name in usb_calls(events, "libusb_control_transfer")] == [
+        "libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in (9, 10, 11)]
+    kinds = collections.Counter(e[2].split(" ")[0] for e in events if e[1] in ("usb", "cuda"))
+    assert kinds == {"libusb_control_transfer": 3, "libusb_bulk_transfer": 6,
+                     "libusb_interrupt_transfer": 3, "cuMemcpyHtoD": 3, "cuMemcpyDtoHAsync": 3}
+    # Frames over budget keep their red mark inside the capture.
+    budget = sorted(e[2].split(":")[0] for e in events if e[0] == MARK and e[1] == "nvtxshim")
+    assert budget == ["over budget frame 10", "over budget frame 11", "over budget frame 12"]
+
+
+def test_repeated_windows_with_capture_range_end_repeat(make_device, tmp_path):
+    device = make_device(frames=14)
+    argv = [program("test/signal_loop"), "14", "10"]
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="frames:3+2/5")
+    result, reports, _ = under_nsys(tmp_path, device, argv, env, windows=3,
+                                    extra=NVTX_CAPTURE + ("--capture-range-end=repeat",))
+    assert b"--capture-range-end=repeat" in result.stderr
+    assert [recorded_frames(events) for events in reports] == [[3, 4], [8, 9], [13, 14]]
+
+
+def test_calls_window_opens_at_the_sth_call_for_c_calls(make_device, tmp_path):
+    device = make_device(frames=8)
+    env = dict(NVTXSHIM_CAPTURE="calls:libusb_bulk_transfer:5+4")
+    result, events, _ = under_nsys(tmp_path, device, [program("test/signal_loop"), "8", "10"], env,
+                                   extra=NVTX_CAPTURE + ("--capture-range-end=stop",))
+    assert b"capture: calls 5-8 of libusb_bulk_transfer" in result.stderr
+    # Two bulk transfers a frame (OUT 0x02, IN 0x81): calls 5-8 are frames 3 and 4's.
+    assert [name for _, name in usb_calls(events, "libusb_bulk_transfer")] == [
+        "libusb_bulk_transfer ep=0x02 OUT 8B", "libusb_bulk_transfer ep=0x81 IN 9216B"] * 2
+    controls = [name for _, name in usb_calls(events, "libusb_control_transfer")]
+    assert controls == ["libusb_control_transfer type=0x40 req=0x01 val=0x0003 OUT 0B"]
+
+
+def test_time_window_counts_from_the_first_hooked_call(make_device, tmp_path):
+    # The recorder sees every call, so where the window opened can be checked: at
+    # the first frame boundary after DELAY, closed at the first after DELAY+DURATION,
+    # both measured from the first hooked call (whose range starts a little after the
+    # library noted the time: its first call also sets NVTX up, hence SETUP).
+    device = make_device(frames=40)
+    trace = tmp_path / "time.json"
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="time:100ms+100ms", NVTXSHIM_TRACE=str(trace))
+    result = run(harness(40, "--fps", "100", "--inference=cpu"), env=env, device=device)
+    assert result.returncode == 0
+    events = load_trace(trace)
+    first_call = min(e["ts"] for e in ranges(events) if e["cat"] in ("usb", "cuda", "x11"))
+    frames = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"].split()[1]))
+                    for e in ranges(events, "nvtxshim") if e["name"].startswith("frame "))
+    (capture,) = [e for e in ranges(events, "nvtxshim") if e["name"] == "capture"]
+    opened, closed = capture["ts"], capture["ts"] + capture["dur"]
+    starts = [start for start, _, _ in frames]
+    setup = 2000  # microseconds
+
+    def boundary(at, delay):
+        """The frame start right after AT, which must be the first at or after DELAY."""
+        start = min(s for s in starts if s >= at)
+        assert start - at < setup
+        earlier = [s for s in starts if s < start]
+        assert start >= first_call + delay - setup and (not earlier or earlier[-1] < first_call + delay)
+        return start
+    boundary(opened, 100000)
+    boundary(closed, 200000)
+    inside = [n for start, end, n in frames if opened <= start and end <= closed]
+    assert inside and inside == list(range(inside[0], inside[-1] + 1))
+
+    # Under nsys, the same configuration records a run of whole frames, not all of them.
+    result, events, _ = under_nsys(tmp_path, device, harness(40, "--fps", "100", "--inference=cpu"),
+                                   dict(ON_ACT, NVTXSHIM_CAPTURE="time:100ms+100ms"),
+                                   extra=NVTX_CAPTURE + ("--capture-range-end=stop",))
+    seen = recorded_frames(events)
+    assert seen and seen == list(range(seen[0], seen[-1] + 1)) and len(seen) < 40 and seen[0] > 1
+
+
+def test_signal_toggles_the_capture_and_the_programs_handler_still_runs(make_device, tmp_path):
+    device = make_device(frames=10)
+    argv = [program("test/signal_loop"), "10", "10", "3", "6"]  # SIGUSR1 after frames 3 and 6
+    plain = run(argv, shim=False, device=device)
+    assert plain.stdout == b"frames=10 errors=0 handler ran 2 times\n"
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="signal:USR1")
+    result, events, _ = under_nsys(tmp_path, device, argv, env,
+                                   extra=NVTX_CAPTURE + ("--capture-range-end=stop",))
+    assert plain.stdout in result.stdout  # nsys adds lines of its own
+    assert re.search(rb"capture: toggled by each SIGUSR1 \(kill -USR1 \d+\)", result.stderr)
+    assert recorded_frames(events) == [4, 5, 6]
+
+
+def test_signal_without_frames_acts_at_the_next_hooked_call(make_device, tmp_path):
+    device = make_device(frames=10)
+    trace = tmp_path / "signal.json"
+    argv = [program("test/signal_loop"), "10", "12", "2", "5"]  # SIGUSR2 is 12
+    result = run(argv, env={"NVTXSHIM_CAPTURE": "signal:USR2", "NVTXSHIM_TRACE": str(trace)},
+                 device=device)
+    assert result.stdout == b"frames=10 errors=0 handler ran 2 times\n"
+    events = load_trace(trace)
+    (capture,) = [e for e in ranges(events, "nvtxshim") if e["name"] == "capture"]
+    inside = [e["name"] for e in ranges(events, "usb")
+              if capture["ts"] <= e["ts"] and e["ts"] + e["dur"] <= capture["ts"] + capture["dur"]]
+    # Raised after frame 2's last call: frames 3-5 (val=2..4) are inside.
+    assert [n for n in inside if n.startswith("libusb_control")] == [
+        "libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in (2, 3, 4)]
+
+
+def stub_log(path):
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def test_cuda_mode_calls_the_profiler_at_the_window_in_the_programs_context(make_device, tmp_path):
+    device = make_device(frames=10)
+    log = tmp_path / "stub.log"
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="frames:4+3", NVTXSHIM_CAPTURE_VIA="cuda",
+               LD_LIBRARY_PATH=STUB, NVS_STUB_LOG=str(log))
+    for threads in ([], ["--threads"]):
+        if log.exists():
+            log.unlink()
+        result = run(harness(10, *threads), env=env, device=device)
+        assert result.returncode == 0 and b"-c cudaProfilerApi --capture-range-end=stop" in result.stderr
+        # One upload a frame: started before frame 4's, stopped after frame 6's; only the
+        # program initialised CUDA. With --threads the frame boundary is on the USB thread,
+        # which has no context: the calls wait for the inference thread's next copy.
+        assert stub_log(log) == ["cuInit uploads=0 context=none",
+                                 "cuProfilerStart uploads=3 context=current",
+                                 "cuProfilerStop uploads=6 context=current"]
+
+
+def test_cuda_mode_does_nothing_without_a_context(make_device, tmp_path):
+    # libcuda loaded (preloaded here) but never initialised: no call reaches it.
+    device = make_device(frames=6)
+    log = tmp_path / "stub.log"
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="frames:2+2", NVTXSHIM_CAPTURE_VIA="cuda",
+               NVS_STUB_LOG=str(log), PRELOADS=os.path.join(STUB, "libcuda.so.1") + ":" + SHIM)
+    argv = ["sh", "-c", 'LD_PRELOAD="$LD_PRELOAD:$PRELOADS" exec "$@"', "sh",
+            program("usb_capture"), "--frames", "6"]
+    result = run(argv, env=env, shim=False, device=device)
+    assert result.returncode == 0 and b"frames=6" in result.stdout
+    assert not log.exists()
