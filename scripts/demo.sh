@@ -49,16 +49,24 @@ device=(build/emucam --width "$width" --height "$height" --)
 append_shim=(sh -c 'LD_PRELOAD="$LD_PRELOAD:'"$shim"'" exec "$@"' sh)
 program=("${driver[@]}" build/harness_physical --frames "$frames" --width "$width" --height "$height"
          --async --threads --fps "$fps" --use_gui=1)
-# A frame begins with the actuator command, the loop's first call.
+# A frame begins with the actuator command, the loop's first call. nsys records
+# only a window of frames, past the warm-up: the shim opens and closes it.
+first=$((frames * 5 / 12)) count=$((frames / 5))
+[ "$first" -ge 1 ] || first=1
+[ "$count" -ge 2 ] || count=2
 export NVTXSHIM_FRAME=call:libusb_control_transfer NVTXSHIM_FRAME_BUDGET=20ms DISPLAY=$display
+export NVTXSHIM_CAPTURE=frames:$first+$count
 
 echo "== demo: ${program[*]: -13}"
 echo "   on the emulated camera ($width x $height), GUI on Xvfb $display; $gpu_note"
+echo "   frames counted at each libusb_control_transfer (NVTXSHIM_FRAME=$NVTXSHIM_FRAME);"
+echo "   nsys records frames $first-$((first + count - 1)) (NVTXSHIM_CAPTURE=$NVTXSHIM_CAPTURE)"
 if command -v "$nsys" >/dev/null 2>&1; then
   # CPU sampling and context-switch tracing stay off: with them nsys 2022.4's
   # agent can spin after the program exits (DESIGN.md). A watchdog bounds the
   # run anyway, and then also ends that session's agent, which outlives nsys.
   ( exec "$nsys" profile -t "$trace_apis" --sample=none --cpuctxsw=none --export none \
+      -c nvtx -p capture@nvtxshim --capture-range-end=stop \
       -o "$out/report" --force-overwrite true \
       "${device[@]}" "${append_shim[@]}" "${program[@]}" ) > >(tr '\r' '\n' | grep -v '^\[1/1\]' || true) 2>&1 &
   profiler=$!

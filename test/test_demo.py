@@ -33,15 +33,19 @@ def table(output):
     return rows
 
 
-def check_report(output):
+def check_report(output, frames, window):
     rows = table(output)
     for key in [("usb", "libusb_control_transfer"), ("usb", "libusb_bulk_transfer"),
                 ("usb", "libusb_interrupt_transfer"), ("cuda", "cuMemcpyHtoD"),
                 ("cuda", "cuMemcpyDtoHAsync"), ("x11", "XShmPutImage"), ("nvtxshim", "frame N")]:
-        assert rows.get(key) == FRAMES, (key, rows)
+        # The bulk transfers are the command (sync) and none for the streamed frames.
+        assert rows.get(key) == frames, (key, rows)
+    assert "== Capture windows: 1" in output
+    assert re.search(r"capture@nvtxshim\s+[\d.]+ ms\s+frames %s\n" % window, output), output
     assert "== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest" in output
-    slowest = output[output.index("slowest frames:"):].splitlines()[1:6]
-    assert len(slowest) == 5 and all(re.match(r"\s+frame \d+\s+[\d.]+", line) for line in slowest)
+    listed = output[output.index("slowest frames:"):].splitlines()[1:]
+    slowest = [line for line in listed[:5] if re.match(r"\s+frame \d+(\s+[\d.]+){5}$", line)]
+    assert len(slowest) == min(5, frames), listed
     assert "frames=%d errors=0" % FRAMES in output
 
 
@@ -49,11 +53,13 @@ def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
     output = demo(tmp_path)
     report = tmp_path / "demo" / "report.nsys-rep"
     assert "== report: %s" % report in output and report.exists()
-    check_report(output)
+    # DEMO_FRAMES=24: the window is frames 10-13, and nsys recorded only those.
+    assert "nsys records frames 10-13 (NVTXSHIM_CAPTURE=frames:10+4)" in output
+    check_report(output, 4, "10-13")
 
 
 def test_without_nsys_the_demo_summarises_the_trace_file(tmp_path):
     output = demo(tmp_path, NSYS="nsys-is-not-here")
     trace = tmp_path / "demo" / "trace.json"
     assert "== trace: %s" % trace in output and trace.exists()
-    check_report(output)
+    check_report(output, FRAMES, "10-13")  # the trace holds every frame, and the window
