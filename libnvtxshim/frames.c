@@ -78,6 +78,10 @@ void nvs_frames_on_completion(enum nvs_hook_id id, enum nvs_frame_marker event, 
     close_frame(&previous, now, config->frame_budget_ns);
     /* A capture closes after its last frame ends and opens before its first begins. */
     nvs_capture_on_frame(previous.open ? previous.number : 0, current.number);
+    /* Opening a capture can take nsys a while (it starts collecting then): the
+     * new frame starts after, as its range does. */
+    if (config->capture != NVS_CAPTURE_OFF)
+        current.start_ns = nvs_now_ns();
     current.range = nvs_range_start(&range);
     atomic_flag_clear_explicit(&current_lock, memory_order_release);
 }
