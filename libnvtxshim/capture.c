@@ -39,7 +39,6 @@ __thread bool nvs_capture_close_after_call __attribute__((tls_model("initial-exe
 static struct {
     bool open;
     bool finished;              /* a one-shot window is over */
-    unsigned windows;           /* captures opened so far */
     nvtxRangeId_t range;
     struct nvs_named_range name;
     bool name_ready;
@@ -135,7 +134,6 @@ static void open_capture(void)
         return;
     int saved_errno = errno;
     state.open = true;
-    state.windows++;
     if (config->capture_via != NVS_VIA_CUDA) {
         if (!state.name_ready)
             state.name_ready = nvs_named_range_prepare(&state.name, config->capture_domain,
@@ -417,7 +415,6 @@ void nvs_capture_reset_after_fork(void)
     atomic_flag_clear(&state_lock);
     state.open = false;
     state.finished = false;
-    state.windows = 0;
     atomic_store(&calls_seen, 0);
     atomic_store(&first_call_ns, 0);
     atomic_store(&time_over, false);
