@@ -34,12 +34,42 @@ LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic-
                -Wl,--no-undefined -Wl,-z,noexecstack
 LIB_LIBS := -ldl -lpthread
 
-LIB_SOURCES := $(wildcard libnvtxshim/*.c) $(wildcard libnvtxshim/hooks/*.c)
+LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c)
 LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
 HOOK_TABLES := $(wildcard libnvtxshim/hooks/*.def)
 
+# The kernel probe (NVTXSHIM_KERNEL=on) needs libbpf, bpftool, clang and the
+# kernel's BTF at build time; without them the library is built without it.
+BPFTOOL ?= $(firstword $(shell command -v bpftool 2>/dev/null) $(wildcard /usr/sbin/bpftool /sbin/bpftool))
+CLANG ?= $(shell command -v clang 2>/dev/null)
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+KERNEL_PROBE := $(if $(and $(BPFTOOL),$(CLANG),$(wildcard $(VMLINUX_BTF)),\
+                  $(shell pkg-config --exists libbpf 2>/dev/null && echo yes)),yes)
+ifeq ($(KERNEL_PROBE),yes)
+LIB_CFLAGS += -DNVS_KERNEL_PROBE -I$(BUILD)/kernel
+LIB_LIBS += -lbpf
+$(BUILD)/obj/kernel.o: $(BUILD)/kernel/kernel.skel.h
+endif
+
 .PHONY: all deps test demo install clean check-nvtx
 all: check-nvtx $(BUILD)/libnvtxshim.so
+	@$(if $(KERNEL_PROBE),,echo "libnvtxshim: built without the kernel probe (it needs libbpf, bpftool, clang and $(VMLINUX_BTF): make deps, then make clean all)")
+
+# The probe: vmlinux.h from this kernel's BTF (CO-RE makes the object portable),
+# the BPF object, and its skeleton, which embeds the object in the library.
+$(BUILD)/kernel/vmlinux.h:
+	@mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c libnvtxshim/kernel.h $(BUILD)/kernel/vmlinux.h
+	@$(if $(Q),echo "  BPF     $<")
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
+	  -c $< -o $@
+
+$(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q)$(BPFTOOL) gen skeleton $< name nvs_kernel > $@.tmp && mv $@.tmp $@
 
 check-nvtx:
 	@if [ -z "$(NVTX_INCLUDE)" ] || [ -z "$(CUDA_VERSION_NUMBER)" ]; then \
@@ -159,7 +189,7 @@ TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/li
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
-                 $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/signal_loop
+                 $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
 
 deps:
 	$(Q)scripts/deps.sh

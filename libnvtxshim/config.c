@@ -28,7 +28,8 @@ const char nvs_config_help_text[] =
     "  NVTXSHIM_CAPTURE_VIA   nvtx, cuda, both                                 [both]\n"
     "  NVTXSHIM_CAPTURE_NAME  MESSAGE@DOMAIN                       [capture@nvtxshim]\n"
     "  NVTXSHIM_TRACE         file for a Chrome/Perfetto trace; %p = process id [none]\n"
-    "  NVTXSHIM_KERNEL        off, on (needs root or CAP_BPF+CAP_PERFMON)      [off]\n"
+    "  NVTXSHIM_KERNEL        off, on, on:THRESHOLD (off-CPU intervals kept as\n"
+    "                         ranges; 1ms); needs root or CAP_BPF+CAP_PERFMON [off]\n"
     "  NVTXSHIM_LOG           quiet, info, debug                               [info]\n"
     "  NVTXSHIM_HELP          1 prints this reference                          [0]\n";
 
@@ -376,7 +377,8 @@ static const struct {
                          "the capture range is capture@nvtxshim" },
     [V_TRACE] = { PREFIX "TRACE", "a file path; %p for the process id, %% for %",
                   "no trace file is written" },
-    [V_KERNEL] = { PREFIX "KERNEL", "off, on", "the kernel probe stays off" },
+    [V_KERNEL] = { PREFIX "KERNEL", "off, on, on:THRESHOLD (a duration such as 2ms)",
+                   "the kernel probe stays off" },
     [V_HELP] = { PREFIX "HELP", "0, 1", "no help is printed" },
 };
 
@@ -393,6 +395,7 @@ static void set_defaults(struct nvs_config *config)
     strcpy(config->capture_message, "capture");
     strcpy(config->capture_domain, "nvtxshim");
     config->log = NVS_LOG_INFO;
+    config->kernel_min_interval_ns = 1000000;
 }
 
 /* Applies one variable's value; false means the value is bad and the
@@ -401,7 +404,6 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
 {
     static const char *const log_levels[] = { "quiet", "info", "debug", NULL };
     static const char *const vias[] = { "both", "nvtx", "cuda", NULL };
-    static const char *const switches[] = { "off", "on", NULL };
     static const char *const help[] = { "0", "1", NULL };
     int choice;
     bool ok;
@@ -441,8 +443,19 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
         if (!ok) config->trace_path[0] = '\0';
         return ok;
     case V_KERNEL:
-        ok = parse_choice(value, switches, &choice);
-        config->kernel = ok && choice == 1;
+        config->kernel = false;
+        config->kernel_min_interval_ns = 1000000;
+        if (!strcmp(value, "off"))
+            return true;
+        if (!strcmp(value, "on")) {
+            config->kernel = true;
+            return true;
+        }
+        ok = !strncmp(value, "on:", 3) &&
+             parse_duration(value + 3, value + strlen(value), &config->kernel_min_interval_ns) &&
+             config->kernel_min_interval_ns > 0;
+        config->kernel = ok;
+        if (!ok) config->kernel_min_interval_ns = 1000000;
         return ok;
     case V_HELP:
         ok = parse_choice(value, help, &choice);

@@ -59,6 +59,7 @@ struct nvs_config {
 
     char trace_path[NVS_PATH_MAX];      /* as given, with %p unexpanded; "" = off */
     bool kernel;
+    uint64_t kernel_min_interval_ns;    /* on:THRESHOLD: off-CPU intervals kept as ranges */
     enum nvs_log_level log;
     bool help;
 

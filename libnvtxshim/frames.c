@@ -9,6 +9,7 @@
 
 #include "capture.h"
 #include "emit.h"
+#include "kernel.h"
 
 struct frame {
     uint64_t number;        /* the last frame begun; 0 before the first */
@@ -35,6 +36,7 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
 {
     if (!frame->open)
         return;
+    nvs_kernel_frame_end(frame->number, frame->range);
     nvs_range_end(NVS_DOMAIN_SHIM, frame->range);
     uint64_t took_ns = end_ns - frame->start_ns;
     if (budget_ns && took_ns > budget_ns) {
@@ -52,6 +54,7 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
 
 void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
 {
+    nvs_kernel_on_call();
     nvs_capture_on_call(id);
     nvs_frames_on_completion(id, event, endpoint);
 }
@@ -76,6 +79,7 @@ void nvs_frames_on_completion(enum nvs_hook_id id, enum nvs_frame_marker event, 
         .color = NVS_COLOR_FRAME, .payload = current.number, .has_payload = true,
     };
     close_frame(&previous, now, config->frame_budget_ns);
+    nvs_kernel_frame_begin(current.number);
     /* A capture closes after its last frame ends and opens before its first begins. */
     nvs_capture_on_frame(previous.open ? previous.number : 0, current.number);
     /* Opening a capture can take nsys a while (it starts collecting then): the

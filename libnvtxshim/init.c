@@ -11,6 +11,7 @@
 #include "emit.h"
 #include "frames.h"
 #include "hook.h"
+#include "kernel.h"
 #include "log.h"
 #include "record.h"
 
@@ -29,8 +30,7 @@ static void print_messages(void)
     nvs_log_raw(nvs_config_messages());
     const struct nvs_config *config = nvs_config();
     nvs_capture_activate();
-    if (config->kernel)
-        nvs_log_info("NVTXSHIM_KERNEL=on is accepted but this build has no kernel probe\n");
+    nvs_kernel_activate();
     if (config->trace_path[0] && !nvs_record_enabled())
         nvs_log_info("NVTXSHIM_TRACE=%s is not written: another NVTX tool is attached "
                      "(NVTX_INJECTION64_PATH=%s)\n", config->trace_path,
@@ -109,6 +109,7 @@ static void fork_child(void)
     nvs_record_fork_child();
     nvs_frames_reset_after_fork();
     nvs_capture_reset_after_fork();
+    nvs_kernel_reset_after_fork();
 }
 
 __attribute__((constructor))
@@ -131,6 +132,7 @@ static void nvs_unload(void)
         nvs_frames_finish();
         nvs_capture_finish();
     }
+    nvs_kernel_finish();
     if (nvs_record_owns_process())
         nvs_record_finish();
 }

@@ -32,6 +32,7 @@
 #define NAME_MAX_BYTES 256u     /* a message, JSON-escaped, at most */
 #define STACK_DEPTH 64
 #define OPEN_RANGES 4096u
+#define EXTRA_MAX 384u          /* extra JSON members of a start/end range's args */
 #define CATEGORIES 64u
 
 struct domain {
@@ -72,6 +73,7 @@ struct open_range {
     uint32_t generation;
     uint32_t tid;
     struct range range;
+    char extra[EXTRA_MAX];          /* more "args" members, from nvs_record_range_args */
 };
 
 static struct {
@@ -369,7 +371,7 @@ static void capture_text(struct range *range, const char *text)
     escape_json(range->name, sizeof range->name, text);
 }
 
-static int format_args(char *out, size_t size, const struct range *range)
+static int format_args(char *out, size_t size, const struct range *range, const char *extra)
 {
     int used = 0;
     char payload[48] = "";
@@ -414,16 +416,19 @@ static int format_args(char *out, size_t size, const struct range *range)
         else
             used += snprintf(out + used, size - (size_t)used, "%s\"category\":%u", separator,
                              range->category);
+        separator = ",";
     }
+    if (extra && extra[0])
+        used += snprintf(out + used, size - (size_t)used, "%s%s", separator, extra);
     used += snprintf(out + used, size - (size_t)used, "}");
     return used;
 }
 
 static void write_complete(struct thread_buffer *buffer, const struct range *range, uint32_t tid,
-                           uint64_t end_ns)
+                           uint64_t end_ns, const char *extra)
 {
-    char event[EVENT_MAX], args[256];
-    format_args(args, sizeof args, range);
+    char event[EVENT_MAX], args[256 + EXTRA_MAX];
+    format_args(args, sizeof args, range, extra);
     int length = snprintf(event, sizeof event,
                           "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64 ".%03u,"
                           "\"dur\":%" PRIu64 ".%03u,\"pid\":%d,\"tid\":%u%s},\n",
@@ -437,7 +442,7 @@ static void write_complete(struct thread_buffer *buffer, const struct range *ran
 static void write_instant(struct thread_buffer *buffer, const struct range *mark)
 {
     char event[EVENT_MAX], args[256];
-    format_args(args, sizeof args, mark);
+    format_args(args, sizeof args, mark, NULL);
     int length = snprintf(event, sizeof event,
                           "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%" PRIu64
                           ".%03u,\"pid\":%d,\"tid\":%u%s},\n",
@@ -483,7 +488,7 @@ static int pop(const struct domain *domain)
     } else {
         for (int i = buffer->depth - 1; i >= 0; i--) {
             if (buffer->stack[i].domain == domain) {
-                write_complete(buffer, &buffer->stack[i], buffer->tid, end_ns);
+                write_complete(buffer, &buffer->stack[i], buffer->tid, end_ns, NULL);
                 memmove(&buffer->stack[i], &buffer->stack[i + 1],
                         (size_t)(buffer->depth - 1 - i) * sizeof buffer->stack[0]);
                 buffer->depth--;
@@ -511,6 +516,7 @@ static nvtxRangeId_t start(const struct range *range)
             struct thread_buffer *buffer = acquire_buffer();
             slot->tid = buffer ? buffer->tid : 0;
             slot->range = *range;
+            slot->extra[0] = '\0';
             return ((uint64_t)slot->generation << 32) | (index + 1);
         }
     }
@@ -528,10 +534,40 @@ static void end(nvtxRangeId_t id)
         return;
     struct thread_buffer *buffer = begin_event();
     if (buffer) {
-        write_complete(buffer, &slot->range, slot->tid, end_ns);
+        write_complete(buffer, &slot->range, slot->tid, end_ns, slot->extra);
         end_event(buffer);
     }
     atomic_store(&slot->state, 0);
+}
+
+void nvs_record_range_args(uint64_t id, const char *members)
+{
+    uint32_t index = (uint32_t)id - 1;
+    if (!state.enabled || id == 0 || index >= OPEN_RANGES)
+        return;
+    struct open_range *slot = &open_ranges[index];
+    if (atomic_load(&slot->state) == 1 && slot->generation == (uint32_t)(id >> 32))
+        snprintf(slot->extra, sizeof slot->extra, "%s", members);
+}
+
+void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uint64_t start_ns,
+                         uint64_t end_ns, const char *members)
+{
+    if (!state.enabled || atomic_load(&state.finished))
+        return;
+    struct thread_buffer *buffer = begin_event();
+    if (!buffer)
+        return;
+    char event[EVENT_MAX];
+    int length = snprintf(event, sizeof event,
+                          "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64 ".%03u,"
+                          "\"dur\":%" PRIu64 ".%03u,\"pid\":%d,\"tid\":%u,\"args\":{%s}},\n",
+                          name, domain, start_ns / 1000, (unsigned)(start_ns % 1000),
+                          (end_ns - start_ns) / 1000, (unsigned)((end_ns - start_ns) % 1000),
+                          (int)state.pid, tid, members);
+    if (length > 0 && (size_t)length < sizeof event)
+        append(buffer, event, (size_t)length);
+    end_event(buffer);
 }
 
 /* ---- the NVTX entry points we provide ----------------------------------------- */

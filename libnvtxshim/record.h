@@ -3,6 +3,7 @@
 #define NVS_RECORD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Turns the recorder on for this process; PATH_TEMPLATE may hold %p. */
 void nvs_record_enable(const char *path_template);
@@ -15,6 +16,14 @@ void nvs_record_resume(void);
 /* True in the process that owns the recorder state (false in a vfork child,
  * which shares our memory and must leave the parent's trace alone). */
 bool nvs_record_owns_process(void);
+
+/* More members for the args of the open start/end range ID (a frame's kernel
+ * figures), written when it ends: JSON members, "\"key\":value,...". */
+void nvs_record_range_args(uint64_t id, const char *members);
+/* A range with explicit times (CLOCK_MONOTONIC) on thread TID, in domain
+ * DOMAIN: what NVTX cannot express (the kernel probe's off-CPU intervals). */
+void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uint64_t start_ns,
+                         uint64_t end_ns, const char *members);
 
 void nvs_record_fork_prepare(void);
 void nvs_record_fork_parent(void);

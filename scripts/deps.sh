@@ -12,6 +12,7 @@ packages=(
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   sqlite3 libsqlite3-dev
   nsight-systems nsight-systems-target
+  libbpf-dev bpftool clang
 )
 
 # NVTX3 is header-only: the CUDA toolkit has it; otherwise Debian's nvidia-cuda-dev.

@@ -11,6 +11,7 @@ from xserver import Xvfb
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 SHIM = os.path.join(BUILD, "libnvtxshim.so")
+STUB = os.path.join(BUILD, "test", "stub")  # the stand-in CUDA driver and runtime
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-usb
 
 

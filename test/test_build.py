@@ -31,9 +31,10 @@ def test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point():
             "cuGetProcAddress", "cudaMemcpyAsync_ptsz", "execve"} <= mapped
 
 
-def test_links_only_libc_libdl_libpthread():
+def test_links_only_libc_libdl_libpthread_and_libbpf():
     output = subprocess.run(["readelf", "-d", SHIM], capture_output=True, text=True,
                             check=True).stdout
     needed = set(re.findall(r"\(NEEDED\).*\[(.+)\]", output))
-    assert needed <= {"libc.so.6", "libdl.so.2", "libpthread.so.0"}, needed
+    # libbpf only when built with the kernel probe (NVTXSHIM_KERNEL).
+    assert needed <= {"libc.so.6", "libdl.so.2", "libpthread.so.0", "libbpf.so.1"}, needed
     assert not any("usb" in n or "X11" in n or "cuda" in n for n in needed)

@@ -5,11 +5,10 @@ import collections
 import os
 import re
 
-from conftest import BUILD, SHIM, load_trace, program, ranges, run
+from conftest import SHIM, STUB, load_trace, program, ranges, run
 from nsys import under_nsys
 
 PUSH_POP, START_END, MARK = 59, 60, 34
-STUB = os.path.join(BUILD, "test", "stub")
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 NVTX_CAPTURE = ("-c", "nvtx", "-p", "capture@nvtxshim")
 
@@ -51,7 +50,7 @@ def test_frames_window_records_exactly_those_frames_and_their_calls(make_device,
 
 def test_repeated_windows_with_capture_range_end_repeat(make_device, tmp_path):
     device = make_device(frames=14)
-    argv = [program("test/signal_loop"), "14", "10"]
+    argv = [program("test/frame_loop"), "14"]
     env = dict(ON_ACT, NVTXSHIM_CAPTURE="frames:3+2/5")
     result, reports, _ = under_nsys(tmp_path, device, argv, env, windows=3,
                                     extra=NVTX_CAPTURE + ("--capture-range-end=repeat",))
@@ -62,7 +61,7 @@ def test_repeated_windows_with_capture_range_end_repeat(make_device, tmp_path):
 def test_calls_window_opens_at_the_sth_call_for_c_calls(make_device, tmp_path):
     device = make_device(frames=8)
     env = dict(NVTXSHIM_CAPTURE="calls:libusb_bulk_transfer:5+4")
-    result, events, _ = under_nsys(tmp_path, device, [program("test/signal_loop"), "8", "10"], env,
+    result, events, _ = under_nsys(tmp_path, device, [program("test/frame_loop"), "8"], env,
                                    extra=NVTX_CAPTURE + ("--capture-range-end=stop",))
     assert b"capture: calls 5-8 of libusb_bulk_transfer" in result.stderr
     # Two bulk transfers a frame (OUT 0x02, IN 0x81): calls 5-8 are frames 3 and 4's.
@@ -113,7 +112,7 @@ def test_time_window_counts_from_the_first_hooked_call(make_device, tmp_path):
 
 def test_signal_toggles_the_capture_and_the_programs_handler_still_runs(make_device, tmp_path):
     device = make_device(frames=10)
-    argv = [program("test/signal_loop"), "10", "10", "3", "6"]  # SIGUSR1 after frames 3 and 6
+    argv = [program("test/frame_loop"), "10", "--raise", "10", "3", "--raise", "10", "6"]  # SIGUSR1
     plain = run(argv, shim=False, device=device)
     assert plain.stdout == b"frames=10 errors=0 handler ran 2 times\n"
     env = dict(ON_ACT, NVTXSHIM_CAPTURE="signal:USR1")
@@ -127,7 +126,7 @@ def test_signal_toggles_the_capture_and_the_programs_handler_still_runs(make_dev
 def test_signal_without_frames_acts_at_the_next_hooked_call(make_device, tmp_path):
     device = make_device(frames=10)
     trace = tmp_path / "signal.json"
-    argv = [program("test/signal_loop"), "10", "12", "2", "5"]  # SIGUSR2 is 12
+    argv = [program("test/frame_loop"), "10", "--raise", "12", "2", "--raise", "12", "5"]  # SIGUSR2
     result = run(argv, env={"NVTXSHIM_CAPTURE": "signal:USR2", "NVTXSHIM_TRACE": str(trace)},
                  device=device)
     assert result.stdout == b"frames=10 errors=0 handler ran 2 times\n"

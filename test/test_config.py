@@ -1,5 +1,4 @@
 """Configuration: the parser's unit tests, and what a user sees for bad values."""
-import os
 import subprocess
 
 from conftest import program, run

@@ -5,9 +5,8 @@ import os
 
 import pytest
 
-from conftest import BUILD, load_trace, program, ranges, run
+from conftest import STUB, load_trace, program, ranges, run
 
-STUB = os.path.join(BUILD, "test", "stub")
 MODES = ["linked", "dlsym", "getproc", "getproc-ptds", "getproc-v1", "loader"]
 EXPECTED = {
     ("cuMemcpyHtoD 64KiB pageable", 65536): 1,

@@ -6,9 +6,8 @@ import os
 
 import pytest
 
-from conftest import BUILD, PYTHON, ROOT, load_trace, program, ranges, run
+from conftest import PYTHON, ROOT, STUB, load_trace, program, ranges, run
 
-STUB = os.path.join(BUILD, "test", "stub")
 FRAMES = 12
 FRAME_ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 

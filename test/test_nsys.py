@@ -1,6 +1,5 @@
 """The libusb hooks under the real Nsight Systems, read from its SQLite export."""
 import collections
-import os
 
 import pytest
 

@@ -135,7 +135,9 @@ static void test_values(void)
     parse1(&c, "NVTXSHIM_CAPTURE_NAME=a@b@rig");
     CHECK(!strcmp(c.capture_message, "a@b") && !strcmp(c.capture_domain, "rig"));
     parse1(&c, "NVTXSHIM_TRACE=/tmp/out-%p.json"); CHECK(!strcmp(c.trace_path, "/tmp/out-%p.json"));
-    parse1(&c, "NVTXSHIM_KERNEL=on"); CHECK(c.kernel);
+    parse1(&c, "NVTXSHIM_KERNEL=on"); CHECK(c.kernel && c.kernel_min_interval_ns == 1000000);
+    parse1(&c, "NVTXSHIM_KERNEL=on:2.5ms"); CHECK(c.kernel && c.kernel_min_interval_ns == 2500000);
+    parse1(&c, "NVTXSHIM_KERNEL=off"); CHECK(!c.kernel);
     parse1(&c, "NVTXSHIM_LOG=debug"); CHECK(c.log == NVS_LOG_DEBUG);
     parse1(&c, "NVTXSHIM_LOG=quiet"); CHECK(c.log == NVS_LOG_QUIET);
     parse1(&c, "NVTXSHIM_HELP=1"); CHECK(c.help);
@@ -202,6 +204,9 @@ static void test_bad_values_report(void)
     bad("NVTXSHIM_CAPTURE=signal:KILL", "signal[:USR1");
     bad("NVTXSHIM_CAPTURE=always", "off");
     bad("NVTXSHIM_CAPTURE_VIA=nsys", "nvtx, cuda, both");
+    bad("NVTXSHIM_KERNEL=on:", "on:THRESHOLD");
+    bad("NVTXSHIM_KERNEL=on:5", "on:THRESHOLD");
+    bad("NVTXSHIM_KERNEL=yes", "off, on");
     bad("NVTXSHIM_CAPTURE_NAME=capture", "MESSAGE@DOMAIN");
     bad("NVTXSHIM_CAPTURE_NAME=capture@", "MESSAGE@DOMAIN");
     bad("NVTXSHIM_TRACE=/tmp/x%", "%p");

@@ -347,6 +347,19 @@ int main(int argc, char **argv)
         return 1;
     }
     g_free(text);
+    /* umockdev's preload sends every /sys path to the test bed: give it the
+     * kernel's BTF, so that libbpf (NVTXSHIM_KERNEL=on) finds it there too. */
+    if (access("/sys/kernel/btf/vmlinux", R_OK) == 0) {
+        char *sys = umockdev_testbed_get_sys_dir(testbed);
+        char *btf = g_build_filename(sys, "kernel", "btf", NULL);
+        char *link = g_build_filename(btf, "vmlinux", NULL);
+        if (g_mkdir_with_parents(btf, 0755) == 0 && symlink("/sys/kernel/btf/vmlinux", link) != 0)
+            fprintf(stderr, "emucam: cannot link the kernel's BTF into the test bed: %s\n",
+                    strerror(errno));
+        g_free(link);
+        g_free(btf);
+        g_free(sys);
+    }
 
     /* umockdev's preload library first, as umockdev-run does; UMOCKDEV_DIR is
      * already set by the testbed. */

@@ -1,0 +1,330 @@
+/* The kernel probe's loader and reader (NVTXSHIM_KERNEL=on): what only the
+ * kernel knows about the control loop's threads — why they did not run.
+ *
+ * The BPF side (kernel.bpf.c, embedded as a libbpf skeleton) keeps cumulative
+ * figures per watched thread. A thread is watched from its first hooked call
+ * (one map update per thread). At each frame end the figures of the threads
+ * that made hooked calls in that frame are read (one map lookup per watched
+ * thread) and their growth since the last frame becomes the frame's figures:
+ * a mark in domain `kernel` and, in the trace file, `offcpu_*` args on the
+ * frame. Long off-CPU intervals come through a ring buffer, read at frame
+ * ends too, and go to the trace file as ranges in domain `kernel` (NVTX has no
+ * explicit timestamps, so nsys shows the per-frame marks only). Nothing here
+ * runs per call except nvs_kernel_on_call's test of one flag. */
+#define _GNU_SOURCE
+#include "kernel.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "emit.h"
+#include "log.h"
+#include "record.h"
+
+bool nvs_kernel_running;
+
+#ifndef NVS_KERNEL_PROBE
+
+void nvs_kernel_note_thread(void) {}
+void nvs_kernel_frame_begin(uint64_t number) { (void)number; }
+void nvs_kernel_frame_end(uint64_t number, uint64_t range) { (void)number; (void)range; }
+void nvs_kernel_finish(void) {}
+void nvs_kernel_reset_after_fork(void) {}
+
+void nvs_kernel_activate(void)
+{
+    if (nvs_config()->kernel)
+        nvs_log_info("NVTXSHIM_KERNEL=on, but this build has no kernel probe (libbpf, bpftool, "
+                     "clang or the kernel's BTF were missing when it was built: make deps, then "
+                     "make); the program runs on without it\n");
+}
+
+#else
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/capability.h>
+
+#include "kernel.skel.h"
+
+#define SLOTS 64
+#define WORST 5
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+struct slot {
+    uint32_t tid;
+    _Atomic uint64_t last_frame;        /* the last frame this thread made a hooked call in */
+    struct nvs_thread_figures base;     /* its figures at the last frame end */
+};
+
+static struct slot slots[SLOTS];
+static _Atomic unsigned slot_count;
+static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
+static __thread bool my_slot_tried __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t current_frame;
+
+static struct nvs_kernel *probe;
+static struct ring_buffer *ring;
+
+struct frame_figures {
+    uint64_t frame;
+    struct nvs_thread_figures sum;
+};
+static struct frame_figures worst[WORST];
+static unsigned frames_seen;
+
+static int quiet(enum libbpf_print_level level, const char *format, va_list arguments)
+{
+    (void)level;
+    (void)format;
+    (void)arguments;
+    return 0;
+}
+
+static bool capable_of_bpf(void)
+{
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0)
+        return false;
+    uint64_t effective = (uint64_t)data[1].effective << 32 | data[0].effective;
+    bool admin = effective & (1ull << CAP_SYS_ADMIN);
+    bool bpf = (effective & (1ull << CAP_BPF_BIT)) && (effective & (1ull << CAP_PERFMON_BIT));
+    return admin || bpf;
+}
+
+static int on_interval(void *context, void *data, size_t size)
+{
+    (void)context;
+    const struct nvs_offcpu_interval *interval = data;
+    if (size < sizeof *interval)
+        return 0;
+    char members[96];
+    snprintf(members, sizeof members, "\"offcpu_ns\":%llu,\"tid\":%u",
+             interval->end_ns - interval->start_ns, interval->tid);
+    nvs_record_interval("kernel",
+                        interval->state == NVS_THREAD_RUNNABLE ? "off CPU: runnable (waiting for a CPU)"
+                                                                : "off CPU: blocked",
+                        interval->tid, interval->start_ns, interval->end_ns, members);
+    return 0;
+}
+
+/* Why the probe did not start, in one line; the program runs on. */
+static void refuse(const char *why, int error)
+{
+    if (error)
+        nvs_log_info("NVTXSHIM_KERNEL=on: %s (%s); the kernel probe stays off\n", why,
+                     strerror(error < 0 ? -error : error));
+    else
+        nvs_log_info("NVTXSHIM_KERNEL=on: %s; the kernel probe stays off\n", why);
+}
+
+static bool in_kernel_btf(const char *name, enum bpf_attach_type type)
+{
+    return libbpf_find_vmlinux_btf_id(name, type) > 0;
+}
+
+void nvs_kernel_activate(void)
+{
+    const struct nvs_config *config = nvs_config();
+    if (!config->kernel || probe)
+        return;
+    int saved_errno = errno;
+    libbpf_set_print(quiet);
+    if (!capable_of_bpf()) {
+        refuse("needs root, or CAP_BPF and CAP_PERFMON", 0);
+        goto out;
+    }
+    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+        refuse("this kernel has no BTF (/sys/kernel/btf/vmlinux)", 0);
+        goto out;
+    }
+    probe = nvs_kernel__open();
+    if (!probe) {
+        refuse("cannot open the BPF object", errno);
+        goto out;
+    }
+    probe->rodata->min_interval_ns = config->kernel_min_interval_ns;
+    /* Where a tracepoint is missing (user page faults are x86's), its figure stays 0. */
+    if (!in_kernel_btf("page_fault_user", BPF_TRACE_RAW_TP))
+        bpf_program__set_autoload(probe->progs.on_fault, false);
+    if (!in_kernel_btf("usb_hcd_submit_urb", BPF_TRACE_FENTRY) ||
+        !in_kernel_btf("__usb_hcd_giveback_urb", BPF_TRACE_FENTRY)) {
+        bpf_program__set_autoload(probe->progs.on_urb_submit, false);
+        bpf_program__set_autoload(probe->progs.on_urb_giveback, false);
+    }
+    int error = nvs_kernel__load(probe);
+    if (!error)
+        error = nvs_kernel__attach(probe);
+    if (error) {
+        refuse("the kernel refused the probe", error);
+        nvs_kernel__destroy(probe);
+        probe = NULL;
+        goto out;
+    }
+    ring = ring_buffer__new(bpf_map__fd(probe->maps.intervals), on_interval, NULL, NULL);
+    nvs_kernel_running = true;
+    bool usb = bpf_program__autoload(probe->progs.on_urb_submit);
+    nvs_log_info("kernel probe on: off-CPU time (runnable, blocked), context switches, migrations "
+                 "and page faults of the threads that make hooked calls, per frame%s%s\n",
+                 usb ? "; URB time in the kernel" : " (no USB in this kernel: no URB times)",
+                 config->trace_path[0] ? "; longer off-CPU intervals as ranges in the trace file"
+                                       : "");
+out:
+    errno = saved_errno;
+}
+
+void nvs_kernel_note_thread(void)
+{
+    if (!my_slot) {
+        if (my_slot_tried)
+            return;
+        my_slot_tried = true;
+        unsigned index = atomic_fetch_add(&slot_count, 1);
+        if (index >= SLOTS)
+            return; /* more threads than slots: the rest go unwatched */
+        struct slot *slot = &slots[index];
+        slot->tid = (uint32_t)syscall(SYS_gettid);
+        struct nvs_thread zero;
+        memset(&zero, 0, sizeof zero);
+        int saved_errno = errno;
+        bpf_map_update_elem(bpf_map__fd(probe->maps.watched), &slot->tid, &zero, BPF_ANY);
+        errno = saved_errno;
+        my_slot = slot;
+    }
+    atomic_store_explicit(&my_slot->last_frame, atomic_load_explicit(&current_frame,
+                                                                     memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+void nvs_kernel_frame_begin(uint64_t number)
+{
+    atomic_store_explicit(&current_frame, number, memory_order_relaxed);
+}
+
+static void add(struct nvs_thread_figures *sum, const struct nvs_thread_figures *now,
+                const struct nvs_thread_figures *base)
+{
+    sum->runnable_ns += now->runnable_ns - base->runnable_ns;
+    sum->blocked_ns += now->blocked_ns - base->blocked_ns;
+    sum->involuntary += now->involuntary - base->involuntary;
+    sum->voluntary += now->voluntary - base->voluntary;
+    sum->migrations += now->migrations - base->migrations;
+    sum->faults += now->faults - base->faults;
+    sum->urbs += now->urbs - base->urbs;
+    sum->urb_ns += now->urb_ns - base->urb_ns;
+}
+
+static void remember_if_worst(uint64_t frame, const struct nvs_thread_figures *sum)
+{
+    uint64_t off = sum->runnable_ns + sum->blocked_ns;
+    unsigned at = WORST;
+    for (unsigned i = 0; i < WORST; i++) {
+        uint64_t other = worst[i].sum.runnable_ns + worst[i].sum.blocked_ns;
+        if (!worst[i].frame || off > other) {
+            at = i;
+            break;
+        }
+    }
+    if (at == WORST)
+        return;
+    memmove(&worst[at + 1], &worst[at], (WORST - 1 - at) * sizeof worst[0]);
+    worst[at] = (struct frame_figures){ frame, *sum };
+}
+
+void nvs_kernel_frame_end(uint64_t number, uint64_t range)
+{
+    if (!nvs_kernel_running || !number)
+        return;
+    int saved_errno = errno;
+    struct nvs_thread_figures sum;
+    memset(&sum, 0, sizeof sum);
+    unsigned count = atomic_load(&slot_count), threads = 0;
+    if (count > SLOTS)
+        count = SLOTS;
+    int map = bpf_map__fd(probe->maps.watched);
+    for (unsigned i = 0; i < count; i++) {
+        struct slot *slot = &slots[i];
+        struct nvs_thread now;
+        if (!slot->tid || bpf_map_lookup_elem(map, &slot->tid, &now) != 0)
+            continue;
+        if (atomic_load_explicit(&slot->last_frame, memory_order_relaxed) == number) {
+            add(&sum, &now.figures, &slot->base);
+            threads++;
+        }
+        slot->base = now.figures;
+    }
+    if (ring)
+        ring_buffer__consume(ring);
+    frames_seen++;
+    remember_if_worst(number, &sum);
+
+    char text[256], migrations[40] = "", urbs[64] = "";
+    if (sum.migrations)
+        snprintf(migrations, sizeof migrations, ", %llu migration%s", sum.migrations,
+                 sum.migrations == 1 ? "" : "s");
+    if (sum.urbs)
+        snprintf(urbs, sizeof urbs, ", %llu URB%s %.1f ms in the kernel", sum.urbs,
+                 sum.urbs == 1 ? "" : "s", (double)sum.urb_ns / 1e6);
+    snprintf(text, sizeof text,
+             "frame %" PRIu64 ": runnable %.1f ms (%llu preemption%s), blocked %.1f ms, %llu "
+             "fault%s%s%s", number, (double)sum.runnable_ns / 1e6, sum.involuntary,
+             sum.involuntary == 1 ? "" : "s", (double)sum.blocked_ns / 1e6, sum.faults,
+             sum.faults == 1 ? "" : "s", migrations, urbs);
+    struct nvs_attributes mark = {
+        .domain = NVS_DOMAIN_KERNEL, .name = { NULL, text }, .color = 0xFF6D4C41u,
+        .payload = sum.runnable_ns + sum.blocked_ns, .has_payload = true,
+    };
+    nvs_mark(&mark);
+    char members[320];
+    snprintf(members, sizeof members,
+             "\"offcpu_runnable_ns\":%llu,\"offcpu_blocked_ns\":%llu,\"offcpu_preemptions\":%llu,"
+             "\"offcpu_voluntary\":%llu,\"offcpu_migrations\":%llu,\"offcpu_faults\":%llu,"
+             "\"offcpu_threads\":%u,\"usb_urbs\":%llu,\"usb_urb_ns\":%llu", sum.runnable_ns,
+             sum.blocked_ns, sum.involuntary, sum.voluntary, sum.migrations, sum.faults, threads,
+             sum.urbs, sum.urb_ns);
+    nvs_record_range_args(range, members);
+    errno = saved_errno;
+}
+
+void nvs_kernel_finish(void)
+{
+    if (!nvs_kernel_running)
+        return;
+    nvs_kernel_running = false;
+    if (ring)
+        ring_buffer__consume(ring);
+    if (frames_seen && worst[0].frame) {
+        char line[512];
+        int used = snprintf(line, sizeof line, "kernel: worst frames by time off CPU:");
+        for (unsigned i = 0; i < WORST && worst[i].frame && used < (int)sizeof line; i++)
+            used += snprintf(line + used, sizeof line - (size_t)used,
+                             "%s frame %" PRIu64 " %.1f ms (runnable %.1f, blocked %.1f)",
+                             i ? "," : "", worst[i].frame,
+                             (double)(worst[i].sum.runnable_ns + worst[i].sum.blocked_ns) / 1e6,
+                             (double)worst[i].sum.runnable_ns / 1e6,
+                             (double)worst[i].sum.blocked_ns / 1e6);
+        nvs_log_info("%s\n", line);
+    }
+    ring_buffer__free(ring);
+    ring = NULL;
+    nvs_kernel__destroy(probe);
+    probe = NULL;
+}
+
+void nvs_kernel_reset_after_fork(void)
+{
+    /* The maps and links are the parent's; the child runs without the probe. */
+    nvs_kernel_running = false;
+    probe = NULL;
+    ring = NULL;
+}
+
+#endif

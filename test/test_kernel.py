@@ -1,0 +1,110 @@
+"""The kernel probe (NVTXSHIM_KERNEL=on, libbpf): per-frame off-CPU figures of the
+threads making hooked calls, long intervals as ranges, and a clean refusal.
+BPF needs root (or CAP_BPF+CAP_PERFMON): these run as root, as make test does here
+and on CI."""
+import os
+import re
+import shutil
+
+import pytest
+
+from conftest import SHIM, STUB, load_trace, program, ranges, run
+from nsys import under_nsys
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the kernel probe needs root")
+
+ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
+FIGURES = ("offcpu_runnable_ns", "offcpu_blocked_ns", "offcpu_preemptions", "offcpu_voluntary",
+           "offcpu_migrations", "offcpu_faults")
+
+
+def probe_built():
+    with open(SHIM, "rb") as f:
+        return b"kernel probe on:" in f.read()
+
+
+def frames_of(events):
+    frames = [e for e in ranges(events, "nvtxshim") if e["name"].startswith("frame ")]
+    return sorted(frames, key=lambda e: int(e["name"].split()[1]))
+
+
+def traced(device, argv, tmp_path, env=None, label="k"):
+    trace = tmp_path / ("%s.json" % label)
+    full = dict(ON_ACT, NVTXSHIM_KERNEL="on", NVTXSHIM_TRACE=str(trace), **(env or {}))
+    result = run(argv, env=full, device=device)
+    return result, load_trace(trace)
+
+
+@pytest.fixture(autouse=True)
+def built_with_the_probe():
+    assert probe_built(), "make built the library without the kernel probe (make deps installs libbpf, bpftool, clang)"
+
+
+def test_a_frame_that_sleeps_shows_at_least_that_much_blocked(make_device, tmp_path):
+    device = make_device(frames=8)
+    result, events = traced(device, [program("test/frame_loop"), "8", "--sleep-us", "5000"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    frames = frames_of(events)
+    assert len(frames) == 8
+    for frame in frames:
+        assert frame["args"]["offcpu_blocked_ns"] >= 5000000, frame
+        assert frame["args"]["offcpu_voluntary"] >= 1 and frame["args"]["offcpu_threads"] == 1
+    # The sleeps are longer than the 1 ms threshold: each is a range in domain kernel.
+    blocked = [e for e in ranges(events, "kernel") if e["name"] == "off CPU: blocked"]
+    assert len(blocked) >= 8 and all(e["dur"] >= 5000 for e in blocked[:1])
+    marks = [e["name"] for e in events if e.get("ph") == "i" and e.get("cat") == "kernel"]
+    assert len(marks) == 8 and all(re.match(
+        r"frame \d+: runnable [\d.]+ ms \(\d+ preemptions?\), blocked [\d.]+ ms, \d+ faults?", m)
+        for m in marks), marks
+
+
+def test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable(make_device, tmp_path):
+    device = make_device(frames=10)
+    result, events = traced(device, [program("test/frame_loop"), "10", "--compete"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    frames = frames_of(events)
+    assert len(frames) == 10
+    runnable = [f["args"]["offcpu_runnable_ns"] for f in frames]
+    preempted = [f["args"]["offcpu_preemptions"] for f in frames]
+    # Each frame needs 2 ms of CPU on a CPU the busy thread also wants.
+    assert sum(1 for r, p in zip(runnable, preempted) if r > 0 and p > 0) >= len(frames) // 2, (
+        runnable, preempted)
+    assert any(e["name"] == "off CPU: runnable (waiting for a CPU)" for e in ranges(events, "kernel"))
+
+
+def test_the_harness_with_the_probe_has_figures_on_every_frame_and_the_same_output(make_device, tmp_path):
+    device = make_device(frames=12)
+    argv = [program("harness_physical"), "--frames", "12", "--async", "--threads"]
+    env = {"LD_LIBRARY_PATH": STUB}
+    plain = run(argv, env=env, shim=False, device=device)
+    result, events = traced(device, argv, tmp_path, env=env)
+    assert plain.stdout.splitlines()[:2] == result.stdout.splitlines()[:2]
+    assert result.returncode == plain.returncode == 0
+    lines = result.stderr.decode().splitlines()
+    assert lines[0].startswith("nvtxshim: kernel probe on: off-CPU time")
+    assert re.match(r"nvtxshim: kernel: worst frames by time off CPU: frame \d+ [\d.]+ ms", lines[-1])
+    frames = frames_of(events)
+    assert len(frames) == 12 and all(set(FIGURES) <= set(f["args"]) for f in frames)
+    # The capture thread (USB) and the main thread (inference) both make hooked calls.
+    assert max(f["args"]["offcpu_threads"] for f in frames) >= 2
+
+
+def test_under_nsys_each_frame_gets_a_kernel_mark(make_device, tmp_path):
+    device = make_device(frames=6)
+    result, events, _ = under_nsys(tmp_path, device, [program("test/frame_loop"), "6", "--sleep-us", "2000"],
+                                   dict(ON_ACT, NVTXSHIM_KERNEL="on"))
+    marks = sorted(e[2] for e in events if e[0] == 34 and e[1] == "kernel")
+    assert len(marks) == 6 and all(m.startswith("frame ") for m in marks), marks
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="setpriv (util-linux) is not installed")
+def test_without_the_capabilities_one_line_and_the_program_runs_on(make_device, tmp_path):
+    device = make_device(frames=4)
+    argv = [program("test/frame_loop"), "4"]
+    plain = run(argv, shim=False, device=device)
+    # Root without any capability: BPF is refused.
+    dropped = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"] + argv
+    result = run(dropped, env=dict(ON_ACT, NVTXSHIM_KERNEL="on"), device=device)
+    assert (result.stdout, result.returncode) == (plain.stdout, plain.returncode)
+    assert result.stderr.decode().splitlines() == [
+        "nvtxshim: NVTXSHIM_KERNEL=on: needs root, or CAP_BPF and CAP_PERFMON; the kernel probe stays off"]
