@@ -37,9 +37,12 @@ def check_report(output, frames, window):
     rows = table(output)
     for key in [("usb", "libusb_control_transfer"), ("usb", "libusb_bulk_transfer"),
                 ("usb", "libusb_interrupt_transfer"), ("cuda", "cuMemcpyHtoD"),
-                ("cuda", "cuMemcpyDtoHAsync"), ("x11", "XShmPutImage"), ("nvtxshim", "frame N")]:
+                ("cuda", "cuMemcpyDtoHAsync"), ("nvtxshim", "frame N")]:
         # The bulk transfers are the command (sync) and none for the streamed frames.
         assert rows.get(key) == frames, (key, rows)
+    # The demo captures on its own thread: frame k is drawn while frame k+1's USB work
+    # runs, so a window of frames may hold one drawing more or less than its frames.
+    assert abs(rows.get(("x11", "XShmPutImage"), 0) - frames) <= 1, rows
     assert "== Capture windows: 1" in output
     assert re.search(r"capture@nvtxshim\s+[\d.]+ ms\s+frames %s\n" % window, output), output
     assert "== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest" in output

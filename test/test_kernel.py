@@ -49,9 +49,12 @@ def test_a_frame_that_sleeps_shows_at_least_that_much_blocked(make_device, tmp_p
     for frame in frames:
         assert frame["args"]["offcpu_blocked_ns"] >= 5000000, frame
         assert frame["args"]["offcpu_voluntary"] >= 1 and frame["args"]["offcpu_threads"] == 1
-    # The sleeps are longer than the 1 ms threshold: each is a range in domain kernel.
+    # The sleeps are longer than the 1 ms threshold: each is a range in domain kernel
+    # (other waits over 1 ms, opening the device say, may be there too). An interval
+    # runs from the switch out, a little after nanosleep began, to the timer's wake-up,
+    # due 5 ms after it began: so a hair under 5 ms at worst.
     blocked = [e for e in ranges(events, "kernel") if e["name"] == "off CPU: blocked"]
-    assert len(blocked) >= 8 and all(e["dur"] >= 5000 for e in blocked[:1])
+    assert sum(1 for e in blocked if e["dur"] >= 4900) >= 8, sorted(round(e["dur"]) for e in blocked)
     marks = [e["name"] for e in events if e.get("ph") == "i" and e.get("cat") == "kernel"]
     assert len(marks) == 8 and all(re.match(
         r"frame \d+: runnable [\d.]+ ms \(\d+ preemptions?\), blocked [\d.]+ ms, \d+ faults?", m)
