@@ -194,10 +194,15 @@ TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/li
 deps:
 	$(Q)scripts/deps.sh
 
-test: deps all $(TEST_PROGRAMS)
+# deps first, then a fresh make: what deps installed (libbpf, nvcc, the NVTX
+# headers) changes what this Makefile finds when it is read.
+test: deps
+	$(Q)$(MAKE) --no-print-directory all $(TEST_PROGRAMS)
 	$(Q)$(PYTHON) -m pytest -q test/ -p no:cacheprovider
 
-demo: deps all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/harness_physical $(BUILD)/emucam \
+	  $(BUILD)/test/stub/libcuda.so.1
 	$(Q)scripts/demo.sh
 
 install: all

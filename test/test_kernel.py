@@ -11,7 +11,11 @@ import pytest
 from conftest import SHIM, STUB, load_trace, program, ranges, run
 from nsys import under_nsys
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the kernel probe needs root")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="the kernel probe needs root"),
+    pytest.mark.skipif(not os.path.exists("/sys/kernel/btf/vmlinux"),
+                       reason="this kernel has no BTF: the library is built without the probe"),
+]
 
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 FIGURES = ("offcpu_runnable_ns", "offcpu_blocked_ns", "offcpu_preemptions", "offcpu_voluntary",
