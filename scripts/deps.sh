@@ -12,8 +12,10 @@ packages=(
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   sqlite3 libsqlite3-dev
   nsight-systems nsight-systems-target
-  libbpf-dev bpftool clang
 )
+# For the kernel probe; where the distribution lacks one, the library is built
+# without the probe (make says so) and everything else works.
+optional=(libbpf-dev bpftool clang)
 
 # NVTX3 is header-only: the CUDA toolkit has it; otherwise Debian's nvidia-cuda-dev.
 nvtx_found=
@@ -22,11 +24,14 @@ for dir in "${CUDA_HOME:-/usr/local/cuda}/include" /usr/local/cuda/include /usr/
 done
 [ -n "$nvtx_found" ] || packages+=(nvidia-cuda-dev)
 
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 missing=()
 for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
+  installed "$p" || missing+=("$p")
+done
+optional_missing=()
+for p in "${optional[@]}"; do
+  installed "$p" || optional_missing+=("$p")
 done
 
 as_root() {
@@ -62,10 +67,20 @@ enable_nsight_component() {
     | as_root tee "$file" >/dev/null
 }
 
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "deps: installing: ${missing[*]}"
+if [ $((${#missing[@]} + ${#optional_missing[@]})) -gt 0 ]; then
   case " ${missing[*]} " in *" nsight-systems"*|*" nvidia-cuda-dev "*) enable_nsight_component ;; esac
   as_root apt-get update -q
+  for p in "${optional_missing[@]}"; do
+    candidate=$(apt-cache policy "$p" 2>/dev/null | sed -n 's/^ *Candidate: //p')
+    if [ -n "$candidate" ] && [ "$candidate" != "(none)" ]; then
+      missing+=("$p")
+    else
+      echo "deps: no package '$p' here: the library will be built without the kernel probe" >&2
+    fi
+  done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing: ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
