@@ -72,6 +72,9 @@ static _Atomic uint64_t current_frame;
 
 static struct nvs_kernel *probe;
 static struct ring_buffer *ring;
+/* The watched-threads map, as a descriptor: threads still making calls while
+ * the process exits never touch the freed skeleton. */
+static int watched_fd = -1;
 
 struct frame_figures {
     uint64_t frame;
@@ -170,6 +173,7 @@ void nvs_kernel_activate(void)
         goto out;
     }
     ring = ring_buffer__new(bpf_map__fd(probe->maps.intervals), on_interval, NULL, NULL);
+    watched_fd = bpf_map__fd(probe->maps.watched);
     nvs_kernel_running = true;
     bool usb = bpf_program__autoload(probe->progs.on_urb_submit);
     nvs_log_info("kernel probe on: off-CPU time (runnable, blocked), context switches, migrations "
@@ -195,7 +199,7 @@ void nvs_kernel_note_thread(void)
         struct nvs_thread zero;
         memset(&zero, 0, sizeof zero);
         int saved_errno = errno;
-        bpf_map_update_elem(bpf_map__fd(probe->maps.watched), &slot->tid, &zero, BPF_ANY);
+        bpf_map_update_elem(watched_fd, &slot->tid, &zero, BPF_ANY);
         errno = saved_errno;
         my_slot = slot;
     }
@@ -249,7 +253,7 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     unsigned count = atomic_load(&slot_count), threads = 0;
     if (count > SLOTS)
         count = SLOTS;
-    int map = bpf_map__fd(probe->maps.watched);
+    int map = watched_fd;
     for (unsigned i = 0; i < count; i++) {
         struct slot *slot = &slots[i];
         struct nvs_thread now;
