@@ -9,8 +9,9 @@
  *   time:D[+L]        from the first hooked call: open at D, closed at D+L;
  *   signal[:SIG]      each signal toggles it; the handler only counts, and the
  *                     next hooked call acts.
- * The time and signal triggers act inside hooked calls, so a program that
- * makes none sees the change at its next one (or at exit).
+ * The time and signal triggers act inside hooked calls (at frame boundaries
+ * when frames are counted), so a program that makes none sees the change at
+ * its next one (or at exit).
  *
  * Opening starts an NVTX range whose registered message and domain come from
  * NVTXSHIM_CAPTURE_NAME (nsys -c nvtx -p MESSAGE@DOMAIN) and/or calls the
@@ -38,7 +39,6 @@ __thread bool nvs_capture_close_after_call __attribute__((tls_model("initial-exe
 
 static struct {
     bool open;
-    bool finished;              /* a one-shot window is over */
     nvtxRangeId_t range;
     struct nvs_named_range name;
     bool name_ready;
@@ -49,7 +49,7 @@ static atomic_flag state_lock = ATOMIC_FLAG_INIT;
 
 static _Atomic uint64_t calls_seen;       /* calls:NAME */
 static _Atomic uint64_t first_call_ns;    /* time: */
-static atomic_bool time_over;
+static atomic_bool time_over;             /* time: the window has closed for good */
 static _Atomic unsigned signals_received; /* signal: written by the handler */
 static _Atomic unsigned signals_handled;
 /* The program's handler for the trigger's signal, kept behind ours: the one it
@@ -126,6 +126,15 @@ void nvs_capture_on_cuda_call(void)
     errno = saved_errno;
 }
 
+/* The capture range's domain and registered message. Called with the state
+ * lock held: at activation, and again at opening if NVTX was not ready then. */
+static void prepare_name(const struct nvs_config *config)
+{
+    if (!state.name_ready)
+        state.name_ready = nvs_named_range_prepare(&state.name, config->capture_domain,
+                                                   config->capture_message);
+}
+
 /* Called with the state lock held. */
 static void open_capture(void)
 {
@@ -135,9 +144,7 @@ static void open_capture(void)
     int saved_errno = errno;
     state.open = true;
     if (config->capture_via != NVS_VIA_CUDA) {
-        if (!state.name_ready)
-            state.name_ready = nvs_named_range_prepare(&state.name, config->capture_domain,
-                                                       config->capture_message);
+        prepare_name(config);
         if (state.name_ready)
             state.range = nvs_named_range_start(&state.name, CAPTURE_COLOR);
     }
@@ -168,12 +175,12 @@ static void evaluate_time(const struct nvs_config *config, uint64_t now)
         now < first + config->capture_delay_ns)
         return;
     lock();
-    if (!state.open && !state.finished)
+    /* Another thread may have closed the window for good since the check above. */
+    if (!state.open && !atomic_load(&time_over))
         open_capture();
     if (state.open && config->capture_duration_ns &&
         now >= first + config->capture_delay_ns + config->capture_duration_ns) {
         close_capture();
-        state.finished = true;
         atomic_store(&time_over, true);
     }
     unlock();
@@ -274,7 +281,6 @@ void nvs_capture_after_call(void)
     nvs_capture_close_after_call = false;
     lock();
     close_capture();
-    state.finished = true;
     unlock();
 }
 
@@ -395,9 +401,7 @@ void nvs_capture_activate(void)
         install_signal(config->capture_signal);
     if (config->capture_via != NVS_VIA_CUDA) {
         lock();
-        if (!state.name_ready)
-            state.name_ready = nvs_named_range_prepare(&state.name, config->capture_domain,
-                                                       config->capture_message);
+        prepare_name(config);
         unlock();
     }
     describe(config);
@@ -414,7 +418,6 @@ void nvs_capture_reset_after_fork(void)
 {
     atomic_flag_clear(&state_lock);
     state.open = false;
-    state.finished = false;
     atomic_store(&calls_seen, 0);
     atomic_store(&first_call_ns, 0);
     atomic_store(&time_over, false);

@@ -80,8 +80,7 @@ struct frame_figures {
     uint64_t frame;
     struct nvs_thread_figures sum;
 };
-static struct frame_figures worst[WORST];
-static unsigned frames_seen;
+static struct frame_figures worst[WORST];   /* frame 0: none yet */
 
 static int quiet(enum libbpf_print_level level, const char *format, va_list arguments)
 {
@@ -267,7 +266,6 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     }
     if (ring)
         ring_buffer__consume(ring);
-    frames_seen++;
     remember_if_worst(number, &sum);
 
     char text[256], migrations[40] = "", urbs[64] = "";
@@ -305,7 +303,7 @@ void nvs_kernel_finish(void)
     nvs_kernel_running = false;
     if (ring)
         ring_buffer__consume(ring);
-    if (frames_seen && worst[0].frame) {
+    if (worst[0].frame) {
         char line[512];
         int used = snprintf(line, sizeof line, "kernel: worst frames by time off CPU:");
         for (unsigned i = 0; i < WORST && worst[i].frame && used < (int)sizeof line; i++)

@@ -550,23 +550,22 @@ void nvs_record_range_args(uint64_t id, const char *members)
         snprintf(slot->extra, sizeof slot->extra, "%s", members);
 }
 
+static struct domain *create_domain(const char *name);
+
 void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uint64_t start_ns,
                          uint64_t end_ns, const char *members)
 {
     if (!state.enabled || atomic_load(&state.finished))
         return;
+    struct range range = { .start_ns = start_ns, .domain = create_domain(domain),
+                           .payload_type = NVTX_PAYLOAD_UNKNOWN };
+    if (!range.domain)
+        return;
+    escape_json(range.name, sizeof range.name, name);
     struct thread_buffer *buffer = begin_event();
     if (!buffer)
         return;
-    char event[EVENT_MAX];
-    int length = snprintf(event, sizeof event,
-                          "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64 ".%03u,"
-                          "\"dur\":%" PRIu64 ".%03u,\"pid\":%d,\"tid\":%u,\"args\":{%s}},\n",
-                          name, domain, start_ns / 1000, (unsigned)(start_ns % 1000),
-                          (end_ns - start_ns) / 1000, (unsigned)((end_ns - start_ns) % 1000),
-                          (int)state.pid, tid, members);
-    if (length > 0 && (size_t)length < sizeof event)
-        append(buffer, event, (size_t)length);
+    write_complete(buffer, &range, tid, end_ns, members);
     end_event(buffer);
 }
 
