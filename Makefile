@@ -123,7 +123,7 @@ $(BUILD)/usb_capture: examples/usb_capture.c
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lusb-1.0 -lpthread
 
-$(BUILD)/test/%: test/programs/%.c
+$(BUILD)/test/%: test/programs/%.c test/programs/emulated_device.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "emulated_device.h"
+
 #define MAX_RAISES 16
 
 static volatile sig_atomic_t handled;
@@ -92,12 +94,9 @@ int main(int argc, char **argv)
     }
 
     libusb_context *context;
-    if (libusb_init(&context) < 0)
-        return 1;
-    libusb_device_handle *handle = libusb_open_device_with_vid_pid(context, 0x1209, 0x0001);
+    libusb_device_handle *handle = open_emulated_device(&context);
     if (!handle)
         return 1;
-    libusb_claim_interface(handle, 0);
     static unsigned char frame[64 * 48 * 3];
     int action_index = 0, errors = 0;
     for (int i = 0; i < frames; i++) {

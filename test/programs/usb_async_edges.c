@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "emulated_device.h"
+
 static int callbacks;
 
 static void LIBUSB_CALL done(struct libusb_transfer *transfer)
@@ -20,12 +22,9 @@ static void LIBUSB_CALL done(struct libusb_transfer *transfer)
 int main(void)
 {
     libusb_context *context;
-    if (libusb_init(&context) < 0)
-        return 1;
-    libusb_device_handle *handle = libusb_open_device_with_vid_pid(context, 0x1209, 0x0001);
+    libusb_device_handle *handle = open_emulated_device(&context);
     if (!handle)
         return 1;
-    libusb_claim_interface(handle, 0);
     static unsigned char buffer[9216];
 
     struct libusb_transfer *iso = libusb_alloc_transfer(4);

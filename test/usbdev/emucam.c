@@ -48,10 +48,15 @@ struct camera {
 static struct camera camera = { .width = 64, .height = 48 };
 static pid_t child;
 
+static int target_of(unsigned index)
+{
+    return (int)((index * 7 + 3) % (GRID * GRID));
+}
+
 /* Frame INDEX: a dim moving pattern and one bright block in the cell it asks for. */
 static void render(unsigned index, unsigned char *out, int width, int height)
 {
-    int target = (int)((index * 7 + 3) % (GRID * GRID));
+    int target = target_of(index);
     int cell_w = width / GRID, cell_h = height / GRID;
     for (int y = 0; y < height; y++) {
         for (int x = 0; x < width; x++) {
@@ -63,11 +68,6 @@ static void render(unsigned index, unsigned char *out, int width, int height)
             p[2] = bright ? 0xd0 : (unsigned char)((base + 27) % 40);
         }
     }
-}
-
-static int target_of(unsigned index)
-{
-    return (int)((index * 7 + 3) % (GRID * GRID));
 }
 
 static bool marked(const int *list, int count, unsigned index)
