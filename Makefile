@@ -191,6 +191,10 @@ TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/li
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
 
+# Targets beyond the library and its tests (bench, sanitizers, fuzz, soak)
+# live in mk/*.mk; each may add to TEST_PROGRAMS.
+-include $(sort $(wildcard mk/*.mk))
+
 deps:
 	$(Q)scripts/deps.sh
 
