@@ -2,9 +2,17 @@
  *
  * Every NVTX instance in the process (ours and the program's) finds this
  * library through NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2,
- * where we fill its function table. Events go into a per-thread buffer that
- * is written out whole when full, so memory stays bounded and the file grows
- * as the program runs; ranges are written once they end ("ph":"X"). */
+ * where we fill its function table.
+ *
+ * The file is written through shared mappings: each recording thread owns a
+ * chunk of the file, filled with spaces when it is reserved, and appends whole
+ * events to it, so every event is in the file (the page cache) the moment it
+ * is written. A process that dies of a signal or leaves through _exit leaves a
+ * trace that lacks only its closing "]}". The hot path formats by hand into the
+ * mapping: no lock, no system call, no allocation; one atomic exchange per
+ * event written, so that exit can take each thread's chunk between two events.
+ * Where the path is not a regular file (a FIFO), chunks are private buffers
+ * written out when full. */
 #define _GNU_SOURCE
 #include "record.h"
 
@@ -12,11 +20,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,45 +38,64 @@
 #include "config.h"
 #include "log.h"
 
-#define BUFFER_BYTES (64u * 1024u)
-#define EVENT_MAX 1024u         /* one event's JSON, at most */
-#define NAME_MAX_BYTES 256u     /* a message, JSON-escaped, at most */
+#define CHUNK_BYTES (256u * 1024u)  /* a thread's share of the file, mapped */
+#define PRIVATE_BYTES (64u * 1024u) /* a thread's buffer where the file cannot be mapped */
+#define EVENT_MAX 1536u             /* one event's JSON, at most */
+#define METADATA_MAX 256u           /* a thread-name event, at most */
+#define NAME_MAX_BYTES 256u         /* a message, JSON-escaped, at most */
 #define STACK_DEPTH 64
 #define OPEN_RANGES 4096u
-#define EXTRA_MAX 384u          /* extra JSON members of a start/end range's args */
+#define EXTRA_MAX 384u              /* extra JSON members of a start/end range's args */
 #define CATEGORIES 64u
+#define CATEGORY_BYTES 48u
+#define TAKE_ATTEMPTS 100000u       /* yields before exit gives up on a thread's chunk */
+
+struct category {
+    _Atomic uint8_t length;         /* 0: unnamed; set once, after the text */
+    char text[CATEGORY_BYTES];      /* JSON-escaped */
+};
 
 struct domain {
     struct domain *next;
-    char name[NAME_MAX_BYTES];
-    char categories[CATEGORIES][48];
+    uint32_t name_length;
+    char name[NAME_MAX_BYTES];      /* JSON-escaped */
+    struct category categories[CATEGORIES];
 };
 
 struct registered_string {
-    char text[NAME_MAX_BYTES];  /* JSON-escaped */
+    uint32_t length;
+    char text[NAME_MAX_BYTES];      /* JSON-escaped */
 };
 
 /* What a range carries from its start to its end. */
 struct range {
     uint64_t start_ns;
     const struct domain *domain;
+    const struct registered_string *registered;     /* NULL: the name is inline */
     uint32_t category;
     uint32_t color;
-    int payload_type;
-    uint64_t payload;           /* raw bits of the NVTX payload */
-    char name[NAME_MAX_BYTES];
+    int32_t payload_type;
+    uint32_t inline_length;
+    uint64_t payload;               /* raw bits of the NVTX payload */
+    char inline_name[NAME_MAX_BYTES];
 };
 
 struct thread_buffer {
     struct thread_buffer *next;     /* all buffers, under state.lock */
-    atomic_flag busy;               /* held by the owner while appending */
+    atomic_flag busy;               /* held by the owner while it writes an event */
     bool in_use;                    /* has an owner thread */
+    bool named;                     /* its thread-name event is written */
+    bool mapped;                    /* DATA maps the file at OFFSET */
     uint32_t tid;
-    bool named;
+    char *data;                     /* the current chunk */
     size_t used;
+    size_t size;
+    off_t offset;
+    char *memory;                   /* the private buffer, where the file is not mapped */
+    uint32_t ids_length;
+    char ids[48];                   /* ,"pid":P,"tid":T */
     int depth;
     struct range stack[STACK_DEPTH];
-    char data[BUFFER_BYTES];
 };
 
 struct open_range {
@@ -83,7 +113,11 @@ static struct {
     char path_template[NVS_PATH_MAX];
     char path[NVS_PATH_MAX];
     int fd;                         /* -1 until the first event */
+    bool seekable;                  /* a regular file: positioned writes, truncation */
+    bool mappable;                  /* chunks are mappings of the file */
+    off_t file_size;                /* bytes written or reserved */
     off_t end_before_terminator;
+    off_t removed_comma;            /* where finish blanked the last event's comma, or -1 */
     pid_t pid;
     bool forked_child;
     struct thread_buffer *buffers;
@@ -93,7 +127,8 @@ static struct {
 } state = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .fd = -1,
-    .default_domain = { .name = "default" },
+    .removed_comma = -1,
+    .default_domain = { .name_length = 7, .name = "default" },
 };
 
 static struct open_range open_ranges[OPEN_RANGES];
@@ -104,13 +139,22 @@ static __thread struct thread_buffer *my_buffer __attribute__((tls_model("initia
 
 static size_t escape_json(char *out, size_t size, const char *text)
 {
+    static const char hex[] = "0123456789abcdef";
     size_t used = 0;
     for (const unsigned char *c = (const unsigned char *)(text ? text : ""); *c; c++) {
-        char piece[8];
-        size_t length;
-        if (*c == '"' || *c == '\\') { piece[0] = '\\'; piece[1] = (char)*c; length = 2; }
-        else if (*c < 0x20) length = (size_t)snprintf(piece, sizeof piece, "\\u%04x", *c);
-        else { piece[0] = (char)*c; length = 1; }
+        char piece[6];
+        size_t length = 1;
+        piece[0] = (char)*c;
+        if (*c == '"' || *c == '\\') {
+            piece[0] = '\\';
+            piece[1] = (char)*c;
+            length = 2;
+        } else if (*c < 0x20) {
+            memcpy(piece, "\\u00", 4);
+            piece[4] = hex[*c >> 4];
+            piece[5] = hex[*c & 15];
+            length = 6;
+        }
         if (used + length + 1 > size)
             break;
         memcpy(out + used, piece, length);
@@ -142,26 +186,6 @@ static void wide_to_utf8(char *out, size_t size, const wchar_t *text)
     out[used] = '\0';
 }
 
-static void message_text(char *out, size_t size, nvtxMessageType_t type, nvtxMessageValue_t value)
-{
-    char utf8[NAME_MAX_BYTES];
-    switch (type) {
-    case NVTX_MESSAGE_TYPE_ASCII:
-        escape_json(out, size, value.ascii);
-        return;
-    case NVTX_MESSAGE_TYPE_UNICODE:
-        wide_to_utf8(utf8, sizeof utf8, value.unicode);
-        escape_json(out, size, utf8);
-        return;
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-        snprintf(out, size, "%s",
-                 value.registered ? ((const struct registered_string *)value.registered)->text : "");
-        return;
-    default:
-        out[0] = '\0';
-    }
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec now;
@@ -169,19 +193,186 @@ static uint64_t now_ns(void)
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
+/* ---- formatting: by hand, straight into the chunk -------------------------- */
+
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline char *put(char *out, const char *text, size_t length)
+{
+    memcpy(out, text, length);
+    return out + length;
+}
+
+#define PUT_LITERAL(out, literal) put((out), (literal), sizeof(literal) - 1)
+
+static char *put_u64(char *out, uint64_t value)
+{
+    char digits[20];
+    char *end = digits + sizeof digits, *first = end;
+    while (value >= 100) {
+        unsigned pair = (unsigned)(value % 100);
+        value /= 100;
+        first -= 2;
+        memcpy(first, digit_pairs + 2 * pair, 2);
+    }
+    if (value >= 10) {
+        first -= 2;
+        memcpy(first, digit_pairs + 2 * value, 2);
+    } else {
+        *--first = (char)('0' + value);
+    }
+    return put(out, first, (size_t)(end - first));
+}
+
+static char *put_i64(char *out, int64_t value)
+{
+    if (value < 0) {
+        *out++ = '-';
+        return put_u64(out, 0 - (uint64_t)value);
+    }
+    return put_u64(out, (uint64_t)value);
+}
+
+/* Nanoseconds as microseconds with three decimals, as Chrome traces count. */
+static char *put_time(char *out, uint64_t ns)
+{
+    out = put_u64(out, ns / 1000);
+    unsigned rest = (unsigned)(ns % 1000);
+    *out++ = '.';
+    *out++ = (char)('0' + rest / 100);
+    memcpy(out, digit_pairs + 2 * (rest % 100), 2);
+    return out + 2;
+}
+
+static char *put_ids(char *out, pid_t pid, uint32_t tid)
+{
+    out = PUT_LITERAL(out, ",\"pid\":");
+    out = put_i64(out, pid);
+    out = PUT_LITERAL(out, ",\"tid\":");
+    return put_u64(out, tid);
+}
+
+static char *put_payload(char *out, const struct range *range)
+{
+    char text[48];
+    switch (range->payload_type) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: return put_u64(out, range->payload);
+    case NVTX_PAYLOAD_TYPE_INT64:          return put_i64(out, (int64_t)range->payload);
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return put_u64(out, (uint32_t)range->payload);
+    case NVTX_PAYLOAD_TYPE_INT32:          return put_i64(out, (int32_t)(uint32_t)range->payload);
+    case NVTX_PAYLOAD_TYPE_DOUBLE: {
+        double value;
+        memcpy(&value, &range->payload, sizeof value);
+        snprintf(text, sizeof text, "%.17g", value);
+        break;
+    }
+    case NVTX_PAYLOAD_TYPE_FLOAT: {
+        float value;
+        uint32_t bits = (uint32_t)range->payload;
+        memcpy(&value, &bits, sizeof value);
+        snprintf(text, sizeof text, "%.9g", (double)value);
+        break;
+    }
+    default:
+        return out;
+    }
+    /* JSON has no inf or nan: those go out as strings. */
+    bool number = strspn(text, "0123456789+-.e") == strlen(text);
+    if (!number)
+        *out++ = '"';
+    out = put(out, text, strlen(text));
+    if (!number)
+        *out++ = '"';
+    return out;
+}
+
+static bool has_payload(const struct range *range)
+{
+    switch (range->payload_type) {
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: case NVTX_PAYLOAD_TYPE_INT64:
+    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: case NVTX_PAYLOAD_TYPE_INT32:
+    case NVTX_PAYLOAD_TYPE_DOUBLE: case NVTX_PAYLOAD_TYPE_FLOAT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ,"args":{...}: payload, colour, category name (or number), then EXTRA. */
+static char *put_args(char *out, const struct range *range, const char *extra)
+{
+    static const char hex[] = "0123456789abcdef";
+    out = PUT_LITERAL(out, ",\"args\":{");
+    char *first = out;
+    if (has_payload(range)) {
+        out = PUT_LITERAL(out, "\"payload\":");
+        out = put_payload(out, range);
+    }
+    if (range->color) {
+        if (out != first)
+            *out++ = ',';
+        out = PUT_LITERAL(out, "\"color\":\"#");
+        for (int shift = 20; shift >= 0; shift -= 4)
+            *out++ = hex[(range->color >> shift) & 15];
+        *out++ = '"';
+    }
+    if (range->category) {
+        if (out != first)
+            *out++ = ',';
+        out = PUT_LITERAL(out, "\"category\":");
+        const struct category *category =
+            range->category < CATEGORIES ? &range->domain->categories[range->category] : NULL;
+        uint8_t length = category ? atomic_load_explicit(&category->length, memory_order_acquire) : 0;
+        if (length) {
+            *out++ = '"';
+            out = put(out, category->text, length);
+            *out++ = '"';
+        } else {
+            out = put_u64(out, range->category);
+        }
+    }
+    if (extra && extra[0]) {
+        if (out != first)
+            *out++ = ',';
+        out = put(out, extra, strnlen(extra, EXTRA_MAX));
+    }
+    *out++ = '}';
+    return out;
+}
+
+static char *put_name(char *out, const struct range *range)
+{
+    if (range->registered)
+        return put(out, range->registered->text, range->registered->length);
+    return put(out, range->inline_name, range->inline_length);
+}
+
 /* ---- the file -------------------------------------------------------------- */
 
-static void write_all(int fd, const char *data, size_t length)
+static bool write_at(const char *data, size_t length, off_t offset)
 {
     while (length > 0) {
-        ssize_t written = write(fd, data, length);
+        ssize_t written = state.seekable ? pwrite(state.fd, data, length, offset)
+                                         : write(state.fd, data, length);
         if (written < 0 && errno == EINTR)
             continue;
         if (written <= 0)
-            return;
+            return false;
         data += written;
+        offset += written;
         length -= (size_t)written;
     }
+    return true;
+}
+
+/* Appends at the end of what is written or reserved; with state.lock held. */
+static void append_to_file(const char *data, size_t length)
+{
+    if (write_at(data, length, state.file_size))
+        state.file_size += (off_t)length;
 }
 
 /* %p -> pid, %% -> %; a forked child without %p writes NAME.PID.EXT. */
@@ -215,58 +406,153 @@ static void expand_path(char *out, size_t size, const char *template, pid_t pid,
     }
 }
 
-/* A metadata event; ENDING follows it: ",\n" inside the array, "\n]}\n" last. */
-static void write_metadata(int fd, const char *name, uint32_t tid, const char *value,
-                           const char *ending)
+static int format_metadata(char *line, size_t size, const char *name, uint32_t tid,
+                           const char *value)
 {
-    char escaped[NAME_MAX_BYTES], line[EVENT_MAX];
+    char escaped[NAME_MAX_BYTES];
     escape_json(escaped, sizeof escaped, value);
-    int length = snprintf(line, sizeof line,
-                          "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
-                          "\"args\":{\"name\":\"%s\"}}%s", name, (int)state.pid, tid, escaped,
-                          ending);
-    write_all(fd, line, (size_t)length);
+    return snprintf(line, size, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
+                    "\"args\":{\"name\":\"%s\"}},\n", name, (int)state.pid, tid, escaped);
 }
 
-/* Called with state.lock held. */
+/* Creates the file at the first event; with state.lock held. The file gets the
+ * user's umask, and a symbolic link in its place is refused, not followed. */
 static bool ensure_file(void)
 {
     if (state.fd >= 0)
         return true;
     expand_path(state.path, sizeof state.path, state.path_template, state.pid, state.forked_child);
-    int fd = open(state.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        nvs_log_info("NVTXSHIM_TRACE: cannot write %s: %s; no trace is recorded\n", state.path,
-                     strerror(errno));
+    int fd = open(state.path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    struct stat status;
+    if (fd < 0 || fstat(fd, &status) != 0) {
+        const char *why = errno == ELOOP ? "it is a symbolic link" : strerror(errno);
+        nvs_log_info("NVTXSHIM_TRACE: cannot write %s: %s; no trace is recorded\n", state.path, why);
+        if (fd >= 0)
+            close(fd);
         state.enabled = false;
         return false;
     }
     state.fd = fd;
-    static const char header[] = "{\"traceEvents\":[\n";
-    write_all(fd, header, sizeof header - 1);
-    write_metadata(fd, "process_name", (uint32_t)state.pid, program_invocation_short_name, ",\n");
+    state.seekable = state.mappable = S_ISREG(status.st_mode);
+    state.file_size = 0;
+    char header[NAME_MAX_BYTES + 128];
+    static const char start[] = "{\"traceEvents\":[\n";
+    memcpy(header, start, sizeof start - 1);
+    int length = format_metadata(header + sizeof start - 1, sizeof header - (sizeof start - 1),
+                                 "process_name", (uint32_t)state.pid, program_invocation_short_name);
+    append_to_file(header, sizeof start - 1 + (size_t)length);
+    if (state.mappable) {
+        /* Chunks are mapped at page boundaries: blanks up to the first. */
+        long page = sysconf(_SC_PAGESIZE);
+        off_t first = page > 0 && CHUNK_BYTES % (unsigned long)page == 0 ? page : CHUNK_BYTES;
+        char blanks[512];
+        memset(blanks, ' ', sizeof blanks);
+        while (state.mappable && state.file_size < first) {
+            size_t gap = (size_t)(first - state.file_size);
+            off_t before = state.file_size;
+            append_to_file(blanks, gap < sizeof blanks ? gap : sizeof blanks);
+            state.mappable = state.file_size > before;
+        }
+    }
     return true;
 }
 
-static void flush_locked(struct thread_buffer *buffer)
+static void drop_chunk(struct thread_buffer *buffer)
 {
-    if (buffer->used && ensure_file())
-        write_all(state.fd, buffer->data, buffer->used);
-    buffer->used = 0;
+    if (buffer->mapped)
+        munmap(buffer->data, buffer->size);
+    buffer->mapped = false;
+    buffer->data = NULL;
+    buffer->size = buffer->used = 0;
+}
+
+/* Gives BUFFER room for more events: the next chunk of the file, or its private
+ * buffer written out. The owner holds BUFFER->busy. False: no more recording. */
+static bool next_chunk(struct thread_buffer *buffer)
+{
+    void *mapping = MAP_FAILED;
+    pthread_mutex_lock(&state.lock);
+    if (!buffer->mapped && buffer->used && state.fd >= 0)
+        append_to_file(buffer->data, buffer->used);
+    drop_chunk(buffer);
+    bool ready = state.enabled && ensure_file();
+    if (ready && state.mappable) {
+        off_t offset = state.file_size;
+        if (ftruncate(state.fd, offset + CHUNK_BYTES) == 0)
+            mapping = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                           state.fd, offset);
+        if (mapping != MAP_FAILED) {
+            state.file_size = offset + CHUNK_BYTES;
+            buffer->offset = offset;
+        } else {
+            /* No mapping (no space, a file system without mmap): write instead. */
+            if (ftruncate(state.fd, offset) != 0)
+                state.file_size = lseek(state.fd, 0, SEEK_END);
+            state.mappable = false;
+        }
+    }
+    pthread_mutex_unlock(&state.lock);
+    if (!ready)
+        return false;
+    if (mapping != MAP_FAILED) {
+        /* Spaces, not holes: the file is valid JSON up to its last event at any moment. */
+        memset(mapping, ' ', CHUNK_BYTES);
+        buffer->data = mapping;
+        buffer->size = CHUNK_BYTES;
+        buffer->mapped = true;
+        return true;
+    }
+    if (!buffer->memory && !(buffer->memory = malloc(PRIVATE_BYTES)))
+        return false;
+    buffer->data = buffer->memory;
+    buffer->size = PRIVATE_BYTES;
+    return true;
 }
 
 /* ---- per-thread buffers ------------------------------------------------------ */
 
+static void set_ids(struct thread_buffer *buffer)
+{
+    buffer->ids_length = (uint32_t)(put_ids(buffer->ids, state.pid, buffer->tid) - buffer->ids);
+}
+
+/* Takes BUFFER from its owner between two events, for exit. False when it is
+ * our own, interrupted mid-event by a signal handler that exits, or when its
+ * owner does not finish its event in time (stopped by a debugger). */
+static bool take(struct thread_buffer *buffer)
+{
+    if (!atomic_flag_test_and_set_explicit(&buffer->busy, memory_order_acquire))
+        return true;
+    if (buffer == my_buffer)
+        return false;
+    for (unsigned attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
+        sched_yield();
+        if (!atomic_flag_test_and_set_explicit(&buffer->busy, memory_order_acquire))
+            return true;
+    }
+    return false;
+}
+
+static void give_back(struct thread_buffer *buffer)
+{
+    atomic_flag_clear_explicit(&buffer->busy, memory_order_release);
+}
+
 static void release_buffer(void *opaque)
 {
     struct thread_buffer *buffer = opaque;
-    while (atomic_flag_test_and_set_explicit(&buffer->busy, memory_order_acquire))
-        ;
+    bool taken = take(buffer);
     pthread_mutex_lock(&state.lock);
-    flush_locked(buffer);
+    if (taken && !buffer->mapped && buffer->used && state.fd >= 0 &&
+        !atomic_load(&state.finished)) {
+        append_to_file(buffer->data, buffer->used);
+        buffer->used = 0;
+    }
+    /* A mapped chunk stays with the buffer: the next thread goes on filling it. */
     buffer->in_use = false;
     pthread_mutex_unlock(&state.lock);
-    atomic_flag_clear_explicit(&buffer->busy, memory_order_release);
+    if (taken)
+        give_back(buffer);
     my_buffer = NULL;
 }
 
@@ -291,7 +577,7 @@ static struct thread_buffer *acquire_buffer(void)
         buffer->tid = (uint32_t)syscall(SYS_gettid);
         buffer->named = false;
         buffer->depth = 0;
-        buffer->used = 0;
+        set_ids(buffer);
     }
     pthread_mutex_unlock(&state.lock);
     if (buffer) {
@@ -301,48 +587,36 @@ static struct thread_buffer *acquire_buffer(void)
     return buffer;
 }
 
-/* Appends one event (LENGTH bytes of JSON ending ",\n") for the calling thread. */
-static void append(struct thread_buffer *buffer, const char *event, size_t length)
-{
-    if (buffer->used + length > BUFFER_BYTES) {
-        pthread_mutex_lock(&state.lock);
-        flush_locked(buffer);
-        pthread_mutex_unlock(&state.lock);
-    }
-    memcpy(buffer->data + buffer->used, event, length);
-    buffer->used += length;
-}
-
-/* Takes the calling thread's buffer for one event; NULL when recording stopped. */
+/* Takes the calling thread's buffer, with room, for one event; NULL when
+ * recording stopped. The caller writes at data + used, then end_event(). */
 static struct thread_buffer *begin_event(void)
 {
-    if (!state.enabled || atomic_load_explicit(&state.finished, memory_order_acquire))
+    if (!state.enabled)
         return NULL;
-    struct thread_buffer *buffer = acquire_buffer();
+    struct thread_buffer *buffer = my_buffer ? my_buffer : acquire_buffer();
     if (!buffer)
         return NULL;
     while (atomic_flag_test_and_set_explicit(&buffer->busy, memory_order_acquire))
-        ;
-    if (atomic_load_explicit(&state.finished, memory_order_acquire)) {
-        atomic_flag_clear_explicit(&buffer->busy, memory_order_release);
+        ;   /* only exit takes it, between two of our events */
+    if (atomic_load_explicit(&state.finished, memory_order_relaxed) ||
+        (buffer->size - buffer->used < EVENT_MAX + METADATA_MAX && !next_chunk(buffer))) {
+        give_back(buffer);
         return NULL;
     }
     if (!buffer->named) {
-        char name[17] = "", line[EVENT_MAX], escaped[64];
+        char name[17] = "";
         buffer->named = true;
         prctl(PR_GET_NAME, name, 0, 0, 0);
-        escape_json(escaped, sizeof escaped, name);
-        int length = snprintf(line, sizeof line,
-                              "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
-                              "\"args\":{\"name\":\"%s\"}},\n", (int)state.pid, buffer->tid, escaped);
-        append(buffer, line, (size_t)length);
+        buffer->used += (size_t)format_metadata(buffer->data + buffer->used, METADATA_MAX,
+                                                "thread_name", buffer->tid, name);
     }
     return buffer;
 }
 
-static void end_event(struct thread_buffer *buffer)
+static void end_event(struct thread_buffer *buffer, char *end)
 {
-    atomic_flag_clear_explicit(&buffer->busy, memory_order_release);
+    buffer->used = (size_t)(end - buffer->data);
+    give_back(buffer);
 }
 
 /* ---- events ------------------------------------------------------------------- */
@@ -350,106 +624,73 @@ static void end_event(struct thread_buffer *buffer)
 static void capture(struct range *range, const struct domain *domain,
                     const nvtxEventAttributes_t *attributes)
 {
-    range->start_ns = now_ns();
     range->domain = domain ? domain : &state.default_domain;
+    range->registered = NULL;
     range->category = 0;
     range->color = 0;
     range->payload_type = NVTX_PAYLOAD_UNKNOWN;
-    range->name[0] = '\0';
+    range->payload = 0;
+    range->inline_length = 0;
     if (!attributes)
         return;
     range->category = attributes->category;
-    range->color = attributes->colorType == NVTX_COLOR_ARGB ? attributes->color : 0;
+    range->color = attributes->colorType == NVTX_COLOR_ARGB ? attributes->color & 0xffffffu : 0;
     range->payload_type = attributes->payloadType;
     range->payload = attributes->payload.ullValue;
-    message_text(range->name, sizeof range->name, attributes->messageType, attributes->message);
+    char utf8[NAME_MAX_BYTES];
+    switch (attributes->messageType) {
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+        if (attributes->message.registered)
+            range->registered = (const struct registered_string *)attributes->message.registered;
+        break;
+    case NVTX_MESSAGE_TYPE_ASCII:
+        range->inline_length = (uint32_t)escape_json(range->inline_name, sizeof range->inline_name,
+                                                     attributes->message.ascii);
+        break;
+    case NVTX_MESSAGE_TYPE_UNICODE:
+        wide_to_utf8(utf8, sizeof utf8, attributes->message.unicode);
+        range->inline_length = (uint32_t)escape_json(range->inline_name, sizeof range->inline_name,
+                                                     utf8);
+        break;
+    default:
+        break;
+    }
 }
 
 static void capture_text(struct range *range, const char *text)
 {
     capture(range, NULL, NULL);
-    escape_json(range->name, sizeof range->name, text);
+    range->inline_length = (uint32_t)escape_json(range->inline_name, sizeof range->inline_name, text);
 }
 
-static int format_args(char *out, size_t size, const struct range *range, const char *extra)
+/* {"name":...,"ph":"X",...},\n at OUT; IDS is ,"pid":P,"tid":T. */
+static char *put_complete(char *out, const struct range *range, const char *ids, size_t ids_length,
+                          uint64_t end_ns, const char *extra)
 {
-    int used = 0;
-    char payload[48] = "";
-    switch (range->payload_type) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
-        snprintf(payload, sizeof payload, "%" PRIu64, range->payload); break;
-    case NVTX_PAYLOAD_TYPE_INT64:
-        snprintf(payload, sizeof payload, "%" PRId64, (int64_t)range->payload); break;
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32:
-        snprintf(payload, sizeof payload, "%" PRIu32, (uint32_t)range->payload); break;
-    case NVTX_PAYLOAD_TYPE_INT32:
-        snprintf(payload, sizeof payload, "%" PRId32, (int32_t)range->payload); break;
-    case NVTX_PAYLOAD_TYPE_DOUBLE: {
-        double value;
-        memcpy(&value, &range->payload, sizeof value);
-        snprintf(payload, sizeof payload, "%.17g", value);
-        break;
-    }
-    case NVTX_PAYLOAD_TYPE_FLOAT: {
-        float value;
-        uint32_t bits = (uint32_t)range->payload;
-        memcpy(&value, &bits, sizeof value);
-        snprintf(payload, sizeof payload, "%.9g", (double)value);
-        break;
-    }
-    }
-    used += snprintf(out + used, size - (size_t)used, ",\"args\":{");
-    const char *separator = "";
-    if (payload[0]) {
-        used += snprintf(out + used, size - (size_t)used, "\"payload\":%s", payload);
-        separator = ",";
-    }
-    if (range->color) {
-        used += snprintf(out + used, size - (size_t)used, "%s\"color\":\"#%06x\"", separator,
-                         range->color & 0xffffffu);
-        separator = ",";
-    }
-    if (range->category) {
-        const char *name = range->category < CATEGORIES ? range->domain->categories[range->category] : "";
-        if (name[0])
-            used += snprintf(out + used, size - (size_t)used, "%s\"category\":\"%s\"", separator, name);
-        else
-            used += snprintf(out + used, size - (size_t)used, "%s\"category\":%u", separator,
-                             range->category);
-        separator = ",";
-    }
-    if (extra && extra[0])
-        used += snprintf(out + used, size - (size_t)used, "%s%s", separator, extra);
-    used += snprintf(out + used, size - (size_t)used, "}");
-    return used;
+    out = PUT_LITERAL(out, "{\"name\":\"");
+    out = put_name(out, range);
+    out = PUT_LITERAL(out, "\",\"cat\":\"");
+    out = put(out, range->domain->name, range->domain->name_length);
+    out = PUT_LITERAL(out, "\",\"ph\":\"X\",\"ts\":");
+    out = put_time(out, range->start_ns);
+    out = PUT_LITERAL(out, ",\"dur\":");
+    out = put_time(out, end_ns > range->start_ns ? end_ns - range->start_ns : 0);
+    out = put(out, ids, ids_length);
+    out = put_args(out, range, extra);
+    return PUT_LITERAL(out, "},\n");
 }
 
-static void write_complete(struct thread_buffer *buffer, const struct range *range, uint32_t tid,
-                           uint64_t end_ns, const char *extra)
+/* A range ended on thread TID (not necessarily the caller's). */
+static void write_complete(const struct range *range, uint32_t tid, uint64_t end_ns,
+                           const char *extra)
 {
-    char event[EVENT_MAX], args[256 + EXTRA_MAX];
-    format_args(args, sizeof args, range, extra);
-    int length = snprintf(event, sizeof event,
-                          "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%" PRIu64 ".%03u,"
-                          "\"dur\":%" PRIu64 ".%03u,\"pid\":%d,\"tid\":%u%s},\n",
-                          range->name, range->domain->name, range->start_ns / 1000,
-                          (unsigned)(range->start_ns % 1000), (end_ns - range->start_ns) / 1000,
-                          (unsigned)((end_ns - range->start_ns) % 1000), (int)state.pid, tid, args);
-    if (length > 0 && (size_t)length < sizeof event)
-        append(buffer, event, (size_t)length);
-}
-
-static void write_instant(struct thread_buffer *buffer, const struct range *mark)
-{
-    char event[EVENT_MAX], args[256];
-    format_args(args, sizeof args, mark, NULL);
-    int length = snprintf(event, sizeof event,
-                          "{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%" PRIu64
-                          ".%03u,\"pid\":%d,\"tid\":%u%s},\n",
-                          mark->name, mark->domain->name, mark->start_ns / 1000,
-                          (unsigned)(mark->start_ns % 1000), (int)state.pid, buffer->tid, args);
-    if (length > 0 && (size_t)length < sizeof event)
-        append(buffer, event, (size_t)length);
+    struct thread_buffer *buffer = begin_event();
+    if (!buffer)
+        return;
+    char ids[48];
+    size_t ids_length = (size_t)(put_ids(ids, state.pid, tid) - ids);
+    end_event(buffer, put_complete(buffer->data + buffer->used, range, ids, ids_length, end_ns,
+                                   extra));
 }
 
 static void mark(const struct range *mark)
@@ -457,20 +698,35 @@ static void mark(const struct range *mark)
     struct thread_buffer *buffer = begin_event();
     if (!buffer)
         return;
-    write_instant(buffer, mark);
-    end_event(buffer);
+    char *out = buffer->data + buffer->used;
+    out = PUT_LITERAL(out, "{\"name\":\"");
+    out = put_name(out, mark);
+    out = PUT_LITERAL(out, "\",\"cat\":\"");
+    out = put(out, mark->domain->name, mark->domain->name_length);
+    out = PUT_LITERAL(out, "\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+    out = put_time(out, mark->start_ns);
+    out = put(out, buffer->ids, buffer->ids_length);
+    out = put_args(out, mark, NULL);
+    end_event(buffer, PUT_LITERAL(out, "},\n"));
 }
 
-static int push(const struct range *range)
+static int push(const struct domain *domain, const nvtxEventAttributes_t *attributes,
+                const char *text)
 {
-    struct thread_buffer *buffer = begin_event();
+    if (!state.enabled)
+        return -1;
+    struct thread_buffer *buffer = my_buffer ? my_buffer : acquire_buffer();
     if (!buffer)
         return -1;
-    int level = buffer->depth;
-    if (buffer->depth < STACK_DEPTH)
-        buffer->stack[buffer->depth] = *range;
-    buffer->depth++;
-    end_event(buffer);
+    int level = buffer->depth++;
+    if (level < STACK_DEPTH) {
+        struct range *range = &buffer->stack[level];
+        if (text)
+            capture_text(range, text);
+        else
+            capture(range, domain, attributes);
+        range->start_ns = now_ns();     /* last: the range holds as little of ours as can be */
+    }
     return level;
 }
 
@@ -478,27 +734,23 @@ static int push(const struct range *range)
 static int pop(const struct domain *domain)
 {
     uint64_t end_ns = now_ns();
-    struct thread_buffer *buffer = begin_event();
-    if (!buffer)
+    struct thread_buffer *buffer = my_buffer;
+    if (!state.enabled || !buffer || buffer->depth == 0)
         return -1;
-    int level = -1;
-    if (buffer->depth > STACK_DEPTH) {
-        buffer->depth--;            /* deeper than we keep: counted, not written */
-        level = buffer->depth;
-    } else {
-        for (int i = buffer->depth - 1; i >= 0; i--) {
-            if (buffer->stack[i].domain == domain) {
-                write_complete(buffer, &buffer->stack[i], buffer->tid, end_ns, NULL);
-                memmove(&buffer->stack[i], &buffer->stack[i + 1],
-                        (size_t)(buffer->depth - 1 - i) * sizeof buffer->stack[0]);
-                buffer->depth--;
-                level = buffer->depth;
-                break;
-            }
-        }
+    if (buffer->depth > STACK_DEPTH)
+        return --buffer->depth;         /* deeper than we keep: counted, not written */
+    for (int i = buffer->depth - 1; i >= 0; i--) {
+        if (buffer->stack[i].domain != domain)
+            continue;
+        if (begin_event() == buffer)
+            end_event(buffer, put_complete(buffer->data + buffer->used, &buffer->stack[i],
+                                           buffer->ids, buffer->ids_length, end_ns, NULL));
+        if (i < buffer->depth - 1)
+            memmove(&buffer->stack[i], &buffer->stack[i + 1],
+                    (size_t)(buffer->depth - 1 - i) * sizeof buffer->stack[0]);
+        return --buffer->depth;
     }
-    end_event(buffer);
-    return level;
+    return -1;
 }
 
 /* Start/end ranges may end on another thread: they wait in a shared table,
@@ -532,11 +784,7 @@ static void end(nvtxRangeId_t id)
     struct open_range *slot = &open_ranges[index];
     if (atomic_load(&slot->state) != 1 || slot->generation != (uint32_t)(id >> 32))
         return;
-    struct thread_buffer *buffer = begin_event();
-    if (buffer) {
-        write_complete(buffer, &slot->range, slot->tid, end_ns, slot->extra);
-        end_event(buffer);
-    }
+    write_complete(&slot->range, slot->tid, end_ns, slot->extra);
     atomic_store(&slot->state, 0);
 }
 
@@ -557,16 +805,12 @@ void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uin
 {
     if (!state.enabled || atomic_load(&state.finished))
         return;
-    struct range range = { .start_ns = start_ns, .domain = create_domain(domain),
-                           .payload_type = NVTX_PAYLOAD_UNKNOWN };
-    if (!range.domain)
+    struct range range;
+    capture_text(&range, name);
+    range.start_ns = start_ns;
+    if (!(range.domain = create_domain(domain)))
         return;
-    escape_json(range.name, sizeof range.name, name);
-    struct thread_buffer *buffer = begin_event();
-    if (!buffer)
-        return;
-    write_complete(buffer, &range, tid, end_ns, members);
-    end_event(buffer);
+    write_complete(&range, tid, end_ns, members);
 }
 
 /* ---- the NVTX entry points we provide ----------------------------------------- */
@@ -580,7 +824,8 @@ static struct domain *create_domain(const char *name)
     while (domain && strcmp(domain->name, escaped))
         domain = domain->next;
     if (!domain && (domain = calloc(1, sizeof *domain))) {
-        strcpy(domain->name, escaped);
+        domain->name_length = (uint32_t)strlen(escaped);
+        memcpy(domain->name, escaped, domain->name_length + 1);
         domain->next = state.domains;
         state.domains = domain;
     }
@@ -593,55 +838,59 @@ static const struct domain *domain_of(nvtxDomainHandle_t handle)
     return handle ? (const struct domain *)handle : &state.default_domain;
 }
 
-static void name_category(struct domain *domain, uint32_t category, const char *name)
+/* The first name given to a category is the one written. */
+static void name_category(const struct domain *domain, uint32_t number, const char *name)
 {
-    if (category < CATEGORIES)
-        escape_json(domain->categories[category], sizeof domain->categories[category], name);
+    if (number >= CATEGORIES)
+        return;
+    struct category *category = (struct category *)&domain->categories[number];
+    pthread_mutex_lock(&state.lock);
+    if (!atomic_load_explicit(&category->length, memory_order_relaxed)) {
+        size_t length = escape_json(category->text, sizeof category->text, name);
+        atomic_store_explicit(&category->length, (uint8_t)length, memory_order_release);
+    }
+    pthread_mutex_unlock(&state.lock);
 }
 
-static void NVTX_API mark_ex(const nvtxEventAttributes_t *a) { struct range r; capture(&r, NULL, a); mark(&r); }
-static void NVTX_API mark_a(const char *m) { struct range r; capture_text(&r, m); mark(&r); }
+static void NVTX_API mark_ex(const nvtxEventAttributes_t *a) { struct range r; capture(&r, NULL, a); r.start_ns = now_ns(); mark(&r); }
+static void NVTX_API mark_a(const char *m) { struct range r; capture_text(&r, m); r.start_ns = now_ns(); mark(&r); }
 static void NVTX_API mark_w(const wchar_t *m) { char t[NAME_MAX_BYTES]; wide_to_utf8(t, sizeof t, m); mark_a(t); }
-static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) { struct range r; capture(&r, NULL, a); return start(&r); }
-static nvtxRangeId_t NVTX_API start_a(const char *m) { struct range r; capture_text(&r, m); return start(&r); }
+static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) { struct range r; capture(&r, NULL, a); r.start_ns = now_ns(); return start(&r); }
+static nvtxRangeId_t NVTX_API start_a(const char *m) { struct range r; capture_text(&r, m); r.start_ns = now_ns(); return start(&r); }
 static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { char t[NAME_MAX_BYTES]; wide_to_utf8(t, sizeof t, m); return start_a(t); }
 static void NVTX_API end_id(nvtxRangeId_t id) { end(id); }
-static int NVTX_API push_ex(const nvtxEventAttributes_t *a) { struct range r; capture(&r, NULL, a); return push(&r); }
-static int NVTX_API push_a(const char *m) { struct range r; capture_text(&r, m); return push(&r); }
+static int NVTX_API push_ex(const nvtxEventAttributes_t *a) { return push(NULL, a, NULL); }
+static int NVTX_API push_a(const char *m) { return push(NULL, NULL, m ? m : ""); }
 static int NVTX_API push_w(const wchar_t *m) { char t[NAME_MAX_BYTES]; wide_to_utf8(t, sizeof t, m); return push_a(t); }
 static int NVTX_API pop_default(void) { return pop(&state.default_domain); }
 static void NVTX_API category_a(uint32_t c, const char *n) { name_category(&state.default_domain, c, n); }
-static void NVTX_API category_w(uint32_t c, const wchar_t *n) { char t[48]; wide_to_utf8(t, sizeof t, n); category_a(c, t); }
+static void NVTX_API category_w(uint32_t c, const wchar_t *n) { char t[CATEGORY_BYTES]; wide_to_utf8(t, sizeof t, n); category_a(c, t); }
 
 static void NVTX_API name_thread_a(uint32_t tid, const char *name)
 {
     struct thread_buffer *buffer = begin_event();
     if (!buffer)
         return;
-    char line[EVENT_MAX], escaped[NAME_MAX_BYTES];
-    escape_json(escaped, sizeof escaped, name);
-    int length = snprintf(line, sizeof line,
-                          "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%u,"
-                          "\"args\":{\"name\":\"%s\"}},\n", (int)state.pid, tid, escaped);
-    append(buffer, line, (size_t)length);
-    end_event(buffer);
+    int length = format_metadata(buffer->data + buffer->used, EVENT_MAX,
+                                 "thread_name", tid, name);
+    end_event(buffer, buffer->data + buffer->used + length);
 }
 static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n) { char t[NAME_MAX_BYTES]; wide_to_utf8(t, sizeof t, n); name_thread_a(tid, t); }
 
-static void NVTX_API domain_mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct range r; capture(&r, domain_of(d), a); mark(&r); }
-static nvtxRangeId_t NVTX_API domain_start(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct range r; capture(&r, domain_of(d), a); return start(&r); }
+static void NVTX_API domain_mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct range r; capture(&r, domain_of(d), a); r.start_ns = now_ns(); mark(&r); }
+static nvtxRangeId_t NVTX_API domain_start(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct range r; capture(&r, domain_of(d), a); r.start_ns = now_ns(); return start(&r); }
 static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d; end(id); }
-static int NVTX_API domain_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct range r; capture(&r, domain_of(d), a); return push(&r); }
+static int NVTX_API domain_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { return push(domain_of(d), a, NULL); }
 static int NVTX_API domain_pop(nvtxDomainHandle_t d) { return pop(domain_of(d)); }
-static void NVTX_API domain_category_a(nvtxDomainHandle_t d, uint32_t c, const char *n) { name_category((struct domain *)(uintptr_t)domain_of(d), c, n); }
-static void NVTX_API domain_category_w(nvtxDomainHandle_t d, uint32_t c, const wchar_t *n) { char t[48]; wide_to_utf8(t, sizeof t, n); domain_category_a(d, c, t); }
+static void NVTX_API domain_category_a(nvtxDomainHandle_t d, uint32_t c, const char *n) { name_category(domain_of(d), c, n); }
+static void NVTX_API domain_category_w(nvtxDomainHandle_t d, uint32_t c, const wchar_t *n) { char t[CATEGORY_BYTES]; wide_to_utf8(t, sizeof t, n); domain_category_a(d, c, t); }
 
 static nvtxStringHandle_t NVTX_API register_a(nvtxDomainHandle_t d, const char *text)
 {
     (void)d;
     struct registered_string *string = malloc(sizeof *string);
     if (string)
-        escape_json(string->text, sizeof string->text, text);
+        string->length = (uint32_t)escape_json(string->text, sizeof string->text, text);
     return (nvtxStringHandle_t)string;
 }
 static nvtxStringHandle_t NVTX_API register_w(nvtxDomainHandle_t d, const wchar_t *text) { char t[NAME_MAX_BYTES]; wide_to_utf8(t, sizeof t, text); return register_a(d, t); }
@@ -702,6 +951,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
     return 1;
 }
 
+
 /* ---- life cycle ------------------------------------------------------------------ */
 
 void nvs_record_enable(const char *path_template)
@@ -722,28 +972,74 @@ bool nvs_record_owns_process(void)
     return state.enabled && getpid() == state.pid;
 }
 
+/* The offset of the last byte before END that is not blank, or -1. */
+static off_t last_written_byte(off_t end, char *found)
+{
+    char block[4096];
+    while (end > 0) {
+        off_t from = end > (off_t)sizeof block ? end - (off_t)sizeof block : 0;
+        ssize_t got = pread(state.fd, block, (size_t)(end - from), from);
+        if (got <= 0)
+            return -1;
+        for (ssize_t i = got - 1; i >= 0; i--) {
+            if (block[i] != ' ' && block[i] != '\n') {
+                *found = block[i];
+                return from + i;
+            }
+        }
+        end = from;
+    }
+    return -1;
+}
+
+/* Completes the file: at exit, before _exit and exec. Each thread's chunk is
+ * taken between two events; after that no thread writes until a resume. */
 void nvs_record_finish(void)
 {
     if (!state.enabled || atomic_exchange(&state.finished, true))
         return;
     int saved_errno = errno;
-    /* Each buffer is taken from its owner between two events, then written. */
     pthread_mutex_lock(&state.lock);
     struct thread_buffer *buffers = state.buffers;
     pthread_mutex_unlock(&state.lock);
+    bool all_taken = true;
     for (struct thread_buffer *buffer = buffers; buffer; buffer = buffer->next) {
-        while (atomic_flag_test_and_set_explicit(&buffer->busy, memory_order_acquire))
-            ;
+        if (!take(buffer)) {
+            all_taken = false;
+            continue;
+        }
         pthread_mutex_lock(&state.lock);
-        flush_locked(buffer);
+        if (!buffer->mapped && buffer->used && state.fd >= 0) {
+            append_to_file(buffer->data, buffer->used);
+            buffer->used = 0;
+        }
         pthread_mutex_unlock(&state.lock);
-        atomic_flag_clear_explicit(&buffer->busy, memory_order_release);
+        give_back(buffer);
     }
     pthread_mutex_lock(&state.lock);
     if (state.fd >= 0) {
-        state.end_before_terminator = lseek(state.fd, 0, SEEK_END);
-        write_metadata(state.fd, "process_name", (uint32_t)state.pid,
-                       program_invocation_short_name, "\n]}\n");
+        off_t end = state.file_size;
+        state.removed_comma = -1;
+        if (state.seekable) {
+            /* The last event's comma goes; the blank tail after it too, unless
+             * a thread we could not take may still write there. */
+            char last = 0;
+            off_t at = last_written_byte(end, &last);
+            if (at >= 0 && last == ',' && write_at(" ", 1, at))
+                state.removed_comma = at;
+            if (at >= 0 && all_taken) {
+                end = at + 1;
+                for (struct thread_buffer *buffer = buffers; buffer; buffer = buffer->next)
+                    if (buffer->mapped && buffer->offset + (off_t)buffer->size > end)
+                        drop_chunk(buffer);
+            }
+        }
+        static const char terminator[] = "\n]}\n";
+        state.file_size = end;
+        if (state.seekable && ftruncate(state.fd, end) != 0)
+            state.file_size = lseek(state.fd, 0, SEEK_END);
+        state.end_before_terminator = state.file_size;
+        append_to_file(terminator, sizeof terminator - 1);
         close(state.fd);
         state.fd = -1;
     }
@@ -751,19 +1047,23 @@ void nvs_record_finish(void)
     errno = saved_errno;
 }
 
+/* exec failed: the process goes on, and so does its trace. */
 void nvs_record_resume(void)
 {
     if (!state.enabled || !atomic_load(&state.finished))
         return;
     int saved_errno = errno;
     pthread_mutex_lock(&state.lock);
-    if (state.end_before_terminator > 0) {
-        int fd = open(state.path, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0 && ftruncate(fd, state.end_before_terminator) == 0 &&
-            lseek(fd, 0, SEEK_END) >= 0)
+    if (state.end_before_terminator > 0 && state.seekable) {
+        int fd = open(state.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0 && ftruncate(fd, state.end_before_terminator) == 0) {
             state.fd = fd;
-        else if (fd >= 0)
+            state.file_size = state.end_before_terminator;
+            if (state.removed_comma >= 0)
+                write_at(",", 1, state.removed_comma);
+        } else if (fd >= 0) {
             close(fd);
+        }
     }
     atomic_store(&state.finished, false);
     pthread_mutex_unlock(&state.lock);
@@ -780,7 +1080,8 @@ void nvs_record_fork_parent(void)
     pthread_mutex_unlock(&state.lock);
 }
 
-/* The child starts clean: none of the parent's pending events, its own file. */
+/* The child starts clean: none of the parent's pending events, its own file.
+ * The parent's chunks are unmapped unwritten: they are the parent's file. */
 void nvs_record_fork_child(void)
 {
     pthread_mutex_init(&state.lock, NULL);
@@ -789,19 +1090,23 @@ void nvs_record_fork_child(void)
     if (state.fd >= 0)
         close(state.fd);
     state.fd = -1;
+    state.file_size = 0;
     state.pid = getpid();
     state.forked_child = true;
     state.end_before_terminator = 0;
+    state.removed_comma = -1;
     atomic_store(&state.finished, false);
     for (struct thread_buffer *buffer = state.buffers; buffer; buffer = buffer->next) {
         atomic_flag_clear(&buffer->busy);
-        buffer->used = 0;
+        drop_chunk(buffer);
         buffer->depth = 0;
         buffer->named = false;
         buffer->in_use = buffer == my_buffer;
     }
-    if (my_buffer)
+    if (my_buffer) {
         my_buffer->tid = (uint32_t)syscall(SYS_gettid);
+        set_ids(my_buffer);
+    }
     for (unsigned i = 0; i < OPEN_RANGES; i++)
         atomic_store(&open_ranges[i].state, 0);
 }
