@@ -3,6 +3,8 @@
  * recorder) on first use, and is all no-ops when there is none. */
 #include "emit.h"
 
+#include "record.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +20,8 @@ static const char *const domain_names[NVS_DOMAIN_COUNT] = {
 
 static nvtxDomainHandle_t domains[NVS_DOMAIN_COUNT];
 static bool active;
+/* The tool is this library's recorder: pushes and pops go to it directly. */
+static bool direct;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_emit(void)
@@ -27,6 +31,7 @@ static void init_emit(void)
         domains[d] = nvtxDomainCreateA(domain_names[d]);
     /* nvtxDomainCreateA returns NULL only when no tool took the call. */
     active = domains[NVS_DOMAIN_SHIM] != NULL;
+    direct = active && nvs_record_enabled();
     if (active) {
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_TRANSFER, "transfer");
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_EVENTS, "events");
@@ -138,6 +143,12 @@ static void fill(nvtxEventAttributes_t *event, const struct nvs_attributes *attr
 
 void nvs_range_push(const struct nvs_attributes *attributes)
 {
+    if (direct) {
+        nvs_record_push(domains[attributes->domain], attributes->name.registered,
+                        attributes->name.text, attributes->category, attributes->color,
+                        attributes->has_payload, attributes->payload);
+        return;
+    }
     nvtxEventAttributes_t event;
     fill(&event, attributes);
     nvtxDomainRangePushEx(domains[attributes->domain], &event);
@@ -145,6 +156,10 @@ void nvs_range_push(const struct nvs_attributes *attributes)
 
 void nvs_range_pop(enum nvs_domain domain)
 {
+    if (direct) {
+        nvs_record_pop(domains[domain]);
+        return;
+    }
     nvtxDomainRangePop(domains[domain]);
 }
 

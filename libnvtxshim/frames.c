@@ -52,14 +52,15 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
     }
 }
 
-void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
+unsigned nvs_call_work;
+
+void nvs_frames_follow_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
 {
-    nvs_kernel_on_call();
     nvs_capture_on_call(id);
     nvs_frames_on_completion(id, event, endpoint);
 }
 
-void nvs_frames_on_completion(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
+void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
 {
     const struct nvs_config *config = nvs_config();
     if (config->frame == NVS_FRAME_OFF || !is_marker(config, id, event, endpoint))

@@ -25,7 +25,7 @@ unsigned nvs_traced_groups_init(void);
  * hook is on and an NVTX tool is attached. */
 static inline unsigned nvs_traced_groups(void)
 {
-    unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_relaxed);
+    unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire);
     return (groups & NVS_GROUPS_READY) ? groups : nvs_traced_groups_init();
 }
 

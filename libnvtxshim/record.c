@@ -62,9 +62,31 @@ struct domain {
     struct category categories[CATEGORIES];
 };
 
+/* A complete event's fixed text for a registered name in one domain, category
+ * and colour (the library's own ranges always use a name so): everything but
+ * the times, the thread and the payload, blank-padded to be copied 32 bytes at
+ * a time. Made once, by the first thread to write the name. */
+#define SHAPE_PREFIX 192u           /* multiples of 32 */
+#define SHAPE_ARGS 128u
+
+enum shape_state { SHAPE_UNMADE, SHAPE_MAKING, SHAPE_MADE };
+
+struct shape {
+    _Atomic uint32_t state;
+    uint32_t category;
+    uint32_t color;
+    uint32_t generation;            /* category_generation when made */
+    const struct domain *domain;
+    uint32_t prefix_length;
+    uint32_t args_length;
+    char prefix[SHAPE_PREFIX];      /* {"name":"N","cat":"D","ph":"X","ts": */
+    char args[SHAPE_ARGS];          /* ,"args":{"color":"#..","category":".." */
+};
+
 struct registered_string {
     uint32_t length;
     char text[NAME_MAX_BYTES];      /* JSON-escaped */
+    struct shape shape;
 };
 
 /* What a range carries from its start to its end. */
@@ -93,7 +115,10 @@ struct thread_buffer {
     off_t offset;
     char *memory;                   /* the private buffer, where the file is not mapped */
     uint32_t ids_length;
-    char ids[48];                   /* ,"pid":P,"tid":T */
+    char ids[64];                   /* ,"pid":P,"tid":T, blank-padded */
+    uint64_t ts_high;               /* the last timestamp's microseconds / 10000 ... */
+    uint32_t ts_high_length;
+    char ts_high_text[64];          /* ... as text, blank-padded */
     int depth;
     struct range stack[STACK_DEPTH];
 };
@@ -132,6 +157,8 @@ static struct {
 };
 
 static struct open_range open_ranges[OPEN_RANGES];
+/* Bumped when a category is named: shapes made before then are remade. */
+static atomic_uint category_generation;
 static pthread_key_t buffer_key;
 static __thread struct thread_buffer *my_buffer __attribute__((tls_model("initial-exec")));
 
@@ -208,23 +235,28 @@ static inline char *put(char *out, const char *text, size_t length)
 
 #define PUT_LITERAL(out, literal) put((out), (literal), sizeof(literal) - 1)
 
+static unsigned decimal_digits(uint64_t value)
+{
+    unsigned digits = 1;
+    for (; value >= 10000; value /= 10000)
+        digits += 4;
+    return digits + (value >= 10) + (value >= 100) + (value >= 1000);
+}
+
 static char *put_u64(char *out, uint64_t value)
 {
-    char digits[20];
-    char *end = digits + sizeof digits, *first = end;
+    char *end = out + decimal_digits(value), *at = end;
     while (value >= 100) {
         unsigned pair = (unsigned)(value % 100);
         value /= 100;
-        first -= 2;
-        memcpy(first, digit_pairs + 2 * pair, 2);
+        at -= 2;
+        memcpy(at, digit_pairs + 2 * pair, 2);
     }
-    if (value >= 10) {
-        first -= 2;
-        memcpy(first, digit_pairs + 2 * value, 2);
-    } else {
-        *--first = (char)('0' + value);
-    }
-    return put(out, first, (size_t)(end - first));
+    if (value >= 10)
+        memcpy(at - 2, digit_pairs + 2 * value, 2);
+    else
+        at[-1] = (char)('0' + value);
+    return end;
 }
 
 static char *put_i64(char *out, int64_t value)
@@ -375,6 +407,20 @@ static void append_to_file(const char *data, size_t length)
         state.file_size += (off_t)length;
 }
 
+/* LENGTH spaces at OFFSET; with state.lock held. */
+static bool write_blanks(off_t offset, size_t length)
+{
+    static char blanks[64 * 1024];
+    if (blanks[0] != ' ')
+        memset(blanks, ' ', sizeof blanks);
+    for (size_t done = 0; done < length; done += sizeof blanks) {
+        size_t piece = length - done < sizeof blanks ? length - done : sizeof blanks;
+        if (!write_at(blanks, piece, offset + (off_t)done))
+            return false;
+    }
+    return true;
+}
+
 /* %p -> pid, %% -> %; a forked child without %p writes NAME.PID.EXT. */
 static void expand_path(char *out, size_t size, const char *template, pid_t pid, bool child)
 {
@@ -445,14 +491,11 @@ static bool ensure_file(void)
         /* Chunks are mapped at page boundaries: blanks up to the first. */
         long page = sysconf(_SC_PAGESIZE);
         off_t first = page > 0 && CHUNK_BYTES % (unsigned long)page == 0 ? page : CHUNK_BYTES;
-        char blanks[512];
-        memset(blanks, ' ', sizeof blanks);
-        while (state.mappable && state.file_size < first) {
-            size_t gap = (size_t)(first - state.file_size);
-            off_t before = state.file_size;
-            append_to_file(blanks, gap < sizeof blanks ? gap : sizeof blanks);
-            state.mappable = state.file_size > before;
-        }
+        if (first < state.file_size ||
+            !write_blanks(state.file_size, (size_t)(first - state.file_size)))
+            state.mappable = false;
+        else
+            state.file_size = first;
     }
     return true;
 }
@@ -478,7 +521,10 @@ static bool next_chunk(struct thread_buffer *buffer)
     bool ready = state.enabled && ensure_file();
     if (ready && state.mappable) {
         off_t offset = state.file_size;
-        if (ftruncate(state.fd, offset + CHUNK_BYTES) == 0)
+        /* Spaces, not holes: the file is valid JSON up to its last event at
+         * any moment. Written, not stored through the mapping: the pages are
+         * then in the cache, and mapping them costs no fault. */
+        if (write_blanks(offset, CHUNK_BYTES))
             mapping = mmap(NULL, CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                            state.fd, offset);
         if (mapping != MAP_FAILED) {
@@ -495,8 +541,6 @@ static bool next_chunk(struct thread_buffer *buffer)
     if (!ready)
         return false;
     if (mapping != MAP_FAILED) {
-        /* Spaces, not holes: the file is valid JSON up to its last event at any moment. */
-        memset(mapping, ' ', CHUNK_BYTES);
         buffer->data = mapping;
         buffer->size = CHUNK_BYTES;
         buffer->mapped = true;
@@ -513,7 +557,9 @@ static bool next_chunk(struct thread_buffer *buffer)
 
 static void set_ids(struct thread_buffer *buffer)
 {
+    memset(buffer->ids, ' ', sizeof buffer->ids);
     buffer->ids_length = (uint32_t)(put_ids(buffer->ids, state.pid, buffer->tid) - buffer->ids);
+    buffer->ts_high = 0;
 }
 
 /* Takes BUFFER from its owner between two events, for exit. False when it is
@@ -589,7 +635,7 @@ static struct thread_buffer *acquire_buffer(void)
 
 /* Takes the calling thread's buffer, with room, for one event; NULL when
  * recording stopped. The caller writes at data + used, then end_event(). */
-static struct thread_buffer *begin_event(void)
+static inline __attribute__((always_inline)) struct thread_buffer *begin_event(void)
 {
     if (!state.enabled)
         return NULL;
@@ -680,6 +726,135 @@ static char *put_complete(char *out, const struct range *range, const char *ids,
     return PUT_LITERAL(out, "},\n");
 }
 
+/* SOURCE's LENGTH bytes to OUT, 64 at once, then 32 at a time: SOURCE is
+ * blank after LENGTH up to at least 64 bytes or the next multiple of 32, and
+ * OUT has room to spare, which stays blank. */
+static inline char *copy_padded(char *out, const char *source, size_t length)
+{
+    memcpy(out, source, 64);
+    for (size_t at = 64; at < length; at += 32)
+        memcpy(out + at, source + at, 32);
+    return out + length;
+}
+
+/* A duration: most are under 10 ms, four digits at most before the point. */
+static inline __attribute__((always_inline)) char *put_duration(char *out, uint64_t ns)
+{
+    if (ns >= 10000000)
+        return put_time(out, ns);
+    unsigned us = (unsigned)(ns / 1000), rest = (unsigned)(ns % 1000);
+    if (us >= 1000) {
+        memcpy(out, digit_pairs + 2 * (us / 100), 2);
+        memcpy(out + 2, digit_pairs + 2 * (us % 100), 2);
+        out += 4;
+    } else if (us >= 100) {
+        *out = (char)('0' + us / 100);
+        memcpy(out + 1, digit_pairs + 2 * (us % 100), 2);
+        out += 3;
+    } else if (us >= 10) {
+        memcpy(out, digit_pairs + 2 * us, 2);
+        out += 2;
+    } else {
+        *out++ = (char)('0' + us);
+    }
+    out[0] = '.';
+    out[1] = (char)('0' + rest / 100);
+    memcpy(out + 2, digit_pairs + 2 * (rest % 100), 2);
+    return out + 4;
+}
+
+/* The shape of RANGE, made when missing; NULL when its name is not registered,
+ * too long, or written with other attributes than those it was made with. */
+static inline __attribute__((always_inline)) const struct shape *shape_of(const struct range *range)
+{
+    if (!range->registered)
+        return NULL;
+    struct shape *shape = (struct shape *)&range->registered->shape;
+    uint32_t generation = atomic_load_explicit(&category_generation, memory_order_acquire);
+    uint32_t expected = SHAPE_UNMADE;
+    uint32_t now = atomic_load_explicit(&shape->state, memory_order_acquire);
+    if (now == SHAPE_UNMADE &&
+        atomic_compare_exchange_strong_explicit(&shape->state, &expected, SHAPE_MAKING,
+                                                memory_order_acquire, memory_order_relaxed)) {
+        struct range fixed = *range;
+        fixed.payload_type = NVTX_PAYLOAD_UNKNOWN;
+        char args[256 + EXTRA_MAX];
+        char *end = put_args(args, &fixed, NULL) - 1;      /* without its closing brace */
+        now = SHAPE_UNMADE;
+        if (range->registered->length + range->domain->name_length + 48 <= SHAPE_PREFIX &&
+            (size_t)(end - args) <= SHAPE_ARGS) {
+            memset(shape->prefix, ' ', sizeof shape->prefix);
+            memset(shape->args, ' ', sizeof shape->args);
+            char *out = PUT_LITERAL(shape->prefix, "{\"name\":\"");
+            out = put_name(out, range);
+            out = PUT_LITERAL(out, "\",\"cat\":\"");
+            out = put(out, range->domain->name, range->domain->name_length);
+            out = PUT_LITERAL(out, "\",\"ph\":\"X\",\"ts\":");
+            shape->prefix_length = (uint32_t)(out - shape->prefix);
+            shape->args_length = (uint32_t)(end - args);
+            memcpy(shape->args, args, shape->args_length);
+            shape->domain = range->domain;
+            shape->category = range->category;
+            shape->color = range->color;
+            shape->generation = generation;
+            now = SHAPE_MADE;
+        }
+        /* Too long: it stays "making", and its ranges take the general way. */
+        if (now == SHAPE_MADE)
+            atomic_store_explicit(&shape->state, SHAPE_MADE, memory_order_release);
+    }
+    if (now == SHAPE_MADE && shape->domain == range->domain &&
+        shape->category == range->category && shape->color == range->color &&
+        shape->generation == generation)
+        return shape;
+    return NULL;
+}
+
+/* A timestamp, the part above 10 ms reused from the thread's last one. */
+static inline __attribute__((always_inline)) char *put_timestamp(struct thread_buffer *buffer, char *out, uint64_t ns)
+{
+    uint64_t us = ns / 1000, high = us / 10000;
+    unsigned low = (unsigned)(us % 10000), rest = (unsigned)(ns % 1000);
+    if (high == 0)
+        return put_time(out, ns);
+    if (high != buffer->ts_high) {
+        buffer->ts_high = high;
+        buffer->ts_high_length = (uint32_t)(put_u64(buffer->ts_high_text, high) -
+                                            buffer->ts_high_text);
+        memset(buffer->ts_high_text + buffer->ts_high_length, ' ',
+               sizeof buffer->ts_high_text - buffer->ts_high_length);
+    }
+    out = copy_padded(out, buffer->ts_high_text, buffer->ts_high_length);
+    memcpy(out, digit_pairs + 2 * (low / 100), 2);
+    memcpy(out + 2, digit_pairs + 2 * (low % 100), 2);
+    out[4] = '.';
+    out[5] = (char)('0' + rest / 100);
+    memcpy(out + 6, digit_pairs + 2 * (rest % 100), 2);
+    return out + 8;
+}
+
+/* A range of the calling thread's stack, ended at END_NS. */
+static inline __attribute__((always_inline)) char *put_range(struct thread_buffer *buffer, const struct range *range, uint64_t end_ns)
+{
+    char *out = buffer->data + buffer->used;
+    const struct shape *shape = shape_of(range);
+    if (!shape)
+        return put_complete(out, range, buffer->ids, buffer->ids_length, end_ns, NULL);
+    out = copy_padded(out, shape->prefix, shape->prefix_length);
+    out = put_timestamp(buffer, out, range->start_ns);
+    out = PUT_LITERAL(out, ",\"dur\":");
+    out = put_duration(out, end_ns > range->start_ns ? end_ns - range->start_ns : 0);
+    out = copy_padded(out, buffer->ids, buffer->ids_length);
+    out = copy_padded(out, shape->args, shape->args_length);
+    if (has_payload(range)) {
+        if (out[-1] != '{')
+            *out++ = ',';
+        out = PUT_LITERAL(out, "\"payload\":");
+        out = put_payload(out, range);
+    }
+    return PUT_LITERAL(out, "}},\n");
+}
+
 /* A range ended on thread TID (not necessarily the caller's). */
 static void write_complete(const struct range *range, uint32_t tid, uint64_t end_ns,
                            const char *extra)
@@ -730,6 +905,34 @@ static int push(const struct domain *domain, const nvtxEventAttributes_t *attrib
     return level;
 }
 
+static const struct domain *domain_of(nvtxDomainHandle_t handle)
+{
+    return handle ? (const struct domain *)handle : &state.default_domain;
+}
+
+/* The library's own ranges when this recorder is its NVTX tool: straight
+ * here, without building NVTX attributes for NVTX to hand over. */
+void nvs_record_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
+                     uint32_t category, uint32_t color, bool has_payload, uint64_t payload)
+{
+    struct thread_buffer *buffer = my_buffer ? my_buffer : acquire_buffer();
+    if (!buffer)
+        return;
+    int level = buffer->depth++;
+    if (level >= STACK_DEPTH)
+        return;
+    struct range *range = &buffer->stack[level];
+    range->domain = domain_of(domain);
+    range->registered = (const struct registered_string *)name;
+    range->category = category;
+    range->color = color & 0xffffffu;
+    range->payload_type = has_payload ? NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 : NVTX_PAYLOAD_UNKNOWN;
+    range->payload = payload;
+    range->inline_length = name ? 0 : (uint32_t)escape_json(range->inline_name,
+                                                            sizeof range->inline_name, text);
+    range->start_ns = now_ns();
+}
+
 /* Pops the innermost range of DOMAIN on this thread. */
 static int pop(const struct domain *domain)
 {
@@ -743,14 +946,18 @@ static int pop(const struct domain *domain)
         if (buffer->stack[i].domain != domain)
             continue;
         if (begin_event() == buffer)
-            end_event(buffer, put_complete(buffer->data + buffer->used, &buffer->stack[i],
-                                           buffer->ids, buffer->ids_length, end_ns, NULL));
+            end_event(buffer, put_range(buffer, &buffer->stack[i], end_ns));
         if (i < buffer->depth - 1)
             memmove(&buffer->stack[i], &buffer->stack[i + 1],
                     (size_t)(buffer->depth - 1 - i) * sizeof buffer->stack[0]);
         return --buffer->depth;
     }
     return -1;
+}
+
+void nvs_record_pop(nvtxDomainHandle_t domain)
+{
+    pop(domain_of(domain));
 }
 
 /* Start/end ranges may end on another thread: they wait in a shared table,
@@ -833,10 +1040,6 @@ static struct domain *create_domain(const char *name)
     return domain;
 }
 
-static const struct domain *domain_of(nvtxDomainHandle_t handle)
-{
-    return handle ? (const struct domain *)handle : &state.default_domain;
-}
 
 /* The first name given to a category is the one written. */
 static void name_category(const struct domain *domain, uint32_t number, const char *name)
@@ -848,6 +1051,7 @@ static void name_category(const struct domain *domain, uint32_t number, const ch
     if (!atomic_load_explicit(&category->length, memory_order_relaxed)) {
         size_t length = escape_json(category->text, sizeof category->text, name);
         atomic_store_explicit(&category->length, (uint8_t)length, memory_order_release);
+        atomic_fetch_add_explicit(&category_generation, 1, memory_order_release);
     }
     pthread_mutex_unlock(&state.lock);
 }
@@ -888,7 +1092,7 @@ static void NVTX_API domain_category_w(nvtxDomainHandle_t d, uint32_t c, const w
 static nvtxStringHandle_t NVTX_API register_a(nvtxDomainHandle_t d, const char *text)
 {
     (void)d;
-    struct registered_string *string = malloc(sizeof *string);
+    struct registered_string *string = calloc(1, sizeof *string);
     if (string)
         string->length = (uint32_t)escape_json(string->text, sizeof string->text, text);
     return (nvtxStringHandle_t)string;

@@ -9,7 +9,8 @@ import pytest
 from xserver import Xvfb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build")
+# NVS_TEST_BUILD runs the suite against another build (make test-asan: build/asan).
+BUILD = os.path.join(ROOT, os.environ.get("NVS_TEST_BUILD", "build"))
 SHIM = os.path.join(BUILD, "libnvtxshim.so")
 STUB = os.path.join(BUILD, "test", "stub")  # the stand-in CUDA driver and runtime
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-usb
@@ -49,6 +50,11 @@ def run(argv, env=None, shim=True, device=None, timeout=120):
         if key.startswith("NVTXSHIM_") or key.startswith("NVTX_INJECTION"):
             del full_env[key]
     full_env.update(env or {})
+    # A sanitizer runtime (NVS_TEST_PRELOAD_FIRST) goes first, so that uninstrumented
+    # hosts (sh, python) can load the instrumented shim.
+    first = os.environ.get("NVS_TEST_PRELOAD_FIRST")
+    if first:
+        full_env["LD_PRELOAD"] = ":".join(filter(None, [first, full_env.get("LD_PRELOAD")]))
     if shim:
         full_env["NVS_TEST_SHIM"] = SHIM
         argv = ["sh", "-c", 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$NVS_TEST_SHIM" exec "$@"',
@@ -59,8 +65,12 @@ def run(argv, env=None, shim=True, device=None, timeout=120):
 
 
 def load_trace(path):
+    """The trace's events in time order, as a viewer shows them (each thread
+    writes its own part of the file, so file order is not time order);
+    metadata first."""
     with open(path) as f:
-        return json.load(f)["traceEvents"]
+        events = json.load(f)["traceEvents"]
+    return sorted(events, key=lambda e: e.get("ts", -1.0))
 
 
 def ranges(events, category=None):

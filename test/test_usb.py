@@ -190,7 +190,7 @@ def test_async_edges_behave_as_without_the_shim(make_device, tmp_path):
     events = load_trace(trace)
     assert names(events, "usb") == ["libusb_submit_transfer ep=0x81 ISO IN 4x512B",
                                     "libusb_submit_transfer ep=0x81 BULK IN 9216B",
-                                    "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B",
-                                    "libusb_handle_events"]
+                                    "libusb_handle_events",
+                                    "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"]
     marks = [e["name"] for e in events if e["ph"] == "i"]
     assert marks == ["LIBUSB_ERROR_INVALID_PARAM libusb_submit_transfer ep=0x81 ISO IN 4x512B"]
