@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #include "hooks.h"
 
@@ -539,6 +540,15 @@ static void collect_message(const char *line, void *context)
 
 static void parse_process_config(void)
 {
+    /* Secure execution (set-user-ID, set-group-ID or file capabilities): the
+     * environment is the caller's, not the program's owner's. No NVTXSHIM_*
+     * variable is read, nothing is traced, and no file is written. */
+    if (getauxval(AT_SECURE)) {
+        char *const nothing[] = { NULL };
+        nvs_config_parse(&process_config, nothing, NULL, NULL);
+        process_config.hooks = 0;
+        return;
+    }
     nvs_config_parse(&process_config, environ, collect_message, NULL);
 }
 
