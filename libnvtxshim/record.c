@@ -833,18 +833,21 @@ static inline __attribute__((always_inline)) char *put_timestamp(struct thread_b
     return out + 8;
 }
 
-/* A range of the calling thread's stack, ended at END_NS. */
-static inline __attribute__((always_inline)) char *put_range(struct thread_buffer *buffer, const struct range *range, uint64_t end_ns)
+/* RANGE ended at END_NS, on the thread whose IDS (blank-padded to 64) are
+ * given; EXTRA: more args members, or NULL. */
+static inline __attribute__((always_inline)) char *put_range(
+    struct thread_buffer *buffer, const struct range *range, uint64_t end_ns, const char *ids,
+    size_t ids_length, const char *extra)
 {
     char *out = buffer->data + buffer->used;
-    const struct shape *shape = shape_of(range);
+    const struct shape *shape = extra && extra[0] ? NULL : shape_of(range);
     if (!shape)
-        return put_complete(out, range, buffer->ids, buffer->ids_length, end_ns, NULL);
+        return put_complete(out, range, ids, ids_length, end_ns, extra);
     out = copy_padded(out, shape->prefix, shape->prefix_length);
     out = put_timestamp(buffer, out, range->start_ns);
     out = PUT_LITERAL(out, ",\"dur\":");
     out = put_duration(out, end_ns > range->start_ns ? end_ns - range->start_ns : 0);
-    out = copy_padded(out, buffer->ids, buffer->ids_length);
+    out = copy_padded(out, ids, ids_length);
     out = copy_padded(out, shape->args, shape->args_length);
     if (has_payload(range)) {
         if (out[-1] != '{')
@@ -862,10 +865,10 @@ static void write_complete(const struct range *range, uint32_t tid, uint64_t end
     struct thread_buffer *buffer = begin_event();
     if (!buffer)
         return;
-    char ids[48];
+    char ids[64];
+    memset(ids, ' ', sizeof ids);
     size_t ids_length = (size_t)(put_ids(ids, state.pid, tid) - ids);
-    end_event(buffer, put_complete(buffer->data + buffer->used, range, ids, ids_length, end_ns,
-                                   extra));
+    end_event(buffer, put_range(buffer, range, end_ns, ids, ids_length, extra));
 }
 
 static void mark(const struct range *mark)
@@ -946,7 +949,8 @@ static int pop(const struct domain *domain)
         if (buffer->stack[i].domain != domain)
             continue;
         if (begin_event() == buffer)
-            end_event(buffer, put_range(buffer, &buffer->stack[i], end_ns));
+            end_event(buffer, put_range(buffer, &buffer->stack[i], end_ns, buffer->ids,
+                                        buffer->ids_length, NULL));
         if (i < buffer->depth - 1)
             memmove(&buffer->stack[i], &buffer->stack[i + 1],
                     (size_t)(buffer->depth - 1 - i) * sizeof buffer->stack[0]);
