@@ -1,7 +1,8 @@
 /* emucam: the emulated camera + actuator, live.
  *
  *     emucam [--width W] [--height H] [--stall-frame K]... [--short-frame K]...
- *            [--bus B] [--address A] -- PROGRAM [ARGS...]
+ *            [--timeout-frame K]... [--disconnect-frame K] [--bus B] [--address A]
+ *            -- PROGRAM [ARGS...]
  *
  * Runs PROGRAM with a USB device 1209:0001 that the real libusb (and pyusb)
  * can open, through umockdev's preload library and an ioctl handler in this
@@ -10,7 +11,10 @@
  * in flight (a streaming camera's queue), cancellation works, and the run may
  * have any number of frames. The protocol, per frame i, is in README.md beside
  * this file; commands that break it stall (EPIPE) as a real device would, and
- * are counted in the line printed at exit when there were any.
+ * are counted in the line printed at exit when there were any. Faults can be
+ * put on given frames: a stall, a short frame, a frame the camera never sends
+ * (the URB stays pending until the program's timeout discards it), and a
+ * disconnect, after which every request fails as usbfs fails it (ENODEV).
  *
  * The exit status is PROGRAM's (128 + N when signal N ended it). Signals sent
  * to emucam (INT, TERM, HUP, USR1, USR2) are forwarded to PROGRAM. */
@@ -36,6 +40,9 @@
 struct camera {
     int width, height;
     int stall[MAX_MARKED], stalls, shorts[MAX_MARKED], short_count;
+    int timeouts[MAX_MARKED], timeout_count;
+    long disconnect_at;       /* the frame whose request finds the device gone; -1: never */
+    bool gone;                /* unplugged: every request but a reap fails with ENODEV */
     unsigned next_frame;      /* index of the next frame bulk IN delivers */
     unsigned last_frame;      /* index of the frame delivered last (status reports it) */
     unsigned commands;        /* control commands accepted */
@@ -43,9 +50,10 @@ struct camera {
     unsigned rejected;        /* commands that broke the protocol */
     unsigned char *frame;     /* scratch, one frame */
     GQueue done;              /* URBs completed, not yet reaped (UMockdevIoctlData *) */
+    GQueue pending;           /* URBs the device does not answer (a --timeout-frame) */
 };
 
-static struct camera camera = { .width = 64, .height = 48 };
+static struct camera camera = { .width = 64, .height = 48, .disconnect_at = -1 };
 static pid_t child;
 
 static int target_of(unsigned index)
@@ -78,14 +86,15 @@ static bool marked(const int *list, int count, unsigned index)
     return false;
 }
 
-/* a(k): the action in force after frame K. A frame that stalls or comes short
- * leaves the previous one; a(-1) = 0. It depends on the frame index only, not
+/* a(k): the action in force after frame K. A frame that stalls, comes short or
+ * never comes leaves the previous one; a(-1) = 0. It depends on the frame index only, not
  * on how far ahead of the program the camera's queue runs. */
 static int action_after(long k)
 {
     for (; k >= 0; k--)
         if (!marked(camera.stall, camera.stalls, (unsigned)k) &&
-            !marked(camera.shorts, camera.short_count, (unsigned)k))
+            !marked(camera.shorts, camera.short_count, (unsigned)k) &&
+            !marked(camera.timeouts, camera.timeout_count, (unsigned)k))
             return target_of((unsigned)k);
     return 0;
 }
@@ -100,8 +109,23 @@ static int type_of(unsigned char endpoint)
     }
 }
 
-/* The device's side of one URB: fills in status, actual_length and IN data. */
-static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
+/* The device goes away: what it has not answered ends as the kernel ends it
+ * on a disconnect (-ESHUTDOWN), ready to reap; from now on requests fail. */
+static void unplug(void)
+{
+    camera.gone = true;
+    UMockdevIoctlData *urb_data;
+    while ((urb_data = g_queue_pop_head(&camera.pending))) {
+        struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
+        urb->status = -ESHUTDOWN;
+        urb->actual_length = 0;
+        g_queue_push_tail(&camera.done, urb_data);
+    }
+}
+
+/* The device's side of one URB: fills in status, actual_length and IN data.
+ * Returns false when the device does not answer it (it stays pending). */
+static bool serve(struct usbdevfs_urb *urb, unsigned char *buffer)
 {
     urb->status = 0;
     urb->actual_length = 0;
@@ -112,11 +136,11 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
             value != camera.commands || index != (unsigned)action_after((long)value - 1)) {
             urb->status = -EPIPE;
             camera.rejected++;
-            return;
+            return true;
         }
         camera.last_command = value;
         camera.commands++;
-        return;
+        return true;
     }
     switch (urb->endpoint) {
     case 0x02:
@@ -129,18 +153,26 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
         if (urb->buffer_length != 8 || !camera.commands || memcmp(buffer, expected, 8)) {
             urb->status = -EPIPE;
             camera.rejected++;
-            return;
+            return true;
         }
         urb->actual_length = 8;
-        return;
+        return true;
     }
     case 0x81: {
         unsigned index = camera.next_frame++;
         int bytes = camera.width * camera.height * 3;
         camera.last_frame = index;
+        if (camera.disconnect_at >= 0 && (long)index >= camera.disconnect_at) {
+            /* Unplugged while this frame was asked for. */
+            unplug();
+            urb->status = -ESHUTDOWN;
+            return true;
+        }
+        if (marked(camera.timeouts, camera.timeout_count, index))
+            return false;
         if (marked(camera.stall, camera.stalls, index)) {
             urb->status = -EPIPE;
-            return;
+            return true;
         }
         render(index, camera.frame, camera.width, camera.height);
         if (marked(camera.shorts, camera.short_count, index))
@@ -151,7 +183,7 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
         }
         memcpy(buffer, camera.frame, (size_t)bytes);
         urb->actual_length = bytes;
-        return;
+        return true;
     }
     case 0x83: {
         unsigned char status[8] = { (unsigned char)(camera.last_frame & 0xff),
@@ -161,9 +193,10 @@ static void serve(struct usbdevfs_urb *urb, unsigned char *buffer)
         int bytes = urb->buffer_length < 8 ? urb->buffer_length : 8;
         memcpy(buffer, status, (size_t)bytes);
         urb->actual_length = bytes;
-        return;
+        return true;
     }
     }
+    return true;
 }
 
 static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *client, gpointer unused)
@@ -171,7 +204,13 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
     (void)base;
     (void)unused;
     UMockdevIoctlData *arg = umockdev_ioctl_client_get_arg(client);
-    switch (umockdev_ioctl_client_get_request(client)) {
+    gulong request = umockdev_ioctl_client_get_request(client);
+    if (camera.gone && request != USBDEVFS_REAPURB && request != USBDEVFS_REAPURBNDELAY) {
+        /* usbfs after a disconnect: only reaping what completed still works. */
+        umockdev_ioctl_client_complete(client, -1, ENODEV);
+        return TRUE;
+    }
+    switch (request) {
     case USBDEVFS_GET_CAPABILITIES: {
         UMockdevIoctlData *caps = umockdev_ioctl_data_resolve(arg, 0, sizeof(uint32_t), NULL);
         if (!caps)
@@ -216,10 +255,11 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
             g_object_unref(urb_data);
             return FALSE;
         }
-        /* The device is always ready: the URB completes now and waits to be reaped. */
-        serve(urb, buffer->data);
+        /* The device is ready: the URB completes now and waits to be reaped,
+         * unless this is a frame the camera never sends. */
+        bool answered = serve(urb, buffer->data);
         g_object_unref(buffer);
-        g_queue_push_tail(&camera.done, urb_data);
+        g_queue_push_tail(answered ? &camera.done : &camera.pending, urb_data);
         umockdev_ioctl_client_complete(client, 0, 0);
         return TRUE;
     }
@@ -227,7 +267,7 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
     case USBDEVFS_REAPURBNDELAY: {
         UMockdevIoctlData *urb_data = g_queue_pop_head(&camera.done);
         if (!urb_data) {
-            umockdev_ioctl_client_complete(client, -1, EAGAIN);
+            umockdev_ioctl_client_complete(client, -1, camera.gone ? ENODEV : EAGAIN);
             return TRUE;
         }
         UMockdevIoctlData *pointer = umockdev_ioctl_data_resolve(arg, 0, sizeof(void *), NULL);
@@ -241,11 +281,27 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
         g_object_unref(urb_data);
         return TRUE;
     }
-    case USBDEVFS_DISCARDURB:
-        /* Every URB has completed by the time it could be cancelled; the
-         * kernel answers EINVAL then, and the URB is reaped as it completed. */
+    case USBDEVFS_DISCARDURB: {
+        /* A pending URB (a frame the camera never sends: the program's timeout
+         * cancels it) is unlinked as usbfs does, -ECONNRESET, and waits to be
+         * reaped. Every other URB has completed by the time it could be
+         * cancelled: the kernel answers EINVAL, and it is reaped as it completed. */
+        gulong address = *(gulong *)arg->data;
+        for (GList *link = camera.pending.head; link; link = link->next) {
+            UMockdevIoctlData *urb_data = link->data;
+            if (urb_data->client_addr != address)
+                continue;
+            struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
+            urb->status = -ECONNRESET;
+            urb->actual_length = 0;
+            g_queue_delete_link(&camera.pending, link);
+            g_queue_push_tail(&camera.done, urb_data);
+            umockdev_ioctl_client_complete(client, 0, 0);
+            return TRUE;
+        }
         umockdev_ioctl_client_complete(client, -1, EINVAL);
         return TRUE;
+    }
     default:
         return FALSE;
     }
@@ -293,7 +349,8 @@ static void forward(int signal_number)
 static void usage(void)
 {
     fprintf(stderr, "usage: emucam [--width W] [--height H] [--stall-frame K]... "
-                    "[--short-frame K]... [--bus B] [--address A] -- PROGRAM [ARGS...]\n");
+                    "[--short-frame K]... [--timeout-frame K]... [--disconnect-frame K] "
+                    "[--bus B] [--address A] -- PROGRAM [ARGS...]\n");
     exit(2);
 }
 
@@ -326,12 +383,17 @@ int main(int argc, char **argv)
             camera.stall[camera.stalls++] = number(value, 0, 1 << 30);
         else if (!strcmp(option, "--short-frame") && camera.short_count < MAX_MARKED)
             camera.shorts[camera.short_count++] = number(value, 0, 1 << 30);
+        else if (!strcmp(option, "--timeout-frame") && camera.timeout_count < MAX_MARKED)
+            camera.timeouts[camera.timeout_count++] = number(value, 0, 1 << 30);
+        else if (!strcmp(option, "--disconnect-frame"))
+            camera.disconnect_at = number(value, 0, 1 << 30);
         else usage();
     }
     if (!first || first >= argc)
         usage();
     camera.frame = malloc((size_t)camera.width * camera.height * 3);
     g_queue_init(&camera.done);
+    g_queue_init(&camera.pending);
 
     UMockdevTestbed *testbed = umockdev_testbed_new();
     UMockdevIoctlBase *handler = umockdev_ioctl_base_new();
