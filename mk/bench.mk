@@ -1,0 +1,44 @@
+# make bench: what tracing a call costs, and the example harness's frame rate,
+# measured in one run and printed as one table (bench/README-performance.md).
+# Knobs (environment): BENCH_QUICK=1 (a fast smoke run), BENCH_N, BENCH_R,
+# BENCH_SKIP (comma list: tools,harness,nsys,callgrind), BENCH_OUT.
+
+BENCH_BUILD := $(BUILD)/bench
+BENCH_SINK := $(BENCH_BUILD)/sink
+# The stand-ins for the real libraries, under their real sonames: every
+# function returns at once, so only the cost in front of it is measured.
+BENCH_SINKS := $(BENCH_SINK)/libusb-1.0.so.0 $(BENCH_SINK)/libX11.so.6 $(BENCH_SINK)/libcuda.so.1
+BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls
+BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
+
+$(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(LIBUSB_CFLAGS) -Wl,-soname,libusb-1.0.so.0 $< -o $@
+
+$(BENCH_SINK)/libX11.so.6: bench/sink_x11.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) -Wl,-soname,libX11.so.6 $< -o $@
+
+$(BENCH_SINK)/libcuda.so.1: bench/sink_cuda.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
+
+# Linked against the sinks themselves (found through its RUNPATH, never
+# through LD_LIBRARY_PATH, so nsys never sees a stand-in libcuda).
+$(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $< -o $@ \
+	  -Wl,-rpath,'$$ORIGIN/sink' $(BENCH_SINKS) -ldl
+
+.PHONY: bench bench-programs
+bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS)
+
+# deps first, then a fresh make (as for test): deps may change what is found.
+bench: deps
+	$(Q)bench/deps.sh
+	$(Q)$(MAKE) --no-print-directory bench-programs
+	$(Q)$(PYTHON) bench/bench.py --build $(BUILD)
