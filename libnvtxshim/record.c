@@ -333,8 +333,10 @@ static bool has_payload(const struct range *range)
     }
 }
 
-/* ,"args":{...}: payload, colour, category name (or number), then EXTRA. */
-static char *put_args(char *out, const struct range *range, const char *extra)
+/* ,"args":{...}: payload, colour (marks only: a red mark is a problem; a
+ * range's colour is the viewer's business, and bytes cost), category name (or
+ * number), then EXTRA. */
+static char *put_args(char *out, const struct range *range, const char *extra, bool color)
 {
     static const char hex[] = "0123456789abcdef";
     out = PUT_LITERAL(out, ",\"args\":{");
@@ -343,7 +345,7 @@ static char *put_args(char *out, const struct range *range, const char *extra)
         out = PUT_LITERAL(out, "\"payload\":");
         out = put_payload(out, range);
     }
-    if (range->color) {
+    if (color && range->color) {
         if (out != first)
             *out++ = ',';
         out = PUT_LITERAL(out, "\"color\":\"#");
@@ -722,7 +724,7 @@ static char *put_complete(char *out, const struct range *range, const char *ids,
     out = PUT_LITERAL(out, ",\"dur\":");
     out = put_time(out, end_ns > range->start_ns ? end_ns - range->start_ns : 0);
     out = put(out, ids, ids_length);
-    out = put_args(out, range, extra);
+    out = put_args(out, range, extra, false);
     return PUT_LITERAL(out, "},\n");
 }
 
@@ -779,7 +781,7 @@ static inline __attribute__((always_inline)) const struct shape *shape_of(const 
         struct range fixed = *range;
         fixed.payload_type = NVTX_PAYLOAD_UNKNOWN;
         char args[256 + EXTRA_MAX];
-        char *end = put_args(args, &fixed, NULL) - 1;      /* without its closing brace */
+        char *end = put_args(args, &fixed, NULL, false) - 1;      /* without its closing brace */
         now = SHAPE_UNMADE;
         if (range->registered->length + range->domain->name_length + 48 <= SHAPE_PREFIX &&
             (size_t)(end - args) <= SHAPE_ARGS) {
@@ -884,7 +886,7 @@ static void mark(const struct range *mark)
     out = PUT_LITERAL(out, "\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
     out = put_time(out, mark->start_ns);
     out = put(out, buffer->ids, buffer->ids_length);
-    out = put_args(out, mark, NULL);
+    out = put_args(out, mark, NULL, true);
     end_event(buffer, PUT_LITERAL(out, "},\n"));
 }
 

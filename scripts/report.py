@@ -61,9 +61,20 @@ def from_sqlite(path):
     return events
 
 
-def from_trace(path):
+def load_trace_events(path):
+    """A trace file's events; one cut short (the process died of a signal, so
+    the closing ]} is missing) is read up to its last event."""
     with open(path) as f:
-        raw = json.load(f)["traceEvents"]
+        text = f.read()
+    try:
+        return json.loads(text)["traceEvents"]
+    except ValueError:
+        body = text.rstrip().rstrip(",")
+        return json.loads(body + "]}")["traceEvents"]
+
+
+def from_trace(path):
+    raw = load_trace_events(path)
     events = []
     for e in raw:
         if e.get("ph") == "X":
