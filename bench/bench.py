@@ -6,13 +6,15 @@ for what each row and column means. Knobs (environment):
 
   BENCH_QUICK=1          a fast smoke run (small counts, one harness run each)
   BENCH_N=200000         calls per repeat with no tool attached (BENCH_R_NONE=15 repeats)
-  BENCH_N_TRACED=10000   calls per repeat while recording or under nsys
-  BENCH_R=7              repeats per process (ns per call: median, min, max of all repeats)
+  BENCH_N_TRACED=10000   calls per repeat while recording (BENCH_R=7 repeats)
+  BENCH_N_NSYS=2000      calls per repeat under nsys (BENCH_R_NSYS=10 repeats)
+  ns per call: median, min and max of all repeats of all processes of a row
   BENCH_HARNESS_RUNS=7   harness runs per configuration (interleaved)
   BENCH_HARNESS_FRAMES=600
   BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness
   BENCH_TIMEOUT=300      seconds one nsys run may take before it is ended (and retried once)
   NSYS=nsys              the nsys to use
+  BENCH_STRICT=1         exit with status 1 when a target is not met (the table is printed either way)
 """
 import argparse
 import datetime
@@ -36,7 +38,9 @@ KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("cuda_htod", "cuMemcpyHtoD", 1),
 ]
 ROWS = [("plain", "plain call"), ("hand", "NVTX pair by hand"), ("shim", "shim")]
-COLUMNS = [("none", "no tool"), ("trace", "NVTXSHIM_TRACE"), ("nsys", "nsys -t nvtx")]
+COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE"),
+           ("nsys", "nsys -t nvtx")]
+INSTRUCTION_COLUMNS = ("none", "null", "trace")
 
 
 def env_int(name, default, quick):
@@ -57,6 +61,9 @@ class Settings:
         self.repeats_none = env_int("BENCH_R_NONE", 15, 3)
         self.rounds_none = 1 if self.quick else 3      # processes per row, interleaved
         self.rounds_trace = 1 if self.quick else 2
+        self.rounds_nsys = 1 if self.quick else 6
+        self.n_nsys = env_int("BENCH_N_NSYS", 2000, 1000)
+        self.repeats_nsys = env_int("BENCH_R_NSYS", 10, 3)
         self.n_callgrind = env_int("BENCH_N_CALLGRIND", 10000, 1000)
         self.n_callgrind_traced = env_int("BENCH_N_CALLGRIND_TRACED", 2000, 200)
         self.n_ltrace = env_int("BENCH_N_LTRACE", 300, 30)
@@ -70,6 +77,7 @@ class Settings:
         self.nsys = shutil.which(os.environ.get("NSYS", "nsys"))
         self.shim = os.path.join(self.build, "libnvtxshim.so")
         self.calls = os.path.join(self.build, "bench", "calls")
+        self.null_tool = os.path.join(self.build, "bench", "libnull_tool.so")
         self.sink = os.path.join(self.build, "bench", "sink")
         self.out = os.path.join(self.build, "bench")
         self.scratch = os.path.join(self.out, "tmp")
@@ -229,6 +237,15 @@ def measure_calls(s, env, results):
         add("none", "shim", run(calls_command(s, "plain", kinds, s.n_none, s.repeats_none),
                                 dict(env, LD_PRELOAD=s.shim)))
 
+    say("== per call, a null NVTX tool attached (%d rounds x %d repeats x %d calls)"
+        % (s.rounds_none, s.repeats_none, s.n_none))
+    null = dict(env, NVTX_INJECTION64_PATH=s.null_tool)
+    for _ in range(s.rounds_none):
+        add("null", "plain", run(calls_command(s, "plain", kinds, s.n_none, s.repeats_none), null))
+        add("null", "hand", run(calls_command(s, "nvtx", kinds, s.n_none, s.repeats_none), null))
+        add("null", "shim", run(calls_command(s, "plain", kinds, s.n_none, s.repeats_none),
+                                dict(null, LD_PRELOAD=s.shim)))
+
     say("== per call, NVTXSHIM_TRACE recording (%d rounds x %d repeats x %d calls)"
         % (s.rounds_trace, s.repeats, s.n_traced))
     trace = os.path.join(s.scratch, "calls-trace.json")
@@ -256,23 +273,38 @@ def measure_calls(s, env, results):
     if "nsys" in s.skip or not s.nsys:
         say("== per call under nsys: skipped (%s)" % ("BENCH_SKIP" if s.nsys else "no nsys"))
     else:
-        say("== per call, under nsys profile -t nvtx (%d repeats x %d calls; a few seconds each)"
-            % (s.repeats, s.n_traced))
+        # One nsys session runs the three rows, interleaved, in child processes (nsys
+        # follows them): rows compare under the same load and one nsys start-up is paid.
+        say("== per call, under nsys profile -t nvtx (%d rounds x %d repeats x %d calls, one session)"
+            % (s.rounds_nsys, s.repeats_nsys, s.n_nsys))
         reports = os.path.join(s.out, "nsys")
         os.makedirs(reports, exist_ok=True)
-        for row, mode, wrapper in (("plain", "plain", []), ("hand", "nvtx", []),
-                                   ("shim", "plain", append_shim_command(s.shim))):
-            report = os.path.join(reports, "calls-" + row)
-            add("nsys", row, nsys_profile(s, ["-t", "nvtx"], report,
-                                          wrapper + calls_command(s, mode, kinds, s.n_traced, s.repeats),
-                                          env))
-            if row != "plain":
-                counts = nvtx_ranges_by_domain(nsys_sqlite(s, report, env))
-                got = counts.get("usb", 0) + counts.get("x11", 0) + counts.get("cuda", 0)
-                wanted = expected_ranges(s.n_traced, s.repeats, warm)
-                if not wanted <= got <= wanted + 100:
-                    raise RuntimeError("nsys, %s row: %d ranges in the report, %d expected (%s)"
-                                       % (row, got, wanted, counts))
+        report = os.path.join(reports, "calls")
+        nsys_warm = min(200, s.n_nsys)
+        arguments = ["--kinds", ",".join(kinds), "-n", str(s.n_nsys), "-r", str(s.repeats_nsys),
+                     "--warm", str(nsys_warm)]
+        # $1 the shim, $2 the program, then the program's arguments. The order of the
+        # rows rotates each round: nsys's agent digests one child's events while the
+        # next runs, so no row should always follow the same one.
+        commands = {"plain": '"$calls" --mode plain "$@"', "hand": '"$calls" --mode nvtx "$@"',
+                    "shim": 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$shim" "$calls" --mode plain "$@"'}
+        order = [row for row, _ in ROWS]
+        script = "shim=$1 calls=$2; shift 2\n"
+        for round_number in range(s.rounds_nsys):
+            turn = round_number % len(order)
+            for row in order[turn:] + order[:turn]:
+                script += 'echo "bench-row %s"; %s || exit\n' % (row, commands[row])
+        text = nsys_profile(s, ["-t", "nvtx"], report,
+                            ["sh", "-c", script, "sh", s.shim, s.calls] + arguments,
+                            env)
+        for segment in re.split(r"^bench-row ", text, flags=re.M)[1:]:
+            row = segment.split(None, 1)[0]
+            add("nsys", row, segment)
+        counts = nvtx_ranges_by_domain(nsys_sqlite(s, report, env))
+        got = counts.get("usb", 0) + counts.get("x11", 0) + counts.get("cuda", 0)
+        wanted = 2 * s.rounds_nsys * expected_ranges(s.n_nsys, s.repeats_nsys, nsys_warm)
+        if not wanted <= got <= wanted + 100 * s.rounds_nsys:
+            raise RuntimeError("nsys: %d ranges in the report, %d expected (%s)" % (got, wanted, counts))
         results["checks"].append("nsys: every hand-written and shim range was in the report")
 
     for (column, row, kind), values in samples.items():
@@ -303,9 +335,11 @@ def measure_instructions(s, env, results):
         % (s.n_callgrind, s.n_callgrind_traced))
     trace = os.path.join(s.scratch, "callgrind-trace.json")
     for column, n, extra in (("none", s.n_callgrind, {}),
+                             ("null", s.n_callgrind, {"NVTX_INJECTION64_PATH": s.null_tool}),
                              ("trace", s.n_callgrind_traced, {"NVTXSHIM_TRACE": trace})):
         for row, mode, row_env in (("plain", "plain", {}),
-                                   ("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim} if extra else {}),
+                                   ("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}
+                                    if "NVTXSHIM_TRACE" in extra else {}),
                                    ("shim", "plain", {"LD_PRELOAD": s.shim})):
             for kind in kinds:
                 out = os.path.join(directory, "%s-%s-%s.out" % (column, row, kind))
@@ -344,7 +378,15 @@ def measure_tools(s, env, results):
 
     total = lambda n: warm + n * s.repeats
 
-    if shutil.which("ltrace"):
+    def guarded(name, measure):
+        """A tracer that fails (no permission, a kernel without uprobes) gets a row saying so."""
+        try:
+            measure()
+        except (RuntimeError, subprocess.TimeoutExpired, OSError, sqlite3.Error) as error:
+            tools[name] = {"failed": str(error).splitlines()[0][:150]}
+            say("   %s failed: %s" % (name, tools[name]["failed"]))
+
+    def ltrace():
         log = os.path.join(s.scratch, "ltrace.txt")
         n = s.n_ltrace
         text = run(["ltrace", "-o", log, "-e", "libusb_bulk_transfer"] +
@@ -355,10 +397,8 @@ def measure_tools(s, env, results):
         if seen != total(n):
             raise RuntimeError("ltrace saw %d calls, %d made" % (seen, total(n)))
         record("ltrace -e libusb_bulk_transfer", text, n, "%d calls logged" % seen)
-    else:
-        tools["ltrace -e libusb_bulk_transfer"] = {"missing": True}
 
-    if shutil.which("uftrace"):
+    def uftrace():
         data = os.path.join(s.scratch, "uftrace.data")
         shutil.rmtree(data, ignore_errors=True)
         n = s.n_uftrace
@@ -375,10 +415,8 @@ def measure_tools(s, env, results):
         if seen != total(n):
             raise RuntimeError("uftrace recorded %d calls, %d made" % (seen, total(n)))
         record("uftrace record --force (library calls)", text, n, "%d calls recorded" % seen)
-    else:
-        tools["uftrace record --force (library calls)"] = {"missing": True}
 
-    if shutil.which("bpftrace") and os.geteuid() == 0:
+    def bpftrace():
         n = s.n_bpftrace
         program = ("uprobe:%s:libusb_bulk_transfer { @calls = count(); } "
                    "uretprobe:%s:libusb_bulk_transfer { @returns = count(); }" % (sink_usb, sink_usb))
@@ -390,15 +428,23 @@ def measure_tools(s, env, results):
             raise RuntimeError("bpftrace counted %s for %d calls" % (counts, total(n)))
         record("bpftrace uprobe+uretprobe", text, n,
                "%s entries, %s returns counted" % (counts["calls"], counts["returns"]))
-    else:
-        tools["bpftrace uprobe+uretprobe"] = {"missing": True,
-                                              "note": "needs root" if shutil.which("bpftrace") else ""}
+
+    for name, tool, measure in (("ltrace -e libusb_bulk_transfer", "ltrace", ltrace),
+                                ("uftrace record --force (library calls)", "uftrace", uftrace),
+                                ("bpftrace uprobe+uretprobe", "bpftrace", bpftrace)):
+        if not shutil.which(tool):
+            tools[name] = {"missing": True}
+        elif tool == "bpftrace" and os.geteuid() != 0:
+            tools[name] = {"missing": True, "note": "needs root"}
+        else:
+            guarded(name, measure)
 
     # nsys's OS runtime tracing, on a cheap system call.
     n = s.n_ioctl
     text = run(calls_command(s, "plain", ["ioctl"], n, s.repeats, warm), env)
     record("ioctl(FIONREAD), no tool", text, n, "")
-    if s.nsys and "nsys" not in s.skip:
+
+    def osrt():
         reports = os.path.join(s.out, "nsys")
         os.makedirs(reports, exist_ok=True)
         for name, options, note in (
@@ -413,6 +459,9 @@ def measure_tools(s, env, results):
             if options and kept < total(n):
                 raise RuntimeError("nsys -t osrt kept %d of %d ioctl calls" % (kept, total(n)))
             record(name, text, n, "%d ioctl calls in the report" % kept, note)
+
+    if s.nsys and "nsys" not in s.skip:
+        guarded("nsys -t osrt, ioctl", osrt)
 
 
 def measure_harness(s, env, results):
@@ -533,6 +582,16 @@ def targets(results):
                       "+%s vs %s +%s ns" % (fmt_ns(extra), cheapest[0].split()[0], fmt_ns(cheapest[1])),
                       verdict(extra < cheapest[1], extra - cheapest[1], "ns")))
     for kind, call, _ in KINDS:
+        # No target: the shim's own work once any NVTX tool is attached, which it adds
+        # under nsys too (nsys's own cost per range is the same for both rows).
+        shim, hand = median("null", "shim", kind), median("null", "hand", kind)
+        a = ins.get("null", {}).get("shim", {}).get(kind)
+        b = ins.get("null", {}).get("hand", {}).get(kind)
+        if shim is not None and hand is not None:
+            lines.append(("(info) null tool: shim minus NVTX pair", call,
+                          "%+.1f ns, %s instr" % (shim - hand, "-" if a is None or b is None else "%+.0f" % (a - b)),
+                          "-"))
+    for kind, call, _ in KINDS:
         shim, hand = added("nsys", "shim", kind), added("nsys", "hand", kind)
         if shim is not None and hand is not None and hand > 0:
             lines.append(("nsys: shim within 20% of NVTX pair", call,
@@ -552,31 +611,30 @@ def table(results, s):
     meta = results["meta"]
     w("libnvtxshim bench  %s  %s  (%s)" % (meta["date"], meta["host"], meta["cpu"]))
     w("every figure below was measured in this run; ns per call: median [min-max] over all repeats;")
-    w("instr: instructions per call in the timed loop (callgrind Ir / calls); '+' figures are added over the")
-    w("plain call in the same column. The real calls are sink libraries that return at once.")
-    w("calls x repeats per process: no tool %d x %d (%d processes a row), recording %d x %d (%d), nsys %d x %d (1);"
-      % (s.n_none, s.repeats_none, s.rounds_none, s.n_traced, s.repeats, s.rounds_trace, s.n_traced, s.repeats))
+    w("instructions per call: callgrind Ir in the timed loop / calls; '+' figures are added over the plain call")
+    w("in the same column. The real calls are sink libraries that return at once; the null NVTX tool takes every")
+    w("NVTX call and drops it (the cost of making the calls, and of the shim's own work around them).")
+    w("calls x repeats per process: no tool and null tool %d x %d (%d processes a row), recording %d x %d (%d), nsys %d x %d (%d);"
+      % (s.n_none, s.repeats_none, s.rounds_none, s.n_traced, s.repeats, s.rounds_trace, s.n_nsys, s.repeats_nsys,
+         s.rounds_nsys))
     w("callgrind: %d calls (%d while recording), after %d warm-up calls outside the counted loop."
       % (s.n_callgrind, s.n_callgrind_traced, 1000))
     w("")
-    head = "%-30s %-18s" % ("call", "row")
-    for _, label in COLUMNS:
-        head += " %-22s" % label
-    head += " %8s %8s" % ("instr", "instr")
+    head = "%-28s %-18s" % ("call", "row") + "".join(" %-19s" % label for _, label in COLUMNS)
+    head += " | instructions per call"
     w(head)
-    w("%-30s %-18s %-22s %-22s %-22s %8s %8s" % ("", "", "ns [min-max]", "ns [min-max]", "ns [min-max]",
-                                                "no tool", "trace"))
-    w("-" * len(head))
+    w("%-28s %-18s" % ("", "") + " %-19s" % "ns [min-max]" * len(COLUMNS) + " | " +
+      " ".join("%9s" % dict(COLUMNS)[c][:9] for c in INSTRUCTION_COLUMNS))
+    w("-" * (len(head) + 10))
     for kind, call, ranges in KINDS:
         for index, (row, label) in enumerate(ROWS):
             cells = [fmt_cell(results["ns"].get(c, {}).get(row, {}).get(kind)) for c, _ in COLUMNS]
-            ir = [results["instructions"].get(c, {}).get(row, {}).get(kind) for c in ("none", "trace")]
+            ir = [results["instructions"].get(c, {}).get(row, {}).get(kind) for c in INSTRUCTION_COLUMNS]
             name = call if index == 0 else (
                 "  + handle_events + callback" if index == 1 and ranges > 1 else
                 "  (%d NVTX ranges a call)" % ranges if index == 2 and ranges > 1 else "")
-            w("%-30s %-18s %-22s %-22s %-22s %8s %8s" % (name, label, cells[0], cells[1], cells[2],
-                                                         "-" if ir[0] is None else "%.0f" % ir[0],
-                                                         "-" if ir[1] is None else "%.0f" % ir[1]))
+            w("%-28s %-18s" % (name, label) + "".join(" %-19s" % c for c in cells) + " | " +
+              " ".join("%9s" % ("-" if v is None else "%.0f" % v) for v in ir))
     w("")
     if results["tools"]:
         w("the same call under other tracers (libusb_bulk_transfer on the sink; ioctl for nsys -t osrt)")
@@ -587,6 +645,9 @@ def table(results, s):
         for name, tool in results["tools"].items():
             if tool.get("missing"):
                 w("%-42s %s" % (name, "not installed" + (" (%s)" % tool["note"] if tool.get("note") else "")))
+                continue
+            if tool.get("failed"):
+                w("%-42s %s" % (name, "failed: " + tool["failed"]))
                 continue
             base = plain_ioctl if "ioctl" in name else plain_sync
             extra = (tool["ns"]["median"] - base["median"]) if base and "no tool" not in name else None
@@ -622,13 +683,14 @@ def profile_section(results, s):
     files = results["callgrind_files"]
     lines = []
     for column, n, title in (("trace", s.n_callgrind_traced, "shim + NVTXSHIM_TRACE"),
+                             ("null", s.n_callgrind, "shim + null NVTX tool"),
                              ("none", s.n_callgrind, "shim, no tool")):
         for kind, call, _ in KINDS[:2]:
             path = files.get(column, {}).get("shim", {}).get(kind)
             if not path:
                 continue
             lines.append("callgrind, %s, %s: instructions per call by function (self)" % (title, call))
-            for per_call, function in top_functions(path, n, 8 if column == "trace" else 6):
+            for per_call, function in top_functions(path, n, 6 if column == "none" else 8):
                 lines.append("  %9.1f  %s" % (per_call, function))
             lines.append("  (callgrind_annotate %s; the other kinds and rows beside it)"
                          % os.path.relpath(path, ROOT))
@@ -640,7 +702,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     s = Settings(parser.parse_args().build)
-    for path in (s.shim, s.calls):
+    for path in (s.shim, s.calls, s.null_tool):
         if not os.path.exists(path):
             sys.exit("bench: %s is missing: run make bench" % path)
     os.makedirs(s.scratch, exist_ok=True)
@@ -678,6 +740,9 @@ def main():
     print(report)
     print("written: %s, %s" % (os.path.relpath(os.path.join(s.out, "results.txt"), ROOT),
                                os.path.relpath(os.path.join(s.out, "results.json"), ROOT)))
+    missed = [line for line in targets(results) if line[3].startswith("NOT MET")]
+    if missed and os.environ.get("BENCH_STRICT") == "1":
+        sys.exit("bench: %d targets not met (BENCH_STRICT=1)" % len(missed))
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 # make bench: what tracing a call costs, and the example harness's frame rate,
 # measured in one run and printed as one table (bench/README-performance.md).
 # Knobs (environment): BENCH_QUICK=1 (a fast smoke run), BENCH_N, BENCH_R,
-# BENCH_SKIP (comma list: tools,harness,nsys,callgrind), BENCH_OUT.
+# BENCH_SKIP (comma list: tools,harness,nsys,callgrind), BENCH_STRICT=1 (fail on a
+# target not met); the rest in bench/bench.py.
 
 BENCH_BUILD := $(BUILD)/bench
 BENCH_SINK := $(BENCH_BUILD)/sink
 # The stand-ins for the real libraries, under their real sonames: every
 # function returns at once, so only the cost in front of it is measured.
 BENCH_SINKS := $(BENCH_SINK)/libusb-1.0.so.0 $(BENCH_SINK)/libX11.so.6 $(BENCH_SINK)/libcuda.so.1
-BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls
+BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_tool.so
 BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
 
 $(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c
@@ -33,6 +34,12 @@ $(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $< -o $@ \
 	  -Wl,-rpath,'$$ORIGIN/sink' $(BENCH_SINKS) -ldl
+
+# An NVTX tool that drops everything: the cost of the NVTX calls themselves.
+$(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
 
 .PHONY: bench bench-programs
 bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS)
