@@ -46,7 +46,7 @@ struct camera {
     unsigned next_frame;      /* index of the next frame bulk IN delivers */
     unsigned last_frame;      /* index of the frame delivered last (status reports it) */
     unsigned commands;        /* control commands accepted */
-    unsigned last_command;    /* wValue of the last accepted control command */
+    unsigned last_command;    /* frame index of the last accepted control command */
     unsigned rejected;        /* commands that broke the protocol */
     unsigned char *frame;     /* scratch, one frame */
     GQueue done;              /* URBs completed, not yet reaped (UMockdevIoctlData *) */
@@ -130,15 +130,17 @@ static bool serve(struct usbdevfs_urb *urb, unsigned char *buffer)
     urb->status = 0;
     urb->actual_length = 0;
     if (urb->type == USBDEVFS_URB_TYPE_CONTROL) {
-        /* buffer: the 8-byte setup packet, then wLength bytes. */
+        /* buffer: the 8-byte setup packet, then wLength bytes. wValue is the frame
+         * index modulo 65536: a long run goes on past frame 65535. */
         unsigned value = buffer[2] | buffer[3] << 8, index = buffer[4] | buffer[5] << 8;
+        unsigned frame = camera.commands;
         if (urb->buffer_length < 8 || buffer[0] != 0x40 || buffer[1] != 0x01 ||
-            value != camera.commands || index != (unsigned)action_after((long)value - 1)) {
+            value != (frame & 0xffff) || index != (unsigned)action_after((long)frame - 1)) {
             urb->status = -EPIPE;
             camera.rejected++;
             return true;
         }
-        camera.last_command = value;
+        camera.last_command = frame;
         camera.commands++;
         return true;
     }
