@@ -50,15 +50,12 @@ def run(argv, env=None, shim=True, device=None, timeout=120):
         if key.startswith("NVTXSHIM_") or key.startswith("NVTX_INJECTION"):
             del full_env[key]
     full_env.update(env or {})
-    # A sanitizer runtime (NVS_TEST_PRELOAD_FIRST) goes first, so that uninstrumented
-    # hosts (sh, python) can load the instrumented shim.
-    first = os.environ.get("NVS_TEST_PRELOAD_FIRST")
-    if first:
-        full_env["LD_PRELOAD"] = ":".join(filter(None, [first, full_env.get("LD_PRELOAD")]))
     if shim:
         full_env["NVS_TEST_SHIM"] = SHIM
-        argv = ["sh", "-c", 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$NVS_TEST_SHIM" exec "$@"',
-                "sh"] + list(argv)
+        # NVS_TEST_PRELOAD_FIRST (make test-asan: libasan) goes in front, so that
+        # uninstrumented hosts (python) can load an instrumented shim.
+        argv = ["sh", "-c", 'LD_PRELOAD="${NVS_TEST_PRELOAD_FIRST:+$NVS_TEST_PRELOAD_FIRST:}'
+                '${LD_PRELOAD:+$LD_PRELOAD:}$NVS_TEST_SHIM" exec "$@"', "sh"] + list(argv)
     if device:
         argv = device.wrap(argv)
     return subprocess.run(argv, env=full_env, capture_output=True, timeout=timeout)
