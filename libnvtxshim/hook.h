@@ -29,6 +29,16 @@ static inline unsigned nvs_traced_groups(void)
     return (groups & NVS_GROUPS_READY) ? groups : nvs_traced_groups_init();
 }
 
+/* True when a call of GROUP surely goes straight to the real function (the
+ * library is ready and the group untraced, or the call is nested). Wrappers
+ * test it first and tail-call the real function: nothing else is on the way,
+ * so the compiler saves no register and moves no argument for it. */
+static inline bool nvs_call_passes(unsigned group)
+{
+    unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire);
+    return __builtin_expect((groups & NVS_GROUPS_READY) && (!(groups & group) || nvs_hook_depth), 1);
+}
+
 /* True when this is a program-level call of a traced library: the caller
  * then emits, calls the real function, and ends with nvs_call_end(). */
 static inline bool nvs_call_begin(unsigned group)
@@ -61,7 +71,7 @@ void nvs_call_close(enum nvs_domain domain);
     __typeof__(&name) real = NVS_REAL(name);                                                 \
     if (!real)                                                                               \
         return missing;                                                                      \
-    if (!nvs_call_begin(group))                                                              \
+    if (nvs_call_passes(group) || !nvs_call_begin(group))                                    \
         return real arguments;                                                               \
     open;                                                                                    \
     __typeof__(real arguments) result = real arguments;                                      \

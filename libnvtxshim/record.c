@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +127,8 @@ struct thread_buffer {
 struct open_range {
     atomic_uint state;              /* 0 free, 1 claimed */
     uint32_t generation;
-    uint32_t tid;
+    uint32_t ids_length;
+    char ids[64];                   /* the starting thread's ,"pid":P,"tid":T, blank-padded */
     struct range range;
     char extra[EXTRA_MAX];          /* more "args" members, from nvs_record_range_args */
 };
@@ -728,6 +730,14 @@ static char *put_complete(char *out, const struct range *range, const char *ids,
     return PUT_LITERAL(out, "},\n");
 }
 
+/* SOURCE's LENGTH bytes to OUT, for a piece under 32 bytes (a thread's ids,
+ * the high digits of a timestamp) blank-padded to 32. */
+static inline char *copy_short(char *out, const char *source, size_t length)
+{
+    memcpy(out, source, 32);
+    return out + length;
+}
+
 /* SOURCE's LENGTH bytes to OUT, 64 at once, then 32 at a time: SOURCE is
  * blank after LENGTH up to at least 64 bytes or the next multiple of 32, and
  * OUT has room to spare, which stays blank. */
@@ -826,7 +836,7 @@ static inline __attribute__((always_inline)) char *put_timestamp(struct thread_b
         memset(buffer->ts_high_text + buffer->ts_high_length, ' ',
                sizeof buffer->ts_high_text - buffer->ts_high_length);
     }
-    out = copy_padded(out, buffer->ts_high_text, buffer->ts_high_length);
+    out = copy_short(out, buffer->ts_high_text, buffer->ts_high_length);
     memcpy(out, digit_pairs + 2 * (low / 100), 2);
     memcpy(out + 2, digit_pairs + 2 * (low % 100), 2);
     out[4] = '.';
@@ -849,28 +859,34 @@ static inline __attribute__((always_inline)) char *put_range(
     out = put_timestamp(buffer, out, range->start_ns);
     out = PUT_LITERAL(out, ",\"dur\":");
     out = put_duration(out, end_ns > range->start_ns ? end_ns - range->start_ns : 0);
-    out = copy_padded(out, ids, ids_length);
+    out = copy_short(out, ids, ids_length);
     out = copy_padded(out, shape->args, shape->args_length);
-    if (has_payload(range)) {
+    if (range->payload_type == NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 || has_payload(range)) {
         if (out[-1] != '{')
             *out++ = ',';
         out = PUT_LITERAL(out, "\"payload\":");
-        out = put_payload(out, range);
+        out = range->payload_type == NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 ?
+              put_u64(out, range->payload) : put_payload(out, range);
     }
     return PUT_LITERAL(out, "}},\n");
 }
 
-/* A range ended on thread TID (not necessarily the caller's). */
-static void write_complete(const struct range *range, uint32_t tid, uint64_t end_ns,
-                           const char *extra)
+/* A range ended on the thread whose IDS (blank-padded to 64) are given, not
+ * necessarily the caller's. */
+static void write_complete(const struct range *range, const char *ids, size_t ids_length,
+                           uint64_t end_ns, const char *extra)
 {
     struct thread_buffer *buffer = begin_event();
-    if (!buffer)
-        return;
-    char ids[64];
-    memset(ids, ' ', sizeof ids);
-    size_t ids_length = (size_t)(put_ids(ids, state.pid, tid) - ids);
-    end_event(buffer, put_range(buffer, range, end_ns, ids, ids_length, extra));
+    if (buffer)
+        end_event(buffer, put_range(buffer, range, end_ns, ids, ids_length, extra));
+}
+
+/* The part of SOURCE that is set: the inline name only when there is one. */
+static void copy_range(struct range *target, const struct range *source)
+{
+    memcpy(target, source, offsetof(struct range, inline_name));
+    if (!source->registered)
+        memcpy(target->inline_name, source->inline_name, source->inline_length + 1);
 }
 
 static void mark(const struct range *mark)
@@ -978,9 +994,15 @@ static nvtxRangeId_t start(const struct range *range)
         struct open_range *slot = &open_ranges[index];
         if (atomic_compare_exchange_strong(&slot->state, &expected, 1)) {
             slot->generation++;
-            struct thread_buffer *buffer = acquire_buffer();
-            slot->tid = buffer ? buffer->tid : 0;
-            slot->range = *range;
+            struct thread_buffer *buffer = my_buffer ? my_buffer : acquire_buffer();
+            if (buffer) {
+                memcpy(slot->ids, buffer->ids, sizeof slot->ids);
+                slot->ids_length = buffer->ids_length;
+            } else {
+                memset(slot->ids, ' ', sizeof slot->ids);
+                slot->ids_length = (uint32_t)(put_ids(slot->ids, state.pid, 0) - slot->ids);
+            }
+            copy_range(&slot->range, range);
             slot->extra[0] = '\0';
             return ((uint64_t)slot->generation << 32) | (index + 1);
         }
@@ -997,7 +1019,7 @@ static void end(nvtxRangeId_t id)
     struct open_range *slot = &open_ranges[index];
     if (atomic_load(&slot->state) != 1 || slot->generation != (uint32_t)(id >> 32))
         return;
-    write_complete(&slot->range, slot->tid, end_ns, slot->extra);
+    write_complete(&slot->range, slot->ids, slot->ids_length, end_ns, slot->extra);
     atomic_store(&slot->state, 0);
 }
 
@@ -1023,7 +1045,10 @@ void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uin
     range.start_ns = start_ns;
     if (!(range.domain = create_domain(domain)))
         return;
-    write_complete(&range, tid, end_ns, members);
+    char ids[64];
+    memset(ids, ' ', sizeof ids);
+    size_t ids_length = (size_t)(put_ids(ids, state.pid, tid) - ids);
+    write_complete(&range, ids, ids_length, end_ns, members);
 }
 
 /* ---- the NVTX entry points we provide ----------------------------------------- */

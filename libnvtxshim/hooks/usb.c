@@ -123,7 +123,7 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
         __typeof__(&name) real = NVS_REAL(name);                                           \
         if (!real)                                                                         \
             return LIBUSB_ERROR_NOT_SUPPORTED;                                             \
-        if (!nvs_call_begin(NVS_HOOKS_USB))                                                \
+        if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_begin(NVS_HOOKS_USB))              \
             return real(handle, endpoint, data, length, transferred, timeout);             \
         return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, length,      \
                              transferred, timeout);                                        \
@@ -141,7 +141,7 @@ EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
     __typeof__(&libusb_control_transfer) real = NVS_REAL(libusb_control_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (!nvs_call_begin(NVS_HOOKS_USB))
+    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_begin(NVS_HOOKS_USB))
         return real(handle, request_type, request, value, index, data, length, timeout);
 
     int saved_errno = errno;
@@ -291,8 +291,8 @@ static void check_completion(const struct libusb_transfer *transfer)
     char what[112];
     if (transfer->status == LIBUSB_TRANSFER_CANCELLED)
         return;
-    describe(what, sizeof what, transfer);
     if (transfer->status != LIBUSB_TRANSFER_COMPLETED) {
+        describe(what, sizeof what, transfer);
         warn((uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
              "%s libusb_submit_transfer %s", status_name(transfer->status), what);
         return;
@@ -300,9 +300,11 @@ static void check_completion(const struct libusb_transfer *transfer)
     if (transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS)
         return;
     uint64_t requested = requested_bytes(transfer);
-    if ((uint64_t)transfer->actual_length < requested)
+    if ((uint64_t)transfer->actual_length < requested) {
+        describe(what, sizeof what, transfer);
         warn((uint64_t)transfer->actual_length, "short transfer libusb_submit_transfer %s %d/%" PRIu64 "B",
              what, transfer->actual_length, requested);
+    }
 }
 
 /* Runs in place of the program's callback, on the thread libusb chose. */
@@ -349,7 +351,8 @@ EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
     __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (!transfer || !transfer->callback || !nvs_call_begin(NVS_HOOKS_USB))
+    if (nvs_call_passes(NVS_HOOKS_USB) || !transfer || !transfer->callback ||
+        !nvs_call_begin(NVS_HOOKS_USB))
         return real(transfer);
 
     int saved_errno = errno;
