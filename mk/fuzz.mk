@@ -1,0 +1,38 @@
+# The configuration parser under libFuzzer (issue 8), test/fuzz/README.md.
+#
+#   make fuzz               builds $(BUILD)/fuzz/config_fuzz (clang, libFuzzer, ASan+UBSan)
+#                           and runs it for FUZZ_SECONDS over test/fuzz/corpus; new
+#                           inputs go to $(BUILD)/fuzz/corpus, and those that add
+#                           coverage are merged into test/fuzz/corpus at the end
+#   $(BUILD)/test/fuzz_replay   the same target fed by a plain main (gcc, ASan+UBSan),
+#                           run over test/fuzz/corpus by test/test_bad_input.py
+#
+# clang and its runtime libraries (libclang-rt-14-dev on Debian 12) are needed
+# for make fuzz only.
+
+FUZZ_SECONDS ?= 600
+FUZZ_CLANG ?= $(if $(CLANG),$(CLANG),clang)
+FUZZ_SOURCES := test/fuzz/config_fuzz.c libnvtxshim/config.c libnvtxshim/hooks/names.c
+FUZZ_FLAGS := -g -O1 -std=gnu11 $(WARNINGS) $(TABLE_FLAGS) -Ilibnvtxshim \
+              -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+.PHONY: fuzz
+$(BUILD)/fuzz/config_fuzz: $(FUZZ_SOURCES) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CLANG   $@")
+	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer $(FUZZ_SOURCES) -o $@
+
+fuzz: $(BUILD)/fuzz/config_fuzz
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(Q)cd $(BUILD)/fuzz && ./config_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -timeout=10 corpus $(abspath test/fuzz/corpus) 2>&1 | tee fuzz.log | grep -v '^#' ; \
+	  test "$${PIPESTATUS[0]}" = 0
+	$(Q)$(BUILD)/fuzz/config_fuzz -merge=1 test/fuzz/corpus $(BUILD)/fuzz/corpus 2>&1 | tail -1
+	@grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' $(BUILD)/fuzz/fuzz.log
+
+$(BUILD)/test/fuzz_replay: test/fuzz/replay.c $(FUZZ_SOURCES) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(FUZZ_FLAGS) test/fuzz/replay.c $(FUZZ_SOURCES) -o $@
+
+TEST_PROGRAMS += $(BUILD)/test/fuzz_replay
