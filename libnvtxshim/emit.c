@@ -99,22 +99,29 @@ struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key)
 
 struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char *text)
 {
+    /* A string is registered only for a slot of its own: once the table is full
+     * (or the key's probes are), the name goes out as plain text. Registering
+     * first would register the same text again on every call of a name that
+     * finds no slot - a control transfer whose wValue counts frames does that
+     * after 8192 frames - and each registration is kept by the tool for good. */
     struct nvs_name name = { NULL, text };
-    int saved_errno = errno;
-    nvtxStringHandle_t handle = nvtxDomainRegisterStringA(domains[domain], text);
-    errno = saved_errno;
-    if (!handle)
-        return name;
-    name.registered = handle;
     key = full_key(domain, key);
     uint32_t slot = slot_of(key);
     for (uint32_t probe = 0; probe < NAME_PROBES; probe++) {
         struct name_slot *entry = &names[(slot + probe) & (NAME_SLOTS - 1)];
         uint64_t expected = 0;
-        if (atomic_compare_exchange_strong(&entry->key, &expected, key) || expected == key) {
-            /* A racing thread may publish the same text under another handle: either is right. */
+        if (atomic_compare_exchange_strong(&entry->key, &expected, key)) {
+            int saved_errno = errno;
+            nvtxStringHandle_t handle = nvtxDomainRegisterStringA(domains[domain], text);
+            errno = saved_errno;
             atomic_store_explicit(&entry->handle, handle, memory_order_release);
-            break;
+            name.registered = handle;
+            return name;
+        }
+        if (expected == key) {
+            /* Another thread has the slot; until it publishes, plain text. */
+            name.registered = atomic_load_explicit(&entry->handle, memory_order_acquire);
+            return name;
         }
     }
     return name;

@@ -42,6 +42,11 @@ static inline void nvs_frames_on_completion(enum nvs_hook_id id, enum nvs_frame_
 /* Ends the open frame (at exit). */
 void nvs_frames_finish(void);
 
+/* Whether this process's image is ours to end (false in a vfork child), and
+ * the end of its frames, as at exit: for exec and _exit (init.c). */
+bool nvs_owns_image(void);
+void nvs_end_frames(void);
+
 /* In a forked child: counting starts again from frame 1. */
 void nvs_frames_reset_after_fork(void);
 

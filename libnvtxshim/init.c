@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "capture.h"
 #include "config.h"
@@ -107,10 +108,28 @@ static void setup_recorder(const struct nvs_config *config)
     nvs_record_enable(config->trace_path);
 }
 
+/* The process whose image this is: a vfork child shares our memory until it
+ * execs or _exits, and must not end the parent's frame or trace. */
+static pid_t image_pid;
+
+bool nvs_owns_image(void)
+{
+    return getpid() == image_pid;
+}
+
+/* What exit does before the trace is completed, for exec and _exit too: the
+ * open frame ends (and with it a capture window that holds it). */
+void nvs_end_frames(void)
+{
+    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
+        nvs_frames_finish();
+}
+
 static void fork_prepare(void) { nvs_record_fork_prepare(); }
 static void fork_parent(void) { nvs_record_fork_parent(); }
 static void fork_child(void)
 {
+    image_pid = getpid();
     nvs_record_fork_child();
     nvs_frames_reset_after_fork();
     nvs_capture_reset_after_fork();
@@ -121,6 +140,7 @@ __attribute__((constructor))
 static void nvs_load(void)
 {
     const struct nvs_config *config = nvs_config();
+    image_pid = getpid();
     if (config->help)
         nvs_log_raw(nvs_config_help_text);
     setup_recorder(config);
@@ -133,10 +153,9 @@ static void nvs_load(void)
 __attribute__((destructor))
 static void nvs_unload(void)
 {
-    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY) {
-        nvs_frames_finish();
+    nvs_end_frames();
+    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
         nvs_capture_finish();
-    }
     nvs_kernel_finish();
     if (nvs_record_owns_process())
         nvs_record_finish();

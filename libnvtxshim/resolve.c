@@ -250,6 +250,28 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
     return real;
 }
 
+/* Whether ADDRESS is still a function of a loaded object: false once the
+ * library that held it was dlclose'd (and perhaps loaded again elsewhere). */
+static bool still_loaded(const void *address)
+{
+    Dl_info info;
+    return dladdr(address, &info) && info.dli_saddr == address;
+}
+
+/* LIBRARY was unloaded: forget every real function found in it, so that each
+ * is found again, in the copy now loaded. libusb's own calls between its
+ * functions (libusb_bulk_transfer -> libusb_submit_transfer) reach our
+ * wrappers through its PLT and would otherwise jump into unmapped memory. */
+static void forget_unloaded(const char *library)
+{
+    for (int id = 0; id < NVS_HOOK_COUNT; id++) {
+        void *real = atomic_load(&nvs_real_functions[id]);
+        if (real && !strcmp(nvs_hook_table[id].library, library) &&
+            !still_loaded(real))
+            atomic_compare_exchange_strong(&nvs_real_functions[id], &real, NULL);
+    }
+}
+
 /* A lookup through a handle found NAME at SYMBOL: hand out our wrapper instead
  * when SYMBOL is the real function of a hook that is switched on. */
 void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_point)
@@ -274,8 +296,16 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
         return hook->wrapper;
     }
     if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
-        expected != symbol)
-        return symbol; /* a second copy of the library: leave its calls alone */
+        expected != symbol) {
+        if (still_loaded(expected))
+            return symbol; /* a second copy of the library: leave its calls alone */
+        /* The library was unloaded and loaded again at another address. */
+        forget_unloaded(hook->library);
+        expected = NULL;
+        if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
+            expected != symbol)
+            return symbol;
+    }
     return hook->wrapper;
 }
 

@@ -9,14 +9,20 @@
 #include <unistd.h>
 
 #include "../capture.h"
+#include "../frames.h"
 #include "../hook.h"
 #include "../record.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* A vfork child shares our memory: it must leave the parent's trace alone. */
+/* A vfork child shares our memory: it must leave the parent's frame and trace
+ * alone. The open frame ends here as it would at exit; after a failed exec the
+ * next marker begins the next frame. */
 static bool before_exec(void)
 {
+    if (!nvs_owns_image())
+        return false;
+    nvs_end_frames();
     if (!nvs_record_owns_process())
         return false;
     nvs_record_finish();
@@ -65,6 +71,18 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     return after_failed_exec(finished, real(fd, argv, envp));
 }
 
+/* glibc 2.34 and later; where libc has none, it fails as the missing system call would. */
+EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    __typeof__(&execveat) real = NVS_REAL(execveat);
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    bool finished = before_exec();
+    return after_failed_exec(finished, real(dirfd, path, argv, envp, flags));
+}
+
 /* The list forms: the arguments are gathered on the stack into an argv. */
 #define GATHER_ARGUMENTS(first, arguments, argv, after)                                 \
     size_t count = 1;                                                                    \
@@ -103,6 +121,8 @@ EXPORT int execle(const char *path, const char *arg, ...)
 /* Both end the process at once; REAL is glibc's _exit or _Exit. */
 __attribute__((noreturn)) static void finish_and_exit(void (*real)(int), int status)
 {
+    if (nvs_owns_image())
+        nvs_end_frames();
     if (nvs_record_owns_process())
         nvs_record_finish();
     if (real)

@@ -96,12 +96,17 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
                        endpoint);
     nvs_range_push(&range);
 
+    /* libusb writes *transferred only when the transfer ran: not when its
+     * submission failed (LIBUSB_ERROR_NO_DEVICE, _BUSY...), where the program's
+     * variable keeps whatever it held. Ours starts at -1 to tell the two apart,
+     * and the program's is written exactly when libusb writes it. transferred
+     * may be NULL: then the bytes moved are unknown and no short mark is made. */
+    int moved = -1;
     errno = saved_errno;
-    int result = real(handle, endpoint, data, length, transferred, timeout);
+    int result = real(handle, endpoint, data, length, transferred ? &moved : NULL, timeout);
     saved_errno = errno;
-
-    /* transferred may be NULL: then the bytes moved are unknown and no short mark is made. */
-    int moved = transferred ? *transferred : -1;
+    if (transferred && moved >= 0)
+        *transferred = moved;
     if (result < 0)
         warn((uint64_t)(moved > 0 ? moved : 0), "%s %s ep=0x%02x %s %d/%dB", error_name(result),
              name, endpoint, direction(endpoint), moved > 0 ? moved : 0, length);
