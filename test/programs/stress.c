@@ -47,6 +47,9 @@ static libusb_device_handle *handle;
 static int frame_bytes;
 static atomic_int errors;
 static atomic_int stop_events;
+/* Every thread makes its first hooked call at once: the library's first-call
+ * set-up then runs on several threads together. */
+static pthread_barrier_t start_line;
 
 /* Bulk IN submissions, in the order the camera numbers them. */
 static pthread_mutex_t frame_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -217,6 +220,7 @@ static void copy_through_cuda(struct worker *worker, unsigned char *buffer, int 
 static void *work(void *argument)
 {
     struct worker *worker = argument;
+    pthread_barrier_wait(&start_line);
     /* Lengths past the frame: each worker registers names of its own. */
     int length = frame_bytes + 512 * (worker->number % 4);
     unsigned char *buffer = malloc((size_t)length);
@@ -288,6 +292,7 @@ static bool submit(struct slot *slot)
 static void *stream(void *unused)
 {
     (void)unused;
+    pthread_barrier_wait(&start_line);
     struct slot slots[MAX_QUEUE];
     int queue = options.queue, submitted = 0, completed = 0, in_flight = 0;
     for (int i = 0; i < queue; i++) {
@@ -331,6 +336,7 @@ static void *stream(void *unused)
 static void *act(void *unused)
 {
     (void)unused;
+    pthread_barrier_wait(&start_line);
     for (int i = 0; i < total_frames; i++) {
         int action = wait_for_action(i - 1);
         int result = libusb_control_transfer(handle, 0x40, 0x01, (uint16_t)i, (uint16_t)action,
@@ -350,6 +356,7 @@ static void *act(void *unused)
 static void *handle_events(void *unused)
 {
     (void)unused;
+    pthread_barrier_wait(&start_line);
     while (!atomic_load(&stop_events))
         libusb_handle_events_completed(context, (int *)&stop_events);
     return NULL;
@@ -397,6 +404,7 @@ int main(int argc, char **argv)
     have_x11 = options.x11 > 0 && load_x11();
 
     pthread_t events, streamer, actor;
+    pthread_barrier_init(&start_line, NULL, (unsigned)options.workers + 3);
     pthread_create(&events, NULL, handle_events, NULL);
     pthread_create(&actor, NULL, act, NULL);
     pthread_create(&streamer, NULL, stream, NULL);
@@ -427,6 +435,7 @@ int main(int argc, char **argv)
            have_x11 ? "yes" : "no", x11_calls);
     printf("errors=%d actions=%08" PRIx32 "\n", atomic_load(&errors), hash);
 
+    pthread_barrier_destroy(&start_line);
     libusb_release_interface(handle, 0);
     libusb_close(handle);
     libusb_exit(context);
