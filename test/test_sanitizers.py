@@ -83,6 +83,22 @@ def test_stress_under_tsan_is_clean_and_the_trace_complete(make_device, xserver,
     assert len(usb_threads) >= workers + 2  # the workers, the actor, the event thread
 
 
+def test_the_shim_loads_into_a_program_built_with_a_sanitizer(make_device, tmp_path):
+    # The usual shim (not instrumented) in front of a user's TSan-built program:
+    # the runtime resolves its interceptors through dlsym while it starts, and
+    # dlsym is the shim's.
+    device = make_device(frames=8)
+    argv = [program("tsan/test/stress"), "--workers", "2", "--reads", "2", "--async", "4",
+            "--copies", "0", "--x11", "0"]
+    env = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:suppressions="
+                           + os.path.join(SUPPRESSIONS, "tsan.supp")}
+    plain = run(argv, env=env, shim=False, device=device)
+    assert plain.returncode == 0, plain.stderr
+    shimmed = run(argv, env=dict(env, NVTXSHIM_TRACE=str(tmp_path / "t.json")), device=device)
+    assert (shimmed.returncode, shimmed.stdout) == (0, plain.stdout), shimmed.stderr[-4000:]
+    assert len(names(load_trace(tmp_path / "t.json"), "usb")) > 0
+
+
 def memcheck(argv, tmp_path, env=None, device=None):
     """ARGV under valgrind memcheck with the shim and the recorder: (plain, checked)."""
     plain = run(argv, env=env, shim=False, device=device)
