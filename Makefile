@@ -203,6 +203,7 @@ deps:
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_PROGRAMS)
 	$(Q)$(PYTHON) -m pytest -q test/ -p no:cacheprovider
+	$(Q)$(MAKE) --no-print-directory test-asan
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/harness_physical $(BUILD)/emucam \

@@ -744,12 +744,17 @@ int main(int argc, char **argv)
     loop.frames[0] = malloc(frame_bytes);
     loop.frames[1] = malloc(frame_bytes);
     char *actions = calloc((size_t)o.frames + 1, 1);
-    if (!loop.frames[0] || !loop.frames[1] || !actions)
+    if (!loop.frames[0] || !loop.frames[1] || !actions || env_open(&loop.env, &o) < 0) {
+        free(actions);
+        free(loop.frames[0]);
+        free(loop.frames[1]);
         return 1;
-    if (env_open(&loop.env, &o) < 0)
-        return 1;
+    }
     if (agent_open(&loop.agent, &o) < 0) {
         env_close(&loop.env);
+        free(actions);
+        free(loop.frames[0]);
+        free(loop.frames[1]);
         return 1;
     }
     if (o.async && stream_start(&loop.env, o.queue) < 0) {
@@ -835,6 +840,7 @@ int main(int argc, char **argv)
     if (loop.gui_on)
         gui_close(&loop.gui);
     env_close(&loop.env);
+    free(loop.agent.convolved);
     free(actions);
     free(loop.frames[0]);
     free(loop.frames[1]);

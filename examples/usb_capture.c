@@ -153,6 +153,7 @@ int main(int argc, char **argv)
     unsigned char *frame = malloc((size_t)frame_bytes);
     if (!frame || libusb_init(&context) < 0) {
         fprintf(stderr, "usb_capture: cannot initialise libusb\n");
+        free(frame);
         return 1;
     }
     libusb_device_handle *handle =
@@ -160,6 +161,7 @@ int main(int argc, char **argv)
     if (!handle) {
         fprintf(stderr, "usb_capture: no device %04x:%04x\n", options.vendor, options.product);
         libusb_exit(context);
+        free(frame);
         return 1;
     }
     libusb_claim_interface(handle, 0);

@@ -79,27 +79,38 @@ static void unlock(void)
 enum { PROFILER_NONE, PROFILER_START, PROFILER_STOP };
 static _Atomic int profiler_pending;
 
-/* The driver's functions, looked up until libcuda is there, then kept. */
-static CUresult (*get_current)(CUcontext *);
-static CUresult (*profiler_start)(void);
-static CUresult (*profiler_stop)(void);
+/* The driver's functions, looked up until libcuda is there, then kept. Two
+ * threads may look them up at once (a frame boundary on a USB thread, a copy
+ * on another): each finds the same functions, and get_current is published
+ * last, with release, so a thread that sees it sees the other two
+ * (ThreadSanitizer, test/test_sanitizers.py). */
+typedef CUresult (*get_current_fn)(CUcontext *);
+typedef CUresult (*profiler_fn)(void);
+static _Atomic(get_current_fn) get_current;
+static _Atomic(profiler_fn) profiler_start;
+static _Atomic(profiler_fn) profiler_stop;
 
 static bool profiler_now(bool start)
 {
-    if (!get_current) {
+    get_current_fn current = atomic_load_explicit(&get_current, memory_order_acquire);
+    if (!current) {
         if (!nvs_library_loaded("libcuda.so"))
             return false; /* not loaded: then there is no context either */
-        profiler_start = nvs_find_function("libcuda.so.1", "cuProfilerStart");
-        profiler_stop = nvs_find_function("libcuda.so.1", "cuProfilerStop");
-        if (profiler_start && profiler_stop)
-            get_current = nvs_find_function("libcuda.so.1", "cuCtxGetCurrent");
-        if (!get_current)
+        profiler_fn found_start = nvs_find_function("libcuda.so.1", "cuProfilerStart");
+        profiler_fn found_stop = nvs_find_function("libcuda.so.1", "cuProfilerStop");
+        if (!found_start || !found_stop)
             return false;
+        current = nvs_find_function("libcuda.so.1", "cuCtxGetCurrent");
+        if (!current)
+            return false;
+        atomic_store_explicit(&profiler_start, found_start, memory_order_relaxed);
+        atomic_store_explicit(&profiler_stop, found_stop, memory_order_relaxed);
+        atomic_store_explicit(&get_current, current, memory_order_release);
     }
     CUcontext context = NULL;
-    if (get_current(&context) != CUDA_SUCCESS || !context)
+    if (current(&context) != CUDA_SUCCESS || !context)
         return false;
-    (start ? profiler_start : profiler_stop)();
+    atomic_load_explicit(start ? &profiler_start : &profiler_stop, memory_order_relaxed)();
     return true;
 }
 

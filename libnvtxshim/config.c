@@ -58,13 +58,43 @@ static void report_line(struct report *report, const char *format, ...)
         report->fn(line, report->context);
 }
 
+/* TEXT[0..LENGTH) as it may appear inside a one-line message: at most
+ * SHOWN_MAX bytes of it, printable ASCII as is and every other byte (a newline,
+ * an escape sequence, a byte of a UTF-8 or not-UTF-8 sequence) as \xNN, with
+ * "..." when cut. A value may be a megabyte long or hold a newline; the line
+ * must stay one line and still say what is accepted. */
+#define SHOWN_MAX 64
+static const char *shown(char out[SHOWN_MAX * 4 + 4], const char *text, size_t length)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t used = 0;
+    for (size_t i = 0; i < length && i < SHOWN_MAX; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+            out[used++] = (char)c;
+        } else {
+            out[used++] = '\\';
+            out[used++] = 'x';
+            out[used++] = hex[c >> 4];
+            out[used++] = hex[c & 15];
+        }
+    }
+    if (length > SHOWN_MAX) {
+        memcpy(out + used, "...", 3);
+        used += 3;
+    }
+    out[used] = '\0';
+    return out;
+}
+
 /* One line: the variable, the value, the accepted forms, what happens now. */
 static void report_bad(struct report *report, const char *variable, const char *value,
                        const char *accepted, const char *consequence)
 {
+    char value_shown[SHOWN_MAX * 4 + 4];
     report->errors++;
     report_line(report, "nvtxshim: %s='%s' is not valid (accepted: %s); %s",
-                variable, value, accepted, consequence);
+                variable, shown(value_shown, value, strlen(value)), accepted, consequence);
 }
 
 static bool parse_u64(const char *text, const char *end, uint64_t *out)
@@ -471,12 +501,13 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
 static void report_unknown(struct report *report, const char *entry)
 {
     const char *equals = strchr(entry, '=');
-    int name_length = equals ? (int)(equals - entry) : (int)strlen(entry);
+    size_t name_length = equals ? (size_t)(equals - entry) : strlen(entry);
+    char name_shown[SHOWN_MAX * 4 + 4];
     report->errors++;
     report_line(report,
-                "nvtxshim: %.*s is not a known variable (known: NVTXSHIM_HOOKS, _FRAME, "
+                "nvtxshim: %s is not a known variable (known: NVTXSHIM_HOOKS, _FRAME, "
                 "_FRAME_BUDGET, _CAPTURE, _CAPTURE_VIA, _CAPTURE_NAME, _TRACE, _KERNEL, _LOG, "
-                "_HELP); ignored", name_length, entry);
+                "_HELP); ignored", shown(name_shown, entry, name_length));
 }
 
 int nvs_config_parse(struct nvs_config *config, char *const *envp,
@@ -534,8 +565,10 @@ static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 static void collect_message(const char *line, void *context)
 {
     (void)context;
-    size_t used = strlen(process_messages);
-    snprintf(process_messages + used, sizeof process_messages - used, "%s", line);
+    /* Whole lines only: a line cut short would run into the program's own output. */
+    size_t used = strlen(process_messages), length = strlen(line);
+    if (length < sizeof process_messages - used)
+        memcpy(process_messages + used, line, length + 1);
 }
 
 static void parse_process_config(void)

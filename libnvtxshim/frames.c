@@ -52,7 +52,7 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
     }
 }
 
-unsigned nvs_call_work;
+_Atomic unsigned nvs_call_work;
 
 void nvs_frames_follow_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
 {

@@ -2,6 +2,7 @@
 #ifndef NVS_FRAMES_H
 #define NVS_FRAMES_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "config.h"
@@ -14,7 +15,11 @@ enum nvs_call_work {
     NVS_WORK_FRAMES = 1u << 0,      /* NVTXSHIM_FRAME counts markers */
     NVS_WORK_CAPTURE = 1u << 1,     /* a capture trigger counts calls, time or signals */
 };
-extern unsigned nvs_call_work;
+/* Atomic, read relaxed: every thread whose first hooked call comes before the
+ * library is ready stores the same value, and a plain variable written by
+ * several threads while others read it is a data race (ThreadSanitizer,
+ * test/test_sanitizers.py). A relaxed load costs what a plain one does. */
+extern _Atomic unsigned nvs_call_work;
 
 void nvs_frames_follow_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint);
 void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint);
@@ -26,7 +31,7 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
 static inline void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
 {
     nvs_kernel_on_call();
-    if (__builtin_expect(nvs_call_work != 0, 0))
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
         nvs_frames_follow_call(id, event, endpoint);
 }
 
@@ -35,7 +40,8 @@ static inline void nvs_frames_on_call(enum nvs_hook_id id, enum nvs_frame_marker
 static inline void nvs_frames_on_completion(enum nvs_hook_id id, enum nvs_frame_marker event,
                                             int endpoint)
 {
-    if (__builtin_expect(nvs_call_work & NVS_WORK_FRAMES, 0))
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) &
+                         NVS_WORK_FRAMES, 0))
         nvs_frames_count(id, event, endpoint);
 }
 

@@ -47,9 +47,11 @@ unsigned nvs_traced_groups_init(void)
      * tool is attached, yet frames decide the capture). */
     bool followed = nvs_emit_active() || config->capture != NVS_CAPTURE_OFF;
     unsigned groups = (config->hooks && followed) ? config->hooks : 0;
-    nvs_call_work = (config->frame != NVS_FRAME_OFF ? NVS_WORK_FRAMES : 0) |
-                    (config->capture == NVS_CAPTURE_CALLS || config->capture == NVS_CAPTURE_TIME ||
-                     config->capture == NVS_CAPTURE_SIGNAL ? NVS_WORK_CAPTURE : 0);
+    atomic_store_explicit(&nvs_call_work,
+                          (config->frame != NVS_FRAME_OFF ? NVS_WORK_FRAMES : 0) |
+                          (config->capture == NVS_CAPTURE_CALLS || config->capture == NVS_CAPTURE_TIME ||
+                           config->capture == NVS_CAPTURE_SIGNAL ? NVS_WORK_CAPTURE : 0),
+                          memory_order_relaxed);
     /* Release: a thread that sees the groups sees the work too. */
     atomic_store_explicit(&nvs_traced_groups_state, groups | NVS_GROUPS_READY,
                           memory_order_release);

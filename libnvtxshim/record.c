@@ -85,10 +85,16 @@ struct shape {
 };
 
 struct registered_string {
+    struct registered_string *next; /* every one stays on registered_strings */
     uint32_t length;
     char text[NAME_MAX_BYTES];      /* JSON-escaped */
     struct shape shape;
 };
+
+/* NVTX has no call that releases a registered string: the tool keeps each one
+ * for the life of the process, on this list, so that it stays reachable (a
+ * program may drop its handle; a leak checker must not see the tool lose it). */
+static _Atomic(struct registered_string *) registered_strings;
 
 /* What a range carries from its start to its end. */
 struct range {
@@ -1124,8 +1130,12 @@ static nvtxStringHandle_t NVTX_API register_a(nvtxDomainHandle_t d, const char *
 {
     (void)d;
     struct registered_string *string = calloc(1, sizeof *string);
-    if (string)
-        string->length = (uint32_t)escape_json(string->text, sizeof string->text, text);
+    if (!string)
+        return NULL;
+    string->length = (uint32_t)escape_json(string->text, sizeof string->text, text);
+    string->next = atomic_load(&registered_strings);
+    while (!atomic_compare_exchange_weak(&registered_strings, &string->next, string))
+        continue;
     return (nvtxStringHandle_t)string;
 }
 static nvtxStringHandle_t NVTX_API register_w(nvtxDomainHandle_t d, const wchar_t *text) { char t[NAME_MAX_BYTES]; wide_to_utf8(t, sizeof t, text); return register_a(d, t); }

@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -21,17 +23,38 @@ typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 
 _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
 
-static dlsym_fn real_dlsym;
-static dlvsym_fn real_dlvsym;
-static pthread_once_t real_dl_once = PTHREAD_ONCE_INIT;
+static _Atomic(dlsym_fn) real_dlsym;
+static _Atomic(dlvsym_fn) real_dlvsym;
 static _Atomic(nvs_hook_enabled_fn) hook_filter;
 
-struct elf_lookup {
-    const char *library_prefix;   /* "libc.so" */
-    const char *name;
-    void *found;
-};
+/* Sanitizer runtimes (ASan, TSan) resolve their interceptors with
+ * dlsym(RTLD_NEXT) while they start, and that dlsym is ours: until the real one
+ * is found, this path runs before the runtime is ready. So it calls nothing a
+ * runtime intercepts (no string functions, no dl_iterate_phdr, no pthread_once)
+ * and is not instrumented itself. */
+#define NVS_UNINSTRUMENTED __attribute__((no_sanitize("address", "thread", "undefined")))
 
+NVS_UNINSTRUMENTED
+static bool same_text(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+NVS_UNINSTRUMENTED
+static bool has_prefix(const char *text, const char *prefix)
+{
+    while (*prefix && *text == *prefix) {
+        text++;
+        prefix++;
+    }
+    return *prefix == '\0';
+}
+
+NVS_UNINSTRUMENTED
 static uint32_t gnu_hash(const char *name)
 {
     uint32_t hash = 5381;
@@ -42,12 +65,14 @@ static uint32_t gnu_hash(const char *name)
 
 /* Dynamic-section pointers are relocated in place by ld.so on most targets,
  * but not where .dynamic is read-only: add the base only when needed. */
+NVS_UNINSTRUMENTED
 static uintptr_t dynamic_pointer(uintptr_t value, uintptr_t base)
 {
     return value < base ? value + base : value;
 }
 
 /* A defined function NAME, at its default (non-hidden) version. */
+NVS_UNINSTRUMENTED
 static int symbol_matches(const ElfW(Sym) *symbol, const char *strings, const ElfW(Half) *versions,
                           size_t index, const char *name)
 {
@@ -55,27 +80,17 @@ static int symbol_matches(const ElfW(Sym) *symbol, const char *strings, const El
         return 0;
     if (versions && (versions[index] & 0x8000))
         return 0;
-    return strcmp(strings + symbol->st_name, name) == 0;
+    return same_text(strings + symbol->st_name, name);
 }
 
-static int find_in_object(struct dl_phdr_info *info, size_t size, void *data)
+/* NAME in the loaded object MAP, through its dynamic symbol table. */
+NVS_UNINSTRUMENTED
+static void *find_in_object(const struct link_map *map, const char *name)
 {
-    struct elf_lookup *lookup = data;
-    (void)size;
-    const char *base_name = strrchr(info->dlpi_name, '/');
-    base_name = base_name ? base_name + 1 : info->dlpi_name;
-    if (strncmp(base_name, lookup->library_prefix, strlen(lookup->library_prefix)))
-        return 0;
-
-    const ElfW(Dyn) *dynamic = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-    }
+    const ElfW(Dyn) *dynamic = map->l_ld;
     if (!dynamic)
-        return 0;
-
-    uintptr_t base = info->dlpi_addr;
+        return NULL;
+    uintptr_t base = map->l_addr;
     const ElfW(Sym) *symbols = NULL;
     const char *strings = NULL;
     const uint32_t *gnu_table = NULL, *sysv_table = NULL;
@@ -91,71 +106,89 @@ static int find_in_object(struct dl_phdr_info *info, size_t size, void *data)
         }
     }
     if (!symbols || !strings)
-        return 0;
+        return NULL;
 
     if (gnu_table) {
         uint32_t bucket_count = gnu_table[0], symbol_offset = gnu_table[1];
         uint32_t bloom_size = gnu_table[2];
         const uint32_t *buckets = gnu_table + 4 + bloom_size * (sizeof(ElfW(Addr)) / 4);
         const uint32_t *chain = buckets + bucket_count;
-        uint32_t hash = gnu_hash(lookup->name);
+        uint32_t hash = gnu_hash(name);
         uint32_t index = buckets[hash % bucket_count];
         if (index < symbol_offset)
-            return 0;
+            return NULL;
         for (;; index++) {
             uint32_t chain_hash = chain[index - symbol_offset];
             if ((chain_hash | 1) == (hash | 1) &&
-                symbol_matches(&symbols[index], strings, versions, index, lookup->name)) {
-                lookup->found = (void *)(base + symbols[index].st_value);
-                return 1;
-            }
+                symbol_matches(&symbols[index], strings, versions, index, name))
+                return (void *)(base + symbols[index].st_value);
             if (chain_hash & 1)
-                return 0;
+                return NULL;
         }
     }
     if (sysv_table) {
         uint32_t symbol_count = sysv_table[1];
-        for (uint32_t index = 0; index < symbol_count; index++) {
-            if (symbol_matches(&symbols[index], strings, versions, index, lookup->name)) {
-                lookup->found = (void *)(base + symbols[index].st_value);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-static void *find_libc_function(const char *name)
-{
-    /* glibc 2.34 moved dlsym into libc; before that it lived in libdl. */
-    static const char *const libraries[] = { "libc.so", "libdl.so" };
-    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
-        struct elf_lookup lookup = { libraries[i], name, NULL };
-        dl_iterate_phdr(find_in_object, &lookup);
-        if (lookup.found)
-            return lookup.found;
+        for (uint32_t index = 0; index < symbol_count; index++)
+            if (symbol_matches(&symbols[index], strings, versions, index, name))
+                return (void *)(base + symbols[index].st_value);
     }
     return NULL;
 }
 
-static void find_real_dl(void)
+/* glibc 2.34 moved dlsym into libc; before that it lived in libdl. The loaded
+ * objects are walked from this library's own link map (dladdr1 is intercepted
+ * by no sanitizer, unlike dl_iterate_phdr). */
+NVS_UNINSTRUMENTED
+static void *find_libc_function(const char *name)
 {
-    int saved_errno = errno;
-    real_dlsym = (dlsym_fn)find_libc_function("dlsym");
-    real_dlvsym = (dlvsym_fn)find_libc_function("dlvsym");
-    errno = saved_errno;
+    static const char *const libraries[] = { "libc.so", "libdl.so" };
+    Dl_info self;
+    struct link_map *map = NULL;
+    if (!dladdr1((void *)find_libc_function, &self, (void **)&map, RTLD_DL_LINKMAP) || !map)
+        return NULL;
+    while (map->l_prev)
+        map = map->l_prev;
+    for (size_t i = 0; i < sizeof libraries / sizeof libraries[0]; i++) {
+        for (const struct link_map *object = map; object; object = object->l_next) {
+            const char *base_name = object->l_name;
+            for (const char *c = object->l_name; c && *c; c++)
+                if (*c == '/')
+                    base_name = c + 1;
+            if (!base_name || !has_prefix(base_name, libraries[i]))
+                continue;
+            void *found = find_in_object(object, name);
+            if (found)
+                return found;
+        }
+    }
+    return NULL;
 }
 
+/* Looked up again by a thread that races the first: same answer, no lock. */
+NVS_UNINSTRUMENTED
 static dlsym_fn get_real_dlsym(void)
 {
-    pthread_once(&real_dl_once, find_real_dl);
-    return real_dlsym;
+    dlsym_fn real = atomic_load(&real_dlsym);
+    if (!real) {
+        int saved_errno = errno;
+        real = (dlsym_fn)find_libc_function("dlsym");
+        atomic_store(&real_dlsym, real);
+        errno = saved_errno;
+    }
+    return real;
 }
 
+NVS_UNINSTRUMENTED
 static dlvsym_fn get_real_dlvsym(void)
 {
-    pthread_once(&real_dl_once, find_real_dl);
-    return real_dlvsym;
+    dlvsym_fn real = atomic_load(&real_dlvsym);
+    if (!real) {
+        int saved_errno = errno;
+        real = (dlvsym_fn)find_libc_function("dlvsym");
+        atomic_store(&real_dlvsym, real);
+        errno = saved_errno;
+    }
+    return real;
 }
 
 void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
@@ -311,20 +344,29 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
 
 /* RTLD_NEXT is resolved relative to the caller's return address, so that case
  * is a plain tail call: glibc then sees the program's caller, not us. */
-__attribute__((visibility("default"), optimize("optimize-sibling-calls")))
+__attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
 void *dlsym(void *handle, const char *name)
 {
     dlsym_fn real = get_real_dlsym();
     if (handle == RTLD_NEXT)
         return real(handle, name);
-    return nvs_resolve_substitute(name, real(handle, name), false);
+    void *symbol = real(handle, name);
+    /* Nothing is substituted before our constructor has run (no filter yet):
+     * a sanitizer runtime starting up gets glibc's answer, and no instrumented
+     * code runs before that runtime is ready. */
+    if (!atomic_load(&hook_filter))
+        return symbol;
+    return nvs_resolve_substitute(name, symbol, false);
 }
 
-__attribute__((visibility("default"), optimize("optimize-sibling-calls")))
+__attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
 void *dlvsym(void *handle, const char *name, const char *version)
 {
     dlvsym_fn real = get_real_dlvsym();
     if (handle == RTLD_NEXT)
         return real(handle, name, version);
-    return nvs_resolve_substitute(name, real(handle, name, version), false);
+    void *symbol = real(handle, name, version);
+    if (!atomic_load(&hook_filter))
+        return symbol;
+    return nvs_resolve_substitute(name, symbol, false);
 }

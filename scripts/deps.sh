@@ -14,9 +14,10 @@ packages=(
   valgrind
   nsight-systems nsight-systems-target
 )
-# For the kernel probe; where the distribution lacks one, the library is built
-# without the probe (make says so) and everything else works.
-optional=(libbpf-dev bpftool clang)
+# For the kernel probe (and clang's runtimes for make fuzz); where the distribution
+# lacks one, the library is built without the probe (make says so) and everything
+# else works.
+optional=(libbpf-dev bpftool clang libclang-rt-dev)
 
 # NVTX3 is header-only: the CUDA toolkit has it; otherwise Debian's nvidia-cuda-dev.
 nvtx_found=

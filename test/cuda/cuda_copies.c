@@ -177,5 +177,8 @@ int main(int argc, char **argv)
     int (*per_thread)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "nvs_stub_per_thread_calls");
     printf("per-thread variants: %d\n", per_thread ? per_thread() : -1);
     api.free_host(pinned);
+    free(buffer);
+    free(back);
+    free(pageable);
     return 0;
 }

@@ -42,5 +42,6 @@ int main(void)
         sum = sum * 31 + pageable[i] + pinned[i];
     printf("runtime copies: checksum %08x\n", sum);
     cudaFreeHost(pinned);
+    free(pageable);
     return 0;
 }
