@@ -1,13 +1,706 @@
-/* nvtxshim report: the summary the demo prints (work in progress). */
+/* nvtxshim report: what a profile of a control loop says, first (the summary
+ * scripts/report.py printed, with its headings): per range name count, mean,
+ * p50, p99 and max; per frame the time in USB, CUDA copies, X11 and the rest,
+ * with the kernel probe's figures when it ran; the slowest frames; the capture
+ * windows. Per-frame times are unions of the calls' intervals inside the
+ * frame, so nested or overlapping calls count once. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "commands.h"
+#include "events.h"
+
+#define NS_PER_US 1000.0
+#define NS_PER_MS 1e6
+#define CALL_DOMAINS 3
+#define DEFAULT_SLOWEST 5
+
+static const char *const call_domains[CALL_DOMAINS] = {"usb", "cuda", "x11"};
+
+static const char manual[] =
+    "NAME\n"
+    "    nvtxshim report - what a profile of a control loop says, first\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    nvtxshim report FILE [--slowest N]\n"
+    "    nvtxshim report --help\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Reads the NVTX ranges and marks of FILE and prints:\n"
+    "\n"
+    "    - per range name (per domain; calls of the usb, cuda and x11 domains\n"
+    "      by function, frames as \"frame N\"): count, mean, p50, p99 and max, in\n"
+    "      microseconds, and the marks with their counts;\n"
+    "    - per frame (the \"frame N\" ranges of domain nvtxshim, counted with\n"
+    "      NVTXSHIM_FRAME): the time in USB calls, CUDA copies, X11 calls and the\n"
+    "      rest, in milliseconds, as mean, p50, p99 and max over the frames, then\n"
+    "      the slowest frames. The time of a domain is the union of its calls'\n"
+    "      intervals inside the frame, so nested calls count once; the rest is\n"
+    "      the frame less the union of all three. libusb_submit_transfer (a\n"
+    "      transfer in flight) and libusb_handle_events* (an event thread\n"
+    "      waiting) are not time the loop spent in a call and are left out.\n"
+    "      When the kernel probe ran (NVTXSHIM_KERNEL=on), two more columns give\n"
+    "      each frame's time off the CPU: runnable (waiting for a CPU) and\n"
+    "      blocked (asleep), with preemptions and page faults for the slowest;\n"
+    "    - the capture windows (NVTXSHIM_CAPTURE) and the frames inside them.\n"
+    "\n"
+    "    FILE is one of:\n"
+    "\n"
+    "    REPORT.nsys-rep   an Nsight Systems report. It is exported first with\n"
+    "                      nsys export --type sqlite to REPORT.sqlite beside it\n"
+    "                      (to a temporary directory when that one is not\n"
+    "                      writable), which is read instead while it is newer\n"
+    "                      than the report. Said on stderr. $NSYS names the nsys\n"
+    "                      to run (default: nsys on PATH).\n"
+    "    REPORT.sqlite     the SQLite export of one (nsys export --type sqlite);\n"
+    "                      any SQLite file is recognised by its header.\n"
+    "    TRACE.json        a trace written by NVTXSHIM_TRACE (or by nvtxshim\n"
+    "                      convert). A trace cut short by a signal, without its\n"
+    "                      closing ]}, is read up to its last event, and a line\n"
+    "                      on stderr says so. Events of the categories convert\n"
+    "                      gives non-NVTX work (osrt, cuda kernel, cuda memcpy,\n"
+    "                      cuda memset) are left out.\n"
+    "\n"
+    "    Everything else it says goes to stderr, each line starting with\n"
+    "    \"nvtxshim: report: \".\n"
+    "\n"
+    "OPTIONS\n"
+    "    --slowest N\n"
+    "        List the N slowest frames (default 5; 0 lists none).\n"
+    "\n"
+    "    --help, -h\n"
+    "        Print this page and exit.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   the summary was printed.\n"
+    "    1   FILE could not be read (one line on stderr says why), nsys export\n"
+    "        failed, or FILE holds no NVTX ranges or marks.\n"
+    "    2   a usage error.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    nvtxshim report build/demo/report.nsys-rep\n"
+    "    nvtxshim report report.sqlite --slowest 10\n"
+    "    NVTXSHIM_TRACE=rig.json NVTXSHIM_FRAME=usb.in:0x81 nvtxshim run -- ./loop\n"
+    "    nvtxshim report rig.json\n";
+
+/* ---- output helpers ----------------------------------------------------------- */
+
+/* TEXT cut to at most LIMIT characters (UTF-8 code points; 0: no limit) and
+ * padded with spaces to WIDTH characters, as Python's "%-Ws" % text[:LIMIT]. */
+static void put_padded(const char *text, size_t width, size_t limit)
+{
+    size_t characters = 0;
+    const char *p = text;
+    while (*p && (!limit || characters < limit)) {
+        p++;
+        while ((*p & 0xC0) == 0x80)
+            p++;
+        characters++;
+    }
+    fwrite(text, 1, (size_t)(p - text), stdout);
+    for (; characters < width; characters++)
+        putchar(' ');
+}
+
+/* TEXT as Python's repr() shows a str. */
+static void put_repr(const char *text)
+{
+    char quote = strchr(text, '\'') && !strchr(text, '"') ? '"' : '\'';
+    putchar(quote);
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '\\' || *c == (unsigned char)quote)
+            printf("\\%c", *c);
+        else if (*c == '\n')
+            fputs("\\n", stdout);
+        else if (*c == '\r')
+            fputs("\\r", stdout);
+        else if (*c == '\t')
+            fputs("\\t", stdout);
+        else if (*c < 0x20 || *c == 0x7F)
+            printf("\\x%02x", *c);
+        else
+            putchar(*c);
+    }
+    putchar(quote);
+}
+
+static int compare_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The value at FRACTION of SORTED, as report.py picks it. */
+static int64_t percentile(const int64_t *sorted, size_t count, double fraction)
+{
+    size_t index = (size_t)(fraction * (double)count);
+    return sorted[index < count - 1 ? index : count - 1];
+}
+
+/* ---- what the names mean ------------------------------------------------------ */
+
+static int call_domain(const struct nvs_event *event)
+{
+    for (int i = 0; i < CALL_DOMAINS; i++)
+        if (strcmp(event->domain, call_domains[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* N of a "frame N" range in domain nvtxshim; 0 for anything else. */
+static uint64_t frame_number(const struct nvs_event *event)
+{
+    if (strcmp(event->domain, "nvtxshim") != 0 || strncmp(event->name, "frame ", 6) != 0)
+        return 0;
+    const char *digits = event->name + 6;
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits))
+        return 0;
+    errno = 0;
+    uint64_t number = strtoull(digits, NULL, 10);
+    return errno ? 0 : number;
+}
+
+static bool is_frame(const struct nvs_event *event)
+{
+    return event->kind == NVS_EVENT_RANGE && frame_number(event) > 0;
+}
+
+static bool counts_toward_frame(const struct nvs_event *event)
+{
+    return event->kind == NVS_EVENT_RANGE && call_domain(event) >= 0 &&
+           strncmp(event->name, "libusb_submit_transfer", 22) != 0 &&
+           strncmp(event->name, "libusb_handle_events", 20) != 0;
+}
+
+/* The kernel probe's mark for a frame: "frame N: runnable X ms (P preemptions),
+ * blocked Y ms, F faults[, M migrations][...]" in domain kernel. */
+struct kernel_mark {
+    uint32_t pid;
+    uint64_t number;
+    struct nvs_offcpu figures;
+};
+
+static bool parse_kernel_mark(const struct nvs_event *event, struct kernel_mark *mark)
+{
+    if (event->kind != NVS_EVENT_MARK || strcmp(event->domain, "kernel") != 0)
+        return false;
+    double runnable_ms, blocked_ms;
+    unsigned long long number, preemptions, faults;
+    int used = 0;
+    if (sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption%*[s]), blocked %lf ms, %llu fault%n",
+               &number, &runnable_ms, &preemptions, &blocked_ms, &faults, &used) < 5 &&
+        sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption), blocked %lf ms, %llu fault%n",
+               &number, &runnable_ms, &preemptions, &blocked_ms, &faults, &used) < 5)
+        return false;
+    mark->pid = event->pid;
+    mark->number = number;
+    mark->figures = (struct nvs_offcpu){
+        .runnable_ns = (uint64_t)(runnable_ms * NS_PER_MS + 0.5),
+        .blocked_ns = (uint64_t)(blocked_ms * NS_PER_MS + 0.5),
+        .preemptions = preemptions,
+        .faults = faults,
+    };
+    const char *migrations = strstr(event->name, " migration");
+    if (migrations) {
+        const char *digits = migrations;
+        while (digits > event->name && digits[-1] >= '0' && digits[-1] <= '9')
+            digits--;
+        mark->figures.migrations = strtoull(digits, NULL, 10);
+    }
+    return true;
+}
+
+/* ---- per range name ------------------------------------------------------------ */
+
+struct named_duration {
+    const char *domain, *name;
+    int64_t duration;
+};
+
+static int compare_strings(const char *a, const char *b)
+{
+    return a == b ? 0 : strcmp(a, b);
+}
+
+static int compare_named(const void *a, const void *b)
+{
+    const struct named_duration *x = a, *y = b;
+    int order = compare_strings(x->domain, y->domain);
+    if (!order)
+        order = compare_strings(x->name, y->name);
+    if (!order)
+        order = (x->duration > y->duration) - (x->duration < y->duration);
+    return order;
+}
+
+/* The table's name for EVENT: "frame N", the function of a call (the name's
+ * first word), or the whole name. */
+static const char *table_name(struct nvs_events *events, const struct nvs_event *event)
+{
+    if (frame_number(event))
+        return nvs_events_intern(events, "frame N", 7);
+    if (call_domain(event) >= 0) {
+        const char *space = strchr(event->name, ' ');
+        if (space)
+            return nvs_events_intern(events, event->name, (size_t)(space - event->name));
+    }
+    return event->name;
+}
+
+static int print_names(struct nvs_events *events)
+{
+    size_t ranges = 0, marks = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        ranges += events->events[i].kind == NVS_EVENT_RANGE;
+        marks += events->events[i].kind == NVS_EVENT_MARK;
+    }
+    struct named_duration *rows = malloc((ranges + marks + 1) * sizeof *rows);
+    int64_t *values = malloc((ranges + 1) * sizeof *values);
+    if (!rows || !values) {
+        free(rows);
+        free(values);
+        return -1;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        const struct nvs_event *event = &events->events[i];
+        if (event->kind != NVS_EVENT_RANGE)
+            continue;
+        const char *name = table_name(events, event);
+        if (!name)
+            return free(rows), free(values), -1;
+        rows[count++] = (struct named_duration){event->domain, name, event->end - event->start};
+    }
+    qsort(rows, count, sizeof *rows, compare_named);
+    puts("== NVTX ranges per name (microseconds)");
+    printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50", "p99",
+           "max");
+    for (size_t first = 0; first < count;) {
+        size_t last = first;
+        int64_t sum = 0;
+        while (last < count && rows[last].domain == rows[first].domain &&
+               rows[last].name == rows[first].name) {
+            values[last - first] = rows[last].duration;
+            sum += rows[last].duration;
+            last++;
+        }
+        size_t n = last - first;
+        fputs("  ", stdout);
+        put_padded(rows[first].domain, 9, 0);
+        putchar(' ');
+        put_padded(rows[first].name, 34, 34);
+        printf(" %7zu %10.1f %10.1f %10.1f %10.1f\n", n, (double)sum / (double)n / NS_PER_US,
+               (double)percentile(values, n, 0.5) / NS_PER_US,
+               (double)percentile(values, n, 0.99) / NS_PER_US, (double)values[n - 1] / NS_PER_US);
+        first = last;
+    }
+    /* marks: domain 'name' xCOUNT, sorted */
+    const char *kernel_figures = nvs_events_intern(events, "frame N: off-CPU figures", 24);
+    if (!kernel_figures) {
+        free(rows);
+        free(values);
+        return -1;
+    }
+    count = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        const struct nvs_event *event = &events->events[i];
+        struct kernel_mark figures;
+        if (event->kind != NVS_EVENT_MARK)
+            continue;
+        /* the kernel probe's mark at each frame's end: counted as one kind, its
+         * figures are in the per-frame table */
+        const char *name = parse_kernel_mark(event, &figures) ? kernel_figures : event->name;
+        rows[count++] = (struct named_duration){event->domain, name, 0};
+    }
+    qsort(rows, count, sizeof *rows, compare_named);
+    if (count)
+        fputs("  marks: ", stdout);
+    for (size_t first = 0; first < count;) {
+        size_t last = first;
+        while (last < count && rows[last].domain == rows[first].domain && rows[last].name == rows[first].name)
+            last++;
+        printf("%s%s ", first ? ", " : "", rows[first].domain);
+        put_repr(rows[first].name);
+        printf(" x%zu", last - first);
+        first = last;
+    }
+    if (count)
+        putchar('\n');
+    free(rows);
+    free(values);
+    return 0;
+}
+
+/* ---- per frame ------------------------------------------------------------------ */
+
+struct interval {
+    int64_t start, end;
+};
+
+static int compare_intervals(const void *a, const void *b)
+{
+    const struct interval *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The length of the union of the intervals (sorted here). */
+static int64_t union_length(struct interval *intervals, size_t count)
+{
+    qsort(intervals, count, sizeof *intervals, compare_intervals);
+    int64_t total = 0;
+    for (size_t i = 0; i < count;) {
+        int64_t start = intervals[i].start, end = intervals[i].end;
+        for (i++; i < count && intervals[i].start <= end; i++)
+            if (intervals[i].end > end)
+                end = intervals[i].end;
+        total += end - start;
+    }
+    return total;
+}
+
+enum column { TOTAL, USB, CUDA, X11, REST, RUNNABLE, BLOCKED, COLUMNS };
+
+static const char *const column_names[COLUMNS] = {"total", "usb", "cuda", "x11", "rest",
+                                                  "runnable", "blocked"};
+
+struct frame_row {
+    uint64_t number;
+    size_t order;                    /* position in start order, for a stable sort */
+    int64_t value[COLUMNS];
+    bool has_kernel;                 /* the kernel probe's figures are there */
+    uint64_t preemptions, faults;
+};
+
+static int compare_kernel_marks(const void *a, const void *b)
+{
+    const struct kernel_mark *x = a, *y = b;
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    return (x->number > y->number) - (x->number < y->number);
+}
+
+static int compare_by_start(const void *a, const void *b)
+{
+    const struct nvs_event *x = *(const struct nvs_event *const *)a;
+    const struct nvs_event *y = *(const struct nvs_event *const *)b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x > y) - (x < y);
+}
+
+static int compare_slowest(const void *a, const void *b)
+{
+    const struct frame_row *x = a, *y = b;
+    if (x->value[TOTAL] != y->value[TOTAL])
+        return (x->value[TOTAL] < y->value[TOTAL]) - (x->value[TOTAL] > y->value[TOTAL]);
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Each frame's row: the union of each call domain's intervals clipped to it. */
+static int breakdown(const struct nvs_event **frames, size_t frame_count, struct nvs_events *events,
+                     struct frame_row *rows)
+{
+    size_t call_count = 0;
+    for (size_t i = 0; i < events->count; i++)
+        call_count += counts_toward_frame(&events->events[i]);
+    const struct nvs_event **calls = malloc((call_count + 1) * sizeof *calls);
+    struct interval *parts[CALL_DOMAINS + 1];
+    size_t capacity = call_count + 1;
+    for (int d = 0; d <= CALL_DOMAINS; d++)
+        parts[d] = malloc(capacity * sizeof *parts[d]);
+    bool ok = calls != NULL;
+    for (int d = 0; d <= CALL_DOMAINS; d++)
+        ok = ok && parts[d];
+    if (ok) {
+        size_t n = 0;
+        int64_t longest = 0;
+        for (size_t i = 0; i < events->count; i++)
+            if (counts_toward_frame(&events->events[i])) {
+                calls[n++] = &events->events[i];
+                if (events->events[i].end - events->events[i].start > longest)
+                    longest = events->events[i].end - events->events[i].start;
+            }
+        qsort(calls, n, sizeof *calls, compare_by_start);
+        for (size_t f = 0; f < frame_count; f++) {
+            const struct nvs_event *frame = frames[f];
+            /* calls that can overlap the frame: from its start less the longest call */
+            size_t low = 0, high = n;
+            while (low < high) {
+                size_t middle = (low + high) / 2;
+                if (calls[middle]->start < frame->start - longest)
+                    low = middle + 1;
+                else
+                    high = middle;
+            }
+            size_t counts[CALL_DOMAINS + 1] = {0};
+            for (size_t i = low; i < n && calls[i]->start < frame->end; i++) {
+                int64_t start = calls[i]->start > frame->start ? calls[i]->start : frame->start;
+                int64_t end = calls[i]->end < frame->end ? calls[i]->end : frame->end;
+                if (end <= start)
+                    continue;
+                int d = call_domain(calls[i]);
+                parts[d][counts[d]++] = (struct interval){start, end};
+                parts[CALL_DOMAINS][counts[CALL_DOMAINS]++] = (struct interval){start, end};
+            }
+            struct frame_row *row = &rows[f];
+            memset(row, 0, sizeof *row);
+            row->number = frame_number(frame);
+            row->order = f;
+            row->value[TOTAL] = frame->end - frame->start;
+            for (int d = 0; d < CALL_DOMAINS; d++)
+                row->value[USB + d] = union_length(parts[d], counts[d]);
+            row->value[REST] = row->value[TOTAL] - union_length(parts[CALL_DOMAINS], counts[CALL_DOMAINS]);
+        }
+    }
+    free(calls);
+    for (int d = 0; d <= CALL_DOMAINS; d++)
+        free(parts[d]);
+    return ok ? 0 : -1;
+}
+
+/* The kernel figures of each row: the frame range's own (trace files), else
+ * the probe's mark for that frame in that process. Returns the rows that have
+ * them. */
+static size_t attach_kernel_figures(const struct nvs_event **frames, struct frame_row *rows,
+                                    size_t frame_count, const struct nvs_events *events)
+{
+    size_t mark_count = 0;
+    for (size_t i = 0; i < events->count; i++)
+        mark_count += events->events[i].kind == NVS_EVENT_MARK && strcmp(events->events[i].domain, "kernel") == 0;
+    struct kernel_mark *marks = mark_count ? malloc(mark_count * sizeof *marks) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; marks && i < events->count; i++)
+        if (parse_kernel_mark(&events->events[i], &marks[n]))
+            n++;
+    if (n)
+        qsort(marks, n, sizeof *marks, compare_kernel_marks);
+    size_t with = 0;
+    for (size_t f = 0; f < frame_count; f++) {
+        const struct nvs_offcpu *figures = frames[f]->offcpu;
+        if (!figures && n) {
+            struct kernel_mark key = {.pid = frames[f]->pid, .number = rows[f].number};
+            const struct kernel_mark *found = bsearch(&key, marks, n, sizeof *marks, compare_kernel_marks);
+            figures = found ? &found->figures : NULL;
+        }
+        if (!figures)
+            continue;
+        rows[f].has_kernel = true;
+        rows[f].value[RUNNABLE] = (int64_t)figures->runnable_ns;
+        rows[f].value[BLOCKED] = (int64_t)figures->blocked_ns;
+        rows[f].preemptions = figures->preemptions;
+        rows[f].faults = figures->faults;
+        with++;
+    }
+    free(marks);
+    return with;
+}
+
+static int print_frames(struct nvs_events *events, long slowest)
+{
+    size_t frame_count = 0;
+    for (size_t i = 0; i < events->count; i++)
+        frame_count += is_frame(&events->events[i]);
+    putchar('\n');
+    if (!frame_count) {
+        puts("== No frame ranges: set NVTXSHIM_FRAME to count the loop's frames");
+        return 0;
+    }
+    const struct nvs_event **frames = malloc(frame_count * sizeof *frames);
+    struct frame_row *rows = malloc(frame_count * sizeof *rows);
+    int64_t *values = malloc(frame_count * sizeof *values);
+    if (!frames || !rows || !values) {
+        free(frames), free(rows), free(values);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < events->count; i++)
+        if (is_frame(&events->events[i]))
+            frames[n++] = &events->events[i];
+    qsort(frames, n, sizeof *frames, compare_by_start);
+    if (breakdown(frames, n, events, rows) != 0) {
+        free(frames), free(rows), free(values);
+        return -1;
+    }
+    size_t with_kernel = attach_kernel_figures(frames, rows, n, events);
+    int columns = with_kernel ? COLUMNS : REST + 1;
+    if (with_kernel)
+        puts("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; off CPU "
+             "(kernel probe): runnable, blocked");
+    else
+        puts("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest");
+    printf("  %-14s", "");
+    for (int c = 0; c < columns; c++)
+        printf(" %9s", column_names[c]);
+    putchar('\n');
+    static const char *const labels[] = {"mean", "p50", "p99", "max"};
+    for (int s = 0; s < 4; s++) {
+        char label[32];
+        if (s == 0)
+            snprintf(label, sizeof label, "mean of %zu", n);
+        else
+            snprintf(label, sizeof label, "%s", labels[s]);
+        printf("  %-14s", label);
+        for (int c = 0; c < columns; c++) {
+            double sum = 0;
+            for (size_t f = 0; f < n; f++) {
+                values[f] = rows[f].value[c];
+                sum += (double)values[f];
+            }
+            qsort(values, n, sizeof *values, compare_int64);
+            double value = s == 0 ? sum / (double)n
+                           : s == 1 ? (double)percentile(values, n, 0.5)
+                           : s == 2 ? (double)percentile(values, n, 0.99) : (double)values[n - 1];
+            printf(" %9.3f", value / NS_PER_MS);
+        }
+        putchar('\n');
+    }
+    if (with_kernel && with_kernel < n)
+        printf("  (kernel figures for %zu of the %zu frames; the others count as 0)\n", with_kernel, n);
+    puts("  slowest frames:");
+    qsort(rows, n, sizeof *rows, compare_slowest);
+    for (size_t f = 0; f < n && (long)f < slowest; f++) {
+        char label[40];
+        snprintf(label, sizeof label, "frame %" PRIu64, rows[f].number);
+        printf("  %-14s", label);
+        for (int c = 0; c < columns; c++)
+            printf(" %9.3f", (double)rows[f].value[c] / NS_PER_MS);
+        if (rows[f].has_kernel)
+            printf("  (%" PRIu64 " preemption%s, %" PRIu64 " fault%s)", rows[f].preemptions,
+                   rows[f].preemptions == 1 ? "" : "s", rows[f].faults, rows[f].faults == 1 ? "" : "s");
+        putchar('\n');
+    }
+    free(frames);
+    free(rows);
+    free(values);
+    return 0;
+}
+
+/* ---- capture windows ------------------------------------------------------------ */
+
+static bool is_capture(const struct nvs_event *event)
+{
+    if (event->kind != NVS_EVENT_RANGE || !event->domain[0] || strcmp(event->domain, "default") == 0 ||
+        frame_number(event) || call_domain(event) >= 0 || strcmp(event->domain, "kernel") == 0)
+        return false;
+    size_t word = strcspn(event->name, " ");
+    return word == 7 && strncmp(event->name, "capture", 7) == 0;
+}
+
+static int print_captures(struct nvs_events *events)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < events->count; i++)
+        count += is_capture(&events->events[i]);
+    if (!count)
+        return 0;
+    const struct nvs_event **captures = malloc(count * sizeof *captures);
+    if (!captures)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < events->count; i++)
+        if (is_capture(&events->events[i]))
+            captures[n++] = &events->events[i];
+    qsort(captures, n, sizeof *captures, compare_by_start);
+    printf("\n== Capture windows: %zu\n", n);
+    for (size_t c = 0; c < n; c++) {
+        const struct nvs_event *window = captures[c];
+        uint64_t first = 0, last = 0;
+        for (size_t i = 0; i < events->count; i++) {
+            const struct nvs_event *frame = &events->events[i];
+            if (!is_frame(frame) || frame->start < window->start || frame->start >= window->end)
+                continue;
+            uint64_t number = frame_number(frame);
+            if (!first || number < first)
+                first = number;
+            if (number > last)
+                last = number;
+        }
+        char label[512], span[64];
+        snprintf(label, sizeof label, "%s@%s", window->name, window->domain);
+        if (first)
+            snprintf(span, sizeof span, "frames %" PRIu64 "-%" PRIu64, first, last);
+        else
+            snprintf(span, sizeof span, "no frames");
+        fputs("  ", stdout);
+        put_padded(label, 24, 0);
+        printf(" %10.3f ms  %s\n", (double)(window->end - window->start) / NS_PER_MS, span);
+    }
+    free(captures);
+    return 0;
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static int usage_error(const char *format, const char *what)
+{
+    fputs("nvtxshim: report: ", stderr);
+    fprintf(stderr, format, what);
+    fputs(" (nvtxshim report --help)\n", stderr);
+    return 2;
+}
 
 int nvs_cli_report(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fputs("nvtxshim: report: not implemented yet\n", stderr);
-    return 1;
+    const char *path = NULL;
+    long slowest = DEFAULT_SLOWEST;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(manual, stdout);
+            return 0;
+        }
+    for (int i = 1; i < argc; i++) {
+        const char *argument = argv[i];
+        if (strcmp(argument, "--slowest") == 0 || strncmp(argument, "--slowest=", 10) == 0) {
+            const char *value = argument[9] == '=' ? argument + 10 : (i + 1 < argc ? argv[++i] : NULL);
+            char *end;
+            errno = 0;
+            slowest = value ? strtol(value, &end, 10) : -1;
+            if (!value || !*value || *end || errno || slowest < 0)
+                return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value ? value : "");
+        } else if (strcmp(argument, "--") == 0 && i + 1 < argc && !path) {
+            path = argv[++i];
+        } else if (argument[0] == '-' && argument[1]) {
+            return usage_error("unknown option %s", argument);
+        } else if (!path) {
+            path = argument;
+        } else {
+            return usage_error("one file at a time: '%s' is one too many", argument);
+        }
+    }
+    if (!path)
+        return usage_error("%swhich file? nvtxshim report FILE [--slowest N]", "");
+
+    struct nvs_events events = {0};
+    struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX};
+    if (nvs_events_load(&events, path, &options) != 0) {
+        nvs_events_free(&events);
+        return 1;
+    }
+    size_t nvtx = 0;
+    for (size_t i = 0; i < events.count; i++)
+        nvtx += events.events[i].kind == NVS_EVENT_RANGE || events.events[i].kind == NVS_EVENT_MARK;
+    if (!nvtx) {
+        fprintf(stderr, "nvtxshim: report: no NVTX events in %s\n", path);
+        nvs_events_free(&events);
+        return 1;
+    }
+    int status = print_names(&events);
+    if (status == 0)
+        status = print_frames(&events, slowest);
+    if (status == 0)
+        status = print_captures(&events);
+    if (status != 0)
+        fputs("nvtxshim: report: out of memory\n", stderr);
+    if (fflush(stdout) != 0 && status == 0) {
+        fprintf(stderr, "nvtxshim: report: cannot write the summary: %s\n", strerror(errno));
+        status = -1;
+    }
+    nvs_events_free(&events);
+    return status ? 1 : 0;
 }

@@ -1,0 +1,103 @@
+/* The events of a profile, whichever file they come from: an nsys report
+ * (.nsys-rep, exported first), its SQLite export, or a trace file written by
+ * NVTXSHIM_TRACE (or by nvtxshim convert). report and convert both read this. */
+#ifndef NVS_CLI_EVENTS_H
+#define NVS_CLI_EVENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum nvs_event_kind {
+    NVS_EVENT_RANGE,        /* an NVTX range: push/pop or start/end */
+    NVS_EVENT_MARK,         /* an NVTX mark */
+    NVS_EVENT_OS_CALL,      /* nsys's OS runtime trace (OSRT_API) */
+    NVS_EVENT_GPU_KERNEL,   /* CUPTI_ACTIVITY_KIND_KERNEL */
+    NVS_EVENT_GPU_COPY,     /* CUPTI_ACTIVITY_KIND_MEMCPY */
+    NVS_EVENT_GPU_SET,      /* CUPTI_ACTIVITY_KIND_MEMSET */
+};
+
+/* The Chrome categories of the events that are not NVTX (NVTX events have
+ * their domain as category): report leaves these out of its NVTX tables. */
+#define NVS_CATEGORY_OS_CALL "osrt"
+#define NVS_CATEGORY_GPU_KERNEL "cuda kernel"
+#define NVS_CATEGORY_GPU_COPY "cuda memcpy"
+#define NVS_CATEGORY_GPU_SET "cuda memset"
+
+/* The kernel probe's figures for a frame (README: The kernel probe). */
+struct nvs_offcpu {
+    uint64_t runnable_ns, blocked_ns, preemptions, faults, migrations;
+};
+
+struct nvs_event {
+    int64_t start, end;          /* nanoseconds; end == start for a mark */
+    const char *domain;          /* the NVTX domain ("default" for none), or the category */
+    const char *name;
+    const char *args;            /* the Chrome args' members as JSON text, or NULL */
+    struct nvs_offcpu *offcpu;   /* a frame range's kernel figures from the trace, or NULL */
+    uint32_t pid, tid;
+    enum nvs_event_kind kind;
+};
+
+/* A thread's name (or, with tid == 0, a process's). */
+struct nvs_thread_name {
+    uint32_t pid, tid;
+    const char *name;
+};
+
+struct nvs_string_pool;
+
+struct nvs_events {
+    struct nvs_event *events;
+    size_t count, capacity;
+    struct nvs_thread_name *names;
+    size_t name_count, name_capacity;
+    struct nvs_string_pool *strings;
+};
+
+enum nvs_load_what {
+    NVS_LOAD_NVTX,               /* NVTX ranges and marks: what report needs */
+    NVS_LOAD_EVERYTHING,         /* also OS runtime calls, GPU work, thread and process names */
+};
+
+struct nvs_load_options {
+    const char *command;         /* for messages: "nvtxshim: COMMAND: ..." */
+    enum nvs_load_what what;
+    bool say_skipped;            /* one line on stderr for each table or column not there */
+};
+
+enum nvs_file_kind {
+    NVS_FILE_UNREADABLE,         /* errno says why */
+    NVS_FILE_NSYS_REPORT,        /* .nsys-rep or .qdrep */
+    NVS_FILE_SQLITE,             /* any SQLite database, by its header */
+    NVS_FILE_TRACE,              /* anything else: read as a trace file */
+};
+
+/* What PATH holds, by its header, then by its name. */
+enum nvs_file_kind nvs_events_file_kind(const char *path);
+
+/* Loads PATH: an nsys report (.nsys-rep or .qdrep; exported with nsys export
+ * first, or its up-to-date .sqlite beside it read instead; said on stderr), a
+ * SQLite export (recognised by its header), or a trace file (anything else).
+ * Returns 0, or -1 after one "nvtxshim: COMMAND: ..." line on stderr. The
+ * events are in no particular order. */
+int nvs_events_load(struct nvs_events *events, const char *path,
+                    const struct nvs_load_options *options);
+
+void nvs_events_free(struct nvs_events *events);
+
+/* The same string for the same text, valid until nvs_events_free: names
+ * can be compared as pointers. NULL when out of memory. */
+const char *nvs_events_intern(struct nvs_events *events, const char *text, size_t length);
+
+/* Appends an event (its strings already interned); NULL when out of memory. */
+struct nvs_event *nvs_events_add(struct nvs_events *events);
+
+/* Sorts by start time; events that start together keep their order. */
+void nvs_events_sort(struct nvs_events *events);
+
+/* Splits an nsys global thread id (pid and tid in its low 48 bits). */
+uint32_t nvs_global_pid(int64_t global_tid);
+uint32_t nvs_global_tid(int64_t global_tid);
+
+#endif
