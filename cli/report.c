@@ -190,11 +190,11 @@ static bool parse_kernel_mark(const struct nvs_event *event, struct kernel_mark 
         return false;
     double runnable_ms, blocked_ms;
     unsigned long long number, preemptions, faults;
-    int used = 0;
-    if (sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption%*[s]), blocked %lf ms, %llu fault%n",
-               &number, &runnable_ms, &preemptions, &blocked_ms, &faults, &used) < 5 &&
-        sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption), blocked %lf ms, %llu fault%n",
-               &number, &runnable_ms, &preemptions, &blocked_ms, &faults, &used) < 5)
+    /* "preemptions" or, for one, "preemption" */
+    if (sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption%*[s]), blocked %lf ms, %llu fault",
+               &number, &runnable_ms, &preemptions, &blocked_ms, &faults) < 5 &&
+        sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption), blocked %lf ms, %llu fault",
+               &number, &runnable_ms, &preemptions, &blocked_ms, &faults) < 5)
         return false;
     mark->pid = event->pid;
     mark->number = number;
@@ -271,8 +271,11 @@ static int print_names(struct nvs_events *events)
         if (event->kind != NVS_EVENT_RANGE)
             continue;
         const char *name = table_name(events, event);
-        if (!name)
-            return free(rows), free(values), -1;
+        if (!name) {
+            free(rows);
+            free(values);
+            return -1;
+        }
         rows[count++] = (struct named_duration){event->domain, name, event->end - event->start};
     }
     qsort(rows, count, sizeof *rows, compare_named);
@@ -547,13 +550,13 @@ static int print_frames(struct nvs_events *events, long slowest)
             snprintf(label, sizeof label, "%s", labels[s]);
         printf("  %-14s", label);
         for (int c = 0; c < columns; c++) {
-            double sum = 0;
+            int64_t sum = 0;
             for (size_t f = 0; f < n; f++) {
                 values[f] = rows[f].value[c];
-                sum += (double)values[f];
+                sum += values[f];
             }
             qsort(values, n, sizeof *values, compare_int64);
-            double value = s == 0 ? sum / (double)n
+            double value = s == 0 ? (double)sum / (double)n
                            : s == 1 ? (double)percentile(values, n, 0.5)
                            : s == 2 ? (double)percentile(values, n, 0.99) : (double)values[n - 1];
             printf(" %9.3f", value / NS_PER_MS);
