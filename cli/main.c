@@ -1,0 +1,72 @@
+/* nvtxshim: the command in front of libnvtxshim. Dispatches to a subcommand
+ * (cli/commands.h); `nvtxshim --help` lists them, `nvtxshim CMD --help` is
+ * that subcommand's manual page. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+struct subcommand {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+    {"run", nvs_cli_run, "run a program with the library in front of it (options become NVTXSHIM_* variables)"},
+    {"profile", nvs_cli_profile, "the same under nsys profile, bounded by a watchdog; prints the report and its summary"},
+    {"check", nvs_cli_check, "what will and will not work on this machine, and the command that fixes it"},
+    {"report", nvs_cli_report, "summarise an nsys SQLite export or a trace file"},
+    {"convert", nvs_cli_convert, "convert between nsys exports and trace files"},
+};
+
+static void usage(FILE *out)
+{
+    fputs("NAME\n"
+          "    nvtxshim - see a program's USB, X11 and CUDA-copy calls in Nsight Systems or a trace\n"
+          "\n"
+          "SYNOPSIS\n"
+          "    nvtxshim COMMAND [OPTIONS] [ARGS...]\n"
+          "    nvtxshim COMMAND --help\n"
+          "\n"
+          "COMMANDS\n", out);
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        fprintf(out, "    %-9s %s\n", subcommands[i].name, subcommands[i].summary);
+    fputs("\n"
+          "EXIT STATUS\n"
+          "    That of the command; 2 for an unknown command or no command.\n"
+          "\n"
+          "EXAMPLES\n"
+          "    nvtxshim check\n"
+          "    nvtxshim run --frame usb.in:0x81 --trace rig.json -- ./my_camera_loop\n"
+          "    nvtxshim profile --frame usb.in:0x81 --capture frames:100+50 -- ./my_camera_loop\n"
+          "    nvtxshim help profile\n", out);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        if (argc > 2 && strcmp(name, "help") == 0) {
+            /* `nvtxshim help CMD` is `nvtxshim CMD --help`. */
+            for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+                if (!strcmp(argv[2], subcommands[i].name)) {
+                    char *help_argv[] = {argv[2], "--help", NULL};
+                    return subcommands[i].main(2, help_argv);
+                }
+            fprintf(stderr, "nvtxshim: no command '%s' (nvtxshim --help lists them)\n", argv[2]);
+            return 2;
+        }
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (!strcmp(name, subcommands[i].name))
+            return subcommands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "nvtxshim: no command '%s' (nvtxshim --help lists them)\n", name);
+    return 2;
+}
