@@ -57,7 +57,7 @@ def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
     report = tmp_path / "demo" / "report.nsys-rep"
     assert "== report: %s" % report in output and report.exists()
     # DEMO_FRAMES=24: the window is frames 10-13, and nsys recorded only those.
-    assert "nsys records frames 10-13 (NVTXSHIM_CAPTURE=frames:10+4)" in output
+    assert "nsys records frames 10-13 (--capture frames:10+4)" in output
     check_report(output, 4, "10-13")
 
 
