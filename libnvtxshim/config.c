@@ -520,6 +520,10 @@ int nvs_config_parse(struct nvs_config *config, char *const *envp,
     for (char *const *entry = envp; entry && *entry; entry++) {
         if (strncmp(*entry, PREFIX, sizeof PREFIX - 1))
             continue;
+        /* The nvtxshim command's, not the library's: where the library is. */
+        static const char command_library[] = "NVTXSHIM_LIBRARY=";
+        if (!strncmp(*entry, command_library, sizeof command_library - 1))
+            continue;
         bool known = false;
         for (int v = 0; v < V_COUNT; v++) {
             size_t length = strlen(variables[v].name);
