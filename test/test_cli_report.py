@@ -1,0 +1,393 @@
+"""nvtxshim report and nvtxshim convert (cli/report.c, cli/convert.c): the same harness run
+recorded twice - under the real nsys (NVTX and OS runtime calls) and with the trace recorder -
+gives the same counts per range name; convert turns the nsys export into a trace whose NVTX
+ranges and marks are the export's, in time order, that report reads as it reads the export; what
+an export lacks is said, one line each; a trace cut short is read; and each subcommand has its
+manual page."""
+import collections
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+
+import pytest
+
+from conftest import ROOT, STUB, Device, program, run
+from nsys import export_sqlite, nsys_env, profile
+
+FRAMES = 8
+ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
+PUSH_POP, START_END, MARK = 59, 60, 34
+EXPECTED = {  # the synchronous harness: per frame an act, an observe, an upload, a download
+    ("usb", "libusb_control_transfer"): FRAMES, ("usb", "libusb_bulk_transfer"): 2 * FRAMES,
+    ("usb", "libusb_interrupt_transfer"): FRAMES, ("cuda", "cuMemcpyHtoD"): FRAMES,
+    ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("nvtxshim", "frame N"): FRAMES}
+NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
+
+
+def nvtxshim(*args, **kwargs):
+    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+def harness():
+    return [program("harness_physical"), "--frames", str(FRAMES)]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The harness on the emulated camera under nsys -t nvtx,osrt (report, export), and the
+    same program with the trace recorder."""
+    directory = tmp_path_factory.mktemp("cli_report")
+    device = Device(FRAMES, ())
+    # The stand-in CUDA driver for the harness only (nsys itself must not load it), set in the
+    # same shell that appends the shim: no other program in between loads the shim (under
+    # make test-asan, an uninstrumented one would die loading the instrumented shim).
+    shimmed = device.wrap(["sh", "-c", 'LD_PRELOAD="$LD_PRELOAD:$NVS_TEST_SHIM" '
+                           'LD_LIBRARY_PATH="$NVS_TEST_STUB" exec "$@"', "sh"] + harness())
+    # nsys's OS runtime tracing copies raw stack memory, which ASan reports in the instrumented
+    # emucam: the sanitizer run (make test-asan) traces NVTX only.
+    osrt = not os.environ.get("NVS_TEST_PRELOAD_FIRST")
+    result = profile(directory / "report", shimmed, nsys_env(dict(ON_ACT, NVS_TEST_STUB=STUB)),
+                     trace="nvtx,osrt" if osrt else "nvtx")
+    assert b"frames=%d errors=0" % FRAMES in result.stdout
+    database = export_sqlite(directory / "report")
+    trace = directory / "trace.json"
+    recorded = run(harness(), env=dict(ON_ACT, NVTXSHIM_TRACE=str(trace), LD_LIBRARY_PATH=STUB),
+                   device=device)
+    assert recorded.returncode == 0 and b"frames=%d errors=0" % FRAMES in recorded.stdout
+    return {"directory": directory, "report": directory / "report.nsys-rep",
+            "database": database, "trace": trace, "osrt": osrt}
+
+
+def names_table(output):
+    """{(domain, name): count} from the report's first table."""
+    lines = output.splitlines()
+    start = lines.index("== NVTX ranges per name (microseconds)")
+    assert lines[start + 1].split() == ["domain", "name", "count", "mean", "p50", "p99", "max"]
+    counts = {}
+    for line in lines[start + 2:]:
+        if not line.strip() or line.startswith("  marks:"):
+            break
+        fields = line.split()
+        counts[(fields[0], " ".join(fields[1:-5]))] = int(fields[-5])
+    return counts
+
+
+def frames_table(output):
+    lines = output.splitlines()
+    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest")
+    assert lines[start + 1].split() == ["total", "usb", "cuda", "x11", "rest"]
+    return lines[start + 2:]
+
+
+def export_events(database):
+    """(eventType, domain, name, start, end, globalTid) of the export's NVTX ranges and marks."""
+    with sqlite3.connect(database) as db:
+        return db.execute("""
+            WITH domains AS (SELECT domainId, text AS domain FROM NVTX_EVENTS WHERE eventType = 75)
+            SELECT e.eventType, COALESCE(d.domain, 'default'), COALESCE(e.text, s.value),
+                   e.start, e."end", e.globalTid
+            FROM NVTX_EVENTS e LEFT JOIN StringIds s ON s.id = e.textId
+            LEFT JOIN domains d ON d.domainId = e.domainId
+            WHERE e.eventType IN (34, 59, 60)""").fetchall()
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+def test_report_on_the_trace_and_on_the_export_counts_the_same_ranges(runs):
+    from_trace = nvtxshim("report", runs["trace"])
+    from_export = nvtxshim("report", runs["database"])
+    assert from_trace.returncode == 0 and from_trace.stderr == "", from_trace.stderr
+    assert from_export.returncode == 0 and from_export.stderr == "", from_export.stderr
+    assert names_table(from_trace.stdout) == names_table(from_export.stdout) == EXPECTED
+    for output in (from_trace.stdout, from_export.stdout):
+        rows = frames_table(output)
+        assert rows[0].split()[:3] == ["mean", "of", str(FRAMES)]
+        assert [row.split()[0] for row in rows[1:4]] == ["p50", "p99", "max"]
+        assert rows[4] == "  slowest frames:"
+        slowest = [row.split() for row in rows[5:10]]
+        assert [row[0] for row in slowest] == ["frame"] * 5
+        totals = [float(row[2]) for row in slowest]
+        assert totals == sorted(totals, reverse=True)
+        for row in slowest:  # the parts never exceed the frame; the rest is what is left
+            total, usb, cuda, x11, rest = map(float, row[2:7])
+            assert usb + cuda + x11 <= total + 0.002 and abs(total - usb - cuda - x11 - rest) < 0.004
+
+
+def test_report_prints_what_scripts_report_py_prints(runs):
+    # The Python summary it replaces, line for line, on the export. (Not on the trace file:
+    # report.py computes in floating point from microseconds, report in exact nanoseconds, so a
+    # duration of n.n5 us may round the other way there.)
+    python = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "report.py"),
+                             str(runs["database"]), "--slowest", "3"], capture_output=True,
+                            text=True, check=True)
+    assert nvtxshim("report", runs["database"], "--slowest", "3").stdout == python.stdout
+
+
+def test_report_exports_an_nsys_rep_first_and_reuses_the_export(runs, tmp_path):
+    report = tmp_path / "copy.nsys-rep"
+    shutil.copy(runs["report"], report)
+    first = nvtxshim("report", report)
+    assert first.returncode == 0, first.stderr
+    assert first.stderr == "nvtxshim: report: exporting %s to %s (nsys export --type sqlite)\n" % (
+        report, tmp_path / "copy.sqlite")
+    assert (tmp_path / "copy.sqlite").exists()
+    assert first.stdout == nvtxshim("report", runs["database"]).stdout
+    again = nvtxshim("report", report)
+    assert again.stdout == first.stdout
+    assert again.stderr == "nvtxshim: report: reading %s, the export of %s made before\n" % (
+        tmp_path / "copy.sqlite", report)
+
+
+def test_report_reads_a_trace_cut_short(runs, tmp_path):
+    # A process killed by a signal leaves no closing ]}; a write cut in the middle of an event
+    # leaves half of it: both are read up to the last whole event, and said.
+    text = runs["trace"].read_text()
+    body = text.rstrip()
+    assert body.endswith("]}")
+    cut = tmp_path / "cut.json"
+    cut.write_text(body[:-2] + " " * 4096)
+    result = nvtxshim("report", cut)
+    assert result.returncode == 0 and names_table(result.stdout) == EXPECTED
+    assert result.stderr.startswith("nvtxshim: report: %s ends before its closing ]}" % cut)
+    half = tmp_path / "half.json"
+    last = body.rindex('{"name"')
+    half.write_text(body[:last + 30])
+    whole = json.loads(body[:last].rstrip().rstrip(",") + "]}")["traceEvents"]
+    result = nvtxshim("report", half)
+    assert result.returncode == 0, result.stderr
+    assert sum(names_table(result.stdout).values()) == sum(e["ph"] == "X" for e in whole)
+    assert "the last one incomplete and left out" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
+    # The kernel probe's figures: on the frame ranges in a trace file, in the `kernel` marks in
+    # an nsys export (here a hand-made trace holding the second kind only for frame 2).
+    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+              {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": 1000.0, "dur": 10000.0,
+               "pid": 7, "tid": 7, "args": {"offcpu_runnable_ns": 2500000, "offcpu_blocked_ns": 4000000,
+                                            "offcpu_preemptions": 3, "offcpu_faults": 12}},
+              {"name": "frame 2", "cat": "nvtxshim", "ph": "X", "ts": 11000.0, "dur": 5000.0,
+               "pid": 7, "tid": 7},
+              {"name": "frame 2: runnable 0.5 ms (1 preemption), blocked 1.0 ms, 1 fault",
+               "cat": "kernel", "ph": "i", "s": "t", "ts": 16000.0, "pid": 7, "tid": 7},
+              {"name": "XSync", "cat": "x11", "ph": "X", "ts": 2000.0, "dur": 1000.0, "pid": 7, "tid": 7}]
+    trace = tmp_path / "kernel.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "  marks: kernel 'frame N: off-CPU figures' x1" in lines
+    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; "
+                        "off CPU (kernel probe): runnable, blocked")
+    assert lines[start + 1].split() == ["total", "usb", "cuda", "x11", "rest", "runnable", "blocked"]
+    assert lines[start + 2].split() == ["mean", "of", "2", "7.500", "0.000", "0.000", "0.500",
+                                        "7.000", "1.500", "2.500"]
+    assert lines[start + 7].split() == ["frame", "1", "10.000", "0.000", "0.000", "1.000", "9.000",
+                                        "2.500", "4.000", "(3", "preemptions,", "12", "faults)"]
+    assert lines[start + 8].split() == ["frame", "2", "5.000", "0.000", "0.000", "0.000", "5.000",
+                                        "0.500", "1.000", "(1", "preemption,", "1", "fault)"]
+
+
+def test_report_says_why_it_cannot_read_a_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents":[{"name":"a" "ph":"X"}]}')
+    not_sqlite = tmp_path / "r.sqlite"
+    not_sqlite.write_text("hello")
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents":[]}')
+    cases = [(tmp_path / "missing.json", "cannot read %s: No such file or directory" % (tmp_path / "missing.json")),
+             (bad, "cannot read %s: not JSON at line 1, column 29: expected ',' or '}' in an object" % bad),
+             (not_sqlite, "cannot read %s: not an SQLite database" % not_sqlite),
+             (tmp_path, "cannot read %s: Is a directory" % tmp_path),
+             (empty, "no NVTX events in %s" % empty)]
+    for path, why in cases:
+        result = nvtxshim("report", path)
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", "nvtxshim: report: %s\n" % why)
+    for args in (("report",), ("report", "a.json", "b.json"), ("report", "--slowest", "x", "a.json"),
+                 ("report", "--frobnicate", "a.json"), ("convert", "in.sqlite"), ("convert", "-x", "a", "b")):
+        result = nvtxshim(*args)
+        assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+        assert result.stderr.startswith("nvtxshim: %s: " % args[0]) and "--help)" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "convert"])
+def test_help_is_a_manual_page_on_stdout(command):
+    result = nvtxshim(command, "--help")
+    assert result.returncode == 0 and result.stderr == ""
+    headings = [line for line in result.stdout.splitlines() if line and not line[0].isspace()]
+    assert headings == ["NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "EXAMPLES"]
+    assert "    nvtxshim %s - " % command in result.stdout
+    assert nvtxshim(command, "x", "-h").stdout == result.stdout
+
+
+# ---- convert --------------------------------------------------------------------------------
+
+def test_convert_gives_the_exports_nvtx_ranges_in_time_order(runs, tmp_path):
+    out = tmp_path / "converted.json"
+    result = nvtxshim("convert", runs["database"], out)
+    assert result.returncode == 0, result.stderr
+    with open(out) as f:
+        events = json.load(f)["traceEvents"]
+    exported = export_events(runs["database"])
+    assert all(e[4] is not None for e in exported if e[0] != MARK), "an NVTX range was left open"
+    nvtx = [e for e in events if e["ph"] in ("X", "i") and e["cat"] not in NOT_NVTX]
+    assert collections.Counter((e["ph"], e["cat"], e["name"]) for e in nvtx) == collections.Counter(
+        ("i" if e[0] == MARK else "X", e[1], e[2]) for e in exported)
+    assert sum(1 for e in nvtx if e["cat"] == "nvtxshim" and e["name"].startswith("frame ")) == FRAMES
+    # times in microseconds, exactly nsys's nanoseconds; pid and tid from its global thread ids
+    exact = {(e[2], e[3] / 1000.0, (e[4] - e[3]) / 1000.0, (e[5] >> 24) & 0xFFFFFF, e[5] & 0xFFFFFF)
+             for e in exported if e[0] != MARK}
+    assert {(e["name"], e["ts"], e["dur"], e["pid"], e["tid"]) for e in nvtx if e["ph"] == "X"} == exact
+    timed = [e["ts"] for e in events if "ts" in e]
+    assert timed == sorted(timed) and len(timed) == len(events) - sum(e["ph"] == "M" for e in events)
+    assert [e["ph"] for e in events[:len(events) - len(timed)]] == ["M"] * (len(events) - len(timed))
+    # the recorder's args: the category's name and the payload
+    bulk = [e for e in nvtx if e["name"] == "libusb_bulk_transfer ep=0x81 IN 9216B"]
+    assert len(bulk) == FRAMES and all(e["args"] == {"category": "transfer", "payload": 9216} for e in bulk)
+    # OS runtime calls, on the harness's threads; names of the processes and threads that have events
+    lines = result.stderr.splitlines()
+    if runs["osrt"]:
+        with sqlite3.connect(runs["database"]) as db:
+            calls = db.execute("SELECT count(*) FROM OSRT_API").fetchone()[0]
+        assert calls > 0 and sum(e.get("cat") == "osrt" for e in events) == calls
+        harness_pid = next(e["pid"] for e in nvtx)
+        assert any(e.get("cat") == "osrt" and e["pid"] == harness_pid for e in events)
+        assert any(line.startswith("nvtxshim: convert: not converted: ") and "OSRT_CALLCHAINS" in line
+                   for line in lines)
+    else:
+        calls = 0
+        assert "nvtxshim: convert: no OSRT_API table: OS runtime calls skipped (profile with -t osrt " \
+               "for them)" in lines
+    named = {e["pid"] for e in events if e["ph"] == "M"}
+    assert named and named <= {e["pid"] for e in events if e["ph"] != "M"}
+    # nsys 2022.4 names the processes it started (PROCESSES), not those they exec'd (the harness)
+    assert "thread_name" in {e["name"] for e in events if e["ph"] == "M"}
+    with sqlite3.connect(runs["database"]) as db:
+        processes = dict(db.execute("SELECT pid, name FROM PROCESSES"))
+    assert all(processes[e["pid"]] == e["args"]["name"] for e in events if e["name"] == "process_name")
+    # what this export lacks, one line each, and what was written
+    assert all(line.startswith("nvtxshim: convert: ") for line in lines)
+    assert "nvtxshim: convert: no CUPTI_ACTIVITY_KIND_KERNEL table: CUDA kernels skipped " \
+           "(none ran, or not profiled with -t cuda)" in lines
+    assert any(line.startswith("nvtxshim: convert: no CUPTI_ACTIVITY_KIND_MEMCPY table") for line in lines)
+    assert lines[-1].startswith("nvtxshim: convert: wrote %s: %d NVTX ranges, 0 marks, %d OS runtime "
+                                "calls" % (out, len(exact), calls))
+
+
+def test_report_on_the_converted_trace_is_the_report_on_the_export(runs, tmp_path):
+    out = tmp_path / "converted.json"
+    assert nvtxshim("convert", runs["database"], out).returncode == 0
+    from_json = nvtxshim("report", out)
+    assert from_json.returncode == 0 and from_json.stderr == ""
+    assert from_json.stdout == nvtxshim("report", runs["database"]).stdout
+
+
+def test_convert_maps_gpu_work_when_the_export_has_it(runs, tmp_path):
+    # No GPU here, so nsys records no CUDA activity: the export gets the CUPTI tables nsys
+    # 2022.4 writes with -t cuda (the columns its own gputrace report reads), with a kernel and
+    # a copy made up for this test, on device 0 stream 7 of the harness's process.
+    database = tmp_path / "gpu.sqlite"
+    shutil.copy(runs["database"], database)
+    with sqlite3.connect(database) as db:
+        pid_of = db.execute("SELECT globalTid FROM NVTX_EVENTS WHERE eventType = 59 LIMIT 1").fetchone()[0]
+        global_pid = pid_of & ~0xFFFFFF
+        name_id = db.execute("SELECT max(id) + 1 FROM StringIds").fetchone()[0]
+        db.execute("INSERT INTO StringIds VALUES (?, ?)", (name_id, 'conv3x3(float const*, float*, int, int)'))
+        db.execute("INSERT INTO StringIds VALUES (?, ?)", (name_id + 1, "conv3x3"))
+        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
+            correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
+            shortName INTEGER NOT NULL, mangledName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER,
+            blockX INTEGER, blockY INTEGER, blockZ INTEGER, registersPerThread INTEGER)""")
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (2000000, 2004500, 0, 1, 7, 41, ?, ?, ?, "
+                   "NULL, 8, 6, 1, 16, 16, 1, 32)", (global_pid, name_id, name_id + 1))
+        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
+            correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL,
+            deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER)""")
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1990000, 1991000, 0, 1, 7, 40, ?, 9216, 1, "
+                   "NULL, 0, 2)", (global_pid,))
+    out = tmp_path / "gpu.json"
+    result = nvtxshim("convert", database, out)
+    assert result.returncode == 0, result.stderr
+    assert "CUPTI_ACTIVITY_KIND_KERNEL" not in result.stderr
+    assert "no CUPTI_ACTIVITY_KIND_MEMSET table" in result.stderr
+    events = json.load(open(out))["traceEvents"]
+    gpu = [e for e in events if e.get("cat") in ("cuda kernel", "cuda memcpy")]
+    pid, row = (global_pid >> 24) & 0xFFFFFF, 0x800007
+    assert gpu == [
+        {"name": "CUDA memcpy Host-to-Device", "cat": "cuda memcpy", "ph": "X", "ts": 1990.0, "dur": 1.0,
+         "pid": pid, "tid": row, "args": {"device": 0, "stream": 7, "correlation": 40, "bytes": 9216,
+                                          "src": "Pageable", "dst": "Device"}},
+        {"name": "conv3x3(float const*, float*, int, int)", "cat": "cuda kernel", "ph": "X", "ts": 2000.0,
+         "dur": 4.5, "pid": pid, "tid": row, "args": {"device": 0, "stream": 7, "correlation": 41}}]
+    assert {"name": "thread_name", "ph": "M", "pid": pid, "tid": row,
+            "args": {"name": "CUDA stream 7 (device 0)"}} in events
+    assert "1 GPU kernels, 1 GPU copies" in result.stderr.splitlines()[-1]
+
+
+def test_convert_reads_an_export_with_fewer_tables_and_columns_and_says_so(tmp_path):
+    # Another nsys version's export, as convert may meet it: NVTX_EVENTS without domainId,
+    # textId or category, strings inline; no OSRT_API, ThreadNames or PROCESSES; awkward names.
+    database = tmp_path / "old.sqlite"
+    with sqlite3.connect(database) as db:
+        db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, '
+                   'text TEXT, globalTid INTEGER)')
+        tid = (1 << 48) | (4242 << 24) | 4243
+        db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?)", [
+            (5000, 9000, PUSH_POP, 'quote " backslash \\ tab \t caf\u00e9', tid),
+            (1000, 3000, START_END, "first", tid),
+            (2000, None, PUSH_POP, "never closed", tid),
+            (4000, None, MARK, "a mark", tid)])
+    out = tmp_path / "old.json"
+    result = nvtxshim("convert", database, out)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    for said in ('NVTX_EVENTS has no domainId column: every event in domain "default"',
+                 "no OSRT_API table: OS runtime calls skipped (profile with -t osrt for them)",
+                 "no ThreadNames table: threads unnamed (NVTX thread names kept)",
+                 "no PROCESSES table: processes named after their main thread",
+                 "left out 1 NVTX ranges never closed and 0 events without a message"):
+        assert "nvtxshim: convert: " + said in lines
+    with open(out, encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    assert [(e["ph"], e["name"], e["ts"], e.get("dur"), e["pid"], e["tid"], e["cat"]) for e in events] == [
+        ("X", "first", 1.0, 2.0, 4242, 4243, "default"),
+        ("i", "a mark", 4.0, None, 4242, 4243, "default"),
+        ("X", 'quote " backslash \\ tab \t caf\u00e9', 5.0, 4.0, 4242, 4243, "default")]
+
+
+def test_convert_refuses_what_is_not_an_nsys_export(runs, tmp_path):
+    out = tmp_path / "out.json"
+    result = nvtxshim("convert", runs["trace"], out)
+    assert result.returncode == 1 and not out.exists()
+    assert result.stderr == ("nvtxshim: convert: %s is not an nsys export (an SQLite file from nsys "
+                             "export --type sqlite, or a .nsys-rep report)\n" % runs["trace"])
+    result = nvtxshim("convert", runs["database"], tmp_path / "no" / "such" / "dir.json")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == "nvtxshim: convert: cannot write %s: No such file or " \
+                                             "directory" % (tmp_path / "no" / "such" / "dir.json")
+
+
+def test_report_reads_both_forms_of_the_trace_format_and_decodes_strings(tmp_path):
+    # {"traceEvents":[...]} with other members around it, and the bare array form; escapes,
+    # surrogate pairs and nested args; events that are not ranges or marks are passed over.
+    events = [{"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "cam\u00e9ra"}},
+              {"name": "caf\u00e9 \U0001F600 \"q\" \\", "cat": "app", "ph": "X", "ts": 1, "dur": 2.5e0,
+               "pid": 1, "tid": 2, "args": {"nested": {"list": [1, 2.5e-3, None, True, False, "x"]}}},
+              {"name": "counter", "cat": "app", "ph": "C", "ts": 2, "pid": 1, "tid": 2, "args": {"v": 1}},
+              {"name": "tick", "cat": "app", "ph": "i", "s": "t", "ts": 3, "pid": 1, "tid": 2}]
+    wrapped = tmp_path / "wrapped.json"
+    wrapped.write_text(json.dumps({"otherData": {"a": [{}]}, "traceEvents": events,
+                                   "displayTimeUnit": "ns"}, ensure_ascii=True))
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(events, ensure_ascii=False), encoding="utf-8")
+    outputs = [nvtxshim("report", path) for path in (wrapped, bare)]
+    for result in outputs:
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        assert names_table(result.stdout) == {("app", 'caf\u00e9 \U0001F600 "q" \\'): 1}
+        assert "  marks: app 'tick' x1" in result.stdout.splitlines()
+    assert outputs[0].stdout == outputs[1].stdout
