@@ -1,5 +1,5 @@
 /* nvtxshim report: what a profile of a control loop says, first (the summary
- * scripts/report.py printed, with its headings): per range name count, mean,
+ * make demo prints): per range name count, mean,
  * p50, p99 and max; per frame the time in USB, CUDA copies, X11 and the rest,
  * with the kernel probe's figures when it ran; the slowest frames; the capture
  * windows. Per-frame times are unions of the calls' intervals inside the
@@ -134,7 +134,8 @@ static int compare_int64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value at FRACTION of SORTED, as report.py picks it. */
+/* The value at FRACTION of SORTED: the element at floor(FRACTION * COUNT), the
+ * last for a fraction of 1 (nearest rank, no interpolation). */
 static int64_t percentile(const int64_t *sorted, size_t count, double fraction)
 {
     size_t index = (size_t)(fraction * (double)count);

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, STUB, Device, program, run
+from conftest import STUB, Device, program, run
 from nsys import export_sqlite, nsys_env, profile
 
 FRAMES = 8
@@ -114,16 +114,6 @@ def test_report_on_the_trace_and_on_the_export_counts_the_same_ranges(runs):
         for row in slowest:  # the parts never exceed the frame; the rest is what is left
             total, usb, cuda, x11, rest = map(float, row[2:7])
             assert usb + cuda + x11 <= total + 0.002 and abs(total - usb - cuda - x11 - rest) < 0.004
-
-
-def test_report_prints_what_scripts_report_py_prints(runs):
-    # The Python summary it replaces, line for line, on the export. (Not on the trace file:
-    # report.py computes in floating point from microseconds, report in exact nanoseconds, so a
-    # duration of n.n5 us may round the other way there.)
-    python = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "report.py"),
-                             str(runs["database"]), "--slowest", "3"], capture_output=True,
-                            text=True, check=True)
-    assert nvtxshim("report", runs["database"], "--slowest", "3").stdout == python.stdout
 
 
 def test_report_exports_an_nsys_rep_first_and_reuses_the_export(runs, tmp_path):
