@@ -321,6 +321,41 @@ static bool parse_literal(struct parser *parser, const char *word, enum nvs_json
 
 static bool parse_value(struct parser *parser, struct nvs_json *value);
 
+/* After an array's item or an object's member: 1 at CLOSE (consumed), 0 after a
+ * comma (consumed), -1 on anything else (the parser's error set). */
+static int after_element(struct parser *parser, char close, const char *expected)
+{
+    skip_space(parser);
+    if (parser->p >= parser->end) {
+        fail(parser, "cut off");
+        return -1;
+    }
+    if (*parser->p == close) {
+        parser->p++;
+        return 1;
+    }
+    if (*parser->p != ',') {
+        fail(parser, "%s", expected);
+        return -1;
+    }
+    parser->p++;
+    return 0;
+}
+
+/* The elements pushed since BASE, moved to the arena; false when out of memory. */
+static bool keep_elements(struct parser *parser, size_t base, size_t count, void **elements)
+{
+    *elements = NULL;
+    if (count) {
+        size_t bytes = parser->stack.used - base;
+        if (!(*elements = arena_alloc(&parser->arena, bytes)))
+            return out_of_memory(parser);
+        memcpy(*elements, parser->stack.bytes + base, bytes);
+    }
+    parser->stack.used = base;
+    return true;
+}
+
 static bool parse_array(struct parser *parser, struct nvs_json *value)
 {
     size_t base = parser->stack.used;
@@ -337,28 +372,19 @@ static bool parse_array(struct parser *parser, struct nvs_json *value)
             if (!stack_push(&parser->stack, &item, sizeof item))
                 return out_of_memory(parser);
             count++;
-            skip_space(parser);
-            if (parser->p >= parser->end)
-                return fail(parser, "cut off");
-            if (*parser->p == ']') {
-                parser->p++;
+            int end = after_element(parser, ']', "expected ',' or ']' in an array");
+            if (end < 0)
+                return false;
+            if (end)
                 break;
-            }
-            if (*parser->p != ',')
-                return fail(parser, "expected ',' or ']' in an array");
-            parser->p++;
         }
     }
     value->type = NVS_JSON_ARRAY;
     value->count = count;
-    value->items = NULL;
-    if (count) {
-        size_t bytes = parser->stack.used - base;
-        if (!(value->items = arena_alloc(&parser->arena, bytes)))
-            return out_of_memory(parser);
-        memcpy(value->items, parser->stack.bytes + base, bytes);
-    }
-    parser->stack.used = base;
+    void *items;
+    if (!keep_elements(parser, base, count, &items))
+        return false;
+    value->items = items;
     return true;
 }
 
@@ -392,28 +418,19 @@ static bool parse_object(struct parser *parser, struct nvs_json *value)
             if (!stack_push(&parser->stack, &member, sizeof member))
                 return out_of_memory(parser);
             count++;
-            skip_space(parser);
-            if (parser->p >= parser->end)
-                return fail(parser, "cut off");
-            if (*parser->p == '}') {
-                parser->p++;
+            int end = after_element(parser, '}', "expected ',' or '}' in an object");
+            if (end < 0)
+                return false;
+            if (end)
                 break;
-            }
-            if (*parser->p != ',')
-                return fail(parser, "expected ',' or '}' in an object");
-            parser->p++;
         }
     }
     value->type = NVS_JSON_OBJECT;
     value->count = count;
-    value->members = NULL;
-    if (count) {
-        size_t bytes = parser->stack.used - base;
-        if (!(value->members = arena_alloc(&parser->arena, bytes)))
-            return out_of_memory(parser);
-        memcpy(value->members, parser->stack.bytes + base, bytes);
-    }
-    parser->stack.used = base;
+    void *members;
+    if (!keep_elements(parser, base, count, &members))
+        return false;
+    value->members = members;
     return true;
 }
 
