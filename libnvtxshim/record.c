@@ -719,15 +719,22 @@ static void capture_text(struct range *range, const char *text)
     range->inline_length = (uint32_t)escape_json(range->inline_name, sizeof range->inline_name, text);
 }
 
-/* {"name":...,"ph":"X",...},\n at OUT; IDS is ,"pid":P,"tid":T. */
-static char *put_complete(char *out, const struct range *range, const char *ids, size_t ids_length,
-                          uint64_t end_ns, const char *extra)
+/* {"name":"NAME","cat":"DOMAIN","ph": at OUT: the start of every event. */
+static char *put_head(char *out, const struct range *range)
 {
     out = PUT_LITERAL(out, "{\"name\":\"");
     out = put_name(out, range);
     out = PUT_LITERAL(out, "\",\"cat\":\"");
     out = put(out, range->domain->name, range->domain->name_length);
-    out = PUT_LITERAL(out, "\",\"ph\":\"X\",\"ts\":");
+    return PUT_LITERAL(out, "\",\"ph\":");
+}
+
+/* {"name":...,"ph":"X",...},\n at OUT; IDS is ,"pid":P,"tid":T. */
+static char *put_complete(char *out, const struct range *range, const char *ids, size_t ids_length,
+                          uint64_t end_ns, const char *extra)
+{
+    out = put_head(out, range);
+    out = PUT_LITERAL(out, "\"X\",\"ts\":");
     out = put_time(out, range->start_ns);
     out = PUT_LITERAL(out, ",\"dur\":");
     out = put_time(out, end_ns > range->start_ns ? end_ns - range->start_ns : 0);
@@ -803,11 +810,8 @@ static inline __attribute__((always_inline)) const struct shape *shape_of(const 
             (size_t)(end - args) <= SHAPE_ARGS) {
             memset(shape->prefix, ' ', sizeof shape->prefix);
             memset(shape->args, ' ', sizeof shape->args);
-            char *out = PUT_LITERAL(shape->prefix, "{\"name\":\"");
-            out = put_name(out, range);
-            out = PUT_LITERAL(out, "\",\"cat\":\"");
-            out = put(out, range->domain->name, range->domain->name_length);
-            out = PUT_LITERAL(out, "\",\"ph\":\"X\",\"ts\":");
+            char *out = put_head(shape->prefix, range);
+            out = PUT_LITERAL(out, "\"X\",\"ts\":");
             shape->prefix_length = (uint32_t)(out - shape->prefix);
             shape->args_length = (uint32_t)(end - args);
             memcpy(shape->args, args, shape->args_length);
@@ -901,11 +905,8 @@ static void mark(const struct range *mark)
     if (!buffer)
         return;
     char *out = buffer->data + buffer->used;
-    out = PUT_LITERAL(out, "{\"name\":\"");
-    out = put_name(out, mark);
-    out = PUT_LITERAL(out, "\",\"cat\":\"");
-    out = put(out, mark->domain->name, mark->domain->name_length);
-    out = PUT_LITERAL(out, "\",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+    out = put_head(out, mark);
+    out = PUT_LITERAL(out, "\"i\",\"s\":\"t\",\"ts\":");
     out = put_time(out, mark->start_ns);
     out = put(out, buffer->ids, buffer->ids_length);
     out = put_args(out, mark, NULL, true);
