@@ -12,6 +12,7 @@ packages=(
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   sqlite3 libsqlite3-dev
   valgrind
+  btrfs-progs
   nsight-systems nsight-systems-target
 )
 # For the kernel probe (and clang's runtimes for make fuzz); where the distribution
