@@ -1,11 +1,11 @@
 """Shared helpers: the built library, the emulated device, running programs
 with the shim appended to LD_PRELOAD, and reading the trace it writes."""
-import json
 import os
 import subprocess
 
 import pytest
 
+import traceformat
 from xserver import Xvfb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,9 +41,11 @@ def make_device():
     return make
 
 
-def run(argv, env=None, shim=True, device=None, timeout=120):
-    """Runs ARGV, with the shim appended to LD_PRELOAD inside the emulated
-    device's runner (replacing LD_PRELOAD would drop umockdev's preload library)."""
+def command(argv, env=None, shim=True):
+    """ARGV and its environment as run() makes them: the environment without LD_PRELOAD
+    and NVTXSHIM_* variables, ENV added, and with SHIM the shim appended to LD_PRELOAD
+    by a shell that then execs the program (the same pid). For programs a test drives
+    itself with subprocess.Popen."""
     full_env = dict(os.environ)
     full_env.pop("LD_PRELOAD", None)
     for key in list(full_env):
@@ -56,17 +58,32 @@ def run(argv, env=None, shim=True, device=None, timeout=120):
         # uninstrumented hosts (python) can load an instrumented shim.
         argv = ["sh", "-c", 'LD_PRELOAD="${NVS_TEST_PRELOAD_FIRST:+$NVS_TEST_PRELOAD_FIRST:}'
                 '${LD_PRELOAD:+$LD_PRELOAD:}$NVS_TEST_SHIM" exec "$@"', "sh"] + list(argv)
+    return list(argv), full_env
+
+
+def run(argv, env=None, shim=True, device=None, timeout=120):
+    """Runs ARGV, with the shim appended to LD_PRELOAD inside the emulated
+    device's runner (replacing LD_PRELOAD would drop umockdev's preload library)."""
+    argv, full_env = command(argv, env, shim)
     if device:
         argv = device.wrap(argv)
     return subprocess.run(argv, env=full_env, capture_output=True, timeout=timeout)
 
 
-def load_trace(path):
+def load_trace(path, complete=False):
     """The trace's events in time order, as a viewer shows them (each thread
     writes its own part of the file, so file order is not time order);
-    metadata first."""
-    with open(path) as f:
-        events = json.load(f)["traceEvents"]
+    metadata first. The file is read under the bare-array rule, its `X` events
+    must nest on their threads (traceformat.check_nesting), and each async
+    `b`/`e` pair (start/end ranges, frames, submissions) becomes one "X" range
+    (traceformat.join_async); a begin without an end is left out. With
+    COMPLETE, the file must be whole JSON as it stands: its closing `]` written,
+    as it is when the process ends by return, exit, _exit or exec."""
+    events = (traceformat.read_complete_trace if complete else traceformat.read_trace)(path)
+    traceformat.check_nesting(events, "%s: " % path)
+    # In time order before joining: an end may be written (by its thread) ahead
+    # of its begin in the file; a stable sort keeps file order for equal times.
+    events, _ = traceformat.join_async(sorted(events, key=lambda e: e.get("ts", -1.0)))
     return sorted(events, key=lambda e: e.get("ts", -1.0))
 
 

@@ -1,0 +1,89 @@
+"""Reading trace files as a viewer does, and the rules every trace must keep.
+
+The trace file contract (README, "The trace file"): the bare-array form of the
+Trace Event Format, `[` then events, each followed by a comma, the closing `]`
+optional. A file cut short after any whole event loads: a strict JSON parser
+reads it after at most one trailing comma is removed and `]` is added. Push/pop
+ranges are `X` events that nest on their thread; ranges that may end on another
+thread or overlap others are async `b`/`e` pairs joined by (pid, cat, id)."""
+import collections
+import json
+
+
+def parse_trace_text(text):
+    """The events of a trace file's TEXT under the bare-array rule; also reads
+    the older object form {"traceEvents": [...]} when it is complete. Raises
+    ValueError when the text is neither."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        body = text.rstrip()
+        if not body.startswith("["):
+            raise
+        if body.endswith(","):
+            body = body[:-1]
+        return json.loads(body + "]")
+    if isinstance(whole, dict):
+        return whole["traceEvents"]
+    return whole
+
+
+def read_trace(path):
+    with open(path, encoding="utf-8") as f:
+        return parse_trace_text(f.read())
+
+
+def read_complete_trace(path):
+    """The events of a finished trace file (its process ended by return, exit,
+    _exit or exec): the closing `]` is there, so the whole text is JSON as it
+    stands. Raises ValueError when it is not."""
+    with open(path, encoding="utf-8") as f:
+        whole = json.loads(f.read())
+    if isinstance(whole, dict):
+        return whole["traceEvents"]
+    if not isinstance(whole, list):
+        raise ValueError("%s: not a trace (JSON %s)" % (path, type(whole).__name__))
+    return whole
+
+
+def check_nesting(events, where=""):
+    """No `X` event partly overlaps another on the same thread: Perfetto drops
+    such events or moves them to an overflow track. Times are compared in
+    nanoseconds, as the writer wrote them (three decimals of a microsecond)."""
+    by_thread = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") == "X":
+            start = round(e["ts"] * 1000)
+            by_thread[(e.get("pid"), e.get("tid"))].append((start, start + round(e.get("dur", 0) * 1000), e))
+    for thread, spans in by_thread.items():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends = []
+        for start, end, event in spans:
+            while open_ends and open_ends[-1][0] <= start:
+                open_ends.pop()
+            if open_ends:
+                assert end <= open_ends[-1][0], "%sX event %r crosses the end of %r on thread %s" % (
+                    where, event, open_ends[-1][1], thread)
+            open_ends.append((end, event))
+
+
+def join_async(events):
+    """`b`/`e` pairs joined into one range each (ph "X", "async": True, the
+    begin's thread, the end's args merged in); begins without an end are left
+    out and returned apart. Returns (events with the pairs joined, unended)."""
+    begins, joined = {}, []
+    for e in events:
+        ph = e.get("ph")
+        if ph == "b":
+            begins[(e.get("pid"), e.get("cat"), e.get("id"))] = e
+        elif ph == "e":
+            begin = begins.pop((e.get("pid"), e.get("cat"), e.get("id")), None)
+            assert begin is not None, "async end without a begin: %r" % e
+            rng = dict(begin)
+            rng.update({"ph": "X", "dur": round(e["ts"] - begin["ts"], 3), "async": True})
+            rng["args"] = dict(begin.get("args", {}), **e.get("args", {}))
+            rng["end_tid"] = e.get("tid")
+            joined.append(rng)
+        else:
+            joined.append(e)
+    return joined, list(begins.values())
