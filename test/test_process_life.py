@@ -5,12 +5,12 @@ run without the shim (same output, same exit code), and each process's trace fil
 hold exactly its own calls and frames (test_recorder.py covers the same for a program that uses
 NVTX itself)."""
 import collections
-import json
 import os
 import re
 
 import pytest
 
+import traceformat
 from conftest import load_trace, program, ranges, run
 
 FRAME_ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
@@ -43,17 +43,14 @@ def trace_files(traces):
 
 
 def load_unfinished(path):
-    """A trace whose process died of a signal: every event written so far, perhaps lacking the
-    closing ']}' (and then ending in a comma and blank space)."""
-    text = open(path).read()
-    try:
-        return json.loads(text)["traceEvents"]
-    except ValueError:
-        pass
-    body = text.rstrip()
-    if body.endswith(","):
-        body = body[:-1]
-    return json.loads(body + "]}")["traceEvents"]
+    """A trace whose process died of a signal: every event written so far, read under the
+    bare-array rule (the closing `]` may be missing and a comma left after the last event),
+    its `X` events nesting on their threads; start/end pairs and frames joined into ranges,
+    and those the signal left open dropped."""
+    events = traceformat.read_trace(path)
+    traceformat.check_nesting(events, "%s: " % path)
+    events, _ = traceformat.join_async(sorted(events, key=lambda e: e.get("ts", -1.0)))
+    return events
 
 
 def summary(events, pid):
@@ -109,8 +106,7 @@ def test_exec_completes_the_first_images_trace(make_device, tmp_path, variant):
     files = trace_files(traces)
     assert {kind for kind, _ in files} == {"trace", "next"} and len({pid for _, pid in files}) == 1
     pid = next(iter(files))[1]
-    with open(files[("trace", pid)]) as f:
-        first = json.load(f)["traceEvents"]  # complete: the closing ]} is there
+    first = load_trace(files[("trace", pid)], complete=True)  # the closing ] is there
     values, calls, frames, names = summary(first, pid)
     assert values == [0, 1] and calls == protocol_calls(2, status_reads=3)
     assert frames[:1] == [1]  # frame 2, open at exec: test_the_frame_open_at_the_end_ends_there
@@ -141,8 +137,7 @@ def test_vfork_children_leave_the_parents_trace_alone(make_device, tmp_path):
     assert len(files) == 2
     seen = []
     for (_, pid), path in files.items():
-        with open(path) as f:
-            seen.append(summary(json.load(f)["traceEvents"], pid)[:3])
+        seen.append(summary(load_trace(path, complete=True), pid)[:3])
     assert sorted(seen) == [([0, 1, 4, 5], protocol_calls(4, status_reads=1), [1, 2, 3, 4]),
                             ([2, 3], protocol_calls(2), [1, 2])]
 
@@ -197,8 +192,7 @@ def test_every_way_out_leaves_a_complete_trace(make_device, tmp_path, how):
     assert result.returncode == EXITS[how]
     assert result.stdout.endswith(b"ending: %s\n" % how.encode())
     (_, pid), path = next(iter(trace_files(traces).items()))
-    with open(path) as f:
-        events = json.load(f)["traceEvents"]
+    events = load_trace(path, complete=True)
     values, calls, frames, names = summary(events, pid)
     assert values == [0, 1, 2] and calls == protocol_calls(3, status_reads=3)
     assert frames[:2] == [1, 2]  # frame 3: test_the_frame_open_at_the_end_ends_there
@@ -223,7 +217,7 @@ SIGNALS = {"abort": 6, "segv": 11, "kill": 9}
 @pytest.mark.parametrize("how", sorted(SIGNALS))
 def test_a_fatal_signal_leaves_every_event_so_far_readable(make_device, tmp_path, how):
     # No destructor runs and nothing can be flushed: the events must already be in the file,
-    # which may lack its closing ]} (Chrome traces allow that).
+    # which may lack its closing ] (Chrome traces allow that).
     result, traces = life(make_device, tmp_path, "end", how, 3)
     assert result.returncode == 128 + SIGNALS[how]
     assert result.stdout.endswith(b"ending: %s\n" % how.encode())
