@@ -2,7 +2,8 @@
  *   nvtx_user            ranges, a domain, registered strings, marks, a
  *                        start/end range that ends on another thread
  *   nvtx_user fork       the same, then a child that records its own ranges
- *   nvtx_user exec PROG  the same, then exec PROG (the trace must be complete)
+ *   nvtx_user exec PROG  the same, then exec PROG (the trace must be complete);
+ *                        when the exec fails, a range "after the failed exec"
  *   nvtx_user _exit      the same, then _exit(0) (no destructors run) */
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -67,6 +68,8 @@ int main(int argc, char **argv)
     if (argc > 2 && !strcmp(argv[1], "exec")) {
         execv(argv[2], argv + 2);
         perror("execv");
+        nvtxRangePushA("after the failed exec");
+        nvtxRangePop();
         return 1;
     }
     if (argc > 1 && !strcmp(argv[1], "_exit"))
