@@ -1038,12 +1038,144 @@ static int load_sqlite(struct nvs_events *events, const char *path, const struct
 
 /* ---- trace files ------------------------------------------------------------ */
 
+/* The kernel probe's figures in a range's args, each there or not: an async
+ * end's figures replace its begin's one by one. */
+enum { FIGURE_RUNNABLE, FIGURE_BLOCKED, FIGURE_PREEMPTIONS, FIGURE_FAULTS, FIGURE_MIGRATIONS, FIGURES };
+
+static const char *const figure_keys[FIGURES] = {
+    "offcpu_runnable_ns", "offcpu_blocked_ns", "offcpu_preemptions", "offcpu_faults", "offcpu_migrations",
+};
+
+struct figures {
+    uint64_t value[FIGURES];
+    unsigned present;                /* a bit per figure */
+};
+
+/* What joins an async begin ("ph":"b") to its end ("ph":"e"): the process,
+ * the category (interned: compared as a pointer) and the id, a number (a
+ * string, interned, in other writers' traces). */
+struct async_key {
+    uint32_t pid;
+    const char *domain, *id_text;
+    int64_t id;
+};
+
+struct open_begin {
+    struct async_key key;
+    struct nvs_event range;          /* the range as far as the begin says */
+    struct figures figures;
+    uint64_t order;                  /* of begins with one key, the latest ends first */
+    bool used;
+};
+
+/* The begins waiting for their ends, by key: open addressing with linear
+ * probing, an entry removed by moving back the ones after it, so that memory
+ * is that of the begins open at once, not of the whole trace. */
+struct open_begins {
+    struct open_begin *slots;
+    size_t slot_count, used;
+    uint64_t next_order;
+};
+
 struct trace_reader {
     struct nvs_events *events;
     const char *categories[4];       /* the non-NVTX categories, interned */
+    struct open_begins begins;
     size_t begin_end;                /* B/E events: not read */
+    size_t unmatched_ends;           /* async ends with no begin open */
+    size_t without_id;               /* async events with no id */
     bool failed;
 };
+
+static uint64_t mix(uint64_t value)
+{
+    value ^= value >> 30;
+    value *= 0xBF58476D1CE4E5B9ull;
+    value ^= value >> 27;
+    value *= 0x94D049BB133111EBull;
+    return value ^ value >> 31;
+}
+
+static size_t key_home(const struct async_key *key, size_t slot_count)
+{
+    uint64_t hash = mix(key->pid ^ (uint64_t)(uintptr_t)key->domain);
+    hash = mix(hash ^ (uint64_t)(uintptr_t)key->id_text);
+    return (size_t)mix(hash ^ (uint64_t)key->id) & (slot_count - 1);
+}
+
+static bool same_key(const struct async_key *a, const struct async_key *b)
+{
+    return a->pid == b->pid && a->domain == b->domain && a->id_text == b->id_text && a->id == b->id;
+}
+
+static bool begins_grow(struct open_begins *begins)
+{
+    size_t count = begins->slot_count ? begins->slot_count * 2 : 256;
+    struct open_begin *slots = calloc(count, sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < begins->slot_count; i++) {
+        if (!begins->slots[i].used)
+            continue;
+        size_t slot = key_home(&begins->slots[i].key, count);
+        while (slots[slot].used)
+            slot = (slot + 1) & (count - 1);
+        slots[slot] = begins->slots[i];
+    }
+    free(begins->slots);
+    begins->slots = slots;
+    begins->slot_count = count;
+    return true;
+}
+
+/* A new entry for KEY (another with that key may be open: it stays); NULL
+ * when out of memory. */
+static struct open_begin *begins_add(struct open_begins *begins, const struct async_key *key)
+{
+    if ((begins->used + 1) * 2 > begins->slot_count && !begins_grow(begins))
+        return NULL;
+    size_t slot = key_home(key, begins->slot_count);
+    while (begins->slots[slot].used)
+        slot = (slot + 1) & (begins->slot_count - 1);
+    struct open_begin *begin = &begins->slots[slot];
+    memset(begin, 0, sizeof *begin);
+    begin->key = *key;
+    begin->order = begins->next_order++;
+    begin->used = true;
+    begins->used++;
+    return begin;
+}
+
+/* The latest begin open with KEY, or NULL. */
+static struct open_begin *begins_find(struct open_begins *begins, const struct async_key *key)
+{
+    if (!begins->slot_count)
+        return NULL;
+    struct open_begin *latest = NULL;
+    size_t mask = begins->slot_count - 1;
+    for (size_t slot = key_home(key, begins->slot_count); begins->slots[slot].used; slot = (slot + 1) & mask) {
+        struct open_begin *candidate = &begins->slots[slot];
+        if (same_key(&candidate->key, key) && (!latest || candidate->order > latest->order))
+            latest = candidate;
+    }
+    return latest;
+}
+
+/* Empties BEGIN's slot; an entry after it that probed past that slot moves
+ * back into it, so that every entry stays reachable from its home. */
+static void begins_remove(struct open_begins *begins, struct open_begin *begin)
+{
+    size_t mask = begins->slot_count - 1, hole = (size_t)(begin - begins->slots);
+    for (size_t slot = (hole + 1) & mask; begins->slots[slot].used; slot = (slot + 1) & mask) {
+        size_t home = key_home(&begins->slots[slot].key, begins->slot_count);
+        if (((slot - home) & mask) >= ((slot - hole) & mask)) {
+            begins->slots[hole] = begins->slots[slot];
+            hole = slot;
+        }
+    }
+    begins->slots[hole].used = false;
+    begins->used--;
+}
 
 static bool args_number(const struct nvs_json *args, const char *key, uint64_t *out)
 {
@@ -1054,10 +1186,133 @@ static bool args_number(const struct nvs_json *args, const char *key, uint64_t *
     return true;
 }
 
+/* The figures ARGS has, over those in FIGURES already. */
+static void read_figures(const struct nvs_json *args, struct figures *figures)
+{
+    for (int i = 0; i < FIGURES; i++)
+        if (args_number(args, figure_keys[i], &figures->value[i]))
+            figures->present |= 1u << i;
+}
+
+/* A copy of EVENT added to the events; NULL (the reader failed) when out of memory. */
+static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs_event *event)
+{
+    struct nvs_event *added = nvs_events_add(reader->events);
+    if (!added) {
+        reader->failed = true;
+        return NULL;
+    }
+    *added = *event;
+    return added;
+}
+
+/* A range (an X event, or an async pair joined): NVTX, or the kind its
+ * category names; with the kernel figures when the runnable and blocked times
+ * are both there (the others count as 0 when absent). */
+static int add_range(struct trace_reader *reader, const struct nvs_event *range, const struct figures *figures)
+{
+    static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
+                                                NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
+    struct nvs_event *event = add_event(reader, range);
+    if (!event)
+        return 1;
+    event->kind = NVS_EVENT_RANGE;
+    for (size_t i = 0; i < 4; i++)
+        if (event->domain == reader->categories[i])
+            event->kind = kinds[i];
+    unsigned needed = 1u << FIGURE_RUNNABLE | 1u << FIGURE_BLOCKED;
+    if ((figures->present & needed) != needed)
+        return 0;
+    if (!(event->offcpu = pool_alloc(reader->events->strings, sizeof *event->offcpu))) {
+        reader->failed = true;
+        return 1;
+    }
+    *event->offcpu = (struct nvs_offcpu){
+        .runnable_ns = figures->value[FIGURE_RUNNABLE],
+        .blocked_ns = figures->value[FIGURE_BLOCKED],
+        .preemptions = figures->value[FIGURE_PREEMPTIONS],
+        .faults = figures->value[FIGURE_FAULTS],
+        .migrations = figures->value[FIGURE_MIGRATIONS],
+    };
+    return 0;
+}
+
+/* The key of an async event at EVENT's pid and category; false when it has no
+ * id (or, the reader failed, no memory for one). */
+static bool read_async_key(struct trace_reader *reader, const struct nvs_json *json,
+                           const struct nvs_event *event, struct async_key *key)
+{
+    const struct nvs_json *id = nvs_json_get(json, "id");
+    *key = (struct async_key){.pid = event->pid, .domain = event->domain};
+    if (nvs_json_int64(id, &key->id))
+        return true;
+    if (!id || id->type != NVS_JSON_STRING)
+        return false;
+    key->id_text = nvs_events_intern(reader->events, id->text, id->length);
+    reader->failed |= !key->id_text;
+    return key->id_text != NULL;
+}
+
+static int read_async_begin(struct trace_reader *reader, const struct nvs_json *json,
+                            const struct nvs_event *event)
+{
+    struct async_key key;
+    if (!read_async_key(reader, json, event, &key)) {
+        reader->without_id += !reader->failed;
+        return reader->failed;
+    }
+    struct open_begin *begin = begins_add(&reader->begins, &key);
+    if (!begin) {
+        reader->failed = true;
+        return 1;
+    }
+    begin->range = *event;
+    read_figures(nvs_json_get(json, "args"), &begin->figures);
+    return 0;
+}
+
+/* The end of an async range: the range, from its begin, with the args of both
+ * (the end's winning), on the thread that began it. */
+static int read_async_end(struct trace_reader *reader, const struct nvs_json *json,
+                          const struct nvs_event *event)
+{
+    struct async_key key;
+    if (!read_async_key(reader, json, event, &key)) {
+        reader->without_id += !reader->failed;
+        return reader->failed;
+    }
+    struct open_begin *begin = begins_find(&reader->begins, &key);
+    if (!begin) {
+        reader->unmatched_ends++;
+        return 0;
+    }
+    struct nvs_event range = begin->range;
+    struct figures figures = begin->figures;
+    begins_remove(&reader->begins, begin);
+    range.end = event->start > range.start ? event->start : range.start;
+    range.end_tid = event->tid != range.tid ? event->tid : 0;
+    range.async = true;
+    read_figures(nvs_json_get(json, "args"), &figures);
+    return add_range(reader, &range, &figures);
+}
+
+/* A process_name or thread_name metadata event. */
+static int read_name(struct trace_reader *reader, const struct nvs_json *json, const char *name,
+                     uint32_t pid, uint32_t tid)
+{
+    const char *value = nvs_json_get_string(nvs_json_get(json, "args"), "name");
+    bool thread = strcmp(name, "thread_name") == 0;
+    if (value && (thread || strcmp(name, "process_name") == 0)) {
+        const char *interned = intern(reader->events, value);
+        if (!interned || !add_name(reader->events, pid, thread ? tid : 0, interned, true))
+            reader->failed = true;
+    }
+    return reader->failed;
+}
+
 static int on_trace_event(const struct nvs_json *json, void *context)
 {
     struct trace_reader *reader = context;
-    struct nvs_events *events = reader->events;
     const char *phase = nvs_json_get_string(json, "ph");
     const char *name = nvs_json_get_string(json, "name");
     if (!phase || !name)
@@ -1065,62 +1320,69 @@ static int on_trace_event(const struct nvs_json *json, void *context)
     int64_t pid = 0, tid = 0;
     nvs_json_int64(nvs_json_get(json, "pid"), &pid);
     nvs_json_int64(nvs_json_get(json, "tid"), &tid);
-    if (strcmp(phase, "M") == 0) {
-        const char *value = nvs_json_get_string(nvs_json_get(json, "args"), "name");
-        bool thread = strcmp(name, "thread_name") == 0;
-        if (value && (thread || strcmp(name, "process_name") == 0)) {
-            const char *interned = intern(events, value);
-            if (!interned || !add_name(events, (uint32_t)pid, thread ? (uint32_t)tid : 0, interned, true))
-                reader->failed = true;
-        }
-        return reader->failed;
-    }
+    if (strcmp(phase, "M") == 0)
+        return read_name(reader, json, name, (uint32_t)pid, (uint32_t)tid);
     bool range = strcmp(phase, "X") == 0;
     bool mark = strcmp(phase, "i") == 0 || strcmp(phase, "I") == 0 || strcmp(phase, "R") == 0;
+    bool async_begin = strcmp(phase, "b") == 0, async_end = strcmp(phase, "e") == 0;
     if (strcmp(phase, "B") == 0 || strcmp(phase, "E") == 0)
         reader->begin_end++;
-    if (!range && !mark)
+    if (!range && !mark && !async_begin && !async_end)
         return 0;
-    int64_t start, duration = 0;
-    if (!nvs_json_microseconds(nvs_json_get(json, "ts"), &start))
+    struct nvs_event event = {.pid = (uint32_t)pid, .tid = (uint32_t)tid};
+    if (!nvs_json_microseconds(nvs_json_get(json, "ts"), &event.start))
         return 0;
-    if (range && !nvs_json_microseconds(nvs_json_get(json, "dur"), &duration))
-        duration = 0;
-    struct nvs_event *event = nvs_events_add(events);
     const char *category = nvs_json_get_string(json, "cat");
-    if (!event) {
+    event.end = event.start;
+    event.name = intern(reader->events, name);
+    event.domain = intern(reader->events, category ? category : "");
+    if (!event.name || !event.domain) {
         reader->failed = true;
         return 1;
     }
-    event->kind = mark ? NVS_EVENT_MARK : NVS_EVENT_RANGE;
-    event->start = start;
-    event->end = start + duration;
-    event->name = intern(events, name);
-    event->domain = intern(events, category ? category : "");
-    event->pid = (uint32_t)pid;
-    event->tid = (uint32_t)tid;
-    if (range) {
-        static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
-                                                    NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
-        for (size_t i = 0; i < 4; i++)
-            if (event->domain == reader->categories[i])
-                event->kind = kinds[i];
+    if (async_begin)
+        return read_async_begin(reader, json, &event);
+    if (async_end)
+        return read_async_end(reader, json, &event);
+    if (mark) {
+        event.kind = NVS_EVENT_MARK;
+        return add_event(reader, &event) ? 0 : 1;
     }
-    const struct nvs_json *args = nvs_json_get(json, "args");
-    struct nvs_offcpu figures = {0};
-    if (range && args_number(args, "offcpu_runnable_ns", &figures.runnable_ns) &&
-        args_number(args, "offcpu_blocked_ns", &figures.blocked_ns)) {
-        args_number(args, "offcpu_preemptions", &figures.preemptions);
-        args_number(args, "offcpu_faults", &figures.faults);
-        args_number(args, "offcpu_migrations", &figures.migrations);
-        if ((event->offcpu = pool_alloc(events->strings, sizeof figures)))
-            *event->offcpu = figures;
-    }
-    if (!event->name || !event->domain) {
-        reader->failed = true;
-        return 1;
-    }
-    return 0;
+    int64_t duration;
+    if (nvs_json_microseconds(nvs_json_get(json, "dur"), &duration))
+        event.end = event.start + duration;
+    struct figures figures = {0};
+    read_figures(nvs_json_get(json, "args"), &figures);
+    return add_range(reader, &event, &figures);
+}
+
+static const char *plural(size_t count)
+{
+    return count == 1 ? "" : "s";
+}
+
+/* What was left out of the trace at PATH, one line each. */
+static void say_trace_left_out(const struct nvs_load_options *options, const char *path,
+                               const struct trace_reader *reader, const struct nvs_trace_read *result)
+{
+    if (result->cut_short)
+        say(options, "%s ends before its closing %s (the process was killed, or left through _exit "
+            "before NVTXSHIM_TRACE could finish it): read %zu events%s", path,
+            result->bare_array ? "]" : "]}", result->events,
+            result->last_incomplete ? ", the last one incomplete and left out" : "");
+    size_t unended = reader->begins.used;
+    if (unended)
+        say(options, "%s: %zu async range%s (\"ph\":\"b\") never ended, left out (open when the "
+            "trace stopped)", path, unended, plural(unended));
+    if (reader->unmatched_ends)
+        say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out", path,
+            reader->unmatched_ends, plural(reader->unmatched_ends));
+    if (reader->without_id)
+        say(options, "%s: %zu async event%s (\"ph\":\"b\"/\"e\") without an id, left out", path,
+            reader->without_id, plural(reader->without_id));
+    if (reader->begin_end)
+        say(options, "%s: %zu begin/end (\"ph\":\"B\"/\"E\") events left out: only complete "
+            "events (\"X\") and async pairs (\"b\"/\"e\") are read", path, reader->begin_end);
 }
 
 static int load_trace(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
@@ -1136,22 +1398,14 @@ static int load_trace(struct nvs_events *events, const char *path, const struct 
     struct nvs_trace_read result;
     char error[256];
     int status = nvs_trace_json_read(path, on_trace_event, &reader, &result, error, sizeof error);
-    if (reader.failed) {
+    if (reader.failed)
         say(options, "out of memory reading %s", path);
-        return -1;
-    }
-    if (status) {
+    else if (status)
         say(options, "cannot read %s: %s", path, error);
-        return -1;
-    }
-    if (result.cut_short)
-        say(options, "%s ends before its closing ]} (the process was killed, or left through _exit "
-            "before NVTXSHIM_TRACE could finish it): read %zu events%s", path, result.events,
-            result.last_incomplete ? ", the last one incomplete and left out" : "");
-    if (reader.begin_end)
-        say(options, "%s: %zu begin/end (\"ph\":\"B\"/\"E\") events left out: only complete "
-            "events (\"X\") are read", path, reader.begin_end);
-    return 0;
+    else
+        say_trace_left_out(options, path, &reader, &result);
+    free(reader.begins.slots);
+    return reader.failed || status ? -1 : 0;
 }
 
 /* ---- .nsys-rep: nsys export first ----------------------------------------- */

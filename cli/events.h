@@ -36,7 +36,13 @@ struct nvs_event {
     const char *args;            /* the Chrome args' members as JSON text, or NULL */
     struct nvs_offcpu *offcpu;   /* a frame range's kernel figures from the trace, or NULL */
     uint32_t pid, tid;
+    uint32_t end_tid;            /* the thread that ended an async range; 0: its own */
     enum nvs_event_kind kind;
+    /* A range that may end on another thread or overlap others: an NVTX
+     * start/end range, a trace's async pair ("ph":"b"/"e"), or (set by
+     * convert) a range that crosses the end of another on its thread. A
+     * trace writes it as an async pair, since viewers nest complete events. */
+    bool async;
 };
 
 /* A thread's name (or, with tid == 0, a process's). */

@@ -543,6 +543,7 @@ static int read_document(struct parser *parser, nvs_trace_event_fn callback, voi
     bool closed;
     if (*parser->p == '[') {
         parser->p++;
+        result->bare_array = true;
         return read_events(parser, callback, context, result, &closed);
     }
     if (*parser->p != '{') {

@@ -1,8 +1,10 @@
-/* A small JSON reader for trace files: {"traceEvents":[...]} (or a bare array
- * of events, the other form of the Chrome trace format), read one event at a
- * time so that a trace of a million events needs the memory of one. A trace
- * cut short (a process killed by a signal leaves no closing "]}") is read up
- * to its last complete event. */
+/* A small JSON reader for trace files: a bare array of events (the form
+ * NVTXSHIM_TRACE and nvtxshim convert write) or {"traceEvents":[...]} (the
+ * other form of the Chrome trace format, which the recorder wrote before),
+ * read one event at a time so that a trace of a million events needs the
+ * memory of one. A trace cut short (a process killed by a signal leaves no
+ * closing "]", or "]}", and maybe a trailing comma and blank padding) is read
+ * up to its last complete event. */
 #ifndef NVS_CLI_TRACE_JSON_H
 #define NVS_CLI_TRACE_JSON_H
 
@@ -68,7 +70,8 @@ size_t nvs_json_quote(char *out, size_t size, const char *text);
 
 struct nvs_trace_read {
     size_t events;                   /* events given to the callback */
-    bool cut_short;                  /* the file ends before its closing ]} */
+    bool bare_array;                 /* [...], not {"traceEvents":[...]} */
+    bool cut_short;                  /* the file ends before its closing ] (or ]}) */
     bool last_incomplete;            /* ... in the middle of an event, which was dropped */
 };
 
