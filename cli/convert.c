@@ -25,22 +25,30 @@ static const char manual[] =
     "DESCRIPTION\n"
     "    Writes the events of an Nsight Systems SQLite export (nsys export --type\n"
     "    sqlite) as Chrome Trace Event Format JSON, the format NVTXSHIM_TRACE\n"
-    "    writes: {\"traceEvents\":[...]}, which https://ui.perfetto.dev and\n"
-    "    chrome://tracing open. Given a report (.nsys-rep), it is exported first,\n"
-    "    as nvtxshim report does. Timestamps (ts, dur) are in microseconds on\n"
-    "    nsys's clock (from the start of the session); pid and tid come from\n"
-    "    nsys's global thread ids. Events are written in time order, after the\n"
-    "    process and thread names.\n"
+    "    writes: an array of events, one a line, which https://ui.perfetto.dev\n"
+    "    and chrome://tracing open. Given a report (.nsys-rep), it is exported\n"
+    "    first, as nvtxshim report does. Timestamps (ts, dur) are in\n"
+    "    microseconds on nsys's clock (from the start of the session); pid and\n"
+    "    tid come from nsys's global thread ids. Events are written in time\n"
+    "    order, after the process and thread names.\n"
+    "\n"
+    "    A range is a complete event (\"ph\":\"X\", with dur), or an async pair\n"
+    "    (\"ph\":\"b\" at its start, \"ph\":\"e\" at its end, joined by pid, cat\n"
+    "    and an id unique in the file) where it may end on another thread or\n"
+    "    overlap others: NVTX start/end ranges, and any range (NVTX, OS runtime\n"
+    "    call or GPU work) that starts inside a complete event of its thread\n"
+    "    and ends after it. So complete events nest on each thread, as viewers\n"
+    "    need them to.\n"
     "\n"
     "    What goes in, from each table of the export that is there:\n"
     "\n"
-    "    NVTX_EVENTS     ranges (push/pop and start/end) as complete events\n"
-    "                    (\"ph\":\"X\") with the domain as category (\"default\"\n"
-    "                    for none) and args category and payload; a start/end\n"
-    "                    range is on the thread that started it. Marks as\n"
-    "                    \"ph\":\"i\" with their colour. Thread names given\n"
-    "                    with NVTX name their threads. Ranges never closed\n"
-    "                    are left out.\n"
+    "    NVTX_EVENTS     ranges with the domain as category (\"default\" for\n"
+    "                    none) and args category and payload: push/pop ranges\n"
+    "                    complete, start/end ranges async, from the thread that\n"
+    "                    started one to the thread that ended it (endGlobalTid).\n"
+    "                    Marks as \"ph\":\"i\" with their colour. Thread names\n"
+    "                    given with NVTX name their threads. Ranges never\n"
+    "                    closed are left out.\n"
     "    OSRT_API        OS runtime calls (-t osrt), category osrt, args\n"
     "                    return.\n"
     "    CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET\n"
@@ -91,6 +99,8 @@ struct writer {
     bool failed;
 };
 
+/* Each event on a line of its own that ends "},": the form NVTXSHIM_TRACE
+ * writes (README: The trace file). */
 static void begin_item(struct writer *writer)
 {
     if (writer->items++)
@@ -131,25 +141,212 @@ static void put_metadata(struct writer *writer, const char *what, uint32_t pid, 
     fputs("}}", writer->out);
 }
 
-static void put_event(struct writer *writer, const struct nvs_event *event)
+/* A range's end: its start for one that ends before it starts (a viewer takes
+ * no negative duration). */
+static int64_t range_end(const struct nvs_event *event)
 {
-    FILE *out = writer->out;
-    bool mark = event->kind == NVS_EVENT_MARK;
+    return event->end > event->start ? event->end : event->start;
+}
+
+/* {"name":...,"cat":...,PHASE,"ts":TIME: how every event starts. */
+static void put_head(struct writer *writer, const struct nvs_event *event, const char *phase, int64_t time)
+{
     begin_item(writer);
-    fputs("{\"name\":", out);
+    fputs("{\"name\":", writer->out);
     put_string(writer, event->name);
-    fputs(",\"cat\":", out);
+    fputs(",\"cat\":", writer->out);
     put_string(writer, event->domain);
-    fputs(mark ? ",\"ph\":\"i\",\"s\":\"t\",\"ts\":" : ",\"ph\":\"X\",\"ts\":", out);
-    put_microseconds(writer, event->start);
-    if (!mark) {
-        fputs(",\"dur\":", out);
-        put_microseconds(writer, event->end > event->start ? event->end - event->start : 0);
+    fprintf(writer->out, ",%s,\"ts\":", phase);
+    put_microseconds(writer, time);
+}
+
+/* ,"pid":P,"tid":T and the args, when ARGS, then the closing brace. */
+static void put_tail(struct writer *writer, uint32_t pid, uint32_t tid, const char *args)
+{
+    fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, pid, tid);
+    if (args && args[0])
+        fprintf(writer->out, ",\"args\":{%s}", args);
+    fputc('}', writer->out);
+}
+
+static void put_mark(struct writer *writer, const struct nvs_event *event)
+{
+    put_head(writer, event, "\"ph\":\"i\",\"s\":\"t\"", event->start);
+    put_tail(writer, event->pid, event->tid, event->args);
+}
+
+static void put_complete(struct writer *writer, const struct nvs_event *event)
+{
+    put_head(writer, event, "\"ph\":\"X\"", event->start);
+    fputs(",\"dur\":", writer->out);
+    put_microseconds(writer, range_end(event) - event->start);
+    put_tail(writer, event->pid, event->tid, event->args);
+}
+
+/* One half of an async pair, joined by (pid, cat, ID): the begin on the
+ * thread that started the range, with its args; the end on the one that
+ * ended it. */
+static void put_async(struct writer *writer, const struct nvs_event *event, bool end, uint64_t id)
+{
+    put_head(writer, event, end ? "\"ph\":\"e\"" : "\"ph\":\"b\"", end ? range_end(event) : event->start);
+    fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"id\":%" PRIu64, event->pid,
+            end && event->end_tid ? event->end_tid : event->tid, id);
+    if (!end && event->args && event->args[0])
+        fprintf(writer->out, ",\"args\":{%s}", event->args);
+    fputc('}', writer->out);
+}
+
+/* ---- async pairs: their ends, written when the events reach their time ---- */
+
+struct pending_end {
+    int64_t time;
+    uint64_t id;
+    const struct nvs_event *event;
+};
+
+/* A binary heap, earliest end first (of ends at one time, the first begun). */
+struct pending_ends {
+    struct pending_end *items;
+    size_t count, capacity;
+};
+
+static bool earlier(const struct pending_end *a, const struct pending_end *b)
+{
+    return a->time != b->time ? a->time < b->time : a->id < b->id;
+}
+
+static bool pending_push(struct pending_ends *heap, struct pending_end end)
+{
+    if (heap->count == heap->capacity) {
+        size_t capacity = heap->capacity ? heap->capacity * 2 : 256;
+        struct pending_end *grown = realloc(heap->items, capacity * sizeof *grown);
+        if (!grown)
+            return false;
+        heap->items = grown;
+        heap->capacity = capacity;
     }
-    fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, event->pid, event->tid);
-    if (event->args && event->args[0])
-        fprintf(out, ",\"args\":{%s}", event->args);
-    fputc('}', out);
+    size_t at = heap->count++;
+    for (; at && earlier(&end, &heap->items[(at - 1) / 2]); at = (at - 1) / 2)
+        heap->items[at] = heap->items[(at - 1) / 2];
+    heap->items[at] = end;
+    return true;
+}
+
+static struct pending_end pending_pop(struct pending_ends *heap)
+{
+    struct pending_end first = heap->items[0], last = heap->items[--heap->count];
+    size_t at = 0;
+    for (size_t child = 1; child < heap->count; at = child, child = 2 * at + 1) {
+        if (child + 1 < heap->count && earlier(&heap->items[child + 1], &heap->items[child]))
+            child++;
+        if (!earlier(&heap->items[child], &last))
+            break;
+        heap->items[at] = heap->items[child];
+    }
+    if (heap->count)
+        heap->items[at] = last;
+    return first;
+}
+
+/* The ends due at TIME or before. */
+static void put_ends_until(struct writer *writer, struct pending_ends *ends, int64_t time)
+{
+    while (ends->count && ends->items[0].time <= time) {
+        struct pending_end end = pending_pop(ends);
+        put_async(writer, end.event, true, end.id);
+    }
+}
+
+/* The events (sorted by start), each async pair's end among them at its time,
+ * so that the file is in time order; COUNTS per kind. Returns the pairs. */
+static size_t put_events(struct writer *writer, const struct nvs_events *events, size_t *counts)
+{
+    struct pending_ends ends = {0};
+    uint64_t next_id = 1;
+    for (size_t i = 0; i < events->count && !writer->failed; i++) {
+        const struct nvs_event *event = &events->events[i];
+        put_ends_until(writer, &ends, event->start);
+        counts[event->kind]++;
+        if (event->kind == NVS_EVENT_MARK) {
+            put_mark(writer, event);
+        } else if (!event->async) {
+            put_complete(writer, event);
+        } else {
+            put_async(writer, event, false, next_id);
+            if (!pending_push(&ends, (struct pending_end){range_end(event), next_id, event}))
+                writer->failed = true;
+            next_id++;
+        }
+    }
+    put_ends_until(writer, &ends, INT64_MAX);
+    free(ends.items);
+    return (size_t)(next_id - 1);
+}
+
+/* ---- complete events nest on each thread ----------------------------------- */
+
+static bool may_be_complete(const struct nvs_event *event)
+{
+    return event->kind != NVS_EVENT_MARK && !event->async;
+}
+
+/* By thread, then by start; of two that start together the longer first, as
+ * it holds the other. */
+static int compare_on_thread(const void *a, const void *b, void *context)
+{
+    const struct nvs_event *events = context;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const struct nvs_event *x = &events[i], *y = &events[j];
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    if (x->tid != y->tid)
+        return (x->tid > y->tid) - (x->tid < y->tid);
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    if (range_end(x) != range_end(y))
+        return (range_end(x) < range_end(y)) - (range_end(x) > range_end(y));
+    return (i > j) - (i < j);
+}
+
+/* Makes async each range that starts inside a complete event on its thread
+ * and ends after it: viewers show a thread's complete events as a stack and
+ * drop, or move aside, one that crosses another's end. Through each thread's
+ * ranges by start, with a stack of the complete events open, a range crosses
+ * when it ends after the innermost one (those below it end later still).
+ * False when out of memory. */
+static bool make_crossing_ranges_async(struct nvs_events *events)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < events->count; i++)
+        count += may_be_complete(&events->events[i]);
+    size_t *order = malloc((count + 1) * sizeof *order);
+    int64_t *open_ends = malloc((count + 1) * sizeof *open_ends);
+    if (!order || !open_ends) {
+        free(order);
+        free(open_ends);
+        return false;
+    }
+    count = 0;
+    for (size_t i = 0; i < events->count; i++)
+        if (may_be_complete(&events->events[i]))
+            order[count++] = i;
+    qsort_r(order, count, sizeof *order, compare_on_thread, events->events);
+    size_t depth = 0;
+    for (size_t k = 0; k < count; k++) {
+        struct nvs_event *event = &events->events[order[k]];
+        const struct nvs_event *previous = k ? &events->events[order[k - 1]] : NULL;
+        if (previous && (previous->pid != event->pid || previous->tid != event->tid))
+            depth = 0;
+        while (depth && open_ends[depth - 1] <= event->start)
+            depth--;
+        if (depth && range_end(event) > open_ends[depth - 1])
+            event->async = true;
+        else
+            open_ends[depth++] = range_end(event);
+    }
+    free(order);
+    free(open_ends);
+    return true;
 }
 
 static int compare_pids(const void *a, const void *b)
@@ -264,6 +461,11 @@ int nvs_cli_convert(int argc, char **argv)
         return 1;
     }
     nvs_events_sort(&events);
+    if (!make_crossing_ranges_async(&events)) {
+        fputs("nvtxshim: convert: out of memory\n", stderr);
+        nvs_events_free(&events);
+        return 1;
+    }
 
     bool to_stdout = strcmp(output, "-") == 0;
     struct writer writer = {.out = to_stdout ? stdout : fopen(output, "w")};
@@ -275,14 +477,12 @@ int nvs_cli_convert(int argc, char **argv)
     static char buffer[1 << 20];
     if (!to_stdout)
         setvbuf(writer.out, buffer, _IOFBF, sizeof buffer);
-    fputs("{\"traceEvents\":[\n", writer.out);
+    fputs("[\n", writer.out);
     size_t threads = put_names(&writer, &events);
     size_t counts[NVS_EVENT_GPU_SET + 1] = {0};
-    for (size_t i = 0; i < events.count && !writer.failed; i++) {
-        put_event(&writer, &events.events[i]);
-        counts[events.events[i].kind]++;
-    }
-    fputs(writer.items ? "\n]}\n" : "]}\n", writer.out);
+    size_t pairs = put_events(&writer, &events, counts);
+    /* the last event's comma becomes a space, as the recorder finishes a trace */
+    fputs(writer.items ? " \n]\n" : "]\n", writer.out);
     int error = 0;
     if (writer.failed)
         error = ENOMEM;
@@ -299,9 +499,11 @@ int nvs_cli_convert(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "nvtxshim: convert: wrote %s: %zu NVTX ranges, %zu marks, %zu OS runtime calls, "
-            "%zu GPU kernels, %zu GPU copies, %zu memsets, %zu thread names\n", output,
+            "%zu GPU kernels, %zu GPU copies, %zu memsets, %zu thread names; %zu of the ranges as async "
+            "pairs (\"ph\":\"b\"/\"e\")\n", output,
             counts[NVS_EVENT_RANGE], counts[NVS_EVENT_MARK], counts[NVS_EVENT_OS_CALL],
-            counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY], counts[NVS_EVENT_GPU_SET], threads);
+            counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY], counts[NVS_EVENT_GPU_SET], threads,
+            pairs);
     nvs_events_free(&events);
     return 0;
 }

@@ -512,7 +512,8 @@ static const char *const payload_columns[] = {
 
 /* Columns of the NVTX query, in order. */
 enum {
-    N_START, N_END, N_TYPE, N_TEXT, N_TEXT_ID, N_TID, N_DOMAIN, N_CATEGORY, N_COLOR, N_PAYLOAD,
+    N_START, N_END, N_TYPE, N_TEXT, N_TEXT_ID, N_TID, N_DOMAIN, N_CATEGORY, N_COLOR, N_END_TID,
+    N_PAYLOAD,
 };
 
 static int load_nvtx(struct database *database)
@@ -549,7 +550,8 @@ static int load_nvtx(struct database *database)
     struct query query;
     query_start(&query);
     static const char *const wanted[] = {"start", "end", "eventType", "text", "textId",
-                                         "globalTid", "domainId", "category", "color"};
+                                         "globalTid", "domainId", "category", "color",
+                                         "endGlobalTid"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         query_column(&query, &columns, wanted[i]);
     for (size_t i = 0; i < PAYLOADS; i++)
@@ -628,6 +630,11 @@ static int load_nvtx(struct database *database)
         int64_t global = is_null(statement, N_TID) ? 0 : sqlite3_column_int64(statement, N_TID);
         event->pid = nvs_global_pid(global);
         event->tid = nvs_global_tid(global);
+        event->async = type == NVTX_START_END;
+        /* endGlobalTid: the thread that ended it (NULL, in the exports seen here, where that
+         * is the thread that started it) */
+        if (event->async && !is_null(statement, N_END_TID))
+            event->end_tid = nvs_global_tid(sqlite3_column_int64(statement, N_END_TID));
         if (!everything)
             continue;
         /* args as the recorder writes them: category, payload, colour (marks only) */
