@@ -69,21 +69,32 @@ def check_nesting(events, where=""):
 
 def join_async(events):
     """`b`/`e` pairs joined into one range each (ph "X", "async": True, the
-    begin's thread, the end's args merged in); begins without an end are left
-    out and returned apart. Returns (events with the pairs joined, unended)."""
-    begins, joined = {}, []
+    begin's thread, the end's args merged in), wherever each lies in the file
+    (each thread writes its own part of it, so an end can come first); begins
+    without an end are left out and returned apart. Returns (events with the
+    pairs joined, unended)."""
+    begins, ends, others = {}, {}, []
     for e in events:
         ph = e.get("ph")
-        if ph == "b":
-            begins[(e.get("pid"), e.get("cat"), e.get("id"))] = e
-        elif ph == "e":
-            begin = begins.pop((e.get("pid"), e.get("cat"), e.get("id")), None)
-            assert begin is not None, "async end without a begin: %r" % e
-            rng = dict(begin)
-            rng.update({"ph": "X", "dur": round(e["ts"] - begin["ts"], 3), "async": True})
-            rng["args"] = dict(begin.get("args", {}), **e.get("args", {}))
-            rng["end_tid"] = e.get("tid")
-            joined.append(rng)
+        key = (e.get("pid"), e.get("cat"), e.get("id"))
+        if ph in ("b", "e"):
+            table = begins if ph == "b" else ends
+            assert key not in table, "two async %s events for one id: %r" % (ph, e)
+            table[key] = e
         else:
-            joined.append(e)
-    return joined, list(begins.values())
+            others.append(e)
+    unmatched = [e for key, e in ends.items() if key not in begins]
+    assert not unmatched, "async ends without a begin: %r" % unmatched[:3]
+    joined, unended = [], []
+    for key, begin in begins.items():
+        end = ends.get(key)
+        if end is None:
+            unended.append(begin)
+            continue
+        assert end["ts"] >= begin["ts"], "async range ends before it begins: %r %r" % (begin, end)
+        rng = dict(begin)
+        rng.update({"ph": "X", "dur": round(end["ts"] - begin["ts"], 3), "async": True,
+                    "end_tid": end.get("tid")})
+        rng["args"] = dict(begin.get("args", {}), **end.get("args", {}))
+        joined.append(rng)
+    return others + joined, unended
