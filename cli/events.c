@@ -1067,19 +1067,20 @@ struct async_key {
     int64_t id;
 };
 
-struct open_begin {
+/* One half of an async pair, waiting for the other. */
+struct async_half {
     struct async_key key;
-    struct nvs_event range;          /* the range as far as the begin says */
+    struct nvs_event range;          /* the range as far as this half says */
     struct figures figures;
-    uint64_t order;                  /* of begins with one key, the latest ends first */
+    uint64_t order;                  /* of halves with one key, the latest is taken first */
     bool used;
 };
 
-/* The begins waiting for their ends, by key: open addressing with linear
- * probing, an entry removed by moving back the ones after it, so that memory
- * is that of the begins open at once, not of the whole trace. */
-struct open_begins {
-    struct open_begin *slots;
+/* The halves waiting, by key: open addressing with linear probing, an entry
+ * removed by moving back the ones after it, so that memory is that of the
+ * pairs open at once, not of the whole trace. */
+struct async_halves {
+    struct async_half *slots;
     size_t slot_count, used;
     uint64_t next_order;
 };
@@ -1087,9 +1088,10 @@ struct open_begins {
 struct trace_reader {
     struct nvs_events *events;
     const char *categories[4];       /* the non-NVTX categories, interned */
-    struct open_begins begins;
+    /* Each thread writes its own part of a trace file, so an end may come
+     * before its begin in the file: either half waits for the other. */
+    struct async_halves begins, ends;
     size_t begin_end;                /* B/E events: not read */
-    size_t unmatched_ends;           /* async ends with no begin open */
     size_t without_id;               /* async events with no id */
     bool failed;
 };
@@ -1115,73 +1117,73 @@ static bool same_key(const struct async_key *a, const struct async_key *b)
     return a->pid == b->pid && a->domain == b->domain && a->id_text == b->id_text && a->id == b->id;
 }
 
-static bool begins_grow(struct open_begins *begins)
+static bool halves_grow(struct async_halves *halves)
 {
-    size_t count = begins->slot_count ? begins->slot_count * 2 : 256;
-    struct open_begin *slots = calloc(count, sizeof *slots);
+    size_t count = halves->slot_count ? halves->slot_count * 2 : 256;
+    struct async_half *slots = calloc(count, sizeof *slots);
     if (!slots)
         return false;
-    for (size_t i = 0; i < begins->slot_count; i++) {
-        if (!begins->slots[i].used)
+    for (size_t i = 0; i < halves->slot_count; i++) {
+        if (!halves->slots[i].used)
             continue;
-        size_t slot = key_home(&begins->slots[i].key, count);
+        size_t slot = key_home(&halves->slots[i].key, count);
         while (slots[slot].used)
             slot = (slot + 1) & (count - 1);
-        slots[slot] = begins->slots[i];
+        slots[slot] = halves->slots[i];
     }
-    free(begins->slots);
-    begins->slots = slots;
-    begins->slot_count = count;
+    free(halves->slots);
+    halves->slots = slots;
+    halves->slot_count = count;
     return true;
 }
 
-/* A new entry for KEY (another with that key may be open: it stays); NULL
+/* A new entry for KEY (another with that key may be waiting: it stays); NULL
  * when out of memory. */
-static struct open_begin *begins_add(struct open_begins *begins, const struct async_key *key)
+static struct async_half *halves_add(struct async_halves *halves, const struct async_key *key)
 {
-    if ((begins->used + 1) * 2 > begins->slot_count && !begins_grow(begins))
+    if ((halves->used + 1) * 2 > halves->slot_count && !halves_grow(halves))
         return NULL;
-    size_t slot = key_home(key, begins->slot_count);
-    while (begins->slots[slot].used)
-        slot = (slot + 1) & (begins->slot_count - 1);
-    struct open_begin *begin = &begins->slots[slot];
-    memset(begin, 0, sizeof *begin);
-    begin->key = *key;
-    begin->order = begins->next_order++;
-    begin->used = true;
-    begins->used++;
-    return begin;
+    size_t slot = key_home(key, halves->slot_count);
+    while (halves->slots[slot].used)
+        slot = (slot + 1) & (halves->slot_count - 1);
+    struct async_half *half = &halves->slots[slot];
+    memset(half, 0, sizeof *half);
+    half->key = *key;
+    half->order = halves->next_order++;
+    half->used = true;
+    halves->used++;
+    return half;
 }
 
-/* The latest begin open with KEY, or NULL. */
-static struct open_begin *begins_find(struct open_begins *begins, const struct async_key *key)
+/* The latest half waiting with KEY, or NULL. */
+static struct async_half *halves_find(struct async_halves *halves, const struct async_key *key)
 {
-    if (!begins->slot_count)
+    if (!halves->slot_count)
         return NULL;
-    struct open_begin *latest = NULL;
-    size_t mask = begins->slot_count - 1;
-    for (size_t slot = key_home(key, begins->slot_count); begins->slots[slot].used; slot = (slot + 1) & mask) {
-        struct open_begin *candidate = &begins->slots[slot];
+    struct async_half *latest = NULL;
+    size_t mask = halves->slot_count - 1;
+    for (size_t slot = key_home(key, halves->slot_count); halves->slots[slot].used; slot = (slot + 1) & mask) {
+        struct async_half *candidate = &halves->slots[slot];
         if (same_key(&candidate->key, key) && (!latest || candidate->order > latest->order))
             latest = candidate;
     }
     return latest;
 }
 
-/* Empties BEGIN's slot; an entry after it that probed past that slot moves
+/* Empties HALF's slot; an entry after it that probed past that slot moves
  * back into it, so that every entry stays reachable from its home. */
-static void begins_remove(struct open_begins *begins, struct open_begin *begin)
+static void halves_remove(struct async_halves *halves, struct async_half *half)
 {
-    size_t mask = begins->slot_count - 1, hole = (size_t)(begin - begins->slots);
-    for (size_t slot = (hole + 1) & mask; begins->slots[slot].used; slot = (slot + 1) & mask) {
-        size_t home = key_home(&begins->slots[slot].key, begins->slot_count);
+    size_t mask = halves->slot_count - 1, hole = (size_t)(half - halves->slots);
+    for (size_t slot = (hole + 1) & mask; halves->slots[slot].used; slot = (slot + 1) & mask) {
+        size_t home = key_home(&halves->slots[slot].key, halves->slot_count);
         if (((slot - home) & mask) >= ((slot - hole) & mask)) {
-            begins->slots[hole] = begins->slots[slot];
+            halves->slots[hole] = halves->slots[slot];
             hole = slot;
         }
     }
-    begins->slots[hole].used = false;
-    begins->used--;
+    halves->slots[hole].used = false;
+    halves->used--;
 }
 
 static bool args_number(const struct nvs_json *args, const char *key, uint64_t *out)
@@ -1260,47 +1262,48 @@ static bool read_async_key(struct trace_reader *reader, const struct nvs_json *j
     return key->id_text != NULL;
 }
 
-static int read_async_begin(struct trace_reader *reader, const struct nvs_json *json,
-                            const struct nvs_event *event)
+/* An async pair joined: the range from BEGIN to END, on the thread that began
+ * it, with the figures of both (the end's winning). */
+static int join_async(struct trace_reader *reader, const struct async_half *begin, const struct async_half *end)
 {
-    struct async_key key;
-    if (!read_async_key(reader, json, event, &key)) {
+    struct nvs_event range = begin->range;
+    range.end = end->range.start > range.start ? end->range.start : range.start;
+    range.end_tid = end->range.tid != range.tid ? end->range.tid : 0;
+    range.async = true;
+    struct figures figures = begin->figures;
+    for (int i = 0; i < FIGURES; i++)
+        if (end->figures.present & 1u << i)
+            figures.value[i] = end->figures.value[i];
+    figures.present |= end->figures.present;
+    return add_range(reader, &range, &figures);
+}
+
+/* A "b" (or, with END, an "e"): joined with its other half when that came
+ * first, else left waiting for it. */
+static int read_async_half(struct trace_reader *reader, const struct nvs_json *json,
+                           const struct nvs_event *event, bool end)
+{
+    struct async_half half = {.range = *event};
+    if (!read_async_key(reader, json, event, &half.key)) {
         reader->without_id += !reader->failed;
         return reader->failed;
     }
-    struct open_begin *begin = begins_add(&reader->begins, &key);
-    if (!begin) {
+    read_figures(nvs_json_get(json, "args"), &half.figures);
+    struct async_halves *others = end ? &reader->begins : &reader->ends;
+    struct async_half *other = halves_find(others, &half.key);
+    if (other) {
+        struct async_half found = *other;
+        halves_remove(others, other);
+        return join_async(reader, end ? &found : &half, end ? &half : &found);
+    }
+    struct async_half *waiting = halves_add(end ? &reader->ends : &reader->begins, &half.key);
+    if (!waiting) {
         reader->failed = true;
         return 1;
     }
-    begin->range = *event;
-    read_figures(nvs_json_get(json, "args"), &begin->figures);
+    waiting->range = half.range;
+    waiting->figures = half.figures;
     return 0;
-}
-
-/* The end of an async range: the range, from its begin, with the args of both
- * (the end's winning), on the thread that began it. */
-static int read_async_end(struct trace_reader *reader, const struct nvs_json *json,
-                          const struct nvs_event *event)
-{
-    struct async_key key;
-    if (!read_async_key(reader, json, event, &key)) {
-        reader->without_id += !reader->failed;
-        return reader->failed;
-    }
-    struct open_begin *begin = begins_find(&reader->begins, &key);
-    if (!begin) {
-        reader->unmatched_ends++;
-        return 0;
-    }
-    struct nvs_event range = begin->range;
-    struct figures figures = begin->figures;
-    begins_remove(&reader->begins, begin);
-    range.end = event->start > range.start ? event->start : range.start;
-    range.end_tid = event->tid != range.tid ? event->tid : 0;
-    range.async = true;
-    read_figures(nvs_json_get(json, "args"), &figures);
-    return add_range(reader, &range, &figures);
 }
 
 /* A process_name or thread_name metadata event. */
@@ -1347,10 +1350,8 @@ static int on_trace_event(const struct nvs_json *json, void *context)
         reader->failed = true;
         return 1;
     }
-    if (async_begin)
-        return read_async_begin(reader, json, &event);
-    if (async_end)
-        return read_async_end(reader, json, &event);
+    if (async_begin || async_end)
+        return read_async_half(reader, json, &event, async_end);
     if (mark) {
         event.kind = NVS_EVENT_MARK;
         return add_event(reader, &event) ? 0 : 1;
@@ -1381,9 +1382,10 @@ static void say_trace_left_out(const struct nvs_load_options *options, const cha
     if (unended)
         say(options, "%s: %zu async range%s (\"ph\":\"b\") never ended, left out (open when the "
             "trace stopped)", path, unended, plural(unended));
-    if (reader->unmatched_ends)
-        say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out", path,
-            reader->unmatched_ends, plural(reader->unmatched_ends));
+    size_t unbegun = reader->ends.used;
+    if (unbegun)
+        say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out", path, unbegun,
+            plural(unbegun));
     if (reader->without_id)
         say(options, "%s: %zu async event%s (\"ph\":\"b\"/\"e\") without an id, left out", path,
             reader->without_id, plural(reader->without_id));
@@ -1412,6 +1414,7 @@ static int load_trace(struct nvs_events *events, const char *path, const struct 
     else
         say_trace_left_out(options, path, &reader, &result);
     free(reader.begins.slots);
+    free(reader.ends.slots);
     return reader.failed || status ? -1 : 0;
 }
 
