@@ -19,6 +19,7 @@
  * context the program made current: the library never initialises CUDA. */
 #define _GNU_SOURCE
 #include "capture.h"
+#include "spin.h"
 
 #include <cuda.h>
 #include <inttypes.h>
@@ -45,7 +46,7 @@ static struct {
 } state;
 /* Taken only when the capture changes (or for a signal toggle): a handful of
  * times per run, never per call. */
-static atomic_flag state_lock = ATOMIC_FLAG_INIT;
+static struct nvs_spin state_lock;
 
 static _Atomic uint64_t calls_seen;       /* calls:NAME */
 static _Atomic uint64_t first_call_ns;    /* time: */
@@ -60,15 +61,16 @@ static struct sigaction chained[2];
 static _Atomic int chained_slot;
 static atomic_bool signal_installed;
 
-static void lock(void)
+/* False only inside a signal handler that interrupted this thread while it
+ * held the lock: the change is left out rather than waited for forever. */
+static bool lock(void)
 {
-    while (atomic_flag_test_and_set_explicit(&state_lock, memory_order_acquire))
-        ;
+    return nvs_spin_lock(&state_lock);
 }
 
 static void unlock(void)
 {
-    atomic_flag_clear_explicit(&state_lock, memory_order_release);
+    nvs_spin_unlock(&state_lock);
 }
 
 /* cuProfilerStart/Stop for -c cudaProfilerApi, in a context the program made:
@@ -185,7 +187,8 @@ static void evaluate_time(const struct nvs_config *config, uint64_t now)
     if (!first || atomic_load_explicit(&time_over, memory_order_relaxed) ||
         now < first + config->capture_delay_ns)
         return;
-    lock();
+    if (!lock())
+        return;
     /* Another thread may have closed the window for good since the check above. */
     if (!state.open && !atomic_load(&time_over))
         open_capture();
@@ -203,7 +206,8 @@ static void evaluate_signals(void)
     unsigned received = atomic_load_explicit(&signals_received, memory_order_relaxed);
     if (received == atomic_load_explicit(&signals_handled, memory_order_relaxed))
         return;
-    lock();
+    if (!lock())
+        return;
     unsigned handled = atomic_load(&signals_handled);
     if ((received - handled) & 1) {
         if (state.open)
@@ -224,7 +228,8 @@ void nvs_capture_on_frame(uint64_t ended, uint64_t beginning)
     case NVS_CAPTURE_FRAMES: {
         uint64_t first = config->capture_start, count = config->capture_count;
         uint64_t period = config->capture_period;
-        lock();
+        if (!lock())
+            return;
         if (state.open && ended >= first) {
             uint64_t offset = ended - first;
             if (period ? offset % period == count - 1 : offset == count - 1)
@@ -263,7 +268,8 @@ void nvs_capture_on_call(enum nvs_hook_id id)
             return;
         uint64_t call = atomic_fetch_add_explicit(&calls_seen, 1, memory_order_relaxed) + 1;
         if (call == config->capture_start) {
-            lock();
+            if (!lock())
+                return;
             open_capture();
             unlock();
         }
@@ -290,7 +296,8 @@ void nvs_capture_on_call(enum nvs_hook_id id)
 void nvs_capture_after_call(void)
 {
     nvs_capture_close_after_call = false;
-    lock();
+    if (!lock())
+        return;
     close_capture();
     unlock();
 }
@@ -411,7 +418,8 @@ void nvs_capture_activate(void)
     if (config->capture == NVS_CAPTURE_SIGNAL)
         install_signal(config->capture_signal);
     if (config->capture_via != NVS_VIA_CUDA) {
-        lock();
+        if (!lock())
+            return;
         prepare_name(config);
         unlock();
     }
@@ -420,14 +428,15 @@ void nvs_capture_activate(void)
 
 void nvs_capture_finish(void)
 {
-    lock();
+    if (!lock())
+        return;
     close_capture();
     unlock();
 }
 
 void nvs_capture_reset_after_fork(void)
 {
-    atomic_flag_clear(&state_lock);
+    nvs_spin_reset(&state_lock);
     state.open = false;
     atomic_store(&calls_seen, 0);
     atomic_store(&first_call_ns, 0);

@@ -10,6 +10,7 @@
 #include "capture.h"
 #include "emit.h"
 #include "kernel.h"
+#include "spin.h"
 
 struct frame {
     uint64_t number;        /* the last frame begun; 0 before the first */
@@ -21,7 +22,7 @@ struct frame {
 static struct frame current;
 /* Held for a handful of instructions per frame, not per hooked call: frames
  * come at loop rate, and two threads only meet here when both mark a frame. */
-static atomic_flag current_lock = ATOMIC_FLAG_INIT;
+static struct nvs_spin current_lock;
 
 static bool is_marker(const struct nvs_config *config, enum nvs_hook_id id,
                       enum nvs_frame_marker event, int endpoint)
@@ -67,8 +68,8 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
         return;
 
     uint64_t now = nvs_now_ns();
-    while (atomic_flag_test_and_set_explicit(&current_lock, memory_order_acquire))
-        ;
+    if (!nvs_spin_lock(&current_lock))
+        return;
     struct frame previous = current;
     current.number = previous.number + 1;
     current.start_ns = now;
@@ -88,22 +89,28 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
     if (config->capture != NVS_CAPTURE_OFF)
         current.start_ns = nvs_now_ns();
     current.range = nvs_range_start(&range);
-    atomic_flag_clear_explicit(&current_lock, memory_order_release);
+    nvs_spin_unlock(&current_lock);
+    /* What a crash can lose is bounded by the frame: the frame that ended is
+     * in the file now. */
+    if (previous.open)
+        nvs_emit_frame_ended();
 }
 
 void nvs_frames_finish(void)
 {
-    while (atomic_flag_test_and_set_explicit(&current_lock, memory_order_acquire))
-        ;
+    /* From exit or _exit in a handler that interrupted this thread while it
+     * changed frames: the frame stays open in the trace, and the exit goes on. */
+    if (!nvs_spin_lock(&current_lock))
+        return;
     close_frame(&current, nvs_now_ns(), nvs_config()->frame_budget_ns);
     nvs_capture_on_frame(current.open ? current.number : 0, 0);
     current.open = false;
-    atomic_flag_clear_explicit(&current_lock, memory_order_release);
+    nvs_spin_unlock(&current_lock);
 }
 
 void nvs_frames_reset_after_fork(void)
 {
     current.number = 0;
     current.open = false;
-    atomic_flag_clear(&current_lock);
+    nvs_spin_reset(&current_lock);
 }
