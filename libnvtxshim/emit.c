@@ -3,8 +3,6 @@
  * recorder) on first use, and is all no-ops when there is none. */
 #include "emit.h"
 
-#include "record.h"
-
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,8 +18,10 @@ static const char *const domain_names[NVS_DOMAIN_COUNT] = {
 
 static nvtxDomainHandle_t domains[NVS_DOMAIN_COUNT];
 static bool active;
-/* The tool is this library's recorder: pushes and pops go to it directly. */
-static bool direct;
+/* Set at load, before any NVTX call: the recorder, when it is the tool. */
+static const struct nvs_emit_direct *registered_direct;
+/* ... and once NVTX has handed it the calls: pushes and pops go to it directly. */
+static const struct nvs_emit_direct *direct;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_emit(void)
@@ -31,7 +31,7 @@ static void init_emit(void)
         domains[d] = nvtxDomainCreateA(domain_names[d]);
     /* nvtxDomainCreateA returns NULL only when no tool took the call. */
     active = domains[NVS_DOMAIN_SHIM] != NULL;
-    direct = active && nvs_record_enabled();
+    direct = active ? registered_direct : NULL;
     if (active) {
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_TRANSFER, "transfer");
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_EVENTS, "events");
@@ -46,6 +46,17 @@ static void init_emit(void)
         nvtxDomainNameCategoryA(domains[NVS_DOMAIN_CUDA], 1, "copy");
     }
     errno = saved_errno;
+}
+
+void nvs_emit_set_direct(const struct nvs_emit_direct *tool)
+{
+    registered_direct = tool;
+}
+
+void nvs_emit_frame_ended(void)
+{
+    if (direct)
+        direct->flush();
 }
 
 bool nvs_emit_active(void)
@@ -151,9 +162,9 @@ static void fill(nvtxEventAttributes_t *event, const struct nvs_attributes *attr
 void nvs_range_push(const struct nvs_attributes *attributes)
 {
     if (direct) {
-        nvs_record_push(domains[attributes->domain], attributes->name.registered,
-                        attributes->name.text, attributes->category, attributes->color,
-                        attributes->has_payload, attributes->payload);
+        direct->push(domains[attributes->domain], attributes->name.registered,
+                     attributes->name.text, attributes->category, attributes->color,
+                     attributes->has_payload, attributes->payload);
         return;
     }
     nvtxEventAttributes_t event;
@@ -164,7 +175,7 @@ void nvs_range_push(const struct nvs_attributes *attributes)
 void nvs_range_pop(enum nvs_domain domain)
 {
     if (direct) {
-        nvs_record_pop(domains[domain]);
+        direct->pop(domains[domain]);
         return;
     }
     nvtxDomainRangePop(domains[domain]);

@@ -79,6 +79,20 @@ bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
 nvtxRangeId_t nvs_named_range_start(const struct nvs_named_range *range, uint32_t color);
 void nvs_named_range_end(const struct nvs_named_range *range, nvtxRangeId_t id);
 
+/* A tool in this library that takes the library's own ranges directly,
+ * without NVTX attributes being built for NVTX to hand over (the recorder);
+ * FLUSH is told when a frame ends, so its events reach the file. */
+struct nvs_emit_direct {
+    void (*push)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
+                 uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
+    void (*pop)(nvtxDomainHandle_t domain);
+    void (*flush)(void);
+};
+void nvs_emit_set_direct(const struct nvs_emit_direct *tool);
+
+/* A frame ended: a direct tool's buffered events go to its file. */
+void nvs_emit_frame_ended(void);
+
 /* Names the calling OS thread in the timeline (not for the OS). */
 void nvs_name_thread(const char *name);
 

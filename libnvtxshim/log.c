@@ -49,3 +49,35 @@ void nvs_log_debug(const char *format, ...)
     log_at(NVS_LOG_DEBUG, format, args);
     va_end(args);
 }
+
+/* No stdio, no locale, no allocation: safe on the way out of a process, from
+ * a signal handler that calls exit or _exit. */
+void nvs_log_pieces(const char *const *pieces, size_t count)
+{
+    if (nvs_config()->log < NVS_LOG_INFO)
+        return;
+    char line[1024] = "nvtxshim: ";
+    size_t used = strlen(line);
+    for (size_t i = 0; i < count && pieces[i]; i++) {
+        size_t length = strnlen(pieces[i], sizeof line - 2 - used);
+        memcpy(line + used, pieces[i], length);
+        used += length;
+    }
+    line[used++] = '\n';
+    line[used] = '\0';
+    nvs_log_raw(line);
+}
+
+char *nvs_log_number(char *out, unsigned long long value)
+{
+    char digits[24];
+    size_t count = 0;
+    do {
+        digits[count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value);
+    for (size_t i = 0; i < count; i++)
+        out[i] = digits[count - 1 - i];
+    out[count] = '\0';
+    return out;
+}

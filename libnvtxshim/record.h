@@ -1,4 +1,5 @@
-/* The NVTX tool behind NVTXSHIM_TRACE: Chrome Trace Event JSON. */
+/* The NVTX tool behind NVTXSHIM_TRACE (record.c: NVTX to events;
+ * trace_json.c: events to bytes; trace_writer.c: bytes to the file). */
 #ifndef NVS_RECORD_H
 #define NVS_RECORD_H
 
@@ -11,7 +12,8 @@
 void nvs_record_enable(const char *path_template);
 bool nvs_record_enabled(void);
 
-/* Completes the file: at exit, before _exit, and before exec. */
+/* Completes the file: at exit, before _exit, and before exec; async-signal-
+ * safe, so a handler that calls exit or _exit leaves a whole file. */
 void nvs_record_finish(void);
 /* exec failed: the process goes on, and so does its trace. */
 void nvs_record_resume(void);
@@ -26,13 +28,6 @@ void nvs_record_range_args(uint64_t id, const char *members);
  * DOMAIN: what NVTX cannot express (the kernel probe's off-CPU intervals). */
 void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uint64_t start_ns,
                          uint64_t end_ns, const char *members);
-
-/* A push and pop of the library's own ranges, handed straight to the recorder
- * when it is the NVTX tool (DOMAIN and NAME are its handles; TEXT when NAME is
- * NULL): the same events as through NVTX, at less cost. */
-void nvs_record_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
-                     uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
-void nvs_record_pop(nvtxDomainHandle_t domain);
 
 void nvs_record_fork_prepare(void);
 void nvs_record_fork_parent(void);

@@ -1,0 +1,105 @@
+/* The recorder's model of a trace, shared by its three layers: record.c (the
+ * NVTX tool, which builds events), an encoder (trace_json.c: events to bytes,
+ * pure) and trace_writer.c (per-thread buffers and the file). The model holds
+ * raw text; each encoder keeps what it derives from it (escaped names, cached
+ * event text) in the opaque areas set aside for it here, so that a second
+ * encoder plugs in beside the JSON one without the model changing. */
+#ifndef NVS_TRACE_H
+#define NVS_TRACE_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NVS_TRACE_TEXT_MAX 256u     /* a name, UTF-8, with its NUL; longer ones are cut */
+#define NVS_TRACE_CATEGORIES 64u    /* categories a domain can name (more are numbers) */
+#define NVS_TRACE_EVENT_MAX 2048u   /* one encoded event, at most */
+#define NVS_TRACE_EXTRA_MAX 384u    /* extra args members of a range's end ("k":v,...) */
+#define NVS_TRACE_STACK_DEPTH 1024  /* push/pop ranges open on one thread that are kept */
+#define NVS_TRACE_STACK_DEPTH_TEXT "1024"
+
+/* What an encoder keeps per domain, per registered string, per thread. */
+#define NVS_ENCODER_DOMAIN_BYTES 3584u
+#define NVS_ENCODER_STRING_BYTES 960u
+#define NVS_ENCODER_THREAD_BYTES 192u
+
+struct nvs_trace_domain {
+    struct nvs_trace_domain *next;
+    uint32_t index;                 /* 1..; 0 is the default domain */
+    char name[NVS_TRACE_TEXT_MAX];
+    _Atomic uint64_t named_categories;  /* bit N: category N has its name (the first given) */
+    alignas(32) unsigned char encoded[NVS_ENCODER_DOMAIN_BYTES];
+};
+
+/* A registered string: kept for the life of the process (NVTX has no call
+ * that releases one). */
+struct nvs_trace_string {
+    struct nvs_trace_string *next;
+    uint32_t length;
+    char text[NVS_TRACE_TEXT_MAX];
+    alignas(32) unsigned char encoded[NVS_ENCODER_STRING_BYTES];
+};
+
+enum nvs_trace_payload { NVS_PAYLOAD_NONE, NVS_PAYLOAD_U64, NVS_PAYLOAD_I64, NVS_PAYLOAD_U32,
+                         NVS_PAYLOAD_I32, NVS_PAYLOAD_DOUBLE, NVS_PAYLOAD_FLOAT };
+
+/* A range, a mark, or an async begin/end. */
+struct nvs_trace_event {
+    uint64_t start_ns;              /* CLOCK_MONOTONIC */
+    struct nvs_trace_domain *domain;
+    struct nvs_trace_string *registered;    /* NULL: the name is in text */
+    uint32_t category;
+    uint32_t color;                 /* 0xRRGGBB, 0 for none */
+    enum nvs_trace_payload payload_type;
+    uint32_t text_length;
+    uint64_t payload;               /* raw bits */
+    char text[NVS_TRACE_TEXT_MAX];
+};
+
+/* The thread an event is written for: its ids and the encoder's cache. */
+struct nvs_trace_thread_ids {
+    int32_t pid;
+    uint32_t tid;
+    alignas(32) unsigned char encoded[NVS_ENCODER_THREAD_BYTES];
+};
+
+/* An encoder writes one whole event at OUT (room for NVS_TRACE_EVENT_MAX
+ * bytes) and returns its end. Pure: no I/O, no allocation, no lock. */
+struct nvs_trace_encoder {
+    const char *name;
+    /* The first bytes of a file: the container and the process's name. */
+    char *(*header)(char *out, int32_t pid, const char *process_name);
+    char *(*thread_name)(char *out, const struct nvs_trace_thread_ids *thread, const char *name);
+    /* A range that nests on its thread (push/pop). */
+    char *(*complete)(char *out, struct nvs_trace_thread_ids *thread,
+                      const struct nvs_trace_event *event, uint64_t end_ns);
+    /* One side of a range that may end elsewhere or overlap others. */
+    char *(*begin)(char *out, struct nvs_trace_thread_ids *thread,
+                   const struct nvs_trace_event *event, uint64_t id);
+    char *(*end)(char *out, struct nvs_trace_thread_ids *thread,
+                 const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
+                 const char *extra);
+    char *(*mark)(char *out, struct nvs_trace_thread_ids *thread,
+                  const struct nvs_trace_event *event);
+    /* LENGTH bytes that readers skip, between two events. */
+    void (*pad)(char *out, size_t length);
+    /* A finished file: the last TAIL_OVERLAP bytes written (the last event's
+     * separator) are replaced by TAIL; a resume after a failed exec puts
+     * TAIL_UNDO back. */
+    size_t tail_overlap;
+    const char *tail;
+    const char *tail_undo;
+    /* Called once for each domain and registered string before it is used,
+     * when a category of a domain gets its name (before the bit is set), and
+     * when a thread's ids change. */
+    void (*prepare_domain)(struct nvs_trace_domain *domain);
+    void (*prepare_string)(struct nvs_trace_string *string);
+    void (*prepare_category)(struct nvs_trace_domain *domain, uint32_t category, const char *name);
+    void (*prepare_thread)(struct nvs_trace_thread_ids *thread);
+};
+
+extern const struct nvs_trace_encoder nvs_trace_json;
+
+#endif

@@ -1,0 +1,750 @@
+/* The trace file and the per-thread buffers (see trace_writer.h).
+ *
+ * Why it is built this way - each choice answers a way the host could be hurt:
+ * - No mapping of the file: a file truncated under a mapping, or a disk that
+ *   fills under one, is a SIGBUS in the host. Buffers are private memory and
+ *   reach the file with pwritev, whose failure is a return value.
+ * - No event crosses a page of the file: the kernel cuts a write short only
+ *   between pages (a SIGKILL, a full disk), so blank padding before an event
+ *   that would cross makes every cut fall between two whole events.
+ * - One lock for the file, held only with every signal blocked: no signal
+ *   handler can run on a thread that holds it, so a handler that calls exit or
+ *   _exit never waits for its own thread. The finish waits for other threads
+ *   a bounded time, and never for appends: an owner appends past what it has
+ *   published, and everything published is whole events.
+ * - The file is a regular file (or /dev/null), locked with flock while in use;
+ *   a process that finds it locked writes NAME.PID.EXT instead of truncating
+ *   the other's file. Its descriptor sits high, and before each write it must
+ *   still be the file opened (device and inode): a program that closed it and
+ *   got its number back for a file of its own never sees our bytes. */
+#define _GNU_SOURCE
+#include "trace_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+#define BUFFER_BYTES (8u * 1024u)   /* a thread's whole events before they go to the file */
+#define BUFFER_ROOM (BUFFER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a thread name and one event past it */
+#define BUFFER_EVENTS 512u
+#define FILE_PAGE 4096u
+#define WRITE_PIECES 32u
+#define DESCRIPTOR_FLOOR 200        /* the trace's descriptor: above the numbers programs reuse */
+#define FINISH_WAIT_NS 2000000000ull
+#define SUFFIX_TRIES 100
+
+_Static_assert(NVS_TRACE_EVENT_MAX < FILE_PAGE, "an event fits in a page of the file");
+_Static_assert(BUFFER_ROOM < 65536u, "published packs bytes in 16 bits");
+
+struct nvs_writer_thread {
+    struct nvs_writer_thread *next; /* every buffer, for the finish: never removed */
+    _Atomic bool claimed;           /* has an owner thread */
+    volatile sig_atomic_t writing;  /* the owner is between begin and commit */
+    bool named;                     /* its thread-name event is written */
+    _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
+    uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
+    uint32_t flushed_events;
+    struct nvs_trace_thread_ids ids;
+    uint16_t ends[BUFFER_EVENTS];   /* where each published event ends in data */
+    alignas(64) char data[BUFFER_ROOM];
+    alignas(64) unsigned char private[];
+};
+
+/* STOPPED: written, then a write failed (later events are counted lost);
+ * REFUSED: never opened, which one line said. */
+enum file_state { FILE_OFF, FILE_PENDING, FILE_OPEN, FILE_STOPPED, FILE_REFUSED };
+
+static struct {
+    const struct nvs_trace_encoder *encoder;
+    size_t private_bytes;
+    _Atomic int file;               /* enum file_state */
+    _Atomic bool finished;
+    atomic_bool locked;             /* the file lock */
+    _Atomic(struct nvs_writer_thread *) threads;
+    _Atomic uint64_t lost[NVS_LOSS_KINDS];
+    pid_t pid;
+    /* Under the file lock: */
+    int fd;
+    dev_t device;
+    ino_t inode;
+    uint64_t file_end;
+    uint64_t end_before_tail;
+    bool tail_written;
+    bool forked_child;
+    char path_template[NVS_PATH_MAX];
+    char path[NVS_PATH_MAX];
+    char padding[FILE_PAGE];
+} state = { .fd = -1 };
+
+static pthread_key_t thread_key;
+static __thread struct nvs_writer_thread *my_thread __attribute__((tls_model("initial-exec")));
+
+/* ---- messages: async-signal-safe --------------------------------------------- */
+
+#define SAY(...)                                                                    \
+    do {                                                                            \
+        const char *const pieces_[] = { __VA_ARGS__ };                              \
+        nvs_log_pieces(pieces_, sizeof pieces_ / sizeof pieces_[0]);                \
+    } while (0)
+
+static const char *reason(int error)
+{
+    const char *text = strerrordesc_np(error);
+    return text ? text : "unknown error";
+}
+
+/* ---- the file lock ------------------------------------------------------------- */
+
+/* Blocks every signal, then takes the lock; BOUNDED gives up after a while
+ * (the finish, where a holder may be stopped by a debugger). */
+static bool lock_file(sigset_t *saved, bool bounded)
+{
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, saved);
+    uint64_t deadline = 0;
+    while (atomic_exchange_explicit(&state.locked, true, memory_order_acquire)) {
+        if (bounded) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+            if (!deadline) {
+                deadline = ns + FINISH_WAIT_NS;
+            } else if (ns > deadline) {
+                pthread_sigmask(SIG_SETMASK, saved, NULL);
+                return false;
+            }
+        }
+        sched_yield();
+    }
+    return true;
+}
+
+static void unlock_file(const sigset_t *saved)
+{
+    atomic_store_explicit(&state.locked, false, memory_order_release);
+    pthread_sigmask(SIG_SETMASK, saved, NULL);
+}
+
+/* ---- opening ------------------------------------------------------------------ */
+
+static bool is_dev_null(const struct stat *status)
+{
+    return S_ISCHR(status->st_mode) && status->st_rdev == makedev(1, 3);
+}
+
+static const char *kind_of(mode_t mode)
+{
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    return "not a regular file";
+}
+
+/* %p -> pid, %% -> %; a forked child without %p writes NAME.PID.EXT. */
+static void expand_path(char *out, size_t size, const char *template, pid_t pid, bool child)
+{
+    size_t used = 0;
+    bool had_pid = false;
+    char number[24];
+    for (const char *c = template; *c && used + 24 < size; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            nvs_log_number(number, (unsigned long long)pid);
+            memcpy(out + used, number, strlen(number));
+            used += strlen(number);
+            had_pid = true;
+            c++;
+        } else if (c[0] == '%' && c[1] == '%') {
+            out[used++] = '%';
+            c++;
+        } else {
+            out[used++] = *c;
+        }
+    }
+    out[used] = '\0';
+    if (child && !had_pid) {
+        char pid_text[24];
+        size_t length = strlen(out);
+        nvs_log_number(pid_text, (unsigned long long)pid);
+        if (length + strlen(pid_text) + 2 < size) {
+            char copy[NVS_PATH_MAX];
+            memcpy(copy, out, length + 1);
+            const char *slash = strrchr(copy, '/'), *dot = strrchr(copy, '.');
+            size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - copy) : length;
+            memcpy(out, copy, stem);
+            out[stem] = '.';
+            memcpy(out + stem + 1, pid_text, strlen(pid_text));
+            memcpy(out + stem + 1 + strlen(pid_text), copy + stem, length - stem + 1);
+        }
+    }
+}
+
+/* PATH with SUFFIX before its extension: NAME.EXT -> NAME.SUFFIX.EXT. */
+static void with_suffix(char *out, size_t size, const char *path, const char *suffix)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t length = strlen(path);
+    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : length;
+    if (length + strlen(suffix) + 2 >= size) {
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, path, stem);
+    out[stem] = '.';
+    memcpy(out + stem + 1, suffix, strlen(suffix));
+    memcpy(out + stem + 1 + strlen(suffix), path + stem, length - stem + 1);
+}
+
+enum candidate { CANDIDATE_OPEN, CANDIDATE_IN_USE, CANDIDATE_REFUSED };
+
+/* Opens PATH for writing without disturbing anything that is not ours to
+ * write: what is there and is not a regular file is never opened (opening a
+ * serial device can reset the board behind it), and a regular file is locked
+ * before it is truncated. */
+static enum candidate open_candidate(const char *path, int *fd_out, struct stat *status)
+{
+    if (lstat(path, status) == 0 && !S_ISREG(status->st_mode) && !S_ISLNK(status->st_mode) &&
+        !is_dev_null(status)) {
+        SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(status->st_mode),
+            "); no trace is recorded");
+        return CANDIDATE_REFUSED;
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    if (fd < 0) {
+        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ",
+            errno == ELOOP ? "it is a symbolic link" : reason(errno), "; no trace is recorded");
+        return CANDIDATE_REFUSED;
+    }
+    if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || is_dev_null(status))) {
+        SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(status->st_mode),
+            "); no trace is recorded");
+        close(fd);
+        return CANDIDATE_REFUSED;
+    }
+    if (S_ISREG(status->st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int error = errno;
+        close(fd);
+        if (error == EWOULDBLOCK)
+            return CANDIDATE_IN_USE;
+        SAY("NVTXSHIM_TRACE: cannot lock ", path, ": ", reason(error), "; no trace is recorded");
+        return CANDIDATE_REFUSED;
+    }
+    *fd_out = fd;
+    return CANDIDATE_OPEN;
+}
+
+static int move_up(int fd)
+{
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, DESCRIPTOR_FLOOR);
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
+static bool write_all(const char *data, size_t length, uint64_t offset)
+{
+    while (length > 0) {
+        ssize_t written = pwrite(state.fd, data, length, (off_t)offset);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0)
+            return false;
+        data += written;
+        offset += (uint64_t)written;
+        length -= (size_t)written;
+    }
+    return true;
+}
+
+/* At the first event, with the file lock held. */
+static void open_file(void)
+{
+    char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX], suffix[48];
+    expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
+    struct stat status;
+    int fd = -1;
+    enum candidate result = CANDIDATE_IN_USE;
+    for (int attempt = 0; attempt < SUFFIX_TRIES && result == CANDIDATE_IN_USE; attempt++) {
+        if (attempt == 0) {
+            memcpy(candidate, wanted, strlen(wanted) + 1);
+        } else {
+            nvs_log_number(suffix, (unsigned long long)state.pid);
+            if (attempt > 1) {
+                size_t length = strlen(suffix);
+                suffix[length] = '.';
+                nvs_log_number(suffix + length + 1, (unsigned long long)(attempt - 1));
+            }
+            with_suffix(candidate, sizeof candidate, wanted, suffix);
+            if (!candidate[0])
+                break;
+        }
+        result = open_candidate(candidate, &fd, &status);
+    }
+    if (result != CANDIDATE_OPEN) {
+        if (result == CANDIDATE_IN_USE)
+            SAY("NVTXSHIM_TRACE=", wanted, ": it and the names made from it by adding the process id "
+                "are in use by other processes; no trace is recorded");
+        atomic_store(&state.file, FILE_REFUSED);
+        return;
+    }
+    if (strcmp(candidate, wanted) != 0)
+        SAY("NVTXSHIM_TRACE=", wanted, " is in use by another process; this process writes ", candidate);
+    memcpy(state.path, candidate, strlen(candidate) + 1);
+    if (S_ISREG(status.st_mode) && ftruncate(fd, 0) != 0) {
+        SAY("NVTXSHIM_TRACE: cannot write ", candidate, ": ", reason(errno), "; no trace is recorded");
+        close(fd);
+        atomic_store(&state.file, FILE_REFUSED);
+        return;
+    }
+    state.fd = move_up(fd);
+    state.device = status.st_dev;
+    state.inode = status.st_ino;
+    state.file_end = 0;
+    state.tail_written = false;
+    char header[NVS_TRACE_EVENT_MAX];
+    char *end = state.encoder->header(header, state.pid, program_invocation_short_name);
+    if (!write_all(header, (size_t)(end - header), 0)) {
+        SAY("NVTXSHIM_TRACE=", candidate, ": write failed (", reason(errno), "); no trace is recorded");
+        atomic_store(&state.file, FILE_REFUSED);
+        return;
+    }
+    state.file_end = (uint64_t)(end - header);
+    atomic_store(&state.file, FILE_OPEN);
+}
+
+static void stop(void)
+{
+    atomic_store(&state.file, FILE_STOPPED);
+}
+
+/* Whether the descriptor is still the file we opened; if the program closed
+ * it (and perhaps got its number back for a file of its own), the file is
+ * opened again by its path, or recording stops. The old number is the
+ * program's now: never closed, never written. */
+static bool descriptor_is_ours(void)
+{
+    struct stat status;
+    if (fstat(state.fd, &status) == 0 && status.st_dev == state.device && status.st_ino == state.inode)
+        return true;
+    int fd = open(state.path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    bool same = fd >= 0 && fstat(fd, &status) == 0 && status.st_dev == state.device &&
+                status.st_ino == state.inode &&
+                (!S_ISREG(status.st_mode) || flock(fd, LOCK_EX | LOCK_NB) == 0);
+    if (same) {
+        state.fd = move_up(fd);
+        SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
+            "descriptor; the file is opened again");
+        return true;
+    }
+    if (fd >= 0)
+        close(fd);
+    state.fd = -1;
+    SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
+        "descriptor and the file cannot be opened again; recording stopped");
+    stop();
+    return false;
+}
+
+/* ---- writing a thread's whole events ------------------------------------------- */
+
+/* THREAD's published events that are not in the file yet go to the end of
+ * the file, none across a page. File lock held. */
+static void write_pending(struct nvs_writer_thread *thread)
+{
+    uint32_t published = atomic_load_explicit(&thread->published, memory_order_acquire);
+    uint32_t used = published & 0xffffu, events = published >> 16;
+    if (used <= thread->flushed_bytes)
+        return;
+    uint32_t first = thread->flushed_events;
+    if (atomic_load(&state.file) != FILE_OPEN || !descriptor_is_ours()) {
+        nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first);
+        thread->flushed_bytes = used;
+        thread->flushed_events = events;
+        return;
+    }
+    struct iovec pieces[WRITE_PIECES];
+    uint32_t ends_in_write[BUFFER_EVENTS];  /* each event's end, from the write's start */
+    size_t count = 0;
+    uint64_t at = 0;
+    uint32_t start = thread->flushed_bytes, event = first;
+    while (start < used && count + 2 <= WRITE_PIECES) {
+        uint32_t room = FILE_PAGE - (uint32_t)((state.file_end + at) % FILE_PAGE);
+        uint32_t end = start;
+        while (event < events && thread->ends[event] - start <= room) {
+            end = thread->ends[event];
+            ends_in_write[event - first] = (uint32_t)(at + (end - start));
+            event++;
+        }
+        if (end > start) {
+            pieces[count++] = (struct iovec){ thread->data + start, end - start };
+            at += end - start;
+            room -= end - start;
+            start = end;
+        }
+        if (start < used && room > 0) {
+            pieces[count++] = (struct iovec){ state.padding, room };
+            at += room;
+        }
+    }
+    uint64_t written = 0;
+    int error = 0;
+    for (size_t piece = 0; piece < count;) {
+        ssize_t done = pwritev(state.fd, pieces + piece, (int)(count - piece),
+                               (off_t)(state.file_end + written));
+        if (done < 0 && errno == EINTR)
+            continue;
+        if (done <= 0) {
+            error = done < 0 ? errno : ENOSPC;
+            break;
+        }
+        written += (uint64_t)done;
+        for (; piece < count && (size_t)done >= pieces[piece].iov_len; piece++)
+            done -= (ssize_t)pieces[piece].iov_len;
+        if (piece < count) {
+            pieces[piece].iov_base = (char *)pieces[piece].iov_base + done;
+            pieces[piece].iov_len -= (size_t)done;
+        }
+    }
+    if (!error && start >= used) {
+        state.file_end += written;
+    } else {
+        /* The file keeps the whole events that reached it, and ends there. */
+        uint32_t kept = 0, whole = 0;
+        for (uint32_t e = first; e < event && ends_in_write[e - first] <= written; e++) {
+            kept = ends_in_write[e - first];
+            whole++;
+        }
+        state.file_end += kept;
+        if (kept < written)
+            (void)ftruncate(state.fd, (off_t)state.file_end);
+        nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
+        SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", reason(error ? error : ENOSPC),
+            "); recording stopped, the file ends at its last whole event");
+        stop();
+    }
+    thread->flushed_bytes = used;
+    thread->flushed_events = events;
+}
+
+/* The calling thread's buffer is full, or the file is not open yet. */
+static bool make_room(struct nvs_writer_thread *thread)
+{
+    sigset_t saved;
+    lock_file(&saved, false);
+    bool open = false;
+    /* Finished while this thread waited: nothing more goes after the tail. */
+    if (!atomic_load(&state.finished)) {
+        if (atomic_load(&state.file) == FILE_PENDING)
+            open_file();
+        write_pending(thread);
+        /* Everything published is out (or counted): the buffer starts again. */
+        atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
+        thread->flushed_bytes = thread->flushed_events = 0;
+        open = atomic_load(&state.file) == FILE_OPEN;
+    }
+    unlock_file(&saved);
+    return open;
+}
+
+/* ---- per-thread buffers ----------------------------------------------------------- */
+
+static size_t block_bytes(void)
+{
+    size_t bytes = sizeof(struct nvs_writer_thread) + state.private_bytes;
+    return (bytes + FILE_PAGE - 1) & ~(size_t)(FILE_PAGE - 1);
+}
+
+static void release_thread(void *opaque)
+{
+    struct nvs_writer_thread *thread = opaque;
+    if (!thread->writing) {
+        sigset_t saved;
+        lock_file(&saved, false);
+        if (!atomic_load(&state.finished))
+            write_pending(thread);
+        unlock_file(&saved);
+    }
+    atomic_store_explicit(&thread->claimed, false, memory_order_release);
+    my_thread = NULL;
+}
+
+static void reset_thread(struct nvs_writer_thread *thread)
+{
+    atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
+    thread->flushed_bytes = thread->flushed_events = 0;
+    thread->named = false;
+    thread->writing = 0;
+    thread->ids.pid = state.pid;
+    thread->ids.tid = (uint32_t)syscall(SYS_gettid);
+    state.encoder->prepare_thread(&thread->ids);
+    /* Only the head: the rest of a block costs memory once it is touched. */
+    memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
+}
+
+struct nvs_writer_thread *nvs_writer_thread(void)
+{
+    if (my_thread)
+        return my_thread;
+    int file = atomic_load_explicit(&state.file, memory_order_relaxed);
+    if (file == FILE_OFF || file == FILE_REFUSED)
+        return NULL;
+    struct nvs_writer_thread *thread;
+    for (thread = atomic_load(&state.threads); thread; thread = thread->next) {
+        bool expected = false;
+        if (!atomic_load_explicit(&thread->claimed, memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&thread->claimed, &expected, true))
+            break;
+    }
+    if (!thread) {
+        void *block = mmap(NULL, block_bytes(), PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (block == MAP_FAILED) {
+            nvs_writer_count(NVS_LOSS_NO_MEMORY, 1);
+            return NULL;
+        }
+        thread = block;
+        atomic_store(&thread->claimed, true);
+        thread->next = atomic_load(&state.threads);
+        while (!atomic_compare_exchange_weak(&state.threads, &thread->next, thread))
+            continue;
+    }
+    /* A finish or a frame's flush may be reading a buffer a thread left. */
+    sigset_t saved;
+    lock_file(&saved, false);
+    reset_thread(thread);
+    unlock_file(&saved);
+    pthread_setspecific(thread_key, thread);
+    my_thread = thread;
+    return thread;
+}
+
+void *nvs_writer_private(struct nvs_writer_thread *thread)
+{
+    return thread->private;
+}
+
+struct nvs_trace_thread_ids *nvs_writer_ids(struct nvs_writer_thread *thread)
+{
+    return &thread->ids;
+}
+
+static inline uint32_t published_bytes(const struct nvs_writer_thread *thread)
+{
+    return atomic_load_explicit(&thread->published, memory_order_relaxed) & 0xffffu;
+}
+
+void nvs_writer_commit(struct nvs_writer_thread *thread, char *end)
+{
+    uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+    uint32_t events = published >> 16, used = (uint32_t)(end - thread->data);
+    thread->ends[events] = (uint16_t)used;
+    atomic_store_explicit(&thread->published, (events + 1) << 16 | used, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    thread->writing = 0;
+}
+
+char *nvs_writer_begin(struct nvs_writer_thread *thread)
+{
+    if (thread->writing) {
+        nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
+        return NULL;
+    }
+    thread->writing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(atomic_load_explicit(&state.finished, memory_order_relaxed), 0))
+        goto drop;
+    uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+    if (__builtin_expect(atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN ||
+                         (published & 0xffffu) > BUFFER_BYTES ||
+                         (published >> 16) + 2 > BUFFER_EVENTS, 0)) {
+        int file = atomic_load(&state.file);
+        bool room = file != FILE_REFUSED && file != FILE_STOPPED && make_room(thread);
+        if (!room) {
+            if (atomic_load(&state.file) == FILE_STOPPED)
+                nvs_writer_count(NVS_LOSS_WRITE_FAILED, 1);
+            goto drop;
+        }
+    }
+    if (__builtin_expect(!thread->named, 0)) {
+        char name[17] = "";
+        thread->named = true;
+        prctl(PR_GET_NAME, name, 0, 0, 0);
+        char *at = thread->data + published_bytes(thread);
+        nvs_writer_commit(thread, state.encoder->thread_name(at, &thread->ids, name));
+        thread->writing = 1;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
+    return thread->data + published_bytes(thread);
+drop:
+    atomic_signal_fence(memory_order_seq_cst);
+    thread->writing = 0;
+    return NULL;
+}
+
+void nvs_writer_count(enum nvs_writer_loss why, uint64_t events)
+{
+    if (events)
+        atomic_fetch_add_explicit(&state.lost[why], events, memory_order_relaxed);
+}
+
+void nvs_writer_flush(void)
+{
+    if (atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN)
+        return;
+    sigset_t saved;
+    lock_file(&saved, false);
+    if (!atomic_load(&state.finished))
+        for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+            write_pending(thread);
+    unlock_file(&saved);
+}
+
+/* ---- life cycle -------------------------------------------------------------------- */
+
+void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder *encoder,
+                       size_t private_bytes)
+{
+    size_t length = strnlen(path_template, sizeof state.path_template - 1);
+    memcpy(state.path_template, path_template, length);
+    state.path_template[length] = '\0';
+    state.encoder = encoder;
+    state.private_bytes = (private_bytes + 63) & ~(size_t)63;
+    if (state.private_bytes < NVS_WRITER_PRIVATE_ZEROED)
+        state.private_bytes = NVS_WRITER_PRIVATE_ZEROED;
+    state.pid = getpid();
+    encoder->pad(state.padding, sizeof state.padding);
+    pthread_key_create(&thread_key, release_thread);
+    atomic_store(&state.file, FILE_PENDING);
+}
+
+bool nvs_writer_enabled(void)
+{
+    return atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OFF;
+}
+
+static void say_losses(void)
+{
+    static const char *const why[NVS_LOSS_KINDS] = {
+        [NVS_LOSS_WRITE_FAILED] = " after the file could not be written",
+        [NVS_LOSS_TOO_DEEP] = " ranges nested deeper than " NVS_TRACE_STACK_DEPTH_TEXT " on one thread",
+        [NVS_LOSS_IN_HANDLER] = " made by signal handlers that interrupted an event on their thread",
+        [NVS_LOSS_NO_MEMORY] = " for want of memory",
+    };
+    const char *pieces[4 + 3 * NVS_LOSS_KINDS];
+    char numbers[NVS_LOSS_KINDS + 1][24];
+    size_t count = 0;
+    uint64_t total = 0;
+    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
+        total += atomic_load(&state.lost[kind]);
+    if (!total)
+        return;
+    pieces[count++] = "NVTXSHIM_TRACE=";
+    pieces[count++] = state.path[0] ? state.path : state.path_template;
+    pieces[count++] = ": events not recorded: ";
+    bool first = true;
+    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++) {
+        uint64_t lost = atomic_load(&state.lost[kind]);
+        if (!lost)
+            continue;
+        if (!first)
+            pieces[count++] = ", ";
+        first = false;
+        pieces[count++] = nvs_log_number(numbers[kind], lost);
+        pieces[count++] = why[kind];
+    }
+    nvs_log_pieces(pieces, count);
+}
+
+void nvs_writer_finish(void)
+{
+    if (atomic_load(&state.file) == FILE_OFF || atomic_exchange(&state.finished, true))
+        return;
+    int saved_errno = errno;
+    sigset_t saved;
+    if (!lock_file(&saved, true)) {
+        SAY("NVTXSHIM_TRACE=", state.path, ": a thread kept the file past the finish; "
+            "the file ends at its last whole event");
+        errno = saved_errno;
+        return;
+    }
+    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+        write_pending(thread);
+    size_t overlap = state.encoder->tail_overlap, length = strlen(state.encoder->tail);
+    if (atomic_load(&state.file) == FILE_OPEN && state.file_end >= overlap && descriptor_is_ours() &&
+        write_all(state.encoder->tail, length, state.file_end - overlap)) {
+        state.end_before_tail = state.file_end;
+        state.file_end = state.file_end - overlap + length;
+        state.tail_written = true;
+    }
+    say_losses();
+    unlock_file(&saved);
+    errno = saved_errno;
+}
+
+void nvs_writer_resume(void)
+{
+    if (atomic_load(&state.file) == FILE_OFF || !atomic_load(&state.finished))
+        return;
+    int saved_errno = errno;
+    sigset_t saved;
+    lock_file(&saved, false);
+    size_t overlap = state.encoder->tail_overlap;
+    if (state.tail_written && atomic_load(&state.file) == FILE_OPEN && descriptor_is_ours()) {
+        write_all(state.encoder->tail_undo, overlap, state.end_before_tail - overlap);
+        (void)ftruncate(state.fd, (off_t)state.end_before_tail);
+        state.file_end = state.end_before_tail;
+        state.tail_written = false;
+    }
+    atomic_store(&state.finished, false);
+    unlock_file(&saved);
+    errno = saved_errno;
+}
+
+void nvs_writer_fork_child(void)
+{
+    atomic_store(&state.locked, false);
+    if (atomic_load(&state.file) == FILE_OFF)
+        return;
+    struct stat status;
+    if (state.fd >= 0 && fstat(state.fd, &status) == 0 && status.st_dev == state.device &&
+        status.st_ino == state.inode)
+        close(state.fd);    /* the parent's: its lock must not outlive the parent here */
+    state.fd = -1;
+    state.pid = getpid();
+    state.forked_child = true;
+    state.file_end = 0;
+    state.tail_written = false;
+    state.path[0] = '\0';
+    atomic_store(&state.finished, false);
+    atomic_store(&state.file, FILE_PENDING);
+    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
+        atomic_store(&state.lost[kind], 0);
+    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next) {
+        atomic_store(&thread->published, 0);
+        thread->flushed_bytes = thread->flushed_events = 0;
+        thread->named = false;
+        thread->writing = 0;
+        atomic_store(&thread->claimed, thread == my_thread);
+    }
+    if (my_thread)
+        reset_thread(my_thread);
+}
