@@ -82,7 +82,9 @@ def test_time_window_counts_from_the_first_hooked_call(make_device, tmp_path):
     result = run(harness(40, "--fps", "100", "--inference=cpu"), env=env, device=device)
     assert result.returncode == 0
     events = load_trace(trace)
-    first_call = min(e["ts"] for e in ranges(events) if e["cat"] in ("usb", "cuda", "x11"))
+    # Frame 1 begins when the first marker call does, before the call's own range starts.
+    first_call = min(e["ts"] for e in ranges(events) if e["cat"] in ("usb", "cuda", "x11") or
+                     e["name"] == "frame 1")
     frames = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"].split()[1]))
                     for e in ranges(events, "nvtxshim") if e["name"].startswith("frame "))
     (capture,) = [e for e in ranges(events, "nvtxshim") if e["name"] == "capture"]

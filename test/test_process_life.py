@@ -216,13 +216,17 @@ SIGNALS = {"abort": 6, "segv": 11, "kill": 9}
 
 @pytest.mark.parametrize("how", sorted(SIGNALS))
 def test_a_fatal_signal_leaves_every_event_so_far_readable(make_device, tmp_path, how):
-    # No destructor runs and nothing can be flushed: the events must already be in the file,
-    # which may lack its closing ] (Chrome traces allow that).
+    # No destructor runs and nothing can be written then: what a crash may lose is bounded by
+    # the frame (README, the trace file): every event of the frames that ended before the
+    # signal is in the file (each thread's buffer goes out when a frame ends), which may lack
+    # its closing ] (the bare-array form allows that).
     result, traces = life(make_device, tmp_path, "end", how, 3)
     assert result.returncode == 128 + SIGNALS[how]
     assert result.stdout.endswith(b"ending: %s\n" % how.encode())
     (_, pid), path = next(iter(trace_files(traces).items()))
     values, calls, frames, names = summary(load_unfinished(path), pid)
-    assert values == [0, 1, 2] and calls == protocol_calls(3, status_reads=3)
+    assert values[:2] == [0, 1], "every frame that ended before the signal"
+    complete = protocol_calls(2, status_reads=3)
+    assert all(calls[name] >= count for name, count in complete.items()), calls
     assert frames[:2] == [1, 2], "every frame that ended before the signal"
     assert any("watcher" in given for given in names.values())
