@@ -134,6 +134,11 @@ $(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxs
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
 	  libnvtxshim/hooks/names.c -o $@
 
+$(BUILD)/test/test_trace_json: test/unit/test_trace_json.c libnvtxshim/trace_json.c libnvtxshim/trace.h
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_trace_json.c libnvtxshim/trace_json.c -o $@
+
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
@@ -187,7 +192,7 @@ $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so
 
 TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
-                 $(BUILD)/test/test_config $(BUILD)/test/nvtx_user \
+                 $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
 

@@ -15,6 +15,7 @@ import subprocess
 
 import pytest
 
+from traceformat import check_nesting
 from conftest import PYTHON, ROOT, SHIM, STUB, program, run
 
 ON_ACT = "call:libusb_control_transfer"
@@ -114,6 +115,7 @@ CORPUS = [
     # The rest: the configuration unit tests, RTLD_NEXT through another interposer, a
     # program that dlopens a library and makes NVTX ranges (test_security.py runs it set-uid).
     Case("test_config", ["test/test_config"]),
+    Case("test_trace_json", ["test/test_trace_json"]),
     Case("secure_probe", ["test/secure_probe", "libc.so.6"]),
     Case("secure_probe-usage", ["test/secure_probe"]),
     Case("dlsym_next", ["test/dlsym_next"], env={"LD_PRELOAD": "@test/libpreload_probe.so"}),
@@ -142,10 +144,13 @@ def comparable(result, timing):
 
 
 def check_traces(directory):
-    """Every trace file the shim run wrote is complete JSON."""
+    """Every trace file the shim run wrote is complete JSON (the bare array, closed),
+    and its complete events nest on their threads."""
     for name in os.listdir(directory):
         with open(os.path.join(directory, name)) as f:
-            assert "traceEvents" in json.load(f), name
+            events = json.load(f)
+        assert isinstance(events, list), name
+        check_nesting(events, name + ": ")
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda case: case.name)
