@@ -114,10 +114,11 @@ if not with_shim:
     sys.exit("soak: FAILED: " + "; ".join(failures) if failures else "== soak (without the shim): passed")
 began = time.monotonic()
 with open(out + "/trace.json") as f:
-    events = json.load(f)["traceEvents"]  # complete JSON, or this fails
+    events = json.load(f)  # complete JSON (the closed bare array), or this fails
 loaded = time.monotonic() - began
+# Frames are async pairs: one begin each.
 frame_numbers = sorted(int(e["name"][6:]) for e in events
-                       if e.get("ph") == "X" and e.get("cat") == "nvtxshim" and re.fullmatch(r"frame \d+", e["name"]))
+                       if e.get("ph") == "b" and e.get("cat") == "nvtxshim" and re.fullmatch(r"frame \d+", e["name"]))
 controls = sum(1 for e in events if e.get("ph") == "X" and e["name"].startswith("libusb_control_transfer"))
 print("== trace: %d events, %d frames, %d control transfers; json.load took %.1f s" % (
     len(events), len(frame_numbers), controls, loaded))
