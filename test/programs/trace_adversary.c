@@ -1,0 +1,277 @@
+/* trace_adversary: a program that uses NVTX itself (header-only nvtx3, no
+ * libusb) in the ways that hurt a trace writer: another process writing the
+ * same path, a full disk, its descriptors closed under it, exit from a signal
+ * handler, a kill at any moment, NVTX ranges that never end or nest too deep.
+ * What it prints does not depend on timing, pids or the shim, so runs with and
+ * without the shim can be compared byte for byte (test/test_trace_safety.py).
+ *
+ * One iteration: push "work", start "span", mark "tick", end "span", pop.
+ *
+ *     trace_adversary loop N
+ *         N iterations; "loop N done"
+ *     trace_adversary pause N
+ *         N iterations; "ready"; reads a number M from stdin; M iterations; "done"
+ *     trace_adversary system N M
+ *         N iterations; system() runs "trace_adversary loop M" (this program,
+ *         which inherits LD_PRELOAD and NVTXSHIM_TRACE); N more iterations
+ *     trace_adversary fdreuse PATH close_range|loop
+ *         N iterations; every descriptor from 3 up closed (the close_range
+ *         system call, or close() on each up to the limit), as daemons do;
+ *         PATH opened, 64 blocks of known text written to it with 100
+ *         iterations after each; PATH closed; 100 more iterations
+ *     trace_adversary sigloop default|exit|_exit
+ *         with exit or _exit, a SIGTERM handler that calls exit(3) or _exit(3);
+ *         then two threads loop on iterations (and a range whose name needs
+ *         escapes) until the process ends; "looping" once both are looping
+ *     trace_adversary unended N M
+ *         N start ranges "open I" that never end, then M start/end pairs "pair I"
+ *     trace_adversary deep N
+ *         N push ranges "depth I" nested on one thread, then N pops */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void iteration(void)
+{
+    nvtxRangePushA("work");
+    nvtxRangeId_t span = nvtxRangeStartA("span");
+    nvtxMarkA("tick");
+    nvtxRangeEnd(span);
+    nvtxRangePop();
+}
+
+static void iterations(long count)
+{
+    for (long i = 0; i < count; i++)
+        iteration();
+}
+
+static long number(const char *text)
+{
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || *end || value < 0) {
+        fprintf(stderr, "trace_adversary: not a count: %s\n", text);
+        exit(2);
+    }
+    return value;
+}
+
+static int loop(long count)
+{
+    iterations(count);
+    printf("loop %ld done\n", count);
+    return 0;
+}
+
+static int pause_for_count(long count)
+{
+    iterations(count);
+    printf("ready\n");
+    fflush(stdout);
+    char line[64];
+    if (!fgets(line, sizeof line, stdin)) {
+        fprintf(stderr, "trace_adversary: no count on stdin\n");
+        return 2;
+    }
+    line[strcspn(line, "\n")] = '\0';
+    long more = number(line);
+    iterations(more);
+    printf("done\n");
+    return 0;
+}
+
+static int run_itself(long before, long child)
+{
+    char self[4096];
+    ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (length < 0 || memchr(self, '\'', (size_t)length)) {
+        fprintf(stderr, "trace_adversary: cannot name this program for sh\n");
+        return 2;
+    }
+    self[length] = '\0';
+    char command[4200];
+    snprintf(command, sizeof command, "'%s' loop %ld", self, child);
+    iterations(before);
+    printf("parent: %ld iterations\n", before);
+    fflush(stdout);
+    int status = system(command);
+    iterations(before);
+    printf("parent: child exited %d; %ld more iterations\n",
+           WIFEXITED(status) ? WEXITSTATUS(status) : -1, before);
+    return 0;
+}
+
+static void close_from_3(const char *how)
+{
+    if (!strcmp(how, "close_range")) {
+#ifdef SYS_close_range
+        if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0)
+            return;
+#endif
+        fprintf(stderr, "trace_adversary: no close_range here\n");
+        exit(2);
+    }
+    long limit = sysconf(_SC_OPEN_MAX);
+    if (limit < 0 || limit > (1L << 20))
+        limit = 1L << 20;
+    for (long fd = 3; fd < limit; fd++)
+        close((int)fd);
+}
+
+static int reuse_descriptors(const char *path, const char *how)
+{
+    iterations(200);
+    close_from_3(how);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        perror(path);
+        return 2;
+    }
+    size_t written = 0;
+    char block[16384];
+    for (int b = 0; b < 64; b++) {
+        size_t used = 0;
+        for (int line = 0; used + 64 < sizeof block; line++)
+            used += (size_t)snprintf(block + used, sizeof block - used,
+                                     "block %02d line %03d: the program's own data\n", b, line);
+        for (size_t done = 0; done < used;) {
+            ssize_t n = write(fd, block + done, used - done);
+            if (n < 0) {
+                perror("write");
+                return 2;
+            }
+            done += (size_t)n;
+        }
+        written += used;
+        iterations(100);
+    }
+    if (close(fd) != 0) {
+        perror("close");
+        return 2;
+    }
+    iterations(100);
+    printf("wrote %zu bytes to the program's file\n", written);
+    return 0;
+}
+
+static volatile sig_atomic_t underscore_exit;
+static atomic_int second_looping;
+
+static void on_term(int signal_number)
+{
+    (void)signal_number;
+    if (underscore_exit)
+        _exit(3);
+    exit(3);
+}
+
+static void spin(void)
+{
+    for (;;) {
+        iteration();
+        nvtxRangePushA("needs \"escapes\" \\ \t here");
+        nvtxMarkA("inner tick");
+        nvtxRangePop();
+    }
+}
+
+static void *second_thread(void *unused)
+{
+    (void)unused;
+    iteration();
+    atomic_store(&second_looping, 1);
+    spin();
+    return NULL;
+}
+
+static int signal_loop(const char *mode)
+{
+    if (strcmp(mode, "default")) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = on_term;
+        sigemptyset(&action.sa_mask);
+        if (!strcmp(mode, "_exit"))
+            underscore_exit = 1;
+        else if (strcmp(mode, "exit")) {
+            fprintf(stderr, "trace_adversary: sigloop default|exit|_exit\n");
+            return 2;
+        }
+        sigaction(SIGTERM, &action, NULL);
+    }
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, second_thread, NULL) != 0) {
+        fprintf(stderr, "trace_adversary: no thread\n");
+        return 2;
+    }
+    iteration();
+    while (!atomic_load(&second_looping))
+        iteration();
+    printf("looping\n");
+    fflush(stdout);
+    spin();
+    return 0;
+}
+
+static int unended(long open_count, long pairs)
+{
+    char name[64];
+    for (long i = 0; i < open_count; i++) {
+        snprintf(name, sizeof name, "open %ld", i);
+        nvtxRangeStartA(name);
+    }
+    for (long i = 0; i < pairs; i++) {
+        snprintf(name, sizeof name, "pair %ld", i);
+        nvtxRangeEnd(nvtxRangeStartA(name));
+    }
+    printf("%ld ranges left open, %ld ended\n", open_count, pairs);
+    return 0;
+}
+
+static int deep(long depth)
+{
+    char name[64];
+    for (long i = 0; i < depth; i++) {
+        snprintf(name, sizeof name, "depth %ld", i);
+        nvtxRangePushA(name);
+    }
+    for (long i = 0; i < depth; i++)
+        nvtxRangePop();
+    printf("%ld ranges nested and ended\n", depth);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "loop") && argc == 3)
+        return loop(number(argv[2]));
+    if (!strcmp(mode, "pause") && argc == 3)
+        return pause_for_count(number(argv[2]));
+    if (!strcmp(mode, "system") && argc == 4)
+        return run_itself(number(argv[2]), number(argv[3]));
+    if (!strcmp(mode, "fdreuse") && argc == 4)
+        return reuse_descriptors(argv[2], argv[3]);
+    if (!strcmp(mode, "sigloop") && argc == 3)
+        return signal_loop(argv[2]);
+    if (!strcmp(mode, "unended") && argc == 4)
+        return unended(number(argv[2]), number(argv[3]));
+    if (!strcmp(mode, "deep") && argc == 3)
+        return deep(number(argv[2]));
+    fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
+                    "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
+                    "unended N M | deep N\n");
+    return 2;
+}
