@@ -1,0 +1,492 @@
+"""The trace writer (NVTXSHIM_TRACE) against what can happen to a recording process and its
+file: another process recording to the same path (a child run by system(), two runs at once,
+`%p` in PID namespaces), a full disk (btrfs filled by another writer, a small tmpfs), its
+descriptors closed and reused by the program, exit and _exit from a SIGTERM handler, SIGKILL
+and SIGTERM at any moment, a path that is not a regular file, and NVTX ranges that never end
+or nest deeper than the writer keeps. The program is test/programs/trace_adversary.c.
+
+In every case the program runs as it runs without the shim - the same stdout, the same stderr
+apart from `nvtxshim:` lines, the same exit code, no signal, no hang - and every trace file
+loads under the bare-array rule (test/traceformat.py), its `X` events nesting on their threads.
+
+"A random moment": the program prints a line once its loop runs; the test reads it, then waits
+a random 0-20 ms (from a fixed seed per test, so a failure can be run again) before it signals."""
+import collections
+import errno
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import time
+
+import pytest
+
+import traceformat
+from conftest import command, program, run
+
+TIMEOUT = 30  # seconds for one run: any run that takes longer hangs
+IN_USE = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+) is in use by another process; "
+                    r"this process writes (?P<new>.+)")
+NOT_REGULAR = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): not a regular file \(.+\); "
+                         r"no trace is recorded")
+WRITE_FAILED = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): write failed "
+                          r"\(No space left on device\)")
+
+
+def adversary(*args):
+    return [program("test/trace_adversary")] + [str(a) for a in args]
+
+
+def shim_lines(stderr):
+    return [line for line in stderr.decode(errors="replace").splitlines()
+            if line.startswith("nvtxshim:")]
+
+
+def without_shim_lines(stderr):
+    return b"".join(line for line in stderr.splitlines(True) if not line.startswith(b"nvtxshim:"))
+
+
+def described(returncode):
+    if returncode < 0:
+        return "killed by %s" % signal.Signals(-returncode).name
+    return "exit code %d" % returncode
+
+
+def same_as_without(shimmed, plain):
+    """SHIMMED ran as PLAIN did: stdout, stderr less the shim's lines, exit code."""
+    assert shimmed.returncode == plain.returncode, "with the shim: %s (without: %s); stderr: %r" % (
+        described(shimmed.returncode), described(plain.returncode), shimmed.stderr[-2000:])
+    assert shimmed.stdout == plain.stdout
+    assert without_shim_lines(shimmed.stderr) == without_shim_lines(plain.stderr)
+
+
+def load(path):
+    """PATH's events as written (the bare-array rule; nesting checked), and joined: (raw,
+    events with b/e pairs as ranges, begins without an end)."""
+    assert os.path.exists(path), "no trace file %s" % path
+    raw = traceformat.read_trace(path)
+    traceformat.check_nesting(raw, "%s: " % path)
+    assert all(isinstance(e, dict) and "ph" in e and "pid" in e for e in raw), "not whole events"
+    joined, unended = traceformat.join_async(sorted(raw, key=lambda e: e.get("ts", -1.0)))
+    return raw, joined, unended
+
+
+def work(path):
+    """{pid: number of `work` iterations} in PATH: each is a push/pop `work`, a start/end
+    `span` and a `tick` mark, all whole."""
+    _, joined, unended = load(path)
+    assert not unended, "start/end ranges left open in a finished trace: %r" % unended[:3]
+    counts = collections.defaultdict(collections.Counter)
+    for e in joined:
+        counts[e["pid"]][(e["ph"], e["name"])] += 1
+    result = {}
+    for pid, seen in counts.items():
+        iterations = seen[("X", "work")]
+        assert seen[("X", "span")] == seen[("i", "tick")] == iterations, (pid, seen)
+        result[pid] = iterations
+    return result
+
+
+class Driven:
+    """A program run with pipes that the test talks to: reads its lines as they come, then
+    gives it its input and waits for its end, each under a timeout (a hang fails)."""
+
+    def __init__(self, argv, env=None, shim=True):
+        argv, full_env = command(argv, env, shim)
+        self.proc = subprocess.Popen(argv, env=full_env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out = b""
+        self.read = 0
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def line(self, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.out[self.read:]:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            if not ready:
+                self.proc.kill()
+                self.proc.communicate()
+                pytest.fail("no line from %s in %d s: it hangs" % (self.proc.args[-3:], timeout))
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                rest = self.finish(timeout=timeout)
+                pytest.fail("%s ended (%s) before printing a line; stderr: %r" % (
+                    self.proc.args[-3:], described(rest.returncode), rest.stderr[-2000:]))
+            self.out += chunk
+        end = self.out.index(b"\n", self.read) + 1
+        line, self.read = self.out[self.read:end], end
+        return line
+
+    def finish(self, data=None, timeout=TIMEOUT, what=None):
+        try:
+            out, err = self.proc.communicate(data, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            pytest.fail("%s did not end in %d s: it hangs" % (what or self.proc.args[-3:], timeout))
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode,
+                                           self.out + out, err)
+
+
+@pytest.fixture
+def drive():
+    """Driven(...), with every program still running at the end of the test killed."""
+    started = []
+
+    def start(argv, env=None, shim=True):
+        started.append(Driven(argv, env, shim))
+        return started[-1]
+    yield start
+    for driven in started:
+        if driven.proc.poll() is None:
+            driven.proc.kill()
+            driven.proc.communicate()
+
+
+def paused(drive, more, env=None, shim=True, before=500):
+    """trace_adversary pause: BEFORE iterations, "ready", MORE iterations; run to its end."""
+    driven = drive(adversary("pause", before), env, shim)
+    assert driven.line() == b"ready\n"
+    return driven.finish(b"%d\n" % more)
+
+
+def second_name(path, new):
+    """The pid in NEW, the name a second process recording to PATH takes: NAME.PID.EXT, or
+    NAME.PID.N.EXT when that one is in use too, in PATH's directory."""
+    name, extension = os.path.splitext(os.path.basename(path))
+    assert os.path.dirname(new) == os.path.dirname(path), new
+    match = re.fullmatch(re.escape(name) + r"\.(\d+)(?:\.\d+)?" + re.escape(extension),
+                         os.path.basename(new))
+    assert match, "%s is not %s.PID%s or %s.PID.N%s" % (new, name, extension, name, extension)
+    return int(match.group(1))
+
+
+def in_use_line(stderr, path):
+    """The one line saying PATH is taken (and no other line of the shim's); the new path."""
+    lines = shim_lines(stderr)
+    assert len(lines) == 1, "one line about the path in use, and only that: %r" % lines
+    match = IN_USE.fullmatch(lines[0])
+    assert match and match["path"] in (path if isinstance(path, tuple) else (path,)), lines[0]
+    return match["new"]
+
+
+# ---- 1. another process records to the same path ----------------------------------------
+
+def test_a_child_run_by_system_records_to_a_file_of_its_own(tmp_path):
+    # The child inherits LD_PRELOAD and NVTXSHIM_TRACE (no %p) while the parent's file is open;
+    # the parent records on after the child ended.
+    trace = tmp_path / "trace.json"
+    argv = adversary("system", 1000, 10)
+    plain = run(argv, shim=False, timeout=TIMEOUT)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    same_as_without(shimmed, plain)
+    new = in_use_line(shimmed.stderr, str(trace))
+    child = second_name(str(trace), new)
+    assert sorted(os.listdir(tmp_path)) == sorted(["trace.json", os.path.basename(new)])
+    parent = work(trace)
+    assert list(parent.values()) == [2000] and child not in parent
+    assert work(new) == {child: 10}
+
+
+def test_two_runs_at_once_with_the_same_path(tmp_path, drive):
+    # Both start together and record; the one that ends first (with no more iterations) may
+    # leave the file under the other, which then records 5000 iterations more.
+    trace = tmp_path / "trace.json"
+    env = {"NVTXSHIM_TRACE": str(trace)}
+    first, second = drive(adversary("pause", 500), env), drive(adversary("pause", 500), env)
+    assert first.line() == second.line() == b"ready\n"
+    results = {first.pid: first.finish(b"0\n")}
+    results[second.pid] = second.finish(b"5000\n")
+    same_as_without(results[first.pid], paused(drive, 0, shim=False))
+    same_as_without(results[second.pid], paused(drive, 5000, shim=False))
+    said = {pid: shim_lines(result.stderr) for pid, result in results.items()}
+    assert sorted(len(lines) for lines in said.values()) == [0, 1], said
+    [(moved, _)] = [(pid, lines) for pid, lines in said.items() if lines]
+    new = in_use_line(results[moved].stderr, str(trace))
+    assert second_name(str(trace), new) == moved
+    assert sorted(os.listdir(tmp_path)) == sorted(["trace.json", os.path.basename(new)])
+    expected = {first.pid: 500, second.pid: 5500}
+    [stayed] = set(results) - {moved}
+    assert work(trace) == {stayed: expected[stayed]}
+    assert work(new) == {moved: expected[moved]}
+
+
+def pid_namespaces_work():
+    if os.geteuid() != 0:
+        return "PID namespaces (unshare -p) need root"
+    if not shutil.which("unshare"):
+        return "no unshare(1) here (util-linux)"
+    probe = subprocess.run(["unshare", "-p", "-f", "--mount-proc", "--kill-child", "true"],
+                           capture_output=True, timeout=TIMEOUT)
+    if probe.returncode != 0:
+        return "unshare -p -f --mount-proc fails here: %s" % probe.stderr.decode().strip()
+    return None
+
+
+def test_pid_in_the_path_in_two_pid_namespaces(tmp_path, drive):
+    # Two runs at once, each PID 1 of its own namespace: `%p` gives both trace.1.json.
+    reason = pid_namespaces_work()
+    if reason:
+        pytest.skip(reason)
+    template = tmp_path / "trace.%p.json"
+    env = {"NVTXSHIM_TRACE": str(template)}
+    argv = ["unshare", "-p", "-f", "--mount-proc", "--kill-child"] + adversary("pause", 500)
+    first, second = drive(argv, env), drive(argv, env)
+    assert first.line() == second.line() == b"ready\n"
+    results = [first.finish(b"0\n"), second.finish(b"5000\n")]
+    plain = [paused(drive, 0, shim=False), paused(drive, 5000, shim=False)]
+    for shimmed, unshimmed in zip(results, plain):
+        same_as_without(shimmed, unshimmed)
+    taken = str(tmp_path / "trace.1.json")
+    said = [shim_lines(result.stderr) for result in results]
+    assert sorted(len(lines) for lines in said) == [0, 1], said
+    moved = 0 if said[0] else 1
+    new = in_use_line(results[moved].stderr, (taken, str(template)))
+    assert second_name(taken, new) == 1, "PID 1 in its namespace"
+    assert sorted(os.listdir(tmp_path)) == sorted(["trace.1.json", os.path.basename(new)])
+    assert work(taken) == {1: [500, 5500][1 - moved]}
+    assert work(new) == {1: [500, 5500][moved]}
+
+
+# ---- 2. full disks ------------------------------------------------------------------------
+
+def mount(argv, target):
+    """Runs mount ARGV ... TARGET as root; skips with mount's reason where it cannot."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a file system needs root")
+    target.mkdir()
+    done = subprocess.run(["mount"] + argv + [str(target)], capture_output=True, timeout=TIMEOUT)
+    if done.returncode != 0:
+        pytest.skip("cannot mount here: %s" % done.stderr.decode().strip())
+
+
+def unmount(target):
+    if subprocess.run(["umount", str(target)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(target)], capture_output=True)
+
+
+@pytest.fixture
+def small_btrfs(tmp_path):
+    """A 32 MiB btrfs on a loop device (mixed block groups, so it can be that small)."""
+    if os.geteuid() != 0:
+        pytest.skip("a loop-mounted btrfs needs root")
+    mkfs = shutil.which("mkfs.btrfs") or next(
+        (p for p in ("/usr/sbin/mkfs.btrfs", "/sbin/mkfs.btrfs") if os.path.exists(p)), None)
+    if not mkfs:
+        pytest.skip("mkfs.btrfs is missing (btrfs-progs: make deps installs it)")
+    if not os.path.exists("/dev/loop-control"):
+        pytest.skip("no loop devices here (/dev/loop-control is missing)")
+    image = tmp_path / "btrfs.img"
+    with open(image, "wb") as f:
+        f.truncate(32 << 20)
+    made = subprocess.run([mkfs, "-q", "-M", str(image)], capture_output=True, timeout=TIMEOUT)
+    assert made.returncode == 0, made.stderr
+    target = tmp_path / "btrfs"
+    mount(["-t", "btrfs", "-o", "loop", str(image)], target)
+    yield target
+    unmount(target)
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    target = tmp_path / "tmpfs"
+    mount(["-t", "tmpfs", "-o", "size=512k", "tmpfs"], target)
+    yield target
+    unmount(target)
+
+
+def fill(directory):
+    """Another writer takes every free byte of DIRECTORY's file system."""
+    with open(directory / "filler", "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 1):
+            block = b"\0" * size
+            while True:
+                try:
+                    f.write(block)
+                except OSError as error:
+                    assert error.errno == errno.ENOSPC, error
+                    break
+        try:
+            os.fsync(f.fileno())
+        except OSError as error:
+            assert error.errno == errno.ENOSPC, error
+
+
+def check_full_disk_run(shimmed, plain, trace):
+    same_as_without(shimmed, plain)
+    said = [line for line in shim_lines(shimmed.stderr) if WRITE_FAILED.match(line)]
+    assert len(said) == 1, "one line saying the writes failed: %r" % shim_lines(shimmed.stderr)
+    assert WRITE_FAILED.match(said[0])["path"] == str(trace), said[0]
+    raw, _, _ = load(trace)  # whole events only: a cut one would not load
+    return {e["pid"] for e in raw}
+
+
+def test_a_btrfs_filled_by_another_writer_during_the_run(small_btrfs, drive):
+    # The program records, the disk fills up and is synced (the file's written pages are
+    # clean again: on a copy-on-write file system new writes to them need new space), then
+    # the program records 20000 iterations more.
+    trace = small_btrfs / "trace.json"
+    driven = drive(adversary("pause", 300), {"NVTXSHIM_TRACE": str(trace)})
+    assert driven.line() == b"ready\n"
+    fill(small_btrfs)
+    subprocess.run(["sync"], check=True, timeout=TIMEOUT)
+    shimmed = driven.finish(b"20000\n")
+    pids = check_full_disk_run(shimmed, paused(drive, 20000, shim=False, before=300), trace)
+    assert pids <= {driven.pid}
+
+
+def test_a_small_tmpfs_that_fills(small_tmpfs):
+    trace = small_tmpfs / "trace.json"
+    argv = adversary("loop", 20000)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    assert len(check_full_disk_run(shimmed, run(argv, shim=False, timeout=TIMEOUT), trace)) <= 1
+
+
+# ---- 3. the program closes every descriptor and opens its own file ------------------------
+
+@pytest.mark.parametrize("how", ["close_range", "loop"])
+def test_descriptors_closed_and_reused_by_the_program(tmp_path, how):
+    # Daemon style: NVTX calls (the trace file is open), every descriptor from 3 up closed,
+    # then the program's own file (the lowest free descriptor) written between NVTX calls.
+    plain = run(adversary("fdreuse", tmp_path / "plain.out", how), shim=False, timeout=TIMEOUT)
+    trace = tmp_path / "trace.json"
+    shimmed = run(adversary("fdreuse", tmp_path / "shim.out", how),
+                  env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    same_as_without(shimmed, plain)
+    assert plain.returncode == 0, plain.stderr
+    mine, theirs = (tmp_path / "shim.out").read_bytes(), (tmp_path / "plain.out").read_bytes()
+    assert len(mine) == len(theirs) and mine == theirs, "the program's own file was changed"
+    load(trace)
+
+
+# ---- 4 and 6. signals at random moments ---------------------------------------------------
+
+def signalled_runs(drive, tmp_path, mode, sig, runs, seed):
+    """RUNS runs of `sigloop MODE`, each sent SIG a random 0-20 ms after it says it loops;
+    yields (the run, its signal and its delay, said; its pid; its result; its trace path). A
+    run that has not ended 10 s after the signal hangs."""
+    rng = random.Random(seed)
+    for index in range(runs):
+        trace = tmp_path / ("run%02d.json" % index)
+        driven = drive(adversary("sigloop", mode), {"NVTXSHIM_TRACE": str(trace)})
+        assert driven.line() == b"looping\n"
+        delay = rng.uniform(0, 0.020)
+        time.sleep(delay)
+        driven.proc.send_signal(sig)
+        where = "seed %d run %d (%s %.1f ms after the loop started)" % (
+            seed, index, signal.Signals(sig).name, delay * 1000)
+        yield where, driven.pid, driven.finish(timeout=10, what=where), trace
+
+
+def check_signalled_trace(where, pid, trace):
+    assert trace.exists(), "%s: no trace file" % where
+    try:
+        raw, _, _ = load(trace)
+    except (ValueError, AssertionError) as error:
+        pytest.fail("%s: the trace does not load: %s" % (where, error))
+    assert {e["pid"] for e in raw} <= {pid}, where
+
+
+@pytest.mark.parametrize("how,seed", [("exit", 4001), ("_exit", 4002)])
+def test_exit_from_a_sigterm_handler_at_a_random_moment(tmp_path, drive, how, seed):
+    # 25 runs each of exit(3) and _exit(3) from the handler, while two threads make push/pop,
+    # start/end ranges and marks as fast as they can.
+    runs = signalled_runs(drive, tmp_path, how, signal.SIGTERM, 25, seed)
+    for where, pid, result, trace in runs:
+        assert result.returncode == 3, "%s: %s; stderr %r" % (
+            where, described(result.returncode), result.stderr[-2000:])
+        assert result.stdout == b"looping\n", where
+        check_signalled_trace(where, pid, trace)
+
+
+@pytest.mark.parametrize("sig,seed", [(signal.SIGKILL, 6001), (signal.SIGTERM, 6002)],
+                         ids=["SIGKILL", "SIGTERM"])
+def test_a_fatal_signal_at_a_random_moment(tmp_path, drive, sig, seed):
+    runs = signalled_runs(drive, tmp_path, "default", sig, 25, seed)
+    for where, pid, result, trace in runs:
+        assert result.returncode == -sig, "%s: %s; stderr %r" % (
+            where, described(result.returncode), result.stderr[-2000:])
+        assert result.stdout == b"looping\n", where
+        check_signalled_trace(where, pid, trace)
+
+
+# ---- 5. a path that is not a regular file -------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "directory"])
+def test_a_trace_path_that_is_not_a_regular_file(tmp_path, kind):
+    path = tmp_path / kind
+    listener = None
+    if kind == "fifo":
+        os.mkfifo(path)  # and no reader
+        is_kind = stat.S_ISFIFO
+    elif kind == "socket":
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(path))
+        listener.listen(1)
+        is_kind = stat.S_ISSOCK
+    else:
+        path.mkdir()
+        is_kind = stat.S_ISDIR
+    argv = adversary("loop", 5000)  # far more than a pipe holds
+    try:
+        plain = run(argv, shim=False, timeout=TIMEOUT)
+        try:
+            shimmed = run(argv, env={"NVTXSHIM_TRACE": str(path)}, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the program blocked with NVTXSHIM_TRACE naming a %s" % kind)
+    finally:
+        if listener:
+            listener.close()
+    same_as_without(shimmed, plain)
+    lines = shim_lines(shimmed.stderr)
+    assert len(lines) == 1 and NOT_REGULAR.fullmatch(lines[0]), lines
+    assert NOT_REGULAR.fullmatch(lines[0])["path"] == str(path)
+    assert is_kind(os.lstat(path).st_mode), "the %s was replaced" % kind
+    if kind == "directory":
+        assert os.listdir(path) == []
+
+
+# ---- 7. what cannot be kept is said ---------------------------------------------------------
+
+def test_start_ranges_that_never_end_are_all_in_the_file(tmp_path):
+    # 5000 start ranges never ended, then 100 start/end pairs: every begin is written when it
+    # happens (no table of open ranges to fill up), and every end.
+    trace = tmp_path / "trace.json"
+    argv = adversary("unended", 5000, 100)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    raw, joined, unended = load(trace)
+    begins = collections.Counter(e["name"] for e in raw if e["ph"] == "b")
+    expected = ["open %d" % i for i in range(5000)] + ["pair %d" % i for i in range(100)]
+    assert begins == collections.Counter(expected), "missing begins: %d of 5100 written" % sum(
+        begins[name] for name in set(expected))
+    assert sum(1 for e in raw if e["ph"] == "e") == 100
+    assert sorted(e["name"] for e in joined if e.get("async")) == sorted(expected[5000:])
+    assert sorted(e["name"] for e in unended) == sorted(expected[:5000])
+
+
+def test_push_pop_deeper_than_1024_is_said(tmp_path):
+    # A stack 1100 deep on one thread: the outer 1024 ranges are in the file, and one line at
+    # exit says how many were not.
+    trace = tmp_path / "trace.json"
+    argv = adversary("deep", 1100)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    _, joined, _ = load(trace)
+    depths = sorted(int(e["name"].split()[1]) for e in joined
+                    if e["ph"] == "X" and e["name"].startswith("depth "))
+    assert len(depths) == 1024 and depths == list(range(1024)), \
+        "%d of 1100 nested ranges in the file" % len(depths)
+    said = [line for line in shim_lines(shimmed.stderr)
+            if "76 ranges nested deeper than 1024 on one thread" in line]
+    assert len(said) == 1, shim_lines(shimmed.stderr)
