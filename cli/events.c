@@ -1162,7 +1162,8 @@ static struct async_half *halves_find(struct async_halves *halves, const struct 
         return NULL;
     struct async_half *latest = NULL;
     size_t mask = halves->slot_count - 1;
-    for (size_t slot = key_home(key, halves->slot_count); halves->slots[slot].used; slot = (slot + 1) & mask) {
+    size_t slot = key_home(key, halves->slot_count);
+    for (; halves->slots[slot].used; slot = (slot + 1) & mask) {
         struct async_half *candidate = &halves->slots[slot];
         if (same_key(&candidate->key, key) && (!latest || candidate->order > latest->order))
             latest = candidate;
@@ -1218,7 +1219,8 @@ static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs
 /* A range (an X event, or an async pair joined): NVTX, or the kind its
  * category names; with the kernel figures when the runnable and blocked times
  * are both there (the others count as 0 when absent). */
-static int add_range(struct trace_reader *reader, const struct nvs_event *range, const struct figures *figures)
+static int add_range(struct trace_reader *reader, const struct nvs_event *range,
+                     const struct figures *figures)
 {
     static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
                                                 NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
@@ -1264,7 +1266,8 @@ static bool read_async_key(struct trace_reader *reader, const struct nvs_json *j
 
 /* An async pair joined: the range from BEGIN to END, on the thread that began
  * it, with the figures of both (the end's winning). */
-static int join_async(struct trace_reader *reader, const struct async_half *begin, const struct async_half *end)
+static int join_async(struct trace_reader *reader, const struct async_half *begin,
+                      const struct async_half *end)
 {
     struct nvs_event range = begin->range;
     range.end = end->range.start > range.start ? end->range.start : range.start;
