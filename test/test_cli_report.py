@@ -3,7 +3,9 @@ recorded twice - under the real nsys (NVTX and OS runtime calls) and with the tr
 gives the same counts per range name; convert turns the nsys export into a trace whose NVTX
 ranges and marks are the export's, in time order, that report reads as it reads the export; what
 an export lacks is said, one line each; a trace cut short is read; and each subcommand has its
-manual page."""
+manual page. convert writes the trace format the recorder writes (test/traceformat.py): a bare
+array, complete events that nest on each thread, async pairs for the rest; report joins those
+pairs back into ranges."""
 import collections
 import json
 import os
@@ -13,6 +15,7 @@ import subprocess
 
 import pytest
 
+import traceformat
 from conftest import STUB, Device, program, run
 from nsys import export_sqlite, nsys_env, profile
 
@@ -29,6 +32,29 @@ NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
 def nvtxshim(*args, **kwargs):
     return subprocess.run([program("nvtxshim")] + [str(a) for a in args], capture_output=True,
                           text=True, timeout=300, **kwargs)
+
+
+def convert(database, out):
+    """nvtxshim convert DATABASE OUT: its result and OUT's events, which hold to the trace
+    format's rules - strict JSON, one event a line, complete events nested on each thread,
+    every async begin ended - and are in time order."""
+    result = nvtxshim("convert", database, out)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text(encoding="utf-8")
+    events = json.loads(text)
+    assert events == traceformat.parse_trace_text(text)
+    lines = text.split("\n")
+    assert lines[0] == "[" and lines[-2:] == ["]", ""]
+    assert all(line.endswith("},") for line in lines[1:-3]) and lines[-3].endswith("} ")
+    traceformat.check_nesting(events, "%s: " % out)
+    joined, unended = traceformat.join_async(events)
+    assert unended == []
+    ids = [(e["pid"], e["cat"], e["id"]) for e in events if e["ph"] == "b"]
+    assert len(ids) == len(set(ids))
+    timed = [e["ts"] for e in events if e["ph"] != "M"]
+    assert timed == sorted(timed)
+    assert all(e["ph"] == "M" for e in events[:len(events) - len(timed)])
+    return result, events
 
 
 def harness():
@@ -132,24 +158,30 @@ def test_report_exports_an_nsys_rep_first_and_reuses_the_export(runs, tmp_path):
 
 
 def test_report_reads_a_trace_cut_short(runs, tmp_path):
-    # A process killed by a signal leaves no closing ]}; a write cut in the middle of an event
-    # leaves half of it: both are read up to the last whole event, and said.
+    # A process killed by a signal leaves no closing ] (]} in the older form), its last event
+    # followed by a comma and blank padding; a write cut in the middle of an event leaves half of
+    # it: both are read up to the last whole event, and said.
     text = runs["trace"].read_text()
     body = text.rstrip()
-    assert body.endswith("]}")
+    closer = "]}" if body.endswith("]}") else "]"
+    assert body.endswith(closer) and body[0] == ("{" if closer == "]}" else "[")
     cut = tmp_path / "cut.json"
-    cut.write_text(body[:-2] + " " * 4096)
+    cut.write_text(body[:-len(closer)].rstrip() + ",\n" + " " * 4096)
     result = nvtxshim("report", cut)
     assert result.returncode == 0 and names_table(result.stdout) == EXPECTED
-    assert result.stderr.startswith("nvtxshim: report: %s ends before its closing ]}" % cut)
+    assert result.stderr.startswith("nvtxshim: report: %s ends before its closing %s (" % (cut, closer))
     half = tmp_path / "half.json"
     last = body.rindex('{"name"')
     half.write_text(body[:last + 30])
-    whole = json.loads(body[:last].rstrip().rstrip(",") + "]}")["traceEvents"]
+    whole = json.loads(body[:last].rstrip().rstrip(",") + closer)
+    whole = whole["traceEvents"] if closer == "]}" else whole
+    begun = {(e["pid"], e["cat"], e["id"]) for e in whole if e["ph"] == "b"}
+    ended = {(e["pid"], e["cat"], e["id"]) for e in whole if e["ph"] == "e"}
     result = nvtxshim("report", half)
     assert result.returncode == 0, result.stderr
-    assert sum(names_table(result.stdout).values()) == sum(e["ph"] == "X" for e in whole)
-    assert "the last one incomplete and left out" in result.stderr and result.stderr.count("\n") == 1
+    assert sum(names_table(result.stdout).values()) == sum(e["ph"] == "X" for e in whole) + len(begun & ended)
+    assert "the last one incomplete and left out" in result.stderr
+    assert result.stderr.count("\n") == 1 + bool(begun - ended) + bool(ended - begun)
 
 
 def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
@@ -217,23 +249,22 @@ def test_help_is_a_manual_page_on_stdout(command):
 
 def test_convert_gives_the_exports_nvtx_ranges_in_time_order(runs, tmp_path):
     out = tmp_path / "converted.json"
-    result = nvtxshim("convert", runs["database"], out)
-    assert result.returncode == 0, result.stderr
-    with open(out) as f:
-        events = json.load(f)["traceEvents"]
+    result, events = convert(runs["database"], out)
     exported = export_events(runs["database"])
     assert all(e[4] is not None for e in exported if e[0] != MARK), "an NVTX range was left open"
-    nvtx = [e for e in events if e["ph"] in ("X", "i") and e["cat"] not in NOT_NVTX]
+    # start/end ranges (the frames here) are async pairs
+    begun = collections.Counter(e["name"] for e in events if e["ph"] == "b" and e["cat"] not in NOT_NVTX)
+    assert not collections.Counter(e[2] for e in exported if e[0] == START_END) - begun
+    assert sum(e["ph"] in ("b", "e") for e in events if e.get("cat") == "nvtxshim"
+               and e["name"].startswith("frame ")) == 2 * FRAMES
+    joined, _ = traceformat.join_async(events)
+    nvtx = [e for e in joined if e["ph"] in ("X", "i") and e["cat"] not in NOT_NVTX]
     assert collections.Counter((e["ph"], e["cat"], e["name"]) for e in nvtx) == collections.Counter(
         ("i" if e[0] == MARK else "X", e[1], e[2]) for e in exported)
-    assert sum(1 for e in nvtx if e["cat"] == "nvtxshim" and e["name"].startswith("frame ")) == FRAMES
     # times in microseconds, exactly nsys's nanoseconds; pid and tid from its global thread ids
     exact = {(e[2], e[3] / 1000.0, (e[4] - e[3]) / 1000.0, (e[5] >> 24) & 0xFFFFFF, e[5] & 0xFFFFFF)
              for e in exported if e[0] != MARK}
     assert {(e["name"], e["ts"], e["dur"], e["pid"], e["tid"]) for e in nvtx if e["ph"] == "X"} == exact
-    timed = [e["ts"] for e in events if "ts" in e]
-    assert timed == sorted(timed) and len(timed) == len(events) - sum(e["ph"] == "M" for e in events)
-    assert [e["ph"] for e in events[:len(events) - len(timed)]] == ["M"] * (len(events) - len(timed))
     # the recorder's args: the category's name and the payload
     bulk = [e for e in nvtx if e["name"] == "libusb_bulk_transfer ep=0x81 IN 9216B"]
     assert len(bulk) == FRAMES and all(e["args"] == {"category": "transfer", "payload": 9216} for e in bulk)
@@ -242,7 +273,7 @@ def test_convert_gives_the_exports_nvtx_ranges_in_time_order(runs, tmp_path):
     if runs["osrt"]:
         with sqlite3.connect(runs["database"]) as db:
             calls = db.execute("SELECT count(*) FROM OSRT_API").fetchone()[0]
-        assert calls > 0 and sum(e.get("cat") == "osrt" for e in events) == calls
+        assert calls > 0 and sum(e.get("cat") == "osrt" for e in joined) == calls
         harness_pid = next(e["pid"] for e in nvtx)
         assert any(e.get("cat") == "osrt" and e["pid"] == harness_pid for e in events)
         assert any(line.startswith("nvtxshim: convert: not converted: ") and "OSRT_CALLCHAINS" in line
@@ -269,7 +300,7 @@ def test_convert_gives_the_exports_nvtx_ranges_in_time_order(runs, tmp_path):
 
 def test_report_on_the_converted_trace_is_the_report_on_the_export(runs, tmp_path):
     out = tmp_path / "converted.json"
-    assert nvtxshim("convert", runs["database"], out).returncode == 0
+    convert(runs["database"], out)
     from_json = nvtxshim("report", out)
     assert from_json.returncode == 0 and from_json.stderr == ""
     assert from_json.stdout == nvtxshim("report", runs["database"]).stdout
@@ -301,11 +332,9 @@ def test_convert_maps_gpu_work_when_the_export_has_it(runs, tmp_path):
         db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES (1990000, 1991000, 0, 1, 7, 40, ?, 9216, 1, "
                    "NULL, 0, 2)", (global_pid,))
     out = tmp_path / "gpu.json"
-    result = nvtxshim("convert", database, out)
-    assert result.returncode == 0, result.stderr
+    result, events = convert(database, out)
     assert "CUPTI_ACTIVITY_KIND_KERNEL" not in result.stderr
     assert "no CUPTI_ACTIVITY_KIND_MEMSET table" in result.stderr
-    events = json.load(open(out))["traceEvents"]
     gpu = [e for e in events if e.get("cat") in ("cuda kernel", "cuda memcpy")]
     pid, row = (global_pid >> 24) & 0xFFFFFF, 0x800007
     assert gpu == [
@@ -333,8 +362,7 @@ def test_convert_reads_an_export_with_fewer_tables_and_columns_and_says_so(tmp_p
             (2000, None, PUSH_POP, "never closed", tid),
             (4000, None, MARK, "a mark", tid)])
     out = tmp_path / "old.json"
-    result = nvtxshim("convert", database, out)
-    assert result.returncode == 0, result.stderr
+    result, events = convert(database, out)
     lines = result.stderr.splitlines()
     for said in ('NVTX_EVENTS has no domainId column: every event in domain "default"',
                  "no OSRT_API table: OS runtime calls skipped (profile with -t osrt for them)",
@@ -342,10 +370,9 @@ def test_convert_reads_an_export_with_fewer_tables_and_columns_and_says_so(tmp_p
                  "no PROCESSES table: processes named after their main thread",
                  "left out 1 NVTX ranges never closed and 0 events without a message"):
         assert "nvtxshim: convert: " + said in lines
-    with open(out, encoding="utf-8") as f:
-        events = json.load(f)["traceEvents"]
     assert [(e["ph"], e["name"], e["ts"], e.get("dur"), e["pid"], e["tid"], e["cat"]) for e in events] == [
-        ("X", "first", 1.0, 2.0, 4242, 4243, "default"),
+        ("b", "first", 1.0, None, 4242, 4243, "default"),
+        ("e", "first", 3.0, None, 4242, 4243, "default"),
         ("i", "a mark", 4.0, None, 4242, 4243, "default"),
         ("X", 'quote " backslash \\ tab \t caf\u00e9', 5.0, 4.0, 4242, 4243, "default")]
 
@@ -381,3 +408,173 @@ def test_report_reads_both_forms_of_the_trace_format_and_decodes_strings(tmp_pat
         assert names_table(result.stdout) == {("app", 'caf\u00e9 \U0001F600 "q" \\'): 1}
         assert "  marks: app 'tick' x1" in result.stdout.splitlines()
     assert outputs[0].stdout == outputs[1].stdout
+
+
+# ---- the trace format: async pairs, nesting ---------------------------------------------------
+
+def frame_pairs_trace():
+    """A bare-array trace as the recorder writes one, by hand: frames are async pairs whose end
+    carries the kernel figures (frame 1's end is on another thread and comes first in the file,
+    as a thread's part of the file may; its begin has figures of its own, which the end's
+    replace one by one); a capture window in another category with the same id as frame 1, and
+    one in another process with the same id again; frame 3 still open and an end whose begin is
+    not there (a process killed mid-frame)."""
+    def pair_half(ph, name, cat, ts, tid, id, pid=7, **args):
+        return {"name": name, "cat": cat, "ph": ph, "ts": ts, "pid": pid, "tid": tid, "id": id, "args": args}
+    return [
+        {"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+        pair_half("e", "frame 1", "nvtxshim", 11000.0, 9, 1, offcpu_runnable_ns=2500000,
+                  offcpu_blocked_ns=4000000, offcpu_preemptions=3),
+        pair_half("b", "capture", "app", 500.0, 7, 1),
+        pair_half("b", "capture", "app", 600.0, 8, 1, pid=8),
+        pair_half("b", "frame 1", "nvtxshim", 1000.0, 7, 1, offcpu_runnable_ns=1, offcpu_faults=12),
+        {"name": "XSync", "cat": "x11", "ph": "X", "ts": 2000.0, "dur": 1000.0, "pid": 7, "tid": 7},
+        pair_half("e", "capture", "app", 10500.0, 7, 1),
+        pair_half("e", "capture", "app", 10600.0, 8, 1, pid=8),
+        pair_half("b", "frame 2", "nvtxshim", 11000.0, 7, 2),
+        pair_half("e", "frame 2", "nvtxshim", 16000.0, 7, 2, offcpu_runnable_ns=500000,
+                  offcpu_blocked_ns=1000000, offcpu_preemptions=1, offcpu_faults=1),
+        pair_half("b", "frame 3", "nvtxshim", 16000.0, 7, 3),
+        pair_half("e", "frame 9", "nvtxshim", 12000.0, 7, 99)]
+
+
+FRAME_PAIRS_REPORT = [
+    "== NVTX ranges per name (microseconds)",
+    "  domain    name                                 count       mean        p50        p99        max",
+    "  app       capture                                  2    10000.0    10000.0    10000.0    10000.0",
+    "  nvtxshim  frame N                                  2     7500.0    10000.0    10000.0    10000.0",
+    "  x11       XSync                                    1     1000.0     1000.0     1000.0     1000.0",
+    "",
+    "== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; off CPU (kernel probe): "
+    "runnable, blocked",
+    "                     total       usb      cuda       x11      rest  runnable   blocked",
+    "  mean of 2          7.500     0.000     0.000     0.500     7.000     1.500     2.500",
+    "  p50               10.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  p99               10.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  max               10.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  slowest frames:",
+    "  frame 1           10.000     0.000     0.000     1.000     9.000     2.500     4.000  "
+    "(3 preemptions, 12 faults)",
+    "  frame 2            5.000     0.000     0.000     0.000     5.000     0.500     1.000  "
+    "(1 preemption, 1 fault)",
+    "",
+    "== Capture windows: 2",
+    "  capture@app                  10.000 ms  frames 1-1",
+    "  capture@app                  10.000 ms  frames 1-1"]
+
+
+def test_report_joins_the_async_frame_pairs_of_a_bare_array_trace(tmp_path):
+    events = frame_pairs_trace()
+    lines = [json.dumps(e, separators=(",", ":")) + ",\n" for e in events]
+    # cut short: after a whole event's ",\n", blank padding between parts and at the end
+    cut = tmp_path / "cut.json"
+    cut.write_text("[\n" + "".join(lines[:5]) + " " * 300 + "".join(lines[5:]) + " " * 4096)
+    assert traceformat.parse_trace_text(cut.read_text()) == events
+    result = nvtxshim("report", cut)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == FRAME_PAIRS_REPORT
+    assert result.stderr.splitlines() == [
+        "nvtxshim: report: %s ends before its closing ] (the process was killed, or left through _exit "
+        "before NVTXSHIM_TRACE could finish it): read %d events" % (cut, len(events)),
+        'nvtxshim: report: %s: 1 async range ("ph":"b") never ended, left out (open when the trace '
+        'stopped)' % cut,
+        'nvtxshim: report: %s: 1 async end ("ph":"e") without a begin, left out' % cut]
+    # finished as the recorder finishes one: the last comma a space, then ]
+    finished = tmp_path / "finished.json"
+    finished.write_text(cut.read_text().rstrip()[:-1] + " \n]\n")
+    assert json.loads(finished.read_text()) == events
+    result = nvtxshim("report", finished)
+    assert result.returncode == 0 and result.stdout.splitlines() == FRAME_PAIRS_REPORT
+    assert result.stderr.splitlines() == [
+        'nvtxshim: report: %s: 1 async range ("ph":"b") never ended, left out (open when the trace '
+        'stopped)' % finished,
+        'nvtxshim: report: %s: 1 async end ("ph":"e") without a begin, left out' % finished]
+
+
+def test_report_reads_the_older_object_form_whole_or_cut_short(tmp_path):
+    events = frame_pairs_trace()
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps({"traceEvents": events}))
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"traceEvents":[\n' + "".join(json.dumps(e) + ",\n" for e in events) + " " * 100)
+    for path in (whole, cut):
+        result = nvtxshim("report", path)
+        assert result.returncode == 0 and result.stdout.splitlines() == FRAME_PAIRS_REPORT, result.stderr
+        said = result.stderr.splitlines()
+        assert len(said) == (3 if path == cut else 2) and "never ended" in said[-2]
+    assert said[0].startswith("nvtxshim: report: %s ends before its closing ]} (" % cut)
+
+
+def test_convert_writes_start_end_ranges_as_async_pairs_joined_by_id(tmp_path):
+    # NVTX start/end ranges may end on another thread (endGlobalTid, NULL for the one that started
+    # them) and overlap each other: an async pair each, the begin with the args on the thread that
+    # started the range, the end on the one that ended it, joined by an id of its own.
+    database = tmp_path / "start_end.sqlite"
+    main, worker = (1 << 48) | (500 << 24) | 500, (1 << 48) | (500 << 24) | 501
+    with sqlite3.connect(database) as db:
+        db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, '
+                   'text TEXT, globalTid INTEGER, endGlobalTid INTEGER, uint64Value INTEGER)')
+        db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?)", [
+            (1000, 9000, START_END, "request", main, worker, 7),
+            (2000, 12000, START_END, "overlapping", main, None, None),
+            (3000, 4000, PUSH_POP, "inside", main, None, None),
+            (12000, 12000, START_END, "empty", worker, None, None)])
+    result, events = convert(database, tmp_path / "start_end.json")
+    assert [(e["ph"], e["name"], e["ts"], e["tid"]) for e in events] == [
+        ("b", "request", 1.0, 500), ("b", "overlapping", 2.0, 500), ("X", "inside", 3.0, 500),
+        ("e", "request", 9.0, 501), ("e", "overlapping", 12.0, 500), ("b", "empty", 12.0, 501),
+        ("e", "empty", 12.0, 501)]
+    ids = {(e["name"], e["ph"]): e["id"] for e in events if e["ph"] in ("b", "e")}
+    assert len(set(ids.values())) == 3 and all(ids[(name, "b")] == ids[(name, "e")]
+                                               for name in ("request", "overlapping", "empty"))
+    joined, _ = traceformat.join_async(events)
+    ranges = [(e["name"], e["ts"], e["dur"], e["tid"], e.get("end_tid"), e.get("args")) for e in joined]
+    assert sorted(ranges) == [
+        ("empty", 12.0, 0.0, 501, 501, {}), ("inside", 3.0, 1.0, 500, None, None),
+        ("overlapping", 2.0, 10.0, 500, 500, {}), ("request", 1.0, 8.0, 500, 501, {"payload": 7})]
+    assert result.stderr.splitlines()[-1].endswith("3 of the ranges as async pairs (\"ph\":\"b\"/\"e\")")
+    report = nvtxshim("report", tmp_path / "start_end.json")
+    assert report.returncode == 0 and report.stderr == ""
+    assert names_table(report.stdout) == {("default", name): 1 for name in ("request", "overlapping",
+                                                                            "inside", "empty")}
+
+
+def test_convert_writes_a_range_that_crosses_another_on_its_thread_as_an_async_pair(tmp_path):
+    # Push/pop ranges nest on their thread, but an export may hold two that cross (a range popped
+    # while one pushed after it was open), and OS runtime calls are timed apart from NVTX ranges.
+    # Complete events must nest for a viewer: the one that starts inside another and ends after
+    # it becomes an async pair; the rest, and the same range on another thread, stay complete.
+    database = tmp_path / "crossing.sqlite"
+    tid, other = (1 << 48) | (600 << 24) | 600, (1 << 48) | (600 << 24) | 601
+    with sqlite3.connect(database) as db:
+        db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, '
+                   'text TEXT, globalTid INTEGER)')
+        db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?)", [
+            (1000, 1500, PUSH_POP, "first child", tid),  # starts with outer: outer holds it
+            (1000, 5000, PUSH_POP, "outer", tid),
+            (2000, 3000, PUSH_POP, "nested", tid),
+            (4000, 8000, PUSH_POP, "crossing", tid),
+            (4000, 8000, PUSH_POP, "alone", other)])
+        db.execute("CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL)")
+        db.executemany("INSERT INTO StringIds VALUES (?, ?)", [(1, "ioctl"), (2, "read")])
+        db.execute('CREATE TABLE OSRT_API (start INTEGER, "end" INTEGER, nameId INTEGER, globalTid INTEGER)')
+        db.executemany("INSERT INTO OSRT_API VALUES (?, ?, ?, ?)", [
+            (4500, 6000, 1, tid),  # from inside outer to after its end
+            (6000, 7000, 2, tid)])  # after outer: inside crossing, which is not complete
+    out = tmp_path / "crossing.json"
+    result, events = convert(database, out)
+    assert [(e["ph"], e["name"], e["ts"], e["tid"]) for e in events if e["ph"] != "M"] == [
+        ("X", "first child", 1.0, 600), ("X", "outer", 1.0, 600), ("X", "nested", 2.0, 600),
+        ("b", "crossing", 4.0, 600), ("X", "alone", 4.0, 601), ("b", "ioctl", 4.5, 600),
+        ("e", "ioctl", 6.0, 600), ("X", "read", 6.0, 600), ("e", "crossing", 8.0, 600)]
+    assert {e["cat"] for e in events if e["name"] in ("ioctl", "read")} == {"osrt"}
+    assert result.stderr.splitlines()[-1] == (
+        "nvtxshim: convert: wrote %s: 5 NVTX ranges, 0 marks, 2 OS runtime calls, 0 GPU kernels, "
+        "0 GPU copies, 0 memsets, 0 thread names; 2 of the ranges as async pairs "
+        '("ph":"b"/"e")' % out)
+    # report reads the pairs back: the same ranges, the OS runtime call still not NVTX
+    from_json = nvtxshim("report", out)
+    assert from_json.returncode == 0 and from_json.stderr == ""
+    assert from_json.stdout == nvtxshim("report", database).stdout
+    assert set(names_table(from_json.stdout)) == {("default", name) for name in (
+        "first child", "outer", "nested", "crossing", "alone")}
