@@ -32,7 +32,10 @@ LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARNINGS
 # table, execl -> execv) bind inside it; --no-undefined: nothing from libusb.
 LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic-functions \
                -Wl,--no-undefined -Wl,-z,noexecstack
-LIB_LIBS := -ldl -lpthread
+# libc alone (glibc 2.34 took libdl and libpthread in; --as-needed drops them
+# where they are stubs): the library loads into every process that inherits
+# LD_PRELOAD and must cost nothing there. libbpf is opened only for the probe.
+LIB_LIBS := -Wl,--as-needed -ldl -lpthread
 
 LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c)
 LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
@@ -48,7 +51,6 @@ KERNEL_PROBE := $(if $(and $(BPFTOOL),$(CLANG),$(wildcard $(VMLINUX_BTF)),\
                   $(shell pkg-config --exists libbpf 2>/dev/null && echo yes)),yes)
 ifeq ($(KERNEL_PROBE),yes)
 LIB_CFLAGS += -DNVS_KERNEL_PROBE -I$(BUILD)/kernel
-LIB_LIBS += -lbpf
 $(BUILD)/obj/kernel.o: $(BUILD)/kernel/kernel.skel.h
 endif
 

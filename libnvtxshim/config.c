@@ -2,8 +2,9 @@
  * in the library. Strict: a value is either fully understood or reported. */
 #include "config.h"
 
-#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -564,7 +565,9 @@ int nvs_config_parse(struct nvs_config *config, char *const *envp,
 
 static struct nvs_config process_config;
 static char process_messages[4096];
-static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+/* 0: not read, 1: being read, 2: read. Not pthread_once: that wakes waiters
+ * with a futex call even when there are none, in every process at load. */
+static _Atomic int process_state;
 
 static void collect_message(const char *line, void *context)
 {
@@ -591,7 +594,16 @@ static void parse_process_config(void)
 
 const struct nvs_config *nvs_config(void)
 {
-    pthread_once(&process_once, parse_process_config);
+    if (__builtin_expect(atomic_load_explicit(&process_state, memory_order_acquire) == 2, 1))
+        return &process_config;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&process_state, &expected, 1)) {
+        parse_process_config();
+        atomic_store_explicit(&process_state, 2, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&process_state, memory_order_acquire) != 2)
+            sched_yield();
+    }
     return &process_config;
 }
 

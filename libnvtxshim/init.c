@@ -15,6 +15,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "record.h"
+#include "resolve.h"
 
 __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
 _Atomic unsigned nvs_traced_groups_state;
@@ -69,7 +70,9 @@ static int hook_enabled(enum nvs_hook_id id)
 }
 
 /* Whether a library that a traced hook comes from is loaded already (the hook
- * tables name them, grouped, so only a change of library asks again). */
+ * tables name them, grouped, so only a change of library asks again). Asked
+ * of the loaded objects' list in memory: dlopen(RTLD_NOLOAD) would search the
+ * file system for each, in every process that inherits LD_PRELOAD. */
 static bool any_hooked_library_loaded(void)
 {
     const char *asked = "";
@@ -78,11 +81,8 @@ static bool any_hooked_library_loaded(void)
         if (!strcmp(library, asked))
             continue;
         asked = library;
-        void *handle = dlopen(library, RTLD_LAZY | RTLD_NOLOAD);
-        if (handle) {
-            dlclose(handle);
+        if (nvs_library_loaded(library))
             return true;
-        }
     }
     return false;
 }

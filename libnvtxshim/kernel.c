@@ -139,6 +139,11 @@ void nvs_kernel_activate(void)
     if (!config->kernel || probe)
         return;
     int saved_errno = errno;
+    char why[256];
+    if (!nvs_libbpf_open(why, sizeof why)) {
+        nvs_log_info("NVTXSHIM_KERNEL=on: %s; the kernel probe stays off\n", why);
+        goto out;
+    }
     libbpf_set_print(quiet);
     if (!capable_of_bpf()) {
         refuse("needs root, or CAP_BPF and CAP_PERFMON", 0);

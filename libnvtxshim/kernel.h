@@ -37,6 +37,11 @@ struct nvs_offcpu_interval {
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
+/* Loads libbpf.so.1 (kernel_libbpf.c); false with the reason in WHY. */
+bool nvs_libbpf_open(char *why, size_t size);
+
 /* True while the probe runs; the hooks then note which threads make calls. */
 extern bool nvs_kernel_running;
 void nvs_kernel_note_thread(void);

@@ -54,7 +54,7 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:halt_on_error=1:
 #    scheduler for preemptions in most frames, which ASan's slowdown changes; the
 #    probe's code runs under ASan in the other kernel tests.
 ASAN_DESELECT := $(addprefix --deselect test/,\
-                   test_build.py::test_links_only_libc_libdl_libpthread_and_libbpf \
+                   test_build.py::test_links_only_libc \
                    test_build.py::test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point \
                    test_capture.py::test_frames_window_records_exactly_those_frames_and_their_calls \
                    test_capture.py::test_time_window_counts_from_the_first_hooked_call \

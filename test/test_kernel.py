@@ -115,3 +115,25 @@ def test_without_the_capabilities_one_line_and_the_program_runs_on(make_device, 
     assert (result.stdout, result.returncode) == (plain.stdout, plain.returncode)
     assert result.stderr.decode().splitlines() == [
         "nvtxshim: NVTXSHIM_KERNEL=on: needs root, or CAP_BPF and CAP_PERFMON; the kernel probe stays off"]
+
+
+def test_without_libbpf_one_line_and_the_program_runs_on(make_device, tmp_path):
+    # The library does not link libbpf: it opens it when NVTXSHIM_KERNEL=on asks. Here
+    # libbpf.so.1 is made unloadable (an empty file bound over it in a mount namespace of
+    # this run alone): one line says so, and the program runs as without the shim.
+    found = re.search(r"libbpf\.so\.1 \(.*\) => (\S+)",
+                      __import__("subprocess").run(["ldconfig", "-p"], capture_output=True,
+                                                   text=True).stdout)
+    if not found or not shutil.which("unshare"):
+        pytest.skip("no libbpf.so.1 in ld.so.cache, or no unshare")
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    device = make_device(frames=3)
+    argv = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"',
+            str(empty), os.path.realpath(found.group(1)), program("test/frame_loop"), "3"]
+    plain = run(argv, shim=False, device=device)
+    result = run(argv, env=dict(ON_ACT, NVTXSHIM_KERNEL="on"), device=device)
+    assert (result.stdout, result.returncode) == (plain.stdout, plain.returncode)
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nvtxshim: NVTXSHIM_KERNEL=on: ") and \
+        lines[0].endswith("; the kernel probe stays off"), lines
