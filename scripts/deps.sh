@@ -11,7 +11,7 @@ packages=(
   xvfb mesa-utils x11-utils
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   sqlite3 libsqlite3-dev
-  valgrind
+  valgrind strace
   btrfs-progs
   nsight-systems nsight-systems-target
 )

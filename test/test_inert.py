@@ -1,7 +1,10 @@
 """In processes that never touch a hooked library the shim changes nothing and says nothing."""
+import collections
+import subprocess
+
 import pytest
 
-from conftest import PYTHON, program, run
+from conftest import PYTHON, SHIM, program, run
 
 COMMANDS = [
     ["/bin/true"],
@@ -37,3 +40,29 @@ def test_another_preloaded_interposer_still_finds_rtld_next(order):
     result = run([program("test/dlsym_next")], env={"LD_PRELOAD": ":".join(preload)}, shim=False)
     assert result.stdout == b"RTLD_NEXT found libc getpid\n"
     assert result.returncode == 0
+
+
+def syscalls(tmp_path, preload, label):
+    """The system calls of one /bin/true started with PRELOAD, by name (strace)."""
+    log = tmp_path / ("%s.strace" % label)
+    subprocess.run(["strace", "-qq", "-o", str(log), "-E", "LD_PRELOAD=" + preload, "/bin/true"],
+                   check=True)
+    return collections.Counter(line.split("(")[0] for line in log.read_text().splitlines()
+                               if "(" in line and not line.startswith("execve("))
+
+
+def test_start_up_makes_the_system_calls_of_an_empty_preload_library(tmp_path):
+    # A process that uses none of the hooked libraries starts as with an empty preload
+    # library: no file-system probing, nothing but libc mapped.
+    empty_source = tmp_path / "empty.c"
+    empty_source.write_text("void nvs_empty_preload(void) {}\n")
+    empty = tmp_path / "libempty.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(empty_source), "-o", str(empty)], check=True)
+    floor, shim = syscalls(tmp_path, str(empty), "empty"), syscalls(tmp_path, SHIM, "shim")
+    # Each call more than the floor, explained:
+    explained = collections.Counter({
+        "mmap": 1,    # the library's zero-initialised data is larger than its file's last page
+        "getpid": 1,  # the constructor notes its process (a vfork child must leave it alone)
+    })
+    assert shim - floor <= explained, (shim - floor, shim, floor)
+    assert not floor - shim, floor - shim
