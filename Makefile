@@ -136,6 +136,12 @@ $(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxs
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
 	  libnvtxshim/hooks/names.c -o $@
 
+# Without libusb on its link line: it asks dlsym for names whose libraries are absent.
+$(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -ldl
+
 $(BUILD)/test/test_trace_json: test/unit/test_trace_json.c libnvtxshim/trace_json.c libnvtxshim/trace.h
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $@")
@@ -195,7 +201,7 @@ $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so
 TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
-                 $(BUILD)/test/dlsym_next $(BUILD)/test/libpreload_probe.so \
+                 $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
 
 # Targets beyond the library and its tests (bench, sanitizers, fuzz, soak)

@@ -121,7 +121,8 @@ static bool file_contains(const char *path, const char *needle, size_t length)
     return found;
 }
 
-/* Returns whether the library was found; PROBE_BUILT tells whether it links libbpf. */
+/* Returns whether the library was found; PROBE_BUILT tells whether it was built with the
+ * kernel probe (it then names libbpf.so.1, which it opens when the probe is asked for). */
 static bool check_library(struct check *check, const char *given, bool *probe_built)
 {
     char path[PATH_MAX], looked[3 * PATH_MAX];

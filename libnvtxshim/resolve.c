@@ -306,7 +306,9 @@ static void forget_unloaded(const char *library)
 }
 
 /* A lookup through a handle found NAME at SYMBOL: hand out our wrapper instead
- * when SYMBOL is the real function of a hook that is switched on. */
+ * when SYMBOL is the real function of a hook that is switched on. NEXT, when
+ * SYMBOL is our own wrapper (the handle's scope has this library in it), is
+ * what the same scope holds after this library: the answer without it. */
 void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_point)
 {
     if (!symbol || !name)
@@ -315,10 +317,11 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
     if (id < 0)
         return symbol;
     const struct nvs_hook_info *hook = &nvs_hook_table[id];
+    nvs_hook_enabled_fn enabled = atomic_load(&hook_filter);
+    bool on = enabled && enabled((enum nvs_hook_id)id);
     if (symbol == hook->wrapper)
         return symbol;
-    nvs_hook_enabled_fn enabled = atomic_load(&hook_filter);
-    if (!enabled || !enabled((enum nvs_hook_id)id))
+    if (!on)
         return symbol;
     void *expected = NULL;
     if (any_entry_point) {
@@ -342,31 +345,58 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
     return hook->wrapper;
 }
 
+/* dlsym answers as without the library: where the scope asked found our own
+ * wrapper (we export every hooked name, so RTLD_DEFAULT, dlopen(NULL) and
+ * RTLD_NEXT from the program find it first), the answer is what comes after
+ * us in that scope - the real function, then handed out as our wrapper when
+ * its hook is on, or nothing, with dlerror set by that failed lookup, when
+ * the library is not loaded. NEXT looks after this library. */
+static void *truthful(const char *name, void *symbol, void *(*next)(const char *, const char *),
+                      const char *version)
+{
+    int id = symbol ? nvs_hook_find(name) : -1;
+    if (id < 0 || symbol != nvs_hook_table[id].wrapper)
+        return nvs_resolve_substitute(name, symbol, false);
+    void *real = next(name, version);
+    if (!real || real == nvs_hook_table[id].wrapper)
+        return NULL;
+    return nvs_resolve_substitute(name, real, false);
+}
+
+static void *next_by_dlsym(const char *name, const char *version)
+{
+    (void)version;
+    return get_real_dlsym()(RTLD_NEXT, name);
+}
+
+static void *next_by_dlvsym(const char *name, const char *version)
+{
+    return get_real_dlvsym()(RTLD_NEXT, name, version);
+}
+
 /* RTLD_NEXT is resolved relative to the caller's return address, so that case
  * is a plain tail call: glibc then sees the program's caller, not us. */
+/* Nothing is substituted before our constructor has run (no filter yet): a
+ * sanitizer runtime starting up gets glibc's answer, and no instrumented code
+ * runs before that runtime is ready. RTLD_NEXT is resolved relative to the
+ * caller's return address, so for a name we do not hook it is a plain tail
+ * call: glibc then sees the program's caller, not us. */
 __attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
 void *dlsym(void *handle, const char *name)
 {
     dlsym_fn real = get_real_dlsym();
-    if (handle == RTLD_NEXT)
+    if (!atomic_load(&hook_filter) || (handle == RTLD_NEXT && nvs_hook_find(name) < 0))
         return real(handle, name);
     void *symbol = real(handle, name);
-    /* Nothing is substituted before our constructor has run (no filter yet):
-     * a sanitizer runtime starting up gets glibc's answer, and no instrumented
-     * code runs before that runtime is ready. */
-    if (!atomic_load(&hook_filter))
-        return symbol;
-    return nvs_resolve_substitute(name, symbol, false);
+    return truthful(name, symbol, next_by_dlsym, NULL);
 }
 
 __attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
 void *dlvsym(void *handle, const char *name, const char *version)
 {
     dlvsym_fn real = get_real_dlvsym();
-    if (handle == RTLD_NEXT)
+    if (!atomic_load(&hook_filter) || (handle == RTLD_NEXT && nvs_hook_find(name) < 0))
         return real(handle, name, version);
     void *symbol = real(handle, name, version);
-    if (!atomic_load(&hook_filter))
-        return symbol;
-    return nvs_resolve_substitute(name, symbol, false);
+    return truthful(name, symbol, next_by_dlvsym, version);
 }
