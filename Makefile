@@ -201,7 +201,8 @@ $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so
 TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
-                 $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/libpreload_probe.so \
+                 $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
+                 $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
 
 # Targets beyond the library and its tests (bench, sanitizers, fuzz, soak)

@@ -316,10 +316,24 @@ static void on_signal(int number, siginfo_t *info, void *context)
 
 /* Ours, in front of PROGRAM's: its mask and, where it has a handler, its
  * restart and stack flags, so its system calls see EINTR as before; with no
- * handler, restart (the default action never returned to the program). */
+ * handler, restart (the default action never returned to the program). While
+ * the program ignores the signal (nohup, SIG_IGN set before or after the
+ * library loaded), the kernel keeps ignoring it: a handler of ours would
+ * interrupt the program's system calls, and a child it execs would no longer
+ * inherit the ignore. The trigger cannot fire then, and one line says so. */
 static void install_in_front_of(int number, const struct sigaction *program)
 {
     __typeof__(&sigaction) real = NVS_REAL(sigaction);
+    if (!(program->sa_flags & SA_SIGINFO) && program->sa_handler == SIG_IGN) {
+        if (real)
+            real(number, program, NULL);
+        static atomic_bool said;
+        if (!atomic_exchange(&said, true))
+            nvs_log_info("NVTXSHIM_CAPTURE=signal: the program ignores SIG%s, so the capture "
+                         "cannot be toggled while it does (it stays ignored)\n",
+                         sigabbrev_np(number));
+        return;
+    }
     struct sigaction ours;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = on_signal;
