@@ -22,6 +22,13 @@ _Atomic unsigned nvs_traced_groups_state;
 
 static atomic_bool messages_printed;
 
+/* Another copy of the library came first (two paths in LD_PRELOAD, an
+ * installed copy and a build's): this one stays out of the way. Its wrappers
+ * pass every call straight through - the first copy's reach them through
+ * RTLD_NEXT - so each call is traced once. */
+static bool inert;
+static char first_copy[NVS_PATH_MAX];
+
 /* Bad variables and notices, printed once per process: at load where a hooked
  * library is already there, else at the first hooked call, so that shells,
  * compilers and nsys itself, which inherit LD_PRELOAD, stay silent. */
@@ -29,6 +36,13 @@ static void print_messages(void)
 {
     if (atomic_exchange(&messages_printed, true))
         return;
+    if (inert) {
+        Dl_info self;
+        nvs_log_info("another copy of the library is loaded first (%s): this one (%s) stays "
+                     "inert and passes every call through\n", first_copy,
+                     dladdr((void *)print_messages, &self) && self.dli_fname ? self.dli_fname : "?");
+        return;
+    }
     nvs_log_raw(nvs_config_messages());
     const struct nvs_config *config = nvs_config();
     nvs_capture_activate();
@@ -43,6 +57,10 @@ unsigned nvs_traced_groups_init(void)
 {
     const struct nvs_config *config = nvs_config();
     print_messages();
+    if (inert) {
+        atomic_store_explicit(&nvs_traced_groups_state, NVS_GROUPS_READY, memory_order_release);
+        return 0;
+    }
     /* Calls are followed when a tool takes the ranges, or when a capture trigger
      * must count them (under nsys -c cudaProfilerApi without -t nvtx, no NVTX
      * tool is attached, yet frames decide the capture). */
@@ -62,6 +80,8 @@ unsigned nvs_traced_groups_init(void)
 static int hook_enabled(enum nvs_hook_id id)
 {
     const struct nvs_config *config = nvs_config();
+    if (inert)
+        return 0;
     if (id < NVS_TRACED_HOOK_COUNT)
         return (config->hooks & nvs_hook_group(id)) != 0;
     if (id == NVS_HOOK_ID(sigaction) || id == NVS_HOOK_ID(signal))
@@ -143,9 +163,11 @@ static void nvs_load(void)
 {
     const struct nvs_config *config = nvs_config();
     image_pid = getpid();
-    if (config->help)
+    inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);
+    if (config->help && !inert)
         nvs_log_raw(nvs_config_help_text);
-    setup_recorder(config);
+    if (!inert)
+        setup_recorder(config);
     nvs_resolve_set_filter(hook_enabled);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (any_hooked_library_loaded())

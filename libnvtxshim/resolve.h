@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "hooks.h"
 
@@ -23,6 +24,12 @@ void *nvs_resolve_slow(enum nvs_hook_id id);
  * over the loaded objects, no file system access (unlike dlopen RTLD_NOLOAD
  * of a library that is not there). */
 bool nvs_library_loaded(const char *prefix);
+
+/* Whether another copy of this library (another path or build: an object that
+ * defines InitializeInjectionNvtx2, dlvsym and libusb_bulk_transfer) comes
+ * before this one in the loaded objects' list, and so before it in every
+ * lookup; its path in PATH. */
+bool nvs_resolve_earlier_copy(char *path, size_t size);
 
 /* A function the shim calls but does not hook (cuPointerGetAttribute), found
  * the way real functions are; NULL when LIBRARY is not loaded. */
