@@ -14,10 +14,13 @@ def parse_trace_text(text):
     """The events of a trace file's TEXT under the bare-array rule; also reads
     the older object form {"traceEvents": [...]} when it is complete. Raises
     ValueError when the text is neither."""
+    body = text.rstrip()
+    if body.startswith("[") and not body.endswith("]"):
+        # Cut short: not JSON as it stands, so one parse (of the repaired text), not two.
+        return json.loads((body[:-1] if body.endswith(",") else body) + "]")
     try:
         whole = json.loads(text)
     except ValueError:
-        body = text.rstrip()
         if not body.startswith("["):
             raise
         if body.endswith(","):
