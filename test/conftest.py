@@ -81,9 +81,7 @@ def load_trace(path, complete=False):
     as it is when the process ends by return, exit, _exit or exec."""
     events = (traceformat.read_complete_trace if complete else traceformat.read_trace)(path)
     traceformat.check_nesting(events, "%s: " % path)
-    # In time order before joining: an end may be written (by its thread) ahead
-    # of its begin in the file; a stable sort keeps file order for equal times.
-    events, _ = traceformat.join_async(sorted(events, key=lambda e: e.get("ts", -1.0)))
+    events, _ = traceformat.join_async(events)
     return sorted(events, key=lambda e: e.get("ts", -1.0))
 
 

@@ -49,7 +49,7 @@ def load_unfinished(path):
     and those the signal left open dropped."""
     events = traceformat.read_trace(path)
     traceformat.check_nesting(events, "%s: " % path)
-    events, _ = traceformat.join_async(sorted(events, key=lambda e: e.get("ts", -1.0)))
+    events, _ = traceformat.join_async(events)
     return events
 
 
