@@ -202,6 +202,7 @@ TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/li
                  $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
+                 $(BUILD)/test/chdir_record \
                  $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #include "hooks.h"
 
@@ -254,7 +255,8 @@ static bool parse_window(const char *text, uint64_t *start, uint64_t *count)
         return false;
     if (plus && (!parse_u64(plus + 1, end, count) || *count == 0))
         return false;
-    return true;
+    /* The window's last frame or call, S+C-1, must be a number too. */
+    return *count - 1 <= UINT64_MAX - *start;
 }
 
 static bool parse_signal(const char *name, int *out)
@@ -499,6 +501,49 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
     return false;
 }
 
+/* The NVTXSHIM_HOOKS group a frame marker's calls belong to (0: any call's own). */
+static unsigned marker_group(const struct nvs_config *config)
+{
+    switch (config->frame) {
+    case NVS_FRAME_USB_IN: case NVS_FRAME_USB_OUT:     return NVS_HOOKS_USB;
+    case NVS_FRAME_X11_SWAP: case NVS_FRAME_X11_FLUSH: return NVS_HOOKS_X11;
+    case NVS_FRAME_CUDA_HTOD: case NVS_FRAME_CUDA_DTOH: return NVS_HOOKS_CUDA;
+    case NVS_FRAME_CALL: return nvs_hook_group((enum nvs_hook_id)config->frame_call);
+    default: return 0;
+    }
+}
+
+static const char *group_name(unsigned group)
+{
+    return group == NVS_HOOKS_USB ? "usb" : group == NVS_HOOKS_X11 ? "x11" : "cuda";
+}
+
+/* A frame marker or a calls: window whose calls NVTXSHIM_HOOKS switched off
+ * could never count: said, and switched off. */
+static void check_markers(struct nvs_config *config, const char *const *values,
+                          struct report *report)
+{
+    unsigned group = marker_group(config);
+    if (config->frame != NVS_FRAME_OFF && group && !(config->hooks & group)) {
+        report->errors++;
+        report_line(report, "nvtxshim: NVTXSHIM_FRAME=%s counts %s calls, but NVTXSHIM_HOOKS=%s "
+                    "leaves them untraced (add %s to it); frames stay off", values[V_FRAME],
+                    group_name(group), values[V_HOOKS] ? values[V_HOOKS] : "", group_name(group));
+        config->frame = NVS_FRAME_OFF;
+        config->frame_endpoint = config->frame_call = -1;
+    }
+    group = config->capture == NVS_CAPTURE_CALLS ?
+            nvs_hook_group((enum nvs_hook_id)config->capture_call) : 0;
+    if (group && !(config->hooks & group)) {
+        report->errors++;
+        report_line(report, "nvtxshim: NVTXSHIM_CAPTURE=%s counts %s calls, but NVTXSHIM_HOOKS=%s "
+                    "leaves them untraced (add %s to it); capture stays off", values[V_CAPTURE],
+                    group_name(group), values[V_HOOKS] ? values[V_HOOKS] : "", group_name(group));
+        config->capture = NVS_CAPTURE_OFF;
+        config->capture_call = -1;
+    }
+}
+
 static void report_unknown(struct report *report, const char *entry)
 {
     const char *equals = strchr(entry, '=');
@@ -545,6 +590,7 @@ int nvs_config_parse(struct nvs_config *config, char *const *envp,
             report_bad(&report, variables[v].name, values[v], variables[v].accepted,
                        variables[v].consequence);
     }
+    check_markers(config, values, &report);
     if (config->capture == NVS_CAPTURE_FRAMES && config->frame == NVS_FRAME_OFF) {
         report.errors++;
         report_line(&report, "nvtxshim: NVTXSHIM_CAPTURE=%s counts frames, but NVTXSHIM_FRAME "
@@ -590,6 +636,18 @@ static void parse_process_config(void)
         return;
     }
     nvs_config_parse(&process_config, environ, collect_message, NULL);
+    /* A relative trace path names a file in the directory the process started
+     * in, not wherever it has moved to when the first event comes. */
+    char *path = process_config.trace_path;
+    if (path[0] && path[0] != '/') {
+        char absolute[NVS_PATH_MAX];
+        if (getcwd(absolute, sizeof absolute) &&
+            strlen(absolute) + 1 + strlen(path) < sizeof process_config.trace_path) {
+            strcat(absolute, "/");
+            strcat(absolute, path);
+            strcpy(path, absolute);
+        }
+    }
 }
 
 const struct nvs_config *nvs_config(void)

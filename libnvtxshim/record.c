@@ -592,6 +592,11 @@ void nvs_record_enable(const char *path_template)
     state.enabled = true;
 }
 
+void nvs_record_note(const char *line)
+{
+    nvs_writer_note(line);
+}
+
 bool nvs_record_enabled(void)
 {
     return state.enabled;

@@ -10,6 +10,8 @@
 
 /* Turns the recorder on for this process; PATH_TEMPLATE may hold %p. */
 void nvs_record_enable(const char *path_template);
+/* One line the recorder says when it opens its file, or NULL. */
+void nvs_record_note(const char *line);
 bool nvs_record_enabled(void);
 
 /* Completes the file: at exit, before _exit, and before exec; async-signal-

@@ -91,6 +91,7 @@ static struct {
     char path_template[NVS_PATH_MAX];
     char path[NVS_PATH_MAX];
     char padding[FILE_PAGE];
+    char note[2 * NVS_PATH_MAX + 128];
 } state = { .fd = -1 };
 
 static pthread_key_t thread_key;
@@ -329,6 +330,8 @@ static void open_file(void)
     }
     state.file_end = (uint64_t)(end - header);
     atomic_store(&state.file, FILE_OPEN);
+    if (state.note[0])
+        SAY(state.note);
 }
 
 static void stop(void)
@@ -634,6 +637,13 @@ void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder
     encoder->pad(state.padding, sizeof state.padding);
     pthread_key_create(&thread_key, release_thread);
     atomic_store(&state.file, FILE_PENDING);
+}
+
+void nvs_writer_note(const char *line)
+{
+    size_t length = strnlen(line, sizeof state.note - 1);
+    memcpy(state.note, line, length);
+    state.note[length] = '\0';
 }
 
 bool nvs_writer_enabled(void)

@@ -32,6 +32,8 @@ enum nvs_writer_loss {
 #define NVS_WRITER_PRIVATE_ZEROED 64u
 void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder *encoder,
                        size_t private_bytes);
+/* One line said when the file is opened (why this recorder records), or NULL. */
+void nvs_writer_note(const char *line);
 bool nvs_writer_enabled(void);
 
 /* The calling thread's buffer (claimed at its first use); NULL when not

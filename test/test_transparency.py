@@ -121,6 +121,7 @@ CORPUS = [
     Case("dlsym_next", ["test/dlsym_next"], env={"LD_PRELOAD": "@test/libpreload_probe.so"}),
     Case("dlsym_truth", ["test/dlsym_truth"]),
     Case("signal_ignore", ["test/signal_ignore", "10", "before", "true"]),
+    Case("chdir_record", ["test/chdir_record", "/"]),
 ]
 
 # Programs that only run paired with another: close_after_frames closes glxgears (below).
