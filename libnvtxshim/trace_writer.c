@@ -92,7 +92,7 @@ static struct {
     char path[NVS_PATH_MAX];
     char padding[FILE_PAGE];
     char note[2 * NVS_PATH_MAX + 128];
-} state = { .fd = -1 };
+} state;                           /* zero-initialised: no page of it is read at load */
 
 static pthread_key_t thread_key;
 static __thread struct nvs_writer_thread *my_thread __attribute__((tls_model("initial-exec")));
@@ -634,6 +634,7 @@ void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder
     if (state.private_bytes < NVS_WRITER_PRIVATE_ZEROED)
         state.private_bytes = NVS_WRITER_PRIVATE_ZEROED;
     state.pid = getpid();
+    state.fd = -1;
     encoder->pad(state.padding, sizeof state.padding);
     pthread_key_create(&thread_key, release_thread);
     atomic_store(&state.file, FILE_PENDING);

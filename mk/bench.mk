@@ -9,7 +9,8 @@ BENCH_SINK := $(BENCH_BUILD)/sink
 # The stand-ins for the real libraries, under their real sonames: every
 # function returns at once, so only the cost in front of it is measured.
 BENCH_SINKS := $(BENCH_SINK)/libusb-1.0.so.0 $(BENCH_SINK)/libX11.so.6 $(BENCH_SINK)/libcuda.so.1
-BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_tool.so
+BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_tool.so \
+                  $(BENCH_BUILD)/starts $(BENCH_BUILD)/libempty.so
 BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
 
 $(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c
@@ -40,6 +41,18 @@ $(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c
 	@mkdir -p $(@D)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
+
+# The start-up row: a program started many times with no preload, with an empty
+# preload library (the floor any preload library pays), and with the shim.
+$(BENCH_BUILD)/starts: bench/starts.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@
+
+$(BENCH_BUILD)/libempty.so: bench/empty.c
+	@mkdir -p $(@D)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@
 
 .PHONY: bench bench-programs
 bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS)
