@@ -11,7 +11,7 @@ for what each row and column means. Knobs (environment):
   ns per call: median, min and max of all repeats of all processes of a row
   BENCH_HARNESS_RUNS=7   harness runs per configuration (interleaved)
   BENCH_HARNESS_FRAMES=600
-  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness
+  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts
   BENCH_TIMEOUT=300      seconds one nsys run may take before it is ended (and retried once)
   NSYS=nsys              the nsys to use
   BENCH_STRICT=1         exit with status 1 when a target is not met (the table is printed either way)
@@ -71,6 +71,8 @@ class Settings:
         self.n_bpftrace = env_int("BENCH_N_BPFTRACE", 5000, 500)
         self.n_ioctl = env_int("BENCH_N_IOCTL", 20000, 2000)
         self.harness_runs = env_int("BENCH_HARNESS_RUNS", 7, 1)
+        self.n_starts = env_int("BENCH_N_STARTS", 200, 50)
+        self.rounds_starts = env_int("BENCH_ROUNDS_STARTS", 9, 3)
         self.harness_frames = env_int("BENCH_HARNESS_FRAMES", 600, 100)
         self.skip = set(filter(None, os.environ.get("BENCH_SKIP", "").split(",")))
         self.timeout = env_int("BENCH_TIMEOUT", 300, 300)
@@ -78,6 +80,8 @@ class Settings:
         self.shim = os.path.join(self.build, "libnvtxshim.so")
         self.calls = os.path.join(self.build, "bench", "calls")
         self.null_tool = os.path.join(self.build, "bench", "libnull_tool.so")
+        self.starts = os.path.join(self.build, "bench", "starts")
+        self.empty = os.path.join(self.build, "bench", "libempty.so")
         self.sink = os.path.join(self.build, "bench", "sink")
         self.out = os.path.join(self.build, "bench")
         self.scratch = os.path.join(self.out, "tmp")
@@ -467,6 +471,30 @@ def measure_tools(s, env, results):
         guarded("nsys -t osrt, ioctl", osrt)
 
 
+def measure_starts(s, env, results):
+    """A process that uses no hooked library: /bin/true started N times with no preload,
+    with an empty preload library and with the shim, the three interleaved round by round."""
+    if "starts" in s.skip:
+        say("== start-up: skipped")
+        return
+    rows = [("none", "no preload", "-"), ("empty", "empty preload library", s.empty),
+            ("shim", "the shim", s.shim)]
+    say("== start-up: /bin/true started %d times a sample, %d rounds, interleaved"
+        % (s.n_starts, s.rounds_starts))
+    samples = {name: [] for name, _, _ in rows}
+    for round_number in range(s.rounds_starts):
+        turn = round_number % len(rows)
+        for name, _, library in rows[turn:] + rows[:turn]:
+            text = run([s.starts, str(s.n_starts), library, "/bin/true"], env, what="starts")
+            samples[name].append(float(re.search(r"ns=([\d.]+)", text).group(1)))
+    for name, label, _ in rows:
+        entry = {"label": label, "ns": summary(samples[name]), "samples": samples[name]}
+        if name != "none":
+            # Each sample against the empty library's in the same round.
+            entry["over_empty"] = summary([a / b for a, b in zip(samples[name], samples["empty"])])
+        results["starts"][name] = entry
+
+
 def measure_harness(s, env, results):
     if "harness" in s.skip:
         say("== harness: skipped")
@@ -605,6 +633,12 @@ def targets(results):
         lines.append(("harness: shim, no tool >= 98% of untraced fps", "harness_physical",
                       "%.1f%% (paired runs)" % (ratio * 100),
                       "met" if ratio >= 0.98 else "NOT MET (%.1f points short)" % ((0.98 - ratio) * 100)))
+    starts = results.get("starts", {})
+    if starts.get("shim") and starts.get("empty"):
+        ratio = starts["shim"]["over_empty"]["median"]
+        lines.append(("start-up: shim within 10% of an empty preload", "/bin/true",
+                      "%.1f%% (paired rounds)" % (ratio * 100),
+                      "met" if ratio <= 1.10 else "NOT MET (%.1f points over)" % ((ratio - 1.10) * 100)))
     return lines
 
 
@@ -670,7 +704,18 @@ def table(results, s):
                                     % (ratio["median"] * 100, ratio["min"] * 100, ratio["max"] * 100,
                                        entry["best_ratio"] * 100)))
         w("")
-    w("targets (issue 8)")
+    if results["starts"]:
+        w("start-up of /bin/true (a process that uses no hooked library): us per start, median [min-max] of %d"
+          % s.rounds_starts)
+        w("interleaved rounds of %d starts; ratio: each round over the empty preload library's" % s.n_starts)
+        for name, entry in results["starts"].items():
+            ratio = entry.get("over_empty")
+            cell = "%.0f [%.0f-%.0f]" % (entry["ns"]["median"] / 1000, entry["ns"]["min"] / 1000,
+                                        entry["ns"]["max"] / 1000)
+            w("  %-26s %-24s %s" % (entry["label"], cell, "" if not ratio else "%.1f%% [%.1f-%.1f] of the empty library"
+                                    % (ratio["median"] * 100, ratio["min"] * 100, ratio["max"] * 100)))
+        w("")
+    w("targets")
     w("%-50s %-26s %-30s %s" % ("target", "call", "measured", "verdict"))
     w("-" * 125)
     for target, call, measured, result in targets(results):
@@ -705,7 +750,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     s = Settings(parser.parse_args().build)
-    for path in (s.shim, s.calls, s.null_tool):
+    for path in (s.shim, s.calls, s.null_tool, s.starts, s.empty):
         if not os.path.exists(path):
             sys.exit("bench: %s is missing: run make bench" % path)
     os.makedirs(s.scratch, exist_ok=True)
@@ -721,13 +766,15 @@ def main():
                  "cpu": "%s, %d CPUs, load %.1f" % (cpu, os.cpu_count(), os.getloadavg()[0]),
                  "nsys": s.nsys, "quick": s.quick},
         "settings": {k: v for k, v in vars(s).items() if isinstance(v, (int, str, bool))},
-        "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "checks": [],
+        "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {},
+        "checks": [],
     }
     started = time.monotonic()
     measure_calls(s, env, results)
     measure_instructions(s, env, results)
     measure_tools(s, env, results)
     measure_harness(s, env, results)
+    measure_starts(s, env, results)
     results["meta"]["seconds"] = round(time.monotonic() - started, 1)
 
     text = table(results, s)
