@@ -122,6 +122,10 @@ CORPUS = [
     Case("dlsym_truth", ["test/dlsym_truth"]),
     Case("signal_ignore", ["test/signal_ignore", "10", "before", "true"]),
     Case("chdir_record", ["test/chdir_record", "/"]),
+    # test_trace_safety.py's adversary: its usage and a plain loop (its other modes end by
+    # signals or report losses on stderr by design).
+    Case("trace_adversary-usage", ["test/trace_adversary"]),
+    Case("trace_adversary-loop", ["test/trace_adversary", "loop", "100"]),
 ]
 
 # Programs that only run paired with another: close_after_frames closes glxgears (below).
