@@ -30,7 +30,7 @@ struct nvs_trace_domain {
     uint32_t index;                 /* 1..; 0 is the default domain */
     char name[NVS_TRACE_TEXT_MAX];
     _Atomic uint64_t named_categories;  /* bit N: category N has its name (the first given) */
-    alignas(32) unsigned char encoded[NVS_ENCODER_DOMAIN_BYTES];
+    alignas(16) unsigned char encoded[NVS_ENCODER_DOMAIN_BYTES];
 };
 
 /* A registered string: kept for the life of the process (NVTX has no call
@@ -39,7 +39,7 @@ struct nvs_trace_string {
     struct nvs_trace_string *next;
     uint32_t length;
     char text[NVS_TRACE_TEXT_MAX];
-    alignas(32) unsigned char encoded[NVS_ENCODER_STRING_BYTES];
+    alignas(16) unsigned char encoded[NVS_ENCODER_STRING_BYTES];
 };
 
 enum nvs_trace_payload { NVS_PAYLOAD_NONE, NVS_PAYLOAD_U64, NVS_PAYLOAD_I64, NVS_PAYLOAD_U32,
@@ -62,7 +62,7 @@ struct nvs_trace_event {
 struct nvs_trace_thread_ids {
     int32_t pid;
     uint32_t tid;
-    alignas(32) unsigned char encoded[NVS_ENCODER_THREAD_BYTES];
+    alignas(16) unsigned char encoded[NVS_ENCODER_THREAD_BYTES];
 };
 
 /* An encoder writes one whole event at OUT (room for NVS_TRACE_EVENT_MAX
