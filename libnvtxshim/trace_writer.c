@@ -7,11 +7,14 @@
  * - No event crosses a page of the file: the kernel cuts a write short only
  *   between pages (a SIGKILL, a full disk), so blank padding before an event
  *   that would cross makes every cut fall between two whole events.
- * - One lock for the file, held only with every signal blocked: no signal
- *   handler can run on a thread that holds it, so a handler that calls exit or
- *   _exit never waits for its own thread. The finish waits for other threads
- *   a bounded time, and never for appends: an owner appends past what it has
- *   published, and everything published is whole events.
+ * - One lock for the file, which records its holder: a signal handler never
+ *   waits for its own thread. The finish, from a handler that interrupted its
+ *   thread inside the lock, goes on without it and writes that thread's
+ *   pending events itself - at the same offset, with the same layout, so a
+ *   write the interrupted thread already made is made again byte for byte.
+ *   It waits for other threads a bounded time, and never for appends: an
+ *   owner appends past what it has published, and everything published is
+ *   whole events.
  * - The file is a regular file (or /dev/null), locked with flock while in use;
  *   a process that finds it locked writes NAME.PID.EXT instead of truncating
  *   the other's file. Its descriptor sits high, and before each write it must
@@ -41,9 +44,6 @@
 #include "config.h"
 #include "log.h"
 
-#define BUFFER_BYTES (8u * 1024u)   /* a thread's whole events before they go to the file */
-#define BUFFER_ROOM (BUFFER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a thread name and one event past it */
-#define BUFFER_EVENTS 512u
 #define FILE_PAGE 4096u
 #define WRITE_PIECES 32u
 #define DESCRIPTOR_FLOOR 200        /* the trace's descriptor: above the numbers programs reuse */
@@ -51,24 +51,7 @@
 #define SUFFIX_TRIES 100
 
 _Static_assert(NVS_TRACE_EVENT_MAX < FILE_PAGE, "an event fits in a page of the file");
-_Static_assert(BUFFER_ROOM < 65536u, "published packs bytes in 16 bits");
 
-struct nvs_writer_thread {
-    struct nvs_writer_thread *next; /* every buffer, for the finish: never removed */
-    _Atomic bool claimed;           /* has an owner thread */
-    volatile sig_atomic_t writing;  /* the owner is between begin and commit */
-    bool named;                     /* its thread-name event is written */
-    _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
-    uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
-    uint32_t flushed_events;
-    struct nvs_trace_thread_ids ids;
-    uint16_t ends[BUFFER_EVENTS];   /* where each published event ends in data */
-    alignas(64) char data[BUFFER_ROOM];
-    alignas(64) unsigned char private[];
-};
-
-/* STOPPED: written, then a write failed (later events are counted lost);
- * REFUSED: never opened, which one line said. */
 enum file_state { FILE_OFF, FILE_PENDING, FILE_OPEN, FILE_STOPPED, FILE_REFUSED };
 
 static struct {
@@ -76,7 +59,7 @@ static struct {
     size_t private_bytes;
     _Atomic int file;               /* enum file_state */
     _Atomic bool finished;
-    atomic_bool locked;             /* the file lock */
+    _Atomic long lock_holder;       /* the file lock: the holding thread's id, 0 when free */
     _Atomic(struct nvs_writer_thread *) threads;
     _Atomic uint64_t lost[NVS_LOSS_KINDS];
     pid_t pid;
@@ -95,7 +78,32 @@ static struct {
 } state;                           /* zero-initialised: no page of it is read at load */
 
 static pthread_key_t thread_key;
-static __thread struct nvs_writer_thread *my_thread __attribute__((tls_model("initial-exec")));
+__thread struct nvs_writer_thread *nvs_writer_current __attribute__((tls_model("initial-exec")));
+#define my_thread nvs_writer_current
+/* Events go straight into the calling thread's buffer while this is set: the
+ * file is open and not finished. */
+_Atomic bool nvs_writer_ready;
+static __thread long cached_tid __attribute__((tls_model("initial-exec")));
+
+static long current_tid(void)
+{
+    if (!cached_tid)
+        cached_tid = syscall(SYS_gettid);
+    return cached_tid;
+}
+
+static void set_file(int file)
+{
+    atomic_store(&state.file, file);
+    atomic_store(&nvs_writer_ready, file == FILE_OPEN && !atomic_load(&state.finished));
+}
+
+static bool set_finished(bool finished)
+{
+    bool was = atomic_exchange(&state.finished, finished);
+    atomic_store(&nvs_writer_ready, atomic_load(&state.file) == FILE_OPEN && !finished);
+    return was;
+}
 
 /* ---- messages: async-signal-safe --------------------------------------------- */
 
@@ -113,35 +121,38 @@ static const char *reason(int error)
 
 /* ---- the file lock ------------------------------------------------------------- */
 
-/* Blocks every signal, then takes the lock; BOUNDED gives up after a while
- * (the finish, where a holder may be stopped by a debugger). */
-static bool lock_file(sigset_t *saved, bool bounded)
+enum lock_result { LOCK_TAKEN, LOCK_HELD_HERE, LOCK_TIMED_OUT };
+
+/* Takes the file lock. LOCK_HELD_HERE: this thread holds it already - a
+ * signal handler interrupted it inside - and must not wait for itself.
+ * BOUNDED gives up after a while (the finish, where a holder may be stopped
+ * by a debugger). */
+static enum lock_result lock_file(bool bounded)
 {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, saved);
+    long me = current_tid(), expected = 0;
     uint64_t deadline = 0;
-    while (atomic_exchange_explicit(&state.locked, true, memory_order_acquire)) {
+    while (!atomic_compare_exchange_weak_explicit(&state.lock_holder, &expected, me,
+                                                  memory_order_acquire, memory_order_relaxed)) {
+        if (expected == me)
+            return LOCK_HELD_HERE;
+        expected = 0;
         if (bounded) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
             uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-            if (!deadline) {
+            if (!deadline)
                 deadline = ns + FINISH_WAIT_NS;
-            } else if (ns > deadline) {
-                pthread_sigmask(SIG_SETMASK, saved, NULL);
-                return false;
-            }
+            else if (ns > deadline)
+                return LOCK_TIMED_OUT;
         }
         sched_yield();
     }
-    return true;
+    return LOCK_TAKEN;
 }
 
-static void unlock_file(const sigset_t *saved)
+static void unlock_file(void)
 {
-    atomic_store_explicit(&state.locked, false, memory_order_release);
-    pthread_sigmask(SIG_SETMASK, saved, NULL);
+    atomic_store_explicit(&state.lock_holder, 0, memory_order_release);
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -304,7 +315,7 @@ static void open_file(void)
         if (result == CANDIDATE_IN_USE)
             SAY("NVTXSHIM_TRACE=", wanted, ": it and the names made from it by adding the process id "
                 "are in use by other processes; no trace is recorded");
-        atomic_store(&state.file, FILE_REFUSED);
+        set_file(FILE_REFUSED);
         return;
     }
     if (strcmp(candidate, wanted) != 0)
@@ -313,7 +324,7 @@ static void open_file(void)
     if (S_ISREG(status.st_mode) && ftruncate(fd, 0) != 0) {
         SAY("NVTXSHIM_TRACE: cannot write ", candidate, ": ", reason(errno), "; no trace is recorded");
         close(fd);
-        atomic_store(&state.file, FILE_REFUSED);
+        set_file(FILE_REFUSED);
         return;
     }
     state.fd = move_up(fd);
@@ -325,18 +336,18 @@ static void open_file(void)
     char *end = state.encoder->header(header, state.pid, program_invocation_short_name);
     if (!write_all(header, (size_t)(end - header), 0)) {
         SAY("NVTXSHIM_TRACE=", candidate, ": write failed (", reason(errno), "); no trace is recorded");
-        atomic_store(&state.file, FILE_REFUSED);
+        set_file(FILE_REFUSED);
         return;
     }
     state.file_end = (uint64_t)(end - header);
-    atomic_store(&state.file, FILE_OPEN);
+    set_file(FILE_OPEN);
     if (state.note[0])
         SAY(state.note);
 }
 
 static void stop(void)
 {
-    atomic_store(&state.file, FILE_STOPPED);
+    set_file(FILE_STOPPED);
 }
 
 /* Whether the descriptor is still the file we opened; if the program closed
@@ -385,7 +396,7 @@ static void write_pending(struct nvs_writer_thread *thread)
         return;
     }
     struct iovec pieces[WRITE_PIECES];
-    uint32_t ends_in_write[BUFFER_EVENTS];  /* each event's end, from the write's start */
+    uint32_t ends_in_write[NVS_WRITER_EVENTS];  /* each event's end, from the write's start */
     size_t count = 0;
     uint64_t at = 0;
     uint32_t start = thread->flushed_bytes, event = first;
@@ -451,8 +462,8 @@ static void write_pending(struct nvs_writer_thread *thread)
 /* The calling thread's buffer is full, or the file is not open yet. */
 static bool make_room(struct nvs_writer_thread *thread)
 {
-    sigset_t saved;
-    lock_file(&saved, false);
+    if (lock_file(false) != LOCK_TAKEN)
+        return false;
     bool open = false;
     /* Finished while this thread waited: nothing more goes after the tail. */
     if (!atomic_load(&state.finished)) {
@@ -464,7 +475,7 @@ static bool make_room(struct nvs_writer_thread *thread)
         thread->flushed_bytes = thread->flushed_events = 0;
         open = atomic_load(&state.file) == FILE_OPEN;
     }
-    unlock_file(&saved);
+    unlock_file();
     return open;
 }
 
@@ -479,12 +490,10 @@ static size_t block_bytes(void)
 static void release_thread(void *opaque)
 {
     struct nvs_writer_thread *thread = opaque;
-    if (!thread->writing) {
-        sigset_t saved;
-        lock_file(&saved, false);
+    if (!thread->writing && lock_file(false) == LOCK_TAKEN) {
         if (!atomic_load(&state.finished))
             write_pending(thread);
-        unlock_file(&saved);
+        unlock_file();
     }
     atomic_store_explicit(&thread->claimed, false, memory_order_release);
     my_thread = NULL;
@@ -497,13 +506,13 @@ static void reset_thread(struct nvs_writer_thread *thread)
     thread->named = false;
     thread->writing = 0;
     thread->ids.pid = state.pid;
-    thread->ids.tid = (uint32_t)syscall(SYS_gettid);
+    thread->ids.tid = (uint32_t)current_tid();
     state.encoder->prepare_thread(&thread->ids);
     /* Only the head: the rest of a block costs memory once it is touched. */
     memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
 }
 
-struct nvs_writer_thread *nvs_writer_thread(void)
+struct nvs_writer_thread *nvs_writer_claim(void)
 {
     if (my_thread)
         return my_thread;
@@ -531,41 +540,20 @@ struct nvs_writer_thread *nvs_writer_thread(void)
             continue;
     }
     /* A finish or a frame's flush may be reading a buffer a thread left. */
-    sigset_t saved;
-    lock_file(&saved, false);
+    if (lock_file(false) != LOCK_TAKEN) {
+        atomic_store(&thread->claimed, false);
+        return NULL;
+    }
     reset_thread(thread);
-    unlock_file(&saved);
+    unlock_file();
     pthread_setspecific(thread_key, thread);
     my_thread = thread;
     return thread;
 }
 
-void *nvs_writer_private(struct nvs_writer_thread *thread)
-{
-    return thread->private;
-}
-
-struct nvs_trace_thread_ids *nvs_writer_ids(struct nvs_writer_thread *thread)
-{
-    return &thread->ids;
-}
-
-static inline uint32_t published_bytes(const struct nvs_writer_thread *thread)
-{
-    return atomic_load_explicit(&thread->published, memory_order_relaxed) & 0xffffu;
-}
-
-void nvs_writer_commit(struct nvs_writer_thread *thread, char *end)
-{
-    uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
-    uint32_t events = published >> 16, used = (uint32_t)(end - thread->data);
-    thread->ends[events] = (uint16_t)used;
-    atomic_store_explicit(&thread->published, (events + 1) << 16 | used, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    thread->writing = 0;
-}
-
-char *nvs_writer_begin(struct nvs_writer_thread *thread)
+/* Everything nvs_writer_begin does not do inline: a handler that interrupted
+ * an event, the file to open, a full buffer, the thread's name. */
+char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
 {
     if (thread->writing) {
         nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
@@ -573,12 +561,11 @@ char *nvs_writer_begin(struct nvs_writer_thread *thread)
     }
     thread->writing = 1;
     atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(atomic_load_explicit(&state.finished, memory_order_relaxed), 0))
+    if (atomic_load(&state.finished))
         goto drop;
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
-    if (__builtin_expect(atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN ||
-                         (published & 0xffffu) > BUFFER_BYTES ||
-                         (published >> 16) + 2 > BUFFER_EVENTS, 0)) {
+    if (atomic_load(&state.file) != FILE_OPEN || (published & 0xffffu) > NVS_WRITER_BYTES ||
+        (published >> 16) + 2 > NVS_WRITER_EVENTS) {
         int file = atomic_load(&state.file);
         bool room = file != FILE_REFUSED && file != FILE_STOPPED && make_room(thread);
         if (!room) {
@@ -587,16 +574,16 @@ char *nvs_writer_begin(struct nvs_writer_thread *thread)
             goto drop;
         }
     }
-    if (__builtin_expect(!thread->named, 0)) {
+    if (!thread->named) {
         char name[17] = "";
         thread->named = true;
         prctl(PR_GET_NAME, name, 0, 0, 0);
-        char *at = thread->data + published_bytes(thread);
+        char *at = thread->data + nvs_writer_used(thread);
         nvs_writer_commit(thread, state.encoder->thread_name(at, &thread->ids, name));
         thread->writing = 1;
         atomic_signal_fence(memory_order_seq_cst);
     }
-    return thread->data + published_bytes(thread);
+    return thread->data + nvs_writer_used(thread);
 drop:
     atomic_signal_fence(memory_order_seq_cst);
     thread->writing = 0;
@@ -611,14 +598,13 @@ void nvs_writer_count(enum nvs_writer_loss why, uint64_t events)
 
 void nvs_writer_flush(void)
 {
-    if (atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN)
+    if (atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN ||
+        lock_file(false) != LOCK_TAKEN)
         return;
-    sigset_t saved;
-    lock_file(&saved, false);
     if (!atomic_load(&state.finished))
         for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
             write_pending(thread);
-    unlock_file(&saved);
+    unlock_file();
 }
 
 /* ---- life cycle -------------------------------------------------------------------- */
@@ -637,7 +623,7 @@ void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder
     state.fd = -1;
     encoder->pad(state.padding, sizeof state.padding);
     pthread_key_create(&thread_key, release_thread);
-    atomic_store(&state.file, FILE_PENDING);
+    set_file(FILE_PENDING);
 }
 
 void nvs_writer_note(const char *line)
@@ -687,16 +673,18 @@ static void say_losses(void)
 
 void nvs_writer_finish(void)
 {
-    if (atomic_load(&state.file) == FILE_OFF || atomic_exchange(&state.finished, true))
+    if (atomic_load(&state.file) == FILE_OFF || set_finished(true))
         return;
     int saved_errno = errno;
-    sigset_t saved;
-    if (!lock_file(&saved, true)) {
+    enum lock_result lock = lock_file(true);
+    if (lock == LOCK_TIMED_OUT) {
         SAY("NVTXSHIM_TRACE=", state.path, ": a thread kept the file past the finish; "
             "the file ends at its last whole event");
         errno = saved_errno;
         return;
     }
+    /* LOCK_HELD_HERE: this thread was inside the lock when a handler called
+     * exit or _exit; what it was writing is written again, identically. */
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
         write_pending(thread);
     size_t overlap = state.encoder->tail_overlap, length = strlen(state.encoder->tail);
@@ -707,7 +695,8 @@ void nvs_writer_finish(void)
         state.tail_written = true;
     }
     say_losses();
-    unlock_file(&saved);
+    if (lock == LOCK_TAKEN)
+        unlock_file();
     errno = saved_errno;
 }
 
@@ -716,23 +705,25 @@ void nvs_writer_resume(void)
     if (atomic_load(&state.file) == FILE_OFF || !atomic_load(&state.finished))
         return;
     int saved_errno = errno;
-    sigset_t saved;
-    lock_file(&saved, false);
+    enum lock_result lock = lock_file(false);
     size_t overlap = state.encoder->tail_overlap;
-    if (state.tail_written && atomic_load(&state.file) == FILE_OPEN && descriptor_is_ours()) {
+    if (lock != LOCK_TIMED_OUT && state.tail_written && atomic_load(&state.file) == FILE_OPEN &&
+        descriptor_is_ours()) {
         write_all(state.encoder->tail_undo, overlap, state.end_before_tail - overlap);
         (void)ftruncate(state.fd, (off_t)state.end_before_tail);
         state.file_end = state.end_before_tail;
         state.tail_written = false;
     }
-    atomic_store(&state.finished, false);
-    unlock_file(&saved);
+    set_finished(false);
+    if (lock == LOCK_TAKEN)
+        unlock_file();
     errno = saved_errno;
 }
 
 void nvs_writer_fork_child(void)
 {
-    atomic_store(&state.locked, false);
+    atomic_store(&state.lock_holder, 0);
+    cached_tid = 0;     /* this thread's id is the child's now */
     if (atomic_load(&state.file) == FILE_OFF)
         return;
     struct stat status;
@@ -745,8 +736,8 @@ void nvs_writer_fork_child(void)
     state.file_end = 0;
     state.tail_written = false;
     state.path[0] = '\0';
-    atomic_store(&state.finished, false);
-    atomic_store(&state.file, FILE_PENDING);
+    set_finished(false);
+    set_file(FILE_PENDING);
     for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
         atomic_store(&state.lost[kind], 0);
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next) {

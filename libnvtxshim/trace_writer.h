@@ -14,7 +14,34 @@
 
 #include "trace.h"
 
-struct nvs_writer_thread;
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+
+#define NVS_WRITER_BYTES (8u * 1024u)   /* a thread's whole events before they go to the file */
+#define NVS_WRITER_ROOM (NVS_WRITER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a name and an event past it */
+#define NVS_WRITER_EVENTS 512u
+_Static_assert(NVS_WRITER_ROOM < 65536u, "published packs bytes in 16 bits");
+
+/* A thread's buffer. Its fields are the writer's (trace_writer.c); it is in
+ * this header only so that an event's begin and commit are inlined. */
+struct nvs_writer_thread {
+    struct nvs_writer_thread *next; /* every buffer, for the finish: never removed */
+    _Atomic bool claimed;           /* has an owner thread */
+    volatile sig_atomic_t writing;  /* the owner is between begin and commit */
+    bool named;                     /* its thread-name event is written */
+    _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
+    uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
+    uint32_t flushed_events;
+    struct nvs_trace_thread_ids ids;
+    uint16_t ends[NVS_WRITER_EVENTS];   /* where each published event ends in data */
+    alignas(64) char data[NVS_WRITER_ROOM];
+    alignas(64) unsigned char private[];
+};
+
+extern __thread struct nvs_writer_thread *nvs_writer_current __attribute__((tls_model("initial-exec")));
+/* The file is open and not finished: events go straight into the buffer. */
+extern _Atomic bool nvs_writer_ready;
 
 /* Why an event is not in the file: counted, and said in one line at exit. */
 enum nvs_writer_loss {
@@ -38,16 +65,63 @@ bool nvs_writer_enabled(void);
 
 /* The calling thread's buffer (claimed at its first use); NULL when not
  * recording or out of memory. */
-struct nvs_writer_thread *nvs_writer_thread(void);
-void *nvs_writer_private(struct nvs_writer_thread *thread);
-struct nvs_trace_thread_ids *nvs_writer_ids(struct nvs_writer_thread *thread);
+struct nvs_writer_thread *nvs_writer_claim(void);
+static inline struct nvs_writer_thread *nvs_writer_thread(void)
+{
+    struct nvs_writer_thread *thread = nvs_writer_current;
+    return __builtin_expect(thread != NULL, 1) ? thread : nvs_writer_claim();
+}
+
+static inline void *nvs_writer_private(struct nvs_writer_thread *thread)
+{
+    return thread->private;
+}
+
+static inline struct nvs_trace_thread_ids *nvs_writer_ids(struct nvs_writer_thread *thread)
+{
+    return &thread->ids;
+}
+
+static inline uint32_t nvs_writer_used(const struct nvs_writer_thread *thread)
+{
+    return atomic_load_explicit(&thread->published, memory_order_relaxed) & 0xffffu;
+}
 
 /* Room for one event (NVS_TRACE_EVENT_MAX bytes) in THREAD's buffer, or NULL:
  * recording stopped or finished, or a signal handler interrupted an event of
  * this thread (counted). The caller encodes at the pointer, then commits the
  * end of what it wrote. */
-char *nvs_writer_begin(struct nvs_writer_thread *thread);
-void nvs_writer_commit(struct nvs_writer_thread *thread, char *end);
+char *nvs_writer_begin_slow(struct nvs_writer_thread *thread);
+static inline char *nvs_writer_begin(struct nvs_writer_thread *thread)
+{
+    if (__builtin_expect(thread->writing, 0))
+        return nvs_writer_begin_slow(thread);
+    /* Taken before the buffer is read: a handler that runs from here on sees
+     * it and drops its event, one that ran before has finished its own. */
+    thread->writing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+    if (__builtin_expect(!thread->named || !atomic_load_explicit(&nvs_writer_ready, memory_order_relaxed) ||
+                         (published & 0xffffu) > NVS_WRITER_BYTES ||
+                         (published >> 16) + 2 > NVS_WRITER_EVENTS, 0)) {
+        atomic_signal_fence(memory_order_seq_cst);
+        thread->writing = 0;
+        return nvs_writer_begin_slow(thread);
+    }
+    return thread->data + (published & 0xffffu);
+}
+
+/* Publishes the event that ends at END: a flush or the finish may take it
+ * from now on. */
+static inline void nvs_writer_commit(struct nvs_writer_thread *thread, char *end)
+{
+    uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+    uint32_t events = published >> 16, used = (uint32_t)(end - thread->data);
+    thread->ends[events] = (uint16_t)used;
+    atomic_store_explicit(&thread->published, (events + 1) << 16 | used, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    thread->writing = 0;
+}
 
 void nvs_writer_count(enum nvs_writer_loss why, uint64_t events);
 
