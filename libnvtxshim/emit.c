@@ -183,6 +183,10 @@ void nvs_range_pop(enum nvs_domain domain)
 
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
 {
+    if (direct)
+        return direct->start(domains[attributes->domain], attributes->name.registered,
+                             attributes->name.text, attributes->category, attributes->color,
+                             attributes->has_payload, attributes->payload);
     nvtxEventAttributes_t event;
     fill(&event, attributes);
     return nvtxDomainRangeStartEx(domains[attributes->domain], &event);
@@ -190,6 +194,10 @@ nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
 
 void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
 {
+    if (direct) {
+        direct->end(domains[domain], id);
+        return;
+    }
     nvtxDomainRangeEnd(domains[domain], id);
 }
 

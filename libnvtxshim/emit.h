@@ -86,6 +86,9 @@ struct nvs_emit_direct {
     void (*push)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
                  uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
     void (*pop)(nvtxDomainHandle_t domain);
+    nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
+                           uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
+    void (*end)(nvtxDomainHandle_t domain, nvtxRangeId_t id);
     void (*flush)(void);
 };
 void nvs_emit_set_direct(const struct nvs_emit_direct *tool);

@@ -267,7 +267,7 @@ static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
  * for the pop). */
 static inline struct nvs_trace_event *next_stack_slot(int *level)
 {
-    struct nvs_writer_thread *thread = state.enabled ? nvs_writer_thread() : NULL;
+    struct nvs_writer_thread *thread = nvs_writer_thread();
     if (!thread) {
         *level = -1;
         return NULL;
@@ -299,10 +299,19 @@ static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *at
 static int pop(const struct nvs_trace_domain *domain)
 {
     uint64_t end_ns = now_ns();
-    struct nvs_writer_thread *thread = state.enabled ? nvs_writer_thread() : NULL;
+    struct nvs_writer_thread *thread = nvs_writer_thread();
     if (!thread)
         return -1;
     struct range_stack *stack = stack_of(thread);
+    int top = stack->depth - 1;
+    /* The usual case first: the innermost range is DOMAIN's. */
+    if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH &&
+                         stack->ranges[top].domain == domain, 1)) {
+        WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
+                                                    &stack->ranges[top], end_ns));
+        stack->depth = top;
+        return top;
+    }
     if (stack->depth == 0)
         return -1;
     if (stack->depth > NVS_TRACE_STACK_DEPTH)
@@ -332,7 +341,7 @@ static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, cons
     struct nvs_trace_event *event = next_stack_slot(&level);
     if (!event)
         return;
-    event->domain = domain_of(domain);
+    event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
     event->registered = (struct nvs_trace_string *)name;
     event->category = category;
     event->color = color & 0xffffffu;
@@ -344,7 +353,18 @@ static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, cons
 
 static void direct_pop(nvtxDomainHandle_t domain)
 {
-    pop(domain_of(domain));
+    pop((const struct nvs_trace_domain *)domain);
+}
+
+static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain, nvtxStringHandle_t name,
+                                  const char *text, uint32_t category, uint32_t color,
+                                  bool has_payload, uint64_t payload);
+static void end(nvtxRangeId_t id);
+
+static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
+{
+    (void)domain;
+    end(id);
 }
 
 /* ---- start/end: a table that grows --------------------------------------------- */
@@ -397,24 +417,62 @@ static struct open_range *claim_open_range(uint32_t *index)
     return NULL;
 }
 
-static nvtxRangeId_t start(const struct nvs_trace_event *event)
+/* SLOT, claimed at INDEX and its event filled, opens: its begin goes out. */
+static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct open_range *slot,
+                             uint32_t index)
 {
-    struct nvs_writer_thread *thread = state.enabled ? nvs_writer_thread() : NULL;
-    if (!thread)
-        return 0;
-    uint32_t index;
-    struct open_range *slot = claim_open_range(&index);
-    if (!slot) {
-        nvs_writer_count(NVS_LOSS_NO_MEMORY, 1);
-        return 0;
-    }
     slot->generation++;
     slot->trace_id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
-    copy_event(&slot->event, event);
     slot->extra[0] = '\0';
     WRITE_EVENT(thread, state.encoder->begin(out_, nvs_writer_ids(thread), &slot->event,
                                              slot->trace_id));
     return ((uint64_t)slot->generation << 32) | (index + 1);
+}
+
+/* A slot for a range that starts now on THREAD, or NULL (counted). */
+static struct open_range *starting_slot(struct nvs_writer_thread *thread, uint32_t *index)
+{
+    if (!thread)
+        return NULL;
+    struct open_range *slot = claim_open_range(index);
+    if (!slot)
+        nvs_writer_count(NVS_LOSS_NO_MEMORY, 1);
+    return slot;
+}
+
+static nvtxRangeId_t start(const struct nvs_trace_event *event)
+{
+    struct nvs_writer_thread *thread = nvs_writer_thread();
+    uint32_t index;
+    struct open_range *slot = starting_slot(thread, &index);
+    if (!slot)
+        return 0;
+    copy_event(&slot->event, event);
+    return started(thread, slot, index);
+}
+
+/* The library's own start/end ranges (asynchronous submissions, frames), as
+ * its pushes: straight into the range's slot, without NVTX attributes. */
+static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain, nvtxStringHandle_t name,
+                                  const char *text, uint32_t category, uint32_t color,
+                                  bool has_payload, uint64_t payload)
+{
+    uint64_t start_ns = now_ns();
+    struct nvs_writer_thread *thread = nvs_writer_thread();
+    uint32_t index;
+    struct open_range *slot = starting_slot(thread, &index);
+    if (!slot)
+        return 0;
+    struct nvs_trace_event *event = &slot->event;
+    event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
+    event->registered = (struct nvs_trace_string *)name;
+    event->category = category;
+    event->color = color & 0xffffffu;
+    event->payload_type = has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
+    event->payload = payload;
+    event->text_length = name ? 0 : copy_text(event->text, sizeof event->text, text);
+    event->start_ns = start_ns;
+    return started(thread, slot, index);
 }
 
 /* The slot of ID while it is open, taken for its end; NULL for a stale or
@@ -580,6 +638,8 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 static const struct nvs_emit_direct direct_tool = {
     .push = direct_push,
     .pop = direct_pop,
+    .start = direct_start,
+    .end = direct_end,
     .flush = flush,
 };
 

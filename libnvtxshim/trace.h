@@ -66,7 +66,8 @@ struct nvs_trace_thread_ids {
 };
 
 /* An encoder writes one whole event at OUT (room for NVS_TRACE_EVENT_MAX
- * bytes) and returns its end. Pure: no I/O, no allocation, no lock. */
+ * bytes, and at least 16 written) and returns its end. Pure: no I/O, no
+ * allocation, no lock. */
 struct nvs_trace_encoder {
     const char *name;
     /* The first bytes of a file: the container and the process's name. */

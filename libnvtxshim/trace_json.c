@@ -421,12 +421,38 @@ static char *json_complete(char *out, struct nvs_trace_thread_ids *thread,
     return PUT_LITERAL(out, "}},\n");
 }
 
+/* The cached text of a complete event, made an async half: the phase that
+ * ends the prefix ({"name":..,"ph":"X","ts":) is PHASE instead. */
+static inline char *put_shaped_head(char *out, const struct json_string *shape, char phase)
+{
+    char *end = copy_padded(out, shape->prefix, shape->prefix_length);
+    end[-(int)sizeof "X\",\"ts\":" + 1] = phase;
+    return end;
+}
+
 static char *json_begin(char *out, struct nvs_trace_thread_ids *thread,
                         const struct nvs_trace_event *event, uint64_t id)
 {
+    const struct json_string *shape = shape_of(event);
+    if (shape) {
+        struct json_thread *ids = thread_of(thread);
+        out = put_shaped_head(out, shape, 'b');
+        out = put_timestamp(ids, out, event->start_ns);
+        out = copy_short(out, ids->ids, ids->ids_length);
+        out = PUT_LITERAL(out, ",\"id\":");
+        out = put_u64(out, id);
+        out = copy_padded(out, shape->args, shape->args_length);
+        if (event->payload_type != NVS_PAYLOAD_NONE) {
+            if (out[-1] != '{')
+                *out++ = ',';
+            out = PUT_LITERAL(out, "\"payload\":");
+            out = put_payload(out, event);
+        }
+        return PUT_LITERAL(out, "}},\n");
+    }
     out = put_head(out, event);
     out = PUT_LITERAL(out, "\"b\",\"ts\":");
-    out = put_time(out, event->start_ns);
+    out = put_timestamp(thread_of(thread), out, event->start_ns);
     out = put_ids(out, thread);
     out = PUT_LITERAL(out, ",\"id\":");
     out = put_u64(out, id);
@@ -438,9 +464,14 @@ static char *json_end(char *out, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
                       const char *extra)
 {
-    out = put_head(out, event);
-    out = PUT_LITERAL(out, "\"e\",\"ts\":");
-    out = put_time(out, end_ns);
+    const struct json_string *shape = shape_of(event);
+    if (shape) {
+        out = put_shaped_head(out, shape, 'e');
+    } else {
+        out = put_head(out, event);
+        out = PUT_LITERAL(out, "\"e\",\"ts\":");
+    }
+    out = put_timestamp(thread_of(thread), out, end_ns);
     out = put_ids(out, thread);
     out = PUT_LITERAL(out, ",\"id\":");
     out = put_u64(out, id);
@@ -457,7 +488,7 @@ static char *json_mark(char *out, struct nvs_trace_thread_ids *thread,
 {
     out = put_head(out, event);
     out = PUT_LITERAL(out, "\"i\",\"s\":\"t\",\"ts\":");
-    out = put_time(out, event->start_ns);
+    out = put_timestamp(thread_of(thread), out, event->start_ns);
     out = put_ids(out, thread);
     out = put_args(out, event, NULL, true);
     return PUT_LITERAL(out, "},\n");

@@ -51,6 +51,8 @@
 #define SUFFIX_TRIES 100
 
 _Static_assert(NVS_TRACE_EVENT_MAX < FILE_PAGE, "an event fits in a page of the file");
+/* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
+_Static_assert(2 * (NVS_WRITER_ROOM / FILE_PAGE + 2) <= WRITE_PIECES, "pieces for a whole buffer");
 
 enum file_state { FILE_OFF, FILE_PENDING, FILE_OPEN, FILE_STOPPED, FILE_REFUSED };
 
@@ -390,40 +392,62 @@ static void write_pending(struct nvs_writer_thread *thread)
         return;
     uint32_t first = thread->flushed_events;
     if (atomic_load(&state.file) != FILE_OPEN || !descriptor_is_ours()) {
-        nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first);
+        /* A file never opened was said once; a thread's name is no loss there. */
+        if (atomic_load(&state.file) != FILE_REFUSED)
+            nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first);
         thread->flushed_bytes = used;
         thread->flushed_events = events;
         return;
     }
+    /* Pieces of the buffer, each a run of whole events that fits in what is left
+     * of a page of the file, and blanks up to the page's end before an event
+     * that would cross it. DATA_AT: each piece's offset in the buffer (-1 for
+     * blanks), to tell after a short write which events reached the file. */
     struct iovec pieces[WRITE_PIECES];
-    uint32_t ends_in_write[NVS_WRITER_EVENTS];  /* each event's end, from the write's start */
+    int64_t data_at[WRITE_PIECES];
+    size_t lengths[WRITE_PIECES];
     size_t count = 0;
     uint64_t at = 0;
     uint32_t start = thread->flushed_bytes, event = first;
-    while (start < used && count + 2 <= WRITE_PIECES) {
+    while (start < used) {
         uint32_t room = FILE_PAGE - (uint32_t)((state.file_end + at) % FILE_PAGE);
-        uint32_t end = start;
-        while (event < events && thread->ends[event] - start <= room) {
-            end = thread->ends[event];
-            ends_in_write[event - first] = (uint32_t)(at + (end - start));
-            event++;
+        uint32_t end = used;
+        if (used - start > room) {
+            /* The last event that ends within ROOM: ends[] rises, so bisect. */
+            uint32_t low = event, high = events;
+            while (low < high) {
+                uint32_t middle = (low + high) / 2;
+                if (thread->ends[middle] - start <= room)
+                    low = middle + 1;
+                else
+                    high = middle;
+            }
+            end = low > event ? thread->ends[low - 1] : start;
+            event = low;
+        } else {
+            event = events;
         }
         if (end > start) {
+            data_at[count] = start;
+            lengths[count] = end - start;
             pieces[count++] = (struct iovec){ thread->data + start, end - start };
             at += end - start;
             room -= end - start;
             start = end;
         }
         if (start < used && room > 0) {
+            data_at[count] = -1;
+            lengths[count] = room;
             pieces[count++] = (struct iovec){ state.padding, room };
             at += room;
         }
     }
     uint64_t written = 0;
     int error = 0;
-    for (size_t piece = 0; piece < count;) {
-        ssize_t done = pwritev(state.fd, pieces + piece, (int)(count - piece),
-                               (off_t)(state.file_end + written));
+    struct iovec *next = pieces;
+    size_t left = count;
+    while (left > 0) {
+        ssize_t done = pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written));
         if (done < 0 && errno == EINTR)
             continue;
         if (done <= 0) {
@@ -431,22 +455,33 @@ static void write_pending(struct nvs_writer_thread *thread)
             break;
         }
         written += (uint64_t)done;
-        for (; piece < count && (size_t)done >= pieces[piece].iov_len; piece++)
-            done -= (ssize_t)pieces[piece].iov_len;
-        if (piece < count) {
-            pieces[piece].iov_base = (char *)pieces[piece].iov_base + done;
-            pieces[piece].iov_len -= (size_t)done;
+        for (; left > 0 && (size_t)done >= next->iov_len; next++, left--)
+            done -= (ssize_t)next->iov_len;
+        if (left > 0) {
+            next->iov_base = (char *)next->iov_base + done;
+            next->iov_len -= (size_t)done;
         }
     }
-    if (!error && start >= used) {
+    if (!error) {
         state.file_end += written;
     } else {
         /* The file keeps the whole events that reached it, and ends there. */
-        uint32_t kept = 0, whole = 0;
-        for (uint32_t e = first; e < event && ends_in_write[e - first] <= written; e++) {
-            kept = ends_in_write[e - first];
-            whole++;
+        uint64_t kept = 0, file_at = 0;
+        uint32_t whole = 0, e = first;
+        for (size_t piece = 0; piece < count; piece++) {
+            if (data_at[piece] >= 0) {
+                uint64_t data_start = (uint64_t)data_at[piece];
+                for (; e < events && thread->ends[e] <= data_start + lengths[piece]; e++) {
+                    uint64_t end_in_file = file_at + (thread->ends[e] - data_start);
+                    if (end_in_file > written)
+                        goto counted;
+                    kept = end_in_file;
+                    whole++;
+                }
+            }
+            file_at += lengths[piece];
         }
+counted:
         state.file_end += kept;
         if (kept < written)
             (void)ftruncate(state.fd, (off_t)state.file_end);
@@ -503,11 +538,17 @@ static void reset_thread(struct nvs_writer_thread *thread)
 {
     atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
     thread->flushed_bytes = thread->flushed_events = 0;
-    thread->named = false;
     thread->writing = 0;
     thread->ids.pid = state.pid;
     thread->ids.tid = (uint32_t)current_tid();
     state.encoder->prepare_thread(&thread->ids);
+    /* The thread's name is its first event, there before any other. */
+    char name[17] = "";
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    uint32_t length = (uint32_t)(state.encoder->thread_name(thread->data, &thread->ids, name) -
+                                 thread->data);
+    thread->ends[0] = (uint16_t)length;
+    atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
     /* Only the head: the rest of a block costs memory once it is touched. */
     memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
 }
@@ -552,7 +593,7 @@ struct nvs_writer_thread *nvs_writer_claim(void)
 }
 
 /* Everything nvs_writer_begin does not do inline: a handler that interrupted
- * an event, the file to open, a full buffer, the thread's name. */
+ * an event, the file to open, a full buffer. */
 char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
 {
     if (thread->writing) {
@@ -564,8 +605,7 @@ char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
     if (atomic_load(&state.finished))
         goto drop;
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
-    if (atomic_load(&state.file) != FILE_OPEN || (published & 0xffffu) > NVS_WRITER_BYTES ||
-        (published >> 16) + 2 > NVS_WRITER_EVENTS) {
+    if (atomic_load(&state.file) != FILE_OPEN || (published & 0xffffu) > NVS_WRITER_BYTES) {
         int file = atomic_load(&state.file);
         bool room = file != FILE_REFUSED && file != FILE_STOPPED && make_room(thread);
         if (!room) {
@@ -573,15 +613,6 @@ char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
                 nvs_writer_count(NVS_LOSS_WRITE_FAILED, 1);
             goto drop;
         }
-    }
-    if (!thread->named) {
-        char name[17] = "";
-        thread->named = true;
-        prctl(PR_GET_NAME, name, 0, 0, 0);
-        char *at = thread->data + nvs_writer_used(thread);
-        nvs_writer_commit(thread, state.encoder->thread_name(at, &thread->ids, name));
-        thread->writing = 1;
-        atomic_signal_fence(memory_order_seq_cst);
     }
     return thread->data + nvs_writer_used(thread);
 drop:
@@ -743,7 +774,6 @@ void nvs_writer_fork_child(void)
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next) {
         atomic_store(&thread->published, 0);
         thread->flushed_bytes = thread->flushed_events = 0;
-        thread->named = false;
         thread->writing = 0;
         atomic_store(&thread->claimed, thread == my_thread);
     }

@@ -20,7 +20,8 @@
 
 #define NVS_WRITER_BYTES (8u * 1024u)   /* a thread's whole events before they go to the file */
 #define NVS_WRITER_ROOM (NVS_WRITER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a name and an event past it */
-#define NVS_WRITER_EVENTS 512u
+/* Every encoded event is at least 16 bytes, so a buffer's bytes bound its events. */
+#define NVS_WRITER_EVENTS (NVS_WRITER_ROOM / 16u)
 _Static_assert(NVS_WRITER_ROOM < 65536u, "published packs bytes in 16 bits");
 
 /* A thread's buffer. Its fields are the writer's (trace_writer.c); it is in
@@ -29,7 +30,6 @@ struct nvs_writer_thread {
     struct nvs_writer_thread *next; /* every buffer, for the finish: never removed */
     _Atomic bool claimed;           /* has an owner thread */
     volatile sig_atomic_t writing;  /* the owner is between begin and commit */
-    bool named;                     /* its thread-name event is written */
     _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
     uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
     uint32_t flushed_events;
@@ -101,9 +101,8 @@ static inline char *nvs_writer_begin(struct nvs_writer_thread *thread)
     thread->writing = 1;
     atomic_signal_fence(memory_order_seq_cst);
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
-    if (__builtin_expect(!thread->named || !atomic_load_explicit(&nvs_writer_ready, memory_order_relaxed) ||
-                         (published & 0xffffu) > NVS_WRITER_BYTES ||
-                         (published >> 16) + 2 > NVS_WRITER_EVENTS, 0)) {
+    if (__builtin_expect(!atomic_load_explicit(&nvs_writer_ready, memory_order_relaxed) ||
+                         (published & 0xffffu) > NVS_WRITER_BYTES, 0)) {
         atomic_signal_fence(memory_order_seq_cst);
         thread->writing = 0;
         return nvs_writer_begin_slow(thread);

@@ -86,6 +86,31 @@ static void test_complete_registered_name_is_the_same_text(void)
                "\"dur\":0.005,\"pid\":42,\"tid\":43,\"args\":{\"category\":\"events\",\"payload\":7}},\n");
 }
 
+static void test_async_pair_of_a_registered_name(void)
+{
+    static struct nvs_trace_string string;
+    const char *text = "libusb_submit_transfer ep=0x81 BULK IN 9216B";
+    string.length = (uint32_t)strlen(text);
+    memcpy(string.text, text, string.length + 1);
+    nvs_trace_json.prepare_string(&string);
+    struct nvs_trace_event event = { .start_ns = 5000000000ull, .domain = &usb,
+                                     .registered = &string, .category = 1,
+                                     .payload_type = NVS_PAYLOAD_U64, .payload = 9216 };
+    /* The first makes the cached text, the others copy it with their phase. */
+    check_text("complete, to make the shape", out,
+               nvs_trace_json.complete(out, &thread, &event, 5000000100ull),
+               "{\"name\":\"libusb_submit_transfer ep=0x81 BULK IN 9216B\",\"cat\":\"usb\","
+               "\"ph\":\"X\",\"ts\":5000000.000,\"dur\":0.100,\"pid\":42,\"tid\":43,"
+               "\"args\":{\"category\":1,\"payload\":9216}},\n");
+    check_text("begin, registered", out, nvs_trace_json.begin(out, &thread, &event, 77),
+               "{\"name\":\"libusb_submit_transfer ep=0x81 BULK IN 9216B\",\"cat\":\"usb\","
+               "\"ph\":\"b\",\"ts\":5000000.000,\"pid\":42,\"tid\":43,\"id\":77,"
+               "\"args\":{\"category\":1,\"payload\":9216}},\n");
+    check_text("end, registered", out, nvs_trace_json.end(out, &thread, &event, 77, 5000002000ull, NULL),
+               "{\"name\":\"libusb_submit_transfer ep=0x81 BULK IN 9216B\",\"cat\":\"usb\","
+               "\"ph\":\"e\",\"ts\":5000002.000,\"pid\":42,\"tid\":43,\"id\":77},\n");
+}
+
 static void test_async_pair(void)
 {
     struct nvs_trace_event event = event_named("frame 7", &usb);
@@ -161,6 +186,7 @@ int main(void)
     test_complete_inline_name();
     test_complete_registered_name_is_the_same_text();
     test_async_pair();
+    test_async_pair_of_a_registered_name();
     test_mark_keeps_its_colour_and_payload_kinds();
     test_control_characters_and_long_names();
     test_tail();
