@@ -12,6 +12,8 @@ for what each row and column means. Knobs (environment):
   BENCH_HARNESS_RUNS=7   harness runs per configuration (interleaved)
   BENCH_HARNESS_FRAMES=600
   BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts
+  BENCH_BASELINE=        another build's libnvtxshim.so: its recording cost is measured in the
+                         same run, interleaved with this build's, as the row "baseline build"
   BENCH_TIMEOUT=300      seconds one nsys run may take before it is ended (and retried once)
   NSYS=nsys              the nsys to use
   BENCH_STRICT=1         exit with status 1 when a target is not met (the table is printed either way)
@@ -78,6 +80,7 @@ class Settings:
         self.timeout = env_int("BENCH_TIMEOUT", 300, 300)
         self.nsys = shutil.which(os.environ.get("NSYS", "nsys"))
         self.shim = os.path.join(self.build, "libnvtxshim.so")
+        self.baseline = os.environ.get("BENCH_BASELINE") or None
         self.calls = os.path.join(self.build, "bench", "calls")
         self.null_tool = os.path.join(self.build, "bench", "libnull_tool.so")
         self.starts = os.path.join(self.build, "bench", "starts")
@@ -259,8 +262,10 @@ def measure_calls(s, env, results):
         # The plain program makes no NVTX call: the recorder is never loaded.
         add("trace", "plain", run(calls_command(s, "plain", kinds, s.n_traced, s.repeats),
                                   dict(recording, NVTX_INJECTION64_PATH=s.shim)))
-        for row, mode, extra in (("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}),
-                                 ("shim", "plain", {"LD_PRELOAD": s.shim})):
+        rows = [("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}), ("shim", "plain", {"LD_PRELOAD": s.shim})]
+        if s.baseline:
+            rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}))
+        for row, mode, extra in rows:
             if os.path.exists(trace):
                 os.unlink(trace)
             add("trace", row, run(calls_command(s, mode, kinds, s.n_traced, s.repeats),
@@ -344,10 +349,12 @@ def measure_instructions(s, env, results):
     for column, n, extra in (("none", s.n_callgrind, {}),
                              ("null", s.n_callgrind, {"NVTX_INJECTION64_PATH": s.null_tool}),
                              ("trace", s.n_callgrind_traced, {"NVTXSHIM_TRACE": trace})):
-        for row, mode, row_env in (("plain", "plain", {}),
-                                   ("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}
-                                    if "NVTXSHIM_TRACE" in extra else {}),
-                                   ("shim", "plain", {"LD_PRELOAD": s.shim})):
+        rows = [("plain", "plain", {}),
+                ("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim} if "NVTXSHIM_TRACE" in extra else {}),
+                ("shim", "plain", {"LD_PRELOAD": s.shim})]
+        if s.baseline and column == "trace":
+            rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}))
+        for row, mode, row_env in rows:
             for kind in kinds:
                 out = os.path.join(directory, "%s-%s-%s.out" % (column, row, kind))
                 per_call = callgrind_run(s, dict(env, **extra, **row_env), mode, kind, n, out)
@@ -633,6 +640,17 @@ def targets(results):
         lines.append(("harness: shim, no tool >= 98% of untraced fps", "harness_physical",
                       "%.1f%% (paired runs)" % (ratio * 100),
                       "met" if ratio >= 0.98 else "NOT MET (%.1f points short)" % ((0.98 - ratio) * 100)))
+    for kind, call, _ in KINDS:
+        shim, base = added("trace", "shim", kind), added("trace", "baseline", kind)
+        if shim is not None and base is not None:
+            lines.append(("recording: no more than the baseline build", call,
+                          "+%s vs +%s ns" % (fmt_ns(shim), fmt_ns(base)),
+                          verdict(shim <= base, shim - base, "ns")))
+        shim_ir, base_ir = added_ir("trace", "shim", kind), added_ir("trace", "baseline", kind)
+        if shim_ir is not None and base_ir is not None:
+            lines.append(("recording: instructions <= the baseline build", call,
+                          "+%.0f vs +%.0f" % (shim_ir, base_ir),
+                          verdict(shim_ir <= base_ir, shim_ir - base_ir, "instr")))
     starts = results.get("starts", {})
     if starts.get("shim") and starts.get("empty"):
         ratio = starts["shim"]["over_empty"]["median"]
@@ -663,8 +681,9 @@ def table(results, s):
     w("%-28s %-18s" % ("", "") + " %-19s" % "ns [min-max]" * len(COLUMNS) + " | " +
       " ".join("%9s" % dict(COLUMNS)[c][:9] for c in INSTRUCTION_COLUMNS))
     w("-" * (len(head) + 10))
+    rows = ROWS + ([("baseline", "baseline build")] if s.baseline else [])
     for kind, call, ranges in KINDS:
-        for index, (row, label) in enumerate(ROWS):
+        for index, (row, label) in enumerate(rows):
             cells = [fmt_cell(results["ns"].get(c, {}).get(row, {}).get(kind)) for c, _ in COLUMNS]
             ir = [results["instructions"].get(c, {}).get(row, {}).get(kind) for c in INSTRUCTION_COLUMNS]
             name = call if index == 0 else (

@@ -21,6 +21,7 @@
 #include "capture.h"
 #include "spin.h"
 
+#include <errno.h>
 #include <cuda.h>
 #include <inttypes.h>
 #include <signal.h>

@@ -416,9 +416,13 @@ static const struct {
     [V_HELP] = { PREFIX "HELP", "0, 1", "no help is printed" },
 };
 
-static void set_defaults(struct nvs_config *config)
+/* ZEROED: CONFIG is all zero already (the process's, in zero-filled memory):
+ * its paths are left untouched, which in a process that sets no variable
+ * spares the library two pages of memory at load. */
+static void set_defaults(struct nvs_config *config, bool zeroed)
 {
-    memset(config, 0, sizeof *config);
+    if (!zeroed)
+        memset(config, 0, sizeof *config);
     config->hooks = NVS_HOOKS_ALL;
     config->frame = NVS_FRAME_OFF;
     config->frame_endpoint = -1;
@@ -556,13 +560,13 @@ static void report_unknown(struct report *report, const char *entry)
                 "_HELP); ignored", shown(name_shown, entry, name_length));
 }
 
-int nvs_config_parse(struct nvs_config *config, char *const *envp,
-                     nvs_config_report_fn report_fn, void *context)
+NVS_ONCE static int parse(struct nvs_config *config, bool zeroed, char *const *envp,
+                 nvs_config_report_fn report_fn, void *context)
 {
     struct report report = { report_fn, context, 0 };
     const char *values[V_COUNT] = { 0 };
 
-    set_defaults(config);
+    set_defaults(config, zeroed);
     for (char *const *entry = envp; entry && *entry; entry++) {
         if (strncmp(*entry, PREFIX, sizeof PREFIX - 1))
             continue;
@@ -609,11 +613,17 @@ int nvs_config_parse(struct nvs_config *config, char *const *envp,
     return report.errors;
 }
 
+NVS_ONCE int nvs_config_parse(struct nvs_config *config, char *const *envp,
+                              nvs_config_report_fn report_fn, void *context)
+{
+    return parse(config, false, envp, report_fn, context);
+}
+
 static struct nvs_config process_config;
 static char process_messages[4096];
 /* 0: not read, 1: being read, 2: read. Not pthread_once: that wakes waiters
  * with a futex call even when there are none, in every process at load. */
-static _Atomic int process_state;
+static _Atomic int process_state NVS_ONCE_DATA;
 
 static void collect_message(const char *line, void *context)
 {
@@ -624,18 +634,18 @@ static void collect_message(const char *line, void *context)
         memcpy(process_messages + used, line, length + 1);
 }
 
-static void parse_process_config(void)
+NVS_ONCE static void parse_process_config(void)
 {
     /* Secure execution (set-user-ID, set-group-ID or file capabilities): the
      * environment is the caller's, not the program's owner's. No NVTXSHIM_*
      * variable is read, nothing is traced, and no file is written. */
     if (getauxval(AT_SECURE)) {
         char *const nothing[] = { NULL };
-        nvs_config_parse(&process_config, nothing, NULL, NULL);
+        parse(&process_config, true, nothing, NULL, NULL);
         process_config.hooks = 0;
         return;
     }
-    nvs_config_parse(&process_config, environ, collect_message, NULL);
+    parse(&process_config, true, environ, collect_message, NULL);
     /* A relative trace path names a file in the directory the process started
      * in, not wherever it has moved to when the first event comes. */
     char *path = process_config.trace_path;

@@ -5,6 +5,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Code that runs once, at load or at exit, in every process that inherits
+ * LD_PRELOAD: kept together (GCC's cold section), so that a process which
+ * never uses a hooked library faults in as few pages of the library as can be. */
+#define NVS_ONCE __attribute__((cold))
+/* ... and the few variables that code reads or writes, kept on one page. */
+#define NVS_ONCE_DATA __attribute__((section("nvs_once_data")))
+
 enum nvs_hook_set {
     NVS_HOOKS_USB  = 1u << 0,
     NVS_HOOKS_X11  = 1u << 1,
@@ -57,7 +64,6 @@ struct nvs_config {
     char capture_message[NVS_NAME_MAX];
     char capture_domain[NVS_NAME_MAX];
 
-    char trace_path[NVS_PATH_MAX];      /* as given, with %p unexpanded; "" = off */
     bool kernel;
     uint64_t kernel_min_interval_ns;    /* on:THRESHOLD: off-CPU intervals kept as ranges */
     enum nvs_log_level log;
@@ -65,6 +71,8 @@ struct nvs_config {
 
     /* Not ours: the X display a bare XCB connection most likely uses. */
     char display[NVS_NAME_MAX];
+    /* The paths last: set only when given, so that the defaults are one page. */
+    char trace_path[NVS_PATH_MAX];      /* as given, with %p unexpanded; "" = off */
     /* Not ours, but decides whether the recorder may attach: another NVTX tool. */
     char nvtx_injection_path[NVS_PATH_MAX];
 };

@@ -1,6 +1,9 @@
 /* NVTX emission. NVTX itself is header-only here: this module's NVTX instance
  * loads whatever tool NVTX_INJECTION64_PATH names (nsys, or this library's own
  * recorder) on first use, and is all no-ops when there is none. */
+/* The one file with NVTX's implementation (the build sets NVTX_NO_IMPL for the
+ * others, which only need its types). */
+#undef NVTX_NO_IMPL
 #include "emit.h"
 
 #include <errno.h>

@@ -19,15 +19,15 @@
 #include "resolve.h"
 
 __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
-_Atomic unsigned nvs_traced_groups_state;
+_Atomic unsigned nvs_traced_groups_state NVS_ONCE_DATA;
 
-static atomic_bool messages_printed;
+static atomic_bool messages_printed NVS_ONCE_DATA;
 
 /* Another copy of the library came first (two paths in LD_PRELOAD, an
  * installed copy and a build's): this one stays out of the way. Its wrappers
  * pass every call straight through - the first copy's reach them through
  * RTLD_NEXT - so each call is traced once. */
-static bool inert;
+static bool inert NVS_ONCE_DATA;
 static char first_copy[NVS_PATH_MAX];
 
 /* Bad variables and notices, printed once per process: at load where a hooked
@@ -94,7 +94,7 @@ static int hook_enabled(enum nvs_hook_id id)
  * tables name them, grouped, so only a change of library asks again). Asked
  * of the loaded objects' list in memory: dlopen(RTLD_NOLOAD) would search the
  * file system for each, in every process that inherits LD_PRELOAD. */
-static bool any_hooked_library_loaded(void)
+NVS_ONCE static bool any_hooked_library_loaded(void)
 {
     const char *asked = "";
     for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
@@ -110,7 +110,7 @@ static bool any_hooked_library_loaded(void)
 
 /* With NVTXSHIM_TRACE and no other NVTX tool, this library becomes the tool:
  * every NVTX instance in the process finds it through NVTX_INJECTION64_PATH. */
-static void setup_recorder(const struct nvs_config *config)
+NVS_ONCE static void setup_recorder(const struct nvs_config *config)
 {
     Dl_info self;
     if (!config->trace_path[0] || !dladdr((void *)setup_recorder, &self) || !self.dli_fname)
@@ -143,7 +143,7 @@ static void setup_recorder(const struct nvs_config *config)
 
 /* The process whose image this is: a vfork child shares our memory until it
  * execs or _exits, and must not end the parent's frame or trace. */
-static pid_t image_pid;
+static pid_t image_pid NVS_ONCE_DATA;
 
 bool nvs_owns_image(void)
 {
@@ -152,7 +152,7 @@ bool nvs_owns_image(void)
 
 /* What exit does before the trace is completed, for exec and _exit too: the
  * open frame ends (and with it a capture window that holds it). */
-void nvs_end_frames(void)
+NVS_ONCE void nvs_end_frames(void)
 {
     if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
         nvs_frames_finish();

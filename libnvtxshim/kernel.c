@@ -27,7 +27,7 @@
 #include "log.h"
 #include "record.h"
 
-bool nvs_kernel_running;
+bool nvs_kernel_running NVS_ONCE_DATA;
 
 #ifndef NVS_KERNEL_PROBE
 
@@ -301,7 +301,7 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     errno = saved_errno;
 }
 
-void nvs_kernel_finish(void)
+NVS_ONCE void nvs_kernel_finish(void)
 {
     if (!nvs_kernel_running)
         return;

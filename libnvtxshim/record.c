@@ -25,6 +25,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "config.h"
 #include "emit.h"
 #include "trace.h"
 #include "trace_writer.h"
@@ -50,8 +51,10 @@ struct open_range {
 
 enum { OPEN_FREE, OPEN_USED, OPEN_ENDING };
 
+/* Whether this library is the process's NVTX tool, read at exit. */
+static bool enabled NVS_ONCE_DATA;
+
 static struct {
-    bool enabled;
     pid_t pid;
     const struct nvs_trace_encoder *encoder;
     pthread_mutex_t lock;           /* domains and category names: set-up calls, not events */
@@ -512,7 +515,7 @@ static void end(nvtxRangeId_t id)
 void nvs_record_range_args(uint64_t id, const char *members)
 {
     uint32_t index = (uint32_t)id - 1;
-    if (!state.enabled || id == 0 || index >= atomic_load(&state.open_capacity))
+    if (!enabled || id == 0 || index >= atomic_load(&state.open_capacity))
         return;
     struct open_range *slot = open_slot(index);
     if (slot && atomic_load(&slot->state) == OPEN_USED && slot->generation == (uint32_t)(id >> 32))
@@ -522,7 +525,7 @@ void nvs_record_range_args(uint64_t id, const char *members)
 void nvs_record_interval(const char *domain_name, const char *name, uint32_t tid,
                          uint64_t start_ns, uint64_t end_ns, const char *members)
 {
-    struct nvs_writer_thread *thread = state.enabled ? nvs_writer_thread() : NULL;
+    struct nvs_writer_thread *thread = enabled ? nvs_writer_thread() : NULL;
     struct nvs_trace_domain *domain = thread ? create_domain(domain_name) : NULL;
     if (!domain)
         return;
@@ -558,7 +561,7 @@ static void NVTX_API category_w(uint32_t c, const wchar_t *n) { char t[NVS_TRACE
 
 static void NVTX_API name_thread_a(uint32_t tid, const char *name)
 {
-    struct nvs_writer_thread *thread = state.enabled ? nvs_writer_thread() : NULL;
+    struct nvs_writer_thread *thread = enabled ? nvs_writer_thread() : NULL;
     if (!thread)
         return;
     struct nvs_trace_thread_ids ids = { .pid = state.pid, .tid = tid };
@@ -592,7 +595,7 @@ static void attach(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunc
 __attribute__((visibility("default")))
 int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 {
-    if (!state.enabled || !get_export_table)
+    if (!enabled || !get_export_table)
         return 0;
     const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
     if (!callbacks || !callbacks->GetModuleFunctionTable)
@@ -651,7 +654,7 @@ void nvs_record_enable(const char *path_template)
     state.encoder->prepare_domain(&default_domain);
     nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack));
     nvs_emit_set_direct(&direct_tool);
-    state.enabled = true;
+    enabled = true;
 }
 
 void nvs_record_note(const char *line)
@@ -661,23 +664,23 @@ void nvs_record_note(const char *line)
 
 bool nvs_record_enabled(void)
 {
-    return state.enabled;
+    return enabled;
 }
 
-bool nvs_record_owns_process(void)
+NVS_ONCE bool nvs_record_owns_process(void)
 {
-    return state.enabled && getpid() == state.pid;
+    return enabled && getpid() == state.pid;
 }
 
 void nvs_record_finish(void)
 {
-    if (state.enabled)
+    if (enabled)
         nvs_writer_finish();
 }
 
 void nvs_record_resume(void)
 {
-    if (state.enabled)
+    if (enabled)
         nvs_writer_resume();
 }
 
@@ -686,7 +689,7 @@ void nvs_record_resume(void)
 void nvs_record_fork_child(void)
 {
     pthread_mutex_init(&state.lock, NULL);
-    if (!state.enabled)
+    if (!enabled)
         return;
     state.pid = getpid();
     nvs_writer_fork_child();
@@ -703,7 +706,7 @@ void nvs_record_fork_child(void)
  * without them), and no domain is half made. */
 void nvs_record_fork_prepare(void)
 {
-    if (state.enabled)
+    if (enabled)
         nvs_writer_flush();
     pthread_mutex_lock(&state.lock);
 }

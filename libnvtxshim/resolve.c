@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 
 typedef void *(*dlsym_fn)(void *, const char *);
@@ -26,7 +27,7 @@ _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
 
 static _Atomic(dlsym_fn) real_dlsym;
 static _Atomic(dlvsym_fn) real_dlvsym;
-static _Atomic(nvs_hook_enabled_fn) hook_filter;
+static _Atomic(nvs_hook_enabled_fn) hook_filter NVS_ONCE_DATA;
 
 /* Sanitizer runtimes (ASan, TSan) resolve their interceptors with
  * dlsym(RTLD_NEXT) while they start, and that dlsym is ours: until the real one
@@ -165,7 +166,7 @@ static void *find_libc_function(const char *name)
     return NULL;
 }
 
-bool nvs_resolve_earlier_copy(char *path, size_t size)
+NVS_ONCE bool nvs_resolve_earlier_copy(char *path, size_t size)
 {
     Dl_info self;
     struct link_map *map = NULL;
@@ -211,7 +212,7 @@ static dlvsym_fn get_real_dlvsym(void)
     return real;
 }
 
-void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
+NVS_ONCE void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
 {
     atomic_store(&hook_filter, enabled);
 }
@@ -230,7 +231,7 @@ struct loaded_library {
     char path[4096];
 };
 
-static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
+NVS_ONCE static int find_loaded(struct dl_phdr_info *info, size_t size, void *data)
 {
     struct loaded_library *loaded = data;
     (void)size;
@@ -272,7 +273,7 @@ static void *find_real(const char *library, const char *name)
     return real;
 }
 
-bool nvs_library_loaded(const char *prefix)
+NVS_ONCE bool nvs_library_loaded(const char *prefix)
 {
     struct loaded_library loaded = { prefix, "" };
     dl_iterate_phdr(find_loaded, &loaded);
