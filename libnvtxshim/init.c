@@ -180,7 +180,11 @@ static void nvs_load(void)
     if (!inert)
         setup_recorder(config);
     nvs_resolve_set_filter(hook_enabled);
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    /* What a fork resets - the trace file, frames, the capture, the probe,
+     * whose image this is - exists only when one of them is asked for. */
+    if (!inert && (config->trace_path[0] || config->frame != NVS_FRAME_OFF ||
+                   config->capture != NVS_CAPTURE_OFF || config->kernel))
+        pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (any_hooked_library_loaded())
         print_messages();
 }
