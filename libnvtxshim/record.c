@@ -335,6 +335,20 @@ static int pop(const struct nvs_trace_domain *domain)
     return -1;
 }
 
+/* EVENT as the library's own call describes it (its direct push and start). */
+static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_t domain,
+                                nvtxStringHandle_t name, const char *text, uint32_t category,
+                                uint32_t color, bool has_payload, uint64_t payload)
+{
+    event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
+    event->registered = (struct nvs_trace_string *)name;
+    event->category = category;
+    event->color = color & 0xffffffu;
+    event->payload_type = has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
+    event->payload = payload;
+    event->text_length = name ? 0 : copy_text(event->text, sizeof event->text, text);
+}
+
 /* The library's own ranges when this recorder is its NVTX tool: straight
  * here, without building NVTX attributes for NVTX to hand over. */
 static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
@@ -344,13 +358,7 @@ static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, cons
     struct nvs_trace_event *event = next_stack_slot(&level);
     if (!event)
         return;
-    event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
-    event->registered = (struct nvs_trace_string *)name;
-    event->category = category;
-    event->color = color & 0xffffffu;
-    event->payload_type = has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
-    event->payload = payload;
-    event->text_length = name ? 0 : copy_text(event->text, sizeof event->text, text);
+    describe_own(event, domain, name, text, category, color, has_payload, payload);
     event->start_ns = now_ns();
 }
 
@@ -359,16 +367,6 @@ static void direct_pop(nvtxDomainHandle_t domain)
     pop((const struct nvs_trace_domain *)domain);
 }
 
-static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain, nvtxStringHandle_t name,
-                                  const char *text, uint32_t category, uint32_t color,
-                                  bool has_payload, uint64_t payload);
-static void end(nvtxRangeId_t id);
-
-static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
-{
-    (void)domain;
-    end(id);
-}
 
 /* ---- start/end: a table that grows --------------------------------------------- */
 
@@ -467,13 +465,7 @@ static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain, nvtxStringHandle_t 
     if (!slot)
         return 0;
     struct nvs_trace_event *event = &slot->event;
-    event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
-    event->registered = (struct nvs_trace_string *)name;
-    event->category = category;
-    event->color = color & 0xffffffu;
-    event->payload_type = has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
-    event->payload = payload;
-    event->text_length = name ? 0 : copy_text(event->text, sizeof event->text, text);
+    describe_own(event, domain, name, text, category, color, has_payload, payload);
     event->start_ns = start_ns;
     return started(thread, slot, index);
 }
@@ -510,6 +502,12 @@ static void end(nvtxRangeId_t id)
         WRITE_EVENT(thread, state.encoder->end(out_, nvs_writer_ids(thread), &slot->event,
                                                slot->trace_id, end_ns, slot->extra));
     free_slot(slot);
+}
+
+static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
+{
+    (void)domain;
+    end(id);
 }
 
 void nvs_record_range_args(uint64_t id, const char *members)
