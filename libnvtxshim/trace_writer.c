@@ -486,8 +486,11 @@ counted:
         if (kept < written)
             (void)ftruncate(state.fd, (off_t)state.file_end);
         nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
+        char lost[24];
+        nvs_log_number(lost, events - first - whole);
         SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", reason(error ? error : ENOSPC),
-            "); recording stopped, the file ends at its last whole event");
+            "): ", lost, " events of this thread not written; recording stopped, the file ends "
+            "at its last whole event (later events are counted at exit)");
         stop();
     }
     thread->flushed_bytes = used;
