@@ -115,17 +115,10 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
     Dl_info self;
     if (!config->trace_path[0] || !dladdr((void *)setup_recorder, &self) || !self.dli_fname)
         return;
-    if (config->nvtx_injection_path[0] && access(config->nvtx_injection_path, F_OK) != 0) {
-        /* A stale setting (a tool uninstalled, a path from another machine): NVTX
-         * cannot load it, so the recorder takes its place. */
-        char note[2 * NVS_PATH_MAX + 128];
-        snprintf(note, sizeof note, "NVTX_INJECTION64_PATH=%s names no file: NVTXSHIM_TRACE=%s "
-                 "records instead", config->nvtx_injection_path, config->trace_path);
-        setenv("NVTX_INJECTION64_PATH", self.dli_fname, 1);
-        nvs_record_enable(config->trace_path);
-        nvs_record_note(note);
-        return;
-    } else if (config->nvtx_injection_path[0]) {
+    /* A stale setting (a tool uninstalled, a path from another machine) names
+     * no file: NVTX cannot load it, so the recorder takes its place. */
+    bool stale = config->nvtx_injection_path[0] && access(config->nvtx_injection_path, F_OK) != 0;
+    if (config->nvtx_injection_path[0] && !stale) {
         Dl_info other;
         void *handle = dlopen(config->nvtx_injection_path, RTLD_LAZY | RTLD_NOLOAD);
         bool ours = handle && dlsym(handle, "InitializeInjectionNvtx2") &&
@@ -139,6 +132,12 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
         setenv("NVTX_INJECTION64_PATH", self.dli_fname, 1);
     }
     nvs_record_enable(config->trace_path);
+    if (stale) {
+        char note[2 * NVS_PATH_MAX + 128];
+        snprintf(note, sizeof note, "NVTX_INJECTION64_PATH=%s names no file: NVTXSHIM_TRACE=%s "
+                 "records instead", config->nvtx_injection_path, config->trace_path);
+        nvs_record_note(note);
+    }
 }
 
 /* The process whose image this is: a vfork child shares our memory until it

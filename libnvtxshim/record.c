@@ -319,17 +319,15 @@ static int pop(const struct nvs_trace_domain *domain)
         return -1;
     if (stack->depth > NVS_TRACE_STACK_DEPTH)
         return --stack->depth;          /* deeper than we keep: counted at its push */
-    for (int i = stack->depth - 1; i >= 0; i--) {
+    /* DOMAIN's innermost range lies under others still open (another domain's):
+     * as a complete event it would cross them, so it goes out as a pair. */
+    for (int i = stack->depth - 2; i >= 0; i--) {
         struct nvs_trace_event *event = &stack->ranges[i];
         if (event->domain != domain)
             continue;
-        if (i == stack->depth - 1)
-            WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread), event, end_ns));
-        else
-            write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
-        if (i < stack->depth - 1)
-            memmove(&stack->ranges[i], &stack->ranges[i + 1],
-                    (size_t)(stack->depth - 1 - i) * sizeof stack->ranges[0]);
+        write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
+        memmove(&stack->ranges[i], &stack->ranges[i + 1],
+                (size_t)(stack->depth - 1 - i) * sizeof stack->ranges[0]);
         return --stack->depth;
     }
     return -1;

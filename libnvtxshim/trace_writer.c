@@ -173,6 +173,22 @@ static const char *kind_of(mode_t mode)
     return "not a regular file";
 }
 
+/* PATH with SUFFIX before its extension: NAME.EXT -> NAME.SUFFIX.EXT. */
+static void with_suffix(char *out, size_t size, const char *path, const char *suffix)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    size_t length = strlen(path);
+    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : length;
+    if (length + strlen(suffix) + 2 >= size) {
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, path, stem);
+    out[stem] = '.';
+    memcpy(out + stem + 1, suffix, strlen(suffix));
+    memcpy(out + stem + 1 + strlen(suffix), path + stem, length - stem + 1);
+}
+
 /* %p -> pid, %% -> %; a forked child without %p writes NAME.PID.EXT. */
 static void expand_path(char *out, size_t size, const char *template, pid_t pid, bool child)
 {
@@ -194,40 +210,22 @@ static void expand_path(char *out, size_t size, const char *template, pid_t pid,
         }
     }
     out[used] = '\0';
-    if (child && !had_pid) {
-        char pid_text[24];
-        size_t length = strlen(out);
-        nvs_log_number(pid_text, (unsigned long long)pid);
-        if (length + strlen(pid_text) + 2 < size) {
-            char copy[NVS_PATH_MAX];
-            memcpy(copy, out, length + 1);
-            const char *slash = strrchr(copy, '/'), *dot = strrchr(copy, '.');
-            size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - copy) : length;
-            memcpy(out, copy, stem);
-            out[stem] = '.';
-            memcpy(out + stem + 1, pid_text, strlen(pid_text));
-            memcpy(out + stem + 1 + strlen(pid_text), copy + stem, length - stem + 1);
-        }
+    if (child && !had_pid && used < NVS_PATH_MAX) {
+        char expanded[NVS_PATH_MAX];
+        memcpy(expanded, out, used + 1);
+        with_suffix(out, size, expanded, nvs_log_number(number, (unsigned long long)pid));
+        if (!out[0])            /* no room for the suffix: the path as it was */
+            memcpy(out, expanded, used + 1);
     }
-}
-
-/* PATH with SUFFIX before its extension: NAME.EXT -> NAME.SUFFIX.EXT. */
-static void with_suffix(char *out, size_t size, const char *path, const char *suffix)
-{
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    size_t length = strlen(path);
-    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : length;
-    if (length + strlen(suffix) + 2 >= size) {
-        out[0] = '\0';
-        return;
-    }
-    memcpy(out, path, stem);
-    out[stem] = '.';
-    memcpy(out + stem + 1, suffix, strlen(suffix));
-    memcpy(out + stem + 1 + strlen(suffix), path + stem, length - stem + 1);
 }
 
 enum candidate { CANDIDATE_OPEN, CANDIDATE_IN_USE, CANDIDATE_REFUSED };
+
+static enum candidate refuse_kind(const char *path, mode_t mode)
+{
+    SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(mode), "); no trace is recorded");
+    return CANDIDATE_REFUSED;
+}
 
 /* Opens PATH for writing without disturbing anything that is not ours to
  * write: what is there and is not a regular file is never opened (opening a
@@ -237,9 +235,7 @@ static enum candidate open_candidate(const char *path, int *fd_out, struct stat 
 {
     if (lstat(path, status) == 0 && !S_ISREG(status->st_mode) && !S_ISLNK(status->st_mode) &&
         !is_dev_null(status)) {
-        SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(status->st_mode),
-            "); no trace is recorded");
-        return CANDIDATE_REFUSED;
+        return refuse_kind(path, status->st_mode);
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0) {
@@ -248,10 +244,8 @@ static enum candidate open_candidate(const char *path, int *fd_out, struct stat 
         return CANDIDATE_REFUSED;
     }
     if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || is_dev_null(status))) {
-        SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(status->st_mode),
-            "); no trace is recorded");
         close(fd);
-        return CANDIDATE_REFUSED;
+        return refuse_kind(path, status->st_mode);
     }
     if (S_ISREG(status->st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int error = errno;
