@@ -16,6 +16,11 @@ def test_records_the_programs_own_nvtx(tmp_path):
     registered = by_name['registered "quoted" step']
     assert registered["cat"] == "app" and registered["args"]["payload"] == 4096
     assert "crosses threads" in by_name
+    # app's range was popped while default's, pushed after it, was open: as a complete event it
+    # would cross that one (load_trace checks that none does), so it is an async pair.
+    app, default = by_name["app interleaved"], by_name["default interleaved"]
+    assert app.get("async") and app["cat"] == "app" and not default.get("async")
+    assert app["ts"] < default["ts"] < app["ts"] + app["dur"] < default["ts"] + default["dur"]
     marks = [e for e in events if e["ph"] == "i"]
     assert [m["name"] for m in marks] == ["a mark"]
     assert inner["ts"] <= marks[0]["ts"] <= inner["ts"] + inner["dur"]

@@ -1,6 +1,7 @@
 /* A program that uses NVTX itself (header-only nvtx3), with no libusb.
- *   nvtx_user            ranges, a domain, registered strings, marks, a
- *                        start/end range that ends on another thread
+ *   nvtx_user            ranges, a domain, registered strings, marks, two
+ *                        domains' ranges that cross, a start/end range that
+ *                        ends on another thread
  *   nvtx_user fork       the same, then a child that records its own ranges
  *   nvtx_user exec PROG  the same, then exec PROG (the trace must be complete);
  *                        when the exec fails, a range "after the failed exec"
@@ -43,6 +44,14 @@ static void record_some(const char *who)
     event.payload.ullValue = 4096;
     nvtxDomainRangePushEx(domain, &event);
     nvtxDomainRangePop(domain);
+
+    /* Two domains' push/pop ranges that cross: app's popped while default's is open. */
+    event.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    event.message.ascii = "app interleaved";
+    nvtxDomainRangePushEx(domain, &event);
+    nvtxRangePushA("default interleaved");
+    nvtxDomainRangePop(domain);
+    nvtxRangePop();
 
     crossing = nvtxRangeStartA("crosses threads");
     pthread_t thread;
