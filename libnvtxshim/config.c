@@ -522,6 +522,16 @@ static const char *group_name(unsigned group)
     return group == NVS_HOOKS_USB ? "usb" : group == NVS_HOOKS_X11 ? "x11" : "cuda";
 }
 
+/* VARIABLE=VALUE counts GROUP's calls, which NVTXSHIM_HOOKS leaves untraced. */
+static void report_untraced(struct report *report, const char *variable, const char *value,
+                            unsigned group, const char *hooks, const char *consequence)
+{
+    report->errors++;
+    report_line(report, "nvtxshim: %s=%s counts %s calls, but NVTXSHIM_HOOKS=%s leaves them "
+                "untraced (add %s to it); %s", variable, value, group_name(group),
+                hooks ? hooks : "", group_name(group), consequence);
+}
+
 /* A frame marker or a calls: window whose calls NVTXSHIM_HOOKS switched off
  * could never count: said, and switched off. */
 static void check_markers(struct nvs_config *config, const char *const *values,
@@ -529,20 +539,16 @@ static void check_markers(struct nvs_config *config, const char *const *values,
 {
     unsigned group = marker_group(config);
     if (config->frame != NVS_FRAME_OFF && group && !(config->hooks & group)) {
-        report->errors++;
-        report_line(report, "nvtxshim: NVTXSHIM_FRAME=%s counts %s calls, but NVTXSHIM_HOOKS=%s "
-                    "leaves them untraced (add %s to it); frames stay off", values[V_FRAME],
-                    group_name(group), values[V_HOOKS] ? values[V_HOOKS] : "", group_name(group));
+        report_untraced(report, "NVTXSHIM_FRAME", values[V_FRAME], group, values[V_HOOKS],
+                        "frames stay off");
         config->frame = NVS_FRAME_OFF;
         config->frame_endpoint = config->frame_call = -1;
     }
     group = config->capture == NVS_CAPTURE_CALLS ?
             nvs_hook_group((enum nvs_hook_id)config->capture_call) : 0;
     if (group && !(config->hooks & group)) {
-        report->errors++;
-        report_line(report, "nvtxshim: NVTXSHIM_CAPTURE=%s counts %s calls, but NVTXSHIM_HOOKS=%s "
-                    "leaves them untraced (add %s to it); capture stays off", values[V_CAPTURE],
-                    group_name(group), values[V_HOOKS] ? values[V_HOOKS] : "", group_name(group));
+        report_untraced(report, "NVTXSHIM_CAPTURE", values[V_CAPTURE], group, values[V_HOOKS],
+                        "capture stays off");
         config->capture = NVS_CAPTURE_OFF;
         config->capture_call = -1;
     }
