@@ -32,12 +32,10 @@
 
 #include "config.h"
 #include "emit.h"
+#include "hook.h"
 #include "log.h"
 #include "resolve.h"
 
-#define CAPTURE_COLOR 0xFFC62828u
-
-__thread bool nvs_capture_close_after_call __attribute__((tls_model("initial-exec")));
 
 static struct {
     bool open;
@@ -160,7 +158,7 @@ static void open_capture(void)
     if (config->capture_via != NVS_VIA_CUDA) {
         prepare_name(config);
         if (state.name_ready)
-            state.range = nvs_named_range_start(&state.name, CAPTURE_COLOR);
+            state.range = nvs_named_range_start(&state.name, NVS_COLOR_CAPTURE);
     }
     if (config->capture_via != NVS_VIA_NVTX)
         cuda_profiler(true);
@@ -275,7 +273,7 @@ void nvs_capture_on_call(enum nvs_hook_id id)
             unlock();
         }
         if (call == config->capture_start + config->capture_count - 1)
-            nvs_capture_close_after_call = true;
+            nvs_call_after_work = true;   /* nvs_capture_after_call when it ends */
         return;
     }
     case NVS_CAPTURE_TIME: {
@@ -296,7 +294,6 @@ void nvs_capture_on_call(enum nvs_hook_id id)
 
 void nvs_capture_after_call(void)
 {
-    nvs_capture_close_after_call = false;
     if (!lock())
         return;
     close_capture();
@@ -458,5 +455,5 @@ void nvs_capture_reset_after_fork(void)
     atomic_store(&time_over, false);
     atomic_store(&profiler_pending, PROFILER_NONE);
     atomic_store(&signals_handled, atomic_load(&signals_received));
-    nvs_capture_close_after_call = false;
+    nvs_call_after_work = false;
 }

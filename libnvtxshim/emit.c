@@ -14,10 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const domain_names[NVS_DOMAIN_COUNT] = {
-    [NVS_DOMAIN_USB] = "usb",       [NVS_DOMAIN_X11] = "x11", [NVS_DOMAIN_CUDA] = "cuda",
-    [NVS_DOMAIN_SHIM] = "nvtxshim", [NVS_DOMAIN_KERNEL] = "kernel",
-};
 
 static nvtxDomainHandle_t domains[NVS_DOMAIN_COUNT];
 static bool active;
@@ -31,22 +27,17 @@ static void init_emit(void)
 {
     int saved_errno = errno;
     for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
-        domains[d] = nvtxDomainCreateA(domain_names[d]);
+        domains[d] = nvtxDomainCreateA(nvs_domain_name((enum nvs_domain)d));
     /* nvtxDomainCreateA returns NULL only when no tool took the call. */
     active = domains[NVS_DOMAIN_SHIM] != NULL;
     direct = active ? registered_direct : NULL;
     if (active) {
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_TRANSFER, "transfer");
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_EVENTS, "events");
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_CALLBACK, "callback");
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_SHIM], NVS_CATEGORY_FRAME, "frame");
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_SHIM], NVS_CATEGORY_WARNING, "warning");
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_USB], NVS_CATEGORY_WARNING, "warning");
-        static const char *const x11_categories[] = { NULL, "draw", "flush", "round trip",
-                                                      "event wait", "swap", "warning" };
-        for (uint32_t c = 1; c < sizeof x11_categories / sizeof x11_categories[0]; c++)
-            nvtxDomainNameCategoryA(domains[NVS_DOMAIN_X11], c, x11_categories[c]);
-        nvtxDomainNameCategoryA(domains[NVS_DOMAIN_CUDA], 1, "copy");
+        for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
+            for (uint32_t c = 1; c < NVS_CATEGORY_LIMIT; c++) {
+                const char *name = nvs_category_name((enum nvs_domain)d, c);
+                if (name)
+                    nvtxDomainNameCategoryA(domains[d], c, name);
+            }
     }
     errno = saved_errno;
 }
@@ -219,7 +210,7 @@ bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
     int saved_errno = errno;
     range->domain = NULL;
     for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
-        if (!strcmp(domain, domain_names[d]))
+        if (!strcmp(domain, nvs_domain_name((enum nvs_domain)d)))
             range->domain = domains[d];
     if (!range->domain)
         range->domain = nvtxDomainCreateA(domain);

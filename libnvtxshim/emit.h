@@ -1,5 +1,6 @@
-/* NVTX output: domains, cached registered names, colours, payloads. Every
- * function here is cheap after warm-up: no allocation, lock or system call. */
+/* NVTX output: domains, cached registered names, colours, payloads (which
+ * ones: schema.h). Every function here is cheap after warm-up: no
+ * allocation, lock or system call. */
 #ifndef NVS_EMIT_H
 #define NVS_EMIT_H
 
@@ -8,23 +9,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-enum nvs_domain { NVS_DOMAIN_USB, NVS_DOMAIN_X11, NVS_DOMAIN_CUDA, NVS_DOMAIN_SHIM,
-                  NVS_DOMAIN_KERNEL, NVS_DOMAIN_COUNT };
-
-/* Categories, named per domain in the timeline. */
-enum nvs_category {
-    NVS_CATEGORY_TRANSFER = 1,   /* usb: data moved */
-    NVS_CATEGORY_EVENTS = 2,     /* usb: event handling */
-    NVS_CATEGORY_CALLBACK = 3,   /* usb: the program's completion callback */
-    NVS_CATEGORY_FRAME = 1,      /* nvtxshim: frame ranges */
-    NVS_CATEGORY_WARNING = 4,    /* nvtxshim and usb: marks worth a look (apart from usb's 1-3) */
-};
-
-#define NVS_COLOR_USB 0xFF2E7D32u
-#define NVS_COLOR_USB_EVENTS 0xFF81C784u
-#define NVS_COLOR_USB_CALLBACK 0xFF00897Bu
-#define NVS_COLOR_FRAME 0xFF5E35B1u
-#define NVS_COLOR_ERROR 0xFFD50000u
+#include "schema.h"
 
 /* A range or mark message: a registered string when the tool gave one,
  * otherwise the text itself. */

@@ -42,23 +42,15 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
     uint64_t took_ns = end_ns - frame->start_ns;
     if (budget_ns && took_ns > budget_ns) {
         char text[96];
-        snprintf(text, sizeof text, "over budget frame %" PRIu64 ": %.3f ms > %.3f ms",
+        snprintf(text, sizeof text, NVS_OVER_BUDGET_PREFIX "%" PRIu64 ": %.3f ms > %.3f ms",
                  frame->number, (double)took_ns / 1e6, (double)budget_ns / 1e6);
         struct nvs_attributes mark = {
             .domain = NVS_DOMAIN_SHIM, .name = { NULL, text },
-            .category = NVS_CATEGORY_WARNING, .color = NVS_COLOR_ERROR,
+            .category = NVS_SHIM_WARNING, .color = NVS_COLOR_ERROR,
             .payload = took_ns, .has_payload = true,
         };
         nvs_mark(&mark);
     }
-}
-
-_Atomic unsigned nvs_call_work;
-
-void nvs_frames_follow_call(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
-{
-    nvs_capture_on_call(id);
-    nvs_frames_on_completion(id, event, endpoint);
 }
 
 void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endpoint)
@@ -75,9 +67,9 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
     current.start_ns = now;
     current.open = true;
     char text[32];
-    snprintf(text, sizeof text, "frame %" PRIu64, current.number);
+    snprintf(text, sizeof text, NVS_FRAME_PREFIX "%" PRIu64, current.number);
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_SHIM, .name = { NULL, text }, .category = NVS_CATEGORY_FRAME,
+        .domain = NVS_DOMAIN_SHIM, .name = { NULL, text }, .category = NVS_SHIM_FRAME,
         .color = NVS_COLOR_FRAME, .payload = current.number, .has_payload = true,
     };
     close_frame(&previous, now, config->frame_budget_ns);

@@ -26,6 +26,7 @@
 #include "emit.h"
 #include "log.h"
 #include "record.h"
+#include "trace.h"
 
 bool nvs_kernel_running NVS_ONCE_DATA;
 
@@ -108,13 +109,12 @@ static int on_interval(void *context, void *data, size_t size)
     const struct nvs_offcpu_interval *interval = data;
     if (size < sizeof *interval)
         return 0;
-    char members[96];
-    snprintf(members, sizeof members, "\"offcpu_ns\":%llu,\"tid\":%u",
-             interval->end_ns - interval->start_ns, interval->tid);
+    const struct nvs_trace_args args = { 2, { { NVS_ARG_OFFCPU_NS, interval->end_ns - interval->start_ns },
+                                               { NVS_ARG_TID, interval->tid } } };
     nvs_record_interval("kernel",
                         interval->state == NVS_THREAD_RUNNABLE ? "off CPU: runnable (waiting for a CPU)"
                                                                 : "off CPU: blocked",
-                        interval->tid, interval->start_ns, interval->end_ns, members);
+                        interval->tid, interval->start_ns, interval->end_ns, &args);
     return 0;
 }
 
@@ -273,31 +273,29 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
         ring_buffer__consume(ring);
     remember_if_worst(number, &sum);
 
-    char text[256], migrations[40] = "", urbs[64] = "";
-    if (sum.migrations)
-        snprintf(migrations, sizeof migrations, ", %llu migration%s", sum.migrations,
-                 sum.migrations == 1 ? "" : "s");
-    if (sum.urbs)
-        snprintf(urbs, sizeof urbs, ", %llu URB%s %.1f ms in the kernel", sum.urbs,
-                 sum.urbs == 1 ? "" : "s", (double)sum.urb_ns / 1e6);
-    snprintf(text, sizeof text,
-             "frame %" PRIu64 ": runnable %.1f ms (%llu preemption%s), blocked %.1f ms, %llu "
-             "fault%s%s%s", number, (double)sum.runnable_ns / 1e6, sum.involuntary,
-             sum.involuntary == 1 ? "" : "s", (double)sum.blocked_ns / 1e6, sum.faults,
-             sum.faults == 1 ? "" : "s", migrations, urbs);
+    struct nvs_kernel_figures figures = { .present = (1u << NVS_FIGURE_COUNT) - 1 };
+    figures.value[NVS_FIGURE_RUNNABLE_NS] = sum.runnable_ns;
+    figures.value[NVS_FIGURE_BLOCKED_NS] = sum.blocked_ns;
+    figures.value[NVS_FIGURE_PREEMPTIONS] = sum.involuntary;
+    figures.value[NVS_FIGURE_VOLUNTARY] = sum.voluntary;
+    figures.value[NVS_FIGURE_MIGRATIONS] = sum.migrations;
+    figures.value[NVS_FIGURE_FAULTS] = sum.faults;
+    figures.value[NVS_FIGURE_THREADS] = threads;
+    figures.value[NVS_FIGURE_URBS] = sum.urbs;
+    figures.value[NVS_FIGURE_URB_NS] = sum.urb_ns;
+    char text[256];
+    nvs_kernel_mark_format(text, sizeof text, number, &figures);
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_KERNEL, .name = { NULL, text }, .color = 0xFF6D4C41u,
+        .domain = NVS_DOMAIN_KERNEL, .name = { NULL, text }, .color = NVS_COLOR_KERNEL,
         .payload = sum.runnable_ns + sum.blocked_ns, .has_payload = true,
     };
     nvs_mark(&mark);
-    char members[320];
-    snprintf(members, sizeof members,
-             "\"offcpu_runnable_ns\":%llu,\"offcpu_blocked_ns\":%llu,\"offcpu_preemptions\":%llu,"
-             "\"offcpu_voluntary\":%llu,\"offcpu_migrations\":%llu,\"offcpu_faults\":%llu,"
-             "\"offcpu_threads\":%u,\"usb_urbs\":%llu,\"usb_urb_ns\":%llu", sum.runnable_ns,
-             sum.blocked_ns, sum.involuntary, sum.voluntary, sum.migrations, sum.faults, threads,
-             sum.urbs, sum.urb_ns);
-    nvs_record_range_args(range, members);
+    struct nvs_trace_args args = { .count = NVS_FIGURE_COUNT };
+    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++) {
+        args.member[i].key = nvs_kernel_figure_key((enum nvs_kernel_figure)i);
+        args.member[i].value = figures.value[i];
+    }
+    nvs_record_range_args(range, &args);
     errno = saved_errno;
 }
 

@@ -46,7 +46,7 @@ struct open_range {
     uint32_t generation;
     uint64_t trace_id;              /* the id of its begin and end in the trace */
     struct nvs_trace_event event;
-    char extra[NVS_TRACE_EXTRA_MAX];
+    struct nvs_trace_args args;     /* added while it is open, written at its end */
 };
 
 enum { OPEN_FREE, OPEN_USED, OPEN_ENDING };
@@ -251,11 +251,12 @@ static void mark(const struct nvs_trace_event *event)
 
 /* A range from START to END written as an async pair on THREAD's ids. */
 static void write_pair(struct nvs_writer_thread *thread, struct nvs_trace_thread_ids *ids,
-                       const struct nvs_trace_event *event, uint64_t end_ns, const char *extra)
+                       const struct nvs_trace_event *event, uint64_t end_ns,
+                       const struct nvs_trace_args *args)
 {
     uint64_t id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
     WRITE_EVENT(thread, state.encoder->begin(out_, ids, event, id));
-    WRITE_EVENT(thread, state.encoder->end(out_, ids, event, id, end_ns, extra));
+    WRITE_EVENT(thread, state.encoder->end(out_, ids, event, id, end_ns, args));
 }
 
 /* ---- push/pop ------------------------------------------------------------------ */
@@ -422,7 +423,7 @@ static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct open_range
 {
     slot->generation++;
     slot->trace_id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
-    slot->extra[0] = '\0';
+    slot->args.count = 0;
     WRITE_EVENT(thread, state.encoder->begin(out_, nvs_writer_ids(thread), &slot->event,
                                              slot->trace_id));
     return ((uint64_t)slot->generation << 32) | (index + 1);
@@ -498,7 +499,7 @@ static void end(nvtxRangeId_t id)
     struct nvs_writer_thread *thread = nvs_writer_thread();
     if (thread)
         WRITE_EVENT(thread, state.encoder->end(out_, nvs_writer_ids(thread), &slot->event,
-                                               slot->trace_id, end_ns, slot->extra));
+                                               slot->trace_id, end_ns, &slot->args));
     free_slot(slot);
 }
 
@@ -508,18 +509,18 @@ static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
     end(id);
 }
 
-void nvs_record_range_args(uint64_t id, const char *members)
+void nvs_record_range_args(uint64_t id, const struct nvs_trace_args *args)
 {
     uint32_t index = (uint32_t)id - 1;
     if (!enabled || id == 0 || index >= atomic_load(&state.open_capacity))
         return;
     struct open_range *slot = open_slot(index);
     if (slot && atomic_load(&slot->state) == OPEN_USED && slot->generation == (uint32_t)(id >> 32))
-        copy_text(slot->extra, sizeof slot->extra, members);
+        slot->args = *args;
 }
 
 void nvs_record_interval(const char *domain_name, const char *name, uint32_t tid,
-                         uint64_t start_ns, uint64_t end_ns, const char *members)
+                         uint64_t start_ns, uint64_t end_ns, const struct nvs_trace_args *args)
 {
     struct nvs_writer_thread *thread = enabled ? nvs_writer_thread() : NULL;
     struct nvs_trace_domain *domain = thread ? create_domain(domain_name) : NULL;
@@ -531,7 +532,7 @@ void nvs_record_interval(const char *domain_name, const char *name, uint32_t tid
     event.start_ns = start_ns;
     struct nvs_trace_thread_ids ids = { .pid = state.pid, .tid = tid };
     state.encoder->prepare_thread(&ids);
-    write_pair(thread, &ids, &event, end_ns, members);
+    write_pair(thread, &ids, &event, end_ns, args);
 }
 
 static void flush(void)

@@ -16,7 +16,8 @@
 #define NVS_TRACE_TEXT_MAX 256u     /* a name, UTF-8, with its NUL; longer ones are cut */
 #define NVS_TRACE_CATEGORIES 64u    /* categories a domain can name (more are numbers) */
 #define NVS_TRACE_EVENT_MAX 2048u   /* one encoded event, at most */
-#define NVS_TRACE_EXTRA_MAX 384u    /* extra args members of a range's end ("k":v,...) */
+#define NVS_TRACE_ARGS_MAX 10u      /* numbers in the args of one end or interval */
+#define NVS_TRACE_KEY_MAX 32u       /* the length of their keys, at most */
 #define NVS_TRACE_STACK_DEPTH 1024  /* push/pop ranges open on one thread that are kept */
 #define NVS_TRACE_STACK_DEPTH_TEXT "1024"
 
@@ -24,6 +25,17 @@
 #define NVS_ENCODER_DOMAIN_BYTES 3584u
 #define NVS_ENCODER_STRING_BYTES 960u
 #define NVS_ENCODER_THREAD_BYTES 192u
+
+/* Numbers for the args of a range's end (the kernel probe's figures of a
+ * frame) or of an interval, under keys that live as long as the program
+ * (schema.h's). */
+struct nvs_trace_args {
+    unsigned count;
+    struct {
+        const char *key;
+        uint64_t value;
+    } member[NVS_TRACE_ARGS_MAX];
+};
 
 struct nvs_trace_domain {
     struct nvs_trace_domain *next;
@@ -81,7 +93,7 @@ struct nvs_trace_encoder {
                    const struct nvs_trace_event *event, uint64_t id);
     char *(*end)(char *out, struct nvs_trace_thread_ids *thread,
                  const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
-                 const char *extra);
+                 const struct nvs_trace_args *args);
     char *(*mark)(char *out, struct nvs_trace_thread_ids *thread,
                   const struct nvs_trace_event *event);
     /* LENGTH bytes that readers skip, between two events. */

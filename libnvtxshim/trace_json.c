@@ -190,10 +190,27 @@ static char *put_payload(char *out, const struct nvs_trace_event *event)
     return out;
 }
 
+/* "key":value,... (the keys are the library's own: nothing to escape). */
+static char *put_members(char *out, const struct nvs_trace_args *args)
+{
+    unsigned count = args->count < NVS_TRACE_ARGS_MAX ? args->count : NVS_TRACE_ARGS_MAX;
+    for (unsigned i = 0; i < count; i++) {
+        const char *key = args->member[i].key;
+        if (i)
+            *out++ = ',';
+        *out++ = '"';
+        out = put(out, key, strnlen(key, NVS_TRACE_KEY_MAX));
+        out = PUT_LITERAL(out, "\":");
+        out = put_u64(out, args->member[i].value);
+    }
+    return out;
+}
+
 /* ,"args":{...}: payload, colour (marks only: a red mark is a problem; a
  * range's colour is the viewer's business, and bytes cost), category name (or
- * number), then EXTRA. */
-static char *put_args(char *out, const struct nvs_trace_event *event, const char *extra, bool color)
+ * number), then MORE. */
+static char *put_args(char *out, const struct nvs_trace_event *event,
+                      const struct nvs_trace_args *more, bool color)
 {
     static const char hex[] = "0123456789abcdef";
     out = PUT_LITERAL(out, ",\"args\":{");
@@ -224,10 +241,10 @@ static char *put_args(char *out, const struct nvs_trace_event *event, const char
             out = put_u64(out, event->category);
         }
     }
-    if (extra && extra[0]) {
+    if (more && more->count) {
         if (out != first)
             *out++ = ',';
-        out = put(out, extra, strnlen(extra, NVS_TRACE_EXTRA_MAX));
+        out = put_members(out, more);
     }
     *out++ = '}';
     return out;
@@ -338,7 +355,7 @@ static inline __attribute__((always_inline)) const struct json_string *shape_of(
                                                 memory_order_acquire, memory_order_relaxed)) {
         struct nvs_trace_event fixed = *event;
         fixed.payload_type = NVS_PAYLOAD_NONE;
-        char args[256 + NVS_TRACE_EXTRA_MAX];
+        char args[320];
         char *end = put_args(args, &fixed, NULL, false) - 1;      /* without its closing brace */
         now = SHAPE_UNMADE;
         if (shape->length + domain_of(event->domain)->name_length + 48 <= SHAPE_PREFIX &&
@@ -462,7 +479,7 @@ static char *json_begin(char *out, struct nvs_trace_thread_ids *thread,
 
 static char *json_end(char *out, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
-                      const char *extra)
+                      const struct nvs_trace_args *args)
 {
     const struct json_string *shape = shape_of(event);
     if (shape) {
@@ -475,9 +492,9 @@ static char *json_end(char *out, struct nvs_trace_thread_ids *thread,
     out = put_ids(out, thread);
     out = PUT_LITERAL(out, ",\"id\":");
     out = put_u64(out, id);
-    if (extra && extra[0]) {
+    if (args && args->count) {
         out = PUT_LITERAL(out, ",\"args\":{");
-        out = put(out, extra, strnlen(extra, NVS_TRACE_EXTRA_MAX));
+        out = put_members(out, args);
         *out++ = '}';
     }
     return PUT_LITERAL(out, "},\n");

@@ -116,14 +116,16 @@ static void test_async_pair(void)
     struct nvs_trace_event event = event_named("frame 7", &usb);
     event.payload_type = NVS_PAYLOAD_U64;
     event.payload = 7;
+    const struct nvs_trace_args figures = { 2, { { "offcpu_blocked_ns", 12 }, { "usb_urbs", 0 } } };
+    const struct nvs_trace_args none = { 0 };
     check_text("begin", out, nvs_trace_json.begin(out, &thread, &event, 5),
                "{\"name\":\"frame 7\",\"cat\":\"usb\",\"ph\":\"b\",\"ts\":1234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":5,\"args\":{\"payload\":7}},\n");
     check_text("end with args", out,
-               nvs_trace_json.end(out, &thread, &event, 5, 2234567891, "\"offcpu_blocked_ns\":12"),
+               nvs_trace_json.end(out, &thread, &event, 5, 2234567891, &figures),
                "{\"name\":\"frame 7\",\"cat\":\"usb\",\"ph\":\"e\",\"ts\":2234567.891,\"pid\":42,"
-               "\"tid\":43,\"id\":5,\"args\":{\"offcpu_blocked_ns\":12}},\n");
-    check_text("end without args", out, nvs_trace_json.end(out, &thread, &event, 5, 2234567891, ""),
+               "\"tid\":43,\"id\":5,\"args\":{\"offcpu_blocked_ns\":12,\"usb_urbs\":0}},\n");
+    check_text("end without args", out, nvs_trace_json.end(out, &thread, &event, 5, 2234567891, &none),
                "{\"name\":\"frame 7\",\"cat\":\"usb\",\"ph\":\"e\",\"ts\":2234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":5},\n");
 }
@@ -158,10 +160,13 @@ static void test_control_characters_and_long_names(void)
     memset(event.text, '"', NVS_TRACE_TEXT_MAX - 1);
     event.text[NVS_TRACE_TEXT_MAX - 1] = '\0';
     event.text_length = NVS_TRACE_TEXT_MAX - 1;
-    char extra[NVS_TRACE_EXTRA_MAX];
-    memset(extra, 'x', sizeof extra - 1);
-    extra[sizeof extra - 1] = '\0';
-    char *end = nvs_trace_json.end(out, &thread, &event, 1, 1, extra);
+    /* ... with the most args, the longest keys and the largest numbers. */
+    static char key[NVS_TRACE_KEY_MAX];
+    memset(key, 'k', sizeof key - 1);
+    struct nvs_trace_args most = { .count = NVS_TRACE_ARGS_MAX };
+    for (unsigned i = 0; i < NVS_TRACE_ARGS_MAX; i++)
+        most.member[i].key = key, most.member[i].value = UINT64_MAX;
+    char *end = nvs_trace_json.end(out, &thread, &event, 1, 1, &most);
     CHECK((size_t)(end - out) <= NVS_TRACE_EVENT_MAX);
     CHECK(memchr(out, '\n', (size_t)(end - out)) == end - 1);
 }

@@ -1,0 +1,200 @@
+/* The trace schema: what the library writes and the nvtxshim command reads
+ * back, spelled once. Domains, their categories and colours, the frame's name,
+ * and the kernel probe's figures (args keys and the mark's text). Included by
+ * the library and by cli/; it needs no NVTX or CUDA header. */
+#ifndef NVS_SCHEMA_H
+#define NVS_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- domains ----------------------------------------------------------------- */
+
+enum nvs_domain { NVS_DOMAIN_USB, NVS_DOMAIN_X11, NVS_DOMAIN_CUDA, NVS_DOMAIN_SHIM,
+                  NVS_DOMAIN_KERNEL, NVS_DOMAIN_COUNT };
+
+static inline const char *nvs_domain_name(enum nvs_domain domain)
+{
+    switch (domain) {
+    case NVS_DOMAIN_USB: return "usb";
+    case NVS_DOMAIN_X11: return "x11";
+    case NVS_DOMAIN_CUDA: return "cuda";
+    case NVS_DOMAIN_SHIM: return "nvtxshim";
+    case NVS_DOMAIN_KERNEL: return "kernel";
+    case NVS_DOMAIN_COUNT: break;
+    }
+    return NULL;
+}
+
+/* ---- categories, numbered per domain ----------------------------------------- */
+
+enum nvs_usb_category {
+    NVS_USB_TRANSFER = 1,       /* data moved */
+    NVS_USB_EVENTS = 2,         /* event handling */
+    NVS_USB_CALLBACK = 3,       /* the program's completion callback */
+    NVS_USB_WARNING = 4,        /* marks: failed or short transfers */
+};
+
+enum nvs_x11_category {
+    NVS_X11_DRAW = 1,           /* image data to or from the server */
+    NVS_X11_FLUSH = 2,          /* requests written out */
+    NVS_X11_ROUND_TRIP = 3,     /* waiting for the server's reply */
+    NVS_X11_WAIT = 4,           /* waiting for events */
+    NVS_X11_SWAP = 5,           /* GLX/EGL buffer swaps */
+    NVS_X11_WARNING = 6,        /* marks: a remote display, no MIT-SHM */
+};
+
+enum nvs_cuda_category {
+    NVS_CUDA_COPY = 1,
+};
+
+enum nvs_shim_category {
+    NVS_SHIM_FRAME = 1,         /* frame ranges */
+    NVS_SHIM_WARNING = 4,       /* marks: frames over budget */
+};
+
+/* Categories run from 1 to below this in every domain. */
+#define NVS_CATEGORY_LIMIT 7u
+
+/* The timeline's name of CATEGORY in DOMAIN; NULL where it has none. */
+static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t category)
+{
+    switch (domain) {
+    case NVS_DOMAIN_USB:
+        switch ((enum nvs_usb_category)category) {
+        case NVS_USB_TRANSFER: return "transfer";
+        case NVS_USB_EVENTS: return "events";
+        case NVS_USB_CALLBACK: return "callback";
+        case NVS_USB_WARNING: return "warning";
+        }
+        return NULL;
+    case NVS_DOMAIN_X11:
+        switch ((enum nvs_x11_category)category) {
+        case NVS_X11_DRAW: return "draw";
+        case NVS_X11_FLUSH: return "flush";
+        case NVS_X11_ROUND_TRIP: return "round trip";
+        case NVS_X11_WAIT: return "event wait";
+        case NVS_X11_SWAP: return "swap";
+        case NVS_X11_WARNING: return "warning";
+        }
+        return NULL;
+    case NVS_DOMAIN_CUDA:
+        return category == NVS_CUDA_COPY ? "copy" : NULL;
+    case NVS_DOMAIN_SHIM:
+        switch ((enum nvs_shim_category)category) {
+        case NVS_SHIM_FRAME: return "frame";
+        case NVS_SHIM_WARNING: return "warning";
+        }
+        return NULL;
+    case NVS_DOMAIN_KERNEL:
+    case NVS_DOMAIN_COUNT:
+        break;
+    }
+    return NULL;
+}
+
+/* ---- colours (ARGB) ------------------------------------------------------------ */
+
+#define NVS_COLOR_USB 0xFF2E7D32u
+#define NVS_COLOR_USB_EVENTS 0xFF81C784u
+#define NVS_COLOR_USB_CALLBACK 0xFF00897Bu
+#define NVS_COLOR_X11_DRAW 0xFF1565C0u
+#define NVS_COLOR_X11_FLUSH 0xFF42A5F5u
+#define NVS_COLOR_X11_ROUND_TRIP 0xFFEF6C00u
+#define NVS_COLOR_X11_WAIT 0xFF90CAF9u
+#define NVS_COLOR_X11_SWAP 0xFF6A1B9Au
+#define NVS_COLOR_CUDA_COPY 0xFFF57C00u
+#define NVS_COLOR_CUDA_PAGEABLE 0xFFD84315u   /* a copy from pageable memory: a hidden stall */
+#define NVS_COLOR_FRAME 0xFF5E35B1u
+#define NVS_COLOR_KERNEL 0xFF6D4C41u
+#define NVS_COLOR_CAPTURE 0xFFC62828u
+#define NVS_COLOR_ERROR 0xFFD50000u             /* every warning mark */
+
+/* The colour of a range of CATEGORY in DOMAIN (marks of a warning category: red). */
+static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t category)
+{
+    switch (domain) {
+    case NVS_DOMAIN_USB:
+        return category == NVS_USB_EVENTS ? NVS_COLOR_USB_EVENTS
+             : category == NVS_USB_CALLBACK ? NVS_COLOR_USB_CALLBACK
+             : category == NVS_USB_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_USB;
+    case NVS_DOMAIN_X11:
+        switch ((enum nvs_x11_category)category) {
+        case NVS_X11_DRAW: return NVS_COLOR_X11_DRAW;
+        case NVS_X11_FLUSH: return NVS_COLOR_X11_FLUSH;
+        case NVS_X11_ROUND_TRIP: return NVS_COLOR_X11_ROUND_TRIP;
+        case NVS_X11_WAIT: return NVS_COLOR_X11_WAIT;
+        case NVS_X11_SWAP: return NVS_COLOR_X11_SWAP;
+        case NVS_X11_WARNING: return NVS_COLOR_ERROR;
+        }
+        return 0;
+    case NVS_DOMAIN_CUDA: return NVS_COLOR_CUDA_COPY;
+    case NVS_DOMAIN_SHIM: return category == NVS_SHIM_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_FRAME;
+    case NVS_DOMAIN_KERNEL: return NVS_COLOR_KERNEL;
+    case NVS_DOMAIN_COUNT: break;
+    }
+    return 0;
+}
+
+/* ---- frames -------------------------------------------------------------------- */
+
+/* Frame N is the start/end range "frame N" in domain nvtxshim, payload N. */
+#define NVS_FRAME_PREFIX "frame "
+/* A frame over NVTXSHIM_FRAME_BUDGET: a mark "over budget frame N: T ms > B ms". */
+#define NVS_OVER_BUDGET_PREFIX "over budget frame "
+
+/* ---- the kernel probe's figures ------------------------------------------------ */
+
+/* Per frame, summed over the threads that made hooked calls in it. They are
+ * written twice: as args of the frame's range (trace file) under these keys,
+ * and as the text of a mark in domain kernel (the one form nsys keeps). */
+enum nvs_kernel_figure {
+    NVS_FIGURE_RUNNABLE_NS,     /* off CPU but runnable: waiting for a CPU */
+    NVS_FIGURE_BLOCKED_NS,      /* off CPU asleep */
+    NVS_FIGURE_PREEMPTIONS,
+    NVS_FIGURE_VOLUNTARY,
+    NVS_FIGURE_MIGRATIONS,
+    NVS_FIGURE_FAULTS,
+    NVS_FIGURE_THREADS,
+    NVS_FIGURE_URBS,
+    NVS_FIGURE_URB_NS,
+    NVS_FIGURE_COUNT
+};
+
+static inline const char *nvs_kernel_figure_key(enum nvs_kernel_figure figure)
+{
+    switch (figure) {
+    case NVS_FIGURE_RUNNABLE_NS: return "offcpu_runnable_ns";
+    case NVS_FIGURE_BLOCKED_NS: return "offcpu_blocked_ns";
+    case NVS_FIGURE_PREEMPTIONS: return "offcpu_preemptions";
+    case NVS_FIGURE_VOLUNTARY: return "offcpu_voluntary";
+    case NVS_FIGURE_MIGRATIONS: return "offcpu_migrations";
+    case NVS_FIGURE_FAULTS: return "offcpu_faults";
+    case NVS_FIGURE_THREADS: return "offcpu_threads";
+    case NVS_FIGURE_URBS: return "usb_urbs";
+    case NVS_FIGURE_URB_NS: return "usb_urb_ns";
+    case NVS_FIGURE_COUNT: break;
+    }
+    return NULL;
+}
+
+/* The args of one long off-CPU interval of a thread (a range in domain kernel). */
+#define NVS_ARG_OFFCPU_NS "offcpu_ns"
+#define NVS_ARG_TID "tid"
+
+/* One frame's figures, with a bit per figure that is there. */
+struct nvs_kernel_figures {
+    uint64_t value[NVS_FIGURE_COUNT];
+    unsigned present;
+};
+
+/* The mark's text: "frame N: runnable 1.2 ms (3 preemptions), blocked 4.5 ms,
+ * 6 faults[, 7 migrations][, 8 URBs 9.1 ms in the kernel]" (schema.c). */
+int nvs_kernel_mark_format(char *out, size_t size, uint64_t frame,
+                           const struct nvs_kernel_figures *figures);
+/* Reads such a text back: the frame and the figures it shows (times to the
+ * 0.1 ms it gives). False when TEXT is not one. */
+bool nvs_kernel_mark_parse(const char *text, uint64_t *frame, struct nvs_kernel_figures *figures);
+
+#endif
