@@ -8,10 +8,6 @@
 
 #include "hooks.h"
 
-/* Set on the thread whose call must be followed by closing the capture
- * (calls:NAME:S+C, after the last counted call ends). */
-extern __thread bool nvs_capture_close_after_call __attribute__((tls_model("initial-exec")));
-
 /* A program-level call of hook ID begins (before its range): counts calls,
  * follows the clock, acts on signals. */
 void nvs_capture_on_call(enum nvs_hook_id id);
@@ -20,7 +16,8 @@ void nvs_capture_on_call(enum nvs_hook_id id);
  * that had to wait for a thread with a current context happens now. */
 void nvs_capture_on_cuda_call(void);
 
-/* The call that set nvs_capture_close_after_call has ended. */
+/* The call after which the capture closes (calls:NAME:S+C, its last counted
+ * call: nvs_capture_on_call set nvs_call_after_work) has ended. */
 void nvs_capture_after_call(void);
 
 /* Between frames: frame ENDED (0: none) has just ended and frame BEGINNING (0:

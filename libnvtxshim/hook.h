@@ -1,5 +1,14 @@
-/* What every wrapper shares: the re-entry guard, errno, and whether a
- * library's calls are traced at all. */
+/* The call path every wrapper takes (ARCHITECTURE.md, "The way of a call"):
+ *
+ *   nvs_call_passes(group)      untraced or nested: tail-call the real function
+ *   nvs_call_enter(group)       a program-level call of a traced library begins
+ *   nvs_call_open(...)          its range: errno kept, the call dispatched to the
+ *                               kernel probe, capture triggers and frames, pushed
+ *   ... the real function ...
+ *   nvs_call_close(domain)      the range popped, the call left (errno kept)
+ *
+ * The per-library files (hooks/) only describe a call: its range's
+ * attributes and the frame marker it counts as. */
 #ifndef NVS_HOOK_H
 #define NVS_HOOK_H
 
@@ -8,9 +17,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "capture.h"
 #include "config.h"
+#include "emit.h"
+#include "hooks.h"
 #include "resolve.h"
+
+/* ---- is this call traced? ------------------------------------------------------ */
 
 /* Depth of hooked calls on this thread: only depth 0 is the program's own
  * call; libusb's sync functions calling its async ones, the CUDA runtime
@@ -22,7 +34,7 @@ extern _Atomic unsigned nvs_traced_groups_state;
 unsigned nvs_traced_groups_init(void);
 
 /* The enum nvs_hook_set bits of libraries whose calls are traced now: the
- * hook is on and an NVTX tool is attached. */
+ * hook is on and an NVTX tool is attached (or a capture trigger counts calls). */
 static inline unsigned nvs_traced_groups(void)
 {
     unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire);
@@ -39,9 +51,9 @@ static inline bool nvs_call_passes(unsigned group)
     return __builtin_expect((groups & NVS_GROUPS_READY) && (!(groups & group) || nvs_hook_depth), 1);
 }
 
-/* True when this is a program-level call of a traced library: the caller
- * then emits, calls the real function, and ends with nvs_call_end(). */
-static inline bool nvs_call_begin(unsigned group)
+/* True when this is a program-level call of a traced library: the wrapper
+ * then opens its range, calls the real function and closes the range. */
+static inline bool nvs_call_enter(unsigned group)
 {
     if (nvs_hook_depth || !(nvs_traced_groups() & group))
         return false;
@@ -49,36 +61,88 @@ static inline bool nvs_call_begin(unsigned group)
     return true;
 }
 
-static inline void nvs_call_end(void)
+/* Set on a thread whose call must be followed by more work when it ends (a
+ * capture that closes after its last counted call). */
+extern __thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
+void nvs_call_do_after_work(void);
+
+/* The program-level call entered has returned. */
+static inline void nvs_call_leave(void)
 {
     nvs_hook_depth--;
-    if (__builtin_expect(nvs_capture_close_after_call, 0))
-        nvs_capture_after_call();
+    if (__builtin_expect(nvs_call_after_work, 0))
+        nvs_call_do_after_work();
 }
 
-/* Opens the range of a program-level call, named after hook ID, and counts the
- * call as a frame marker of kind MARKER; nvs_call_close pops it and ends the
- * call. Both leave errno as they found it. (Domains and markers: emit.h, config.h.) */
-enum nvs_domain;
-void nvs_call_open(enum nvs_domain domain, enum nvs_hook_id id, uint32_t category, uint32_t color,
-                   enum nvs_frame_marker marker);
+/* ---- the call's range ------------------------------------------------------------ */
+
+/* A call's range as its description builds it: the attributes, and room
+ * for a name that has to be formatted (it lives as long as the range is
+ * being opened). */
+struct nvs_call_range {
+    struct nvs_attributes attributes;
+    char text[192];
+};
+
+/* Fills RANGE (domain, name, category, colour, payload) for a call of hook ID
+ * from WHAT, the wrapper's own description of its arguments. */
+typedef void nvs_call_describe(struct nvs_call_range *range, enum nvs_hook_id id,
+                               const void *what);
+
+/* Opens the range of a program-level call of hook ID, described by DESCRIBE
+ * from WHAT, and dispatches the call (the kernel probe's thread list, the
+ * capture triggers that count calls, time and signals, and frames: MARKER is
+ * the kind of frame marker it is, ENDPOINT its USB endpoint or -1). errno is
+ * left as it was. */
+void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
+                   nvs_call_describe *describe, const void *what);
+/* The same for an asynchronous call whose range ends elsewhere (a USB
+ * submission, ended by its completion): returns the range's id. */
+uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
+                             nvs_call_describe *describe, const void *what);
+/* Pops the call's range in DOMAIN and leaves the call; errno is left as it was. */
 void nvs_call_close(enum nvs_domain domain);
 
-/* The body of a wrapper: the real function straight away when the call is not
- * traced (or MISSING when no library defines it); otherwise OPEN, the real
- * call, CLOSE. RESULT holds the real call's value inside CLOSE. */
+/* The stock description: the range named after the hook, in a domain and
+ * category of its own (WHAT points to one of these). */
+struct nvs_call_kind {
+    enum nvs_domain domain;
+    uint32_t category;
+};
+nvs_call_describe nvs_call_describe_kind;
+
+/* A registered name for the range of hook ID with these parameters: KEY's low
+ * 56 bits hold them, the hook id goes above. */
+static inline uint64_t nvs_call_name_key(enum nvs_hook_id id, uint64_t parameters)
+{
+    return ((uint64_t)(id + 1) << 56) | (parameters & 0x00ffffffffffffffull);
+}
+
+/* ---- not a call of its own -------------------------------------------------------- */
+
+/* An asynchronous USB transfer completed (on the thread libusb chose): only
+ * frames count it. */
+void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint);
+
+/* ---- wrapper bodies ------------------------------------------------------------------ */
+
+/* The body of a traced wrapper: the real function straight away when the
+ * call is not traced (or MISSING when no library defines it); otherwise OPEN
+ * (which calls nvs_call_open), the real call, CLOSE (nvs_call_close). RESULT
+ * holds the real call's value inside CLOSE. */
 #define NVS_WRAPPER_BODY(group, name, missing, arguments, open, close)                      \
     __typeof__(&name) real = NVS_REAL(name);                                                 \
     if (!real)                                                                               \
         return missing;                                                                      \
-    if (nvs_call_passes(group) || !nvs_call_begin(group))                                    \
+    if (nvs_call_passes(group) || !nvs_call_enter(group))                                    \
         return real arguments;                                                               \
     open;                                                                                    \
     __typeof__(real arguments) result = real arguments;                                      \
     close;                                                                                   \
     return result
 
-/* The body of a wrapper that always passes through, then does AFTER (which
+
+/* The body of a wrapper that calls the real function, then does AFTER (which
  * may read RESULT): entry-point lookups, allocations that empty a cache. */
 #define NVS_PASS_THEN(name, missing, arguments, after)                                       \
     __typeof__(&name) real = NVS_REAL(name);                                                 \

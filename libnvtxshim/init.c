@@ -13,13 +13,11 @@
 #include "emit.h"
 #include "frames.h"
 #include "hook.h"
+#include "init.h"
 #include "kernel.h"
 #include "log.h"
 #include "record.h"
 #include "resolve.h"
-
-__thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
-_Atomic unsigned nvs_traced_groups_state NVS_ONCE_DATA;
 
 static atomic_bool messages_printed NVS_ONCE_DATA;
 
@@ -54,28 +52,10 @@ static void print_messages(void)
                      config->nvtx_injection_path);
 }
 
-unsigned nvs_traced_groups_init(void)
+bool nvs_init_activate(void)
 {
-    const struct nvs_config *config = nvs_config();
     print_messages();
-    if (inert) {
-        atomic_store_explicit(&nvs_traced_groups_state, NVS_GROUPS_READY, memory_order_release);
-        return 0;
-    }
-    /* Calls are followed when a tool takes the ranges, or when a capture trigger
-     * must count them (under nsys -c cudaProfilerApi without -t nvtx, no NVTX
-     * tool is attached, yet frames decide the capture). */
-    bool followed = nvs_emit_active() || config->capture != NVS_CAPTURE_OFF;
-    unsigned groups = (config->hooks && followed) ? config->hooks : 0;
-    atomic_store_explicit(&nvs_call_work,
-                          (config->frame != NVS_FRAME_OFF ? NVS_WORK_FRAMES : 0) |
-                          (config->capture == NVS_CAPTURE_CALLS || config->capture == NVS_CAPTURE_TIME ||
-                           config->capture == NVS_CAPTURE_SIGNAL ? NVS_WORK_CAPTURE : 0),
-                          memory_order_relaxed);
-    /* Release: a thread that sees the groups sees the work too. */
-    atomic_store_explicit(&nvs_traced_groups_state, groups | NVS_GROUPS_READY,
-                          memory_order_release);
-    return groups;
+    return !inert;
 }
 
 static int hook_enabled(enum nvs_hook_id id)

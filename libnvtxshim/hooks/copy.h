@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../hook.h"
 #include "../hooks.h"
 
 enum direction { HTOD, DTOH, DTOD, HTOH, HTOA, ATOH, DTOA, ATOD, ATOA, PEER, BATCH, UNKNOWN };
@@ -27,25 +28,32 @@ struct copy nvs_copy_between(size_t bytes, enum direction direction);
 /* Unified addresses (cuMemcpy, cudaMemcpyDefault): the driver says which way. */
 struct copy nvs_copy_unified(size_t bytes, unsigned long long destination, unsigned long long source);
 enum host_memory nvs_copy_host_memory(const void *host);
-/* Opens the range of copy hook ID; close it with nvs_call_close(NVS_DOMAIN_CUDA). */
-void nvs_copy_begin(enum nvs_hook_id id, const struct copy *copy);
+/* Opens the range of copy hook ID (hook.h's call path); closed by
+ * nvs_call_close(NVS_DOMAIN_CUDA). */
+void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy);
 /* The driver answered SYMBOL with FOUND: our wrapper when FOUND is a hooked function. */
 void *nvs_driver_entry_point(const char *symbol, void *found);
 
-/* A copy wrapper and its per-thread-default-stream twin (the same prototype,
- * SUFFIX added): TYPE is the API's result type, MISSING its "not found". */
+/* A copy wrapper, TYPE NAME PARAMETERS, that passes ARGUMENTS to the real
+ * function and says what it moves with DESCRIPTION, an expression of type
+ * struct copy over the parameters. MISSING: the API's "not found". The
+ * per-thread-default-stream twins (_ptds, _ptsz) have the prototype of the
+ * function they are twins of; cuda.h declares them only for programs built
+ * with --default-stream per-thread, so the declaration comes first. */
 #define NVS_COPY(type, missing, name, parameters, arguments, description)                   \
+    extern type name parameters;                                                            \
     __attribute__((visibility("default"))) type name parameters                             \
     {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, name, missing, arguments,                          \
-                         struct copy copy = description;                                    \
-                         nvs_copy_begin(NVS_HOOK_ID(name), &copy),                          \
-                         nvs_call_close(NVS_DOMAIN_CUDA));                                  \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return missing;                                                                 \
+        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
+            return real arguments;                                                          \
+        const struct copy copy = description;                                               \
+        nvs_copy_open(NVS_HOOK_ID(name), &copy);                                            \
+        type result = real arguments;                                                       \
+        nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
+        return result;                                                                      \
     }
-
-#define NVS_COPY_PAIR(type, missing, base, suffix, parameters, arguments, description)      \
-    extern __typeof__(base) base##suffix;                                                    \
-    NVS_COPY(type, missing, base, parameters, arguments, description)                       \
-    NVS_COPY(type, missing, base##suffix, parameters, arguments, description)
 
 #endif

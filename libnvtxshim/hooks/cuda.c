@@ -14,9 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../capture.h"
 #include "../emit.h"
-#include "../frames.h"
 #include "../hook.h"
 #include "../log.h"
 
@@ -240,102 +238,118 @@ static void format_bytes(char *out, size_t size, uint64_t bytes)
     else snprintf(out, size, "%" PRIu64 "B", bytes);
 }
 
-void nvs_copy_begin(enum nvs_hook_id id, const struct copy *copy)
+static void describe_copy(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
-    int saved_errno = errno;
-    nvs_capture_on_cuda_call();
-    const char *name = nvs_hook_name(id);
-    char buffer[128], size[32];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA, .category = 1, .color = 0xFFF57C00u,
+    const struct copy *copy = what;
+    range->attributes = (struct nvs_attributes){
+        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_COPY,
+        .color = copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY,
         .payload = copy->bytes, .has_payload = true,
     };
-    if (copy->host == HOST_PAGEABLE)
-        range.color = 0xFFD84315u;
     uint64_t key = ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
                    ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
-    range.name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
-    if (!range.name.registered) {
-        format_bytes(size, sizeof size, copy->bytes);
-        snprintf(buffer, sizeof buffer, "%.*s %s%s%s%s", api_name_length(name), name, size,
-                 copy->name_direction && copy->direction != UNKNOWN ? " " : "",
-                 copy->name_direction ? direction_names[copy->direction] : "",
-                 host_names[copy->host]);
-        range.name = nvs_name_store(NVS_DOMAIN_CUDA, key, buffer);
-    }
-    enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
-                                 : copy->direction == DTOH ? NVS_FRAME_CUDA_DTOH : NVS_FRAME_OFF;
-    nvs_frames_on_call(id, marker, -1);
-    nvs_range_push(&range);
-    errno = saved_errno;
+    range->attributes.name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
+    if (range->attributes.name.registered)
+        return;
+    const char *name = nvs_hook_name(id);
+    char size[32];
+    format_bytes(size, sizeof size, copy->bytes);
+    snprintf(range->text, sizeof range->text, "%.*s %s%s%s%s", api_name_length(name), name, size,
+             copy->name_direction && copy->direction != UNKNOWN ? " " : "",
+             copy->name_direction ? direction_names[copy->direction] : "",
+             host_names[copy->host]);
+    range->attributes.name = nvs_name_store(NVS_DOMAIN_CUDA, key, range->text);
 }
 
-#define COPY(...) NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, __VA_ARGS__)
-#define COPY_PAIR(...) NVS_COPY_PAIR(CUresult, CUDA_ERROR_NOT_FOUND, __VA_ARGS__)
+void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
+{
+    enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
+                                 : copy->direction == DTOH ? NVS_FRAME_CUDA_DTOH : NVS_FRAME_OFF;
+    nvs_call_open(id, marker, -1, describe_copy, copy);
+}
 
-COPY_PAIR(cuMemcpy, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
+/* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
+ * twin: the same parameters, the description and the range made alike. */
+#define COPY(...) NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, __VA_ARGS__)
+#define COPY_PAIR(name, twin, parameters, arguments, description)                            \
+    NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments, description)                  \
+    NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, twin, parameters, arguments, description)
+
+COPY_PAIR(cuMemcpy, cuMemcpy_ptds,
+          (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
           nvs_copy_unified(bytes, dst, src))
-COPY_PAIR(cuMemcpyAsync, _ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
+COPY_PAIR(cuMemcpyAsync, cuMemcpyAsync_ptsz,
+          (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_unified(bytes, dst, src))
-COPY_PAIR(cuMemcpyPeer, _ptds,
+COPY_PAIR(cuMemcpyPeer, cuMemcpyPeer_ptds,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context, size_t bytes),
           (dst, dst_context, src, src_context, bytes), nvs_copy_between(bytes, PEER))
-COPY_PAIR(cuMemcpyPeerAsync, _ptsz,
+COPY_PAIR(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context,
            size_t bytes, CUstream stream),
           (dst, dst_context, src, src_context, bytes, stream), nvs_copy_between(bytes, PEER))
-COPY_PAIR(cuMemcpyHtoD_v2, _ptds, (CUdeviceptr dst, const void *src, size_t bytes),
+COPY_PAIR(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr dst, const void *src, size_t bytes),
           (dst, src, bytes), nvs_copy_host_to_device(bytes, src))
-COPY_PAIR(cuMemcpyHtoDAsync_v2, _ptsz,
+COPY_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
           (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_host_to_device(bytes, src))
-COPY_PAIR(cuMemcpyDtoH_v2, _ptds, (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
+COPY_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
+          (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
           nvs_copy_device_to_host(bytes, dst))
-COPY_PAIR(cuMemcpyDtoHAsync_v2, _ptsz, (void *dst, CUdeviceptr src, size_t bytes, CUstream stream),
+COPY_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
+          (void *dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_device_to_host(bytes, dst))
-COPY_PAIR(cuMemcpyDtoD_v2, _ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
+COPY_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
           (dst, src, bytes), nvs_copy_between(bytes, DTOD))
-COPY_PAIR(cuMemcpyDtoDAsync_v2, _ptsz,
+COPY_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_between(bytes, DTOD))
-COPY_PAIR(cuMemcpyDtoA_v2, _ptds, (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes),
+COPY_PAIR(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds,
+          (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes),
           (dst, offset, src, bytes), nvs_copy_between(bytes, DTOA))
-COPY_PAIR(cuMemcpyAtoD_v2, _ptds, (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes),
+COPY_PAIR(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds,
+          (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes),
           (dst, src, offset, bytes), nvs_copy_between(bytes, ATOD))
-COPY_PAIR(cuMemcpyHtoA_v2, _ptds, (CUarray dst, size_t offset, const void *src, size_t bytes),
+COPY_PAIR(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds,
+          (CUarray dst, size_t offset, const void *src, size_t bytes),
           (dst, offset, src, bytes), ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
-COPY_PAIR(cuMemcpyHtoAAsync_v2, _ptsz,
+COPY_PAIR(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz,
           (CUarray dst, size_t offset, const void *src, size_t bytes, CUstream stream),
           (dst, offset, src, bytes, stream),
           ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
-COPY_PAIR(cuMemcpyAtoH_v2, _ptds, (void *dst, CUarray src, size_t offset, size_t bytes),
+COPY_PAIR(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds,
+          (void *dst, CUarray src, size_t offset, size_t bytes),
           (dst, src, offset, bytes), ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
-COPY_PAIR(cuMemcpyAtoHAsync_v2, _ptsz,
+COPY_PAIR(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz,
           (void *dst, CUarray src, size_t offset, size_t bytes, CUstream stream),
           (dst, src, offset, bytes, stream),
           ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
-COPY_PAIR(cuMemcpyAtoA_v2, _ptds,
+COPY_PAIR(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds,
           (CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t bytes),
           (dst, dst_offset, src, src_offset, bytes), nvs_copy_between(bytes, ATOA))
-COPY_PAIR(cuMemcpy2D_v2, _ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
-COPY_PAIR(cuMemcpy2DUnaligned_v2, _ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
-COPY_PAIR(cuMemcpy2DAsync_v2, _ptsz, (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream),
+COPY_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
+COPY_PAIR(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
+          (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
+COPY_PAIR(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
+          (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream),
           copy_2d(p))
-COPY_PAIR(cuMemcpy3D_v2, _ptds, (const CUDA_MEMCPY3D *p), (p), copy_3d(p))
-COPY_PAIR(cuMemcpy3DAsync_v2, _ptsz, (const CUDA_MEMCPY3D *p, CUstream stream), (p, stream),
+COPY_PAIR(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), copy_3d(p))
+COPY_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
+          (const CUDA_MEMCPY3D *p, CUstream stream), (p, stream),
           copy_3d(p))
-COPY_PAIR(cuMemcpy3DPeer, _ptds, (const CUDA_MEMCPY3D_PEER *p), (p), copy_3d_peer(p))
-COPY_PAIR(cuMemcpy3DPeerAsync, _ptsz, (const CUDA_MEMCPY3D_PEER *p, CUstream stream), (p, stream),
+COPY_PAIR(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *p), (p), copy_3d_peer(p))
+COPY_PAIR(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
+          (const CUDA_MEMCPY3D_PEER *p, CUstream stream), (p, stream),
           copy_3d_peer(p))
 #if NVS_CUDA_VERSION >= 13000
-COPY_PAIR(cuMemcpyBatchAsync_v2, _ptsz,
+COPY_PAIR(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
           (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
            CUmemcpyAttributes *attributes, size_t *attribute_indices, size_t attribute_count,
            CUstream stream),
           (dsts, srcs, sizes, count, attributes, attribute_indices, attribute_count, stream),
           batch(sizes, count))
-COPY_PAIR(cuMemcpy3DBatchAsync_v2, _ptsz,
+COPY_PAIR(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
           (size_t count, CUDA_MEMCPY3D_BATCH_OP *operations, unsigned long long flags,
            CUstream stream),
           (count, operations, flags, stream), batch_3d(count, operations))

@@ -43,43 +43,49 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
     return nvs_copy_between(p ? p->extent.width * p->extent.height * p->extent.depth : 0, PEER);
 }
 
+/* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
+ * twin: the same parameters, the description and the range made alike. */
 #define COPY(...) NVS_COPY(cudaError_t, cudaErrorNotSupported, __VA_ARGS__)
-#define COPY_PAIR(...) NVS_COPY_PAIR(cudaError_t, cudaErrorNotSupported, __VA_ARGS__)
+#define COPY_PAIR(name, twin, parameters, arguments, description)                            \
+    NVS_COPY(cudaError_t, cudaErrorNotSupported, name, parameters, arguments, description)                  \
+    NVS_COPY(cudaError_t, cudaErrorNotSupported, twin, parameters, arguments, description)
 
-COPY_PAIR(cudaMemcpy, _ptds,
+COPY_PAIR(cudaMemcpy, cudaMemcpy_ptds,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind),
           (dst, src, bytes, kind), runtime_copy(bytes, dst, src, kind))
-COPY_PAIR(cudaMemcpyAsync, _ptsz,
+COPY_PAIR(cudaMemcpyAsync, cudaMemcpyAsync_ptsz,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t stream),
           (dst, src, bytes, kind, stream), runtime_copy(bytes, dst, src, kind))
-COPY_PAIR(cudaMemcpy2D, _ptds,
+COPY_PAIR(cudaMemcpy2D, cudaMemcpy2D_ptds,
           (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
            size_t height, enum cudaMemcpyKind kind),
           (dst, dst_pitch, src, src_pitch, width, height, kind),
           runtime_copy(width * height, dst, src, kind))
-COPY_PAIR(cudaMemcpy2DAsync, _ptsz,
+COPY_PAIR(cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz,
           (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
            size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),
           (dst, dst_pitch, src, src_pitch, width, height, kind, stream),
           runtime_copy(width * height, dst, src, kind))
-COPY_PAIR(cudaMemcpy3D, _ptds, (const struct cudaMemcpy3DParms *p), (p), copy_3d(p))
-COPY_PAIR(cudaMemcpy3DAsync, _ptsz, (const struct cudaMemcpy3DParms *p, cudaStream_t stream),
+COPY_PAIR(cudaMemcpy3D, cudaMemcpy3D_ptds, (const struct cudaMemcpy3DParms *p), (p), copy_3d(p))
+COPY_PAIR(cudaMemcpy3DAsync, cudaMemcpy3DAsync_ptsz,
+          (const struct cudaMemcpy3DParms *p, cudaStream_t stream),
           (p, stream), copy_3d(p))
-COPY_PAIR(cudaMemcpy3DPeer, _ptds, (const struct cudaMemcpy3DPeerParms *p), (p), copy_3d_peer(p))
-COPY_PAIR(cudaMemcpy3DPeerAsync, _ptsz,
+COPY_PAIR(cudaMemcpy3DPeer, cudaMemcpy3DPeer_ptds,
+          (const struct cudaMemcpy3DPeerParms *p), (p), copy_3d_peer(p))
+COPY_PAIR(cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync_ptsz,
           (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), (p, stream),
           copy_3d_peer(p))
-COPY_PAIR(cudaMemcpyToSymbol, _ptds,
+COPY_PAIR(cudaMemcpyToSymbol, cudaMemcpyToSymbol_ptds,
           (const void *symbol, const void *src, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
           (symbol, src, bytes, offset, kind), runtime_copy(bytes, symbol, src, kind))
-COPY_PAIR(cudaMemcpyFromSymbol, _ptds,
+COPY_PAIR(cudaMemcpyFromSymbol, cudaMemcpyFromSymbol_ptds,
           (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
           (dst, symbol, bytes, offset, kind), runtime_copy(bytes, dst, symbol, kind))
-COPY_PAIR(cudaMemcpyToSymbolAsync, _ptsz,
+COPY_PAIR(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync_ptsz,
           (const void *symbol, const void *src, size_t bytes, size_t offset,
            enum cudaMemcpyKind kind, cudaStream_t stream),
           (symbol, src, bytes, offset, kind, stream), runtime_copy(bytes, symbol, src, kind))
-COPY_PAIR(cudaMemcpyFromSymbolAsync, _ptsz,
+COPY_PAIR(cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync_ptsz,
           (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind,
            cudaStream_t stream),
           (dst, symbol, bytes, offset, kind, stream), runtime_copy(bytes, dst, symbol, kind))

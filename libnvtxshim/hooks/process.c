@@ -1,6 +1,7 @@
 /* exec and _exit end the process image without running destructors: the
  * trace file is completed first. With no trace, these pass straight through. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -9,9 +10,9 @@
 #include <unistd.h>
 
 #include "../capture.h"
-#include "../frames.h"
-#include "../hook.h"
+#include "../init.h"
 #include "../record.h"
+#include "../resolve.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

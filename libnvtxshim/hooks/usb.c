@@ -11,9 +11,7 @@
 #include <unistd.h>
 
 #include "../emit.h"
-#include "../frames.h"
 #include "../hook.h"
-#include "../log.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -55,12 +53,6 @@ static const char *status_name(enum libusb_transfer_status status)
     return "LIBUSB_TRANSFER_UNKNOWN";
 }
 
-/* Cache keys: hook id in the top byte, then the parameters that the name shows. */
-static uint64_t key_of(enum nvs_hook_id id, uint64_t parameters)
-{
-    return ((uint64_t)(id + 1) << 56) | (parameters & 0x00ffffffffffffffull);
-}
-
 /* A red mark beside the range: a failed, timed-out, stalled or short transfer. */
 __attribute__((format(printf, 2, 3)))
 static void warn(uint64_t payload, const char *format, ...)
@@ -71,7 +63,7 @@ static void warn(uint64_t payload, const char *format, ...)
     vsnprintf(text, sizeof text, format, args);
     va_end(args);
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_USB, .name = { NULL, text }, .category = NVS_CATEGORY_WARNING,
+        .domain = NVS_DOMAIN_USB, .name = { NULL, text }, .category = NVS_USB_WARNING,
         .color = NVS_COLOR_ERROR, .payload = payload, .has_payload = true,
     };
     nvs_mark(&mark);
@@ -79,22 +71,32 @@ static void warn(uint64_t payload, const char *format, ...)
 
 /* ---- synchronous transfers ---------------------------------------------- */
 
+/* What the range of a bulk or interrupt transfer shows. */
+struct data_call {
+    unsigned char endpoint;
+    int length;
+};
+
+static void describe_data(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+{
+    const struct data_call *call = what;
+    range->attributes = (struct nvs_attributes){
+        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
+        .payload = (uint64_t)(call->length > 0 ? call->length : 0), .has_payload = true,
+    };
+    NVS_NAME(range->attributes.name, NVS_DOMAIN_USB,
+             nvs_call_name_key(id, ((uint64_t)call->endpoint << 32) | (uint32_t)call->length),
+             range->text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), call->endpoint,
+             direction(call->endpoint), call->length);
+}
+
 static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real,
                          libusb_device_handle *handle, unsigned char endpoint,
                          unsigned char *data, int length, int *transferred, unsigned int timeout)
 {
-    int saved_errno = errno;
-    const char *name = nvs_hook_name(id);
-    char buffer[96];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = (uint64_t)(length > 0 ? length : 0), .has_payload = true,
-    };
-    NVS_NAME(range.name, NVS_DOMAIN_USB, key_of(id, ((uint64_t)endpoint << 32) | (uint32_t)length),
-             buffer, "%s ep=0x%02x %s %dB", name, endpoint, direction(endpoint), length);
-    nvs_frames_on_call(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
-                       endpoint);
-    nvs_range_push(&range);
+    const struct data_call call = { endpoint, length };
+    nvs_call_open(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
+                  endpoint, describe_data, &call);
 
     /* libusb writes *transferred only when the transfer ran: not when its
      * submission failed (LIBUSB_ERROR_NO_DEVICE, _BUSY...), where the program's
@@ -102,40 +104,67 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
      * and the program's is written exactly when libusb writes it. transferred
      * may be NULL: then the bytes moved are unknown and no short mark is made. */
     int moved = -1;
-    errno = saved_errno;
     int result = real(handle, endpoint, data, length, transferred ? &moved : NULL, timeout);
-    saved_errno = errno;
+    int saved_errno = errno;
     if (transferred && moved >= 0)
         *transferred = moved;
+    const char *name = nvs_hook_name(id);
     if (result < 0)
         warn((uint64_t)(moved > 0 ? moved : 0), "%s %s ep=0x%02x %s %d/%dB", error_name(result),
              name, endpoint, direction(endpoint), moved > 0 ? moved : 0, length);
     else if (moved >= 0 && moved < length)
         warn((uint64_t)moved, "short transfer %s ep=0x%02x %s %d/%dB", name, endpoint,
              direction(endpoint), moved, length);
-    nvs_range_pop(NVS_DOMAIN_USB);
-    nvs_call_end();
     errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_USB);
     return result;
 }
 
-/* libusb_bulk_transfer and libusb_interrupt_transfer share a prototype. */
-#define DATA_TRANSFER_WRAPPER(name)                                                        \
-    EXPORT int LIBUSB_CALL name(libusb_device_handle *handle, unsigned char endpoint,      \
-                                unsigned char *data, int length, int *transferred,         \
-                                unsigned int timeout)                                      \
-    {                                                                                      \
-        __typeof__(&name) real = NVS_REAL(name);                                           \
-        if (!real)                                                                         \
-            return LIBUSB_ERROR_NOT_SUPPORTED;                                             \
-        if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_begin(NVS_HOOKS_USB))              \
-            return real(handle, endpoint, data, length, transferred, timeout);             \
-        return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, length,      \
-                             transferred, timeout);                                        \
-    }
+EXPORT int LIBUSB_CALL libusb_bulk_transfer(libusb_device_handle *handle, unsigned char endpoint,
+                                            unsigned char *data, int length, int *transferred,
+                                            unsigned int timeout)
+{
+    __typeof__(&libusb_bulk_transfer) real = NVS_REAL(libusb_bulk_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
+        return real(handle, endpoint, data, length, transferred, timeout);
+    return data_transfer(NVS_HOOK_ID(libusb_bulk_transfer), real, handle, endpoint, data, length,
+                         transferred, timeout);
+}
 
-DATA_TRANSFER_WRAPPER(libusb_bulk_transfer)
-DATA_TRANSFER_WRAPPER(libusb_interrupt_transfer)
+EXPORT int LIBUSB_CALL libusb_interrupt_transfer(libusb_device_handle *handle,
+                                                 unsigned char endpoint, unsigned char *data,
+                                                 int length, int *transferred, unsigned int timeout)
+{
+    __typeof__(&libusb_interrupt_transfer) real = NVS_REAL(libusb_interrupt_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
+        return real(handle, endpoint, data, length, transferred, timeout);
+    return data_transfer(NVS_HOOK_ID(libusb_interrupt_transfer), real, handle, endpoint, data,
+                         length, transferred, timeout);
+}
+
+/* What the range of a control transfer shows. */
+struct control_call {
+    uint8_t request_type, request;
+    uint16_t value, length;
+};
+
+static void describe_control(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+{
+    const struct control_call *call = what;
+    range->attributes = (struct nvs_attributes){
+        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
+        .payload = call->length, .has_payload = true,
+    };
+    uint64_t parameters = ((uint64_t)call->request_type << 40) | ((uint64_t)call->request << 32) |
+                          ((uint64_t)call->value << 16) | call->length;
+    NVS_NAME(range->attributes.name, NVS_DOMAIN_USB, nvs_call_name_key(id, parameters), range->text,
+             "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", call->request_type,
+             call->request, call->value, direction(call->request_type), call->length);
+}
 
 EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
                                                uint8_t request_type, uint8_t request,
@@ -146,26 +175,13 @@ EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
     __typeof__(&libusb_control_transfer) real = NVS_REAL(libusb_control_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_begin(NVS_HOOKS_USB))
+    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
         return real(handle, request_type, request, value, index, data, length, timeout);
 
-    int saved_errno = errno;
-    enum nvs_hook_id id = NVS_HOOK_ID(libusb_control_transfer);
-    char buffer[112];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = length, .has_payload = true,
-    };
-    uint64_t parameters = ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
-                          ((uint64_t)value << 16) | length;
-    NVS_NAME(range.name, NVS_DOMAIN_USB, key_of(id, parameters), buffer,
-             "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", request_type,
-             request, value, direction(request_type), length);
-    nvs_frames_on_call(id, NVS_FRAME_OFF, 0);
-    nvs_range_push(&range);
-    errno = saved_errno;
+    const struct control_call call = { request_type, request, value, length };
+    nvs_call_open(NVS_HOOK_ID(libusb_control_transfer), NVS_FRAME_OFF, 0, describe_control, &call);
     int result = real(handle, request_type, request, value, index, data, length, timeout);
-    saved_errno = errno;
+    int saved_errno = errno;
     if (result < 0)
         warn(0, "%s libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x", error_name(result),
              request_type, request, value);
@@ -173,9 +189,8 @@ EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
         warn((uint64_t)result, "short transfer libusb_control_transfer type=0x%02x req=0x%02x "
              "val=0x%04x %s %d/%uB", request_type, request, value, direction(request_type),
              result, length);
-    nvs_range_pop(NVS_DOMAIN_USB);
-    nvs_call_end();
     errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_USB);
     return result;
 }
 
@@ -323,7 +338,7 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     nvtxRangeId_t submitted = flight->range;
     struct nvs_attributes range = {
         .domain = NVS_DOMAIN_USB, .name = flight->callback_name,
-        .category = NVS_CATEGORY_CALLBACK, .color = NVS_COLOR_USB_CALLBACK,
+        .category = NVS_USB_CALLBACK, .color = NVS_COLOR_USB_CALLBACK,
         .payload = (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
         .has_payload = true,
     };
@@ -334,7 +349,7 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     nvs_range_end(NVS_DOMAIN_USB, submitted);
     check_completion(transfer);
     if (counts_as_frame_in(transfer))
-        nvs_frames_on_completion(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
+        nvs_call_completed(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
                            transfer->endpoint);
     nvs_range_push(&range);
     errno = saved_errno;
@@ -351,60 +366,72 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     errno = saved_errno;
 }
 
+/* A submission: its range, and the name its callback's range will have. */
+struct submit_call {
+    const struct libusb_transfer *transfer;
+    struct flight *flight;
+};
+
+static void describe_submit(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+{
+    const struct submit_call *call = what;
+    const struct libusb_transfer *transfer = call->transfer;
+    struct flight *flight = call->flight;
+    uint64_t key = nvs_call_name_key(id, transfer_key(transfer));
+    char what_text[112];
+    range->attributes = (struct nvs_attributes){
+        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
+        .payload = requested_bytes(transfer), .has_payload = true,
+    };
+    range->attributes.name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ (1ull << 55));
+    if (range->attributes.name.registered && flight->callback_name.registered)
+        return;
+    describe(what_text, sizeof what_text, transfer);
+    snprintf(range->text, sizeof range->text, "libusb_transfer_cb_fn %s", what_text);
+    flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key ^ (1ull << 55), range->text);
+    /* Plain-text names live only as long as this call; keep the callback's registered. */
+    if (!flight->callback_name.registered)
+        flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
+    snprintf(range->text, sizeof range->text, "libusb_submit_transfer %s", what_text);
+    range->attributes.name = nvs_name_store(NVS_DOMAIN_USB, key, range->text);
+}
+
 EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
 {
     __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
     if (nvs_call_passes(NVS_HOOKS_USB) || !transfer || !transfer->callback ||
-        !nvs_call_begin(NVS_HOOKS_USB))
+        !nvs_call_enter(NVS_HOOKS_USB))
         return real(transfer);
 
-    int saved_errno = errno;
     struct flight *flight = flight_claim(transfer);
     if (!flight) {
-        nvs_call_end();
-        errno = saved_errno;
+        nvs_call_leave();
         return real(transfer);
-    }
-    enum nvs_hook_id id = NVS_HOOK_ID(libusb_submit_transfer);
-    char what[112], buffer[160];
-    uint64_t key = transfer_key(transfer);
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_CATEGORY_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = requested_bytes(transfer), .has_payload = true,
-    };
-    range.name = nvs_name_lookup(NVS_DOMAIN_USB, key_of(id, key));
-    flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key_of(id, key) ^ (1ull << 55));
-    if (!range.name.registered || !flight->callback_name.registered) {
-        describe(what, sizeof what, transfer);
-        snprintf(buffer, sizeof buffer, "libusb_submit_transfer %s", what);
-        range.name = nvs_name_store(NVS_DOMAIN_USB, key_of(id, key), buffer);
-        snprintf(buffer, sizeof buffer, "libusb_transfer_cb_fn %s", what);
-        flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key_of(id, key) ^ (1ull << 55), buffer);
-        /* Plain-text names live only as long as this call; keep the callback's registered. */
-        if (!flight->callback_name.registered)
-            flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
     }
     bool frame_out = !(transfer->endpoint & LIBUSB_ENDPOINT_IN) &&
                      transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
-    nvs_frames_on_call(id, frame_out ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF, transfer->endpoint);
+    const struct submit_call call = { transfer, flight };
     flight->callback = transfer->callback;
-    flight->range = nvs_range_start(&range);
+    flight->range = nvs_call_open_async(NVS_HOOK_ID(libusb_submit_transfer),
+                                        frame_out ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF,
+                                        transfer->endpoint, describe_submit, &call);
     transfer->callback = transfer_completed;
 
-    errno = saved_errno;
     int result = real(transfer);
-    saved_errno = errno;
+    int saved_errno = errno;
     if (result < 0) {
         /* No callback will come: put everything back as the program left it. */
+        char what[112];
         transfer->callback = flight->callback;
         nvs_range_end(NVS_DOMAIN_USB, flight->range);
         flight_release(flight);
         describe(what, sizeof what, transfer);
         warn(0, "%s libusb_submit_transfer %s", error_name(result), what);
     }
-    nvs_call_end();
+    nvs_call_leave();
     errno = saved_errno;
     return result;
 }
@@ -431,15 +458,16 @@ static void name_event_thread(void)
     errno = saved_errno;
 }
 
+static const struct nvs_call_kind event_handling = { NVS_DOMAIN_USB, NVS_USB_EVENTS };
+
 /* Each event function: pass through when untraced, otherwise one range. */
 #define EVENTS_WRAPPER(name, parameters, arguments)                                        \
     EXPORT int LIBUSB_CALL name parameters                                                 \
     {                                                                                      \
         NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,       \
                          name_event_thread();                                              \
-                         nvs_call_open(NVS_DOMAIN_USB, NVS_HOOK_ID(name),                  \
-                                       NVS_CATEGORY_EVENTS, NVS_COLOR_USB_EVENTS,          \
-                                       NVS_FRAME_OFF),                                     \
+                         nvs_call_open(NVS_HOOK_ID(name), NVS_FRAME_OFF, -1,               \
+                                       nvs_call_describe_kind, &event_handling),           \
                          nvs_call_close(NVS_DOMAIN_USB));                                  \
     }
 

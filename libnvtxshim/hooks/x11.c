@@ -16,26 +16,10 @@
 #include <xcb/xcbext.h>
 
 #include "../emit.h"
-#include "../frames.h"
 #include "../hook.h"
 #include "../log.h"
 
 #define EXPORT __attribute__((visibility("default")))
-
-enum x11_category {
-    CATEGORY_DRAW = 1,        /* image data to or from the server */
-    CATEGORY_FLUSH = 2,       /* requests written out */
-    CATEGORY_ROUND_TRIP = 3,  /* waiting for the server's reply */
-    CATEGORY_WAIT = 4,        /* waiting for events */
-    CATEGORY_SWAP = 5,        /* GLX/EGL buffer swaps */
-    CATEGORY_WARNING = 6,     /* marks: a remote display, no MIT-SHM */
-};
-
-static const uint32_t category_colors[] = {
-    [CATEGORY_DRAW] = 0xFF1565C0u, [CATEGORY_FLUSH] = 0xFF42A5F5u,
-    [CATEGORY_ROUND_TRIP] = 0xFFEF6C00u, [CATEGORY_WAIT] = 0xFF90CAF9u,
-    [CATEGORY_SWAP] = 0xFF6A1B9Au,
-};
 
 /* ---- where the display is ------------------------------------------------- */
 
@@ -44,7 +28,7 @@ static atomic_bool display_checked;
 static void say(const char *text)
 {
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_X11, .name = { NULL, text }, .category = CATEGORY_WARNING,
+        .domain = NVS_DOMAIN_X11, .name = { NULL, text }, .category = NVS_X11_WARNING,
         .color = NVS_COLOR_ERROR,
     };
     nvs_mark(&mark);
@@ -120,31 +104,41 @@ static void check_xcb(xcb_connection_t *connection)
 
 /* ---- ranges -------------------------------------------------------------- */
 
-static uint64_t key_of(enum nvs_hook_id id, uint64_t width, uint64_t height)
-{
-    return ((uint64_t)(id + 1) << 48) | (width << 24) | height;
-}
+/* The kinds of call that are named after their function alone. */
+static const struct nvs_call_kind flush = { NVS_DOMAIN_X11, NVS_X11_FLUSH };
+static const struct nvs_call_kind round_trip = { NVS_DOMAIN_X11, NVS_X11_ROUND_TRIP };
+static const struct nvs_call_kind event_wait = { NVS_DOMAIN_X11, NVS_X11_WAIT };
+static const struct nvs_call_kind swap = { NVS_DOMAIN_X11, NVS_X11_SWAP };
 
-/* A range named after the hook, in CATEGORY; MARKER counts it as a frame marker. */
-static void begin(enum nvs_hook_id id, enum x11_category category, enum nvs_frame_marker marker)
+/* A range named after the function, of KIND; MARKER counts it as a frame marker. */
+static void begin(enum nvs_hook_id id, const struct nvs_call_kind *kind, enum nvs_frame_marker marker)
 {
-    nvs_call_open(NVS_DOMAIN_X11, id, category, category_colors[category], marker);
+    nvs_call_open(id, marker, -1, nvs_call_describe_kind, kind);
 }
 
 /* An image of WIDTH x HEIGHT moving BYTES: the size in the name, bytes as payload. */
+struct image_call {
+    unsigned width, height;
+    uint64_t bytes;
+};
+
+static void describe_image(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+{
+    const struct image_call *image = what;
+    range->attributes = (struct nvs_attributes){
+        .domain = NVS_DOMAIN_X11, .category = NVS_X11_DRAW, .color = NVS_COLOR_X11_DRAW,
+        .payload = image->bytes, .has_payload = true,
+    };
+    uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(image->width & 0xffffff) << 24) |
+                   (image->height & 0xffffff);
+    NVS_NAME(range->attributes.name, NVS_DOMAIN_X11, key, range->text, "%s %ux%u",
+             nvs_hook_name(id), image->width, image->height);
+}
+
 static void begin_image(enum nvs_hook_id id, unsigned width, unsigned height, uint64_t bytes)
 {
-    int saved_errno = errno;
-    char buffer[64];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11, .category = CATEGORY_DRAW, .color = category_colors[CATEGORY_DRAW],
-        .payload = bytes, .has_payload = true,
-    };
-    NVS_NAME(range.name, NVS_DOMAIN_X11, key_of(id, width & 0xffffff, height & 0xffffff), buffer,
-             "%s %ux%u", nvs_hook_name(id), width, height);
-    nvs_frames_on_call(id, NVS_FRAME_OFF, -1);
-    nvs_range_push(&range);
-    errno = saved_errno;
+    const struct image_call image = { width, height, bytes };
+    nvs_call_open(id, NVS_FRAME_OFF, -1, describe_image, &image);
 }
 
 static void end(void)
@@ -159,7 +153,7 @@ static unsigned bytes_per_pixel(unsigned depth)
 }
 
 /* Pass through when untraced, else one range around the real call. CHECK
- * looks at the display once; BEGIN opens the range. */
+ * looks at the display once; OPENING opens the range. */
 #define X11_CALL(name, check, opening, arguments)                                          \
     NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, (__typeof__(real arguments)){ 0 }, arguments,      \
                      check; opening, end())
@@ -197,38 +191,38 @@ EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsi
 EXPORT int XFlush(Display *display)
 {
     X11_CALL(XFlush, check_xlib(display),
-             begin(NVS_HOOK_ID(XFlush), CATEGORY_FLUSH, NVS_FRAME_X11_FLUSH), (display));
+             begin(NVS_HOOK_ID(XFlush), &flush, NVS_FRAME_X11_FLUSH), (display));
 }
 
 EXPORT int XSync(Display *display, Bool discard)
 {
     X11_CALL(XSync, check_xlib(display),
-             begin(NVS_HOOK_ID(XSync), CATEGORY_ROUND_TRIP, NVS_FRAME_OFF), (display, discard));
+             begin(NVS_HOOK_ID(XSync), &round_trip, NVS_FRAME_OFF), (display, discard));
 }
 
 EXPORT int XNextEvent(Display *display, XEvent *event)
 {
     X11_CALL(XNextEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XNextEvent), CATEGORY_WAIT, NVS_FRAME_OFF), (display, event));
+             begin(NVS_HOOK_ID(XNextEvent), &event_wait, NVS_FRAME_OFF), (display, event));
 }
 
 EXPORT int XPeekEvent(Display *display, XEvent *event)
 {
     X11_CALL(XPeekEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XPeekEvent), CATEGORY_WAIT, NVS_FRAME_OFF), (display, event));
+             begin(NVS_HOOK_ID(XPeekEvent), &event_wait, NVS_FRAME_OFF), (display, event));
 }
 
 EXPORT int XWindowEvent(Display *display, Window window, long mask, XEvent *event)
 {
     X11_CALL(XWindowEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XWindowEvent), CATEGORY_WAIT, NVS_FRAME_OFF),
+             begin(NVS_HOOK_ID(XWindowEvent), &event_wait, NVS_FRAME_OFF),
              (display, window, mask, event));
 }
 
 EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
 {
     X11_CALL(XMaskEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XMaskEvent), CATEGORY_WAIT, NVS_FRAME_OFF), (display, mask, event));
+             begin(NVS_HOOK_ID(XMaskEvent), &event_wait, NVS_FRAME_OFF), (display, mask, event));
 }
 
 EXPORT int XIfEvent(Display *display, XEvent *event,
@@ -236,14 +230,14 @@ EXPORT int XIfEvent(Display *display, XEvent *event,
 {
     /* The predicate is the program's code, called from inside Xlib: its calls are its own. */
     X11_CALL(XIfEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XIfEvent), CATEGORY_WAIT, NVS_FRAME_OFF),
+             begin(NVS_HOOK_ID(XIfEvent), &event_wait, NVS_FRAME_OFF),
              (display, event, predicate, argument));
 }
 
 EXPORT int XPending(Display *display)
 {
     X11_CALL(XPending, check_xlib(display),
-             begin(NVS_HOOK_ID(XPending), CATEGORY_FLUSH, NVS_FRAME_OFF), (display));
+             begin(NVS_HOOK_ID(XPending), &flush, NVS_FRAME_OFF), (display));
 }
 
 /* ---- XCB -------------------------------------------------------------------- */
@@ -251,20 +245,20 @@ EXPORT int XPending(Display *display)
 EXPORT int xcb_flush(xcb_connection_t *connection)
 {
     X11_CALL(xcb_flush, check_xcb(connection),
-             begin(NVS_HOOK_ID(xcb_flush), CATEGORY_FLUSH, NVS_FRAME_X11_FLUSH), (connection));
+             begin(NVS_HOOK_ID(xcb_flush), &flush, NVS_FRAME_X11_FLUSH), (connection));
 }
 
 EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *connection)
 {
     X11_CALL(xcb_wait_for_event, check_xcb(connection),
-             begin(NVS_HOOK_ID(xcb_wait_for_event), CATEGORY_WAIT, NVS_FRAME_OFF), (connection));
+             begin(NVS_HOOK_ID(xcb_wait_for_event), &event_wait, NVS_FRAME_OFF), (connection));
 }
 
 EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int request,
                                 xcb_generic_error_t **error)
 {
     X11_CALL(xcb_wait_for_reply, check_xcb(connection),
-             begin(NVS_HOOK_ID(xcb_wait_for_reply), CATEGORY_ROUND_TRIP, NVS_FRAME_OFF),
+             begin(NVS_HOOK_ID(xcb_wait_for_reply), &round_trip, NVS_FRAME_OFF),
              (connection, request, error));
 }
 
@@ -301,12 +295,12 @@ EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
     __typeof__(&glXSwapBuffers) real = NVS_REAL(glXSwapBuffers);
     if (!real)
         return;
-    if (nvs_call_passes(NVS_HOOKS_X11) || !nvs_call_begin(NVS_HOOKS_X11)) {
+    if (nvs_call_passes(NVS_HOOKS_X11) || !nvs_call_enter(NVS_HOOKS_X11)) {
         real(display, drawable);
         return;
     }
     check_xlib(display);
-    begin(NVS_HOOK_ID(glXSwapBuffers), CATEGORY_SWAP, NVS_FRAME_X11_SWAP);
+    begin(NVS_HOOK_ID(glXSwapBuffers), &swap, NVS_FRAME_X11_SWAP);
     real(display, drawable);
     end();
 }
@@ -314,7 +308,7 @@ EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
 EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
 {
     X11_CALL(eglSwapBuffers, (void)0,
-             begin(NVS_HOOK_ID(eglSwapBuffers), CATEGORY_SWAP, NVS_FRAME_X11_SWAP),
+             begin(NVS_HOOK_ID(eglSwapBuffers), &swap, NVS_FRAME_X11_SWAP),
              (display, surface));
 }
 
