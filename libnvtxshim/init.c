@@ -10,7 +10,6 @@
 
 #include "capture.h"
 #include "config.h"
-#include "emit.h"
 #include "frames.h"
 #include "hook.h"
 #include "init.h"

@@ -16,7 +16,6 @@
 
 #include "../emit.h"
 #include "../hook.h"
-#include "../log.h"
 
 _Static_assert(CUDA_VERSION == NVS_CUDA_VERSION, "the hook table was made for another cuda.h");
 

@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
 
-#include "../emit.h"
 #include "../hook.h"
 #include "copy.h"
 
