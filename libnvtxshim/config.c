@@ -18,24 +18,6 @@ extern char **environ;
 
 #define PREFIX "NVTXSHIM_"
 
-const char nvs_config_help_text[] =
-    "nvtxshim: configuration (all optional)\n"
-    "  NVTXSHIM_HOOKS         usb,x11,cuda (any comma list), all, or none      [all]\n"
-    "  NVTXSHIM_FRAME         off, usb.in[:EP], usb.out[:EP], x11.swap, x11.flush,\n"
-    "                         cuda.htod, cuda.dtoh, call:NAME                  [off]\n"
-    "  NVTXSHIM_FRAME_BUDGET  duration such as 33ms, 500us, 16.7ms; frames over it\n"
-    "                         get a red 'over budget' mark                     [none]\n"
-    "  NVTXSHIM_CAPTURE       off, frames:S[+C], frames:S+C/P (every P frames),\n"
-    "                         calls:NAME:S[+C], time:DELAY[+DURATION],\n"
-    "                         signal[:USR1] (each signal toggles)              [off]\n"
-    "  NVTXSHIM_CAPTURE_VIA   nvtx, cuda, both                                 [both]\n"
-    "  NVTXSHIM_CAPTURE_NAME  MESSAGE@DOMAIN                       [capture@nvtxshim]\n"
-    "  NVTXSHIM_TRACE         file for a Chrome/Perfetto trace; %p = process id [none]\n"
-    "  NVTXSHIM_KERNEL        off, on, on:THRESHOLD (off-CPU intervals kept as\n"
-    "                         ranges; 1ms); needs root or CAP_BPF+CAP_PERFMON [off]\n"
-    "  NVTXSHIM_LOG           quiet, info, debug                               [info]\n"
-    "  NVTXSHIM_HELP          1 prints this reference                          [0]\n";
-
 struct report {
     nvs_config_report_fn fn;
     void *context;
@@ -383,38 +365,55 @@ static bool parse_choice(const char *value, const char *const *choices, int *out
     return false;
 }
 
-/* The variables, in the order they are parsed and listed. */
-enum variable { V_LOG, V_HOOKS, V_FRAME, V_FRAME_BUDGET, V_CAPTURE, V_CAPTURE_VIA,
-                V_CAPTURE_NAME, V_TRACE, V_KERNEL, V_HELP, V_COUNT };
+/* The variables (variables.def), in the order they are parsed and listed. */
+enum variable {
+#define NVS_VARIABLE(id, name, option, argument, default_value, summary, accepted, if_bad, manual) \
+    V_##id,
+#include "variables.def"
+#undef NVS_VARIABLE
+    V_COUNT
+};
 
 static const struct {
     const char *name;
+    const char *default_value;
+    const char *summary;
     const char *accepted;
     const char *consequence;
 } variables[V_COUNT] = {
-    [V_LOG] = { PREFIX "LOG", "quiet, info, debug", "messages stay at info" },
-    [V_HOOKS] = { PREFIX "HOOKS", "a comma list of usb, x11, cuda; all; none",
-                  "no calls are hooked" },
-    [V_FRAME] = { PREFIX "FRAME",
-                  "off, usb.in[:EP], usb.out[:EP], x11.swap, x11.flush, cuda.htod, "
-                  "cuda.dtoh, call:NAME with NAME a hooked function",
-                  "frame counting stays off" },
-    [V_FRAME_BUDGET] = { PREFIX "FRAME_BUDGET",
-                         "a positive duration with a unit: 33ms, 500us, 16.7ms, 1s, 100ns",
-                         "no frame budget" },
-    [V_CAPTURE] = { PREFIX "CAPTURE",
-                    "off, frames:S[+C], frames:S+C/P, calls:NAME:S[+C], time:DELAY[+DURATION], "
-                    "signal[:USR1|USR2|HUP|WINCH|URG]; S, C >= 1, P >= C",
-                    "capture stays off" },
-    [V_CAPTURE_VIA] = { PREFIX "CAPTURE_VIA", "nvtx, cuda, both", "the capture uses both" },
-    [V_CAPTURE_NAME] = { PREFIX "CAPTURE_NAME", "MESSAGE@DOMAIN, both non-empty",
-                         "the capture range is capture@nvtxshim" },
-    [V_TRACE] = { PREFIX "TRACE", "a file path; %p for the process id, %% for %",
-                  "no trace file is written" },
-    [V_KERNEL] = { PREFIX "KERNEL", "off, on, on:THRESHOLD (a duration such as 2ms)",
-                   "the kernel probe stays off" },
-    [V_HELP] = { PREFIX "HELP", "0, 1", "no help is printed" },
+#define NVS_VARIABLE(id, name, option, argument, default_value, summary, accepted, if_bad, manual) \
+    [V_##id] = { PREFIX name, default_value, summary, accepted, if_bad },
+#include "variables.def"
+#undef NVS_VARIABLE
 };
+
+/* NVTXSHIM_HELP's reference: a variable's summary beside its name, its default
+ * at the end of the summary's last line. Made once, when asked for. */
+NVS_ONCE const char *nvs_config_help(void)
+{
+    static char text[4096];
+    if (text[0])
+        return text;
+    size_t used = (size_t)snprintf(text, sizeof text, "nvtxshim: configuration (all optional)\n");
+    for (int v = 0; v < V_COUNT && used < sizeof text; v++) {
+        const char *line = variables[v].summary;
+        for (bool first = true; used < sizeof text; first = false) {
+            const char *newline = strchr(line, '\n');
+            int length = newline ? (int)(newline - line) : (int)strlen(line);
+            /* "[default]" at column 74, or ending at column 80 when it is long. */
+            int bracket = 80 - (int)strlen(variables[v].default_value) - 2;
+            int width = newline ? 0 : (bracket < 74 ? bracket : 74) - 25 - 1;
+            used += (size_t)snprintf(text + used, sizeof text - used, "  %-22s %-*.*s%s%s%s\n",
+                                     first ? variables[v].name : "", width, length, line,
+                                     newline ? "" : " [", newline ? "" : variables[v].default_value,
+                                     newline ? "" : "]");
+            if (!newline)
+                break;
+            line = newline + 1;
+        }
+    }
+    return text;
+}
 
 /* ZEROED: CONFIG is all zero already (the process's, in zero-filled memory):
  * its paths are left untouched, which in a process that sets no variable
@@ -559,11 +558,16 @@ static void report_unknown(struct report *report, const char *entry)
     const char *equals = strchr(entry, '=');
     size_t name_length = equals ? (size_t)(equals - entry) : strlen(entry);
     char name_shown[SHOWN_MAX * 4 + 4];
+    /* ", _HOOKS, _FRAME, ...": the first is shown as NVTXSHIM_HOOKS. */
+    static const char known[] =
+#define NVS_VARIABLE(id, name, option, argument, default_value, summary, accepted, if_bad, manual) \
+        ", _" name
+#include "variables.def"
+#undef NVS_VARIABLE
+        ;
     report->errors++;
-    report_line(report,
-                "nvtxshim: %s is not a known variable (known: NVTXSHIM_HOOKS, _FRAME, "
-                "_FRAME_BUDGET, _CAPTURE, _CAPTURE_VIA, _CAPTURE_NAME, _TRACE, _KERNEL, _LOG, "
-                "_HELP); ignored", shown(name_shown, entry, name_length));
+    report_line(report, "nvtxshim: %s is not a known variable (known: " PREFIX "%s); ignored",
+                shown(name_shown, entry, name_length), known + 3);
 }
 
 NVS_ONCE static int parse(struct nvs_config *config, bool zeroed, char *const *envp,

@@ -93,6 +93,6 @@ const struct nvs_config *nvs_config(void);
 const char *nvs_config_messages(void);
 
 /* The reference printed for NVTXSHIM_HELP=1. */
-extern const char nvs_config_help_text[];
+const char *nvs_config_help(void);
 
 #endif

@@ -154,7 +154,7 @@ static void nvs_load(void)
     image_pid = getpid();
     inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);
     if (config->help && !inert)
-        nvs_log_raw(nvs_config_help_text);
+        nvs_log_raw(nvs_config_help());
     if (!inert)
         setup_recorder(config);
     nvs_resolve_set_filter(hook_enabled);

@@ -1,7 +1,10 @@
 """Configuration: the parser's unit tests, and what a user sees for bad values."""
+import os
+import re
 import subprocess
 
 from conftest import program, run
+from variables import ROOT, variables
 
 
 def test_config_parser_unit_tests():
@@ -14,11 +17,14 @@ def test_help_prints_the_reference_and_the_program_runs_on():
     result = run(["/bin/echo", "hello"], env={"NVTXSHIM_HELP": "1"})
     assert result.stdout == b"hello\n"
     assert result.returncode == 0
-    text = result.stderr.decode()
-    for variable in ("NVTXSHIM_HOOKS", "NVTXSHIM_FRAME", "NVTXSHIM_FRAME_BUDGET", "NVTXSHIM_CAPTURE",
-                     "NVTXSHIM_CAPTURE_VIA", "NVTXSHIM_CAPTURE_NAME", "NVTXSHIM_TRACE",
-                     "NVTXSHIM_KERNEL", "NVTXSHIM_LOG", "NVTXSHIM_HELP"):
-        assert variable in text
+    names = [line.split()[0] for line in result.stderr.decode().splitlines()[1:] if line[2] != " "]
+    assert names == [name for name, _, _ in variables()]
+
+
+def test_the_readme_describes_every_variable_in_its_table():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        table = re.findall(r"^\| `(NVTXSHIM_\w+)` \|", f.read(), re.M)
+    assert table == [name for name, _, _ in variables()]
 
 
 def test_each_bad_variable_gets_one_line_and_the_program_output_is_unchanged(make_device):
