@@ -61,7 +61,7 @@ echo "   nsys records frames $first-$((first + count - 1)) (--capture frames:$fi
 if command -v "$nsys" >/dev/null 2>&1; then
   # nvtxshim profile appends the library to LD_PRELOAD after nsys's and umockdev's
   # preload libraries, adds the matching nsys options (-c nvtx -p capture@nvtxshim),
-  # bounds nsys with a watchdog (DESIGN.md: its agent can hang), exports the
+  # bounds nsys with a watchdog (nsys 2022.4's agent can outlive the program), exports the
   # report and prints its summary.
   echo "   nvtxshim profile ${shim[*]} --capture frames:$first+$count --apis $apis -- PROGRAM"
   # (nsys's progress bar is left out of the demo's output.)
@@ -72,7 +72,7 @@ if command -v "$nsys" >/dev/null 2>&1; then
   status=${PIPESTATUS[0]}
   set -e
   if [ ! -f "$out/report.nsys-rep" ]; then
-    echo "demo: nsys made no report (nsys 2022.4 sometimes hangs: DESIGN.md); run make demo again" >&2
+    echo "demo: nsys made no report (nsys 2022.4 sometimes hangs after the program: docs/ARCHITECTURE.md, "The tools"); run make demo again" >&2
     exit 1
   fi
 else

@@ -88,7 +88,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Debian's nsight-systems misses this path: without it `nsys profile` leaves a
-# .qdstrm and no report (see DESIGN.md, "Facts verified").
+# .qdstrm and no report (docs/ARCHITECTURE.md, "The tools").
 importer_real=/usr/lib/nsight-systems/host-linux-x64
 importer_link=/usr/lib/x86_64-linux-gnu/nsight-systems/host-linux-x64
 if [ -d "$importer_real" ] && [ ! -e "$importer_link" ]; then
