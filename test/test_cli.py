@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from variables import variables
 from conftest import BUILD, PYTHON, ROOT, SHIM, load_trace, names, program, ranges
 from nsys import nvtx_events
 from xserver import Xvfb
@@ -60,12 +61,10 @@ def test_no_command_or_an_unknown_one_is_a_usage_error():
 
 
 def test_every_variable_of_the_library_has_an_option():
-    with open(os.path.join(ROOT, "libnvtxshim", "config.c")) as f:
-        variables = set(re.findall(r"^\s+\"  (NVTXSHIM_[A-Z_]+)", f.read(), re.M))
-    assert len(variables) == 10
     page = nvtxshim("run", "--help").stdout.decode()
-    for variable in variables:
+    for variable, option, argument in variables():
         assert "Sets %s" % variable in page, variable
+        assert re.search(r"^    --%s\b" % option, page, re.M), option
 
 
 # ---- run ----------------------------------------------------------------------
