@@ -2,8 +2,9 @@
  *
  *   nvs_call_passes(group)      untraced or nested: tail-call the real function
  *   nvs_call_enter(group)       a program-level call of a traced library begins
- *   nvs_call_open(...)          its range: errno kept, the call dispatched to the
- *                               kernel probe, capture triggers and frames, pushed
+ *   nvs_call_open(...)          its range, described by the wrapper, pushed; the
+ *                               call dispatched to the kernel probe, capture
+ *                               triggers and frames; errno kept
  *   ... the real function ...
  *   nvs_call_close(domain)      the range popped, the call left (errno kept)
  *
@@ -76,40 +77,60 @@ static inline void nvs_call_leave(void)
 
 /* ---- the call's range ------------------------------------------------------------ */
 
-/* A call's range as its description builds it: the attributes, and room
- * for a name that has to be formatted (it lives as long as the range is
- * being opened). */
-struct nvs_call_range {
-    struct nvs_attributes attributes;
-    char text[192];
-};
+/* Room for a range's name that has to be formatted: the wrapper keeps it
+ * until the range is open. */
+#define NVS_CALL_TEXT_MAX 192
 
-/* Fills RANGE (domain, name, category, colour, payload) for a call of hook ID
- * from WHAT, the wrapper's own description of its arguments. */
-typedef void nvs_call_describe(struct nvs_call_range *range, enum nvs_hook_id id,
-                               const void *what);
+/* What a call must be dispatched to beyond its range (hook.c sets it once,
+ * when the library becomes active): frames, capture triggers that count
+ * calls, time or signals, the kernel probe's thread list, a capture waiting
+ * for a thread with a CUDA context. Read relaxed: a plain load. */
+extern _Atomic unsigned nvs_call_work;
+void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
+                       enum nvs_domain domain);
+struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nvs_hook_id id);
 
-/* Opens the range of a program-level call of hook ID, described by DESCRIBE
- * from WHAT, and dispatches the call (the kernel probe's thread list, the
- * capture triggers that count calls, time and signals, and frames: MARKER is
- * the kind of frame marker it is, ENDPOINT its USB endpoint or -1). errno is
- * left as it was. */
-void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
-                   nvs_call_describe *describe, const void *what);
+/* Opens RANGE, the range of a program-level call of hook ID, and dispatches
+ * the call (MARKER: the kind of frame marker it is; ENDPOINT: its USB endpoint
+ * or -1). A RANGE without a name is named after the hook. errno is left as it
+ * was; the wrapper builds RANGE without touching errno (nvs_name_store keeps
+ * it). Inline, with the dispatch out of line: every traced call makes it. */
+static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
+                                 struct nvs_attributes *range)
+{
+    int *error = &errno, saved_errno = *error;
+    if (!range->name.registered && !range->name.text)
+        range->name = nvs_call_hook_name(range->domain, id);
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
+        nvs_call_dispatch(id, marker, endpoint, range->domain);
+    nvs_range_push(range);
+    *error = saved_errno;
+}
+
 /* The same for an asynchronous call whose range ends elsewhere (a USB
  * submission, ended by its completion): returns the range's id. */
-uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
-                             nvs_call_describe *describe, const void *what);
-/* Pops the call's range in DOMAIN and leaves the call; errno is left as it was. */
-void nvs_call_close(enum nvs_domain domain);
+static inline uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_marker marker,
+                                           int endpoint, struct nvs_attributes *range)
+{
+    int *error = &errno, saved_errno = *error;
+    if (!range->name.registered && !range->name.text)
+        range->name = nvs_call_hook_name(range->domain, id);
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
+        nvs_call_dispatch(id, marker, endpoint, range->domain);
+    uint64_t started = nvs_range_start(range);
+    *error = saved_errno;
+    return started;
+}
 
-/* The stock description: the range named after the hook, in a domain and
- * category of its own (WHAT points to one of these). */
-struct nvs_call_kind {
-    enum nvs_domain domain;
-    uint32_t category;
-};
-nvs_call_describe nvs_call_describe_kind;
+/* Pops the call's range in DOMAIN and leaves the call; errno is left as it
+ * was. Inline: it is two calls, and every traced call makes it. */
+static inline void nvs_call_close(enum nvs_domain domain)
+{
+    int *error = &errno, saved_errno = *error;
+    nvs_range_pop(domain);
+    nvs_call_leave();
+    *error = saved_errno;
+}
 
 /* A registered name for the range of hook ID with these parameters: KEY's low
  * 56 bits hold them, the hook id goes above. */

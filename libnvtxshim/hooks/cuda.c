@@ -237,35 +237,40 @@ static void format_bytes(char *out, size_t size, uint64_t bytes)
     else snprintf(out, size, "%" PRIu64 "B", bytes);
 }
 
-static void describe_copy(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+/* The range of a copy: the API's name, the size, the direction where the
+ * name does not say it, and pinned or pageable host memory. */
+static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hook_id id,
+                          const struct copy *copy)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
-    const struct copy *copy = what;
-    range->attributes = (struct nvs_attributes){
+    *range = (struct nvs_attributes){
         .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_COPY,
         .color = copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY,
         .payload = copy->bytes, .has_payload = true,
     };
     uint64_t key = ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
                    ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
-    range->attributes.name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
-    if (range->attributes.name.registered)
+    range->name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
+    if (range->name.registered)
         return;
     const char *name = nvs_hook_name(id);
     char size[32];
     format_bytes(size, sizeof size, copy->bytes);
-    snprintf(range->text, sizeof range->text, "%.*s %s%s%s%s", api_name_length(name), name, size,
+    snprintf(text, NVS_CALL_TEXT_MAX, "%.*s %s%s%s%s", api_name_length(name), name, size,
              copy->name_direction && copy->direction != UNKNOWN ? " " : "",
              copy->name_direction ? direction_names[copy->direction] : "",
              host_names[copy->host]);
-    range->attributes.name = nvs_name_store(NVS_DOMAIN_CUDA, key, range->text);
+    range->name = nvs_name_store(NVS_DOMAIN_CUDA, key, text);
 }
 
 void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
 {
     enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
                                  : copy->direction == DTOH ? NVS_FRAME_CUDA_DTOH : NVS_FRAME_OFF;
-    nvs_call_open(id, marker, -1, describe_copy, copy);
+    struct nvs_attributes range;
+    char text[NVS_CALL_TEXT_MAX];
+    describe_copy(&range, text, id, copy);
+    nvs_call_open(id, marker, -1, &range);
 }
 
 /* A copy wrapper (copy.h), and a copy with its per-thread-default-stream

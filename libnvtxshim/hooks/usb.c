@@ -71,32 +71,34 @@ static void warn(uint64_t payload, const char *format, ...)
 
 /* ---- synchronous transfers ---------------------------------------------- */
 
-/* What the range of a bulk or interrupt transfer shows. */
-struct data_call {
-    unsigned char endpoint;
-    int length;
-};
-
-static void describe_data(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+/* The range of a bulk or interrupt transfer: endpoint, direction, length. */
+static void describe_data(struct nvs_attributes *range, char *text, enum nvs_hook_id id,
+                          unsigned char endpoint, int length)
 {
-    const struct data_call *call = what;
-    range->attributes = (struct nvs_attributes){
+    *range = (struct nvs_attributes){
         .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = (uint64_t)(call->length > 0 ? call->length : 0), .has_payload = true,
+        .payload = (uint64_t)(length > 0 ? length : 0), .has_payload = true,
     };
-    NVS_NAME(range->attributes.name, NVS_DOMAIN_USB,
-             nvs_call_name_key(id, ((uint64_t)call->endpoint << 32) | (uint32_t)call->length),
-             range->text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), call->endpoint,
-             direction(call->endpoint), call->length);
+    range->name = nvs_name_lookup(NVS_DOMAIN_USB,
+                                  nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length));
+    if (range->name.registered)
+        return;
+    snprintf(text, NVS_CALL_TEXT_MAX, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
+             direction(endpoint), length);
+    range->name = nvs_name_store(NVS_DOMAIN_USB,
+                                 nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length),
+                                 text);
 }
 
 static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real,
                          libusb_device_handle *handle, unsigned char endpoint,
                          unsigned char *data, int length, int *transferred, unsigned int timeout)
 {
-    const struct data_call call = { endpoint, length };
+    struct nvs_attributes range;
+    char text[NVS_CALL_TEXT_MAX];
+    describe_data(&range, text, id, endpoint, length);
     nvs_call_open(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
-                  endpoint, describe_data, &call);
+                  endpoint, &range);
 
     /* libusb writes *transferred only when the transfer ran: not when its
      * submission failed (LIBUSB_ERROR_NO_DEVICE, _BUSY...), where the program's
@@ -146,24 +148,23 @@ EXPORT int LIBUSB_CALL libusb_interrupt_transfer(libusb_device_handle *handle,
                          length, transferred, timeout);
 }
 
-/* What the range of a control transfer shows. */
-struct control_call {
-    uint8_t request_type, request;
-    uint16_t value, length;
-};
-
-static void describe_control(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+/* The range of a control transfer: the setup packet's fields and length. */
+static void describe_control(struct nvs_attributes *range, char *text, uint8_t request_type,
+                             uint8_t request, uint16_t value, uint16_t length)
 {
-    const struct control_call *call = what;
-    range->attributes = (struct nvs_attributes){
+    *range = (struct nvs_attributes){
         .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = call->length, .has_payload = true,
+        .payload = length, .has_payload = true,
     };
-    uint64_t parameters = ((uint64_t)call->request_type << 40) | ((uint64_t)call->request << 32) |
-                          ((uint64_t)call->value << 16) | call->length;
-    NVS_NAME(range->attributes.name, NVS_DOMAIN_USB, nvs_call_name_key(id, parameters), range->text,
-             "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", call->request_type,
-             call->request, call->value, direction(call->request_type), call->length);
+    uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_control_transfer),
+                                     ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
+                                     ((uint64_t)value << 16) | length);
+    range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    if (range->name.registered)
+        return;
+    snprintf(text, NVS_CALL_TEXT_MAX, "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB",
+             request_type, request, value, direction(request_type), length);
+    range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
 }
 
 EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
@@ -178,8 +179,10 @@ EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
     if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
         return real(handle, request_type, request, value, index, data, length, timeout);
 
-    const struct control_call call = { request_type, request, value, length };
-    nvs_call_open(NVS_HOOK_ID(libusb_control_transfer), NVS_FRAME_OFF, 0, describe_control, &call);
+    struct nvs_attributes range;
+    char text[NVS_CALL_TEXT_MAX];
+    describe_control(&range, text, request_type, request, value, length);
+    nvs_call_open(NVS_HOOK_ID(libusb_control_transfer), NVS_FRAME_OFF, 0, &range);
     int result = real(handle, request_type, request, value, index, data, length, timeout);
     int saved_errno = errno;
     if (result < 0)
@@ -366,35 +369,29 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     errno = saved_errno;
 }
 
-/* A submission: its range, and the name its callback's range will have. */
-struct submit_call {
-    const struct libusb_transfer *transfer;
-    struct flight *flight;
-};
-
-static void describe_submit(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
+/* A submission's range, and the name its callback's range will have (kept
+ * in FLIGHT). */
+static void describe_submit(struct nvs_attributes *range, char *text,
+                            const struct libusb_transfer *transfer, struct flight *flight)
 {
-    const struct submit_call *call = what;
-    const struct libusb_transfer *transfer = call->transfer;
-    struct flight *flight = call->flight;
-    uint64_t key = nvs_call_name_key(id, transfer_key(transfer));
-    char what_text[112];
-    range->attributes = (struct nvs_attributes){
+    uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_submit_transfer), transfer_key(transfer));
+    char what[112];
+    *range = (struct nvs_attributes){
         .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
         .payload = requested_bytes(transfer), .has_payload = true,
     };
-    range->attributes.name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
     flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ (1ull << 55));
-    if (range->attributes.name.registered && flight->callback_name.registered)
+    if (range->name.registered && flight->callback_name.registered)
         return;
-    describe(what_text, sizeof what_text, transfer);
-    snprintf(range->text, sizeof range->text, "libusb_transfer_cb_fn %s", what_text);
-    flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key ^ (1ull << 55), range->text);
+    describe(what, sizeof what, transfer);
+    snprintf(text, NVS_CALL_TEXT_MAX, "libusb_transfer_cb_fn %s", what);
+    flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key ^ (1ull << 55), text);
     /* Plain-text names live only as long as this call; keep the callback's registered. */
     if (!flight->callback_name.registered)
         flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
-    snprintf(range->text, sizeof range->text, "libusb_submit_transfer %s", what_text);
-    range->attributes.name = nvs_name_store(NVS_DOMAIN_USB, key, range->text);
+    snprintf(text, NVS_CALL_TEXT_MAX, "libusb_submit_transfer %s", what);
+    range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
 }
 
 EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
@@ -413,11 +410,13 @@ EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
     }
     bool frame_out = !(transfer->endpoint & LIBUSB_ENDPOINT_IN) &&
                      transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
-    const struct submit_call call = { transfer, flight };
+    struct nvs_attributes range;
+    char text[NVS_CALL_TEXT_MAX];
+    describe_submit(&range, text, transfer, flight);
     flight->callback = transfer->callback;
     flight->range = nvs_call_open_async(NVS_HOOK_ID(libusb_submit_transfer),
                                         frame_out ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF,
-                                        transfer->endpoint, describe_submit, &call);
+                                        transfer->endpoint, &range);
     transfer->callback = transfer_completed;
 
     int result = real(transfer);
@@ -458,16 +457,22 @@ static void name_event_thread(void)
     errno = saved_errno;
 }
 
-static const struct nvs_call_kind event_handling = { NVS_DOMAIN_USB, NVS_USB_EVENTS };
+/* An event function's range: named after it, in category "events". */
+static inline void open_events(enum nvs_hook_id id)
+{
+    name_event_thread();
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = NVS_USB_EVENTS, .color = NVS_COLOR_USB_EVENTS,
+    };
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
 
 /* Each event function: pass through when untraced, otherwise one range. */
 #define EVENTS_WRAPPER(name, parameters, arguments)                                        \
     EXPORT int LIBUSB_CALL name parameters                                                 \
     {                                                                                      \
         NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,       \
-                         name_event_thread();                                              \
-                         nvs_call_open(NVS_HOOK_ID(name), NVS_FRAME_OFF, -1,               \
-                                       nvs_call_describe_kind, &event_handling),           \
+                         open_events(NVS_HOOK_ID(name)),                                   \
                          nvs_call_close(NVS_DOMAIN_USB));                                  \
     }
 

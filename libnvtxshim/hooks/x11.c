@@ -104,41 +104,30 @@ static void check_xcb(xcb_connection_t *connection)
 
 /* ---- ranges -------------------------------------------------------------- */
 
-/* The kinds of call that are named after their function alone. */
-static const struct nvs_call_kind flush = { NVS_DOMAIN_X11, NVS_X11_FLUSH };
-static const struct nvs_call_kind round_trip = { NVS_DOMAIN_X11, NVS_X11_ROUND_TRIP };
-static const struct nvs_call_kind event_wait = { NVS_DOMAIN_X11, NVS_X11_WAIT };
-static const struct nvs_call_kind swap = { NVS_DOMAIN_X11, NVS_X11_SWAP };
-
-/* A range named after the function, of KIND; MARKER counts it as a frame marker. */
-static void begin(enum nvs_hook_id id, const struct nvs_call_kind *kind, enum nvs_frame_marker marker)
+/* A range named after the function, in CATEGORY; MARKER counts it as a frame marker. */
+static inline __attribute__((always_inline)) void begin(enum nvs_hook_id id,
+                                                         enum nvs_x11_category category,
+                                                         enum nvs_frame_marker marker)
 {
-    nvs_call_open(id, marker, -1, nvs_call_describe_kind, kind);
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_X11, .category = category,
+        .color = nvs_category_color(NVS_DOMAIN_X11, category),
+    };
+    nvs_call_open(id, marker, -1, &range);
 }
 
 /* An image of WIDTH x HEIGHT moving BYTES: the size in the name, bytes as payload. */
-struct image_call {
-    unsigned width, height;
-    uint64_t bytes;
-};
-
-static void describe_image(struct nvs_call_range *range, enum nvs_hook_id id, const void *what)
-{
-    const struct image_call *image = what;
-    range->attributes = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_X11, .category = NVS_X11_DRAW, .color = NVS_COLOR_X11_DRAW,
-        .payload = image->bytes, .has_payload = true,
-    };
-    uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(image->width & 0xffffff) << 24) |
-                   (image->height & 0xffffff);
-    NVS_NAME(range->attributes.name, NVS_DOMAIN_X11, key, range->text, "%s %ux%u",
-             nvs_hook_name(id), image->width, image->height);
-}
-
 static void begin_image(enum nvs_hook_id id, unsigned width, unsigned height, uint64_t bytes)
 {
-    const struct image_call image = { width, height, bytes };
-    nvs_call_open(id, NVS_FRAME_OFF, -1, describe_image, &image);
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_X11, .category = NVS_X11_DRAW, .color = NVS_COLOR_X11_DRAW,
+        .payload = bytes, .has_payload = true,
+    };
+    char text[NVS_CALL_TEXT_MAX];
+    uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(width & 0xffffff) << 24) |
+                   (height & 0xffffff);
+    NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
 static void end(void)
@@ -191,38 +180,38 @@ EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsi
 EXPORT int XFlush(Display *display)
 {
     X11_CALL(XFlush, check_xlib(display),
-             begin(NVS_HOOK_ID(XFlush), &flush, NVS_FRAME_X11_FLUSH), (display));
+             begin(NVS_HOOK_ID(XFlush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH), (display));
 }
 
 EXPORT int XSync(Display *display, Bool discard)
 {
     X11_CALL(XSync, check_xlib(display),
-             begin(NVS_HOOK_ID(XSync), &round_trip, NVS_FRAME_OFF), (display, discard));
+             begin(NVS_HOOK_ID(XSync), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF), (display, discard));
 }
 
 EXPORT int XNextEvent(Display *display, XEvent *event)
 {
     X11_CALL(XNextEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XNextEvent), &event_wait, NVS_FRAME_OFF), (display, event));
+             begin(NVS_HOOK_ID(XNextEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, event));
 }
 
 EXPORT int XPeekEvent(Display *display, XEvent *event)
 {
     X11_CALL(XPeekEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XPeekEvent), &event_wait, NVS_FRAME_OFF), (display, event));
+             begin(NVS_HOOK_ID(XPeekEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, event));
 }
 
 EXPORT int XWindowEvent(Display *display, Window window, long mask, XEvent *event)
 {
     X11_CALL(XWindowEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XWindowEvent), &event_wait, NVS_FRAME_OFF),
+             begin(NVS_HOOK_ID(XWindowEvent), NVS_X11_WAIT, NVS_FRAME_OFF),
              (display, window, mask, event));
 }
 
 EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
 {
     X11_CALL(XMaskEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XMaskEvent), &event_wait, NVS_FRAME_OFF), (display, mask, event));
+             begin(NVS_HOOK_ID(XMaskEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, mask, event));
 }
 
 EXPORT int XIfEvent(Display *display, XEvent *event,
@@ -230,14 +219,14 @@ EXPORT int XIfEvent(Display *display, XEvent *event,
 {
     /* The predicate is the program's code, called from inside Xlib: its calls are its own. */
     X11_CALL(XIfEvent, check_xlib(display),
-             begin(NVS_HOOK_ID(XIfEvent), &event_wait, NVS_FRAME_OFF),
+             begin(NVS_HOOK_ID(XIfEvent), NVS_X11_WAIT, NVS_FRAME_OFF),
              (display, event, predicate, argument));
 }
 
 EXPORT int XPending(Display *display)
 {
     X11_CALL(XPending, check_xlib(display),
-             begin(NVS_HOOK_ID(XPending), &flush, NVS_FRAME_OFF), (display));
+             begin(NVS_HOOK_ID(XPending), NVS_X11_FLUSH, NVS_FRAME_OFF), (display));
 }
 
 /* ---- XCB -------------------------------------------------------------------- */
@@ -245,20 +234,20 @@ EXPORT int XPending(Display *display)
 EXPORT int xcb_flush(xcb_connection_t *connection)
 {
     X11_CALL(xcb_flush, check_xcb(connection),
-             begin(NVS_HOOK_ID(xcb_flush), &flush, NVS_FRAME_X11_FLUSH), (connection));
+             begin(NVS_HOOK_ID(xcb_flush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH), (connection));
 }
 
 EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *connection)
 {
     X11_CALL(xcb_wait_for_event, check_xcb(connection),
-             begin(NVS_HOOK_ID(xcb_wait_for_event), &event_wait, NVS_FRAME_OFF), (connection));
+             begin(NVS_HOOK_ID(xcb_wait_for_event), NVS_X11_WAIT, NVS_FRAME_OFF), (connection));
 }
 
 EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int request,
                                 xcb_generic_error_t **error)
 {
     X11_CALL(xcb_wait_for_reply, check_xcb(connection),
-             begin(NVS_HOOK_ID(xcb_wait_for_reply), &round_trip, NVS_FRAME_OFF),
+             begin(NVS_HOOK_ID(xcb_wait_for_reply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
              (connection, request, error));
 }
 
@@ -300,7 +289,7 @@ EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
         return;
     }
     check_xlib(display);
-    begin(NVS_HOOK_ID(glXSwapBuffers), &swap, NVS_FRAME_X11_SWAP);
+    begin(NVS_HOOK_ID(glXSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP);
     real(display, drawable);
     end();
 }
@@ -308,7 +297,7 @@ EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
 EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
 {
     X11_CALL(eglSwapBuffers, (void)0,
-             begin(NVS_HOOK_ID(eglSwapBuffers), &swap, NVS_FRAME_X11_SWAP),
+             begin(NVS_HOOK_ID(eglSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP),
              (display, surface));
 }
 
