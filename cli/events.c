@@ -246,59 +246,6 @@ static void say(const struct nvs_load_options *options, const char *format, ...)
     fprintf(stderr, "nvtxshim: %s: %s\n", options->command, line);
 }
 
-/* ---- JSON text for the args of converted events ------------------------------ */
-
-struct text {
-    char *bytes;
-    size_t length, capacity;
-    bool failed;
-};
-
-static void text_reserve(struct text *text, size_t more)
-{
-    if (text->failed || text->length + more + 1 <= text->capacity)
-        return;
-    size_t capacity = text->capacity ? text->capacity * 2 : 256;
-    while (capacity < text->length + more + 1)
-        capacity *= 2;
-    char *grown = realloc(text->bytes, capacity);
-    if (!grown) {
-        text->failed = true;
-        return;
-    }
-    text->bytes = grown;
-    text->capacity = capacity;
-}
-
-static void text_add(struct text *text, const char *format, ...) __attribute__((format(printf, 2, 3)));
-
-static void text_add(struct text *text, const char *format, ...)
-{
-    va_list arguments;
-    va_start(arguments, format);
-    int length = vsnprintf(NULL, 0, format, arguments);
-    va_end(arguments);
-    if (length < 0)
-        return;
-    text_reserve(text, (size_t)length);
-    if (text->failed)
-        return;
-    va_start(arguments, format);
-    vsnprintf(text->bytes + text->length, text->capacity - text->length, format, arguments);
-    va_end(arguments);
-    text->length += (size_t)length;
-}
-
-/* "KEY":"VALUE" with VALUE escaped for JSON; a comma first unless at the start. */
-static void text_add_string_member(struct text *text, const char *key, const char *value)
-{
-    text_add(text, "%s\"%s\":", text->length ? "," : "", key);
-    size_t most = strlen(value) * 6 + 3;
-    text_reserve(text, most);
-    if (!text->failed)
-        text->length += nvs_json_quote(text->bytes + text->length, most + 1, value);
-}
-
 /* ---- SQLite exports -------------------------------------------------------- */
 
 #define MAX_COLUMNS 96
@@ -602,7 +549,7 @@ static int load_nvtx(struct database *database)
     query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)");
     if (status == 0 && !(statement = prepare(database, query.sql)))
         status = -1;
-    struct text args = {0};
+    struct nvs_json_text args = {0};
     while (status == 0 && sqlite3_step(statement) == SQLITE_ROW) {
         int type = sqlite3_column_int(statement, N_TYPE);
         const char *name = string_column(database, statement, N_TEXT);
@@ -644,9 +591,9 @@ static int load_nvtx(struct database *database)
             int64_t id = sqlite3_column_int64(statement, N_CATEGORY);
             const char *category = category_name(&categories, domain, id);
             if (category)
-                text_add_string_member(&args, "category", category);
+                nvs_json_text_add_string_member(&args, "category", category);
             else
-                text_add(&args, "%s\"category\":%" PRId64, args.length ? "," : "", id);
+                nvs_json_text_add(&args, "%s\"category\":%" PRId64, args.length ? "," : "", id);
         }
         for (size_t i = 0; i < PAYLOADS; i++) {
             int column = N_PAYLOAD + (int)i;
@@ -654,20 +601,20 @@ static int load_nvtx(struct database *database)
                 continue;
             if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
                 double value = sqlite3_column_double(statement, column);
-                text_add(&args, "%s\"payload\":%.17g", args.length ? "," : "",
+                nvs_json_text_add(&args, "%s\"payload\":%.17g", args.length ? "," : "",
                          value == value && value - value == 0 ? value : 0.0);
             } else if (i == 0) {
-                text_add(&args, "%s\"payload\":%" PRIu64, args.length ? "," : "",
+                nvs_json_text_add(&args, "%s\"payload\":%" PRIu64, args.length ? "," : "",
                          (uint64_t)sqlite3_column_int64(statement, column));
             } else {
-                text_add(&args, "%s\"payload\":%" PRId64, args.length ? "," : "",
+                nvs_json_text_add(&args, "%s\"payload\":%" PRId64, args.length ? "," : "",
                          (int64_t)sqlite3_column_int64(statement, column));
             }
             break;
         }
         if (mark && !is_null(statement, N_COLOR)) {
             uint32_t color = (uint32_t)sqlite3_column_int64(statement, N_COLOR) & 0xFFFFFFu;
-            text_add(&args, "%s\"color\":\"#%06x\"", args.length ? "," : "", color);
+            nvs_json_text_add(&args, "%s\"color\":\"#%06x\"", args.length ? "," : "", color);
         }
         if (args.failed) {
             status = -1;
@@ -853,7 +800,7 @@ static int load_gpu(struct database *database, enum gpu_table which)
     struct labels memory_labels = {.table = "ENUM_CUDA_MEM_KIND"};
     copy_labels.present = has_table(database, copy_labels.table);
     memory_labels.present = has_table(database, memory_labels.table);
-    struct text args = {0};
+    struct nvs_json_text args = {0};
     int status = 0;
     uint32_t last_pid = UINT32_MAX, last_row = UINT32_MAX;
     while (sqlite3_step(statement) == SQLITE_ROW) {
@@ -879,9 +826,10 @@ static int load_gpu(struct database *database, enum gpu_table which)
             last_row = event->tid;
         }
         args.length = 0;
-        text_add(&args, "\"device\":%" PRId64 ",\"stream\":%" PRId64, device, stream);
+        nvs_json_text_add(&args, "\"device\":%" PRId64 ",\"stream\":%" PRId64, device, stream);
         if (!is_null(statement, 5))
-            text_add(&args, ",\"correlation\":%lld", (long long)sqlite3_column_int64(statement, 5));
+            nvs_json_text_add(&args, ",\"correlation\":%lld",
+                              (long long)sqlite3_column_int64(statement, 5));
         char name[160];
         if (which == GPU_KERNEL) {
             const char *kernel = string_column(database, statement, 6);
@@ -890,7 +838,8 @@ static int load_gpu(struct database *database, enum gpu_table which)
             event->name = kernel ? kernel : intern(database->events, "[CUDA kernel]");
         } else {
             if (!is_null(statement, 8))
-                text_add(&args, ",\"bytes\":%lld", (long long)sqlite3_column_int64(statement, 8));
+                nvs_json_text_add(&args, ",\"bytes\":%lld",
+                                  (long long)sqlite3_column_int64(statement, 8));
             if (which == GPU_COPY) {
                 int64_t kind = sqlite3_column_int64(statement, 9);
                 const char *label = cached_label(database, &copy_labels, kind);
@@ -901,12 +850,13 @@ static int load_gpu(struct database *database, enum gpu_table which)
                     int64_t memory = sqlite3_column_int64(statement, 10 + side);
                     const char *memory_label = cached_label(database, &memory_labels, memory);
                     if (memory_label)
-                        text_add_string_member(&args, side ? "dst" : "src", memory_label);
+                        nvs_json_text_add_string_member(&args, side ? "dst" : "src", memory_label);
                 }
             } else {
                 snprintf(name, sizeof name, "CUDA memset");
                 if (!is_null(statement, 12))
-                    text_add(&args, ",\"value\":%lld", (long long)sqlite3_column_int64(statement, 12));
+                    nvs_json_text_add(&args, ",\"value\":%lld",
+                                      (long long)sqlite3_column_int64(statement, 12));
             }
             event->name = intern(database->events, name);
         }
@@ -985,7 +935,7 @@ static void say_left_out(struct database *database)
                                              "AND name NOT LIKE 'sqlite_%' ORDER BY name");
     if (!tables)
         return;
-    struct text line = {0};
+    struct nvs_json_text line = {0};
     while (sqlite3_step(tables) == SQLITE_ROW) {
         const char *table = (const char *)sqlite3_column_text(tables, 0);
         bool known = false;
@@ -1001,7 +951,8 @@ static void say_left_out(struct database *database)
         long long rows = sqlite3_step(count) == SQLITE_ROW ? sqlite3_column_int64(count, 0) : 0;
         sqlite3_finalize(count);
         if (rows > 0)
-            text_add(&line, "%s%s (%lld row%s)", line.length ? ", " : "", table, rows, rows == 1 ? "" : "s");
+            nvs_json_text_add(&line, "%s%s (%lld row%s)", line.length ? ", " : "", table, rows,
+                              rows == 1 ? "" : "s");
     }
     sqlite3_finalize(tables);
     if (line.length && !line.failed)
