@@ -27,6 +27,8 @@ static void help_profile(void)
           "\n"
           "SYNOPSIS\n"
           "    nvtxshim profile [OPTIONS] [-- NSYS_OPTIONS] -- PROGRAM [ARGS...]\n"
+          "    nvtxshim profile --bare [-o NAME] [-f] [--nsys PATH] [--timeout SECONDS]\n"
+          "        [--finish-timeout SECONDS] [-- NSYS_OPTIONS] -- PROGRAM [ARGS...]\n"
           "\n"
           "DESCRIPTION\n"
           "    Runs PROGRAM under nsys profile with the library in front of it and the options\n"
@@ -56,6 +58,11 @@ static void help_profile(void)
           "\n"
           "    Each report is then exported (nsys export --type sqlite, to NAME.sqlite beside it),\n"
           "    its path printed, and its summary printed as nvtxshim report prints it.\n"
+          "\n"
+          "    With --bare, only the watchdog is added: nsys profile runs with -o NAME, the\n"
+          "    NSYS_OPTIONS and PROGRAM as they are given - no library, no other nsys option,\n"
+          "    no variable set, no export and no summary - for scripts that set nsys up\n"
+          "    themselves (the test suite and make bench run nsys this way).\n"
           "\n"
           "OPTIONS\n"
           "    The options of nvtxshim run set the same variables, except --trace (under nsys the\n"
@@ -88,6 +95,10 @@ static void help_profile(void)
           "        The most nsys may spend with no program of its own running; raise it for runs\n"
           "        with millions of events, which take minutes to write. 0: no limit. [300]\n"
           "\n"
+          "    --bare\n"
+          "        nsys profile under the watchdog and nothing else (see DESCRIPTION). The options\n"
+          "        that set variables, --library, --apis and --cpu-sampling do not go with it.\n"
+          "\n"
           "    --library PATH\n"
           "        The library to preload (see nvtxshim run --help).\n"
           "\n"
@@ -108,6 +119,7 @@ static void help_profile(void)
           "    nvtxshim profile --frame call:libusb_control_transfer --capture frames:100+5/1000 \\\n"
           "        -o rig -- python3 harness_physical.py --use_gui=0\n"
           "    nvtxshim profile --frame x11.swap --apis osrt,cuda -- --stats=true -- ./viewer\n"
+          "    nvtxshim profile --bare --timeout 120 -o plain -- -t osrt -- ./camera_loop\n"
           "    nvtxshim check    (what works here)\n", stdout);
 }
 
@@ -335,6 +347,74 @@ static void summarise(const char *nsys, char **reports, double export_timeout_s)
     }
 }
 
+/* The nsys options that match LAUNCH and CONFIG (NSYS_OPTIONS may set each
+ * instead): what nsys traces, samples, and the capture window. */
+static void add_matching_options(struct argv_builder *command, const struct nvs_launch *launch,
+                                 const struct nvs_config *config)
+{
+    char apis[512];
+    const char *asked = launch->apis ? launch->apis : "";
+    bool has_nvtx = false;
+    for (const char *api = asked; *api; api += strcspn(api, ","), api += *api == ',')
+        has_nvtx |= strcspn(api, ",") == 4 && !strncmp(api, "nvtx", 4);
+    snprintf(apis, sizeof apis, "%s%s%s", has_nvtx ? "" : "nvtx", has_nvtx || !asked[0] ? "" : ",",
+             asked);
+    add_unless_given(command, launch, NSYS_TRACE, apis);
+    bool sampling = launch->cpu_sampling;
+    if (sampling && !may_sample()) {
+        fprintf(stderr, "nvtxshim profile: kernel.perf_event_paranoid=%d allows no CPU sampling "
+                "without root: --cpu-sampling left off (fix: sudo sysctl "
+                "kernel.perf_event_paranoid=2)\n", nvs_cli_perf_event_paranoid());
+        sampling = false;
+    }
+    add_unless_given(command, launch, NSYS_SAMPLE, sampling ? "process-tree" : "none");
+    add_unless_given(command, launch, NSYS_CPUCTXSW, sampling ? "process-tree" : "none");
+    char capture_name[2 * NVS_NAME_MAX + 2];
+    if (config->capture != NVS_CAPTURE_OFF && !user_nsys_option(launch, NSYS_CAPTURE)) {
+        if (config->capture_via == NVS_VIA_CUDA) {
+            add_option(command, NSYS_CAPTURE, "cudaProfilerApi");
+        } else {
+            snprintf(capture_name, sizeof capture_name, "%s@%s", config->capture_message,
+                     config->capture_domain);
+            add_option(command, NSYS_CAPTURE, "nvtx");
+            add_unless_given(command, launch, NSYS_NVTX_CAPTURE, capture_name);
+        }
+    }
+    /* Windows that come back need one report each; a single one ends the collection. */
+    bool repeats = config->capture == NVS_CAPTURE_SIGNAL ||
+                   (config->capture == NVS_CAPTURE_FRAMES && config->capture_period);
+    if (config->capture != NVS_CAPTURE_OFF)
+        add_unless_given(command, launch, NSYS_CAPTURE_END, repeats ? "repeat" : "stop");
+}
+
+/* The shell that appends LIBRARY to the program's LD_PRELOAD. It runs inside
+ * nsys's environment, so $LD_PRELOAD there holds nsys's own preload library:
+ * the shim goes after it (and after anything else there). */
+static void add_preloading_shell(struct argv_builder *command, const char *library)
+{
+    add(command, "sh");
+    add(command, "-c");
+    add(command, "case \":$LD_PRELOAD:\" in *\":$1:\"*) ;; *) "
+                 "LD_PRELOAD=\"${LD_PRELOAD:+$LD_PRELOAD:}$1\"; export LD_PRELOAD;; esac; "
+                 "shift; exec \"$@\"");
+    add(command, "nvtxshim");
+    add(command, library);
+}
+
+/* --bare runs nsys alone: an option for the library or for the nsys options
+ * profile adds would have nothing to act on. -1, or 2 after a usage error. */
+static int refuse_with_bare(const struct nvs_launch *launch)
+{
+    const char *given = nvs_launch_variable_option(launch);
+    if (!given)
+        given = launch->library ? "library" : launch->apis ? "apis"
+                : launch->cpu_sampling ? "cpu-sampling" : NULL;
+    if (!given)
+        return -1;
+    return nvs_launch_usage_error(launch, "--%s does not go with --bare (nsys runs without the "
+                                  "library, with NSYS_OPTIONS only)", given);
+}
+
 int nvs_cli_profile(int argc, char **argv)
 {
     struct nvs_launch launch = {.command = "profile", .profile = true, .help = help_profile,
@@ -352,9 +432,12 @@ int nvs_cli_profile(int argc, char **argv)
                               base, sizeof base)) >= 0)
         return status;
     char library[PATH_MAX];
-    struct nvs_config config;
-    if ((status = nvs_launch_find_library(&launch, library, sizeof library)) >= 0 ||
-        (status = nvs_launch_apply_variables(&launch, &config)) >= 0)
+    struct nvs_config config = {0};
+    if (launch.bare)
+        status = refuse_with_bare(&launch);
+    else if ((status = nvs_launch_find_library(&launch, library, sizeof library)) < 0)
+        status = nvs_launch_apply_variables(&launch, &config);
+    if (status >= 0)
         return status;
     char nsys[PATH_MAX];
     const char *nsys_name = launch.nsys ? launch.nsys : "nsys";
@@ -371,43 +454,14 @@ int nvs_cli_profile(int argc, char **argv)
     struct argv_builder command = {0};
     add(&command, nsys);
     add(&command, "profile");
-    char apis[512];
-    const char *asked = launch.apis ? launch.apis : "";
-    bool has_nvtx = false;
-    for (const char *api = asked; *api; api += strcspn(api, ","), api += *api == ',')
-        has_nvtx |= strcspn(api, ",") == 4 && !strncmp(api, "nvtx", 4);
-    snprintf(apis, sizeof apis, "%s%s%s", has_nvtx ? "" : "nvtx", has_nvtx || !asked[0] ? "" : ",",
-             asked);
-    add_unless_given(&command, &launch, NSYS_TRACE, apis);
-    bool sampling = launch.cpu_sampling;
-    if (sampling && !may_sample()) {
-        fprintf(stderr, "nvtxshim profile: kernel.perf_event_paranoid=%d allows no CPU sampling "
-                "without root: --cpu-sampling left off (fix: sudo sysctl "
-                "kernel.perf_event_paranoid=2)\n", nvs_cli_perf_event_paranoid());
-        sampling = false;
-    }
-    add_unless_given(&command, &launch, NSYS_SAMPLE, sampling ? "process-tree" : "none");
-    add_unless_given(&command, &launch, NSYS_CPUCTXSW, sampling ? "process-tree" : "none");
-    char capture_name[2 * NVS_NAME_MAX + 2];
-    if (config.capture != NVS_CAPTURE_OFF && !user_nsys_option(&launch, NSYS_CAPTURE)) {
-        if (config.capture_via == NVS_VIA_CUDA) {
-            add_option(&command, NSYS_CAPTURE, "cudaProfilerApi");
-        } else {
-            snprintf(capture_name, sizeof capture_name, "%s@%s", config.capture_message,
-                     config.capture_domain);
-            add_option(&command, NSYS_CAPTURE, "nvtx");
-            add_unless_given(&command, &launch, NSYS_NVTX_CAPTURE, capture_name);
-        }
-    }
-    /* Windows that come back need one report each; a single one ends the collection. */
-    bool repeats = config.capture == NVS_CAPTURE_SIGNAL ||
-                   (config.capture == NVS_CAPTURE_FRAMES && config.capture_period);
-    if (config.capture != NVS_CAPTURE_OFF)
-        add_unless_given(&command, &launch, NSYS_CAPTURE_END, repeats ? "repeat" : "stop");
+    if (!launch.bare)
+        add_matching_options(&command, &launch, &config);
     /* The report's name as expanded here (%p is this process), the user's -o included. */
     add_option(&command, NSYS_OUTPUT, base);
-    add_unless_given(&command, &launch, NSYS_FORCE, "true");
-    add_unless_given(&command, &launch, NSYS_EXPORT, "none");
+    if (!launch.bare) {
+        add_unless_given(&command, &launch, NSYS_FORCE, "true");
+        add_unless_given(&command, &launch, NSYS_EXPORT, "none");
+    }
     for (int i = 0; i < launch.nsys_option_count; i++) {
         const char *arg = launch.nsys_options[i];
         size_t length = strlen(NSYS_OUTPUT.long_name);
@@ -416,15 +470,8 @@ int nvs_cli_profile(int argc, char **argv)
         else if (strncmp(arg, NSYS_OUTPUT.long_name, length) || arg[length] != '=')
             add(&command, arg);
     }
-    /* The shell runs inside nsys's environment, so $LD_PRELOAD there holds nsys's own
-     * preload library: the shim goes after it (and after anything else there). */
-    add(&command, "sh");
-    add(&command, "-c");
-    add(&command, "case \":$LD_PRELOAD:\" in *\":$1:\"*) ;; *) "
-                  "LD_PRELOAD=\"${LD_PRELOAD:+$LD_PRELOAD:}$1\"; export LD_PRELOAD;; esac; "
-                  "shift; exec \"$@\"");
-    add(&command, "nvtxshim");
-    add(&command, library);
+    if (!launch.bare)
+        add_preloading_shell(&command, library);
     for (char **arg = launch.program; *arg; arg++)
         add(&command, *arg);
 
@@ -446,7 +493,8 @@ int nvs_cli_profile(int argc, char **argv)
     }
 
     /* Ctrl-C reaches nsys (same process group), which stops the program and
-     * writes its report; this process stays to export and summarise it. */
+     * writes its report; this process stays to export and summarise it (and,
+     * --bare, to see that it was made). */
     struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
     sigaction(SIGINT, &ignore, &old_int);
     sigaction(SIGQUIT, &ignore, &old_quit);
@@ -480,13 +528,14 @@ int nvs_cli_profile(int argc, char **argv)
         if (finished)
             fprintf(stderr, "nvtxshim profile: nsys made no report (it exited with status %d)%s\n",
                     nvs_cli_exit_status(wait_status),
-                    config.capture != NVS_CAPTURE_OFF
+                    !launch.bare && config.capture != NVS_CAPTURE_OFF
                         ? "; with --capture a report is written only when the window opens: "
                           "did the program get that far?" : "");
         free_reports(reports);
         return 125;
     }
-    summarise(nsys, reports, launch.finish_timeout_s > 0 ? launch.finish_timeout_s : 3600);
+    if (!launch.bare)
+        summarise(nsys, reports, launch.finish_timeout_s > 0 ? launch.finish_timeout_s : 3600);
     free_reports(reports);
     return nvs_cli_exit_status(wait_status);
 }

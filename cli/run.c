@@ -64,6 +64,7 @@ enum {
     OPTION_NSYS,
     OPTION_TIMEOUT,
     OPTION_FINISH_TIMEOUT,
+    OPTION_BARE,
 };
 
 static void print_indented(FILE *out, const char *text, const char *indent)
@@ -186,6 +187,7 @@ int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
         options[n++] = (struct option){"timeout", required_argument, NULL, OPTION_TIMEOUT};
         options[n++] = (struct option){"finish-timeout", required_argument, NULL,
                                        OPTION_FINISH_TIMEOUT};
+        options[n++] = (struct option){"bare", no_argument, NULL, OPTION_BARE};
     }
     options[n] = (struct option){NULL, 0, NULL, 0};
     const char *short_options = launch->profile ? "+:hnfo:" : "+:hn";
@@ -218,6 +220,9 @@ int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
             break;
         case OPTION_NSYS:
             launch->nsys = optarg;
+            break;
+        case OPTION_BARE:
+            launch->bare = true;
             break;
         case OPTION_TIMEOUT:
         case OPTION_FINISH_TIMEOUT:
@@ -339,6 +344,14 @@ static void print_assignment(FILE *out, const char *name, const char *value)
     fprintf(out, "%s=", name);
     print_quoted(out, value);
     fputc(' ', out);
+}
+
+const char *nvs_launch_variable_option(const struct nvs_launch *launch)
+{
+    for (size_t i = 0; i < VARIABLE_COUNT; i++)
+        if (launch->values[i])
+            return variable_options[i].option;
+    return NULL;
 }
 
 void nvs_launch_print_variables(const struct nvs_launch *launch)

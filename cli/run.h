@@ -27,6 +27,7 @@ struct nvs_launch {
     const char *apis;
     bool cpu_sampling;
     const char *nsys;
+    bool bare;                      /* nsys alone: nothing preloaded, nothing added */
     double timeout_s, finish_timeout_s;
     char **nsys_options;
     int nsys_option_count;
@@ -52,6 +53,9 @@ int nvs_launch_find_library(const struct nvs_launch *launch, char *library, size
  * inherit it) and checks the whole configuration, into CONFIG, as the library
  * will; -1, or 2 after the library's lines on stderr. */
 int nvs_launch_apply_variables(const struct nvs_launch *launch, struct nvs_config *config);
+
+/* The first option given that sets a variable ("frame", ...), or NULL. */
+const char *nvs_launch_variable_option(const struct nvs_launch *launch);
 
 /* For --dry-run, on stdout: the variables set, as NAME=VALUE words, and ARGV
  * (at most COUNT words), as a shell reads them back. */
