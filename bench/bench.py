@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """make bench: what tracing a call costs, and the example harness's frame rate.
 
-Every figure in the table comes from this run. See bench/README-performance.md
+Every figure in the table comes from this run. See bench/README.md
 for what each row and column means. Knobs (environment):
 
   BENCH_QUICK=1          a fast smoke run (small counts, one harness run each)
@@ -24,7 +24,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import statistics
 import subprocess
@@ -79,6 +78,7 @@ class Settings:
         self.skip = set(filter(None, os.environ.get("BENCH_SKIP", "").split(",")))
         self.timeout = env_int("BENCH_TIMEOUT", 300, 300)
         self.nsys = shutil.which(os.environ.get("NSYS", "nsys"))
+        self.nvtxshim = os.path.join(self.build, "nvtxshim")
         self.shim = os.path.join(self.build, "libnvtxshim.so")
         self.baseline = os.environ.get("BENCH_BASELINE") or None
         self.calls = os.path.join(self.build, "bench", "calls")
@@ -137,46 +137,23 @@ def calls_command(s, mode, kinds, n, repeats, warm=None):
 
 # ---- nsys, with a watchdog -----------------------------------------------------------
 
-def end_nsys_agent(profiler_pid):
-    """nsys 2022.4's agent outlives a killed `nsys profile` and ignores SIGTERM."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                words = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(w.startswith(b"--session-name=profile-") and w.endswith(b"-%d" % profiler_pid)
-               for w in words):
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
-
-
 def nsys_profile(s, options, report, program, env):
-    """Runs PROGRAM under `nsys profile OPTIONS`; the output text. A hang is ended and retried once."""
-    command = [s.nsys, "profile", "--sample=none", "--cpuctxsw=none", "--export", "none",
-               "--force-overwrite", "true", "-o", report] + options + program
-    for attempt in (1, 2):
-        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            output, _ = process.communicate(timeout=s.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            end_nsys_agent(process.pid)
-            say("   nsys did not return within %d s (a known nsys 2022.4 hang): ended, %s"
-                % (s.timeout, "retrying" if attempt == 1 else "giving up"))
-            continue
-        text = output.decode(errors="replace").replace("\r", "\n")
-        if process.returncode != 0 or not os.path.exists(report + ".nsys-rep"):
-            raise RuntimeError("nsys failed (exit %d): %s\n%s" % (process.returncode, " ".join(command),
-                                                                  text[-3000:]))
-        return text
-    raise RuntimeError("nsys hung twice: %s" % " ".join(command))
+    """Runs PROGRAM under `nsys profile OPTIONS`; the output text. nsys runs under the command's
+    watchdog (nvtxshim profile --bare): a run past BENCH_TIMEOUT (the known nsys 2022.4 hang)
+    is ended with what it started and its agent, and run once more."""
+    # One limit, BENCH_TIMEOUT, for the whole run (--finish-timeout 0: none for the time
+    # nsys spends with no program running).
+    command = [s.nvtxshim, "profile", "--bare", "--nsys", s.nsys, "--timeout", str(s.timeout),
+               "--finish-timeout", "0", "-o", report, "-f", "--",
+               "--sample=none", "--cpuctxsw=none", "--export", "none",
+               "--force-overwrite", "true"] + options + ["--"] + program
+    text = run(command, env, timeout=2 * s.timeout + 60, what="nsys profile")
+    for line in text.splitlines():
+        if line.startswith("nvtxshim profile: nsys did not finish within"):
+            say("   " + line)
+    if not os.path.exists(report + ".nsys-rep"):
+        raise RuntimeError("nsys made no report: %s\n%s" % (" ".join(command), text[-3000:]))
+    return text
 
 
 def nsys_sqlite(s, report, env):

@@ -106,4 +106,22 @@ void nvs_events_sort(struct nvs_events *events);
 uint32_t nvs_global_pid(int64_t global_tid);
 uint32_t nvs_global_tid(int64_t global_tid);
 
+/* ---- for the readers (sqlite_reader.c, trace_reader.c, nsys.c) ---- */
+
+/* One "nvtxshim: COMMAND: ..." line on stderr, COMMAND from OPTIONS. */
+void nvs_events_say(const struct nvs_load_options *options, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* nvs_events_intern of the NUL-terminated TEXT. */
+const char *nvs_events_intern_string(struct nvs_events *events, const char *text);
+
+/* A name for (PID, TID), TID 0 for the process; one there already is replaced
+ * only when REPLACE. False when out of memory. */
+bool nvs_events_add_name(struct nvs_events *events, uint32_t pid, uint32_t tid, const char *name,
+                         bool replace);
+
+/* SIZE bytes, aligned for any type, freed by nvs_events_free; NULL when out of
+ * memory. */
+void *nvs_events_alloc(struct nvs_events *events, size_t size);
+
 #endif

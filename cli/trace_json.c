@@ -1,6 +1,7 @@
 /* A small JSON reader for trace files (trace_json.h). One event is parsed at a
  * time into an arena that is emptied before the next, so memory stays that of
- * the largest event; the file itself is mapped, not read into memory. */
+ * the largest event; the file itself is mapped, not read into memory. At the
+ * end, the writing side: quoting strings and building JSON text. */
 #define _GNU_SOURCE
 #include "trace_json.h"
 
@@ -894,4 +895,48 @@ size_t nvs_json_quote(char *out, size_t size, const char *text)
     out[used++] = '"';
     out[used] = '\0';
     return used;
+}
+
+/* ---- building JSON text ----------------------------------------------------- */
+
+static void text_reserve(struct nvs_json_text *text, size_t more)
+{
+    if (text->failed || text->length + more + 1 <= text->capacity)
+        return;
+    size_t capacity = text->capacity ? text->capacity * 2 : 256;
+    while (capacity < text->length + more + 1)
+        capacity *= 2;
+    char *grown = realloc(text->bytes, capacity);
+    if (!grown) {
+        text->failed = true;
+        return;
+    }
+    text->bytes = grown;
+    text->capacity = capacity;
+}
+
+void nvs_json_text_add(struct nvs_json_text *text, const char *format, ...)
+{
+    va_list arguments;
+    va_start(arguments, format);
+    int length = vsnprintf(NULL, 0, format, arguments);
+    va_end(arguments);
+    if (length < 0)
+        return;
+    text_reserve(text, (size_t)length);
+    if (text->failed)
+        return;
+    va_start(arguments, format);
+    vsnprintf(text->bytes + text->length, text->capacity - text->length, format, arguments);
+    va_end(arguments);
+    text->length += (size_t)length;
+}
+
+void nvs_json_text_add_string_member(struct nvs_json_text *text, const char *key, const char *value)
+{
+    nvs_json_text_add(text, "%s\"%s\":", text->length ? "," : "", key);
+    size_t most = strlen(value) * 6 + 3;
+    text_reserve(text, most);
+    if (!text->failed)
+        text->length += nvs_json_quote(text->bytes + text->length, most + 1, value);
 }

@@ -4,7 +4,8 @@
  * read one event at a time so that a trace of a million events needs the
  * memory of one. A trace cut short (a process killed by a signal leaves no
  * closing "]", or "]}", and maybe a trailing comma and blank padding) is read
- * up to its last complete event. */
+ * up to its last complete event. Also the writing side's small pieces: a
+ * string quoted for JSON, and JSON text built piece by piece. */
 #ifndef NVS_CLI_TRACE_JSON_H
 #define NVS_CLI_TRACE_JSON_H
 
@@ -67,6 +68,23 @@ size_t nvs_json_utf8_length(const char *text);
  * characters escaped, bytes that are not UTF-8 replaced by \ufffd. Returns
  * the length written, or SIZE when it did not fit. */
 size_t nvs_json_quote(char *out, size_t size, const char *text);
+
+/* Text built piece by piece, such as the args of converted events; start from
+ * {0}. After any add, bytes[length] is a NUL; once memory runs out FAILED is
+ * set and nothing more is added. The caller frees BYTES. */
+struct nvs_json_text {
+    char *bytes;
+    size_t length, capacity;
+    bool failed;
+};
+
+/* FORMAT, as printf writes it, added at the end of TEXT. */
+void nvs_json_text_add(struct nvs_json_text *text, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* "KEY":"VALUE" with VALUE quoted by nvs_json_quote; a comma first unless TEXT
+ * is empty. */
+void nvs_json_text_add_string_member(struct nvs_json_text *text, const char *key, const char *value);
 
 struct nvs_trace_read {
     size_t events;                   /* events given to the callback */

@@ -5,35 +5,18 @@ events once they report EPOLLHUP at the target's exit (seen with strace: an
 endless epoll_wait returning two HUP'd perf_event fds), and `nsys profile`
 never returns — about one run in three here. The tests trace NVTX only, so
 sampling and context-switch tracing are off (0 hangs in 14 runs after, 5 in 14
-before). As a safety net: a time limit, SIGKILL for that session's agent (it
-outlives a killed `nsys profile` and ignores SIGTERM), and one retry."""
+before). As a safety net, nsys runs under the command's own watchdog
+(`nvtxshim profile --bare`): a time limit, SIGKILL for nsys, what it started
+and that session's agent (it outlives a killed `nsys profile` and ignores
+SIGTERM), and one retry."""
 import os
-import signal
 import sqlite3
 import subprocess
 import time
 
-from conftest import SHIM
+from conftest import SHIM, program
 
 PROFILE_TIMEOUT_S = 45
-
-
-def _kill_agents(profile_pid):
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmdline = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"--start-agent" in cmdline and any(
-                arg.startswith(b"--session-name=profile-") and arg.endswith(b"-%d" % profile_pid)
-                for arg in cmdline):
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
 
 
 def profile(output, argv, env, trace="nvtx", extra=(), windows=None):
@@ -42,29 +25,19 @@ def profile(output, argv, env, trace="nvtx", extra=(), windows=None):
     CompletedProcess."""
     reports = ([str(output) + ".nsys-rep"] if windows is None else
                ["%s.%d.nsys-rep" % (output, n) for n in range(1, windows + 1)])
-    command = ["nsys", "profile", "-t", trace, "--sample=none", "--cpuctxsw=none", "-o",
-               str(output), "--force-overwrite", "true", "--export", "none"] + list(extra) + list(argv)
-    for attempt in range(2):
-        for report in reports:
-            if os.path.exists(report):
-                os.unlink(report)
-        started = time.monotonic()
-        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            stdout, stderr = process.communicate(timeout=PROFILE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            _kill_agents(process.pid)
-            continue
-        # nsys exits with the program's status: the reports are what tell success.
-        if all(os.path.exists(report) for report in reports):
-            return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
-        _kill_agents(process.pid)
-        if attempt == 1:
-            raise AssertionError("nsys profile failed (%.0fs): %s" % (
-                time.monotonic() - started, stderr.decode(errors="replace")[-2000:]))
-    raise AssertionError("nsys profile hung twice")
+    # The watchdog's limit is PROFILE_TIMEOUT_S a run; a hung run is ended and run once more.
+    command = [program("nvtxshim"), "profile", "--bare", "--timeout", str(PROFILE_TIMEOUT_S),
+               "-o", str(output), "-f", "--", "-t", trace, "--sample=none", "--cpuctxsw=none",
+               "--force-overwrite", "true", "--export", "none"] + list(extra) + ["--"] + list(argv)
+    started = time.monotonic()
+    result = subprocess.run(command, env=env, capture_output=True, timeout=2 * PROFILE_TIMEOUT_S + 60)
+    # nsys exits with the program's status: the reports are what tell success.
+    if all(os.path.exists(report) for report in reports):
+        return result
+    raise AssertionError("nsys profile failed (%.0fs, %s): %s" % (
+        time.monotonic() - started,
+        "hung twice" if b"nsys did not finish within" in result.stderr else "no report",
+        result.stderr.decode(errors="replace")[-2000:]))
 
 
 def nsys_env(extra):

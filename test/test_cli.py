@@ -1,4 +1,4 @@
-"""The nvtxshim command's dispatcher, run, profile and check (issue 9): options
+"""The nvtxshim command's dispatcher, run, profile and check: options
 become the variables in the program's environment with the library appended to
 LD_PRELOAD, profile's nsys command and its watchdog, a real profile of a capture
 window on the emulated device, and check's lines against what this machine shows."""
@@ -307,6 +307,34 @@ def test_profile_watchdog_kills_nsys_what_it_started_and_its_agent_then_retries(
     assert len(pids(tmp_path / "program.pids")) == (2 if mode == "busy" else 0)
     for pid in (pids(tmp_path / "nsys.pids") + pids(tmp_path / "agent.pids") +
                 pids(tmp_path / "program.pids")):
+        assert gone(pid), pid
+
+
+def test_profile_bare_runs_nsys_as_given_under_the_same_watchdog(tmp_path):
+    fake = tmp_path / "nsys"
+    fake.write_text(FAKE_NSYS)
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    # Nothing added but the report's name: no library, no variables, no nsys options of its own.
+    result = nvtxshim("profile", "-n", "--bare", "--nsys", fake, "-o", "rig", "--", "-t", "osrt",
+                      "--", "prog", "a b", cwd=tmp_path)
+    assert result.returncode == 0 and result.stderr == b""
+    assert shlex.split(result.stdout.decode()) == [
+        str(fake), "profile", "--output=%s/rig" % tmp_path, "-t", "osrt", "prog", "a b"]
+    for option in (["--frame", "usb.in"], ["--kernel"], ["--library", SHIM], ["--apis", "osrt"],
+                   ["--cpu-sampling"]):
+        refused = nvtxshim("profile", "--bare", *option, "--", "prog", cwd=tmp_path)
+        assert refused.returncode == 2, option
+        assert b"%s does not go with --bare" % option[0].encode() in refused.stderr
+    # The watchdog, as without --bare: a hang ended (nsys, what it started, its agent), once more.
+    env = {"FAKE_DIR": str(tmp_path), "FAKE_MODE": "hang", "FAKE_PYTHON": PYTHON}
+    result = nvtxshim("profile", "--bare", "--nsys", fake, "--finish-timeout", "1", "-o",
+                      tmp_path / "rig", "--", "-t", "nvtx", "--", "prog", env=env, timeout=60)
+    assert result.returncode == 125 and result.stdout == b"", result.stderr
+    stderr = result.stderr.decode()
+    assert stderr.count("nsys did not finish within") == 2
+    assert "killed it, what it started and 1 agent" in stderr and "giving up" in stderr
+    assert len(pids(tmp_path / "nsys.pids")) == 2 and len(pids(tmp_path / "agent.pids")) == 2
+    for pid in pids(tmp_path / "nsys.pids") + pids(tmp_path / "agent.pids"):
         assert gone(pid), pid
 
 

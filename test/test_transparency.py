@@ -116,6 +116,7 @@ CORPUS = [
     # program that dlopens a library and makes NVTX ranges (test_security.py runs it set-uid).
     Case("test_config", ["test/test_config"]),
     Case("test_trace_json", ["test/test_trace_json"]),
+    Case("test_cli_trace_json", ["test/test_cli_trace_json"]),
     Case("secure_probe", ["test/secure_probe", "libc.so.6"]),
     Case("secure_probe-usage", ["test/secure_probe"]),
     Case("dlsym_next", ["test/dlsym_next"], env={"LD_PRELOAD": "@test/libpreload_probe.so"}),

@@ -1,0 +1,19 @@
+/* Running nsys for the event model: a .nsys-rep read through its SQLite
+ * export. nsys is $NSYS, or nsys from PATH. */
+#ifndef NVS_CLI_NSYS_H
+#define NVS_CLI_NSYS_H
+
+#include <stddef.h>
+
+#include "events.h"
+
+/* The SQLite export of REPORT (a .nsys-rep or .qdrep) into DATABASE (SIZE
+ * bytes): REPORT's .sqlite beside it when it is up to date (said on stderr),
+ * else made there by nsys export --type sqlite, or in a temporary directory
+ * when REPORT's is not writable: then its path is in TEMPORARY_DIRECTORY (else
+ * that is ""), for the caller to remove with the export. Returns 0, or -1
+ * after one "nvtxshim: COMMAND: ..." line on stderr. */
+int nvs_nsys_export_report(const char *report, const struct nvs_load_options *options, char *database,
+                           size_t size, char *temporary_directory, size_t directory_size);
+
+#endif

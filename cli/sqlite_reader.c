@@ -1,0 +1,765 @@
+/* An nsys SQLite export read into the event model (sqlite_reader.h). The
+ * tables are read defensively: their columns differ between nsys versions, so
+ * each query is built from PRAGMA table_info, and what is missing is said. */
+#include "sqlite_reader.h"
+
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_json.h"
+
+#define MAX_COLUMNS 96
+
+struct columns {
+    int count;
+    char names[MAX_COLUMNS][48];
+};
+
+struct database {
+    sqlite3 *db;
+    const char *path;
+    const struct nvs_load_options *options;
+    struct nvs_events *events;
+    const char **strings;            /* StringIds: id -> interned text */
+    size_t string_count;
+};
+
+static bool has_table(struct database *database, const char *table)
+{
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(database->db,
+                           "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?",
+                           -1, &statement, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(statement, 1, table, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(statement) == SQLITE_ROW;
+    sqlite3_finalize(statement);
+    return found;
+}
+
+static void read_columns(struct database *database, const char *table, struct columns *columns)
+{
+    columns->count = 0;
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA table_info(\"%s\")", table);
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(database->db, sql, -1, &statement, NULL) != SQLITE_OK)
+        return;
+    while (sqlite3_step(statement) == SQLITE_ROW && columns->count < MAX_COLUMNS) {
+        const unsigned char *name = sqlite3_column_text(statement, 1);
+        if (name)
+            snprintf(columns->names[columns->count++], sizeof columns->names[0], "%s", name);
+    }
+    sqlite3_finalize(statement);
+}
+
+static bool has_column(const struct columns *columns, const char *name)
+{
+    for (int i = 0; i < columns->count; i++)
+        if (strcmp(columns->names[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A query built from the columns there: each wanted column, or NULL in its
+ * place when this export has none. */
+struct query {
+    char sql[1024];
+    size_t length;
+};
+
+static void query_column(struct query *query, const struct columns *columns, const char *name)
+{
+    int written = snprintf(query->sql + query->length, sizeof query->sql - query->length,
+                           "%s%s%s%s", query->length > 7 ? ", " : "",
+                           has_column(columns, name) ? "\"" : "",
+                           has_column(columns, name) ? name : "NULL",
+                           has_column(columns, name) ? "\"" : "");
+    if (written > 0)
+        query->length += (size_t)written;
+}
+
+static void query_start(struct query *query)
+{
+    strcpy(query->sql, "SELECT ");
+    query->length = 7;
+}
+
+static void query_end(struct query *query, const char *rest)
+{
+    snprintf(query->sql + query->length, sizeof query->sql - query->length, " %s", rest);
+}
+
+static sqlite3_stmt *prepare(struct database *database, const char *sql)
+{
+    sqlite3_stmt *statement = NULL;
+    if (sqlite3_prepare_v2(database->db, sql, -1, &statement, NULL) != SQLITE_OK) {
+        nvs_events_say(database->options, "%s: %s", database->path, sqlite3_errmsg(database->db));
+        return NULL;
+    }
+    return statement;
+}
+
+static bool is_null(sqlite3_stmt *statement, int column)
+{
+    return sqlite3_column_type(statement, column) == SQLITE_NULL;
+}
+
+/* A string column: text as it is, or an id into StringIds. NULL when neither. */
+static const char *string_column(struct database *database, sqlite3_stmt *statement, int column)
+{
+    switch (sqlite3_column_type(statement, column)) {
+    case SQLITE_TEXT:
+        return nvs_events_intern(database->events, (const char *)sqlite3_column_text(statement, column),
+                                 (size_t)sqlite3_column_bytes(statement, column));
+    case SQLITE_INTEGER: {
+        sqlite3_int64 id = sqlite3_column_int64(statement, column);
+        return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
+    }
+    default:
+        return NULL;
+    }
+}
+
+static int load_strings(struct database *database)
+{
+    if (!has_table(database, "StringIds"))
+        return 0;
+    sqlite3_stmt *statement = prepare(database, "SELECT max(id) FROM StringIds");
+    if (!statement)
+        return -1;
+    sqlite3_int64 largest = sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : -1;
+    sqlite3_finalize(statement);
+    if (largest < 0)
+        return 0;
+    if (largest > 100000000) {
+        nvs_events_say(database->options, "%s: StringIds ids up to %lld: not read", database->path,
+            (long long)largest);
+        return 0;
+    }
+    database->string_count = (size_t)largest + 1;
+    database->strings = calloc(database->string_count, sizeof *database->strings);
+    if (!database->strings) {
+        nvs_events_say(database->options, "out of memory");
+        return -1;
+    }
+    if (!(statement = prepare(database, "SELECT id, value FROM StringIds")))
+        return -1;
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+        sqlite3_int64 id = sqlite3_column_int64(statement, 0);
+        const unsigned char *value = sqlite3_column_text(statement, 1);
+        if (id >= 0 && (size_t)id < database->string_count && value)
+            database->strings[id] = nvs_events_intern(database->events, (const char *)value,
+                                                      (size_t)sqlite3_column_bytes(statement, 1));
+    }
+    sqlite3_finalize(statement);
+    return 0;
+}
+
+/* NVTX event types in nsys exports. */
+enum {
+    NVTX_CATEGORY_NAME = 33,
+    NVTX_MARK = 34,
+    NVTX_THREAD_NAME = 39,
+    NVTX_PUSH_POP = 59,
+    NVTX_START_END = 60,
+    NVTX_DOMAIN_CREATE = 75,
+};
+
+struct domain_names {
+    struct { int64_t id; const char *name; } *items;
+    size_t count, capacity;
+};
+
+struct category_names {
+    struct { int64_t domain, id; const char *name; } *items;
+    size_t count, capacity;
+};
+
+static bool grow(void **items, size_t *capacity, size_t count, size_t size)
+{
+    if (count < *capacity)
+        return true;
+    size_t more = *capacity ? *capacity * 2 : 16;
+    void *grown = realloc(*items, more * size);
+    if (!grown)
+        return false;
+    *items = grown;
+    *capacity = more;
+    return true;
+}
+
+static const char *domain_name(struct database *database, const struct domain_names *domains,
+                               sqlite3_stmt *statement, int column)
+{
+    if (is_null(statement, column) || sqlite3_column_int64(statement, column) == 0)
+        return nvs_events_intern_string(database->events, "default");
+    int64_t id = sqlite3_column_int64(statement, column);
+    for (size_t i = 0; i < domains->count; i++)
+        if (domains->items[i].id == id)
+            return domains->items[i].name;
+    char name[32];
+    snprintf(name, sizeof name, "domain %" PRId64, id);
+    return nvs_events_intern_string(database->events, name);
+}
+
+static const char *category_name(const struct category_names *categories, int64_t domain, int64_t id)
+{
+    for (size_t i = 0; i < categories->count; i++)
+        if (categories->items[i].domain == domain && categories->items[i].id == id)
+            return categories->items[i].name;
+    return NULL;
+}
+
+/* The payload columns of NVTX_EVENTS, in the order nsys fills them. */
+static const char *const payload_columns[] = {
+    "uint64Value", "int64Value", "doubleValue", "uint32Value", "int32Value", "floatValue",
+};
+#define PAYLOADS (sizeof payload_columns / sizeof payload_columns[0])
+
+/* Columns of the NVTX query, in order. */
+enum {
+    N_START, N_END, N_TYPE, N_TEXT, N_TEXT_ID, N_TID, N_DOMAIN, N_CATEGORY, N_COLOR, N_END_TID,
+    N_PAYLOAD,
+};
+
+static int load_nvtx(struct database *database)
+{
+    const struct nvs_load_options *options = database->options;
+    if (!has_table(database, "NVTX_EVENTS")) {
+        if (options->say_skipped)
+            nvs_events_say(options, "no NVTX_EVENTS table: no NVTX ranges or marks (profile with -t nvtx "
+                           "for them)");
+        return 0;
+    }
+    struct columns columns;
+    read_columns(database, "NVTX_EVENTS", &columns);
+    if (!has_column(&columns, "start") || !has_column(&columns, "eventType")) {
+        nvs_events_say(options, "%s: NVTX_EVENTS has no %s column: NVTX events skipped", database->path,
+            has_column(&columns, "start") ? "eventType" : "start");
+        return 0;
+    }
+    if (!has_column(&columns, "text") && !has_column(&columns, "textId")) {
+        nvs_events_say(options, "%s: NVTX_EVENTS has neither text nor textId: NVTX events skipped",
+            database->path);
+        return 0;
+    }
+    bool everything = options->what == NVS_LOAD_EVERYTHING;
+    if (options->say_skipped) {
+        if (!has_column(&columns, "end"))
+            nvs_events_say(options, "NVTX_EVENTS has no end column: NVTX ranges skipped, marks kept");
+        if (!has_column(&columns, "domainId"))
+            nvs_events_say(options, "NVTX_EVENTS has no domainId column: every event in domain \"default\"");
+        if (!has_column(&columns, "globalTid"))
+            nvs_events_say(options, "NVTX_EVENTS has no globalTid column: every event on thread 0");
+        if (everything && !has_column(&columns, "category"))
+            nvs_events_say(options, "NVTX_EVENTS has no category column: categories skipped");
+    }
+    struct query query;
+    query_start(&query);
+    static const char *const wanted[] = {"start", "end", "eventType", "text", "textId",
+                                         "globalTid", "domainId", "category", "color",
+                                         "endGlobalTid"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        query_column(&query, &columns, wanted[i]);
+    for (size_t i = 0; i < PAYLOADS; i++)
+        query_column(&query, &columns, payload_columns[i]);
+    query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (33, 75, 39) ORDER BY eventType DESC");
+
+    /* Domains, category names and NVTX thread names first: ranges refer to them. */
+    struct domain_names domains = {0};
+    struct category_names categories = {0};
+    int status = 0;
+    sqlite3_stmt *statement = prepare(database, query.sql);
+    if (!statement)
+        return -1;
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+        int type = sqlite3_column_int(statement, N_TYPE);
+        const char *text = string_column(database, statement, N_TEXT);
+        if (!text)
+            text = string_column(database, statement, N_TEXT_ID);
+        if (!text)
+            continue;
+        if (type == NVTX_DOMAIN_CREATE && !is_null(statement, N_DOMAIN)) {
+            if (!grow((void **)&domains.items, &domains.capacity, domains.count, sizeof *domains.items)) {
+                status = -1;
+                break;
+            }
+            domains.items[domains.count].id = sqlite3_column_int64(statement, N_DOMAIN);
+            domains.items[domains.count++].name = text;
+        } else if (type == NVTX_CATEGORY_NAME && !is_null(statement, N_CATEGORY)) {
+            if (!grow((void **)&categories.items, &categories.capacity, categories.count,
+                      sizeof *categories.items)) {
+                status = -1;
+                break;
+            }
+            categories.items[categories.count].domain =
+                is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
+            categories.items[categories.count].id = sqlite3_column_int64(statement, N_CATEGORY);
+            categories.items[categories.count++].name = text;
+        } else if (type == NVTX_THREAD_NAME && everything && !is_null(statement, N_TID)) {
+            int64_t global = sqlite3_column_int64(statement, N_TID);
+            if (!nvs_events_add_name(database->events, nvs_global_pid(global), nvs_global_tid(global),
+                                     text, true))
+                status = -1;
+        }
+    }
+    sqlite3_finalize(statement);
+
+    size_t unnamed = 0, open = 0;
+    query.sql[query.length] = '\0';
+    query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)");
+    if (status == 0 && !(statement = prepare(database, query.sql)))
+        status = -1;
+    struct nvs_json_text args = {0};
+    while (status == 0 && sqlite3_step(statement) == SQLITE_ROW) {
+        int type = sqlite3_column_int(statement, N_TYPE);
+        const char *name = string_column(database, statement, N_TEXT);
+        if (!name)
+            name = string_column(database, statement, N_TEXT_ID);
+        if (!name) {
+            unnamed++;
+            continue;
+        }
+        bool mark = type == NVTX_MARK;
+        if (!mark && is_null(statement, N_END)) {
+            open++;
+            continue;
+        }
+        struct nvs_event *event = nvs_events_add(database->events);
+        if (!event) {
+            status = -1;
+            break;
+        }
+        event->kind = mark ? NVS_EVENT_MARK : NVS_EVENT_RANGE;
+        event->start = sqlite3_column_int64(statement, N_START);
+        event->end = mark ? event->start : sqlite3_column_int64(statement, N_END);
+        event->name = name;
+        event->domain = domain_name(database, &domains, statement, N_DOMAIN);
+        int64_t global = is_null(statement, N_TID) ? 0 : sqlite3_column_int64(statement, N_TID);
+        event->pid = nvs_global_pid(global);
+        event->tid = nvs_global_tid(global);
+        event->async = type == NVTX_START_END;
+        /* endGlobalTid: the thread that ended it (NULL, in the exports seen here, where that
+         * is the thread that started it) */
+        if (event->async && !is_null(statement, N_END_TID))
+            event->end_tid = nvs_global_tid(sqlite3_column_int64(statement, N_END_TID));
+        if (!everything)
+            continue;
+        /* args as the recorder writes them: category, payload, colour (marks only) */
+        args.length = 0;
+        if (!is_null(statement, N_CATEGORY) && sqlite3_column_int64(statement, N_CATEGORY) != 0) {
+            int64_t domain = is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
+            int64_t id = sqlite3_column_int64(statement, N_CATEGORY);
+            const char *category = category_name(&categories, domain, id);
+            if (category)
+                nvs_json_text_add_string_member(&args, "category", category);
+            else
+                nvs_json_text_add(&args, "%s\"category\":%" PRId64, args.length ? "," : "", id);
+        }
+        for (size_t i = 0; i < PAYLOADS; i++) {
+            int column = N_PAYLOAD + (int)i;
+            if (is_null(statement, column))
+                continue;
+            if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
+                double value = sqlite3_column_double(statement, column);
+                nvs_json_text_add(&args, "%s\"payload\":%.17g", args.length ? "," : "",
+                         value == value && value - value == 0 ? value : 0.0);
+            } else if (i == 0) {
+                nvs_json_text_add(&args, "%s\"payload\":%" PRIu64, args.length ? "," : "",
+                         (uint64_t)sqlite3_column_int64(statement, column));
+            } else {
+                nvs_json_text_add(&args, "%s\"payload\":%" PRId64, args.length ? "," : "",
+                         (int64_t)sqlite3_column_int64(statement, column));
+            }
+            break;
+        }
+        if (mark && !is_null(statement, N_COLOR)) {
+            uint32_t color = (uint32_t)sqlite3_column_int64(statement, N_COLOR) & 0xFFFFFFu;
+            nvs_json_text_add(&args, "%s\"color\":\"#%06x\"", args.length ? "," : "", color);
+        }
+        if (args.failed) {
+            status = -1;
+            break;
+        }
+        if (args.length)
+            event->args = nvs_events_intern(database->events, args.bytes, args.length);
+    }
+    if (statement)
+        sqlite3_finalize(statement);
+    free(args.bytes);
+    free(domains.items);
+    free(categories.items);
+    if (status)
+        nvs_events_say(options, "out of memory reading %s", database->path);
+    else if (options->say_skipped && (unnamed || open))
+        nvs_events_say(options, "left out %zu NVTX ranges never closed and %zu events without a message",
+            open, unnamed);
+    return status;
+}
+
+/* OS runtime calls: name from StringIds, on the calling thread. */
+static int load_os_calls(struct database *database)
+{
+    const struct nvs_load_options *options = database->options;
+    if (!has_table(database, "OSRT_API")) {
+        if (options->say_skipped)
+            nvs_events_say(options, "no OSRT_API table: OS runtime calls skipped (profile with -t osrt "
+                           "for them)");
+        return 0;
+    }
+    struct columns columns;
+    read_columns(database, "OSRT_API", &columns);
+    static const char *const needed[] = {"start", "end", "nameId"};
+    for (size_t i = 0; i < 3; i++)
+        if (!has_column(&columns, needed[i])) {
+            if (options->say_skipped)
+                nvs_events_say(options, "OSRT_API has no %s column: OS runtime calls skipped", needed[i]);
+            return 0;
+        }
+    struct query query;
+    query_start(&query);
+    query_column(&query, &columns, "start");
+    query_column(&query, &columns, "end");
+    query_column(&query, &columns, "nameId");
+    query_column(&query, &columns, "globalTid");
+    query_column(&query, &columns, "returnValue");
+    query_end(&query, "FROM OSRT_API");
+    sqlite3_stmt *statement = prepare(database, query.sql);
+    if (!statement)
+        return -1;
+    const char *category = nvs_events_intern_string(database->events, NVS_CATEGORY_OS_CALL);
+    const char *unknown = nvs_events_intern_string(database->events, "[unknown OS call]");
+    char args[64];
+    int status = 0;
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+        struct nvs_event *event = nvs_events_add(database->events);
+        if (!event || !category || !unknown) {
+            status = -1;
+            break;
+        }
+        event->kind = NVS_EVENT_OS_CALL;
+        event->start = sqlite3_column_int64(statement, 0);
+        event->end = is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
+        event->name = string_column(database, statement, 2);
+        if (!event->name)
+            event->name = unknown;
+        event->domain = category;
+        int64_t global = is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
+        event->pid = nvs_global_pid(global);
+        event->tid = nvs_global_tid(global);
+        if (!is_null(statement, 4)) {
+            snprintf(args, sizeof args, "\"return\":%lld", (long long)sqlite3_column_int64(statement, 4));
+            event->args = nvs_events_intern_string(database->events, args);
+        }
+    }
+    sqlite3_finalize(statement);
+    return status;
+}
+
+/* The label of an ENUM_* table's id, when the table is there; small ids are
+ * looked up once (a query per copy would cost more than the copy's row). */
+#define LABELS 64
+
+struct labels {
+    const char *table;
+    bool present;
+    bool looked[LABELS];
+    const char *label[LABELS];
+};
+
+static const char *enum_label(struct database *database, const char *table, int64_t id);
+
+static const char *cached_label(struct database *database, struct labels *labels, int64_t id)
+{
+    if (!labels->present)
+        return NULL;
+    if (id < 0 || id >= LABELS)
+        return enum_label(database, labels->table, id);
+    if (!labels->looked[id]) {
+        labels->label[id] = enum_label(database, labels->table, id);
+        labels->looked[id] = true;
+    }
+    return labels->label[id];
+}
+
+static const char *enum_label(struct database *database, const char *table, int64_t id)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT label FROM \"%s\" WHERE id = %" PRId64, table, id);
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(database->db, sql, -1, &statement, NULL) != SQLITE_OK)
+        return NULL;
+    const char *label = NULL;
+    if (sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0))
+        label = nvs_events_intern_string(database->events, (const char *)sqlite3_column_text(statement, 0));
+    sqlite3_finalize(statement);
+    return label;
+}
+
+/* CUPTI's copy kinds, for exports without ENUM_CUDA_MEMCPY_OPER. */
+static const char *copy_kind(int64_t kind)
+{
+    static const char *const kinds[] = {
+        "Unknown", "Host-to-Device", "Device-to-Host", "Host-to-Array", "Array-to-Host",
+        "Array-to-Array", "Array-to-Device", "Device-to-Array", "Device-to-Device",
+        "Host-to-Host", "Peer-to-Peer",
+    };
+    return kind >= 0 && kind < (int64_t)(sizeof kinds / sizeof kinds[0]) ? kinds[kind] : "Unknown";
+}
+
+/* GPU work goes on a row of its own per device and stream, in the process that
+ * issued it: a thread id above any Linux one (at most 2^22). */
+static uint32_t stream_row(int64_t device, int64_t stream)
+{
+    return 0x800000u | ((uint32_t)device & 0x7Fu) << 16 | ((uint32_t)stream & 0xFFFFu);
+}
+
+enum gpu_table { GPU_KERNEL, GPU_COPY, GPU_SET };
+
+static int load_gpu(struct database *database, enum gpu_table which)
+{
+    static const char *const tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                         "CUPTI_ACTIVITY_KIND_MEMSET"};
+    static const char *const what[] = {"CUDA kernels", "CUDA memory copies", "CUDA memsets"};
+    static const char *const categories[] = {NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY,
+                                             NVS_CATEGORY_GPU_SET};
+    const struct nvs_load_options *options = database->options;
+    const char *table = tables[which];
+    if (!has_table(database, table)) {
+        if (options->say_skipped)
+            nvs_events_say(options, "no %s table: %s skipped (none ran, or not profiled with -t cuda)", table,
+                what[which]);
+        return 0;
+    }
+    struct columns columns;
+    read_columns(database, table, &columns);
+    if (!has_column(&columns, "start") || !has_column(&columns, "end")) {
+        if (options->say_skipped)
+            nvs_events_say(options, "%s has no start or end column: %s skipped", table, what[which]);
+        return 0;
+    }
+    if (options->say_skipped) {
+        if (!has_column(&columns, "globalPid"))
+            nvs_events_say(options, "%s has no globalPid column: %s shown in process 0", table, what[which]);
+        if (which == GPU_KERNEL && !has_column(&columns, "demangledName") &&
+            !has_column(&columns, "shortName"))
+            nvs_events_say(options, "%s has no demangledName or shortName column: kernels unnamed", table);
+    }
+    struct query query;
+    query_start(&query);
+    static const char *const wanted[] = {"start", "end", "globalPid", "deviceId", "streamId",
+                                         "correlationId", "demangledName", "shortName", "bytes",
+                                         "copyKind", "srcKind", "dstKind", "value"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        query_column(&query, &columns, wanted[i]);
+    query_end(&query, "FROM ");
+    strncat(query.sql, table, sizeof query.sql - strlen(query.sql) - 1);
+    sqlite3_stmt *statement = prepare(database, query.sql);
+    if (!statement)
+        return -1;
+    const char *category = nvs_events_intern_string(database->events, categories[which]);
+    struct labels copy_labels = {.table = "ENUM_CUDA_MEMCPY_OPER"};
+    struct labels memory_labels = {.table = "ENUM_CUDA_MEM_KIND"};
+    copy_labels.present = has_table(database, copy_labels.table);
+    memory_labels.present = has_table(database, memory_labels.table);
+    struct nvs_json_text args = {0};
+    int status = 0;
+    uint32_t last_pid = UINT32_MAX, last_row = UINT32_MAX;
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+        struct nvs_event *event = nvs_events_add(database->events);
+        if (!event) {
+            status = -1;
+            break;
+        }
+        event->kind = which == GPU_KERNEL ? NVS_EVENT_GPU_KERNEL
+                      : which == GPU_COPY ? NVS_EVENT_GPU_COPY : NVS_EVENT_GPU_SET;
+        event->start = sqlite3_column_int64(statement, 0);
+        event->end = sqlite3_column_int64(statement, 1);
+        event->domain = category;
+        event->pid = is_null(statement, 2) ? 0 : nvs_global_pid(sqlite3_column_int64(statement, 2));
+        int64_t device = sqlite3_column_int64(statement, 3), stream = sqlite3_column_int64(statement, 4);
+        event->tid = stream_row(device, stream);
+        if (event->pid != last_pid || event->tid != last_row) {
+            char row[64];
+            snprintf(row, sizeof row, "CUDA stream %" PRId64 " (device %" PRId64 ")", stream, device);
+            if (!nvs_events_add_name(database->events, event->pid, event->tid,
+                                     nvs_events_intern_string(database->events, row), false))
+                status = -1;
+            last_pid = event->pid;
+            last_row = event->tid;
+        }
+        args.length = 0;
+        nvs_json_text_add(&args, "\"device\":%" PRId64 ",\"stream\":%" PRId64, device, stream);
+        if (!is_null(statement, 5))
+            nvs_json_text_add(&args, ",\"correlation\":%lld",
+                              (long long)sqlite3_column_int64(statement, 5));
+        char name[160];
+        if (which == GPU_KERNEL) {
+            const char *kernel = string_column(database, statement, 6);
+            if (!kernel)
+                kernel = string_column(database, statement, 7);
+            event->name = kernel ? kernel : nvs_events_intern_string(database->events, "[CUDA kernel]");
+        } else {
+            if (!is_null(statement, 8))
+                nvs_json_text_add(&args, ",\"bytes\":%lld",
+                                  (long long)sqlite3_column_int64(statement, 8));
+            if (which == GPU_COPY) {
+                int64_t kind = sqlite3_column_int64(statement, 9);
+                const char *label = cached_label(database, &copy_labels, kind);
+                snprintf(name, sizeof name, "CUDA memcpy %s", label ? label : copy_kind(kind));
+                for (int side = 0; side < 2; side++) {
+                    if (is_null(statement, 10 + side))
+                        continue;
+                    int64_t memory = sqlite3_column_int64(statement, 10 + side);
+                    const char *memory_label = cached_label(database, &memory_labels, memory);
+                    if (memory_label)
+                        nvs_json_text_add_string_member(&args, side ? "dst" : "src", memory_label);
+                }
+            } else {
+                snprintf(name, sizeof name, "CUDA memset");
+                if (!is_null(statement, 12))
+                    nvs_json_text_add(&args, ",\"value\":%lld",
+                                      (long long)sqlite3_column_int64(statement, 12));
+            }
+            event->name = nvs_events_intern_string(database->events, name);
+        }
+        if (args.failed || !event->name || !category) {
+            status = -1;
+            break;
+        }
+        event->args = nvs_events_intern(database->events, args.bytes, args.length);
+    }
+    sqlite3_finalize(statement);
+    free(args.bytes);
+    return status;
+}
+
+static int load_names(struct database *database)
+{
+    const struct nvs_load_options *options = database->options;
+    struct nvs_events *events = database->events;
+    if (has_table(database, "ThreadNames")) {
+        struct columns columns;
+        read_columns(database, "ThreadNames", &columns);
+        if (has_column(&columns, "nameId") && has_column(&columns, "globalTid")) {
+            sqlite3_stmt *statement = prepare(database, "SELECT globalTid, nameId FROM ThreadNames");
+            if (!statement)
+                return -1;
+            while (sqlite3_step(statement) == SQLITE_ROW) {
+                const char *name = string_column(database, statement, 1);
+                int64_t global = sqlite3_column_int64(statement, 0);
+                /* an NVTX name (nvtxNameOsThread) read before stays */
+                if (name && !nvs_events_add_name(events, nvs_global_pid(global), nvs_global_tid(global),
+                                                 name, false))
+                    return -1;
+            }
+            sqlite3_finalize(statement);
+        } else if (options->say_skipped) {
+            nvs_events_say(options, "ThreadNames has no nameId or globalTid column: threads unnamed");
+        }
+    } else if (options->say_skipped) {
+        nvs_events_say(options, "no ThreadNames table: threads unnamed (NVTX thread names kept)");
+    }
+    if (has_table(database, "PROCESSES")) {
+        struct columns columns;
+        read_columns(database, "PROCESSES", &columns);
+        if (has_column(&columns, "name") && (has_column(&columns, "pid") || has_column(&columns, "globalPid"))) {
+            sqlite3_stmt *statement = prepare(database, has_column(&columns, "pid")
+                                                            ? "SELECT pid, name FROM PROCESSES"
+                                                            : "SELECT globalPid >> 24, name FROM PROCESSES");
+            if (!statement)
+                return -1;
+            while (sqlite3_step(statement) == SQLITE_ROW) {
+                const char *name = string_column(database, statement, 1);
+                uint32_t pid = (uint32_t)sqlite3_column_int64(statement, 0) & 0xFFFFFFu;
+                if (name && !nvs_events_add_name(events, pid, 0, name, true))
+                    return -1;
+            }
+            sqlite3_finalize(statement);
+        } else if (options->say_skipped) {
+            nvs_events_say(options, "PROCESSES has no pid or name column: processes named after their "
+                           "main thread");
+        }
+    } else if (options->say_skipped) {
+        nvs_events_say(options, "no PROCESSES table: processes named after their main thread");
+    }
+    return 0;
+}
+
+/* Tables with rows that convert does not map, in one line. */
+static void say_left_out(struct database *database)
+{
+    static const char *const mapped[] = {
+        "StringIds", "NVTX_EVENTS", "OSRT_API", "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "ThreadNames", "PROCESSES",
+        /* not events: descriptions of the session and the machine */
+        "EXPORT_META_DATA", "ANALYSIS_DETAILS", "ProcessStreams", "UnwindMethodType",
+    };
+    sqlite3_stmt *tables = prepare(database, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                             "AND name NOT LIKE 'ENUM_%' AND name NOT LIKE 'TARGET_INFO_%' "
+                                             "AND name NOT LIKE 'sqlite_%' ORDER BY name");
+    if (!tables)
+        return;
+    struct nvs_json_text line = {0};
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(tables, 0);
+        bool known = false;
+        for (size_t i = 0; table && i < sizeof mapped / sizeof mapped[0]; i++)
+            known |= strcmp(table, mapped[i]) == 0;
+        if (!table || known)
+            continue;
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
+        sqlite3_stmt *count;
+        if (sqlite3_prepare_v2(database->db, sql, -1, &count, NULL) != SQLITE_OK)
+            continue;
+        long long rows = sqlite3_step(count) == SQLITE_ROW ? sqlite3_column_int64(count, 0) : 0;
+        sqlite3_finalize(count);
+        if (rows > 0)
+            nvs_json_text_add(&line, "%s%s (%lld row%s)", line.length ? ", " : "", table, rows,
+                              rows == 1 ? "" : "s");
+    }
+    sqlite3_finalize(tables);
+    if (line.length && !line.failed)
+        nvs_events_say(database->options, "not converted: %s", line.bytes);
+    free(line.bytes);
+}
+
+int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+{
+    struct database database = {.path = path, .options = options, .events = events};
+    if (sqlite3_open_v2(path, &database.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        nvs_events_say(options, "cannot open %s: %s", path,
+                       database.db ? sqlite3_errmsg(database.db) : "out of memory");
+        sqlite3_close(database.db);
+        return -1;
+    }
+    sqlite3_stmt *check;
+    if (sqlite3_prepare_v2(database.db, "SELECT count(*) FROM sqlite_master", -1, &check, NULL) != SQLITE_OK ||
+        sqlite3_step(check) != SQLITE_ROW) {
+        nvs_events_say(options, "cannot read %s: %s", path, sqlite3_errmsg(database.db));
+        sqlite3_finalize(check);
+        sqlite3_close(database.db);
+        return -1;
+    }
+    sqlite3_finalize(check);
+    int status = load_strings(&database);
+    if (status == 0)
+        status = load_nvtx(&database);
+    if (status == 0 && options->what == NVS_LOAD_EVERYTHING) {
+        status = load_os_calls(&database);
+        for (int which = GPU_KERNEL; status == 0 && which <= GPU_SET; which++)
+            status = load_gpu(&database, (enum gpu_table)which);
+        if (status == 0)
+            status = load_names(&database);
+        if (status == 0 && options->say_skipped)
+            say_left_out(&database);
+    }
+    free(database.strings);
+    sqlite3_close(database.db);
+    return status;
+}

@@ -1,0 +1,387 @@
+/* A trace file read into the event model (trace_reader.h), one event at a time
+ * through trace_json: complete events and marks as they come, async pairs
+ * joined when both halves have been read, thread and process names. */
+#include "trace_reader.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace_json.h"
+
+/* The kernel probe's figures in a range's args, each there or not: an async
+ * end's figures replace its begin's one by one. */
+enum { FIGURE_RUNNABLE, FIGURE_BLOCKED, FIGURE_PREEMPTIONS, FIGURE_FAULTS, FIGURE_MIGRATIONS, FIGURES };
+
+static const char *const figure_keys[FIGURES] = {
+    "offcpu_runnable_ns", "offcpu_blocked_ns", "offcpu_preemptions", "offcpu_faults", "offcpu_migrations",
+};
+
+struct figures {
+    uint64_t value[FIGURES];
+    unsigned present;                /* a bit per figure */
+};
+
+/* What joins an async begin ("ph":"b") to its end ("ph":"e"): the process,
+ * the category (interned: compared as a pointer) and the id, a number (a
+ * string, interned, in other writers' traces). */
+struct async_key {
+    uint32_t pid;
+    const char *domain, *id_text;
+    int64_t id;
+};
+
+/* One half of an async pair, waiting for the other. */
+struct async_half {
+    struct async_key key;
+    struct nvs_event range;          /* the range as far as this half says */
+    struct figures figures;
+    uint64_t order;                  /* of halves with one key, the latest is taken first */
+    bool used;
+};
+
+/* The halves waiting, by key: open addressing with linear probing, an entry
+ * removed by moving back the ones after it, so that memory is that of the
+ * pairs open at once, not of the whole trace. */
+struct async_halves {
+    struct async_half *slots;
+    size_t slot_count, used;
+    uint64_t next_order;
+};
+
+struct trace_reader {
+    struct nvs_events *events;
+    const char *categories[4];       /* the non-NVTX categories, interned */
+    /* Each thread writes its own part of a trace file, so an end may come
+     * before its begin in the file: either half waits for the other. */
+    struct async_halves begins, ends;
+    size_t begin_end;                /* B/E events: not read */
+    size_t without_id;               /* async events with no id */
+    bool failed;
+};
+
+static uint64_t mix(uint64_t value)
+{
+    value ^= value >> 30;
+    value *= 0xBF58476D1CE4E5B9ull;
+    value ^= value >> 27;
+    value *= 0x94D049BB133111EBull;
+    return value ^ value >> 31;
+}
+
+static size_t key_home(const struct async_key *key, size_t slot_count)
+{
+    uint64_t hash = mix(key->pid ^ (uint64_t)(uintptr_t)key->domain);
+    hash = mix(hash ^ (uint64_t)(uintptr_t)key->id_text);
+    return (size_t)mix(hash ^ (uint64_t)key->id) & (slot_count - 1);
+}
+
+static bool same_key(const struct async_key *a, const struct async_key *b)
+{
+    return a->pid == b->pid && a->domain == b->domain && a->id_text == b->id_text && a->id == b->id;
+}
+
+static bool halves_grow(struct async_halves *halves)
+{
+    size_t count = halves->slot_count ? halves->slot_count * 2 : 256;
+    struct async_half *slots = calloc(count, sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < halves->slot_count; i++) {
+        if (!halves->slots[i].used)
+            continue;
+        size_t slot = key_home(&halves->slots[i].key, count);
+        while (slots[slot].used)
+            slot = (slot + 1) & (count - 1);
+        slots[slot] = halves->slots[i];
+    }
+    free(halves->slots);
+    halves->slots = slots;
+    halves->slot_count = count;
+    return true;
+}
+
+/* A new entry for KEY (another with that key may be waiting: it stays); NULL
+ * when out of memory. */
+static struct async_half *halves_add(struct async_halves *halves, const struct async_key *key)
+{
+    if ((halves->used + 1) * 2 > halves->slot_count && !halves_grow(halves))
+        return NULL;
+    size_t slot = key_home(key, halves->slot_count);
+    while (halves->slots[slot].used)
+        slot = (slot + 1) & (halves->slot_count - 1);
+    struct async_half *half = &halves->slots[slot];
+    memset(half, 0, sizeof *half);
+    half->key = *key;
+    half->order = halves->next_order++;
+    half->used = true;
+    halves->used++;
+    return half;
+}
+
+/* The latest half waiting with KEY, or NULL. */
+static struct async_half *halves_find(struct async_halves *halves, const struct async_key *key)
+{
+    if (!halves->slot_count)
+        return NULL;
+    struct async_half *latest = NULL;
+    size_t mask = halves->slot_count - 1;
+    size_t slot = key_home(key, halves->slot_count);
+    for (; halves->slots[slot].used; slot = (slot + 1) & mask) {
+        struct async_half *candidate = &halves->slots[slot];
+        if (same_key(&candidate->key, key) && (!latest || candidate->order > latest->order))
+            latest = candidate;
+    }
+    return latest;
+}
+
+/* Empties HALF's slot; an entry after it that probed past that slot moves
+ * back into it, so that every entry stays reachable from its home. */
+static void halves_remove(struct async_halves *halves, struct async_half *half)
+{
+    size_t mask = halves->slot_count - 1, hole = (size_t)(half - halves->slots);
+    for (size_t slot = (hole + 1) & mask; halves->slots[slot].used; slot = (slot + 1) & mask) {
+        size_t home = key_home(&halves->slots[slot].key, halves->slot_count);
+        if (((slot - home) & mask) >= ((slot - hole) & mask)) {
+            halves->slots[hole] = halves->slots[slot];
+            hole = slot;
+        }
+    }
+    halves->slots[hole].used = false;
+    halves->used--;
+}
+
+static bool args_number(const struct nvs_json *args, const char *key, uint64_t *out)
+{
+    int64_t value;
+    if (!nvs_json_int64(nvs_json_get(args, key), &value) || value < 0)
+        return false;
+    *out = (uint64_t)value;
+    return true;
+}
+
+/* The figures ARGS has, over those in FIGURES already. */
+static void read_figures(const struct nvs_json *args, struct figures *figures)
+{
+    for (int i = 0; i < FIGURES; i++)
+        if (args_number(args, figure_keys[i], &figures->value[i]))
+            figures->present |= 1u << i;
+}
+
+/* A copy of EVENT added to the events; NULL (the reader failed) when out of memory. */
+static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs_event *event)
+{
+    struct nvs_event *added = nvs_events_add(reader->events);
+    if (!added) {
+        reader->failed = true;
+        return NULL;
+    }
+    *added = *event;
+    return added;
+}
+
+/* A range (an X event, or an async pair joined): NVTX, or the kind its
+ * category names; with the kernel figures when the runnable and blocked times
+ * are both there (the others count as 0 when absent). */
+static int add_range(struct trace_reader *reader, const struct nvs_event *range,
+                     const struct figures *figures)
+{
+    static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
+                                                NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
+    struct nvs_event *event = add_event(reader, range);
+    if (!event)
+        return 1;
+    event->kind = NVS_EVENT_RANGE;
+    for (size_t i = 0; i < 4; i++)
+        if (event->domain == reader->categories[i])
+            event->kind = kinds[i];
+    unsigned needed = 1u << FIGURE_RUNNABLE | 1u << FIGURE_BLOCKED;
+    if ((figures->present & needed) != needed)
+        return 0;
+    if (!(event->offcpu = nvs_events_alloc(reader->events, sizeof *event->offcpu))) {
+        reader->failed = true;
+        return 1;
+    }
+    *event->offcpu = (struct nvs_offcpu){
+        .runnable_ns = figures->value[FIGURE_RUNNABLE],
+        .blocked_ns = figures->value[FIGURE_BLOCKED],
+        .preemptions = figures->value[FIGURE_PREEMPTIONS],
+        .faults = figures->value[FIGURE_FAULTS],
+        .migrations = figures->value[FIGURE_MIGRATIONS],
+    };
+    return 0;
+}
+
+/* The key of an async event at EVENT's pid and category; false when it has no
+ * id (or, the reader failed, no memory for one). */
+static bool read_async_key(struct trace_reader *reader, const struct nvs_json *json,
+                           const struct nvs_event *event, struct async_key *key)
+{
+    const struct nvs_json *id = nvs_json_get(json, "id");
+    *key = (struct async_key){.pid = event->pid, .domain = event->domain};
+    if (nvs_json_int64(id, &key->id))
+        return true;
+    if (!id || id->type != NVS_JSON_STRING)
+        return false;
+    key->id_text = nvs_events_intern(reader->events, id->text, id->length);
+    reader->failed |= !key->id_text;
+    return key->id_text != NULL;
+}
+
+/* An async pair joined: the range from BEGIN to END, on the thread that began
+ * it, with the figures of both (the end's winning). */
+static int join_async(struct trace_reader *reader, const struct async_half *begin,
+                      const struct async_half *end)
+{
+    struct nvs_event range = begin->range;
+    range.end = end->range.start > range.start ? end->range.start : range.start;
+    range.end_tid = end->range.tid != range.tid ? end->range.tid : 0;
+    range.async = true;
+    struct figures figures = begin->figures;
+    for (int i = 0; i < FIGURES; i++)
+        if (end->figures.present & 1u << i)
+            figures.value[i] = end->figures.value[i];
+    figures.present |= end->figures.present;
+    return add_range(reader, &range, &figures);
+}
+
+/* A "b" (or, with END, an "e"): joined with its other half when that came
+ * first, else left waiting for it. */
+static int read_async_half(struct trace_reader *reader, const struct nvs_json *json,
+                           const struct nvs_event *event, bool end)
+{
+    struct async_half half = {.range = *event};
+    if (!read_async_key(reader, json, event, &half.key)) {
+        reader->without_id += !reader->failed;
+        return reader->failed;
+    }
+    read_figures(nvs_json_get(json, "args"), &half.figures);
+    struct async_halves *others = end ? &reader->begins : &reader->ends;
+    struct async_half *other = halves_find(others, &half.key);
+    if (other) {
+        struct async_half found = *other;
+        halves_remove(others, other);
+        return join_async(reader, end ? &found : &half, end ? &half : &found);
+    }
+    struct async_half *waiting = halves_add(end ? &reader->ends : &reader->begins, &half.key);
+    if (!waiting) {
+        reader->failed = true;
+        return 1;
+    }
+    waiting->range = half.range;
+    waiting->figures = half.figures;
+    return 0;
+}
+
+/* A process_name or thread_name metadata event. */
+static int read_name(struct trace_reader *reader, const struct nvs_json *json, const char *name,
+                     uint32_t pid, uint32_t tid)
+{
+    const char *value = nvs_json_get_string(nvs_json_get(json, "args"), "name");
+    bool thread = strcmp(name, "thread_name") == 0;
+    if (value && (thread || strcmp(name, "process_name") == 0)) {
+        const char *interned = nvs_events_intern_string(reader->events, value);
+        if (!interned || !nvs_events_add_name(reader->events, pid, thread ? tid : 0, interned, true))
+            reader->failed = true;
+    }
+    return reader->failed;
+}
+
+static int on_trace_event(const struct nvs_json *json, void *context)
+{
+    struct trace_reader *reader = context;
+    const char *phase = nvs_json_get_string(json, "ph");
+    const char *name = nvs_json_get_string(json, "name");
+    if (!phase || !name)
+        return 0;
+    int64_t pid = 0, tid = 0;
+    nvs_json_int64(nvs_json_get(json, "pid"), &pid);
+    nvs_json_int64(nvs_json_get(json, "tid"), &tid);
+    if (strcmp(phase, "M") == 0)
+        return read_name(reader, json, name, (uint32_t)pid, (uint32_t)tid);
+    bool range = strcmp(phase, "X") == 0;
+    bool mark = strcmp(phase, "i") == 0 || strcmp(phase, "I") == 0 || strcmp(phase, "R") == 0;
+    bool async_begin = strcmp(phase, "b") == 0, async_end = strcmp(phase, "e") == 0;
+    if (strcmp(phase, "B") == 0 || strcmp(phase, "E") == 0)
+        reader->begin_end++;
+    if (!range && !mark && !async_begin && !async_end)
+        return 0;
+    struct nvs_event event = {.pid = (uint32_t)pid, .tid = (uint32_t)tid};
+    if (!nvs_json_microseconds(nvs_json_get(json, "ts"), &event.start))
+        return 0;
+    const char *category = nvs_json_get_string(json, "cat");
+    event.end = event.start;
+    event.name = nvs_events_intern_string(reader->events, name);
+    event.domain = nvs_events_intern_string(reader->events, category ? category : "");
+    if (!event.name || !event.domain) {
+        reader->failed = true;
+        return 1;
+    }
+    if (async_begin || async_end)
+        return read_async_half(reader, json, &event, async_end);
+    if (mark) {
+        event.kind = NVS_EVENT_MARK;
+        return add_event(reader, &event) ? 0 : 1;
+    }
+    int64_t duration;
+    if (nvs_json_microseconds(nvs_json_get(json, "dur"), &duration))
+        event.end = event.start + duration;
+    struct figures figures = {0};
+    read_figures(nvs_json_get(json, "args"), &figures);
+    return add_range(reader, &event, &figures);
+}
+
+static const char *plural(size_t count)
+{
+    return count == 1 ? "" : "s";
+}
+
+/* What was left out of the trace at PATH, one line each. */
+static void say_trace_left_out(const struct nvs_load_options *options, const char *path,
+                               const struct trace_reader *reader, const struct nvs_trace_read *result)
+{
+    if (result->cut_short)
+        nvs_events_say(options, "%s ends before its closing %s (the process was killed, or left "
+                       "through _exit before NVTXSHIM_TRACE could finish it): read %zu events%s",
+                       path, result->bare_array ? "]" : "]}", result->events,
+                       result->last_incomplete ? ", the last one incomplete and left out" : "");
+    size_t unended = reader->begins.used;
+    if (unended)
+        nvs_events_say(options, "%s: %zu async range%s (\"ph\":\"b\") never ended, left out (open "
+                       "when the trace stopped)", path, unended, plural(unended));
+    size_t unbegun = reader->ends.used;
+    if (unbegun)
+        nvs_events_say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out", path,
+                       unbegun, plural(unbegun));
+    if (reader->without_id)
+        nvs_events_say(options, "%s: %zu async event%s (\"ph\":\"b\"/\"e\") without an id, left out",
+                       path, reader->without_id, plural(reader->without_id));
+    if (reader->begin_end)
+        nvs_events_say(options, "%s: %zu begin/end (\"ph\":\"B\"/\"E\") events left out: only "
+                       "complete events (\"X\") and async pairs (\"b\"/\"e\") are read",
+                       path, reader->begin_end);
+}
+
+int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+{
+    struct trace_reader reader = {.events = events};
+    static const char *const categories[] = {NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL,
+                                             NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET};
+    for (size_t i = 0; i < 4; i++)
+        if (!(reader.categories[i] = nvs_events_intern_string(events, categories[i]))) {
+            nvs_events_say(options, "out of memory");
+            return -1;
+        }
+    struct nvs_trace_read result;
+    char error[256];
+    int status = nvs_trace_json_read(path, on_trace_event, &reader, &result, error, sizeof error);
+    if (reader.failed)
+        nvs_events_say(options, "out of memory reading %s", path);
+    else if (status)
+        nvs_events_say(options, "cannot read %s: %s", path, error);
+    else
+        say_trace_left_out(options, path, &reader, &result);
+    free(reader.begins.slots);
+    free(reader.ends.slots);
+    return reader.failed || status ? -1 : 0;
+}
