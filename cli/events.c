@@ -18,6 +18,17 @@
 #include "sqlite_reader.h"
 #include "trace_reader.h"
 
+struct nvs_offcpu nvs_offcpu_of(const struct nvs_kernel_figures *figures)
+{
+    return (struct nvs_offcpu){
+        .runnable_ns = figures->value[NVS_FIGURE_RUNNABLE_NS],
+        .blocked_ns = figures->value[NVS_FIGURE_BLOCKED_NS],
+        .preemptions = figures->value[NVS_FIGURE_PREEMPTIONS],
+        .faults = figures->value[NVS_FIGURE_FAULTS],
+        .migrations = figures->value[NVS_FIGURE_MIGRATIONS],
+    };
+}
+
 /* ---- strings: interned, so that equal names are equal pointers ------------- */
 
 #define POOL_BLOCK_BYTES (256u * 1024u)

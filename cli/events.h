@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "schema.h"
+
 enum nvs_event_kind {
     NVS_EVENT_RANGE,        /* an NVTX range: push/pop or start/end */
     NVS_EVENT_MARK,         /* an NVTX mark */
@@ -28,6 +30,8 @@ enum nvs_event_kind {
 struct nvs_offcpu {
     uint64_t runnable_ns, blocked_ns, preemptions, faults, migrations;
 };
+/* The figures a report shows, of those the library wrote (absent ones: 0). */
+struct nvs_offcpu nvs_offcpu_of(const struct nvs_kernel_figures *figures);
 
 struct nvs_event {
     int64_t start, end;          /* nanoseconds; end == start for a mark */

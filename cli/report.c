@@ -19,7 +19,8 @@
 #define CALL_DOMAINS 3
 #define DEFAULT_SLOWEST 5
 
-static const char *const call_domains[CALL_DOMAINS] = {"usb", "cuda", "x11"};
+static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
+                                                           NVS_DOMAIN_X11};
 
 static const char manual[] =
     "NAME\n"
@@ -153,7 +154,7 @@ static int64_t percentile(const int64_t *sorted, size_t count, double fraction)
 static int call_domain(const struct nvs_event *event)
 {
     for (int i = 0; i < CALL_DOMAINS; i++)
-        if (strcmp(event->domain, call_domains[i]) == 0)
+        if (strcmp(event->domain, nvs_domain_name(call_domains[i])) == 0)
             return i;
     return -1;
 }
@@ -161,9 +162,10 @@ static int call_domain(const struct nvs_event *event)
 /* N of a "frame N" range in domain nvtxshim; 0 for anything else. */
 static uint64_t frame_number(const struct nvs_event *event)
 {
-    if (strcmp(event->domain, "nvtxshim") != 0 || strncmp(event->name, "frame ", 6) != 0)
+    if (strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_SHIM)) != 0 ||
+        strncmp(event->name, NVS_FRAME_PREFIX, sizeof NVS_FRAME_PREFIX - 1) != 0)
         return 0;
-    const char *digits = event->name + 6;
+    const char *digits = event->name + sizeof NVS_FRAME_PREFIX - 1;
     if (!*digits || strspn(digits, "0123456789") != strlen(digits))
         return 0;
     errno = 0;
@@ -193,31 +195,12 @@ struct kernel_mark {
 
 static bool parse_kernel_mark(const struct nvs_event *event, struct kernel_mark *mark)
 {
-    if (event->kind != NVS_EVENT_MARK || strcmp(event->domain, "kernel") != 0)
-        return false;
-    double runnable_ms, blocked_ms;
-    unsigned long long number, preemptions, faults;
-    /* "preemptions" or, for one, "preemption" */
-    if (sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption%*[s]), blocked %lf ms, %llu fault",
-               &number, &runnable_ms, &preemptions, &blocked_ms, &faults) < 5 &&
-        sscanf(event->name, "frame %llu: runnable %lf ms (%llu preemption), blocked %lf ms, %llu fault",
-               &number, &runnable_ms, &preemptions, &blocked_ms, &faults) < 5)
+    struct nvs_kernel_figures figures;
+    if (event->kind != NVS_EVENT_MARK || strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) != 0 ||
+        !nvs_kernel_mark_parse(event->name, &mark->number, &figures))
         return false;
     mark->pid = event->pid;
-    mark->number = number;
-    mark->figures = (struct nvs_offcpu){
-        .runnable_ns = (uint64_t)(runnable_ms * NS_PER_MS + 0.5),
-        .blocked_ns = (uint64_t)(blocked_ms * NS_PER_MS + 0.5),
-        .preemptions = preemptions,
-        .faults = faults,
-    };
-    const char *migrations = strstr(event->name, " migration");
-    if (migrations) {
-        const char *digits = migrations;
-        while (digits > event->name && digits[-1] >= '0' && digits[-1] <= '9')
-            digits--;
-        mark->figures.migrations = strtoull(digits, NULL, 10);
-    }
+    mark->figures = nvs_offcpu_of(&figures);
     return true;
 }
 
@@ -482,7 +465,7 @@ static size_t attach_kernel_figures(const struct nvs_event **frames, struct fram
 {
     size_t mark_count = 0;
     for (size_t i = 0; i < events->count; i++)
-        mark_count += events->events[i].kind == NVS_EVENT_MARK && strcmp(events->events[i].domain, "kernel") == 0;
+        mark_count += events->events[i].kind == NVS_EVENT_MARK && strcmp(events->events[i].domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0;
     struct kernel_mark *marks = mark_count ? malloc(mark_count * sizeof *marks) : NULL;
     size_t n = 0;
     for (size_t i = 0; marks && i < events->count; i++)
@@ -596,7 +579,8 @@ static int print_frames(struct nvs_events *events, long slowest)
 static bool is_capture(const struct nvs_event *event)
 {
     if (event->kind != NVS_EVENT_RANGE || !event->domain[0] || strcmp(event->domain, "default") == 0 ||
-        frame_number(event) || call_domain(event) >= 0 || strcmp(event->domain, "kernel") == 0)
+        frame_number(event) || call_domain(event) >= 0 ||
+        strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0)
         return false;
     size_t word = strcspn(event->name, " ");
     return word == 7 && strncmp(event->name, "capture", 7) == 0;

@@ -26,32 +26,12 @@ struct variable_option {
     const char *description;
 };
 
+/* From the library's list of its variables, in its order. */
 static const struct variable_option variable_options[] = {
-    {"hooks", "LIST", "NVTXSHIM_HOOKS",
-     "Which calls are wrapped: a comma list of usb, x11, cuda; all; none. [all]"},
-    {"frame", "MARKER", "NVTXSHIM_FRAME",
-     "The call that begins each frame: usb.in[:EP], usb.out[:EP], x11.swap,\n"
-     "x11.flush, cuda.htod, cuda.dtoh, call:NAME (any hooked function), off. [off]"},
-    {"frame-budget", "DURATION", "NVTXSHIM_FRAME_BUDGET",
-     "Frames longer than this get a red 'over budget' mark: 33ms, 500us, 16.7ms, 1s."},
-    {"capture", "WINDOW", "NVTXSHIM_CAPTURE",
-     "The window nsys records: frames:S[+C], frames:S+C/P (C frames every P),\n"
-     "calls:NAME:S[+C], time:DELAY[+DURATION] (from the first hooked call),\n"
-     "signal[:USR1|USR2|HUP|WINCH|URG] (each signal opens or closes it), off. [off]"},
-    {"capture-via", "WAY", "NVTXSHIM_CAPTURE_VIA",
-     "How the window reaches nsys: nvtx (a range, for -c nvtx), cuda\n"
-     "(cuProfilerStart and cuProfilerStop, for -c cudaProfilerApi), both. [both]"},
-    {"capture-name", "MESSAGE@DOMAIN", "NVTXSHIM_CAPTURE_NAME",
-     "The capture range's name, for nsys -p. [capture@nvtxshim]"},
-    {"trace", "FILE", "NVTXSHIM_TRACE",
-     "With no NVTX tool attached, every NVTX event goes to FILE as a\n"
-     "Chrome/Perfetto trace; %p in FILE becomes the process id."},
-    {"kernel", NULL, "NVTXSHIM_KERNEL",
-     "The kernel probe: time off CPU in each frame, and off-CPU intervals of at least\n"
-     "THRESHOLD (1ms) as ranges in the trace; needs root or CAP_BPF and CAP_PERFMON."},
-    {"log", "LEVEL", "NVTXSHIM_LOG", "The library's messages: quiet, info, debug. [info]"},
-    {"shim-help", NULL, "NVTXSHIM_HELP",
-     "The library prints its configuration reference as the program starts."},
+#define NVS_VARIABLE(id, name, option, argument, default_value, summary, accepted, if_bad, manual) \
+    { option, argument, "NVTXSHIM_" name, manual },
+#include "variables.def"
+#undef NVS_VARIABLE
 };
 #define VARIABLE_COUNT (sizeof variable_options / sizeof variable_options[0])
 _Static_assert(VARIABLE_COUNT <= NVS_LAUNCH_VARIABLES_MAX, "NVS_LAUNCH_VARIABLES_MAX (run.h) is too small");

@@ -9,19 +9,8 @@
 
 #include "trace_json.h"
 
-/* The kernel probe's figures in a range's args, each there or not: an async
- * end's figures replace its begin's one by one. */
-enum { FIGURE_RUNNABLE, FIGURE_BLOCKED, FIGURE_PREEMPTIONS, FIGURE_FAULTS, FIGURE_MIGRATIONS, FIGURES };
-
-static const char *const figure_keys[FIGURES] = {
-    "offcpu_runnable_ns", "offcpu_blocked_ns", "offcpu_preemptions", "offcpu_faults", "offcpu_migrations",
-};
-
-struct figures {
-    uint64_t value[FIGURES];
-    unsigned present;                /* a bit per figure */
-};
-
+/* The kernel probe's figures (schema.h) in a range's args, each there or
+ * not: an async end's figures replace its begin's one by one. */
 /* What joins an async begin ("ph":"b") to its end ("ph":"e"): the process,
  * the category (interned: compared as a pointer) and the id, a number (a
  * string, interned, in other writers' traces). */
@@ -35,7 +24,7 @@ struct async_key {
 struct async_half {
     struct async_key key;
     struct nvs_event range;          /* the range as far as this half says */
-    struct figures figures;
+    struct nvs_kernel_figures figures;
     uint64_t order;                  /* of halves with one key, the latest is taken first */
     bool used;
 };
@@ -161,10 +150,10 @@ static bool args_number(const struct nvs_json *args, const char *key, uint64_t *
 }
 
 /* The figures ARGS has, over those in FIGURES already. */
-static void read_figures(const struct nvs_json *args, struct figures *figures)
+static void read_figures(const struct nvs_json *args, struct nvs_kernel_figures *figures)
 {
-    for (int i = 0; i < FIGURES; i++)
-        if (args_number(args, figure_keys[i], &figures->value[i]))
+    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
+        if (args_number(args, nvs_kernel_figure_key((enum nvs_kernel_figure)i), &figures->value[i]))
             figures->present |= 1u << i;
 }
 
@@ -184,7 +173,7 @@ static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs
  * category names; with the kernel figures when the runnable and blocked times
  * are both there (the others count as 0 when absent). */
 static int add_range(struct trace_reader *reader, const struct nvs_event *range,
-                     const struct figures *figures)
+                     const struct nvs_kernel_figures *figures)
 {
     static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
                                                 NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
@@ -195,20 +184,14 @@ static int add_range(struct trace_reader *reader, const struct nvs_event *range,
     for (size_t i = 0; i < 4; i++)
         if (event->domain == reader->categories[i])
             event->kind = kinds[i];
-    unsigned needed = 1u << FIGURE_RUNNABLE | 1u << FIGURE_BLOCKED;
+    unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
     if ((figures->present & needed) != needed)
         return 0;
     if (!(event->offcpu = nvs_events_alloc(reader->events, sizeof *event->offcpu))) {
         reader->failed = true;
         return 1;
     }
-    *event->offcpu = (struct nvs_offcpu){
-        .runnable_ns = figures->value[FIGURE_RUNNABLE],
-        .blocked_ns = figures->value[FIGURE_BLOCKED],
-        .preemptions = figures->value[FIGURE_PREEMPTIONS],
-        .faults = figures->value[FIGURE_FAULTS],
-        .migrations = figures->value[FIGURE_MIGRATIONS],
-    };
+    *event->offcpu = nvs_offcpu_of(figures);
     return 0;
 }
 
@@ -237,8 +220,8 @@ static int join_async(struct trace_reader *reader, const struct async_half *begi
     range.end = end->range.start > range.start ? end->range.start : range.start;
     range.end_tid = end->range.tid != range.tid ? end->range.tid : 0;
     range.async = true;
-    struct figures figures = begin->figures;
-    for (int i = 0; i < FIGURES; i++)
+    struct nvs_kernel_figures figures = begin->figures;
+    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
         if (end->figures.present & 1u << i)
             figures.value[i] = end->figures.value[i];
     figures.present |= end->figures.present;
@@ -326,7 +309,7 @@ static int on_trace_event(const struct nvs_json *json, void *context)
     int64_t duration;
     if (nvs_json_microseconds(nvs_json_get(json, "dur"), &duration))
         event.end = event.start + duration;
-    struct figures figures = {0};
+    struct nvs_kernel_figures figures = {0};
     read_figures(nvs_json_get(json, "args"), &figures);
     return add_range(reader, &event, &figures);
 }

@@ -3,7 +3,7 @@
 # libsqlite3, for reading nsys exports. It compiles the library's own
 # configuration parser (config.c, and names.c for call:NAME), so that an option
 # is checked exactly as the library checks the variable it sets.
-CLI_SOURCES := $(sort $(wildcard cli/*.c)) libnvtxshim/config.c libnvtxshim/hooks/names.c
+CLI_SOURCES := $(sort $(wildcard cli/*.c)) libnvtxshim/config.c libnvtxshim/hooks/names.c libnvtxshim/schema.c
 
 $(BUILD)/nvtxshim: $(CLI_SOURCES) $(wildcard cli/*.h) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
 	@mkdir -p $(@D)
