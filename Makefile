@@ -93,124 +93,11 @@ $(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LIB_LDFLAGS) $(LIB_OBJECTS) -o $@ $(LIB_LIBS)
 
-# ---- examples and test programs -------------------------------------------
 PROGRAM_CFLAGS := $(CFLAGS) -std=gnu11 -pthread $(WARNINGS) $(LIBUSB_CFLAGS)
 
-# The harness's GPU kernels, when nvcc is here: a fat binary (SASS for Turing
-# to Hopper, PTX for later GPUs) embedded in the program with .incbin.
-NVCC ?= $(firstword $(wildcard $(if $(CUDA_HOME),$(CUDA_HOME)/bin/nvcc) /usr/local/cuda/bin/nvcc) \
-          $(shell command -v nvcc 2>/dev/null))
-NVCC_GENCODE ?= -gencode arch=compute_75,code=sm_75 -gencode arch=compute_80,code=sm_80 \
-                -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-ifneq ($(NVCC),)
-HARNESS_IMAGE := $(BUILD)/obj/harness_image.o
-HARNESS_FLAGS := -DHARNESS_HAVE_IMAGE
-endif
-
-$(BUILD)/harness_kernels.fatbin: examples/harness_kernels.cu
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) -fatbin $(NVCC_GENCODE) $< -o $@
-
-$(BUILD)/obj/harness_image.o: $(BUILD)/harness_kernels.fatbin
-	@mkdir -p $(@D)
-	$(Q)printf '\t.section .rodata\n\t.globl harness_image\n\t.balign 16\nharness_image:\n\t.incbin "%s"\n\t.byte 0\n\t.section .note.GNU-stack,"",@progbits\n' \
-	  $< | $(CC) -c -x assembler - -o $@
-
-$(BUILD)/harness_physical: examples/harness_physical.c examples/harness_infer.h $(HARNESS_IMAGE)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $< $(HARNESS_IMAGE) -o $@ \
-	  -lusb-1.0 -lX11 -lXext -ldl -lpthread
-
-$(BUILD)/usb_capture: examples/usb_capture.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lusb-1.0 -lpthread
-
-$(BUILD)/test/%: test/programs/%.c test/programs/emulated_device.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread
-
-$(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/names.c $(HOOK_TABLES)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
-	  libnvtxshim/hooks/names.c -o $@
-
-# Without libusb on its link line: it asks dlsym for names whose libraries are absent.
-$(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -ldl
-
-$(BUILD)/test/test_trace_json: test/unit/test_trace_json.c libnvtxshim/trace_json.c libnvtxshim/trace.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_trace_json.c libnvtxshim/trace_json.c -o $@
-
-$(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
-
-$(BUILD)/test/x11_draw: test/programs/x11_draw.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXext
-
-$(BUILD)/test/xcb_draw: test/programs/xcb_draw.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lxcb -lxcb-shm
-
-$(BUILD)/test/close_after_frames: test/programs/close_after_frames.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXdamage
-
-# The emulated camera + actuator (test/usbdev/README.md): umockdev's library
-# answers the device node's ioctls here, so any number of URBs can be in flight.
-$(BUILD)/emucam: test/usbdev/emucam.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $$(pkg-config --cflags umockdev-1.0) $< -o $@ $$(pkg-config --libs umockdev-1.0)
-
-# The stand-in driver: a test double for machines without a GPU, never installed.
-$(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c examples/harness_infer.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
-	  -isystem $(CUDA_INCLUDE) -Iexamples -Wl,-soname,libcuda.so.1 $< -o $@
-	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
-
-$(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
-	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcudart.so.13 $< -o $@ -ldl
-	$(Q)ln -sf libcudart.so.13 $(@D)/libcudart.so
-
-$(BUILD)/test/runtime_copies: test/cuda/runtime_copies.c $(BUILD)/test/stub/libcudart.so.13
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcudart
-
-$(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so.1
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
-
-TEST_PROGRAMS := $(BUILD)/emucam $(BUILD)/harness_physical $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies $(BUILD)/usb_capture $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw \
-                 $(BUILD)/test/close_after_frames \
-                 $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
-                 $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
-                 $(BUILD)/test/chdir_record \
-                 $(BUILD)/test/libpreload_probe.so \
-                 $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/frame_loop
-
-# Targets beyond the library and its tests (bench, sanitizers, fuzz, soak)
-# live in mk/*.mk; each may add to TEST_PROGRAMS.
+# Targets beyond the library (the command, the test programs, bench, sanitizers,
+# fuzz, soak) live in mk/*.mk; each may add to TEST_PROGRAMS, which make test builds.
+TEST_PROGRAMS :=
 -include $(sort $(wildcard mk/*.mk))
 
 deps:
@@ -234,7 +121,3 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
-
-$(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) -Wno-missing-prototypes $< -o $@ -ldl

@@ -1,2 +1,0 @@
-# Security tests: a program that loads the library in secure execution.
-TEST_PROGRAMS += $(BUILD)/test/secure_probe
