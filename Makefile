@@ -1,6 +1,8 @@
 # libnvtxshim — see README.md. `make V=1` shows the commands.
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
+# A recipe that fails leaves no half-written target that would look up to date.
+.DELETE_ON_ERROR:
 
 BUILD ?= build
 PREFIX ?= /usr/local
@@ -21,6 +23,10 @@ Q :=
 else
 Q := @
 endif
+
+# $(call say,TAG): every recipe's first line. Makes the target's directory and,
+# unless V=1, prints "  TAG     target".
+say = @mkdir -p $(@D)$(if $(Q),; printf '  %-7s %s\n' '$(1)' '$@')
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
@@ -64,33 +70,33 @@ all: check-nvtx $(BUILD)/libnvtxshim.so
 # The probe: vmlinux.h from this kernel's BTF (CO-RE makes the object portable),
 # the BPF object, and its skeleton, which embeds the object in the library.
 $(BUILD)/kernel/vmlinux.h:
-	@mkdir -p $(@D)
+	$(call say,GEN)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c libnvtxshim/kernel.h $(BUILD)/kernel/vmlinux.h
-	@$(if $(Q),echo "  BPF     $<")
+	$(call say,BPF)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
 	  -c $< -o $@
 
 $(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o
-	@$(if $(Q),echo "  GEN     $@")
+	$(call say,GEN)
 	$(Q)$(BPFTOOL) gen skeleton $< name nvs_kernel > $@.tmp && mv $@.tmp $@
 
 check-nvtx:
 	@if [ -z "$(NVTX_INCLUDE)" ] || [ -z "$(CUDA_VERSION_NUMBER)" ]; then \
 	  echo "nvtx3/nvToolsExt.h and cuda.h are needed from \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
 
+# The version script, from the hook tables.
 $(BUILD)/exports.map: libnvtxshim/exports.map.in $(HOOK_TABLES)
-	@mkdir -p $(@D)
+	$(call say,GEN)
 	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) -Ilibnvtxshim $< -o $@
 
 $(BUILD)/obj/%.o: libnvtxshim/%.c $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 $(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
-	@$(if $(Q),echo "  LD      $@")
+	$(call say,LD)
 	$(Q)$(CC) $(LIB_LDFLAGS) $(LIB_OBJECTS) -o $@ $(LIB_LIBS)
 
 PROGRAM_CFLAGS := $(CFLAGS) -std=gnu11 -pthread $(WARNINGS) $(LIBUSB_CFLAGS)
@@ -121,3 +127,8 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+# make -j clean all: the removal first, never beside the build.
+ifneq ($(filter clean,$(MAKECMDGOALS)),)
+.NOTPARALLEL:
+endif

@@ -14,44 +14,37 @@ BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_too
 BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
 
 $(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(LIBUSB_CFLAGS) -Wl,-soname,libusb-1.0.so.0 $< -o $@
 
 $(BENCH_SINK)/libX11.so.6: bench/sink_x11.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) -Wl,-soname,libX11.so.6 $< -o $@
 
 $(BENCH_SINK)/libcuda.so.1: bench/sink_cuda.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
 
 # Linked against the sinks themselves (found through its RUNPATH, never
 # through LD_LIBRARY_PATH, so nsys never sees a stand-in libcuda).
 $(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $< -o $@ \
 	  -Wl,-rpath,'$$ORIGIN/sink' $(BENCH_SINKS) -ldl
 
 # An NVTX tool that drops everything: the cost of the NVTX calls themselves.
 $(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
 
 # The start-up row: a program started many times with no preload, with an empty
 # preload library (the floor any preload library pays), and with the shim.
 $(BENCH_BUILD)/starts: bench/starts.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@
 
 $(BENCH_BUILD)/libempty.so: bench/empty.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@
 
 .PHONY: bench bench-programs

@@ -6,8 +6,7 @@
 CLI_SOURCES := $(sort $(wildcard cli/*.c)) libnvtxshim/config.c libnvtxshim/hooks/names.c libnvtxshim/schema.c
 
 $(BUILD)/nvtxshim: $(CLI_SOURCES) $(wildcard cli/*.h) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $(CLI_SOURCES) -o $@ \
 	  -lsqlite3 -lm -ldl
 

@@ -18,8 +18,7 @@ FUZZ_FLAGS := -g -O1 -std=gnu11 $(WARNINGS) $(TABLE_FLAGS) -Ilibnvtxshim \
 
 .PHONY: fuzz
 $(BUILD)/fuzz/config_fuzz: $(FUZZ_SOURCES) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CLANG   $@")
+	$(call say,CLANG)
 	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer $(FUZZ_SOURCES) -o $@
 
 fuzz: $(BUILD)/fuzz/config_fuzz
@@ -31,8 +30,7 @@ fuzz: $(BUILD)/fuzz/config_fuzz
 	@grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' $(BUILD)/fuzz/fuzz.log
 
 $(BUILD)/test/fuzz_replay: test/fuzz/replay.c $(FUZZ_SOURCES) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	$(call say,CC)
 	$(Q)$(CC) $(FUZZ_FLAGS) test/fuzz/replay.c $(FUZZ_SOURCES) -o $@
 
 TEST_PROGRAMS += $(BUILD)/test/fuzz_replay

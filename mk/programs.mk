@@ -23,114 +23,97 @@ HARNESS_FLAGS := -DHARNESS_HAVE_IMAGE
 endif
 
 $(BUILD)/harness_kernels.fatbin: examples/harness_kernels.cu
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  NVCC    $<")
+	$(call say,NVCC)
 	$(Q)$(NVCC) -fatbin $(NVCC_GENCODE) $< -o $@
 
 $(BUILD)/obj/harness_image.o: $(BUILD)/harness_kernels.fatbin
-	@mkdir -p $(@D)
+	$(call say,AS)
 	$(Q)printf '\t.section .rodata\n\t.globl harness_image\n\t.balign 16\nharness_image:\n\t.incbin "%s"\n\t.byte 0\n\t.section .note.GNU-stack,"",@progbits\n' \
 	  $< | $(CC) -c -x assembler - -o $@
 
 $(BUILD)/harness_physical: examples/harness_physical.c examples/harness_infer.h $(HARNESS_IMAGE)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $< $(HARNESS_IMAGE) -o $@ \
 	  -lusb-1.0 -lX11 -lXext -ldl -lpthread
 
 $(BUILD)/usb_capture: examples/usb_capture.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lusb-1.0 -lpthread
 
 $(BUILD)/test/%: test/programs/%.c test/programs/emulated_device.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread
 
 $(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/names.c $(HOOK_TABLES)
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
 	  libnvtxshim/hooks/names.c -o $@
 
 # Without libusb on its link line: it asks dlsym for names whose libraries are absent.
 $(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -ldl
 
 $(BUILD)/test/test_trace_json: test/unit/test_trace_json.c libnvtxshim/trace_json.c libnvtxshim/trace.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_trace_json.c libnvtxshim/trace_json.c -o $@
 
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
-	@mkdir -p $(@D)
+	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
 
 $(BUILD)/test/x11_draw: test/programs/x11_draw.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXext
 
 $(BUILD)/test/xcb_draw: test/programs/xcb_draw.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lxcb -lxcb-shm
 
 $(BUILD)/test/close_after_frames: test/programs/close_after_frames.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXdamage
 
 # The emulated camera + actuator (test/usbdev/README.md): umockdev's library
 # answers the device node's ioctls here, so any number of URBs can be in flight.
 $(BUILD)/emucam: test/usbdev/emucam.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $$(pkg-config --cflags umockdev-1.0) $< -o $@ $$(pkg-config --libs umockdev-1.0)
 
 # The stand-in driver: a test double for machines without a GPU, never installed.
 $(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c examples/harness_infer.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
 	  -isystem $(CUDA_INCLUDE) -Iexamples -Wl,-soname,libcuda.so.1 $< -o $@
 	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 
 $(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
 	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcudart.so.13 $< -o $@ -ldl
 	$(Q)ln -sf libcudart.so.13 $(@D)/libcudart.so
 
 $(BUILD)/test/runtime_copies: test/cuda/runtime_copies.c $(BUILD)/test/stub/libcudart.so.13
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcudart
 
 $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so.1
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
 
 # The process-life tests' program (test/programs/process_life.c). The pattern
 # rule links it with libusb; process_life_dl reaches libusb only through dlopen
 # and dlsym, so that dlclose really unloads it.
 $(BUILD)/test/process_life_dl: test/programs/process_life.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $< (dlopen)")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -Wno-unused-function -DLIFE_DLOPEN $< -o $@ -ldl -lpthread
 
 # The trace writer's adversary (test/programs/trace_adversary.c, for
 # test/test_trace_safety.py): NVTX from the installed headers, no libusb.
 $(BUILD)/test/trace_adversary: test/programs/trace_adversary.c
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $<")
+	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lpthread
 
 $(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c
-	@mkdir -p $(@D)
+	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) -Wno-missing-prototypes $< -o $@ -ldl
