@@ -28,6 +28,19 @@ endif
 # unless V=1, prints "  TAG     target".
 say = @mkdir -p $(@D)$(if $(Q),; printf '  %-7s %s\n' '$(1)' '$@')
 
+# Every compile of a C file writes TARGET.d, the project headers it read (and
+# -MP: each as a target of its own, so that deleting one is no error); they are
+# read back at the end of this file, and touching a header rebuilds exactly what
+# includes it. One C file per command, so that its dependency file is complete:
+# a program made of several is linked from objects. Each compile rule lists
+# $(DEPFILE) too: a target without its dependency file (one built before there
+# were any) is rebuilt. Only the file's absence counts, not its time: clang
+# writes it after the object.
+DEPFLAGS = -MMD -MP -MF $@.d -MT $@
+.SECONDEXPANSION:
+DEPFILE = $$(if $$(wildcard $$@.d),,FORCE)
+.PHONY: FORCE
+
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS ?= -O2 -g
 TABLE_FLAGS := -DNVS_CUDA_VERSION=$(CUDA_VERSION_NUMBER)
@@ -48,7 +61,10 @@ LIB_LIBS := -Wl,--as-needed -ldl -lpthread
 
 LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c)
 LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
-HOOK_TABLES := $(wildcard libnvtxshim/hooks/*.def)
+# The configuration parser (config.c, and names.c for call:NAME) is compiled once,
+# for the library; the command and the unit test link the same objects
+# (position-independent code links into programs too).
+CONFIG_OBJECTS := $(BUILD)/obj/config.o $(BUILD)/obj/hooks/names.o
 
 # The kernel probe (NVTXSHIM_KERNEL=on) needs libbpf, bpftool, clang and the
 # kernel's BTF at build time; without them the library is built without it.
@@ -60,6 +76,7 @@ KERNEL_PROBE := $(if $(and $(BPFTOOL),$(CLANG),$(wildcard $(VMLINUX_BTF)),\
                   $(shell pkg-config --exists libbpf 2>/dev/null && echo yes)),yes)
 ifeq ($(KERNEL_PROBE),yes)
 LIB_CFLAGS += -DNVS_KERNEL_PROBE -I$(BUILD)/kernel
+# Generated: it must exist before kernel.c's first compile.
 $(BUILD)/obj/kernel.o: $(BUILD)/kernel/kernel.skel.h
 endif
 
@@ -73,10 +90,10 @@ $(BUILD)/kernel/vmlinux.h:
 	$(call say,GEN)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c libnvtxshim/kernel.h $(BUILD)/kernel/vmlinux.h
+$(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c $(BUILD)/kernel/vmlinux.h $(DEPFILE)
 	$(call say,BPF)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
-	  -c $< -o $@
+	  $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o
 	$(call say,GEN)
@@ -87,13 +104,13 @@ check-nvtx:
 	  echo "nvtx3/nvToolsExt.h and cuda.h are needed from \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
 
 # The version script, from the hook tables.
-$(BUILD)/exports.map: libnvtxshim/exports.map.in $(HOOK_TABLES)
+$(BUILD)/exports.map: libnvtxshim/exports.map.in $(DEPFILE)
 	$(call say,GEN)
-	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) -Ilibnvtxshim $< -o $@
+	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) -Ilibnvtxshim $(DEPFLAGS) $< -o $@
 
-$(BUILD)/obj/%.o: libnvtxshim/%.c $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
+$(BUILD)/obj/%.o: libnvtxshim/%.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(LIB_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
 	$(call say,LD)
@@ -102,8 +119,11 @@ $(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
 PROGRAM_CFLAGS := $(CFLAGS) -std=gnu11 -pthread $(WARNINGS) $(LIBUSB_CFLAGS)
 
 # Targets beyond the library (the command, the test programs, bench, sanitizers,
-# fuzz, soak) live in mk/*.mk; each may add to TEST_PROGRAMS, which make test builds.
+# fuzz, soak) live in mk/*.mk; each may add to TEST_PROGRAMS, which make test
+# builds, and to NESTED_BUILDS, build directories inside $(BUILD) made by a make
+# of their own.
 TEST_PROGRAMS :=
+NESTED_BUILDS :=
 -include $(sort $(wildcard mk/*.mk))
 
 deps:
@@ -132,3 +152,7 @@ clean:
 ifneq ($(filter clean,$(MAKECMDGOALS)),)
 .NOTPARALLEL:
 endif
+
+# The dependency files of this build (those of the nested builds are theirs).
+-include $(shell find $(BUILD) $(foreach dir,$(NESTED_BUILDS),-path $(dir) -prune -o) \
+           -type f -name '*.d' -print 2>/dev/null)

@@ -13,39 +13,39 @@ BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_too
                   $(BENCH_BUILD)/starts $(BENCH_BUILD)/libempty.so
 BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
 
-$(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c
+$(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(LIBUSB_CFLAGS) -Wl,-soname,libusb-1.0.so.0 $< -o $@
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) $(LIBUSB_CFLAGS) -Wl,-soname,libusb-1.0.so.0 $< -o $@
 
-$(BENCH_SINK)/libX11.so.6: bench/sink_x11.c
+$(BENCH_SINK)/libX11.so.6: bench/sink_x11.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(BENCH_SINK_FLAGS) -Wl,-soname,libX11.so.6 $< -o $@
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -Wl,-soname,libX11.so.6 $< -o $@
 
-$(BENCH_SINK)/libcuda.so.1: bench/sink_cuda.c
+$(BENCH_SINK)/libcuda.so.1: bench/sink_cuda.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
 
 # Linked against the sinks themselves (found through its RUNPATH, never
 # through LD_LIBRARY_PATH, so nsys never sees a stand-in libcuda).
-$(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS)
+$(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $< -o $@ \
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $< -o $@ \
 	  -Wl,-rpath,'$$ORIGIN/sink' $(BENCH_SINKS) -ldl
 
 # An NVTX tool that drops everything: the cost of the NVTX calls themselves.
-$(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c
+$(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(BENCH_SINK_FLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
 
 # The start-up row: a program started many times with no preload, with an empty
 # preload library (the floor any preload library pays), and with the shim.
-$(BENCH_BUILD)/starts: bench/starts.c
+$(BENCH_BUILD)/starts: bench/starts.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@
 
-$(BENCH_BUILD)/libempty.so: bench/empty.c
+$(BENCH_BUILD)/libempty.so: bench/empty.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@
 
 .PHONY: bench bench-programs
 bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS)

@@ -1,14 +1,18 @@
 # The nvtxshim command: run, profile, check (cli/run.c, cli/profile.c, cli/check.c),
 # report and convert. The one part of the project that may link more than libc:
-# libsqlite3, for reading nsys exports. It compiles the library's own
+# libsqlite3, for reading nsys exports. It links the library's own
 # configuration parser (config.c, and names.c for call:NAME), so that an option
-# is checked exactly as the library checks the variable it sets.
-CLI_SOURCES := $(sort $(wildcard cli/*.c)) libnvtxshim/config.c libnvtxshim/hooks/names.c libnvtxshim/schema.c
+# is checked exactly as the library checks the variable it sets; and its trace
+# schema (schema.c).
+CLI_OBJECTS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(sort $(wildcard cli/*.c)))
 
-$(BUILD)/nvtxshim: $(CLI_SOURCES) $(wildcard cli/*.h) $(wildcard libnvtxshim/*.h) $(HOOK_TABLES)
+$(BUILD)/cli/%.o: cli/%.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $(CLI_SOURCES) -o $@ \
-	  -lsqlite3 -lm -ldl
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim -c $< -o $@
+
+$(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o
+	$(call say,LD)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $^ -o $@ -lsqlite3 -lm -ldl
 
 all: $(BUILD)/nvtxshim
 TEST_PROGRAMS += $(BUILD)/nvtxshim

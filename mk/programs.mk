@@ -22,98 +22,100 @@ HARNESS_IMAGE := $(BUILD)/obj/harness_image.o
 HARNESS_FLAGS := -DHARNESS_HAVE_IMAGE
 endif
 
-$(BUILD)/harness_kernels.fatbin: examples/harness_kernels.cu
+$(BUILD)/harness_kernels.fatbin: examples/harness_kernels.cu $(DEPFILE)
 	$(call say,NVCC)
-	$(Q)$(NVCC) -fatbin $(NVCC_GENCODE) $< -o $@
+	$(Q)$(NVCC) -fatbin $(NVCC_GENCODE) $(DEPFLAGS) $< -o $@
 
 $(BUILD)/obj/harness_image.o: $(BUILD)/harness_kernels.fatbin
 	$(call say,AS)
 	$(Q)printf '\t.section .rodata\n\t.globl harness_image\n\t.balign 16\nharness_image:\n\t.incbin "%s"\n\t.byte 0\n\t.section .note.GNU-stack,"",@progbits\n' \
 	  $< | $(CC) -c -x assembler - -o $@
 
-$(BUILD)/harness_physical: examples/harness_physical.c examples/harness_infer.h $(HARNESS_IMAGE)
+$(BUILD)/harness_physical: examples/harness_physical.c $(HARNESS_IMAGE) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $< $(HARNESS_IMAGE) -o $@ \
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $< $(HARNESS_IMAGE) -o $@ \
 	  -lusb-1.0 -lX11 -lXext -ldl -lpthread
 
-$(BUILD)/usb_capture: examples/usb_capture.c
+$(BUILD)/usb_capture: examples/usb_capture.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lusb-1.0 -lpthread
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lusb-1.0 -lpthread
 
-$(BUILD)/test/%: test/programs/%.c test/programs/emulated_device.h
+# test/programs/NAME.c: NVTX from the installed headers, libusb.
+$(BUILD)/test/%: test/programs/%.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lusb-1.0 -ldl -lpthread
 
-$(BUILD)/test/test_config: test/unit/test_config.c libnvtxshim/config.c libnvtxshim/hooks/names.c $(HOOK_TABLES)
+# The unit tests of the library's own code link the library's objects.
+$(BUILD)/test/test_config: test/unit/test_config.c $(CONFIG_OBJECTS) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim test/unit/test_config.c libnvtxshim/config.c \
-	  libnvtxshim/hooks/names.c -o $@
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $< $(CONFIG_OBJECTS) -o $@
 
 # Without libusb on its link line: it asks dlsym for names whose libraries are absent.
-$(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c
+$(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -ldl
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -ldl
 
-$(BUILD)/test/test_trace_json: test/unit/test_trace_json.c libnvtxshim/trace_json.c libnvtxshim/trace.h
+$(BUILD)/test/test_trace_json: test/unit/test_trace_json.c $(BUILD)/obj/trace_json.o $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -Ilibnvtxshim test/unit/test_trace_json.c libnvtxshim/trace_json.c -o $@
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Ilibnvtxshim $< $(BUILD)/obj/trace_json.o -o $@
 
-$(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c
+$(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $< -o $@ -ldl
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
 
-$(BUILD)/test/x11_draw: test/programs/x11_draw.c
+$(BUILD)/test/x11_draw: test/programs/x11_draw.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXext
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lX11 -lXext
 
-$(BUILD)/test/xcb_draw: test/programs/xcb_draw.c
+$(BUILD)/test/xcb_draw: test/programs/xcb_draw.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lxcb -lxcb-shm
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lxcb -lxcb-shm
 
-$(BUILD)/test/close_after_frames: test/programs/close_after_frames.c
+$(BUILD)/test/close_after_frames: test/programs/close_after_frames.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $< -o $@ -lX11 -lXdamage
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lX11 -lXdamage
 
 # The emulated camera + actuator (test/usbdev/README.md): umockdev's library
 # answers the device node's ioctls here, so any number of URBs can be in flight.
-$(BUILD)/emucam: test/usbdev/emucam.c
+$(BUILD)/emucam: test/usbdev/emucam.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $$(pkg-config --cflags umockdev-1.0) $< -o $@ $$(pkg-config --libs umockdev-1.0)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $$(pkg-config --cflags umockdev-1.0) $< -o $@ $$(pkg-config --libs umockdev-1.0)
 
 # The stand-in driver: a test double for machines without a GPU, never installed.
-$(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c examples/harness_infer.h
+$(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes $(DEPFLAGS) \
 	  -isystem $(CUDA_INCLUDE) -Iexamples -Wl,-soname,libcuda.so.1 $< -o $@
 	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 
-$(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c
+$(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes \
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes $(DEPFLAGS) \
 	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcudart.so.13 $< -o $@ -ldl
 	$(Q)ln -sf libcudart.so.13 $(@D)/libcudart.so
 
-$(BUILD)/test/runtime_copies: test/cuda/runtime_copies.c $(BUILD)/test/stub/libcudart.so.13
+# Linked against a stand-in (order-only: a rebuilt one needs no relink).
+$(BUILD)/test/runtime_copies: test/cuda/runtime_copies.c $(DEPFILE) | $(BUILD)/test/stub/libcudart.so.13
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcudart
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcudart
 
-$(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(BUILD)/test/stub/libcuda.so.1
+$(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(DEPFILE) | $(BUILD)/test/stub/libcuda.so.1
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
 
 # The process-life tests' program (test/programs/process_life.c). The pattern
 # rule links it with libusb; process_life_dl reaches libusb only through dlopen
 # and dlsym, so that dlclose really unloads it.
-$(BUILD)/test/process_life_dl: test/programs/process_life.c
+$(BUILD)/test/process_life_dl: test/programs/process_life.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -Wno-unused-function -DLIFE_DLOPEN $< -o $@ -ldl -lpthread
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Wno-unused-function -DLIFE_DLOPEN $< -o $@ -ldl -lpthread
 
 # The trace writer's adversary (test/programs/trace_adversary.c, for
 # test/test_trace_safety.py): NVTX from the installed headers, no libusb.
-$(BUILD)/test/trace_adversary: test/programs/trace_adversary.c
+$(BUILD)/test/trace_adversary: test/programs/trace_adversary.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lpthread
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lpthread
 
-$(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c
+$(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) -Wno-missing-prototypes $< -o $@ -ldl
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) -Wno-missing-prototypes $(DEPFLAGS) $< -o $@ -ldl

@@ -12,6 +12,7 @@
 
 ASAN_BUILD := $(BUILD)/asan
 TSAN_BUILD := $(BUILD)/tsan
+NESTED_BUILDS += $(ASAN_BUILD) $(TSAN_BUILD)
 # -Wno-maybe-uninitialized: with ASan at -O1 gcc 12 warns about values it cannot
 # follow through the instrumentation (test/cuda/stub_libcuda.c: cuMemAllocHost_v2).
 ASAN_CC := $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
