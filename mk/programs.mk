@@ -84,13 +84,13 @@ $(BUILD)/emucam: test/usbdev/emucam.c $(DEPFILE)
 # The stand-in driver: a test double for machines without a GPU, never installed.
 $(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes $(DEPFLAGS) \
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(BASE_WARNINGS) $(DEPFLAGS) \
 	  -isystem $(CUDA_INCLUDE) -Iexamples -Wl,-soname,libcuda.so.1 $< -o $@
 	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 
 $(BUILD)/test/stub/libcudart.so.13: test/cuda/stub_libcudart.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(WARNINGS) -Wno-missing-prototypes $(DEPFLAGS) \
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(BASE_WARNINGS) $(DEPFLAGS) \
 	  -isystem $(CUDA_INCLUDE) -Wl,-soname,libcudart.so.13 $< -o $@ -ldl
 	$(Q)ln -sf libcudart.so.13 $(@D)/libcudart.so
 
@@ -118,4 +118,4 @@ $(BUILD)/test/trace_adversary: test/programs/trace_adversary.c $(DEPFILE)
 
 $(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) -Wno-missing-prototypes $(DEPFLAGS) $< -o $@ -ldl
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(BASE_WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
