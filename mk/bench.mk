@@ -1,5 +1,5 @@
 # make bench: what tracing a call costs, and the example harness's frame rate,
-# measured in one run and printed as one table (bench/README-performance.md).
+# measured in one run and printed as one table (bench/README.md).
 # Knobs (environment): BENCH_QUICK=1 (a fast smoke run), BENCH_N, BENCH_R,
 # BENCH_SKIP (comma list: tools,harness,nsys,callgrind,starts), BENCH_STRICT=1 (fail on a
 # target not met); the rest in bench/bench.py.

@@ -1,4 +1,4 @@
-# The configuration parser under libFuzzer (issue 8), test/fuzz/README.md.
+# The configuration parser under libFuzzer, test/fuzz/README.md.
 #
 #   make fuzz               builds $(BUILD)/fuzz/config_fuzz (clang, libFuzzer, ASan+UBSan)
 #                           and runs it for FUZZ_SECONDS over test/fuzz/corpus; new

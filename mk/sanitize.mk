@@ -1,4 +1,4 @@
-# Sanitizer builds and the runs that use them (issue 8).
+# Sanitizer builds and the runs that use them.
 #
 #   make test-asan   the library and every test program built with ASan+UBSan into
 #                    $(BUILD)/asan, then the whole pytest suite against that build;
