@@ -1,7 +1,9 @@
-"""The library's shape: what it exports and what it links."""
+"""The library's shape: what it exports and what it links; and the Makefile's dependencies."""
 import os
 import re
+import shutil
 import subprocess
+import time
 
 from conftest import ROOT, SHIM
 
@@ -39,3 +41,110 @@ def test_links_only_libc():
     needed = set(re.findall(r"\(NEEDED\).*\[(.+)\]", output))
     assert needed == {"libc.so.6"}, needed
     assert not any("usb" in n or "X11" in n or "cuda" in n for n in needed)
+
+
+# ---- the Makefile's dependencies ---------------------------------------------------------------
+# Which compile commands make runs after a header is touched, against which sources include that
+# header. The commands come from what make prints (`make -n`), the includes from the sources' own
+# #include "..." lines, searched as the compiler searches them (the including file's directory,
+# then the command's -I directories): neither side reads the dependency files.
+
+def _make(tree, *args):
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "V")}
+    return subprocess.run(["make", "--no-print-directory", "BUILD=build"] + list(args), cwd=tree,
+                          env=env, capture_output=True, text=True, check=True).stdout
+
+
+def _compile_steps(tree, output):
+    """{(source, target): (include directories, objects linked)} for each command in make -n's
+    OUTPUT that compiles project sources (C files, and exports.map.in, which cpp reads)."""
+    steps = {}
+    for line in output.replace("\\\n", " ").splitlines():
+        words = line.split()
+        if "-o" not in words[:-1]:
+            continue
+        target = os.path.normpath(words[words.index("-o") + 1])
+        files = [os.path.normpath(w) for w in words if os.path.isfile(os.path.join(tree, w))]
+        objects = frozenset(f for f in files if f.endswith(".o") and f != target)
+        dirs = _include_dirs(words)
+        for source in files:
+            if source.endswith((".c", ".in")):
+                steps[source, target] = (dirs, objects)
+    return steps
+
+
+def _include_dirs(words):
+    dirs = []
+    for i, word in enumerate(words):
+        for flag in ("-I", "-iquote"):
+            if word == flag and i + 1 < len(words):
+                dirs.append(words[i + 1])
+            elif word.startswith(flag) and len(word) > len(flag):
+                dirs.append(word[len(flag):])
+    return tuple(dirs)
+
+
+def _includes(tree, source, dirs, seen=None):
+    """The project files that SOURCE includes, directly or not (paths relative to TREE)."""
+    seen = set() if seen is None else seen
+    with open(os.path.join(tree, source), errors="replace") as f:
+        names = re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M)
+    for name in names:
+        for d in (os.path.dirname(source),) + dirs:
+            path = os.path.normpath(os.path.join(d, name))
+            if os.path.isfile(os.path.join(tree, path)):
+                if not path.startswith("build/") and path not in seen:
+                    seen.add(path)
+                    _includes(tree, path, dirs, seen)
+                break
+    return seen
+
+
+def test_touching_a_header_rebuilds_exactly_what_includes_it(tmp_path):
+    # A copy (the sources, and the build as it is, times kept), brought up to date there: the
+    # checkout's own build is never touched, and a stale one does not change the answer.
+    tree = str(tmp_path / "tree")
+    shutil.copytree(ROOT, tree, symlinks=True, ignore=lambda d, names: [
+        n for n in names if n in (".git", "__pycache__")
+        or (os.path.abspath(d) == os.path.join(ROOT, "build") and n in ("asan", "tsan", "bench"))])
+    programs = _make(tree, "-s", "--eval", "print-%: ; @echo $($*)", "print-TEST_PROGRAMS").split()
+    targets = ["all"] + [p for p in programs if p.startswith("build/")]
+    _make(tree, "-j2", "-s", *targets)
+    every_step = _compile_steps(tree, _make(tree, "-n", "-B", *targets))
+    assert ("libnvtxshim/hooks/cuda.c", "build/obj/hooks/cuda.o") in every_step
+    includes = {step: _includes(tree, step[0], dirs) for step, (dirs, _) in every_step.items()}
+
+    def expected(header):
+        # The commands compiling a source that includes HEADER, then those linking what they make.
+        steps = {step for step in every_step if header in includes[step]}
+        while True:
+            made = {target for _, target in steps}
+            more = {step for step, (_, objects) in every_step.items() if objects & made} - steps
+            if not more:
+                return steps
+            steps |= more
+
+    def rebuilt_after_touching(header):
+        # Newer than everything built, for one make -n; then its time as it was.
+        path = os.path.join(tree, header)
+        before = os.stat(path)
+        os.utime(path, ns=(before.st_atime_ns, time.time_ns() + 100 * 10**9))
+        try:
+            return set(_compile_steps(tree, _make(tree, "-n", *targets)))
+        finally:
+            os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    headers = sorted(os.path.relpath(os.path.join(d, n), tree)
+                     for top in ("libnvtxshim", "cli", "examples", "test")
+                     for d, _, names in os.walk(os.path.join(tree, top))
+                     for n in names if n.endswith((".h", ".def")))
+    assert "libnvtxshim/hooks/copy.h" in headers and "libnvtxshim/hooks/cuda.def" in headers
+    wrong, included = [], 0
+    for header in headers:
+        want, got = expected(header), rebuilt_after_touching(header)
+        included += bool(want)
+        if got != want:
+            wrong.append("%s: rebuilds %s without need, misses %s" % (
+                header, sorted({t for _, t in got - want}), sorted({t for _, t in want - got})))
+    assert not wrong, "\n".join(wrong)
+    assert included > len(headers) // 2  # the #include scan found them
