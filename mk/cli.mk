@@ -19,10 +19,9 @@ TEST_PROGRAMS += $(BUILD)/nvtxshim
 
 # The unit tests of the command's JSON reader for trace files (cli/trace_json.c),
 # run by test/test_cli_trace_json.py.
-$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c cli/trace_json.c cli/trace_json.h
-	@mkdir -p $(@D)
-	@$(if $(Q),echo "  CC      $@")
-	$(Q)$(CC) $(PROGRAM_CFLAGS) -Icli test/unit/test_cli_trace_json.c cli/trace_json.c -o $@ -lm
+$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/trace_json.o $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli $< $(BUILD)/cli/trace_json.o -o $@ -lm
 
 TEST_PROGRAMS += $(BUILD)/test/test_cli_trace_json
 
