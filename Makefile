@@ -43,8 +43,7 @@ DEPFILE = $$(if $$(wildcard $$@.d),,FORCE)
 
 # WARNINGS for every compile; BASE_WARNINGS (no -Wmissing-prototypes) where
 # functions are defined for others to call that no header of the project
-# declares: the library (cuGetProcAddress, InitializeInjectionNvtx2) and the
-# tests' stand-in libraries.
+# declares: the tests' stand-in libraries.
 BASE_WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes
 WARNINGS := $(BASE_WARNINGS) -Wmissing-prototypes
 CFLAGS ?= -O2 -g
@@ -52,7 +51,7 @@ TABLE_FLAGS := -DNVS_CUDA_VERSION=$(CUDA_VERSION_NUMBER)
 # NVTX_NO_IMPL: NVTX's inline implementation (a table of 146 function pointers,
 # relocated at load) goes into emit.c alone, the one file that makes NVTX calls;
 # a copy in every file that includes the header cost 1,100 relocations at load.
-LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(BASE_WARNINGS) -DNVTX_NO_IMPL \
+LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -DNVTX_NO_IMPL \
               -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $(LIBUSB_CFLAGS) $(TABLE_FLAGS)
 # -Bsymbolic-functions: the library's references to its own wrappers (the hook
 # table, execl -> execv) bind inside it; --no-undefined: nothing from libusb.

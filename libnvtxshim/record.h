@@ -8,6 +8,10 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+/* NVTX's injection entry point: NVTX loads NVTX_INJECTION64_PATH (this
+ * library, when it records) and calls it to have its function table filled. */
+int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
+
 /* Turns the recorder on for this process; PATH_TEMPLATE may hold %p. */
 void nvs_record_enable(const char *path_template);
 /* One line the recorder says when it opens its file, or NULL. */

@@ -21,6 +21,8 @@ _Static_assert(CUDA_VERSION == NVS_CUDA_VERSION, "the hook table was made for an
 
 /* cuda.h maps cuGetProcAddress to its _v2; the first version is hooked too. */
 #undef cuGetProcAddress
+CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
+                                  cuuint64_t flags);
 
 #define EXPORT __attribute__((visibility("default")))
 
