@@ -68,9 +68,15 @@ def test_a_failed_exec_resumes_the_trace(tmp_path):
     result = run([program("test/nvtx_user"), "exec", "/nonexistent/program"],
                  env={"NVTXSHIM_TRACE": str(trace)})
     assert result.returncode == 1 and b"execv" in result.stderr
-    # The process goes on recording in the same file after the exec failed.
-    recorded = [e["name"] for e in ranges(load_trace(trace))]
-    assert "parent outer" in recorded and "after the failed exec" in recorded
+    # The exec closed the file (its `]` written); when it failed the process went on recording
+    # in the same file, after the events from before it, and the file was closed again at exit:
+    # one whole JSON array.
+    recorded = ranges(load_trace(trace, complete=True))
+    recorded_names = [e["name"] for e in recorded]
+    assert "parent outer" in recorded_names
+    assert recorded_names.count("after the failed exec") == 1, recorded_names
+    before, after = recorded[recorded_names.index("parent outer")], recorded[-1]
+    assert after["name"] == "after the failed exec" and after["ts"] >= before["ts"] + before["dur"]
 
 
 def test_no_trace_when_another_nvtx_tool_is_attached(tmp_path):
