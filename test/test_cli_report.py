@@ -16,8 +16,8 @@ import subprocess
 import pytest
 
 import traceformat
-from conftest import STUB, Device, program, run
-from nsys import export_sqlite, nsys_env, profile
+from conftest import SHIM, STUB, Device, clean_env, program, run
+from nsys import export_sqlite, profile
 
 FRAMES = 8
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
@@ -30,7 +30,8 @@ NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
 
 
 def nvtxshim(*args, **kwargs):
-    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], capture_output=True,
+    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], env=clean_env(),
+                          capture_output=True,
                           text=True, timeout=300, **kwargs)
 
 
@@ -75,7 +76,8 @@ def runs(tmp_path_factory):
     # nsys's OS runtime tracing copies raw stack memory, which ASan reports in the instrumented
     # emucam: the sanitizer run (make test-asan) traces NVTX only.
     osrt = not os.environ.get("NVS_TEST_PRELOAD_FIRST")
-    result = profile(directory / "report", shimmed, nsys_env(dict(ON_ACT, NVS_TEST_STUB=STUB)),
+    result = profile(directory / "report", shimmed,
+                     clean_env(dict(ON_ACT, NVS_TEST_STUB=STUB, NVS_TEST_SHIM=SHIM)),
                      trace="nvtx,osrt" if osrt else "nvtx")
     assert b"frames=%d errors=0" % FRAMES in result.stdout
     database = export_sqlite(directory / "report")

@@ -4,15 +4,14 @@ import os
 import re
 import subprocess
 
-from conftest import ROOT
+from conftest import ROOT, clean_env
 
 FRAMES = 24
 
 
 def demo(tmp_path, **env):
-    full = dict(os.environ, DEMO_OUT=str(tmp_path / "demo"), DEMO_FRAMES=str(FRAMES),
-                DEMO_FPS="0", DEMO_TIMEOUT="60", **env)
-    full.pop("LD_PRELOAD", None)
+    full = clean_env(dict(DEMO_OUT=str(tmp_path / "demo"), DEMO_FRAMES=str(FRAMES), DEMO_FPS="0",
+                          DEMO_TIMEOUT="60", **env))
     for attempt in range(2):
         result = subprocess.run([os.path.join(ROOT, "scripts", "demo.sh")], env=full,
                                 capture_output=True, timeout=180)

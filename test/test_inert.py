@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from conftest import PYTHON, SHIM, program, run
+from conftest import PYTHON, SHIM, clean_env, program, run
 
 COMMANDS = [
     ["/bin/true"],
@@ -46,7 +46,7 @@ def syscalls(tmp_path, preload, label):
     """The system calls of one /bin/true started with PRELOAD, by name (strace)."""
     log = tmp_path / ("%s.strace" % label)
     subprocess.run(["strace", "-qq", "-o", str(log), "-E", "LD_PRELOAD=" + preload, "/bin/true"],
-                   check=True)
+                   env=clean_env(), check=True)
     return collections.Counter(line.split("(")[0] for line in log.read_text().splitlines()
                                if "(" in line and not line.startswith("execve("))
 
@@ -57,7 +57,8 @@ def test_start_up_makes_the_system_calls_of_an_empty_preload_library(tmp_path):
     empty_source = tmp_path / "empty.c"
     empty_source.write_text("void nvs_empty_preload(void) {}\n")
     empty = tmp_path / "libempty.so"
-    subprocess.run(["cc", "-shared", "-fPIC", str(empty_source), "-o", str(empty)], check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", str(empty_source), "-o", str(empty)], env=clean_env(),
+                   check=True)
     floor, shim = syscalls(tmp_path, str(empty), "empty"), syscalls(tmp_path, SHIM, "shim")
     # Each call more than the floor, explained:
     explained = collections.Counter({
