@@ -200,5 +200,10 @@ def test_flush_marks_frames(xserver, tmp_path, program_name, flush):
                        env={"NVTXSHIM_FRAME": "x11.flush"})
     flushes = sorted((e for e in ranges(events, "x11") if e["name"] == flush), key=lambda e: e["ts"])
     frames = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    # The program flushes once as it sets up and once a frame: four flushes, four frames.
+    assert len(flushes) == 4, [e["name"] for e in ranges(events, "x11")]
     assert [f["name"] for f in frames] == ["frame %d" % n for n in range(1, len(flushes) + 1)]
-    assert all(f["ts"] <= x["ts"] for f, x in zip(frames, flushes))
+    # Frame N begins as the Nth flush does and ends as the next begins.
+    for frame, flush_range, following in zip(frames, flushes, flushes[1:] + [None]):
+        assert frame["ts"] <= flush_range["ts"]
+        assert following is None or frame["ts"] + frame["dur"] <= following["ts"]
