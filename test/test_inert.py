@@ -1,5 +1,6 @@
 """In processes that never touch a hooked library the shim changes nothing and says nothing."""
 import collections
+import os
 import subprocess
 
 import pytest
@@ -14,12 +15,28 @@ COMMANDS = [
 ]
 
 
+# Settings with something to say - a bad value, an unknown variable, debug logging - and a
+# trace, a capture and the kernel probe asked for: all wait for a hooked library, and these
+# processes never load one.
+SETTINGS = {"unset": {},
+            "configured": {"NVTXSHIM_FRAME": "usb.inn", "NVTXSHIM_FRAMES": "usb.in",
+                           "NVTXSHIM_LOG": "debug", "NVTXSHIM_CAPTURE": "signal:USR1",
+                           "NVTXSHIM_KERNEL": "on"}}
+
+
+@pytest.mark.parametrize("settings", sorted(SETTINGS))
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a)[:30])
-def test_same_output_exit_code_and_no_messages(argv):
+def test_same_output_exit_code_and_no_messages(argv, settings, tmp_path):
     plain = run(argv, shim=False)
-    shimmed = run(argv)
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    env = dict(SETTINGS[settings])
+    if env:
+        env["NVTXSHIM_TRACE"] = str(traces / "t.%p.json")
+    shimmed = run(argv, env=env)
     assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
         plain.stdout, plain.stderr, plain.returncode)
+    assert os.listdir(traces) == []
 
 
 def test_a_compiler_run_is_unchanged(tmp_path):
