@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 import traceformat
+from childenv import clean_env
 from xserver import Xvfb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,16 +43,10 @@ def make_device():
 
 
 def command(argv, env=None, shim=True):
-    """ARGV and its environment as run() makes them: the environment without LD_PRELOAD
-    and NVTXSHIM_* variables, ENV added, and with SHIM the shim appended to LD_PRELOAD
-    by a shell that then execs the program (the same pid). For programs a test drives
-    itself with subprocess.Popen."""
-    full_env = dict(os.environ)
-    full_env.pop("LD_PRELOAD", None)
-    for key in list(full_env):
-        if key.startswith("NVTXSHIM_") or key.startswith("NVTX_INJECTION"):
-            del full_env[key]
-    full_env.update(env or {})
+    """ARGV and its environment as run() makes them: clean_env(ENV), and with SHIM the
+    shim appended to LD_PRELOAD by a shell that then execs the program (the same pid).
+    For programs a test drives itself with subprocess.Popen."""
+    full_env = clean_env(env)
     if shim:
         full_env["NVS_TEST_SHIM"] = SHIM
         # NVS_TEST_PRELOAD_FIRST (make test-asan: libasan) goes in front, so that

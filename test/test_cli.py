@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from variables import variables
-from conftest import BUILD, PYTHON, ROOT, SHIM, load_trace, names, program, ranges
+from conftest import BUILD, PYTHON, ROOT, SHIM, clean_env, load_trace, names, program, ranges
 from nsys import nvtx_events
 from xserver import Xvfb
 
@@ -28,11 +28,9 @@ PRINT_ENV = [PYTHON, "-c", "import json, os; print(json.dumps(dict(os.environ)))
 
 
 def nvtxshim(*args, env=None, timeout=120, cwd=None):
-    """The command, in an environment without the shim's variables (plus ENV)."""
-    full_env = {k: v for k, v in os.environ.items()
-                if not k.startswith("NVTXSHIM_") and k not in ("LD_PRELOAD", "DISPLAY")}
-    full_env.update(env or {})
-    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], env=full_env,
+    """The command, in the tests' clean environment without DISPLAY (plus ENV)."""
+    return subprocess.run([program("nvtxshim")] + [str(a) for a in args],
+                          env=clean_env(env, drop=("DISPLAY",)),
                           capture_output=True, timeout=timeout, cwd=cwd)
 
 
@@ -93,8 +91,7 @@ def test_run_appends_the_library_after_umockdevs_and_maps_every_option(make_devi
         options += [option] + ([value] if value else [])
     device = make_device()
     argv = device.wrap([program("nvtxshim"), "run"] + options + ["--"] + PRINT_ENV)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NVTXSHIM_")}
-    env.update(LD_PRELOAD=outside_preload(), NVTXSHIM_LIBRARY=SHIM)
+    env = clean_env({"LD_PRELOAD": outside_preload(), "NVTXSHIM_LIBRARY": SHIM})
     result = subprocess.run(argv, env=env, capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)
@@ -111,10 +108,10 @@ def test_run_appends_the_library_after_umockdevs_and_maps_every_option(make_devi
 def test_run_finds_the_library_beside_itself_and_keeps_the_program_as_it_is(make_device, tmp_path):
     trace = tmp_path / "trace.json"
     argv = [program("usb_capture"), "--frames", "3"]
-    plain = subprocess.run(make_device().wrap(argv), capture_output=True, timeout=60)
+    plain = subprocess.run(make_device().wrap(argv), env=clean_env(), capture_output=True,
+                           timeout=60)
     # emucam -- nvtxshim run ... PROGRAM: no --library, no NVTXSHIM_LIBRARY, no --.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("NVTXSHIM_") and k != "LD_PRELOAD"}
+    env = clean_env()
     if os.environ.get("NVS_TEST_PRELOAD_FIRST"):
         env["LD_PRELOAD"] = os.environ["NVS_TEST_PRELOAD_FIRST"]
     result = subprocess.run(make_device().wrap(
@@ -185,7 +182,7 @@ def test_profile_builds_the_nsys_command_from_the_options(tmp_path):
     assert shell[:2] == ["sh", "-c"] and shell[3:] == ["nvtxshim", os.path.realpath(SHIM),
                                                        "prog", "-x"]
     # (Paths of no library: ld.so says so on stderr and runs the shell anyway.)
-    env = {"LD_PRELOAD": "/nsys/libinjection.so"}
+    env = clean_env({"LD_PRELOAD": "/nsys/libinjection.so"}, inherit=False)
     appended = subprocess.run(shell[:3] + ["nvtxshim", "/lib/shim.so", "sh", "-c",
                                            'echo "$LD_PRELOAD"'],
                               env=env, capture_output=True, check=True).stdout
@@ -420,7 +417,8 @@ def test_check_on_this_machine():
     assert result.returncode == 0 and lines[-1].startswith("nvtxshim check: profiling can proceed")
     assert not [line for line in lines if line.startswith("FAIL")]
     assert line_about(lines, r"^OK   library ").startswith("OK   library %s (" % os.path.realpath(SHIM))
-    version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout
+    version = subprocess.run([nsys, "--version"], env=clean_env(), capture_output=True,
+                             text=True).stdout
     assert line_about(lines, r"^OK   nsys \d") == "OK   nsys %s at %s" % (
         version.split("version ")[1].strip(), nsys)
     kernel = line_about(lines, r"kernel probe \(--kernel\)")
@@ -490,10 +488,11 @@ def test_check_fails_cleanly_without_nsys_or_a_usable_tmpdir(tmp_path):
 @pytest.mark.skipif(not DEFAULT_BUILD, reason="make install installs the default build")
 def test_make_install_puts_the_command_beside_the_library(tmp_path):
     subprocess.run(["make", "--no-print-directory", "-C", ROOT, "install", "DESTDIR=%s" % tmp_path,
-                    "PREFIX=/opt/nvs"], check=True, capture_output=True, timeout=300)
+                    "PREFIX=/opt/nvs"], env=clean_env(), check=True, capture_output=True,
+                   timeout=300)
     command = tmp_path / "opt/nvs/bin/nvtxshim"
     library = tmp_path / "opt/nvs/lib/libnvtxshim.so"
     assert command.exists() and library.exists()
     dry = subprocess.run([str(command), "run", "--dry-run", "--", "prog"], capture_output=True,
-                         env={"PATH": "/usr/bin:/bin"}, check=True)
+                         env=clean_env({"PATH": "/usr/bin:/bin"}, inherit=False), check=True)
     assert dry.stdout.decode().split() == ["LD_PRELOAD=%s" % library, "prog"]

@@ -16,8 +16,8 @@ import subprocess
 import pytest
 
 import traceformat
-from conftest import STUB, Device, program, run
-from nsys import export_sqlite, nsys_env, profile
+from conftest import SHIM, STUB, Device, clean_env, program, run
+from nsys import export_sqlite, profile
 
 FRAMES = 8
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
@@ -30,7 +30,8 @@ NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
 
 
 def nvtxshim(*args, **kwargs):
-    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], capture_output=True,
+    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], env=clean_env(),
+                          capture_output=True,
                           text=True, timeout=300, **kwargs)
 
 
@@ -75,7 +76,8 @@ def runs(tmp_path_factory):
     # nsys's OS runtime tracing copies raw stack memory, which ASan reports in the instrumented
     # emucam: the sanitizer run (make test-asan) traces NVTX only.
     osrt = not os.environ.get("NVS_TEST_PRELOAD_FIRST")
-    result = profile(directory / "report", shimmed, nsys_env(dict(ON_ACT, NVS_TEST_STUB=STUB)),
+    result = profile(directory / "report", shimmed,
+                     clean_env(dict(ON_ACT, NVS_TEST_STUB=STUB, NVS_TEST_SHIM=SHIM)),
                      trace="nvtx,osrt" if osrt else "nvtx")
     assert b"frames=%d errors=0" % FRAMES in result.stdout
     database = export_sqlite(directory / "report")
@@ -211,6 +213,32 @@ def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
                                         "2.500", "4.000", "(3", "preemptions,", "12", "faults)"]
     assert lines[start + 8].split() == ["frame", "2", "5.000", "0.000", "0.000", "0.000", "5.000",
                                         "0.500", "1.000", "(1", "preemption,", "1", "fault)"]
+
+
+def test_report_frame_times_are_each_domains_calls_joined_and_cut_to_the_frame(tmp_path):
+    # Per frame, each domain's time is the union of its calls inside the frame: two USB calls
+    # on two threads that overlap count once, a CUDA copy that crosses the frame boundary
+    # counts in each frame for its part there, and the rest is what no call covers.
+    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+              {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": 1000.0, "dur": 10000.0,
+               "pid": 7, "tid": 7},
+              {"name": "frame 2", "cat": "nvtxshim", "ph": "X", "ts": 11000.0, "dur": 4000.0,
+               "pid": 7, "tid": 7}]
+    calls = [("usb", "libusb_bulk_transfer", 2000, 3000, 7),    # 2-5 ms
+             ("usb", "libusb_bulk_transfer", 4000, 3000, 8),    # 4-7 ms: usb 2-7 ms, 5 ms
+             ("x11", "XPutImage", 6000, 2000, 9),                # 6-8 ms
+             ("cuda", "cuMemcpyHtoD", 10000, 2000, 8)]           # 10-12 ms: 1 ms in each frame
+    events += [{"name": name, "cat": domain, "ph": "X", "ts": float(ts), "dur": float(dur),
+                "pid": 7, "tid": tid} for domain, name, ts, dur, tid in calls]
+    trace = tmp_path / "overlap.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = frames_table(result.stdout)
+    # total, usb, cuda, x11, rest: frame 1's calls cover 2-8 and 10-11 ms of its 10 ms.
+    assert rows[0].split() == ["mean", "of", "2", "7.000", "2.500", "1.000", "1.000", "3.000"]
+    assert rows[5].split() == ["frame", "1", "10.000", "5.000", "1.000", "2.000", "3.000"]
+    assert rows[6].split() == ["frame", "2", "4.000", "0.000", "1.000", "0.000", "3.000"]
 
 
 def test_report_says_why_it_cannot_read_a_file(tmp_path):

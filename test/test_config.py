@@ -3,12 +3,13 @@ import os
 import re
 import subprocess
 
-from conftest import program, run
+from conftest import clean_env, program, run
 from variables import ROOT, variables
 
 
 def test_config_parser_unit_tests():
-    result = subprocess.run([program("test/test_config")], capture_output=True, text=True)
+    result = subprocess.run([program("test/test_config")], env=clean_env(), capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 failed" in result.stdout
 

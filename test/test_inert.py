@@ -1,10 +1,11 @@
 """In processes that never touch a hooked library the shim changes nothing and says nothing."""
 import collections
+import os
 import subprocess
 
 import pytest
 
-from conftest import PYTHON, SHIM, program, run
+from conftest import PYTHON, SHIM, clean_env, program, run
 
 COMMANDS = [
     ["/bin/true"],
@@ -14,12 +15,28 @@ COMMANDS = [
 ]
 
 
+# Settings with something to say - a bad value, an unknown variable, debug logging - and a
+# trace, a capture and the kernel probe asked for: all wait for a hooked library, and these
+# processes never load one.
+SETTINGS = {"unset": {},
+            "configured": {"NVTXSHIM_FRAME": "usb.inn", "NVTXSHIM_FRAMES": "usb.in",
+                           "NVTXSHIM_LOG": "debug", "NVTXSHIM_CAPTURE": "signal:USR1",
+                           "NVTXSHIM_KERNEL": "on"}}
+
+
+@pytest.mark.parametrize("settings", sorted(SETTINGS))
 @pytest.mark.parametrize("argv", COMMANDS, ids=lambda a: " ".join(a)[:30])
-def test_same_output_exit_code_and_no_messages(argv):
+def test_same_output_exit_code_and_no_messages(argv, settings, tmp_path):
     plain = run(argv, shim=False)
-    shimmed = run(argv)
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    env = dict(SETTINGS[settings])
+    if env:
+        env["NVTXSHIM_TRACE"] = str(traces / "t.%p.json")
+    shimmed = run(argv, env=env)
     assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
         plain.stdout, plain.stderr, plain.returncode)
+    assert os.listdir(traces) == []
 
 
 def test_a_compiler_run_is_unchanged(tmp_path):
@@ -46,7 +63,7 @@ def syscalls(tmp_path, preload, label):
     """The system calls of one /bin/true started with PRELOAD, by name (strace)."""
     log = tmp_path / ("%s.strace" % label)
     subprocess.run(["strace", "-qq", "-o", str(log), "-E", "LD_PRELOAD=" + preload, "/bin/true"],
-                   check=True)
+                   env=clean_env(), check=True)
     return collections.Counter(line.split("(")[0] for line in log.read_text().splitlines()
                                if "(" in line and not line.startswith("execve("))
 
@@ -57,7 +74,8 @@ def test_start_up_makes_the_system_calls_of_an_empty_preload_library(tmp_path):
     empty_source = tmp_path / "empty.c"
     empty_source.write_text("void nvs_empty_preload(void) {}\n")
     empty = tmp_path / "libempty.so"
-    subprocess.run(["cc", "-shared", "-fPIC", str(empty_source), "-o", str(empty)], check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", str(empty_source), "-o", str(empty)], env=clean_env(),
+                   check=True)
     floor, shim = syscalls(tmp_path, str(empty), "empty"), syscalls(tmp_path, SHIM, "shim")
     # Each call more than the floor, explained:
     explained = collections.Counter({

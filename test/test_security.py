@@ -1,6 +1,5 @@
 """Secure execution, the trace file's permissions and symbolic links, and the
 kernel probe only on request."""
-import json
 import os
 import shutil
 import stat
@@ -9,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import SHIM, load_trace, program, ranges, run
+from conftest import SHIM, clean_env, load_trace, program, ranges, run
 
 NOBODY = 65534
 LOUD = {"NVTXSHIM_HELP": "1", "NVTXSHIM_LOG": "debug", "NVTXSHIM_HOOKS": "nonsense"}
@@ -40,9 +39,7 @@ def run_as_nobody(argv, env):
         os.setgroups([])
         os.setgid(NOBODY)
         os.setuid(NOBODY)
-    full_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    full_env.update(env)
-    return subprocess.run(argv, env=full_env, capture_output=True, preexec_fn=drop, timeout=60)
+    return subprocess.run(argv, env=clean_env(env, inherit=False), capture_output=True, preexec_fn=drop, timeout=60)
 
 
 def test_a_set_user_id_program_reads_no_variable_and_writes_no_file(setuid_probe):

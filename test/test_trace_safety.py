@@ -370,7 +370,12 @@ def test_descriptors_closed_and_reused_by_the_program(tmp_path, how):
     assert plain.returncode == 0, plain.stderr
     mine, theirs = (tmp_path / "shim.out").read_bytes(), (tmp_path / "plain.out").read_bytes()
     assert len(mine) == len(theirs) and mine == theirs, "the program's own file was changed"
-    load(trace)
+    # The trace file was opened again by its path: every iteration is in it, those before the
+    # descriptors were closed and those after, and one line says so.
+    assert list(work(trace).values()) == [200 + 64 * 100 + 100]
+    assert shim_lines(shimmed.stderr) == [
+        "nvtxshim: NVTXSHIM_TRACE=%s: the program closed or reused the trace file's descriptor; "
+        "the file is opened again" % trace]
 
 
 # ---- 4 and 6. signals at random moments ---------------------------------------------------

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from traceformat import check_nesting
-from conftest import PYTHON, ROOT, SHIM, STUB, program, run
+from conftest import PYTHON, ROOT, SHIM, STUB, clean_env, program, run
 
 ON_ACT = "call:libusb_control_transfer"
 TWIN = os.path.join(ROOT, "examples", "harness_physical.py")
@@ -189,9 +189,7 @@ def test_same_output_and_exit_code_with_and_without_the_shim(case, make_device, 
 
 def shell(argv, env, shim):
     """argv and environment as conftest.run() makes them, for a program run with Popen."""
-    full = {k: v for k, v in os.environ.items()
-            if k != "LD_PRELOAD" and not k.startswith(("NVTXSHIM_", "NVTX_INJECTION"))}
-    full.update(env)
+    full = clean_env(env)
     if shim:
         full["NVS_TEST_SHIM"] = SHIM
         argv = ["sh", "-c", 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$NVS_TEST_SHIM" exec "$@"',

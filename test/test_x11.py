@@ -1,11 +1,10 @@
 """X11 hooks (Xlib, XCB, GLX) against a real X server (Xvfb), through the recorder and nsys."""
 import collections
-import os
 import subprocess
 
 import pytest
 
-from conftest import PYTHON, SHIM, load_trace, names, program, ranges, run
+from conftest import PYTHON, SHIM, clean_env, load_trace, names, program, ranges, run
 from xserver import Xvfb
 from nsys import export_sqlite, nvtx_events, profile
 
@@ -71,7 +70,7 @@ def test_glxgears_swaps_and_frames(xserver, tmp_path):
     """glxgears, unmodified: closed with Escape after 14 DAMAGE events. Each swap
     damages the window once; the window's first background paint (and at most
     one more repaint) damages it too, so 14 events mean at least 12 swaps."""
-    env = dict(os.environ, DISPLAY=xserver.display)
+    env = clean_env({"DISPLAY": xserver.display})
     helper = subprocess.Popen([program("test/close_after_frames"), "glxgears", "14"], env=env,
                               stdout=subprocess.PIPE, text=True)
     assert helper.stdout.readline().strip() == "ready"
@@ -141,8 +140,7 @@ def test_remote_display_and_missing_mit_shm_are_reported(tmp_path):
 
 
 def test_xlib_ranges_in_the_nsys_export(xserver, tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NVTXSHIM_")}
-    env.update(DISPLAY=xserver.display, LD_PRELOAD=SHIM)
+    env = clean_env({"DISPLAY": xserver.display, "LD_PRELOAD": SHIM})
     result = profile(tmp_path / "x11", [program("test/x11_draw"), "4"], env)
     assert b"frames=4 socket" in result.stdout
     events = nvtx_events(export_sqlite(tmp_path / "x11"))
@@ -202,5 +200,10 @@ def test_flush_marks_frames(xserver, tmp_path, program_name, flush):
                        env={"NVTXSHIM_FRAME": "x11.flush"})
     flushes = sorted((e for e in ranges(events, "x11") if e["name"] == flush), key=lambda e: e["ts"])
     frames = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    # The program flushes once as it sets up and once a frame: four flushes, four frames.
+    assert len(flushes) == 4, [e["name"] for e in ranges(events, "x11")]
     assert [f["name"] for f in frames] == ["frame %d" % n for n in range(1, len(flushes) + 1)]
-    assert all(f["ts"] <= x["ts"] for f, x in zip(frames, flushes))
+    # Frame N begins as the Nth flush does and ends as the next begins.
+    for frame, flush_range, following in zip(frames, flushes, flushes[1:] + [None]):
+        assert frame["ts"] <= flush_range["ts"]
+        assert following is None or frame["ts"] + frame["dur"] <= following["ts"]

@@ -3,13 +3,16 @@
 import os
 import subprocess
 
+from childenv import clean_env
+
 
 class Xvfb:
     def __init__(self, *extra):
         read_end, write_end = os.pipe()
         self.process = subprocess.Popen(
             ["Xvfb", "-displayfd", str(write_end), "-screen", "0", "640x480x24", "-noreset"] +
-            list(extra), pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            list(extra), pass_fds=(write_end,), env=clean_env(), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
         os.close(write_end)
         with os.fdopen(read_end) as pipe:
             number = pipe.readline().strip()

@@ -12,7 +12,12 @@
 #include <string.h>
 
 #undef cuGetProcAddress
-#define EXPORT __attribute__((visibility("default")))
+/* Protected, as in the real driver: what cuGetProcAddress hands out and what
+ * its functions call among themselves are its own functions, never the shim's
+ * wrappers that LD_PRELOAD puts in front of the exported names. (With default
+ * visibility both would go through the symbol scope and reach the wrappers,
+ * and the shim's own cuGetProcAddress handling would go untested.) */
+#define EXPORT __attribute__((visibility("protected")))
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { uintptr_t base; size_t bytes; CUmemorytype type; } registry[256];

@@ -8,7 +8,7 @@
  *          DISPLAY and NVTX_INJECTION64_PATH, variables that depend on each other);
  *   other  the same as (byte % 11).
  *
- * Besides the sanitizers' own checks, what a user relies on (DESIGN.md, messages):
+ * Besides the sanitizers' own checks, what a user relies on in the messages:
  * every report is one line starting "nvtxshim: ", one per bad variable, and a bad
  * value leaves its feature at the default; the parsed configuration is sane. A
  * broken promise aborts with the reason on stderr.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CUDA checks that need a real GPU (issue 4): run on the GPU machine from
+# The CUDA checks that need a real GPU, which the stand-in driver (test/cuda) cannot
+# stand in for: run on a machine with one, from
 # the repository root, e.g. through the device tool:
 #   bash test/gpu/check.sh        (writes $OUT/gpu-check.txt when OUT is set)
 # (a) the driver-API program, (b) a runtime-API program built with nvcc's
@@ -16,8 +17,10 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda} make -s build/libnvtxshim.so || exit 1
 shim=$PWD/build/libnvtxshim.so
 summarise() {
   python3 - "$1" <<'PY'
-import collections, json, sys
-events = json.load(open(sys.argv[1]))["traceEvents"]
+import collections, sys
+sys.path.insert(0, "test")
+import traceformat  # the trace file's rules: the bare array, cut short or whole; b/e pairs joined
+events, _ = traceformat.join_async(traceformat.read_trace(sys.argv[1]))
 for (name, payload), n in sorted(collections.Counter(
         (e["name"], e.get("args", {}).get("payload")) for e in events
         if e.get("ph") == "X" and e.get("cat") == "cuda").items()):
