@@ -73,13 +73,43 @@ static inline struct json_thread *thread_of(const struct nvs_trace_thread_ids *t
 
 /* ---- text ---------------------------------------------------------------- */
 
+/* The length of the well-formed UTF-8 character at C (before END), or 0. */
+static size_t utf8_length(const unsigned char *c, const unsigned char *end)
+{
+    size_t length;
+    unsigned char low = 0x80, high = 0xbf;      /* the second byte's range */
+    if (*c >= 0xc2 && *c <= 0xdf)
+        length = 2;
+    else if (*c >= 0xe0 && *c <= 0xef) {
+        length = 3;
+        if (*c == 0xe0) low = 0xa0;             /* no overlong forms */
+        if (*c == 0xed) high = 0x9f;            /* no surrogates */
+    } else if (*c >= 0xf0 && *c <= 0xf4) {
+        length = 4;
+        if (*c == 0xf0) low = 0x90;
+        if (*c == 0xf4) high = 0x8f;            /* nothing past U+10FFFF */
+    } else
+        return 0;
+    if ((size_t)(end - c) < length || c[1] < low || c[1] > high)
+        return 0;
+    for (size_t i = 2; i < length; i++)
+        if (c[i] < 0x80 || c[i] > 0xbf)
+            return 0;
+    return length;
+}
+
+/* TEXT as the inside of a JSON string, at most SIZE bytes of whole pieces:
+ * quotes, backslashes and control bytes escaped, and a byte that does not
+ * begin a well-formed UTF-8 character (a Latin-1 name, a name cut inside a
+ * character) written as U+FFFD, so that the file stays UTF-8, as JSON must. */
 static size_t escape_json(char *out, size_t size, const char *text, size_t length)
 {
     static const char hex[] = "0123456789abcdef";
     size_t used = 0;
-    for (const unsigned char *c = (const unsigned char *)text, *end = c + length; c < end; c++) {
+    const unsigned char *end = (const unsigned char *)text + length;
+    for (const unsigned char *c = (const unsigned char *)text; c < end;) {
         char piece[6];
-        size_t piece_length = 1;
+        size_t piece_length = 1, taken = 1;
         piece[0] = (char)*c;
         if (*c == '"' || *c == '\\') {
             piece[0] = '\\';
@@ -90,11 +120,22 @@ static size_t escape_json(char *out, size_t size, const char *text, size_t lengt
             piece[4] = hex[*c >> 4];
             piece[5] = hex[*c & 15];
             piece_length = 6;
+        } else if (*c >= 0x80) {
+            taken = utf8_length(c, end);
+            if (taken) {
+                memcpy(piece, c, taken);
+                piece_length = taken;
+            } else {
+                memcpy(piece, "\\ufffd", 6);
+                piece_length = 6;
+                taken = 1;
+            }
         }
         if (used + piece_length > size)
             break;
         memcpy(out + used, piece, piece_length);
         used += piece_length;
+        c += taken;
     }
     return used;
 }

@@ -1,7 +1,6 @@
 """The trace recorder as an NVTX tool: the program's own NVTX, fork, exec, _exit."""
 import os
 
-import pytest
 
 from conftest import load_trace, program, ranges, run
 
@@ -95,8 +94,6 @@ def test_a_failed_exec_resumes_the_trace(tmp_path):
     assert after["name"] == "after the failed exec" and after["ts"] >= before["ts"] + before["dur"]
 
 
-@pytest.mark.xfail(strict=True, reason="libnvtxshim/trace_json.c copies a name's bytes that are "
-                   "not UTF-8 into the file as they are: the file is not UTF-8, so not JSON")
 def test_a_name_that_is_not_utf8_leaves_a_readable_trace(tmp_path):
     trace = tmp_path / "latin1.json"
     result = run([program("test/nvtx_user"), "latin1"], env={"NVTXSHIM_TRACE": str(trace)})

@@ -4,7 +4,6 @@ escapes, categories, every payload type, times of every width, async begin/end p
 whole file with its tail."""
 import subprocess
 
-import pytest
 
 from conftest import clean_env, program
 
@@ -20,10 +19,6 @@ def test_trace_encoder_unit_tests():
     assert " 0 failed" in result.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="libnvtxshim/trace_json.c copies a name's bytes that are "
-                   "not UTF-8 into the file as they are, and can cut a long name inside a "
-                   "character: the file is then not UTF-8, which JSON requires and which Python's "
-                   "json (test/traceformat.py) and the viewers cannot read")
 def test_names_that_are_not_utf8_still_give_utf8():
     result = unit_tests("utf8")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
