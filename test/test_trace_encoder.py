@@ -4,7 +4,6 @@ escapes, categories, every payload type, times of every width, async begin/end p
 whole file with its tail."""
 import subprocess
 
-
 from conftest import clean_env, program
 
 
