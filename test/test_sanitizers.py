@@ -91,7 +91,7 @@ def test_the_shim_loads_into_a_program_built_with_a_sanitizer(make_device, tmp_p
     argv = [program("tsan/test/stress"), "--workers", "2", "--reads", "2", "--async", "4",
             "--copies", "0", "--x11", "0"]
     env = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66:suppressions="
-                           + os.path.join(SUPPRESSIONS, "tsan.supp")}
+                           + os.path.join(SUPPRESSIONS, "tsan-uninstrumented-shim.supp")}
     plain = run(argv, env=env, shim=False, device=device)
     assert plain.returncode == 0, plain.stderr
     shimmed = run(argv, env=dict(env, NVTXSHIM_TRACE=str(tmp_path / "t.json")), device=device)
