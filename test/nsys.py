@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import time
 
-from conftest import SHIM, program
+from conftest import SHIM, clean_env, program
 
 PROFILE_TIMEOUT_S = 45
 
@@ -42,10 +42,7 @@ def profile(output, argv, env, trace="nvtx", extra=(), windows=None):
 
 def nsys_env(extra):
     """The environment for a program under nsys: no shim variables from outside."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("NVTXSHIM_") and k not in ("LD_PRELOAD", "NVTX_INJECTION64_PATH")}
-    env.update(extra, NVS_TEST_SHIM=SHIM)
-    return env
+    return clean_env(dict(extra, NVS_TEST_SHIM=SHIM))
 
 
 def under_nsys(tmp_path, device, argv, env, extra=(), windows=None):
