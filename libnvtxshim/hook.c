@@ -82,16 +82,12 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
         nvs_frames_count(id, marker, endpoint);
 }
 
-/* The registered name of each hook's range, by id: no hashing on the way in. */
-static _Atomic(nvtxStringHandle_t) hook_names[NVS_HOOK_COUNT];
+_Atomic(nvtxStringHandle_t) nvs_call_hook_names[NVS_HOOK_COUNT];
 
-struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nvs_hook_id id)
+struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hook_id id)
 {
-    struct nvs_name name = { atomic_load_explicit(&hook_names[id], memory_order_acquire), NULL };
-    if (!name.registered) {
-        name = nvs_name_store(domain, nvs_call_name_key(id, 0), nvs_hook_name(id));
-        if (name.registered)
-            atomic_store_explicit(&hook_names[id], name.registered, memory_order_release);
-    }
+    struct nvs_name name = nvs_name_store(domain, nvs_call_name_key(id, 0), nvs_hook_name(id));
+    if (name.registered)
+        atomic_store_explicit(&nvs_call_hook_names[id], name.registered, memory_order_release);
     return name;
 }

@@ -88,7 +88,17 @@ static inline void nvs_call_leave(void)
 extern _Atomic unsigned nvs_call_work;
 void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
                        enum nvs_domain domain);
-struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nvs_hook_id id);
+/* The registered name of each hook's range, by id (hook.c): no hashing on
+ * the way in; registered on first use. */
+extern _Atomic(nvtxStringHandle_t) nvs_call_hook_names[NVS_HOOK_COUNT];
+struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hook_id id);
+
+static inline struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nvs_hook_id id)
+{
+    struct nvs_name name = { atomic_load_explicit(&nvs_call_hook_names[id], memory_order_acquire),
+                             NULL };
+    return name.registered ? name : nvs_call_register_hook_name(domain, id);
+}
 
 /* Opens RANGE, the range of a program-level call of hook ID, and dispatches
  * the call (MARKER: the kind of frame marker it is; ENDPOINT: its USB endpoint

@@ -28,9 +28,10 @@ struct copy nvs_copy_between(size_t bytes, enum direction direction);
 /* Unified addresses (cuMemcpy, cudaMemcpyDefault): the driver says which way. */
 struct copy nvs_copy_unified(size_t bytes, unsigned long long destination, unsigned long long source);
 enum host_memory nvs_copy_host_memory(const void *host);
-/* Opens the range of copy hook ID (hook.h's call path); closed by
- * nvs_call_close(NVS_DOMAIN_CUDA). */
+/* Opens and closes the range of copy hook ID (hook.h's call path). Out of
+ * line: the wrappers' untraced path then saves no register for them. */
 void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy);
+void nvs_copy_close(void);
 /* The driver answered SYMBOL with FOUND: our wrapper when FOUND is a hooked function. */
 void *nvs_driver_entry_point(const char *symbol, void *found);
 
@@ -52,7 +53,7 @@ void *nvs_driver_entry_point(const char *symbol, void *found);
         const struct copy copy = description;                                               \
         nvs_copy_open(NVS_HOOK_ID(name), &copy);                                            \
         type result = real arguments;                                                       \
-        nvs_call_close(NVS_DOMAIN_CUDA);                                                    \
+        nvs_copy_close();                                                                   \
         return result;                                                                      \
     }
 

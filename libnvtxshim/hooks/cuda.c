@@ -265,7 +265,7 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
     range->name = nvs_name_store(NVS_DOMAIN_CUDA, key, text);
 }
 
-void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
+__attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
 {
     enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
                                  : copy->direction == DTOH ? NVS_FRAME_CUDA_DTOH : NVS_FRAME_OFF;
@@ -273,6 +273,11 @@ void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
     char text[NVS_CALL_TEXT_MAX];
     describe_copy(&range, text, id, copy);
     nvs_call_open(id, marker, -1, &range);
+}
+
+__attribute__((noinline)) void nvs_copy_close(void)
+{
+    nvs_call_close(NVS_DOMAIN_CUDA);
 }
 
 /* A copy wrapper (copy.h), and a copy with its per-thread-default-stream

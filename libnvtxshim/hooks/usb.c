@@ -394,15 +394,10 @@ static void describe_submit(struct nvs_attributes *range, char *text,
     range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
 }
 
-EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
+/* A traced submission: out of line, so that the untraced path saves no register. */
+static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) real,
+                                            struct libusb_transfer *transfer)
 {
-    __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
-    if (!real)
-        return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (nvs_call_passes(NVS_HOOKS_USB) || !transfer || !transfer->callback ||
-        !nvs_call_enter(NVS_HOOKS_USB))
-        return real(transfer);
-
     struct flight *flight = flight_claim(transfer);
     if (!flight) {
         nvs_call_leave();
@@ -435,6 +430,17 @@ EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
     return result;
 }
 
+EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
+{
+    __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
+    if (!real)
+        return LIBUSB_ERROR_NOT_SUPPORTED;
+    if (nvs_call_passes(NVS_HOOKS_USB) || !transfer || !transfer->callback ||
+        !nvs_call_enter(NVS_HOOKS_USB))
+        return real(transfer);
+    return submit(real, transfer);
+}
+
 /* ---- event handling ------------------------------------------------------ */
 
 static __thread bool thread_checked __attribute__((tls_model("initial-exec")));
@@ -457,8 +463,9 @@ static void name_event_thread(void)
     errno = saved_errno;
 }
 
-/* An event function's range: named after it, in category "events". */
-static inline void open_events(enum nvs_hook_id id)
+/* An event function's range: named after it, in category "events". Out of
+ * line, like close_events: the wrappers' untraced path saves no register. */
+static __attribute__((noinline)) void open_events(enum nvs_hook_id id)
 {
     name_event_thread();
     struct nvs_attributes range = {
@@ -467,13 +474,18 @@ static inline void open_events(enum nvs_hook_id id)
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
+static __attribute__((noinline)) void close_events(void)
+{
+    nvs_call_close(NVS_DOMAIN_USB);
+}
+
 /* Each event function: pass through when untraced, otherwise one range. */
 #define EVENTS_WRAPPER(name, parameters, arguments)                                        \
     EXPORT int LIBUSB_CALL name parameters                                                 \
     {                                                                                      \
         NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,       \
                          open_events(NVS_HOOK_ID(name)),                                   \
-                         nvs_call_close(NVS_DOMAIN_USB));                                  \
+                         close_events());                                                  \
     }
 
 EVENTS_WRAPPER(libusb_handle_events, (libusb_context *context), (context))
