@@ -3,7 +3,7 @@
 # secure execution.
 TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam \
                  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies \
-                 $(BUILD)/test/x11_draw $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
+                 $(BUILD)/test/x11_draw $(BUILD)/test/x11_round_trips $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
                  $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so \
@@ -66,6 +66,10 @@ $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c $(DEPFILE)
 $(BUILD)/test/x11_draw: test/programs/x11_draw.c $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lX11 -lXext
+
+$(BUILD)/test/x11_round_trips: test/programs/x11_round_trips.c $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lX11
 
 $(BUILD)/test/xcb_draw: test/programs/xcb_draw.c $(DEPFILE)
 	$(call say,CC)

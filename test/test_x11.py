@@ -207,3 +207,29 @@ def test_flush_marks_frames(xserver, tmp_path, program_name, flush):
     for frame, flush_range, following in zip(frames, flushes, flushes[1:] + [None]):
         assert frame["ts"] <= flush_range["ts"]
         assert following is None or frame["ts"] + frame["dur"] <= following["ts"]
+
+
+def test_every_xlib_round_trip_has_its_range(xserver, tmp_path):
+    """Every Xlib round trip waits in _XReply (which waits in xcb_wait_for_reply64, twice): 100
+    each of XInternAtom, XGetGeometry and XQueryPointer (calls the shim does not wrap) are
+    exactly 300 more round-trip ranges than the same program making none."""
+    def round_trips(n, label):
+        _, events = traced([program("test/x11_round_trips"), str(n)], xserver.display, tmp_path,
+                           label=label)
+        waits = [e for e in ranges(events, "x11") if e["name"] in ("_XReply", "xcb_wait_for_reply64")]
+        assert {e["args"]["category"] for e in waits} <= {"round trip"}
+        assert nested(events) == []
+        return len(waits)
+    assert round_trips(100, "n100") - round_trips(0, "n0") == 300
+
+
+def test_copy_area_and_a_bitmap_put(xserver, tmp_path):
+    """XCopyArea is a draw range with its size and no payload (no image crosses the
+    connection); a 64x16 bitmap (depth 1) carries 128 bytes, not 64*16*(1/8 rounded down)."""
+    _, events = traced([program("test/x11_round_trips"), "0", "5"], xserver.display, tmp_path)
+    x11 = ranges(events, "x11")
+    copies = [e for e in x11 if e["name"] == "XCopyArea 64x32"]
+    assert len(copies) == 5
+    assert all("payload" not in e["args"] and e["args"]["category"] == "draw" for e in copies)
+    puts = [e for e in x11 if e["name"] == "XPutImage 64x16"]
+    assert [e["args"]["payload"] for e in puts] == [128]

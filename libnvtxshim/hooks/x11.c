@@ -5,6 +5,7 @@
 #include <EGL/egl.h>
 #include <GL/glx.h>
 #include <X11/Xlib.h>
+#include <X11/Xlibint.h>
 #include <X11/extensions/XShm.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -117,19 +118,38 @@ static __attribute__((noinline)) void begin(enum nvs_hook_id id, enum nvs_x11_ca
     nvs_call_open(id, marker, -1, &range);
 }
 
-/* An image of WIDTH x HEIGHT moving BYTES: the size in the name, bytes as payload. */
-static __attribute__((noinline)) void begin_image(enum nvs_hook_id id, unsigned width,
-                                                  unsigned height, uint64_t bytes)
+/* An area of WIDTH x HEIGHT: the size in the name; BYTES, when the call
+ * moves image data between the program and the server, as the payload. */
+static __attribute__((noinline)) void begin_area(enum nvs_hook_id id, unsigned width,
+                                                 unsigned height, bool moves, uint64_t bytes)
 {
     struct nvs_attributes range = {
         .domain = NVS_DOMAIN_X11, .category = NVS_X11_DRAW, .color = NVS_COLOR_X11_DRAW,
-        .payload = bytes, .has_payload = true,
+        .payload = bytes, .has_payload = moves,
     };
     char text[NVS_CALL_TEXT_MAX];
     uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(width & 0xffffff) << 24) |
                    (height & 0xffffff);
     NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
+static void begin_image(enum nvs_hook_id id, unsigned width, unsigned height, uint64_t bytes)
+{
+    begin_area(id, width, height, true, bytes);
+}
+
+/* The bytes of a WIDTH x HEIGHT part of IMAGE as the request carries them:
+ * whole bytes per row at its bits per pixel (ZPixmap), or a bit per pixel in
+ * each plane (XYBitmap, XYPixmap); a 64x16 bitmap is 128 bytes. */
+static uint64_t image_bytes(const XImage *image, unsigned width, unsigned height)
+{
+    if (!image)
+        return (uint64_t)width * height * 4;
+    if (image->format == ZPixmap)
+        return ((uint64_t)width * (unsigned)image->bits_per_pixel + 7) / 8 * height;
+    unsigned planes = image->format == XYBitmap ? 1 : (unsigned)image->depth;
+    return ((uint64_t)width + 7) / 8 * height * planes;
 }
 
 static __attribute__((noinline)) void end(void)
@@ -155,8 +175,7 @@ EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, 
                      int source_y, int x, int y, unsigned int width, unsigned int height)
 {
     X11_CALL(XPutImage, check_xlib(display),
-             begin_image(NVS_HOOK_ID(XPutImage), width, height,
-                         (uint64_t)width * height * (image ? (unsigned)image->bits_per_pixel / 8 : 4)),
+             begin_image(NVS_HOOK_ID(XPutImage), width, height, image_bytes(image, width, height)),
              (display, drawable, gc, image, source_x, source_y, x, y, width, height));
 }
 
@@ -165,9 +184,17 @@ EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *ima
                          Bool send_event)
 {
     X11_CALL(XShmPutImage, check_xlib(display),
-             begin_image(NVS_HOOK_ID(XShmPutImage), width, height,
-                         (uint64_t)width * height * (image ? (unsigned)image->bits_per_pixel / 8 : 4)),
+             begin_image(NVS_HOOK_ID(XShmPutImage), width, height, image_bytes(image, width, height)),
              (display, drawable, gc, image, source_x, source_y, x, y, width, height, send_event));
+}
+
+/* A copy inside the server: no image data crosses the connection. */
+EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC gc, int source_x,
+                     int source_y, unsigned int width, unsigned int height, int x, int y)
+{
+    X11_CALL(XCopyArea, check_xlib(display),
+             begin_area(NVS_HOOK_ID(XCopyArea), width, height, false, 0),
+             (display, source, destination, gc, source_x, source_y, width, height, x, y));
 }
 
 EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsigned int width,
@@ -189,6 +216,16 @@ EXPORT int XSync(Display *display, Bool discard)
 {
     X11_CALL(XSync, check_xlib(display),
              begin(NVS_HOOK_ID(XSync), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF), (display, discard));
+}
+
+/* Every Xlib round trip waits for its reply here, once (XInternAtom,
+ * XGetGeometry, XQueryPointer... and XSync, whose own range holds it): the
+ * xcb_wait_for_reply64 calls it makes inside (two a round trip, one of them
+ * for a reply already read) are below it and pass through. */
+EXPORT Status _XReply(Display *display, xReply *reply, int extra, Bool discard)
+{
+    X11_CALL(_XReply, (void)0, begin(NVS_HOOK_ID(_XReply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
+             (display, reply, extra, discard));
 }
 
 EXPORT int XNextEvent(Display *display, XEvent *event)
@@ -251,6 +288,25 @@ EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int reque
     X11_CALL(xcb_wait_for_reply, check_xcb(connection),
              begin(NVS_HOOK_ID(xcb_wait_for_reply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
              (connection, request, error));
+}
+
+/* Xlib (1.8) waits for its replies here: every Xlib round trip. The display
+ * is not looked at from inside Xlib's wait (that would send requests on the
+ * connection Xlib is reading); the next Xlib call does it. */
+EXPORT void *xcb_wait_for_reply64(xcb_connection_t *connection, uint64_t request,
+                                  xcb_generic_error_t **error)
+{
+    X11_CALL(xcb_wait_for_reply64, (void)0,
+             begin(NVS_HOOK_ID(xcb_wait_for_reply64), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
+             (connection, request, error));
+}
+
+/* The round trip that asks whether a checked request failed. */
+EXPORT xcb_generic_error_t *xcb_request_check(xcb_connection_t *connection, xcb_void_cookie_t cookie)
+{
+    X11_CALL(xcb_request_check, (void)0,
+             begin(NVS_HOOK_ID(xcb_request_check), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
+             (connection, cookie));
 }
 
 EXPORT xcb_void_cookie_t xcb_put_image(xcb_connection_t *connection, uint8_t format,
