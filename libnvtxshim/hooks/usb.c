@@ -498,3 +498,81 @@ EVENTS_WRAPPER(libusb_handle_events_timeout_completed,
                (context, timeout, completed))
 EVENTS_WRAPPER(libusb_wait_for_event, (libusb_context *context, struct timeval *timeout),
                (context, timeout))
+EVENTS_WRAPPER(libusb_handle_events_locked, (libusb_context *context, struct timeval *timeout),
+               (context, timeout))
+
+/* ---- device management and descriptor requests ------------------------------ */
+
+/* The range of a call named after its function and, where FORMAT is given,
+ * the numbers it acts on (an interface, an endpoint, a string index). Out of
+ * line, like close_call: the wrappers' untraced path saves no register. */
+static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_usb_category category,
+                                                const char *format, int first, int second,
+                                                bool has_payload, uint64_t payload)
+{
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = category,
+        .color = nvs_category_color(NVS_DOMAIN_USB, category),
+        .payload = payload, .has_payload = has_payload,
+    };
+    char text[NVS_CALL_TEXT_MAX];
+    if (format) {
+        uint64_t key = nvs_call_name_key(id, ((uint64_t)(uint32_t)first << 24) ^ (uint32_t)second);
+        range.name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+        if (!range.name.registered) {
+            int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+            snprintf(text + used, sizeof text - (size_t)used, format, first, second);
+#pragma GCC diagnostic pop
+            range.name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+        }
+    }
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
+/* The call returned RESULT: a libusb error gets a red mark beside the range. */
+static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result)
+{
+    int saved_errno = errno;
+    if (result < 0)
+        warn(0, "%s %s", error_name(result), nvs_hook_name(id));
+    errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_USB);
+}
+
+/* A wrapper that opens one range of CATEGORY around the call (FORMAT, FIRST,
+ * SECOND: the numbers in its name; PAYLOAD: the bytes it asks for, if any). */
+#define DEVICE_CALL(name, parameters, arguments, category, format, first, second, has_payload, \
+                    payload)                                                                    \
+    EXPORT int LIBUSB_CALL name parameters                                                      \
+    {                                                                                           \
+        NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,            \
+                         open_call(NVS_HOOK_ID(name), category, format, first, second,          \
+                                   has_payload, payload),                                       \
+                         close_call(NVS_HOOK_ID(name), result));                                \
+    }
+
+DEVICE_CALL(libusb_open, (libusb_device *device, libusb_device_handle **handle),
+            (device, handle), NVS_USB_DEVICE, NULL, 0, 0, false, 0)
+DEVICE_CALL(libusb_set_configuration, (libusb_device_handle *handle, int configuration),
+            (handle, configuration), NVS_USB_DEVICE, "%d", configuration, 0, false, 0)
+DEVICE_CALL(libusb_claim_interface, (libusb_device_handle *handle, int interface_number),
+            (handle, interface_number), NVS_USB_DEVICE, "%d", interface_number, 0, false, 0)
+DEVICE_CALL(libusb_release_interface, (libusb_device_handle *handle, int interface_number),
+            (handle, interface_number), NVS_USB_DEVICE, "%d", interface_number, 0, false, 0)
+DEVICE_CALL(libusb_set_interface_alt_setting,
+            (libusb_device_handle *handle, int interface_number, int alternate_setting),
+            (handle, interface_number, alternate_setting), NVS_USB_DEVICE, "%d alt=%d",
+            interface_number, alternate_setting, false, 0)
+DEVICE_CALL(libusb_clear_halt, (libusb_device_handle *handle, unsigned char endpoint),
+            (handle, endpoint), NVS_USB_DEVICE, "ep=0x%02x", endpoint, 0, false, 0)
+DEVICE_CALL(libusb_reset_device, (libusb_device_handle *handle), (handle), NVS_USB_DEVICE, NULL,
+            0, 0, false, 0)
+DEVICE_CALL(libusb_get_string_descriptor_ascii,
+            (libusb_device_handle *handle, uint8_t index, unsigned char *data, int length),
+            (handle, index, data, length), NVS_USB_TRANSFER, "idx=%d", index, 0, true,
+            (uint64_t)(length > 0 ? length : 0))
+DEVICE_CALL(libusb_get_bos_descriptor,
+            (libusb_device_handle *handle, struct libusb_bos_descriptor **bos), (handle, bos),
+            NVS_USB_TRANSFER, NULL, 0, 0, false, 0)
