@@ -94,6 +94,7 @@ CORPUS = [
     Case("x11_draw-shm", ["test/x11_draw", "3", "--shm"], display=True, frame="x11.flush"),
     Case("x11_draw-no-display", ["test/x11_draw", "3"], frame="x11.flush",
          env={"DISPLAY": ":9999"}),
+    Case("x11_round_trips", ["test/x11_round_trips", "20", "3"], display=True, frame="x11.flush"),
     Case("xcb_draw", ["test/xcb_draw", "3"], display=True, frame="x11.flush"),
     Case("xcb_draw-shm", ["test/xcb_draw", "3", "--shm"], display=True, frame="x11.flush"),
     Case("close_after_frames-usage", ["test/close_after_frames"]),
