@@ -22,7 +22,10 @@ from nsys import export_sqlite, profile
 FRAMES = 8
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 PUSH_POP, START_END, MARK = 59, 60, 34
-EXPECTED = {  # the synchronous harness: per frame an act, an observe, an upload, a download
+EXPECTED = {  # the synchronous harness: the device opened and its interface claimed, then per
+    # frame an act, an observe, an upload, a download; the interface released at the end
+    ("usb", "libusb_open"): 1, ("usb", "libusb_claim_interface"): 1,
+    ("usb", "libusb_release_interface"): 1,
     ("usb", "libusb_control_transfer"): FRAMES, ("usb", "libusb_bulk_transfer"): 2 * FRAMES,
     ("usb", "libusb_interrupt_transfer"): FRAMES, ("cuda", "cuMemcpyHtoD"): FRAMES,
     ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("nvtxshim", "frame N"): FRAMES}

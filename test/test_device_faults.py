@@ -4,7 +4,7 @@ disconnect in the middle of the stream (from then on every request fails with EN
 fails it) - all in one run, for synchronous transfers, one-at-a-time asynchronous ones, the
 example harness's stream of queued transfers and the pyusb twin. The program must print exactly
 what it prints without the shim, and the trace must hold one red mark for each failed or short
-transfer, no more."""
+transfer and each failed device call (the interface released after the disconnect), no more."""
 import collections
 import concurrent.futures
 import os
@@ -74,14 +74,22 @@ ASYNC_FAILURES = [
 QUEUE = 4
 STREAM_GOES = DISCONNECT - QUEUE
 
+# Every program releases the interface at the end, and with the device gone that fails too.
+RELEASE_GONE = ["LIBUSB_ERROR_NO_DEVICE libusb_release_interface"]
+# The Python twin clears the halt of an endpoint whose transfer failed (the stall and the timeout
+# before the disconnect: cleared), which fails once the device is gone: after frame 9's observe,
+# and frame 10's command and observe.
+TWIN_CLEAR_HALTS_GONE = ["LIBUSB_ERROR_NO_DEVICE libusb_clear_halt"] * 3
+
 EXPECTED_MARKS = {
-    "usb_capture-sync": SYNC_MARKS,
+    "usb_capture-sync": SYNC_MARKS + RELEASE_GONE,
     "usb_capture-async": ASYNC_FAILURES + [gone("submit status")] + after_disconnect(
-        DISCONNECT + 1, ["control", "command", "submit frame", "submit status"]),
-    "harness-sync": SYNC_MARKS,
+        DISCONNECT + 1, ["control", "command", "submit frame", "submit status"]) + RELEASE_GONE,
+    "harness-sync": SYNC_MARKS + RELEASE_GONE,
     "harness-stream": ASYNC_FAILURES + [gone("status")] + [gone("submit frame")] * (
-        FRAMES - STREAM_GOES - 1) + after_disconnect(STREAM_GOES + 1, ["control", "command", "status"]),
-    "python-twin": SYNC_MARKS,
+        FRAMES - STREAM_GOES - 1) + after_disconnect(STREAM_GOES + 1, ["control", "command", "status"]
+                                                     ) + RELEASE_GONE,
+    "python-twin": SYNC_MARKS + TWIN_CLEAR_HALTS_GONE + RELEASE_GONE,
 }
 
 

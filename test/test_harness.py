@@ -120,6 +120,8 @@ def test_usb_categories_are_named_apart_from_warnings(make_device, tmp_path):
     assert categories["libusb_handle_events_completed"] == {"events"}
     assert categories["libusb_transfer_cb_fn"] == {"callback"}
     assert categories["libusb_control_transfer"] == {"transfer"}
+    for call in ("libusb_open", "libusb_claim_interface", "libusb_release_interface"):
+        assert categories[call] == {"device"}, call
     assert categories["LIBUSB_ERROR_PIPE"] == {"warning"} or categories["LIBUSB_TRANSFER_STALL"] == {"warning"}
 
 

@@ -3,7 +3,7 @@ import collections
 
 import pytest
 
-from conftest import program
+from conftest import CLOSE_CAMERA, OPEN_CAMERA, program
 from nsys import thread_names, under_nsys
 
 PUSH_POP, START_END, MARK = 59, 60, 34
@@ -22,6 +22,8 @@ def test_usb_ranges_in_the_nsys_export_are_named_and_closed(make_device, tmp_pat
     usb = collections.Counter(e[2] for e in ranges if e[1] == "usb")
     controls = {"libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i: 1
                 for i in range(frames)}
+    # The device opened and its interface claimed, then released: once each.
+    controls.update(dict.fromkeys(OPEN_CAMERA + CLOSE_CAMERA, 1))
     if mode == "sync":
         assert usb == dict(controls, **{
             "libusb_bulk_transfer ep=0x02 OUT 8B": frames,

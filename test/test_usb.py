@@ -3,7 +3,8 @@ import collections
 
 import pytest
 
-from conftest import PYTHON, ROOT, load_trace, names, program, ranges, run
+from conftest import (CLOSE_CAMERA, OPEN_CAMERA, PYTHON, ROOT, device_calls, load_trace, names,
+                      program, ranges, run)
 
 RED = "#d50000"
 
@@ -42,13 +43,19 @@ def test_sync_transfers_one_range_per_call_with_names_and_payloads(make_device, 
         ["libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in range(5)] +
         ["libusb_bulk_transfer ep=0x02 OUT 8B"] * 5 +
         ["libusb_bulk_transfer ep=0x81 IN 9216B"] * 5 +
-        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * 5)
-    payloads = {e["name"]: e["args"]["payload"] for e in ranges(events, "usb")}
+        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * 5 +
+        OPEN_CAMERA + CLOSE_CAMERA)
+    # The device is opened and its interface claimed before the first transfer, released after
+    # the last; device management has its own category and no payload.
+    usb_ranges = ranges(events, "usb")
+    assert [e["name"] for e in usb_ranges[:2] + usb_ranges[-1:]] == OPEN_CAMERA + CLOSE_CAMERA
+    assert device_calls(events) == OPEN_CAMERA + CLOSE_CAMERA
+    assert all(e["args"] == {"category": "device"} for e in usb_ranges[:2] + usb_ranges[-1:])
+    payloads = {e["name"]: e["args"]["payload"] for e in usb_ranges[2:-1]}
     assert payloads["libusb_bulk_transfer ep=0x81 IN 9216B"] == 9216
     assert payloads["libusb_bulk_transfer ep=0x02 OUT 8B"] == 8
     assert payloads["libusb_interrupt_transfer ep=0x83 IN 8B"] == 8
     # libusb's sync calls run its async ones inside: only the program-level call shows.
-    usb_ranges = ranges(events, "usb")
     assert not any(inside(a, b) for a in usb_ranges for b in usb_ranges if a is not b)
     assert {e["tid"] for e in usb_ranges} == {usb_ranges[0]["pid"]}
     # Frame N begins with the Nth bulk IN and ends when the next begins.
@@ -122,9 +129,14 @@ def test_pyusb_through_ctypes_shows_a_range_for_every_libusb_call(make_device, t
     assert plain.returncode == 0, plain.stderr
     assert shimmed.stdout == plain.stdout and shimmed.returncode == 0
     assert b"calls control=4 bulk=8 interrupt=4" in plain.stdout
-    calls = collections.Counter(name.split(" ")[0] for name in names(load_trace(trace), "usb"))
+    events = load_trace(trace)
+    calls = collections.Counter(name.split(" ")[0] for name in names(events, "usb"))
     assert calls == {"libusb_control_transfer": 4, "libusb_bulk_transfer": 8,
-                     "libusb_interrupt_transfer": 4}
+                     "libusb_interrupt_transfer": 4, "libusb_open": 1,
+                     "libusb_claim_interface": 1, "libusb_release_interface": 1}
+    # pyusb opens the device and claims the interface itself, and releases it when it
+    # disposes of the device.
+    assert device_calls(events) == OPEN_CAMERA + CLOSE_CAMERA
 
 
 def test_frame_marker_by_call_and_budget_marks(make_device, tmp_path):
@@ -188,9 +200,9 @@ def test_async_edges_behave_as_without_the_shim(make_device, tmp_path):
     assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
         plain.stdout, plain.stderr, plain.returncode)
     events = load_trace(trace)
-    assert names(events, "usb") == ["libusb_submit_transfer ep=0x81 ISO IN 4x512B",
-                                    "libusb_submit_transfer ep=0x81 BULK IN 9216B",
-                                    "libusb_handle_events",
-                                    "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"]
+    assert names(events, "usb") == OPEN_CAMERA + ["libusb_submit_transfer ep=0x81 ISO IN 4x512B",
+                                                  "libusb_submit_transfer ep=0x81 BULK IN 9216B",
+                                                  "libusb_handle_events",
+                                                  "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"] + CLOSE_CAMERA
     marks = [e["name"] for e in events if e["ph"] == "i"]
     assert marks == ["LIBUSB_ERROR_INVALID_PARAM libusb_submit_transfer ep=0x81 ISO IN 4x512B"]
