@@ -206,3 +206,58 @@ def test_async_edges_behave_as_without_the_shim(make_device, tmp_path):
                                                   "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"] + CLOSE_CAMERA
     marks = [e["name"] for e in events if e["ph"] == "i"]
     assert marks == ["LIBUSB_ERROR_INVALID_PARAM libusb_submit_transfer ep=0x81 ISO IN 4x512B"]
+
+
+# test/programs/usb_calls.c's calls, in its order: each one's range name and category as the
+# contract gives them (device management in "device", descriptor requests in "transfer", event
+# handling in "events"). The program prints the same names, one line each: "NAME: RESULT [ERROR]".
+USB_CALLS = [("libusb_open", "device"), ("libusb_set_configuration 1", "device"),
+             ("libusb_claim_interface 0", "device"),
+             ("libusb_set_interface_alt_setting 0 alt=0", "device"),
+             ("libusb_clear_halt ep=0x81", "device"),
+             ("libusb_get_string_descriptor_ascii idx=1", "transfer"),
+             ("libusb_get_bos_descriptor", "transfer"), ("libusb_reset_device", "device"),
+             ("libusb_release_interface 0", "device"), ("libusb_handle_events_locked", "events"),
+             ("libusb_wait_for_event", "events")]
+
+
+def test_device_descriptor_and_event_calls_one_range_each_and_a_red_mark_for_each_failure(
+        make_device, tmp_path):
+    # The emulated device need not answer every request (a descriptor request may stall): the
+    # results are not asserted, only that the trace agrees with them.
+    device = make_device(frames=1)
+    argv = [program("test/usb_calls")]
+    trace = tmp_path / "calls.json"
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
+    assert plain.returncode == 0, plain
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    # Indented lines say what a descriptor request that succeeded read.
+    results = [line.split(": ") for line in plain.stdout.decode().splitlines()
+               if not line.startswith(" ")]
+    assert [name for name, _ in results] == [name for name, _ in USB_CALLS]
+
+    events = load_trace(trace)
+    usb = ranges(events, "usb")
+    # One range per call: libusb's own requests inside a call (the control transfers of a
+    # descriptor request, the claims a reset makes again) do not show.
+    assert [(e["name"], e["args"]["category"]) for e in usb] == USB_CALLS
+    assert {e["tid"] for e in usb} == {usb[0]["pid"]}
+    # Only the string request asks for bytes: the program's 64-byte buffer.
+    assert {e["name"]: e["args"]["payload"] for e in usb if "payload" in e["args"]} == {
+        "libusb_get_string_descriptor_ascii idx=1": 64}
+    # A red mark for each device management or descriptor call that failed (a negative result),
+    # named after the error and the function and inside the call's range; none for the others.
+    # Event handling has no marks (here it returns 0, and 1 for the wait that timed out).
+    marked = {name for name, category in USB_CALLS if category != "events"}
+    failed = {name: result.split()[1] for name, result in results
+              if int(result.split()[0]) < 0 and name in marked}
+    marks = [e for e in events if e["ph"] == "i"]
+    assert sorted(m["name"] for m in marks) == sorted(
+        "%s %s" % (error, name.split()[0]) for name, error in failed.items())
+    for mark in marks:
+        assert mark["cat"] == "usb" and mark["args"]["category"] == "warning"
+        assert mark["args"]["color"] == RED
+        call = next(e for e in usb if e["name"].split()[0] == mark["name"].split()[1])
+        assert call["tid"] == mark["tid"] and call["ts"] <= mark["ts"] <= call["ts"] + call["dur"]
