@@ -104,20 +104,30 @@ def test_async_transfers_span_submission_to_callback_on_the_event_thread(make_de
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_stalled_and_short_transfers_get_red_marks_and_the_same_results(make_device, tmp_path, mode):
+def test_a_stall_is_a_red_mark_and_a_short_transfer_a_range_with_the_bytes_moved(
+        make_device, tmp_path, mode):
     device = make_device(frames=5, extra=("--stall-frame", "1", "--short-frame", "3"))
     plain, events = capture(device, tmp_path, mode)
     assert plain.returncode == 3  # the program counts errors and says so
     assert b"[frame 1: LIBUSB_ERROR_PIPE]" in plain.stdout
+    assert b"[frame 3: short 4608/9216]" in plain.stdout
+    # The stall is the one mark: a short transfer completed, and is no error.
     marks = [e for e in events if e.get("ph") == "i" and e.get("cat") == "usb"]
-    assert all(m["args"]["color"] == RED for m in marks)
-    texts = sorted(m["name"] for m in marks)
-    if mode == "sync":
-        assert texts == ["LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B",
-                         "short transfer libusb_bulk_transfer ep=0x81 IN 4608/9216B"]
-    else:
-        assert texts == ["LIBUSB_TRANSFER_STALL libusb_submit_transfer ep=0x81 BULK IN 9216B",
-                         "short transfer libusb_submit_transfer ep=0x81 BULK IN 9216B 4608/9216B"]
+    assert all(m["args"]["color"] == RED and m["args"]["category"] == "warning" for m in marks)
+    assert [m["name"] for m in marks] == [
+        "LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B" if mode == "sync" else
+        "LIBUSB_TRANSFER_STALL libusb_submit_transfer ep=0x81 BULK IN 9216B"]
+    # The frames' ranges in time order, each with the bytes it moved: in the trace file a
+    # synchronous transfer's range has them (its name keeps the request), an asynchronous one's
+    # completion callback has them (its submission's range keeps the request).
+    moved = "libusb_bulk_transfer ep=0x81 IN 9216B" if mode == "sync" else \
+        "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"
+    assert [e["args"]["payload"] for e in ranges(events, "usb") if e["name"] == moved] == [
+        9216, 0, 9216, 4608, 9216]
+    if mode == "async":
+        submits = [e for e in ranges(events, "usb") if e["name"].startswith(
+            "libusb_submit_transfer ep=0x81")]
+        assert [e["args"]["payload"] for e in submits] == [9216] * 5
 
 
 def test_pyusb_through_ctypes_shows_a_range_for_every_libusb_call(make_device, tmp_path):
