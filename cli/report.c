@@ -1,10 +1,12 @@
 /* nvtxshim report: what a profile of a control loop says, first (the summary
  * make demo prints): per range name count, mean,
- * p50, p99 and max; per frame the time in USB, CUDA copies, X11 and the rest,
+ * p50, p99 and max; the marks by kind with their first texts; per frame the
+ * time in USB, CUDA copies, X11 and the rest,
  * with the kernel probe's figures when it ran; the slowest frames; the capture
  * windows. Per-frame times are unions of the calls' intervals inside the
  * frame, so nested or overlapping calls count once. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #define NS_PER_MS 1e6
 #define CALL_DOMAINS 3
 #define DEFAULT_SLOWEST 5
+#define MARK_EXAMPLES 3
 
 static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
                                                            NVS_DOMAIN_X11};
@@ -35,7 +38,17 @@ static const char manual[] =
     "\n"
     "    - per range name (per domain; calls of the usb, cuda and x11 domains\n"
     "      by function, frames as \"frame N\"): count, mean, p50, p99 and max, in\n"
-    "      microseconds, and the marks with their counts;\n"
+    "      microseconds;\n"
+    "    - the marks by kind: per domain, a mark's text with each number (a run\n"
+    "      of digits that starts a word or follows punctuation, with its decimals;\n"
+    "      0x and its hex digits) written N, so that \"over budget frame 12:\n"
+    "      41.250 ms > 33.000 ms\" is of kind \"over budget frame N: N ms > N ms\"\n"
+    "      and \"LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B\" of\n"
+    "      kind \"LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=N IN N/NB\" (the kernel\n"
+    "      probe's marks are one kind, \"frame N: off-CPU figures\"). Each kind\n"
+    "      with its count, the most frequent first, then its first 3 texts in\n"
+    "      time order, each with its count, and how many other texts it has; a\n"
+    "      kind whose one text has no number is its own example;\n"
     "    - per frame (the \"frame N\" ranges of domain nvtxshim, counted with\n"
     "      NVTXSHIM_FRAME): the time in USB calls, CUDA copies, X11 calls and the\n"
     "      rest, in milliseconds, as mean, p50, p99 and max over the frames, then\n"
@@ -243,12 +256,10 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
 
 static int print_names(struct nvs_events *events)
 {
-    size_t ranges = 0, marks = 0;
-    for (size_t i = 0; i < events->count; i++) {
+    size_t ranges = 0;
+    for (size_t i = 0; i < events->count; i++)
         ranges += events->events[i].kind == NVS_EVENT_RANGE;
-        marks += events->events[i].kind == NVS_EVENT_MARK;
-    }
-    struct named_duration *rows = malloc((ranges + marks + 1) * sizeof *rows);
+    struct named_duration *rows = malloc((ranges + 1) * sizeof *rows);
     int64_t *values = malloc((ranges + 1) * sizeof *values);
     if (!rows || !values) {
         free(rows);
@@ -291,41 +302,170 @@ static int print_names(struct nvs_events *events)
                (double)percentile(values, n, 0.99) / NS_PER_US, (double)values[n - 1] / NS_PER_US);
         first = last;
     }
-    /* marks: domain 'name' xCOUNT, sorted */
-    const char *kernel_figures = nvs_events_intern(events, "frame N: off-CPU figures", 24);
-    if (!kernel_figures) {
-        free(rows);
-        free(values);
-        return -1;
+    free(rows);
+    free(values);
+    return 0;
+}
+
+/* ---- marks by kind --------------------------------------------------------------- */
+
+/* A mark's kind: TEXT with each number written N. A number starts a word or
+ * follows punctuation (the 2 of "cuMemcpy2D" or "H264" is no number): 0x and
+ * its hex digits, or digits and their decimals. OUT has room for TEXT. */
+static size_t mark_kind(const char *text, char *out)
+{
+    size_t length = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c;) {
+        bool starts = c == (const unsigned char *)text || !(isalnum(c[-1]) || c[-1] == '_');
+        if (!isdigit(*c) || !starts) {
+            out[length++] = (char)*c++;
+            continue;
+        }
+        if (c[0] == '0' && (c[1] == 'x' || c[1] == 'X') && isxdigit(c[2])) {
+            for (c += 2; isxdigit(*c); c++)
+                continue;
+        } else {
+            while (isdigit(*c))
+                c++;
+            if (c[0] == '.' && isdigit(c[1]))
+                for (c++; isdigit(*c); c++)
+                    continue;
+        }
+        out[length++] = 'N';
     }
-    count = 0;
-    for (size_t i = 0; i < events->count; i++) {
+    out[length] = '\0';
+    return length;
+}
+
+struct mark_row {
+    const char *domain, *kind, *text;
+    int64_t start;
+    size_t order;                    /* position in the events, for a stable sort */
+};
+
+/* By domain, kind, text, then time. */
+static int compare_mark_rows(const void *a, const void *b)
+{
+    const struct mark_row *x = a, *y = b;
+    int order = compare_strings(x->domain, y->domain);
+    if (!order)
+        order = compare_strings(x->kind, y->kind);
+    if (!order)
+        order = compare_strings(x->text, y->text);
+    if (!order && x->start != y->start)
+        order = (x->start > y->start) - (x->start < y->start);
+    if (!order)
+        order = (x->order > y->order) - (x->order < y->order);
+    return order;
+}
+
+/* A kind: rows FIRST..LAST (sorted by text); a text: rows FIRST..LAST, its
+ * first at ROWS[FIRST]. */
+struct mark_group {
+    const char *domain;
+    size_t first, last;
+    int64_t start;
+};
+
+/* By domain, then the most marks first, then kind. */
+static int compare_kinds(const void *a, const void *b, void *rows_argument)
+{
+    const struct mark_group *x = a, *y = b;
+    const struct mark_row *rows = rows_argument;
+    int order = compare_strings(x->domain, y->domain);
+    if (!order && x->last - x->first != y->last - y->first)
+        order = (x->last - x->first < y->last - y->first) - (x->last - x->first > y->last - y->first);
+    if (!order)
+        order = compare_strings(rows[x->first].kind, rows[y->first].kind);
+    return order;
+}
+
+/* By the time of the first mark. */
+static int compare_texts(const void *a, const void *b)
+{
+    const struct mark_group *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+static int print_marks(struct nvs_events *events)
+{
+    size_t count = 0, longest = 0;
+    for (size_t i = 0; i < events->count; i++)
+        if (events->events[i].kind == NVS_EVENT_MARK) {
+            size_t length = strlen(events->events[i].name);
+            count++;
+            longest = length > longest ? length : longest;
+        }
+    if (!count)
+        return 0;
+    const char *kernel_figures = nvs_events_intern(events, "frame N: off-CPU figures", 24);
+    struct mark_row *rows = malloc(count * sizeof *rows);
+    struct mark_group *kinds = malloc(count * sizeof *kinds);
+    struct mark_group *texts = malloc(count * sizeof *texts);
+    char *kind = malloc(longest + 1);
+    int status = kernel_figures && rows && kinds && texts && kind ? 0 : -1;
+    size_t n = 0;
+    for (size_t i = 0; status == 0 && i < events->count; i++) {
         const struct nvs_event *event = &events->events[i];
         struct kernel_mark figures;
         if (event->kind != NVS_EVENT_MARK)
             continue;
-        /* the kernel probe's mark at each frame's end: counted as one kind, its
-         * figures are in the per-frame table */
-        const char *name = parse_kernel_mark(event, &figures) ? kernel_figures : event->name;
-        rows[count++] = (struct named_duration){event->domain, name, 0};
+        /* the kernel probe's mark at each frame's end: one kind, its figures
+         * are in the per-frame table */
+        const char *interned = kernel_figures;
+        if (!parse_kernel_mark(event, &figures))
+            interned = nvs_events_intern(events, kind, mark_kind(event->name, kind));
+        if (!interned)
+            status = -1;
+        rows[n++] = (struct mark_row){event->domain, interned, event->name, event->start, i};
     }
-    qsort(rows, count, sizeof *rows, compare_named);
-    if (count)
-        fputs("  marks: ", stdout);
-    for (size_t first = 0; first < count;) {
-        size_t last = first;
-        while (last < count && rows[last].domain == rows[first].domain && rows[last].name == rows[first].name)
-            last++;
-        printf("%s%s ", first ? ", " : "", rows[first].domain);
-        put_repr(rows[first].name);
-        printf(" x%zu", last - first);
-        first = last;
+    if (status == 0) {
+        qsort(rows, n, sizeof *rows, compare_mark_rows);
+        size_t kind_count = 0;
+        for (size_t first = 0; first < n;) {
+            size_t last = first + 1;
+            while (last < n && !compare_strings(rows[last].domain, rows[first].domain) &&
+                   !compare_strings(rows[last].kind, rows[first].kind))
+                last++;
+            kinds[kind_count++] = (struct mark_group){rows[first].domain, first, last, 0};
+            first = last;
+        }
+        qsort_r(kinds, kind_count, sizeof *kinds, compare_kinds, rows);
+        puts("\n== NVTX marks per kind (each number as N), with the first texts of each");
+        printf("  %-9s %7s  %s\n", "domain", "count", "kind");
+        for (size_t k = 0; k < kind_count; k++) {
+            const struct mark_group *group = &kinds[k];
+            fputs("  ", stdout);
+            put_padded(group->domain, 9, 0);
+            printf(" %7zu  %s\n", group->last - group->first, rows[group->first].kind);
+            size_t text_count = 0;
+            for (size_t first = group->first; first < group->last;) {
+                size_t last = first + 1;
+                while (last < group->last && !compare_strings(rows[last].text, rows[first].text))
+                    last++;
+                texts[text_count++] = (struct mark_group){NULL, first, last, rows[first].start};
+                first = last;
+            }
+            if (text_count == 1 && !compare_strings(rows[group->first].text, rows[group->first].kind))
+                continue;
+            qsort(texts, text_count, sizeof *texts, compare_texts);
+            for (size_t t = 0; t < text_count && t < MARK_EXAMPLES; t++) {
+                printf("  %-9s %7s    ", "", "");
+                put_repr(rows[texts[t].first].text);
+                printf(" x%zu\n", texts[t].last - texts[t].first);
+            }
+            if (text_count > MARK_EXAMPLES)
+                printf("  %-9s %7s    ... and %zu other text%s\n", "", "", text_count - MARK_EXAMPLES,
+                       text_count - MARK_EXAMPLES == 1 ? "" : "s");
+        }
     }
-    if (count)
-        putchar('\n');
     free(rows);
-    free(values);
-    return 0;
+    free(kinds);
+    free(texts);
+    free(kind);
+    return status;
 }
 
 /* ---- per frame ------------------------------------------------------------------ */
@@ -685,6 +825,8 @@ int nvs_cli_report(int argc, char **argv)
         return 1;
     }
     int status = print_names(&events);
+    if (status == 0)
+        status = print_marks(&events);
     if (status == 0)
         status = print_frames(&events, slowest);
     if (status == 0)

@@ -175,6 +175,14 @@ void nvs_range_pop(enum nvs_domain domain)
     nvtxDomainRangePop(domains[domain]);
 }
 
+bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload)
+{
+    if (!direct)
+        return false;
+    direct->set_payload(domains[domain], payload);
+    return true;
+}
+
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
 {
     if (direct)

@@ -49,6 +49,11 @@ struct nvs_attributes {
 
 void nvs_range_push(const struct nvs_attributes *attributes);
 void nvs_range_pop(enum nvs_domain domain);
+/* Sets the payload of DOMAIN's innermost open push/pop range on this thread,
+ * where the tool writes a range when it ends (the recorder): true. False
+ * where the tool took the payload with the push (nsys, any other NVTX tool):
+ * the range keeps the one it was pushed with. */
+bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload);
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes);
 void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id);
 void nvs_mark(const struct nvs_attributes *attributes);
@@ -71,6 +76,7 @@ struct nvs_emit_direct {
     void (*push)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
                  uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
     void (*pop)(nvtxDomainHandle_t domain);
+    void (*set_payload)(nvtxDomainHandle_t domain, uint64_t payload);
     nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
                            uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
     void (*end)(nvtxDomainHandle_t domain, nvtxRangeId_t id);

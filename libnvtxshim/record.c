@@ -366,6 +366,27 @@ static void direct_pop(nvtxDomainHandle_t domain)
     pop((const struct nvs_trace_domain *)domain);
 }
 
+/* The payload of DOMAIN's innermost range on this thread, before its pop
+ * writes it (a transfer's bytes moved, known only when it returns). Nothing
+ * when that range is deeper than the stack keeps. */
+static void direct_set_payload(nvtxDomainHandle_t domain, uint64_t payload)
+{
+    struct nvs_writer_thread *thread = nvs_writer_thread();
+    if (!thread)
+        return;
+    struct range_stack *stack = stack_of(thread);
+    if (stack->depth > NVS_TRACE_STACK_DEPTH)
+        return;
+    for (int i = stack->depth - 1; i >= 0; i--) {
+        struct nvs_trace_event *event = &stack->ranges[i];
+        if (event->domain == (const struct nvs_trace_domain *)domain) {
+            event->payload_type = NVS_PAYLOAD_U64;
+            event->payload = payload;
+            return;
+        }
+    }
+}
+
 
 /* ---- start/end: a table that grows --------------------------------------------- */
 
@@ -638,6 +659,7 @@ int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
 static const struct nvs_emit_direct direct_tool = {
     .push = direct_push,
     .pop = direct_pop,
+    .set_payload = direct_set_payload,
     .start = direct_start,
     .end = direct_end,
     .flush = flush,

@@ -33,7 +33,8 @@ enum nvs_usb_category {
     NVS_USB_TRANSFER = 1,       /* data moved */
     NVS_USB_EVENTS = 2,         /* event handling */
     NVS_USB_CALLBACK = 3,       /* the program's completion callback */
-    NVS_USB_WARNING = 4,        /* marks: failed or short transfers */
+    NVS_USB_WARNING = 4,        /* marks: failed transfers and calls */
+    NVS_USB_DEVICE = 5,         /* device management: open, configuration, interfaces, reset */
 };
 
 enum nvs_x11_category {
@@ -67,6 +68,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         case NVS_USB_EVENTS: return "events";
         case NVS_USB_CALLBACK: return "callback";
         case NVS_USB_WARNING: return "warning";
+        case NVS_USB_DEVICE: return "device";
         }
         return NULL;
     case NVS_DOMAIN_X11:
@@ -99,6 +101,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
 #define NVS_COLOR_USB 0xFF2E7D32u
 #define NVS_COLOR_USB_EVENTS 0xFF81C784u
 #define NVS_COLOR_USB_CALLBACK 0xFF00897Bu
+#define NVS_COLOR_USB_DEVICE 0xFF9E9D24u
 #define NVS_COLOR_X11_DRAW 0xFF1565C0u
 #define NVS_COLOR_X11_FLUSH 0xFF42A5F5u
 #define NVS_COLOR_X11_ROUND_TRIP 0xFFEF6C00u
@@ -118,6 +121,7 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
     case NVS_DOMAIN_USB:
         return category == NVS_USB_EVENTS ? NVS_COLOR_USB_EVENTS
              : category == NVS_USB_CALLBACK ? NVS_COLOR_USB_CALLBACK
+             : category == NVS_USB_DEVICE ? NVS_COLOR_USB_DEVICE
              : category == NVS_USB_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_USB;
     case NVS_DOMAIN_X11:
         switch ((enum nvs_x11_category)category) {

@@ -88,6 +88,26 @@ def names(events, category=None):
     return [e["name"] for e in ranges(events, category)]
 
 
+# The device management ranges (usb, category "device") of a program that opens the emulated
+# camera with libusb_open_device_with_vid_pid - libusb calls libusb_open through its exported
+# symbol, so that call is the range - claims interface 0 and releases it at the end: the C
+# examples, the test programs (emulated_device.h) and pyusb, which claims the interface itself.
+OPEN_CAMERA = ["libusb_open", "libusb_claim_interface 0"]
+CLOSE_CAMERA = ["libusb_release_interface 0"]
+# The Python harness sets the configuration first (pyusb's set_configuration()).
+TWIN_OPEN_CAMERA = ["libusb_open", "libusb_set_configuration 1", "libusb_claim_interface 0"]
+
+
+def device_calls(events):
+    """The names of the usb ranges of device management (category "device"), in time order."""
+    return [e["name"] for e in ranges(events, "usb") if e["args"]["category"] == "device"]
+
+
+def transfer_ranges(events):
+    """The usb ranges that are not device management: transfers, callbacks, event handling."""
+    return [e for e in ranges(events, "usb") if e["args"]["category"] != "device"]
+
+
 @pytest.fixture(scope="session")
 def xserver():
     """A private Xvfb, shared by the tests that draw."""

@@ -22,7 +22,10 @@ from nsys import export_sqlite, profile
 FRAMES = 8
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 PUSH_POP, START_END, MARK = 59, 60, 34
-EXPECTED = {  # the synchronous harness: per frame an act, an observe, an upload, a download
+EXPECTED = {  # the synchronous harness: the device opened and its interface claimed, then per
+    # frame an act, an observe, an upload, a download; the interface released at the end
+    ("usb", "libusb_open"): 1, ("usb", "libusb_claim_interface"): 1,
+    ("usb", "libusb_release_interface"): 1,
     ("usb", "libusb_control_transfer"): FRAMES, ("usb", "libusb_bulk_transfer"): 2 * FRAMES,
     ("usb", "libusb_interrupt_transfer"): FRAMES, ("cuda", "cuMemcpyHtoD"): FRAMES,
     ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("nvtxshim", "frame N"): FRAMES}
@@ -96,7 +99,7 @@ def names_table(output):
     assert lines[start + 1].split() == ["domain", "name", "count", "mean", "p50", "p99", "max"]
     counts = {}
     for line in lines[start + 2:]:
-        if not line.strip() or line.startswith("  marks:"):
+        if not line.strip():
             break
         fields = line.split()
         counts[(fields[0], " ".join(fields[1:-5]))] = int(fields[-5])
@@ -186,6 +189,63 @@ def test_report_reads_a_trace_cut_short(runs, tmp_path):
     assert result.stderr.count("\n") == 1 + bool(begun - ended) + bool(ended - begun)
 
 
+def test_report_groups_marks_by_kind_with_counts_and_the_first_texts(tmp_path):
+    # Marks of one kind differ in their numbers only: the frame in an over-budget mark, the bytes
+    # and endpoint of a failed transfer, the request value of a control transfer. Each kind is
+    # one row with its count (the most frequent first, per domain), then its first 3 texts in
+    # time order with their counts, and how many other texts it has; a number inside a word
+    # (H264, cuMemcpy2D) is part of the word.
+    def mark(name, ts, cat="usb", tid=7):
+        return {"name": name, "cat": cat, "ph": "i", "s": "t", "ts": float(ts), "pid": 7, "tid": tid}
+    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+              {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": 0.0, "dur": 100.0, "pid": 7,
+               "tid": 7}]
+    # over budget: frames 1-6 written out of time order (threads write their own parts)
+    for frame in (3, 1, 2, 6, 5, 4):
+        events.append(mark("over budget frame %d: %d.%03d ms > 33.000 ms" % (frame, 40 + frame, frame),
+                           1000 * frame, cat="nvtxshim"))
+    for i in range(4):
+        events.append(mark("LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=0x81 IN 0/9216B", 100 + 10 * i))
+        events.append(mark("LIBUSB_ERROR_NO_DEVICE libusb_control_transfer type=0x40 req=0x01 "
+                           "val=0x%04x" % (9 + i), 101 + 10 * i, tid=8))
+    events.append(mark("LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=0x02 OUT 0/8B", 99))
+    events.append(mark("LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=0x82 IN 0/512B", 200))
+    events += [mark("H264 decoder reset", 50, cat="app"), mark("H264 decoder reset", 60, cat="app"),
+               mark("cuMemcpy2D refused", 70, cat="app"), mark("tick", 80, cat="app"),
+               mark("tick 2", 90, cat="app")]
+    trace = tmp_path / "marks.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("== NVTX marks per kind (each number as N), with the first texts of each")
+    end = lines.index("", start)
+    assert lines[start + 1:end] == [
+        "  domain      count  kind",
+        "  app             2  H264 decoder reset",
+        "  app             1  cuMemcpy2D refused",
+        "  app             1  tick",
+        "  app             1  tick N",
+        "                       'tick 2' x1",
+        "  nvtxshim        6  over budget frame N: N ms > N ms",
+        "                       'over budget frame 1: 41.001 ms > 33.000 ms' x1",
+        "                       'over budget frame 2: 42.002 ms > 33.000 ms' x1",
+        "                       'over budget frame 3: 43.003 ms > 33.000 ms' x1",
+        "                       ... and 3 other texts",
+        "  usb             5  LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=N IN N/NB",
+        "                       'LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=0x81 IN 0/9216B' x4",
+        "                       'LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=0x82 IN 0/512B' x1",
+        "  usb             4  LIBUSB_ERROR_NO_DEVICE libusb_control_transfer type=N req=N val=N",
+        "                       'LIBUSB_ERROR_NO_DEVICE libusb_control_transfer type=0x40 req=0x01 val=0x0009' x1",
+        "                       'LIBUSB_ERROR_NO_DEVICE libusb_control_transfer type=0x40 req=0x01 val=0x000a' x1",
+        "                       'LIBUSB_ERROR_NO_DEVICE libusb_control_transfer type=0x40 req=0x01 val=0x000b' x1",
+        "                       ... and 1 other text",
+        "  usb             1  LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=N OUT N/NB",
+        "                       'LIBUSB_ERROR_NO_DEVICE libusb_bulk_transfer ep=0x02 OUT 0/8B' x1"]
+    # the ranges' table ends before it, the frames' section follows
+    assert lines[start - 1] == "" and lines[end + 1].startswith("== Per frame")
+
+
 def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
     # The kernel probe's figures: on the frame ranges in a trace file, in the `kernel` marks in
     # an nsys export (here a hand-made trace holding the second kind only for frame 2).
@@ -203,7 +263,11 @@ def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
     result = nvtxshim("report", trace)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert "  marks: kernel 'frame N: off-CPU figures' x1" in lines
+    marks = lines.index("== NVTX marks per kind (each number as N), with the first texts of each")
+    assert lines[marks + 1:marks + 4] == [
+        "  domain      count  kind",
+        "  kernel          1  frame N: off-CPU figures",
+        "                       'frame 2: runnable 0.5 ms (1 preemption), blocked 1.0 ms, 1 fault' x1"]
     start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; "
                         "off CPU (kernel probe): runnable, blocked")
     assert lines[start + 1].split() == ["total", "usb", "cuda", "x11", "rest", "runnable", "blocked"]
@@ -434,7 +498,10 @@ def test_report_reads_both_forms_of_the_trace_format_and_decodes_strings(tmp_pat
     for result in outputs:
         assert result.returncode == 0 and result.stderr == "", result.stderr
         assert names_table(result.stdout) == {("app", 'caf\u00e9 \U0001F600 "q" \\'): 1}
-        assert "  marks: app 'tick' x1" in result.stdout.splitlines()
+        lines = result.stdout.splitlines()
+        marks = lines.index("== NVTX marks per kind (each number as N), with the first texts of each")
+        # A kind whose one text has no number is its own example.
+        assert lines[marks + 1:marks + 4] == ["  domain      count  kind", "  app             1  tick", ""]
     assert outputs[0].stdout == outputs[1].stdout
 
 

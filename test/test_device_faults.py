@@ -3,8 +3,10 @@ the camera never sends (the program's 2 s timeout fires and libusb discards the 
 disconnect in the middle of the stream (from then on every request fails with ENODEV, as usbfs
 fails it) - all in one run, for synchronous transfers, one-at-a-time asynchronous ones, the
 example harness's stream of queued transfers and the pyusb twin. The program must print exactly
-what it prints without the shim, and the trace must hold one red mark for each failed or short
-transfer, no more."""
+what it prints without the shim, and the trace must hold one red mark for each failed transfer
+and each failed device call (the interface released after the disconnect), no more. The short
+frame completed: it is no mark, and the range that says what moved (the synchronous call's, or
+the completion callback's) has the bytes it moved."""
 import collections
 import concurrent.futures
 import os
@@ -54,7 +56,6 @@ def after_disconnect(first_frame, calls):
 
 SYNC_MARKS = [
     "LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B",
-    "short transfer libusb_bulk_transfer ep=0x81 IN 4608/9216B",
     "LIBUSB_ERROR_TIMEOUT libusb_bulk_transfer ep=0x81 IN 0/9216B",
     # Frame 9: acted before the device went; its frame and status fail.
     gone("frame"), gone("status"),
@@ -62,7 +63,6 @@ SYNC_MARKS = [
 
 ASYNC_FAILURES = [
     "LIBUSB_TRANSFER_STALL libusb_submit_transfer ep=0x81 BULK IN 9216B",
-    "short transfer libusb_submit_transfer ep=0x81 BULK IN 9216B 4608/9216B",
     "LIBUSB_TRANSFER_TIMED_OUT libusb_submit_transfer ep=0x81 BULK IN 9216B",
     # The transfer that asked for frame 9 when the device went.
     "LIBUSB_TRANSFER_NO_DEVICE libusb_submit_transfer ep=0x81 BULK IN 9216B",
@@ -74,14 +74,22 @@ ASYNC_FAILURES = [
 QUEUE = 4
 STREAM_GOES = DISCONNECT - QUEUE
 
+# Every program releases the interface at the end, and with the device gone that fails too.
+RELEASE_GONE = ["LIBUSB_ERROR_NO_DEVICE libusb_release_interface"]
+# The Python twin clears the halt of an endpoint whose transfer failed (the stall and the timeout
+# before the disconnect: cleared), which fails once the device is gone: after frame 9's observe,
+# and frame 10's command and observe.
+TWIN_CLEAR_HALTS_GONE = ["LIBUSB_ERROR_NO_DEVICE libusb_clear_halt"] * 3
+
 EXPECTED_MARKS = {
-    "usb_capture-sync": SYNC_MARKS,
+    "usb_capture-sync": SYNC_MARKS + RELEASE_GONE,
     "usb_capture-async": ASYNC_FAILURES + [gone("submit status")] + after_disconnect(
-        DISCONNECT + 1, ["control", "command", "submit frame", "submit status"]),
-    "harness-sync": SYNC_MARKS,
+        DISCONNECT + 1, ["control", "command", "submit frame", "submit status"]) + RELEASE_GONE,
+    "harness-sync": SYNC_MARKS + RELEASE_GONE,
     "harness-stream": ASYNC_FAILURES + [gone("status")] + [gone("submit frame")] * (
-        FRAMES - STREAM_GOES - 1) + after_disconnect(STREAM_GOES + 1, ["control", "command", "status"]),
-    "python-twin": SYNC_MARKS,
+        FRAMES - STREAM_GOES - 1) + after_disconnect(STREAM_GOES + 1, ["control", "command", "status"]
+                                                     ) + RELEASE_GONE,
+    "python-twin": SYNC_MARKS + TWIN_CLEAR_HALTS_GONE + RELEASE_GONE,
 }
 
 
@@ -128,11 +136,18 @@ def test_each_fault_is_a_red_mark_and_the_program_sees_what_it_sees_without_the_
     # A synchronous call's mark lies inside that call's range, on its thread.
     calls = ranges(events, "usb")
     for mark in marks:
-        call = mark["name"].split(" ")[2 if mark["name"].startswith("short") else 1]
+        call = mark["name"].split(" ")[1]
         if call == "libusb_submit_transfer":
             continue  # a completion is marked on the event thread
         assert any(c["tid"] == mark["tid"] and c["name"].startswith(call) and
                    c["ts"] <= mark["ts"] <= c["ts"] + c["dur"] for c in calls), mark
+    # The frames the camera was asked for, with the bytes each moved, in the order they ended
+    # (a stream's timed-out frame ends after the frames queued behind it): the short frame half of
+    # one, the six whole frames all of one, the stalled, timed-out and lost ones none.
+    moved = [e["args"]["payload"] for e in calls if e["name"] in (
+        "libusb_bulk_transfer ep=0x81 IN 9216B", "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B")]
+    assert moved[:SHORT + 1] == [9216, 0, 4608]
+    assert collections.Counter(moved) == {9216: 6, 4608: 1, 0: len(moved) - 7}
     # Every frame was counted, the faulty ones included.
     frames = [e["name"] for e in ranges(events, "nvtxshim") if e["name"].startswith("frame ")]
     assert sorted(frames, key=lambda f: int(f.split()[1])) == ["frame %d" % n for n in range(1, FRAMES + 1)]

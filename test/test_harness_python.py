@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from conftest import PYTHON, ROOT, load_trace, names, ranges, run
+from conftest import (CLOSE_CAMERA, PYTHON, ROOT, TWIN_OPEN_CAMERA, device_calls, load_trace, names,
+                      ranges, run, transfer_ranges)
 from xserver import Xvfb
 
 HARNESS = os.path.join(ROOT, "examples", "harness_physical.py")
@@ -46,12 +47,15 @@ def expected_summary(frames, errors, checksum_line, bad=()):
     return "frames=%d errors=%d checksum=%s actions=%s" % (frames, errors, checksum, "".join(actions))
 
 
-def usb_names(frames, in_bytes=64 * 48 * 3):
+def usb_names(frames, in_bytes=64 * 48 * 3, device=()):
+    """The usb ranges of FRAMES frames: the camera opened, the interface claimed (and released at
+    the end), the frames' transfers, and the device calls in DEVICE (clear_halt after a stall)."""
     return collections.Counter(
         ["libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in range(frames)] +
         ["libusb_bulk_transfer ep=0x02 OUT 8B"] * frames +
         ["libusb_bulk_transfer ep=0x81 IN %dB" % in_bytes] * frames +
-        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * frames)
+        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * frames +
+        TWIN_OPEN_CAMERA + CLOSE_CAMERA + list(device))
 
 
 def by_time(events):
@@ -75,19 +79,22 @@ def test_pyusb_loop_same_output_with_shim_and_usb_ranges_per_call(make_device, t
     events = load_trace(trace)
     # pyusb reaches libusb through ctypes: each of its calls is one range, nothing else shows.
     assert collections.Counter(names(events, "usb")) == usb_names(FRAMES)
+    assert device_calls(events) == TWIN_OPEN_CAMERA + CLOSE_CAMERA
     usb = ranges(events, "usb")
     payloads = collections.defaultdict(set)
-    for e in usb:
+    for e in transfer_ranges(events):
         payloads[e["name"].split(" type=")[0]].add(e["args"]["payload"])
     assert payloads == {"libusb_control_transfer": {0},
                         "libusb_bulk_transfer ep=0x02 OUT 8B": {8},
                         "libusb_bulk_transfer ep=0x81 IN 9216B": {9216},
                         "libusb_interrupt_transfer ep=0x83 IN 8B": {8}}
     assert {e["tid"] for e in usb} == {usb[0]["pid"]}
-    # The order on the wire: act(i), observe(i), status(i), act(i+1)...
+    # The order on the wire: the device opened, act(i), observe(i), status(i), act(i+1)..., the
+    # interface released.
     order = [e["name"].split(" type=")[0].split(" IN")[0].split(" OUT")[0] for e in by_time(usb)]
-    assert order == ["libusb_control_transfer", "libusb_bulk_transfer ep=0x02",
-                     "libusb_bulk_transfer ep=0x81", "libusb_interrupt_transfer ep=0x83"] * FRAMES
+    assert order == TWIN_OPEN_CAMERA + [
+        "libusb_control_transfer", "libusb_bulk_transfer ep=0x02", "libusb_bulk_transfer ep=0x81",
+        "libusb_interrupt_transfer ep=0x83"] * FRAMES + CLOSE_CAMERA
 
     # NVTXSHIM_FRAME=usb.out:0x02: frame k starts with the kth command and holds its frame's reads.
     frames = by_time(ranges(events, "nvtxshim"))
@@ -113,10 +120,13 @@ def test_capture_thread_same_output_and_usb_on_its_own_thread(make_device, tmp_p
 
     events = load_trace(trace)
     assert collections.Counter(names(events, "usb")) == usb_names(FRAMES)
-    usb = ranges(events, "usb")
+    usb = transfer_ranges(events)
     pid = usb[0]["pid"]
     tids = {e["tid"] for e in usb}
-    assert len(tids) == 1 and tids != {pid}, "the capture thread's calls are on one other thread"
+    assert len(tids) == 1 and tids != {pid}, "the capture thread's transfers are on one other thread"
+    # The main thread opens the camera before the capture thread starts, and closes it.
+    assert device_calls(events) == TWIN_OPEN_CAMERA + CLOSE_CAMERA
+    assert {e["tid"] for e in ranges(events, "usb") if e not in usb} == {pid}
     named = {e["tid"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
     assert tids <= named
 
@@ -169,10 +179,15 @@ def test_stalled_and_short_frames_counted_and_same_with_shim(make_device, tmp_pa
     assert lines[1] == plain_lines[1] == expected_summary(FRAMES, 2, plain_lines[1], bad=(2, 4))
 
     events = load_trace(trace)
-    assert collections.Counter(names(events, "usb")) == usb_names(FRAMES)
+    # The stalled frame's endpoint is cleared (pyusb's clear_halt).
+    assert collections.Counter(names(events, "usb")) == usb_names(
+        FRAMES, device=["libusb_clear_halt ep=0x81"])
+    # The stall is the one mark; the short frame completed, its range has the bytes it moved.
     marks = [e["name"] for e in events if e.get("ph") == "i" and e.get("cat") == "usb"]
-    assert marks == ["LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B",
-                     "short transfer libusb_bulk_transfer ep=0x81 IN 4608/9216B"]
+    assert marks == ["LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B"]
+    reads = [e["args"]["payload"] for e in ranges(events, "usb")
+             if e["name"] == "libusb_bulk_transfer ep=0x81 IN 9216B"]
+    assert reads == [9216] * 2 + [0, 9216, 4608] + [9216] * (FRAMES - 5)
 
 
 @pytest.mark.parametrize("argv, message", [

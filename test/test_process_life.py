@@ -68,10 +68,14 @@ def summary(events, pid):
     return sorted(values), calls, frames, names
 
 
-def protocol_calls(frames, status_reads=0):
-    """The calls of FRAMES protocol frames (control, command, frame, status) and extra status reads."""
-    return {"libusb_control_transfer": frames, "libusb_bulk_transfer": 2 * frames,
-            "libusb_interrupt_transfer": frames + status_reads}
+def protocol_calls(frames, status_reads=0, opened=1, closed=1):
+    """The calls of FRAMES protocol frames (control, command, frame, status) and extra status
+    reads, in a process that OPENED the device (libusb_open, its interface claimed) and CLOSED it
+    (the interface released) that many times."""
+    calls = {"libusb_control_transfer": frames, "libusb_bulk_transfer": 2 * frames,
+             "libusb_interrupt_transfer": frames + status_reads, "libusb_open": opened,
+             "libusb_claim_interface": opened, "libusb_release_interface": closed}
+    return {name: count for name, count in calls.items() if count}
 
 
 def test_fork_child_counts_its_own_frames_in_its_own_file(make_device, tmp_path):
@@ -84,7 +88,8 @@ def test_fork_child_counts_its_own_frames_in_its_own_file(make_device, tmp_path)
     (parent_key, parent_path), (child_key, child_path) = sorted(
         files.items(), key=lambda item: min(summary(load_trace(item[1]), item[0][1])[0]))
     values, calls, frames, _ = summary(load_trace(parent_path), parent_key[1])
-    assert values == [0, 1, 2, 5, 6] and calls == protocol_calls(5, status_reads=1)
+    # Closed before the fork and opened again after it.
+    assert values == [0, 1, 2, 5, 6] and calls == protocol_calls(5, status_reads=1, opened=2, closed=2)
     assert frames == [1, 2, 3, 4, 5]
     values, calls, frames, _ = summary(load_trace(child_path), child_key[1])
     assert values == [3, 4] and calls == protocol_calls(2)
@@ -108,7 +113,8 @@ def test_exec_completes_the_first_images_trace(make_device, tmp_path, variant):
     pid = next(iter(files))[1]
     first = load_trace(files[("trace", pid)], complete=True)  # the closing ] is there
     values, calls, frames, names = summary(first, pid)
-    assert values == [0, 1] and calls == protocol_calls(2, status_reads=3)
+    # The device is left open across the exec: the new image opens it again.
+    assert values == [0, 1] and calls == protocol_calls(2, status_reads=3, closed=0)
     assert frames[:1] == [1]  # frame 2, open at exec: test_the_frame_open_at_the_end_ends_there
     watcher = [tid for tid, given in names.items() if "watcher" in given]
     assert len(watcher) == 1 and watcher[0] != pid
@@ -162,8 +168,9 @@ def test_threads_created_and_joined_while_tracing_keep_their_ranges_and_names(ma
     for name, tid in workers.items():
         own = [e["name"] for e in ranges(events) if e["tid"] == tid]
         assert own == ["libusb_interrupt_transfer ep=0x83 IN 8B"] * 2, name
-    main = [e for e in ranges(events, "usb") if e["tid"] == pid]
-    assert len(main) == 16
+    main = [e["name"].split(" ")[0] for e in ranges(events, "usb") if e["tid"] == pid]
+    assert main[:2] == ["libusb_open", "libusb_claim_interface"]
+    assert main[-1:] == ["libusb_release_interface"] and len(main) == 2 + 16 + 1
 
 
 @pytest.mark.parametrize("moved", [False, True], ids=["same-place", "moved"])
@@ -180,7 +187,8 @@ def test_dlclose_and_reopen_of_libusb_keeps_calls_traced(make_device, tmp_path, 
     (_, pid), path = next(iter(trace_files(traces).items()))
     values, calls, frames, _ = summary(load_trace(path), pid)
     assert values == [0, 1, 2, 3], "calls after the re-dlopen are traced"
-    assert calls == protocol_calls(4, status_reads=1) and frames == [1, 2, 3, 4]
+    # Opened and closed before the dlclose, and again after the dlopen.
+    assert calls == protocol_calls(4, status_reads=1, opened=2, closed=2) and frames == [1, 2, 3, 4]
 
 
 EXITS = {"return": 0, "exit": 5, "thread-exit": 6, "_exit": 7, "_Exit": 8}
@@ -194,7 +202,8 @@ def test_every_way_out_leaves_a_complete_trace(make_device, tmp_path, how):
     (_, pid), path = next(iter(trace_files(traces).items()))
     events = load_trace(path, complete=True)
     values, calls, frames, names = summary(events, pid)
-    assert values == [0, 1, 2] and calls == protocol_calls(3, status_reads=3)
+    # No way out here closes the device first.
+    assert values == [0, 1, 2] and calls == protocol_calls(3, status_reads=3, closed=0)
     assert frames[:2] == [1, 2]  # frame 3: test_the_frame_open_at_the_end_ends_there
     assert any("watcher" in given for given in names.values())
 
@@ -226,7 +235,7 @@ def test_a_fatal_signal_leaves_every_event_so_far_readable(make_device, tmp_path
     (_, pid), path = next(iter(trace_files(traces).items()))
     values, calls, frames, names = summary(load_unfinished(path), pid)
     assert values[:2] == [0, 1], "every frame that ended before the signal"
-    complete = protocol_calls(2, status_reads=3)
+    complete = protocol_calls(2, status_reads=3, closed=0)
     assert all(calls[name] >= count for name, count in complete.items()), calls
     assert frames[:2] == [1, 2], "every frame that ended before the signal"
     assert any("watcher" in given for given in names.values())

@@ -79,6 +79,8 @@ CORPUS = [
          DEVICE),
     Case("frame_loop-usage", ["test/frame_loop"]),
     Case("usb_async_edges", ["test/usb_async_edges"], DEVICE),
+    Case("usb_calls", ["test/usb_calls"], DEVICE),
+    Case("usb_calls-no-device", ["test/usb_calls"]),
     Case("stress", ["test/stress", "--workers", "3", "--reads", "5", "--statuses", "5",
                     "--copies", "5", "--x11", "3", "--async", "10", "--queue", "4"], DEVICE,
          display=True, env=GPU, frame="usb.in:0x81"),

@@ -3,7 +3,8 @@ import collections
 
 import pytest
 
-from conftest import PYTHON, ROOT, load_trace, names, program, ranges, run
+from conftest import (CLOSE_CAMERA, OPEN_CAMERA, PYTHON, ROOT, device_calls, load_trace, names,
+                      program, ranges, run)
 
 RED = "#d50000"
 
@@ -42,13 +43,19 @@ def test_sync_transfers_one_range_per_call_with_names_and_payloads(make_device, 
         ["libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in range(5)] +
         ["libusb_bulk_transfer ep=0x02 OUT 8B"] * 5 +
         ["libusb_bulk_transfer ep=0x81 IN 9216B"] * 5 +
-        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * 5)
-    payloads = {e["name"]: e["args"]["payload"] for e in ranges(events, "usb")}
+        ["libusb_interrupt_transfer ep=0x83 IN 8B"] * 5 +
+        OPEN_CAMERA + CLOSE_CAMERA)
+    # The device is opened and its interface claimed before the first transfer, released after
+    # the last; device management has its own category and no payload.
+    usb_ranges = ranges(events, "usb")
+    assert [e["name"] for e in usb_ranges[:2] + usb_ranges[-1:]] == OPEN_CAMERA + CLOSE_CAMERA
+    assert device_calls(events) == OPEN_CAMERA + CLOSE_CAMERA
+    assert all(e["args"] == {"category": "device"} for e in usb_ranges[:2] + usb_ranges[-1:])
+    payloads = {e["name"]: e["args"]["payload"] for e in usb_ranges[2:-1]}
     assert payloads["libusb_bulk_transfer ep=0x81 IN 9216B"] == 9216
     assert payloads["libusb_bulk_transfer ep=0x02 OUT 8B"] == 8
     assert payloads["libusb_interrupt_transfer ep=0x83 IN 8B"] == 8
     # libusb's sync calls run its async ones inside: only the program-level call shows.
-    usb_ranges = ranges(events, "usb")
     assert not any(inside(a, b) for a in usb_ranges for b in usb_ranges if a is not b)
     assert {e["tid"] for e in usb_ranges} == {usb_ranges[0]["pid"]}
     # Frame N begins with the Nth bulk IN and ends when the next begins.
@@ -97,20 +104,30 @@ def test_async_transfers_span_submission_to_callback_on_the_event_thread(make_de
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_stalled_and_short_transfers_get_red_marks_and_the_same_results(make_device, tmp_path, mode):
+def test_a_stall_is_a_red_mark_and_a_short_transfer_a_range_with_the_bytes_moved(
+        make_device, tmp_path, mode):
     device = make_device(frames=5, extra=("--stall-frame", "1", "--short-frame", "3"))
     plain, events = capture(device, tmp_path, mode)
     assert plain.returncode == 3  # the program counts errors and says so
     assert b"[frame 1: LIBUSB_ERROR_PIPE]" in plain.stdout
+    assert b"[frame 3: short 4608/9216]" in plain.stdout
+    # The stall is the one mark: a short transfer completed, and is no error.
     marks = [e for e in events if e.get("ph") == "i" and e.get("cat") == "usb"]
-    assert all(m["args"]["color"] == RED for m in marks)
-    texts = sorted(m["name"] for m in marks)
-    if mode == "sync":
-        assert texts == ["LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B",
-                         "short transfer libusb_bulk_transfer ep=0x81 IN 4608/9216B"]
-    else:
-        assert texts == ["LIBUSB_TRANSFER_STALL libusb_submit_transfer ep=0x81 BULK IN 9216B",
-                         "short transfer libusb_submit_transfer ep=0x81 BULK IN 9216B 4608/9216B"]
+    assert all(m["args"]["color"] == RED and m["args"]["category"] == "warning" for m in marks)
+    assert [m["name"] for m in marks] == [
+        "LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B" if mode == "sync" else
+        "LIBUSB_TRANSFER_STALL libusb_submit_transfer ep=0x81 BULK IN 9216B"]
+    # The frames' ranges in time order, each with the bytes it moved: in the trace file a
+    # synchronous transfer's range has them (its name keeps the request), an asynchronous one's
+    # completion callback has them (its submission's range keeps the request).
+    moved = "libusb_bulk_transfer ep=0x81 IN 9216B" if mode == "sync" else \
+        "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"
+    assert [e["args"]["payload"] for e in ranges(events, "usb") if e["name"] == moved] == [
+        9216, 0, 9216, 4608, 9216]
+    if mode == "async":
+        submits = [e for e in ranges(events, "usb") if e["name"].startswith(
+            "libusb_submit_transfer ep=0x81")]
+        assert [e["args"]["payload"] for e in submits] == [9216] * 5
 
 
 def test_pyusb_through_ctypes_shows_a_range_for_every_libusb_call(make_device, tmp_path):
@@ -122,9 +139,14 @@ def test_pyusb_through_ctypes_shows_a_range_for_every_libusb_call(make_device, t
     assert plain.returncode == 0, plain.stderr
     assert shimmed.stdout == plain.stdout and shimmed.returncode == 0
     assert b"calls control=4 bulk=8 interrupt=4" in plain.stdout
-    calls = collections.Counter(name.split(" ")[0] for name in names(load_trace(trace), "usb"))
+    events = load_trace(trace)
+    calls = collections.Counter(name.split(" ")[0] for name in names(events, "usb"))
     assert calls == {"libusb_control_transfer": 4, "libusb_bulk_transfer": 8,
-                     "libusb_interrupt_transfer": 4}
+                     "libusb_interrupt_transfer": 4, "libusb_open": 1,
+                     "libusb_claim_interface": 1, "libusb_release_interface": 1}
+    # pyusb opens the device and claims the interface itself, and releases it when it
+    # disposes of the device.
+    assert device_calls(events) == OPEN_CAMERA + CLOSE_CAMERA
 
 
 def test_frame_marker_by_call_and_budget_marks(make_device, tmp_path):
@@ -188,9 +210,64 @@ def test_async_edges_behave_as_without_the_shim(make_device, tmp_path):
     assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
         plain.stdout, plain.stderr, plain.returncode)
     events = load_trace(trace)
-    assert names(events, "usb") == ["libusb_submit_transfer ep=0x81 ISO IN 4x512B",
-                                    "libusb_submit_transfer ep=0x81 BULK IN 9216B",
-                                    "libusb_handle_events",
-                                    "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"]
+    assert names(events, "usb") == OPEN_CAMERA + ["libusb_submit_transfer ep=0x81 ISO IN 4x512B",
+                                                  "libusb_submit_transfer ep=0x81 BULK IN 9216B",
+                                                  "libusb_handle_events",
+                                                  "libusb_transfer_cb_fn ep=0x81 BULK IN 9216B"] + CLOSE_CAMERA
     marks = [e["name"] for e in events if e["ph"] == "i"]
     assert marks == ["LIBUSB_ERROR_INVALID_PARAM libusb_submit_transfer ep=0x81 ISO IN 4x512B"]
+
+
+# test/programs/usb_calls.c's calls, in its order: each one's range name and category as the
+# contract gives them (device management in "device", descriptor requests in "transfer", event
+# handling in "events"). The program prints the same names, one line each: "NAME: RESULT [ERROR]".
+USB_CALLS = [("libusb_open", "device"), ("libusb_set_configuration 1", "device"),
+             ("libusb_claim_interface 0", "device"),
+             ("libusb_set_interface_alt_setting 0 alt=0", "device"),
+             ("libusb_clear_halt ep=0x81", "device"),
+             ("libusb_get_string_descriptor_ascii idx=1", "transfer"),
+             ("libusb_get_bos_descriptor", "transfer"), ("libusb_reset_device", "device"),
+             ("libusb_release_interface 0", "device"), ("libusb_handle_events_locked", "events"),
+             ("libusb_wait_for_event", "events")]
+
+
+def test_device_descriptor_and_event_calls_one_range_each_and_a_red_mark_for_each_failure(
+        make_device, tmp_path):
+    # The emulated device need not answer every request (a descriptor request may stall): the
+    # results are not asserted, only that the trace agrees with them.
+    device = make_device(frames=1)
+    argv = [program("test/usb_calls")]
+    trace = tmp_path / "calls.json"
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
+    assert plain.returncode == 0, plain
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    # Indented lines say what a descriptor request that succeeded read.
+    results = [line.split(": ") for line in plain.stdout.decode().splitlines()
+               if not line.startswith(" ")]
+    assert [name for name, _ in results] == [name for name, _ in USB_CALLS]
+
+    events = load_trace(trace)
+    usb = ranges(events, "usb")
+    # One range per call: libusb's own requests inside a call (the control transfers of a
+    # descriptor request, the claims a reset makes again) do not show.
+    assert [(e["name"], e["args"]["category"]) for e in usb] == USB_CALLS
+    assert {e["tid"] for e in usb} == {usb[0]["pid"]}
+    # Only the string request asks for bytes: the program's 64-byte buffer.
+    assert {e["name"]: e["args"]["payload"] for e in usb if "payload" in e["args"]} == {
+        "libusb_get_string_descriptor_ascii idx=1": 64}
+    # A red mark for each device management or descriptor call that failed (a negative result),
+    # named after the error and the function and inside the call's range; none for the others.
+    # Event handling has no marks (here it returns 0, and 1 for the wait that timed out).
+    marked = {name for name, category in USB_CALLS if category != "events"}
+    failed = {name: result.split()[1] for name, result in results
+              if int(result.split()[0]) < 0 and name in marked}
+    marks = [e for e in events if e["ph"] == "i"]
+    assert sorted(m["name"] for m in marks) == sorted(
+        "%s %s" % (error, name.split()[0]) for name, error in failed.items())
+    for mark in marks:
+        assert mark["cat"] == "usb" and mark["args"]["category"] == "warning"
+        assert mark["args"]["color"] == RED
+        call = next(e for e in usb if e["name"].split()[0] == mark["name"].split()[1])
+        assert call["tid"] == mark["tid"] and call["ts"] <= mark["ts"] <= call["ts"] + call["dur"]

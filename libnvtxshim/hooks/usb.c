@@ -1,7 +1,6 @@
 /* libusb-1.0: synchronous transfers, asynchronous transfers (submission to
  * completion callback) and event handling, in NVTX domain "usb". */
 #define _GNU_SOURCE
-#include <inttypes.h>
 #include <libusb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,7 +52,7 @@ static const char *status_name(enum libusb_transfer_status status)
     return "LIBUSB_TRANSFER_UNKNOWN";
 }
 
-/* A red mark beside the range: a failed, timed-out, stalled or short transfer. */
+/* A red mark beside the range: a failed, timed-out or stalled transfer, a failed call. */
 __attribute__((format(printf, 2, 3)))
 static void warn(uint64_t payload, const char *format, ...)
 {
@@ -68,6 +67,48 @@ static void warn(uint64_t payload, const char *format, ...)
     };
     nvs_mark(&mark);
 }
+
+/* ---- bytes moved ----------------------------------------------------------
+ *
+ * A transfer that moves fewer bytes than it asked for has completed: it is
+ * not an error. Protocols end a message with a short packet and read into a
+ * buffer larger than the answer (MTP, CDC, mass storage, most vendor
+ * protocols), so a red mark for each made the errors impossible to find (an
+ * MTP replay: 2,449 marks, about 100 names, one per byte count). What a user
+ * wants from a short transfer is how many bytes it moved, in the place each
+ * tool can hold it:
+ *
+ *   - The trace file (NVTXSHIM_TRACE): the recorder writes a push/pop range
+ *     when it is popped, so a synchronous transfer's range gets the bytes
+ *     moved as its payload; its name keeps the requested size. A short one
+ *     is a range whose payload is less than its name says, and nothing else:
+ *     no event that would only repeat the payload.
+ *   - nsys, or any other NVTX tool, takes a range's payload with its push,
+ *     before the transfer ran: the range keeps the requested size, and a
+ *     short completion is a mark in category "transfer" (the transfers'
+ *     colour, not red) with the bytes moved as payload, named after the
+ *     range ("short transfer libusb_bulk_transfer ep=0x81 IN 9216B"): one
+ *     name per transfer shape, however many byte counts come back.
+ *   - Asynchronous transfers: the completion callback's range, pushed once
+ *     the transfer has completed, carries the bytes moved in either tool, so
+ *     no mark is needed; the submission's range began (and its begin was
+ *     written) at submission, with the requested size.
+ *
+ * A failed transfer keeps its red mark, with the bytes moved before it failed
+ * in the mark's name and payload (and the range's payload in the trace file). */
+
+/* A short completion under a tool that took the range's payload at its push. */
+static void short_mark(struct nvs_name name, uint64_t moved)
+{
+    struct nvs_attributes mark = {
+        .domain = NVS_DOMAIN_USB, .name = name, .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB, .payload = moved, .has_payload = true,
+    };
+    nvs_mark(&mark);
+}
+
+/* The short-completion mark's name: the range's key with this bit. */
+#define SHORT_KEY (1ull << 55)
 
 /* ---- synchronous transfers ---------------------------------------------- */
 
@@ -90,6 +131,22 @@ static void describe_data(struct nvs_attributes *range, char *text, enum nvs_hoo
                                  text);
 }
 
+/* A bulk or interrupt transfer's range ends, MOVED of LENGTH bytes moved
+ * (COMPLETED: without an error). */
+static void data_moved(enum nvs_hook_id id, unsigned char endpoint, int length, int moved,
+                       bool completed)
+{
+    if (nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) || !completed || moved >= length)
+        return;
+    struct nvs_name name;
+    char text[NVS_CALL_TEXT_MAX];
+    NVS_NAME(name, NVS_DOMAIN_USB,
+             nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length) ^ SHORT_KEY, text,
+             "short transfer %s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
+             direction(endpoint), length);
+    short_mark(name, (uint64_t)moved);
+}
+
 static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real,
                          libusb_device_handle *handle, unsigned char endpoint,
                          unsigned char *data, int length, int *transferred, unsigned int timeout)
@@ -102,21 +159,21 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
 
     /* libusb writes *transferred only when the transfer ran: not when its
      * submission failed (LIBUSB_ERROR_NO_DEVICE, _BUSY...), where the program's
-     * variable keeps whatever it held. Ours starts at -1 to tell the two apart,
-     * and the program's is written exactly when libusb writes it. transferred
-     * may be NULL: then the bytes moved are unknown and no short mark is made. */
+     * variable keeps whatever it held and nothing moved. Ours starts at -1 to
+     * tell the two apart, and the program's is written exactly when libusb
+     * writes it. libusb is given ours even when the program passed NULL (it
+     * only writes it), so the bytes moved are always known. */
     int moved = -1;
-    int result = real(handle, endpoint, data, length, transferred ? &moved : NULL, timeout);
+    int result = real(handle, endpoint, data, length, &moved, timeout);
     int saved_errno = errno;
     if (transferred && moved >= 0)
         *transferred = moved;
-    const char *name = nvs_hook_name(id);
+    if (moved < 0)
+        moved = 0;
     if (result < 0)
-        warn((uint64_t)(moved > 0 ? moved : 0), "%s %s ep=0x%02x %s %d/%dB", error_name(result),
-             name, endpoint, direction(endpoint), moved > 0 ? moved : 0, length);
-    else if (moved >= 0 && moved < length)
-        warn((uint64_t)moved, "short transfer %s ep=0x%02x %s %d/%dB", name, endpoint,
-             direction(endpoint), moved, length);
+        warn((uint64_t)moved, "%s %s ep=0x%02x %s %d/%dB", error_name(result), nvs_hook_name(id),
+             endpoint, direction(endpoint), moved, length);
+    data_moved(id, endpoint, length, moved, result >= 0);
     errno = saved_errno;
     nvs_call_close(NVS_DOMAIN_USB);
     return result;
@@ -167,6 +224,24 @@ static void describe_control(struct nvs_attributes *range, char *text, uint8_t r
     range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
 }
 
+/* A control transfer's range ends, MOVED of LENGTH data bytes moved
+ * (COMPLETED: without an error; a failed one reports none). */
+static void control_moved(uint8_t request_type, uint8_t request, uint16_t value, uint16_t length,
+                          int moved, bool completed)
+{
+    if (nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) || !completed || moved >= length)
+        return;
+    uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_control_transfer),
+                                     ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
+                                     ((uint64_t)value << 16) | length);
+    struct nvs_name name;
+    char text[NVS_CALL_TEXT_MAX];
+    NVS_NAME(name, NVS_DOMAIN_USB, key ^ SHORT_KEY, text,
+             "short transfer libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB",
+             request_type, request, value, direction(request_type), length);
+    short_mark(name, (uint64_t)moved);
+}
+
 EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
                                                uint8_t request_type, uint8_t request,
                                                uint16_t value, uint16_t index,
@@ -188,10 +263,7 @@ EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
     if (result < 0)
         warn(0, "%s libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x", error_name(result),
              request_type, request, value);
-    else if (result < length)
-        warn((uint64_t)result, "short transfer libusb_control_transfer type=0x%02x req=0x%02x "
-             "val=0x%04x %s %d/%uB", request_type, request, value, direction(request_type),
-             result, length);
+    control_moved(request_type, request, value, length, result > 0 ? result : 0, result >= 0);
     errno = saved_errno;
     nvs_call_close(NVS_DOMAIN_USB);
     return result;
@@ -307,27 +379,18 @@ static bool counts_as_frame_in(const struct libusb_transfer *transfer)
            (transfer->endpoint & LIBUSB_ENDPOINT_IN);
 }
 
-/* Marks a completion that failed or came back short (cancellation is the
- * program's own doing and is not marked). */
+/* Marks a completion that failed (cancellation is the program's own doing
+ * and is not marked; a short completion is not a failure, and the callback's
+ * range that follows carries the bytes moved). */
 static void check_completion(const struct libusb_transfer *transfer)
 {
     char what[112];
-    if (transfer->status == LIBUSB_TRANSFER_CANCELLED)
+    if (transfer->status == LIBUSB_TRANSFER_COMPLETED ||
+        transfer->status == LIBUSB_TRANSFER_CANCELLED)
         return;
-    if (transfer->status != LIBUSB_TRANSFER_COMPLETED) {
-        describe(what, sizeof what, transfer);
-        warn((uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
-             "%s libusb_submit_transfer %s", status_name(transfer->status), what);
-        return;
-    }
-    if (transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS)
-        return;
-    uint64_t requested = requested_bytes(transfer);
-    if ((uint64_t)transfer->actual_length < requested) {
-        describe(what, sizeof what, transfer);
-        warn((uint64_t)transfer->actual_length, "short transfer libusb_submit_transfer %s %d/%" PRIu64 "B",
-             what, transfer->actual_length, requested);
-    }
+    describe(what, sizeof what, transfer);
+    warn((uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
+         "%s libusb_submit_transfer %s", status_name(transfer->status), what);
 }
 
 /* Runs in place of the program's callback, on the thread libusb chose. */
@@ -498,3 +561,81 @@ EVENTS_WRAPPER(libusb_handle_events_timeout_completed,
                (context, timeout, completed))
 EVENTS_WRAPPER(libusb_wait_for_event, (libusb_context *context, struct timeval *timeout),
                (context, timeout))
+EVENTS_WRAPPER(libusb_handle_events_locked, (libusb_context *context, struct timeval *timeout),
+               (context, timeout))
+
+/* ---- device management and descriptor requests ------------------------------ */
+
+/* The range of a call named after its function and, where FORMAT is given,
+ * the numbers it acts on (an interface, an endpoint, a string index). Out of
+ * line, like close_call: the wrappers' untraced path saves no register. */
+static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_usb_category category,
+                                                const char *format, int first, int second,
+                                                bool has_payload, uint64_t payload)
+{
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_USB, .category = category,
+        .color = nvs_category_color(NVS_DOMAIN_USB, category),
+        .payload = payload, .has_payload = has_payload,
+    };
+    char text[NVS_CALL_TEXT_MAX];
+    if (format) {
+        uint64_t key = nvs_call_name_key(id, ((uint64_t)(uint32_t)first << 24) ^ (uint32_t)second);
+        range.name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+        if (!range.name.registered) {
+            int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+            snprintf(text + used, sizeof text - (size_t)used, format, first, second);
+#pragma GCC diagnostic pop
+            range.name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+        }
+    }
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
+/* The call returned RESULT: a libusb error gets a red mark beside the range. */
+static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result)
+{
+    int saved_errno = errno;
+    if (result < 0)
+        warn(0, "%s %s", error_name(result), nvs_hook_name(id));
+    errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_USB);
+}
+
+/* A wrapper that opens one range of CATEGORY around the call (FORMAT, FIRST,
+ * SECOND: the numbers in its name; PAYLOAD: the bytes it asks for, if any). */
+#define DEVICE_CALL(name, parameters, arguments, category, format, first, second, has_payload, \
+                    payload)                                                                    \
+    EXPORT int LIBUSB_CALL name parameters                                                      \
+    {                                                                                           \
+        NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,            \
+                         open_call(NVS_HOOK_ID(name), category, format, first, second,          \
+                                   has_payload, payload),                                       \
+                         close_call(NVS_HOOK_ID(name), result));                                \
+    }
+
+DEVICE_CALL(libusb_open, (libusb_device *device, libusb_device_handle **handle),
+            (device, handle), NVS_USB_DEVICE, NULL, 0, 0, false, 0)
+DEVICE_CALL(libusb_set_configuration, (libusb_device_handle *handle, int configuration),
+            (handle, configuration), NVS_USB_DEVICE, "%d", configuration, 0, false, 0)
+DEVICE_CALL(libusb_claim_interface, (libusb_device_handle *handle, int interface_number),
+            (handle, interface_number), NVS_USB_DEVICE, "%d", interface_number, 0, false, 0)
+DEVICE_CALL(libusb_release_interface, (libusb_device_handle *handle, int interface_number),
+            (handle, interface_number), NVS_USB_DEVICE, "%d", interface_number, 0, false, 0)
+DEVICE_CALL(libusb_set_interface_alt_setting,
+            (libusb_device_handle *handle, int interface_number, int alternate_setting),
+            (handle, interface_number, alternate_setting), NVS_USB_DEVICE, "%d alt=%d",
+            interface_number, alternate_setting, false, 0)
+DEVICE_CALL(libusb_clear_halt, (libusb_device_handle *handle, unsigned char endpoint),
+            (handle, endpoint), NVS_USB_DEVICE, "ep=0x%02x", endpoint, 0, false, 0)
+DEVICE_CALL(libusb_reset_device, (libusb_device_handle *handle), (handle), NVS_USB_DEVICE, NULL,
+            0, 0, false, 0)
+DEVICE_CALL(libusb_get_string_descriptor_ascii,
+            (libusb_device_handle *handle, uint8_t index, unsigned char *data, int length),
+            (handle, index, data, length), NVS_USB_TRANSFER, "idx=%d", index, 0, true,
+            (uint64_t)(length > 0 ? length : 0))
+DEVICE_CALL(libusb_get_bos_descriptor,
+            (libusb_device_handle *handle, struct libusb_bos_descriptor **bos), (handle, bos),
+            NVS_USB_TRANSFER, NULL, 0, 0, false, 0)
