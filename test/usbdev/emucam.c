@@ -8,8 +8,9 @@
  * can open, through umockdev's preload library and an ioctl handler in this
  * process. Unlike a umockdev replay file, which serves one URB at a time in a
  * fixed order, the handler implements the device: any number of URBs may be
- * in flight (a streaming camera's queue), cancellation works, and the run may
- * have any number of frames. The protocol, per frame i, is in README.md beside
+ * in flight (a streaming camera's queue), each open file of the device node
+ * has its own (as usbfs keeps them), cancellation works, and the run may have
+ * any number of frames. The protocol, per frame i, is in README.md beside
  * this file; commands that break it stall (EPIPE) as a real device would, and
  * are counted in the line printed at exit when there were any. Faults can be
  * put on given frames: a stall, a short frame, a frame the camera never sends
@@ -49,11 +50,18 @@ struct camera {
     unsigned last_command;    /* frame index of the last accepted control command */
     unsigned rejected;        /* commands that broke the protocol */
     unsigned char *frame;     /* scratch, one frame */
+};
+
+/* One open file of the device node: usbfs keeps URBs per file, so a reap returns
+ * only the URBs submitted through that file. umockdev's preload connects one
+ * socket per open(), one UMockdevIoctlClient here. */
+struct file {
     GQueue done;              /* URBs completed, not yet reaped (UMockdevIoctlData *) */
     GQueue pending;           /* URBs the device does not answer (a --timeout-frame) */
 };
 
 static struct camera camera = { .width = 64, .height = 48, .disconnect_at = -1 };
+static GHashTable *files;     /* UMockdevIoctlClient * -> struct file *, in the handler's thread */
 static pid_t child;
 
 static int target_of(unsigned index)
@@ -109,17 +117,55 @@ static int type_of(unsigned char endpoint)
     }
 }
 
-/* The device goes away: what it has not answered ends as the kernel ends it
- * on a disconnect (-ESHUTDOWN), ready to reap; from now on requests fail. */
+/* The client's file, made when it first asks; dropped with its URBs when it closes. */
+static void file_free(gpointer data)
+{
+    struct file *file = data;
+    g_queue_clear_full(&file->done, g_object_unref);
+    g_queue_clear_full(&file->pending, g_object_unref);
+    g_free(file);
+}
+
+/* umockdev keeps a client as long as its connection: the client goes when the program closes
+ * the file (or exits). Its "connected" property is not notified then (umockdev 0.17), so the
+ * client's end is the file's. Closing the file discards its URBs, reaped or not, as usbfs
+ * does. */
+static void closed(gpointer unused, GObject *client)
+{
+    (void)unused;
+    g_hash_table_remove(files, client);
+}
+
+static struct file *file_of(UMockdevIoctlClient *client)
+{
+    struct file *file = g_hash_table_lookup(files, client);
+    if (!file) {
+        file = g_new0(struct file, 1);
+        g_queue_init(&file->done);
+        g_queue_init(&file->pending);
+        g_hash_table_insert(files, client, file);
+        g_object_weak_ref(G_OBJECT(client), closed, NULL);
+    }
+    return file;
+}
+
+/* The device goes away: what it has not answered, in every file, ends as the
+ * kernel ends it on a disconnect (-ESHUTDOWN), ready to reap; from now on requests fail. */
 static void unplug(void)
 {
     camera.gone = true;
-    UMockdevIoctlData *urb_data;
-    while ((urb_data = g_queue_pop_head(&camera.pending))) {
-        struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
-        urb->status = -ESHUTDOWN;
-        urb->actual_length = 0;
-        g_queue_push_tail(&camera.done, urb_data);
+    GHashTableIter iter;
+    gpointer value;
+    g_hash_table_iter_init(&iter, files);
+    while (g_hash_table_iter_next(&iter, NULL, &value)) {
+        struct file *file = value;
+        UMockdevIoctlData *urb_data;
+        while ((urb_data = g_queue_pop_head(&file->pending))) {
+            struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
+            urb->status = -ESHUTDOWN;
+            urb->actual_length = 0;
+            g_queue_push_tail(&file->done, urb_data);
+        }
     }
 }
 
@@ -257,24 +303,26 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
             g_object_unref(urb_data);
             return FALSE;
         }
-        /* The device is ready: the URB completes now and waits to be reaped,
-         * unless this is a frame the camera never sends. */
+        /* The device is ready: the URB completes now and waits to be reaped
+         * through this file, unless this is a frame the camera never sends. */
         bool answered = serve(urb, buffer->data);
         g_object_unref(buffer);
-        g_queue_push_tail(answered ? &camera.done : &camera.pending, urb_data);
+        struct file *file = file_of(client);
+        g_queue_push_tail(answered ? &file->done : &file->pending, urb_data);
         umockdev_ioctl_client_complete(client, 0, 0);
         return TRUE;
     }
     case USBDEVFS_REAPURB:
     case USBDEVFS_REAPURBNDELAY: {
-        UMockdevIoctlData *urb_data = g_queue_pop_head(&camera.done);
+        struct file *file = file_of(client);
+        UMockdevIoctlData *urb_data = g_queue_pop_head(&file->done);
         if (!urb_data) {
             umockdev_ioctl_client_complete(client, -1, camera.gone ? ENODEV : EAGAIN);
             return TRUE;
         }
         UMockdevIoctlData *pointer = umockdev_ioctl_data_resolve(arg, 0, sizeof(void *), NULL);
         if (!pointer) {
-            g_queue_push_head(&camera.done, urb_data);
+            g_queue_push_head(&file->done, urb_data);
             return FALSE;
         }
         umockdev_ioctl_data_set_ptr(pointer, 0, urb_data);
@@ -284,20 +332,22 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
         return TRUE;
     }
     case USBDEVFS_DISCARDURB: {
-        /* A pending URB (a frame the camera never sends: the program's timeout
-         * cancels it) is unlinked as usbfs does, -ECONNRESET, and waits to be
-         * reaped. Every other URB has completed by the time it could be
-         * cancelled: the kernel answers EINVAL, and it is reaped as it completed. */
+        /* A pending URB of this file (a frame the camera never sends: the
+         * program's timeout cancels it) is unlinked as usbfs does, -ECONNRESET,
+         * and waits to be reaped. Every other URB has completed by the time it
+         * could be cancelled, or is another file's: the kernel answers EINVAL,
+         * and a completed one is reaped as it completed. */
+        struct file *file = file_of(client);
         gulong address = *(gulong *)arg->data;
-        for (GList *link = camera.pending.head; link; link = link->next) {
+        for (GList *link = file->pending.head; link; link = link->next) {
             UMockdevIoctlData *urb_data = link->data;
             if (urb_data->client_addr != address)
                 continue;
             struct usbdevfs_urb *urb = (struct usbdevfs_urb *)urb_data->data;
             urb->status = -ECONNRESET;
             urb->actual_length = 0;
-            g_queue_delete_link(&camera.pending, link);
-            g_queue_push_tail(&camera.done, urb_data);
+            g_queue_delete_link(&file->pending, link);
+            g_queue_push_tail(&file->done, urb_data);
             umockdev_ioctl_client_complete(client, 0, 0);
             return TRUE;
         }
@@ -394,8 +444,7 @@ int main(int argc, char **argv)
     if (!first || first >= argc)
         usage();
     camera.frame = malloc((size_t)camera.width * camera.height * 3);
-    g_queue_init(&camera.done);
-    g_queue_init(&camera.pending);
+    files = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, file_free);
 
     UMockdevTestbed *testbed = umockdev_testbed_new();
     UMockdevIoctlBase *handler = umockdev_ioctl_base_new();
