@@ -2,7 +2,7 @@
  *
  *     emucam [--width W] [--height H] [--stall-frame K]... [--short-frame K]...
  *            [--timeout-frame K]... [--disconnect-frame K] [--bus B] [--address A]
- *            -- PROGRAM [ARGS...]
+ *            [--fx2 LOG] -- PROGRAM [ARGS...]
  *
  * Runs PROGRAM with a full-speed USB device 1209:0001, under a root hub, that
  * the real libusb (and pyusb, lsusb, usb-devices) can open, through umockdev's
@@ -12,12 +12,15 @@
  * camera's queue), each open file of the device node has its own (as usbfs
  * keeps them), cancellation works, and the run may have any number of frames.
  * The device answers the standard requests a real one answers (descriptors,
- * strings, status, configuration). The protocol, per frame i, is in README.md beside this file;
+ * strings, status, configuration) and usbfs's synchronous control and bulk
+ * ioctls. The protocol, per frame i, is in README.md beside this file;
  * commands that break it stall (EPIPE) as a real device would, and are counted
  * in the line printed at exit when there were any. Faults can be put on given
  * frames: a stall, a short frame, a frame the camera never sends (the URB stays
  * pending until the program's timeout discards it), and a disconnect, after
- * which every request fails as usbfs fails it (ENODEV).
+ * which every request fails as usbfs fails it (ENODEV). With --fx2 the device
+ * also takes an EZ-USB FX2's firmware download (vendor request 0xA0: its RAM and
+ * CPUCS register), as fxload sends it, and logs every write to LOG.
  *
  * The exit status is PROGRAM's (128 + N when signal N ended it). Signals sent
  * to emucam (INT, TERM, HUP, USR1, USR2) are forwarded to PROGRAM. */
@@ -94,6 +97,8 @@ struct camera {
     unsigned rejected;        /* commands that broke the protocol */
     unsigned configuration;   /* bConfigurationValue in force: 1, or 0 when unconfigured */
     unsigned char *frame;     /* scratch, one frame */
+    FILE *fx2_log;            /* --fx2: the firmware download's writes go here; NULL: no FX2 */
+    unsigned char fx2_ram[0x10000];
 };
 
 /* One open file of the device node: usbfs keeps URBs per file, so a reap returns
@@ -335,6 +340,31 @@ static int hub_request(unsigned request_type, unsigned request, unsigned value, 
     return -EPIPE;
 }
 
+/* --fx2: an EZ-USB FX2's firmware download, vendor request 0xA0 ("firmware load"): wValue is
+ * the address in its internal program/data RAM (0x0000-0x3FFF), its scratch RAM
+ * (0xE000-0xE1FF) or its CPUCS register (0xE600, bit 0 holds the 8051 in reset). */
+static bool fx2_address(unsigned address, int length)
+{
+    unsigned end = address + (unsigned)length;
+    return length > 0 && ((end <= 0x4000) || (address >= 0xE000 && end <= 0xE200) ||
+                          (address == 0xE600 && length == 1));
+}
+
+static int fx2_request(bool in, unsigned address, unsigned char *data, int length)
+{
+    if (!fx2_address(address, length))
+        return -EPIPE;
+    if (in)
+        return reply(data, length, camera.fx2_ram + address, length);
+    memcpy(camera.fx2_ram + address, data, (size_t)length);
+    fprintf(camera.fx2_log, "0x%04x ", address);
+    for (int i = 0; i < length; i++)
+        fprintf(camera.fx2_log, "%02x", data[i]);
+    fputc('\n', camera.fx2_log);
+    fflush(camera.fx2_log);
+    return length;
+}
+
 /* The device's side of a control transfer: SETUP is the 8-byte setup packet, DATA its data
  * stage (wLength bytes: read for OUT, filled for IN). Returns the data stage's bytes, or a
  * negative errno: -EPIPE when the device stalls. */
@@ -352,6 +382,8 @@ static int control(const struct model *model, const unsigned char *setup, unsign
     case 0x40:
         if (model->hub)
             return -EPIPE;
+        if (request == 0xA0 && camera.fx2_log && (request_type & 0x1f) == 0)
+            return fx2_request(request_type & 0x80, value, data, length);
         break;
     default:
         return -EPIPE;
@@ -571,6 +603,79 @@ static gboolean finish(UMockdevIoctlClient *client, int result)
     return TRUE;
 }
 
+/* USBDEVFS_CONTROL: one control transfer, synchronous; it returns the data stage's bytes. */
+static gboolean control_ioctl(const struct model *model, UMockdevIoctlClient *client,
+                              UMockdevIoctlData *arg)
+{
+    UMockdevIoctlData *ctrl_data =
+        umockdev_ioctl_data_resolve(arg, 0, sizeof(struct usbdevfs_ctrltransfer), NULL);
+    if (!ctrl_data)
+        return FALSE;
+    struct usbdevfs_ctrltransfer *ctrl = (struct usbdevfs_ctrltransfer *)ctrl_data->data;
+    unsigned char setup[8] = { ctrl->bRequestType, ctrl->bRequest,
+                               (unsigned char)ctrl->wValue, (unsigned char)(ctrl->wValue >> 8),
+                               (unsigned char)ctrl->wIndex, (unsigned char)(ctrl->wIndex >> 8),
+                               (unsigned char)ctrl->wLength, (unsigned char)(ctrl->wLength >> 8) };
+    UMockdevIoctlData *data = NULL;
+    int result = -EINVAL;
+    if (ctrl->wLength <= MAX_CONTROL_DATA) {
+        if (ctrl->wLength)
+            data = umockdev_ioctl_data_resolve(
+                ctrl_data, G_STRUCT_OFFSET(struct usbdevfs_ctrltransfer, data), ctrl->wLength,
+                NULL);
+        unsigned char none[1];
+        result = ctrl->wLength && !data ? -EFAULT : control(model, setup, data ? data->data : none);
+    }
+    finish(client, result);
+    if (data)
+        g_object_unref(data);
+    g_object_unref(ctrl_data);
+    return TRUE;
+}
+
+/* USBDEVFS_BULK: one bulk or interrupt transfer, synchronous; it returns the bytes moved.
+ * A frame the camera never sends ends at once with the timeout's ETIMEDOUT (usbfs would
+ * wait out the timeout first: this handler may not block). */
+static gboolean bulk_ioctl(const struct model *model, UMockdevIoctlClient *client,
+                           UMockdevIoctlData *arg)
+{
+    UMockdevIoctlData *bulk_data =
+        umockdev_ioctl_data_resolve(arg, 0, sizeof(struct usbdevfs_bulktransfer), NULL);
+    if (!bulk_data)
+        return FALSE;
+    struct usbdevfs_bulktransfer *bulk = (struct usbdevfs_bulktransfer *)bulk_data->data;
+    UMockdevIoctlData *data = NULL;
+    int actual = 0, result = -ENOENT;
+    if (bulk->ep <= 0xff && (bulk->ep & 0x7f)) {
+        /* usbfs makes it an interrupt transfer on an interrupt endpoint, else a bulk one. */
+        int type = type_of(model, bulk->ep) == USBDEVFS_URB_TYPE_INTERRUPT
+                       ? USBDEVFS_URB_TYPE_INTERRUPT : USBDEVFS_URB_TYPE_BULK;
+        result = -endpoint_refused(model, bulk->ep, type);
+    }
+    if (!result && bulk->len > 16u << 20)
+        result = -EINVAL;
+    if (!result && bulk->len) {
+        data = umockdev_ioctl_data_resolve(
+            bulk_data, G_STRUCT_OFFSET(struct usbdevfs_bulktransfer, data), bulk->len, NULL);
+        if (!data)
+            result = -EFAULT;
+    }
+    if (!result) {
+        unsigned char none[1];
+        result = transfer((unsigned char)bulk->ep, data ? data->data : none, (int)bulk->len,
+                          &actual);
+        if (result == NO_ANSWER)
+            result = -ETIMEDOUT;
+        else if (result == 0)
+            result = actual;
+    }
+    finish(client, result);
+    if (data)
+        g_object_unref(data);
+    g_object_unref(bulk_data);
+    return TRUE;
+}
+
 /* An ioctl's argument, an unsigned int read from the client (an interface number). */
 static bool read_number(UMockdevIoctlData *arg, unsigned *value)
 {
@@ -658,6 +763,10 @@ static gboolean handle_ioctl(UMockdevIoctlBase *base, UMockdevIoctlClient *clien
     case USBDEVFS_IOCTL:
         /* No kernel driver is bound to the camera's interface; the root hub's stays bound. */
         return finish(client, model->hub ? -EPERM : -ENODATA);
+    case USBDEVFS_CONTROL:
+        return control_ioctl(model, client, arg);
+    case USBDEVFS_BULK:
+        return bulk_ioctl(model, client, arg);
     case USBDEVFS_SUBMITURB:
         return submit(model, client, arg);
     case USBDEVFS_REAPURB:
@@ -840,7 +949,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: emucam [--width W] [--height H] [--stall-frame K]... "
                     "[--short-frame K]... [--timeout-frame K]... [--disconnect-frame K] "
-                    "[--bus B] [--address A] -- PROGRAM [ARGS...]\n");
+                    "[--bus B] [--address A] [--fx2 LOG] -- PROGRAM [ARGS...]\n");
     exit(2);
 }
 
@@ -856,6 +965,7 @@ static int number(const char *text, int low, int high)
 int main(int argc, char **argv)
 {
     int bus = 1, address = 7, first = 0;
+    const char *fx2_log = NULL;
     for (int i = 1; i < argc; i++) {
         const char *option = argv[i];
         if (!strcmp(option, "--")) {
@@ -877,10 +987,15 @@ int main(int argc, char **argv)
             camera.timeouts[camera.timeout_count++] = number(value, 0, 1 << 30);
         else if (!strcmp(option, "--disconnect-frame"))
             camera.disconnect_at = number(value, 0, 1 << 30);
+        else if (!strcmp(option, "--fx2") && *value) fx2_log = value;
         else usage();
     }
     if (!first || first >= argc)
         usage();
+    if (fx2_log && !(camera.fx2_log = fopen(fx2_log, "w"))) {
+        fprintf(stderr, "emucam: cannot write %s: %s\n", fx2_log, strerror(errno));
+        return 1;
+    }
     camera.frame = malloc((size_t)camera.width * camera.height * 3);
     files = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, file_free);
 
@@ -941,6 +1056,8 @@ int main(int argc, char **argv)
         continue;
     if (camera.rejected)
         fprintf(stderr, "emucam: %u command(s) broke the protocol and stalled\n", camera.rejected);
+    if (camera.fx2_log)
+        fclose(camera.fx2_log);
     g_object_unref(handler);
     g_object_unref(testbed);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
