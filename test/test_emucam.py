@@ -23,6 +23,15 @@ def need(tool, package):
         pytest.skip("%s is not installed (%s: make deps installs it)" % (tool, package))
 
 
+def leaky_host():
+    """The environment for a program that leaves memory to the OS at exit (lsusb, sigrok-cli):
+    under make test-asan, whose shim runs put libasan in front of it, LeakSanitizer is told to
+    leave the program's own leaks alone (their stacks, in libusb and GLib, are not the shim's;
+    the shim's leaks are checked in the C programs of the other tests)."""
+    options = os.environ.get("ASAN_OPTIONS")
+    return {"ASAN_OPTIONS": options + ":detect_leaks=0"} if options else {}
+
+
 def both(argv, device, env=None, timeout=120):
     """ARGV on DEVICE without and with the shim: the same stdout, stderr and exit code.
     Returns the run without the shim."""
@@ -42,7 +51,7 @@ def text(result):
 def test_lsusb_shows_the_full_speed_camera_its_strings_and_status(make_device):
     need("lsusb", "usbutils")
     device = make_device()
-    out, err = text(both(["lsusb", "-v", "-d", "1209:0001"], device))
+    out, err = text(both(["lsusb", "-v", "-d", "1209:0001"], device, leaky_host()))
     assert err == ""
     # Names of IDs and classes come from udev's hwdb where a machine has one: only the
     # numbers and the device's own strings (sysfs) are compared.
@@ -62,13 +71,13 @@ def test_lsusb_shows_the_full_speed_camera_its_strings_and_status(make_device):
     # A full-speed device has no qualifier for another speed: it stalls the request.
     assert "Device Qualifier" not in out
 
-    out, err = text(both(["lsusb", "-t"], device))
+    out, err = text(both(["lsusb", "-t"], device, leaky_host()))
     assert err == ""
     assert re.fullmatch(r"/:  Bus 01\.Port 1: Dev 1, Class=root_hub, Driver=xhci_hcd/1p, 480M\n"
                         r"    \|__ Port 1: Dev 7, If 0, Class=[^,]*, Driver=, 12M\n", out), out
 
     # Every device, the root hub included: each one opened and asked.
-    out, err = text(both(["lsusb", "-v"], device))
+    out, err = text(both(["lsusb", "-v"], device, leaky_host()))
     assert err == ""
     assert "Bus 001 Device 001: ID 1d6b:0002 " in out
     assert "Hub Port Status:\n   Port 1: 0000.0103 power enable connect\n" in out
@@ -195,7 +204,7 @@ def test_sigrok_cli_scans_without_breaking_the_heap(make_device):
     # ("malloc_consolidate(): unaligned fastbin chunk detected"); with the strings stalled,
     # the drivers complain on stderr; with a root hub that has no device node, libusb_exit
     # crashed.
-    result = both(["sigrok-cli", "--scan"], make_device())
+    result = both(["sigrok-cli", "--scan"], make_device(), leaky_host())
     out, err = text(result)
     assert (result.returncode, err) == (0, "")
     assert out.startswith("The following devices were found:\n")
