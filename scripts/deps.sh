@@ -10,6 +10,8 @@ packages=(
   libx11-dev libxcb1-dev libxcb-shm0-dev libxext-dev libxdamage-dev libgl-dev libegl-dev
   xvfb mesa-utils x11-utils
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
+  # Real clients test/test_emucam.py runs on the emulated camera.
+  usbutils fxload sigrok-cli python3-usb1
   sqlite3 libsqlite3-dev
   valgrind strace
   btrfs-progs

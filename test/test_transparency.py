@@ -21,6 +21,8 @@ from conftest import PYTHON, ROOT, SHIM, STUB, clean_env, program, run
 ON_ACT = "call:libusb_control_transfer"
 TWIN = os.path.join(ROOT, "examples", "harness_physical.py")
 PYUSB = os.path.join(ROOT, "test", "programs", "pyusb_capture.py")
+TWO_HANDLES = os.path.join(ROOT, "test", "programs", "two_handles.py")
+USBFS_IOCTLS = os.path.join(ROOT, "test", "programs", "usbfs_ioctls.py")
 
 
 class Case:
@@ -74,6 +76,9 @@ CORPUS = [
     Case("usb_capture-bad-option", ["usb_capture", "--frobnicate"]),
     Case("usb_capture-no-device", ["usb_capture", "--frames", "2"]),
     Case("pyusb_capture", [PYTHON, PYUSB, "4"], DEVICE),
+    Case("two_handles", [PYTHON, TWO_HANDLES, "2"], DEVICE),
+    # usbfs's ioctls without libusb: nothing for the shim to trace (test_emucam.py runs them).
+    Case("usbfs_ioctls-usage", [PYTHON, USBFS_IOCTLS]),
     Case("frame_loop", ["test/frame_loop", "4"], DEVICE),
     Case("frame_loop-signals", ["test/frame_loop", "4", "--raise", "10", "1", "--raise", "12", "2"],
          DEVICE),
