@@ -3,6 +3,8 @@
 it, is one range in domain cuda, of category wait or launch, named after the documented API (and
 the kernel, where the API names it); what the program sees is what it sees without the shim."""
 import collections
+import json
+import subprocess
 
 import pytest
 
@@ -83,3 +85,30 @@ def test_runtime_waits_and_launches_are_one_range_each(tmp_path, mode):
 def test_cuda_hooks_off_leave_waits_and_launches_alone(tmp_path, name, mode):
     _, events = traced(name, mode, tmp_path, {"NVTXSHIM_HOOKS": "usb,x11"})
     assert ranges(events, "cuda") == []
+
+
+def test_report_tells_waits_and_launches_apart_from_copies(tmp_path):
+    """The report's gpu wait and launch columns take the ranges the library gave category wait
+    and launch (the report knows them by name: an nsys export keeps no category)."""
+    _, driver = traced("cuda_waits", "linked", tmp_path)
+    _, runtime = traced("runtime_waits", "linked", tmp_path)
+    calls = ranges(driver, "cuda") + [dict(e, ts=e["ts"] + 1e6) for e in ranges(runtime, "cuda")]
+    start = min(e["ts"] for e in calls)
+    end = max(e["ts"] + e["dur"] for e in calls)
+    frame = {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": start, "dur": end - start,
+             "pid": 1, "tid": 1}
+    trace = tmp_path / "both.json"
+    trace.write_text(json.dumps([frame] + calls))
+    report = subprocess.run([program("nvtxshim"), "report", str(trace)], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    start_line = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, "
+                             "kernel launches, X11 and the rest")
+    assert lines[start_line + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "launch", "x11", "rest"]
+    row = [float(v) for v in lines[start_line + 2].split()[3:]]
+    ms = {category: sum(e["dur"] for e in calls if e["args"]["category"] == category) / 1000
+          for category in ("wait", "launch")}
+    assert row[2] == 0.0  # no copy
+    assert abs(row[3] - ms["wait"]) < 0.002 and abs(row[4] - ms["launch"]) < 0.002, (row, ms)
+    # Per name, a launch keeps its kernel's name.
+    assert any(line.split()[:3] == ["cuda", "cuLaunchKernel", "nvs_stub_kernel_a"] for line in lines)
