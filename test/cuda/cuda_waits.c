@@ -10,12 +10,14 @@
  * the per-thread-default-stream twin (the exported _ptsz name, or the entry
  * point asked for with the per-thread flag); cuCtxSynchronize in its first
  * form and in CUDA 13's cuCtxSynchronize_v2 (cuGetProcAddress version 13000).
- * Prints what the driver did and what each call returned. */
+ * Prints what the driver did and what each call returned. A second argument
+ * repeats the waits and launches that many times (results of the last). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #undef cuGetProcAddress
@@ -135,6 +137,7 @@ static int load(const char *mode)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "linked";
+    int repeats = argc > 2 ? atoi(argv[2]) : 1;
     if (load(mode)) {
         fprintf(stderr, "cuda_waits: cannot reach the driver (%s)\n", mode);
         return 1;
@@ -153,22 +156,25 @@ int main(int argc, char **argv)
         return 1;
     }
     CUresult results[12];
-    int n = 0;
-    errno = EDOM;   /* every call leaves errno as it found it */
-    results[n++] = api.stream_sync(stream);
-    results[n++] = api.stream_sync_twin(stream);
-    results[n++] = api.context_sync();
-    results[n++] = api.context_sync_v2(context);
-    results[n++] = api.event_record(event, stream);
-    results[n++] = api.event_sync(event);
-    results[n++] = api.event_sync(NULL);          /* fails: its error comes back as it was */
-    results[n++] = api.stream_wait_event(stream, event, 0);   /* not a wait of the CPU */
+    int n = 0, kept = 1;
     void *parameters[] = { NULL };
-    results[n++] = api.launch(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
-    results[n++] = api.launch(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
-    results[n++] = api.launch_twin(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
-    results[n++] = api.launch(b, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
-    int kept = errno == EDOM;
+    for (int repeat = 0; repeat < repeats; repeat++) {
+        n = 0;
+        errno = EDOM;   /* every call leaves errno as it found it */
+        results[n++] = api.stream_sync(stream);
+        results[n++] = api.stream_sync_twin(stream);
+        results[n++] = api.context_sync();
+        results[n++] = api.context_sync_v2(context);
+        results[n++] = api.event_record(event, stream);
+        results[n++] = api.event_sync(event);
+        results[n++] = api.event_sync(NULL);          /* fails: its error comes back as it was */
+        results[n++] = api.stream_wait_event(stream, event, 0);   /* not a wait of the CPU */
+        results[n++] = api.launch(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        results[n++] = api.launch(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        results[n++] = api.launch_twin(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        results[n++] = api.launch(b, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        kept = kept && errno == EDOM;
+    }
     /* Another module's kernel at the address kernel a had (the stand-in reuses it). */
     if (api.module_unload(module) || api.module_load(&module, "image") ||
         api.get_function(&c, module, "nvs_stub_kernel_c") ||
