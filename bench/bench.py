@@ -37,6 +37,8 @@ KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("usb_async", "libusb_submit_transfer", 3),
     ("xflush", "XFlush", 1),
     ("cuda_htod", "cuMemcpyHtoD", 1),
+    ("cuda_sync", "cuStreamSynchronize", 1),
+    ("cuda_launch", "cuLaunchKernel", 1),
 ]
 ROWS = [("plain", "plain call"), ("hand", "NVTX pair by hand"), ("shim", "shim")]
 COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE"),
