@@ -37,11 +37,22 @@ KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("usb_async", "libusb_submit_transfer", 3),
     ("xflush", "XFlush", 1),
     ("cuda_htod", "cuMemcpyHtoD", 1),
+    ("cuda_sync", "cuStreamSynchronize", 1),
+    ("cuda_launch", "cuLaunchKernel", 1),
 ]
 ROWS = [("plain", "plain call"), ("hand", "NVTX pair by hand"), ("shim", "shim")]
 COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE"),
            ("nsys", "nsys -t nvtx")]
 INSTRUCTION_COLUMNS = ("none", "null", "trace")
+
+
+def hooked_kinds(library):
+    """The kinds whose call LIBRARY exports (cuMemcpyHtoD as cuMemcpyHtoD_v2): a baseline build
+    from before a kind was hooked makes no range for it, and is measured without it."""
+    text = subprocess.run(["nm", "-D", "--defined-only", library], stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True).stdout
+    exported = {line.split()[-1].split("@")[0] for line in text.splitlines() if line.strip()}
+    return [kind for kind, call, _ in KINDS if call in exported or call + "_v2" in exported]
 
 
 def env_int(name, default, quick):
@@ -81,6 +92,7 @@ class Settings:
         self.nvtxshim = os.path.join(self.build, "nvtxshim")
         self.shim = os.path.join(self.build, "libnvtxshim.so")
         self.baseline = os.environ.get("BENCH_BASELINE") or None
+        self.baseline_kinds = hooked_kinds(self.baseline) if self.baseline else []
         self.calls = os.path.join(self.build, "bench", "calls")
         self.null_tool = os.path.join(self.build, "bench", "libnull_tool.so")
         self.starts = os.path.join(self.build, "bench", "starts")
@@ -210,8 +222,8 @@ def measure_calls(s, env, results):
         for kind, values in parse_results(text).items():
             samples.setdefault((column, row, kind), []).extend(values)
 
-    def expected_ranges(n, repeats, warm):
-        return sum(r for _, _, r in KINDS) * (warm + n * repeats)
+    def expected_ranges(n, repeats, warm, measured=None):
+        return sum(r for k, _, r in KINDS if measured is None or k in measured) * (warm + n * repeats)
 
     say("== per call, no tool attached (%d rounds x %d repeats x %d calls)"
         % (s.rounds_none, s.repeats_none, s.n_none))
@@ -239,13 +251,14 @@ def measure_calls(s, env, results):
         # The plain program makes no NVTX call: the recorder is never loaded.
         add("trace", "plain", run(calls_command(s, "plain", kinds, s.n_traced, s.repeats),
                                   dict(recording, NVTX_INJECTION64_PATH=s.shim)))
-        rows = [("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}), ("shim", "plain", {"LD_PRELOAD": s.shim})]
+        rows = [("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}, kinds),
+                ("shim", "plain", {"LD_PRELOAD": s.shim}, kinds)]
         if s.baseline:
-            rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}))
-        for row, mode, extra in rows:
+            rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}, s.baseline_kinds))
+        for row, mode, extra, measured in rows:
             if os.path.exists(trace):
                 os.unlink(trace)
-            add("trace", row, run(calls_command(s, mode, kinds, s.n_traced, s.repeats),
+            add("trace", row, run(calls_command(s, mode, measured, s.n_traced, s.repeats),
                                   dict(recording, **extra)))
             with open(trace, "rb") as f:
                 # Push/pop ranges are complete events; start/end ranges (the async
@@ -253,7 +266,7 @@ def measure_calls(s, env, results):
                 text = f.read()
                 recorded = text.count(b'"ph":"X"') + text.count(b'"ph":"b"')
             os.unlink(trace)
-            wanted = expected_ranges(s.n_traced, s.repeats, warm)
+            wanted = expected_ranges(s.n_traced, s.repeats, warm, measured)
             if not wanted <= recorded <= wanted + 100:
                 raise RuntimeError("recording, %s row: %d ranges in the trace file, %d expected"
                                    % (row, recorded, wanted))
@@ -332,7 +345,7 @@ def measure_instructions(s, env, results):
         if s.baseline and column == "trace":
             rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}))
         for row, mode, row_env in rows:
-            for kind in kinds:
+            for kind in (s.baseline_kinds if row == "baseline" else kinds):
                 out = os.path.join(directory, "%s-%s-%s.out" % (column, row, kind))
                 per_call = callgrind_run(s, dict(env, **extra, **row_env), mode, kind, n, out)
                 results["instructions"].setdefault(column, {}).setdefault(row, {})[kind] = per_call

@@ -4,7 +4,8 @@
  * that return at once), so what a loop costs beyond the plain row is the
  * tracing in front of the call.
  *
- *   calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,ioctl]
+ *   calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,cuda_sync,
+ *                                    cuda_launch,ioctl]
  *         [-n N] [-r R] [--warm W]
  *
  * plain: the call as the program makes it (with LD_PRELOAD=libnvtxshim.so this
@@ -42,7 +43,8 @@ static unsigned long long failures;
 /* ---- the hand-written NVTX ranges ------------------------------------------ */
 
 static nvtxDomainHandle_t usb_domain, x11_domain, cuda_domain;
-static nvtxStringHandle_t bulk_name, submit_name, callback_name, events_name, flush_name, copy_name;
+static nvtxStringHandle_t bulk_name, submit_name, callback_name, events_name, flush_name, copy_name,
+                          sync_name, launch_name;
 static nvtxRangeId_t submitted_range;
 
 static void register_names(void)
@@ -56,6 +58,8 @@ static void register_names(void)
     events_name = nvtxDomainRegisterStringA(usb_domain, "libusb_handle_events");
     flush_name = nvtxDomainRegisterStringA(x11_domain, "XFlush");
     copy_name = nvtxDomainRegisterStringA(cuda_domain, "cuMemcpyHtoD 64B pageable");
+    sync_name = nvtxDomainRegisterStringA(cuda_domain, "cuStreamSynchronize");
+    launch_name = nvtxDomainRegisterStringA(cuda_domain, "cuLaunchKernel bench_kernel");
 }
 
 /* What a careful user writes before each range: a registered message, a
@@ -153,6 +157,40 @@ static inline __attribute__((always_inline)) void cuda_htod_nvtx(void)
     nvtxDomainRangePop(cuda_domain);
 }
 
+/* A wait for the GPU on the default stream, and a kernel launch (the sink's
+ * kernel is any non-null handle). */
+static inline __attribute__((always_inline)) void cuda_sync_plain(void)
+{
+    if (cuStreamSynchronize(NULL) != CUDA_SUCCESS)
+        failures++;
+}
+
+static inline __attribute__((always_inline)) void cuda_sync_nvtx(void)
+{
+    ATTRIBUTES(event, sync_name, 0xFF9E9D24u, 0);
+    event.payloadType = NVTX_PAYLOAD_UNKNOWN;
+    nvtxDomainRangePushEx(cuda_domain, &event);
+    cuda_sync_plain();
+    nvtxDomainRangePop(cuda_domain);
+}
+
+static inline __attribute__((always_inline)) void cuda_launch_plain(void)
+{
+    static void *parameters[1];
+    if (cuLaunchKernel((CUfunction)(uintptr_t)0x5000, 1, 1, 1, 32, 1, 1, 0, NULL, parameters, NULL) !=
+        CUDA_SUCCESS)
+        failures++;
+}
+
+static inline __attribute__((always_inline)) void cuda_launch_nvtx(void)
+{
+    ATTRIBUTES(event, launch_name, 0xFF00ACC1u, 0);
+    event.payloadType = NVTX_PAYLOAD_UNKNOWN;
+    nvtxDomainRangePushEx(cuda_domain, &event);
+    cuda_launch_plain();
+    nvtxDomainRangePop(cuda_domain);
+}
+
 /* A cheap system call, for tracers of system calls (nsys -t osrt). */
 static inline __attribute__((always_inline)) void ioctl_plain(void)
 {
@@ -185,6 +223,8 @@ LOOPS(usb_sync, plain) LOOPS(usb_sync, nvtx)
 LOOPS(usb_async, plain) LOOPS(usb_async, nvtx)
 LOOPS(xflush, plain) LOOPS(xflush, nvtx)
 LOOPS(cuda_htod, plain) LOOPS(cuda_htod, nvtx)
+LOOPS(cuda_sync, plain) LOOPS(cuda_sync, nvtx)
+LOOPS(cuda_launch, plain) LOOPS(cuda_launch, nvtx)
 LOOPS(ioctl, plain) LOOPS(ioctl, nvtx)
 
 typedef void (*loop_fn)(long);
@@ -195,7 +235,8 @@ static const struct kind {
 } kinds[] = {
 #define KIND(kind) { #kind, { bench_##kind##_plain, bench_##kind##_nvtx }, \
                      { warm_##kind##_plain, warm_##kind##_nvtx } }
-    KIND(usb_sync), KIND(usb_async), KIND(xflush), KIND(cuda_htod), KIND(ioctl),
+    KIND(usb_sync), KIND(usb_async), KIND(xflush), KIND(cuda_htod), KIND(cuda_sync),
+    KIND(cuda_launch), KIND(ioctl),
 #undef KIND
 };
 #define KIND_COUNT (sizeof kinds / sizeof kinds[0])
@@ -210,7 +251,8 @@ static double now_ns(void)
 static void usage(int status)
 {
     fprintf(status ? stderr : stdout,
-            "usage: calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,ioctl]\n"
+            "usage: calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,\n"
+            "                                        cuda_sync,cuda_launch,ioctl]\n"
             "             [-n CALLS] [-r REPEATS] [--warm CALLS]\n");
     exit(status);
 }
@@ -228,7 +270,7 @@ static long number(const char *text)
 int main(int argc, char **argv)
 {
     int mode = -1;
-    const char *kind_list = "usb_sync,usb_async,xflush,cuda_htod";
+    const char *kind_list = "usb_sync,usb_async,xflush,cuda_htod,cuda_sync,cuda_launch";
     long n = 100000, repeats = 5, warm = -1;
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;

@@ -1,10 +1,10 @@
 /* nvtxshim report: what a profile of a control loop says, first (the summary
  * make demo prints): per range name count, mean,
  * p50, p99 and max; the marks by kind with their first texts; per frame the
- * time in USB, CUDA copies, X11 and the rest,
- * with the kernel probe's figures when it ran; the slowest frames; the capture
- * windows. Per-frame times are unions of the calls' intervals inside the
- * frame, so nested or overlapping calls count once. */
+ * time in USB, CUDA copies, waits for the GPU, kernel launches (where they
+ * take time), X11 and the rest, with the kernel probe's figures when it ran;
+ * the slowest frames; the capture windows. Per-frame times are unions of the
+ * calls' intervals inside the frame, so nested or overlapping calls count once. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -24,6 +24,13 @@
 
 static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
                                                            NVS_DOMAIN_X11};
+
+/* The parts of a frame's calls, in the order of their columns: the cuda
+ * domain's calls split by category (copies, waits for the GPU, launches).
+ * Two more lists of intervals: copies and launches together (the cuda column
+ * when launches have none), and every call (for the rest). */
+enum part { PART_USB, PART_CUDA, PART_WAIT, PART_LAUNCH, PART_X11, PARTS,
+            PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
 
 static const char manual[] =
     "NAME\n"
@@ -50,13 +57,21 @@ static const char manual[] =
     "      time order, each with its count, and how many other texts it has; a\n"
     "      kind whose one text has no number is its own example;\n"
     "    - per frame (the \"frame N\" ranges of domain nvtxshim, counted with\n"
-    "      NVTXSHIM_FRAME): the time in USB calls, CUDA copies, X11 calls and the\n"
-    "      rest, in milliseconds, as mean, p50, p99 and max over the frames, then\n"
-    "      the slowest frames. The time of a domain is the union of its calls'\n"
-    "      intervals inside the frame, so nested calls count once; the rest is\n"
-    "      the frame less the union of all three. libusb_submit_transfer (a\n"
-    "      transfer in flight) and libusb_handle_events* (an event thread\n"
-    "      waiting) are not time the loop spent in a call and are left out.\n"
+    "      NVTXSHIM_FRAME): the time in USB calls (usb), CUDA copies (cuda),\n"
+    "      waits for the GPU (gpu wait: cuStreamSynchronize, cuCtxSynchronize,\n"
+    "      cuEventSynchronize, cudaDeviceSynchronize, cudaStreamSynchronize,\n"
+    "      cudaEventSynchronize), X11 calls (x11) and the rest, in\n"
+    "      milliseconds, as mean, p50, p99 and max over the frames, then the\n"
+    "      slowest frames. Kernel launches (cuLaunchKernel, cudaLaunchKernel)\n"
+    "      get a column of their own (launch) when they take a time that shows\n"
+    "      in some frame; until then they count with cuda. The time of a column\n"
+    "      is the union of its calls' intervals inside the frame, so nested\n"
+    "      calls count once; the rest is the frame less the union of all the\n"
+    "      calls. The cuda domain's calls are told apart by name, so an nsys\n"
+    "      export, which keeps no category, reads as a trace file does.\n"
+    "      libusb_submit_transfer (a transfer in flight) and\n"
+    "      libusb_handle_events* (an event thread waiting) are not time the loop\n"
+    "      spent in a call and are left out.\n"
     "      When the kernel probe ran (NVTXSHIM_KERNEL=on), two more columns give\n"
     "      each frame's time off the CPU: runnable (waiting for a CPU) and\n"
     "      blocked (asleep), with preemptions and page faults for the slowest;\n"
@@ -186,6 +201,22 @@ static uint64_t frame_number(const struct nvs_event *event)
     return errno ? 0 : number;
 }
 
+/* The part of a frame EVENT, a call (call_domain >= 0), counts in. */
+static enum part call_part(const struct nvs_event *event)
+{
+    switch (call_domains[call_domain(event)]) {
+    case NVS_DOMAIN_USB: return PART_USB;
+    case NVS_DOMAIN_X11: return PART_X11;
+    default: break;
+    }
+    switch (nvs_cuda_category_of(event->name)) {
+    case NVS_CUDA_WAIT: return PART_WAIT;
+    case NVS_CUDA_LAUNCH: return PART_LAUNCH;
+    case NVS_CUDA_COPY: break;
+    }
+    return PART_CUDA;
+}
+
 static bool is_frame(const struct nvs_event *event)
 {
     return event->kind == NVS_EVENT_RANGE && frame_number(event) > 0;
@@ -241,12 +272,13 @@ static int compare_named(const void *a, const void *b)
 }
 
 /* The table's name for EVENT: "frame N", the function of a call (the name's
- * first word), or the whole name. */
+ * first word; a launch keeps its kernel's name, the whole name), or the whole
+ * name. */
 static const char *table_name(struct nvs_events *events, const struct nvs_event *event)
 {
     if (frame_number(event))
         return nvs_events_intern(events, "frame N", 7);
-    if (call_domain(event) >= 0) {
+    if (call_domain(event) >= 0 && call_part(event) != PART_LAUNCH) {
         const char *space = strchr(event->name, ' ');
         if (space)
             return nvs_events_intern(events, event->name, (size_t)(space - event->name));
@@ -497,15 +529,20 @@ static int64_t union_length(struct interval *intervals, size_t count)
     return total;
 }
 
-enum column { TOTAL, USB, CUDA, X11, REST, RUNNABLE, BLOCKED, COLUMNS };
+/* The parts' columns follow USB in the order of enum part. */
+enum column { TOTAL, USB, CUDA, WAIT, LAUNCH, X11, REST, RUNNABLE, BLOCKED, COLUMNS };
 
-static const char *const column_names[COLUMNS] = {"total", "usb", "cuda", "x11", "rest",
-                                                  "runnable", "blocked"};
+static const char *const column_names[COLUMNS] = {"total", "usb", "cuda", "gpu wait", "launch",
+                                                  "x11", "rest", "runnable", "blocked"};
+
+/* A launch column is shown once some frame's launches take 0.001 ms as printed. */
+#define LAUNCH_SHOWN_NS 500
 
 struct frame_row {
     uint64_t number;
     size_t order;                    /* position in start order, for a stable sort */
     int64_t value[COLUMNS];
+    int64_t cuda_and_launches;       /* the cuda column when launches are not shown */
     bool has_kernel;                 /* the kernel probe's figures are there */
     uint64_t preemptions, faults;
 };
@@ -535,7 +572,7 @@ static int compare_slowest(const void *a, const void *b)
     return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Each frame's row: the union of each call domain's intervals clipped to it. */
+/* Each frame's row: the union of each part's intervals clipped to it. */
 static int breakdown(const struct nvs_event **frames, size_t frame_count, struct nvs_events *events,
                      struct frame_row *rows)
 {
@@ -543,12 +580,12 @@ static int breakdown(const struct nvs_event **frames, size_t frame_count, struct
     for (size_t i = 0; i < events->count; i++)
         call_count += counts_toward_frame(&events->events[i]);
     const struct nvs_event **calls = malloc((call_count + 1) * sizeof *calls);
-    struct interval *parts[CALL_DOMAINS + 1];
+    struct interval *parts[PART_LISTS];
     size_t capacity = call_count + 1;
-    for (int d = 0; d <= CALL_DOMAINS; d++)
+    for (int d = 0; d < PART_LISTS; d++)
         parts[d] = malloc(capacity * sizeof *parts[d]);
     bool ok = calls != NULL;
-    for (int d = 0; d <= CALL_DOMAINS; d++)
+    for (int d = 0; d < PART_LISTS; d++)
         ok = ok && parts[d];
     if (ok) {
         size_t n = 0;
@@ -571,28 +608,31 @@ static int breakdown(const struct nvs_event **frames, size_t frame_count, struct
                 else
                     high = middle;
             }
-            size_t counts[CALL_DOMAINS + 1] = {0};
+            size_t counts[PART_LISTS] = {0};
             for (size_t i = low; i < n && calls[i]->start < frame->end; i++) {
                 int64_t start = calls[i]->start > frame->start ? calls[i]->start : frame->start;
                 int64_t end = calls[i]->end < frame->end ? calls[i]->end : frame->end;
                 if (end <= start)
                     continue;
-                int d = call_domain(calls[i]);
+                enum part d = call_part(calls[i]);
                 parts[d][counts[d]++] = (struct interval){start, end};
-                parts[CALL_DOMAINS][counts[CALL_DOMAINS]++] = (struct interval){start, end};
+                if (d == PART_CUDA || d == PART_LAUNCH)
+                    parts[PART_CUDA_AND_LAUNCHES][counts[PART_CUDA_AND_LAUNCHES]++] = (struct interval){start, end};
+                parts[PART_ALL][counts[PART_ALL]++] = (struct interval){start, end};
             }
             struct frame_row *row = &rows[f];
             memset(row, 0, sizeof *row);
             row->number = frame_number(frame);
             row->order = f;
             row->value[TOTAL] = frame->end - frame->start;
-            for (int d = 0; d < CALL_DOMAINS; d++)
+            for (int d = 0; d < PARTS; d++)
                 row->value[USB + d] = union_length(parts[d], counts[d]);
-            row->value[REST] = row->value[TOTAL] - union_length(parts[CALL_DOMAINS], counts[CALL_DOMAINS]);
+            row->cuda_and_launches = union_length(parts[PART_CUDA_AND_LAUNCHES], counts[PART_CUDA_AND_LAUNCHES]);
+            row->value[REST] = row->value[TOTAL] - union_length(parts[PART_ALL], counts[PART_ALL]);
         }
     }
     free(calls);
-    for (int d = 0; d <= CALL_DOMAINS; d++)
+    for (int d = 0; d < PART_LISTS; d++)
         free(parts[d]);
     return ok ? 0 : -1;
 }
@@ -661,15 +701,22 @@ static int print_frames(struct nvs_events *events, long slowest)
         return -1;
     }
     size_t with_kernel = attach_kernel_figures(frames, rows, n, events);
-    int columns = with_kernel ? COLUMNS : REST + 1;
-    if (with_kernel)
-        puts("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; off CPU "
-             "(kernel probe): runnable, blocked");
-    else
-        puts("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest");
+    /* Launches that take no time that shows count with the copies, in cuda. */
+    bool launches = false;
+    for (size_t f = 0; f < n; f++)
+        launches = launches || rows[f].value[LAUNCH] >= LAUNCH_SHOWN_NS;
+    bool shown[COLUMNS];
+    for (int c = 0; c < COLUMNS; c++)
+        shown[c] = (c != LAUNCH || launches) && ((c != RUNNABLE && c != BLOCKED) || with_kernel);
+    for (size_t f = 0; f < n && !launches; f++)
+        rows[f].value[CUDA] = rows[f].cuda_and_launches;
+    printf("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, %sX11 and the rest%s\n",
+           launches ? "kernel launches, " : "",
+           with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "");
     printf("  %-14s", "");
-    for (int c = 0; c < columns; c++)
-        printf(" %9s", column_names[c]);
+    for (int c = 0; c < COLUMNS; c++)
+        if (shown[c])
+            printf(" %9s", column_names[c]);
     putchar('\n');
     static const char *const labels[] = {"mean", "p50", "p99", "max"};
     for (int s = 0; s < 4; s++) {
@@ -679,7 +726,9 @@ static int print_frames(struct nvs_events *events, long slowest)
         else
             snprintf(label, sizeof label, "%s", labels[s]);
         printf("  %-14s", label);
-        for (int c = 0; c < columns; c++) {
+        for (int c = 0; c < COLUMNS; c++) {
+            if (!shown[c])
+                continue;
             int64_t sum = 0;
             for (size_t f = 0; f < n; f++) {
                 values[f] = rows[f].value[c];
@@ -701,8 +750,9 @@ static int print_frames(struct nvs_events *events, long slowest)
         char label[40];
         snprintf(label, sizeof label, "frame %" PRIu64, rows[f].number);
         printf("  %-14s", label);
-        for (int c = 0; c < columns; c++)
-            printf(" %9.3f", (double)rows[f].value[c] / NS_PER_MS);
+        for (int c = 0; c < COLUMNS; c++)
+            if (shown[c])
+                printf(" %9.3f", (double)rows[f].value[c] / NS_PER_MS);
         if (rows[f].has_kernel)
             printf("  (%" PRIu64 " preemption%s, %" PRIu64 " fault%s)", rows[f].preemptions,
                    rows[f].preemptions == 1 ? "" : "s", rows[f].faults, rows[f].faults == 1 ? "" : "s");

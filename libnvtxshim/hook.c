@@ -3,6 +3,8 @@
  * the call. */
 #include "hook.h"
 
+#include <stdio.h>
+
 #include "capture.h"
 #include "frames.h"
 #include "init.h"
@@ -84,10 +86,18 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
 
 _Atomic(nvtxStringHandle_t) nvs_call_hook_names[NVS_HOOK_COUNT];
 
+/* The documented name, without _v2, _ptsz or _ptds ("cuStreamSynchronize"
+ * for cuStreamSynchronize_ptsz). A name that finds no slot in the table goes
+ * out as the hook's own name: static text, valid until the push. */
 struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hook_id id)
 {
-    struct nvs_name name = nvs_name_store(domain, nvs_call_name_key(id, 0), nvs_hook_name(id));
+    const char *hook = nvs_hook_name(id);
+    char text[NVS_CALL_TEXT_MAX];
+    snprintf(text, sizeof text, "%.*s", nvs_api_name_length(hook), hook);
+    struct nvs_name name = nvs_name_store(domain, nvs_call_name_key(id, 0), text);
     if (name.registered)
         atomic_store_explicit(&nvs_call_hook_names[id], name.registered, memory_order_release);
+    else
+        name.text = hook;
     return name;
 }

@@ -26,6 +26,9 @@ enum nvs_hook_id {
 
 /* The documented name of a hook, "libusb_bulk_transfer". */
 const char *nvs_hook_name(enum nvs_hook_id id);
+/* The length of NAME without its version and stream suffixes: of
+ * "cuMemcpyHtoDAsync_v2_ptsz", the documented "cuMemcpyHtoDAsync". */
+int nvs_api_name_length(const char *name);
 /* The hook whose name is NAME, or -1. */
 int nvs_hook_find(const char *name);
 /* The NVTXSHIM_HOOKS bit (enum nvs_hook_set) of a traced hook; 0 for the libc ones. */

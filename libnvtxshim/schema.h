@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- domains ----------------------------------------------------------------- */
 
@@ -47,7 +48,9 @@ enum nvs_x11_category {
 };
 
 enum nvs_cuda_category {
-    NVS_CUDA_COPY = 1,
+    NVS_CUDA_COPY = 1,          /* memory copied */
+    NVS_CUDA_WAIT = 2,          /* the CPU waits for the GPU: stream, context, event */
+    NVS_CUDA_LAUNCH = 3,        /* a kernel launched */
 };
 
 enum nvs_shim_category {
@@ -82,7 +85,12 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         }
         return NULL;
     case NVS_DOMAIN_CUDA:
-        return category == NVS_CUDA_COPY ? "copy" : NULL;
+        switch ((enum nvs_cuda_category)category) {
+        case NVS_CUDA_COPY: return "copy";
+        case NVS_CUDA_WAIT: return "wait";
+        case NVS_CUDA_LAUNCH: return "launch";
+        }
+        return NULL;
     case NVS_DOMAIN_SHIM:
         switch ((enum nvs_shim_category)category) {
         case NVS_SHIM_FRAME: return "frame";
@@ -109,6 +117,8 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
 #define NVS_COLOR_X11_SWAP 0xFF6A1B9Au
 #define NVS_COLOR_CUDA_COPY 0xFFF57C00u
 #define NVS_COLOR_CUDA_PAGEABLE 0xFFD84315u   /* a copy from pageable memory: a hidden stall */
+#define NVS_COLOR_CUDA_WAIT 0xFF9E9D24u
+#define NVS_COLOR_CUDA_LAUNCH 0xFF00ACC1u
 #define NVS_COLOR_FRAME 0xFF5E35B1u
 #define NVS_COLOR_KERNEL 0xFF6D4C41u
 #define NVS_COLOR_CAPTURE 0xFFC62828u
@@ -133,12 +143,37 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
         case NVS_X11_WARNING: return NVS_COLOR_ERROR;
         }
         return 0;
-    case NVS_DOMAIN_CUDA: return NVS_COLOR_CUDA_COPY;
+    case NVS_DOMAIN_CUDA:
+        return category == NVS_CUDA_WAIT ? NVS_COLOR_CUDA_WAIT
+             : category == NVS_CUDA_LAUNCH ? NVS_COLOR_CUDA_LAUNCH : NVS_COLOR_CUDA_COPY;
     case NVS_DOMAIN_SHIM: return category == NVS_SHIM_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_FRAME;
     case NVS_DOMAIN_KERNEL: return NVS_COLOR_KERNEL;
     case NVS_DOMAIN_COUNT: break;
     }
     return 0;
+}
+
+/* The category of a range of domain cuda by its name (readers that have no
+ * category, an nsys export among them): the API names the library gives its
+ * waits and launches (the documented ones, hooks/cuda.def and cudart.def),
+ * then whatever follows a space; anything else is a copy. */
+static inline enum nvs_cuda_category nvs_cuda_category_of(const char *name)
+{
+    static const char *const waits[] = {
+        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+        "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+    };
+    static const char *const launches[] = { "cuLaunchKernel", "cudaLaunchKernel" };
+    size_t length = 0;
+    while (name[length] && name[length] != ' ')
+        length++;
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+        if (!strncmp(name, waits[i], length) && !waits[i][length])
+            return NVS_CUDA_WAIT;
+    for (size_t i = 0; i < sizeof launches / sizeof launches[0]; i++)
+        if (!strncmp(name, launches[i], length) && !launches[i][length])
+            return NVS_CUDA_LAUNCH;
+    return NVS_CUDA_COPY;
 }
 
 /* ---- frames -------------------------------------------------------------------- */

@@ -3,6 +3,7 @@
 # secure execution.
 TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam \
                  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies \
+                 $(BUILD)/test/cuda_waits $(BUILD)/test/runtime_waits \
                  $(BUILD)/test/x11_draw $(BUILD)/test/x11_round_trips $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
@@ -107,6 +108,14 @@ $(BUILD)/test/runtime_copies: test/cuda/runtime_copies.c $(DEPFILE) | $(BUILD)/t
 $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(DEPFILE) | $(BUILD)/test/stub/libcuda.so.1
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
+
+$(BUILD)/test/cuda_waits: test/cuda/cuda_waits.c $(DEPFILE) | $(BUILD)/test/stub/libcuda.so.1
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
+
+$(BUILD)/test/runtime_waits: test/cuda/runtime_waits.c $(DEPFILE) | $(BUILD)/test/stub/libcudart.so.13
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcudart -ldl
 
 # The process-life tests' program (test/programs/process_life.c). The pattern
 # rule links it with libusb; process_life_dl reaches libusb only through dlopen

@@ -31,8 +31,10 @@ display=:$number
 rm -f "$out/xvfb.fifo"
 
 # The GPU when there is one; otherwise the test suite's stand-in driver, so the
-# CUDA copies still show (they take no GPU time then). Only the harness gets the
-# stand-in: nsys itself must not load it.
+# CUDA calls still show: the copies (they take no GPU time then), the kernel
+# launches (the stand-in runs the kernels on the CPU, inside the launch) and the
+# loop's wait for the GPU (a 0.2 ms sleep in cuStreamSynchronize). Only the
+# harness gets the stand-in: nsys itself must not load it.
 apis=osrt
 driver=()
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

@@ -42,7 +42,8 @@ def test_frames_window_records_exactly_those_frames_and_their_calls(make_device,
         "libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in (9, 10, 11)]
     kinds = collections.Counter(e[2].split(" ")[0] for e in events if e[1] in ("usb", "cuda"))
     assert kinds == {"libusb_control_transfer": 3, "libusb_bulk_transfer": 6,
-                     "libusb_interrupt_transfer": 3, "cuMemcpyHtoD": 3, "cuMemcpyDtoHAsync": 3}
+                     "libusb_interrupt_transfer": 3, "cuMemcpyHtoD": 3, "cuMemcpyDtoHAsync": 3,
+                     "cuLaunchKernel": 6, "cuStreamSynchronize": 3}
     # Frames over budget keep their red mark inside the capture.
     budget = sorted(e[2].split(":")[0] for e in events if e[0] == MARK and e[1] == "nvtxshim")
     assert budget == ["over budget frame 10", "over budget frame 11", "over budget frame 12"]

@@ -23,12 +23,20 @@ FRAMES = 8
 ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 PUSH_POP, START_END, MARK = 59, 60, 34
 EXPECTED = {  # the synchronous harness: the device opened and its interface claimed, then per
-    # frame an act, an observe, an upload, a download; the interface released at the end
+    # frame an act, an observe, an upload, two kernels, a download and a wait for the GPU; the
+    # interface released at the end
     ("usb", "libusb_open"): 1, ("usb", "libusb_claim_interface"): 1,
     ("usb", "libusb_release_interface"): 1,
     ("usb", "libusb_control_transfer"): FRAMES, ("usb", "libusb_bulk_transfer"): 2 * FRAMES,
     ("usb", "libusb_interrupt_transfer"): FRAMES, ("cuda", "cuMemcpyHtoD"): FRAMES,
-    ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("nvtxshim", "frame N"): FRAMES}
+    ("cuda", "cuLaunchKernel harness_convolve"): FRAMES,
+    ("cuda", "cuLaunchKernel harness_cell_argmax"): FRAMES,
+    ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("cuda", "cuStreamSynchronize"): FRAMES,
+    ("nvtxshim", "frame N"): FRAMES}
+FRAMES_HEADING = "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11 and the rest"
+# The stand-in driver runs the harness's kernels inside cuLaunchKernel: launches take time.
+LAUNCHES_HEADING = ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, kernel launches, "
+                    "X11 and the rest")
 NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
 
 
@@ -106,10 +114,11 @@ def names_table(output):
     return counts
 
 
-def frames_table(output):
+def frames_table(output, launches=False):
     lines = output.splitlines()
-    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest")
-    assert lines[start + 1].split() == ["total", "usb", "cuda", "x11", "rest"]
+    start = lines.index(LAUNCHES_HEADING if launches else FRAMES_HEADING)
+    assert lines[start + 1].split() == (["total", "usb", "cuda", "gpu", "wait"] + ["launch"] * launches
+                                        + ["x11", "rest"])
     return lines[start + 2:]
 
 
@@ -134,7 +143,7 @@ def test_report_on_the_trace_and_on_the_export_counts_the_same_ranges(runs):
     assert from_export.returncode == 0 and from_export.stderr == "", from_export.stderr
     assert names_table(from_trace.stdout) == names_table(from_export.stdout) == EXPECTED
     for output in (from_trace.stdout, from_export.stdout):
-        rows = frames_table(output)
+        rows = frames_table(output, launches=True)
         assert rows[0].split()[:3] == ["mean", "of", str(FRAMES)]
         assert [row.split()[0] for row in rows[1:4]] == ["p50", "p99", "max"]
         assert rows[4] == "  slowest frames:"
@@ -143,8 +152,11 @@ def test_report_on_the_trace_and_on_the_export_counts_the_same_ranges(runs):
         totals = [float(row[2]) for row in slowest]
         assert totals == sorted(totals, reverse=True)
         for row in slowest:  # the parts never exceed the frame; the rest is what is left
-            total, usb, cuda, x11, rest = map(float, row[2:7])
-            assert usb + cuda + x11 <= total + 0.002 and abs(total - usb - cuda - x11 - rest) < 0.004
+            total, usb, cuda, wait, launch, x11, rest = map(float, row[2:9])
+            parts = usb + cuda + wait + launch + x11
+            assert parts <= total + 0.003 and abs(total - parts - rest) < 0.006
+            # Each frame waits once for the GPU: the stand-in's cuStreamSynchronize sleeps 0.2 ms.
+            assert wait >= 0.2 and launch > 0
 
 
 def test_report_exports_an_nsys_rep_first_and_reuses_the_export(runs, tmp_path):
@@ -268,14 +280,14 @@ def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
         "  domain      count  kind",
         "  kernel          1  frame N: off-CPU figures",
         "                       'frame 2: runnable 0.5 ms (1 preemption), blocked 1.0 ms, 1 fault' x1"]
-    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; "
-                        "off CPU (kernel probe): runnable, blocked")
-    assert lines[start + 1].split() == ["total", "usb", "cuda", "x11", "rest", "runnable", "blocked"]
-    assert lines[start + 2].split() == ["mean", "of", "2", "7.500", "0.000", "0.000", "0.500",
+    start = lines.index(FRAMES_HEADING + "; off CPU (kernel probe): runnable, blocked")
+    assert lines[start + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "x11", "rest", "runnable",
+                                        "blocked"]
+    assert lines[start + 2].split() == ["mean", "of", "2", "7.500", "0.000", "0.000", "0.000", "0.500",
                                         "7.000", "1.500", "2.500"]
-    assert lines[start + 7].split() == ["frame", "1", "10.000", "0.000", "0.000", "1.000", "9.000",
+    assert lines[start + 7].split() == ["frame", "1", "10.000", "0.000", "0.000", "0.000", "1.000", "9.000",
                                         "2.500", "4.000", "(3", "preemptions,", "12", "faults)"]
-    assert lines[start + 8].split() == ["frame", "2", "5.000", "0.000", "0.000", "0.000", "5.000",
+    assert lines[start + 8].split() == ["frame", "2", "5.000", "0.000", "0.000", "0.000", "0.000", "5.000",
                                         "0.500", "1.000", "(1", "preemption,", "1", "fault)"]
 
 
@@ -299,10 +311,51 @@ def test_report_frame_times_are_each_domains_calls_joined_and_cut_to_the_frame(t
     result = nvtxshim("report", trace)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     rows = frames_table(result.stdout)
-    # total, usb, cuda, x11, rest: frame 1's calls cover 2-8 and 10-11 ms of its 10 ms.
-    assert rows[0].split() == ["mean", "of", "2", "7.000", "2.500", "1.000", "1.000", "3.000"]
-    assert rows[5].split() == ["frame", "1", "10.000", "5.000", "1.000", "2.000", "3.000"]
-    assert rows[6].split() == ["frame", "2", "4.000", "0.000", "1.000", "0.000", "3.000"]
+    # total, usb, cuda, gpu wait, x11, rest: frame 1's calls cover 2-8 and 10-11 ms of its 10 ms.
+    assert rows[0].split() == ["mean", "of", "2", "7.000", "2.500", "1.000", "0.000", "1.000", "3.000"]
+    assert rows[5].split() == ["frame", "1", "10.000", "5.000", "1.000", "0.000", "2.000", "3.000"]
+    assert rows[6].split() == ["frame", "2", "4.000", "0.000", "1.000", "0.000", "0.000", "3.000"]
+
+
+def one_frame_report(tmp_path, calls):
+    """The report of a hand-made trace: frame 1 from 1 to 11 ms, and CALLS (domain, name, start,
+    duration in microseconds, thread), with no category: as an nsys export has them."""
+    events = [{"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": 1000.0, "dur": 10000.0,
+               "pid": 7, "tid": 7}]
+    events += [{"name": name, "cat": domain, "ph": "X", "ts": float(ts), "dur": float(dur),
+                "pid": 7, "tid": tid} for domain, name, ts, dur, tid in calls]
+    trace = tmp_path / "gpu.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    return result.stdout
+
+
+def test_report_splits_the_cuda_calls_into_copies_gpu_waits_and_launches(tmp_path):
+    # Waits for the GPU are known by their API names, on any thread, and joined like any calls;
+    # launches that take time get a column of their own.
+    output = one_frame_report(tmp_path, [
+        ("cuda", "cuMemcpyHtoD 64KiB pinned", 1000, 1000, 7),       # 1-2 ms: copies
+        ("cuda", "cuStreamSynchronize", 2000, 2000, 7),             # 2-4 ms
+        ("cuda", "cudaStreamSynchronize", 3000, 2000, 8),           # 3-5 ms: waits 2-5 ms
+        ("cuda", "cuLaunchKernel conv3x3", 5000, 500, 7),           # 5-5.5 ms: launches
+        ("cuda", "cudaEventSynchronize", 6000, 500, 7),             # 6-6.5 ms: waits 3.5 ms
+        ("cuda", "cuStreamSynchronizeLater", 7000, 1000, 7)])       # not a wait's name: cuda
+    rows = frames_table(output, launches=True)
+    # total, usb, cuda, gpu wait, launch, x11, rest
+    assert rows[5].split() == ["frame", "1", "10.000", "0.000", "2.000", "3.500", "0.500", "0.000", "4.000"]
+    # Per name, a launch keeps its kernel's name.
+    assert any(line.startswith("  cuda      cuLaunchKernel conv3x3 ") for line in output.splitlines())
+
+
+def test_report_counts_launches_that_take_no_time_with_the_copies(tmp_path):
+    # Asynchronous launches on a real GPU take microseconds: no column of their own then.
+    output = one_frame_report(tmp_path, [
+        ("cuda", "cuMemcpyHtoD 64KiB pinned", 1000, 1000, 7),
+        ("cuda", "cudaLaunchKernel", 2000, 0.2, 7),
+        ("cuda", "cudaDeviceSynchronize", 2000.2, 1000, 7)])
+    rows = frames_table(output)
+    assert rows[5].split() == ["frame", "1", "10.000", "0.000", "1.000", "1.000", "0.000", "8.000"]
 
 
 def test_report_says_why_it_cannot_read_a_file(tmp_path):
@@ -540,17 +593,17 @@ FRAME_PAIRS_REPORT = [
     "  nvtxshim  frame N                                  2     7500.0    10000.0    10000.0    10000.0",
     "  x11       XSync                                    1     1000.0     1000.0     1000.0     1000.0",
     "",
-    "== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest; off CPU (kernel probe): "
-    "runnable, blocked",
-    "                     total       usb      cuda       x11      rest  runnable   blocked",
-    "  mean of 2          7.500     0.000     0.000     0.500     7.000     1.500     2.500",
-    "  p50               10.000     0.000     0.000     1.000     9.000     2.500     4.000",
-    "  p99               10.000     0.000     0.000     1.000     9.000     2.500     4.000",
-    "  max               10.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11 and the rest; off CPU "
+    "(kernel probe): runnable, blocked",
+    "                     total       usb      cuda  gpu wait       x11      rest  runnable   blocked",
+    "  mean of 2          7.500     0.000     0.000     0.000     0.500     7.000     1.500     2.500",
+    "  p50               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  p99               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  max               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
     "  slowest frames:",
-    "  frame 1           10.000     0.000     0.000     1.000     9.000     2.500     4.000  "
+    "  frame 1           10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000  "
     "(3 preemptions, 12 faults)",
-    "  frame 2            5.000     0.000     0.000     0.000     5.000     0.500     1.000  "
+    "  frame 2            5.000     0.000     0.000     0.000     0.000     5.000     0.500     1.000  "
     "(1 preemption, 1 fault)",
     "",
     "== Capture windows: 2",

@@ -27,7 +27,7 @@ def table(output):
     """{(domain, name): count} from the per-name table."""
     rows = {}
     for line in output.splitlines():
-        match = re.match(r"\s+(\S+)\s+(\S+(?: N)?)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", line)
+        match = re.match(r"\s+(\S+)\s+(\S+(?: \S+)?)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", line)
         if match:
             rows[(match.group(1), match.group(2))] = int(match.group(3))
     return rows
@@ -37,7 +37,8 @@ def check_report(output, frames, window):
     rows = table(output)
     for key in [("usb", "libusb_control_transfer"), ("usb", "libusb_bulk_transfer"),
                 ("usb", "libusb_interrupt_transfer"), ("cuda", "cuMemcpyHtoD"),
-                ("cuda", "cuMemcpyDtoHAsync"), ("nvtxshim", "frame N")]:
+                ("cuda", "cuLaunchKernel harness_convolve"), ("cuda", "cuLaunchKernel harness_cell_argmax"),
+                ("cuda", "cuMemcpyDtoHAsync"), ("cuda", "cuStreamSynchronize"), ("nvtxshim", "frame N")]:
         # The bulk transfers are the command (sync) and none for the streamed frames.
         assert rows.get(key) == frames, (key, rows)
     # The demo captures on its own thread: frame k is drawn while frame k+1's USB work
@@ -45,10 +46,15 @@ def check_report(output, frames, window):
     assert abs(rows.get(("x11", "XShmPutImage"), 0) - frames) <= 1, rows
     assert "== Capture windows: 1" in output
     assert re.search(r"capture@nvtxshim\s+[\d.]+ ms\s+frames %s\n" % window, output), output
-    assert "== Per frame (milliseconds): time in USB, CUDA copies, X11 and the rest" in output
+    # The stand-in driver runs the kernels inside cuLaunchKernel (launches take time) and
+    # sleeps 0.2 ms in the loop's cuStreamSynchronize: the GPU wait shows.
+    assert ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, kernel launches, X11 "
+            "and the rest") in output
+    assert re.search(r"\n\s+total\s+usb\s+cuda\s+gpu wait\s+launch\s+x11\s+rest\n", output)
     listed = output[output.index("slowest frames:"):].splitlines()[1:]
-    slowest = [line for line in listed[:5] if re.match(r"\s+frame \d+(\s+[\d.]+){5}$", line)]
+    slowest = [line.split() for line in listed[:5] if re.match(r"\s+frame \d+(\s+[\d.]+){7}$", line)]
     assert len(slowest) == min(5, frames), listed
+    assert all(float(row[5]) >= 0.2 for row in slowest), listed
     assert "frames=%d errors=0" % FRAMES in output
 
 

@@ -1,7 +1,9 @@
 """After warm-up a hooked call allocates nothing: the only allocations that grow
 with the run are registrations of names never seen before (here the control
 request's value, which the loop changes every frame)."""
-from conftest import load_trace, names, program, run
+import pytest
+
+from conftest import STUB, load_trace, names, program, run
 
 
 def run_with_counter(make_device, tmp_path, frames):
@@ -23,3 +25,22 @@ def test_allocations_grow_only_with_new_names(make_device, tmp_path):
     long_allocations, long_names = run_with_counter(make_device, tmp_path, 60)
     assert short_allocations > 0  # the counter does see the shim's warm-up
     assert long_allocations - short_allocations == len(long_names) - len(short_names) == 50
+
+
+@pytest.mark.parametrize("mode", ["linked", "getproc-ptds"])
+def test_waits_and_launches_allocate_nothing_after_warm_up(tmp_path, mode):
+    """CUDA waits and launches (test/cuda/cuda_waits.c on the stand-in driver), 2 rounds of
+    each form or 200: the shim allocates as much (the kernel names are cached)."""
+    from conftest import SHIM
+
+    def allocations(repeats):
+        counter = tmp_path / ("count-%d" % repeats)
+        preload = 'LD_PRELOAD="$LD_PRELOAD:%s:%s" exec "$@"' % (program("test/libmalloc_count.so"), SHIM)
+        result = run(["sh", "-c", preload, "sh", program("test/cuda_waits"), mode, str(repeats)],
+                     env={"NVS_MALLOC_COUNT": str(counter), "LD_LIBRARY_PATH": STUB,
+                          "NVTXSHIM_TRACE": str(tmp_path / ("t-%d.json" % repeats))}, shim=False)
+        assert result.returncode == 0, result.stderr
+        return int(counter.read_text())
+
+    few, many = allocations(2), allocations(200)
+    assert few > 0 and many == few

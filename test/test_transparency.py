@@ -114,6 +114,13 @@ CORPUS = [
     Case("cuda_copies-getproc-v1", ["test/cuda_copies", "getproc-v1"], env=GPU, frame="cuda.htod"),
     Case("cuda_copies-loader", ["test/cuda_copies", "loader"], env=GPU, frame="cuda.htod"),
     Case("runtime_copies", ["test/runtime_copies"], env=GPU, frame="call:cudaMemcpy"),
+    # Waits for the GPU and kernel launches on the stand-ins.
+    Case("cuda_waits-linked", ["test/cuda_waits", "linked"], env=GPU, frame="call:cuStreamSynchronize"),
+    Case("cuda_waits-getproc-ptds", ["test/cuda_waits", "getproc-ptds"], env=GPU,
+         frame="call:cuLaunchKernel_ptsz"),
+    Case("runtime_waits", ["test/runtime_waits", "linked"], env=GPU, frame="call:cudaLaunchKernel"),
+    Case("runtime_waits-dlsym", ["test/runtime_waits", "dlsym"], env=GPU,
+         frame="call:cudaDeviceSynchronize"),
     # NVTX in the program itself, across fork, exec and _exit.
     Case("nvtx_user", ["test/nvtx_user"]),
     Case("nvtx_user-fork", ["test/nvtx_user", "fork"]),

@@ -1,5 +1,5 @@
 /* What hooks/cuda.c and hooks/cudart.c share: describing a copy and opening
- * its range. */
+ * its range; the ranges of waits for the GPU and of kernel launches. */
 #ifndef NVS_COPY_H
 #define NVS_COPY_H
 
@@ -34,6 +34,22 @@ void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy);
 void nvs_copy_close(void);
 /* The driver answered SYMBOL with FOUND: our wrapper when FOUND is a hooked function. */
 void *nvs_driver_entry_point(const char *symbol, void *found);
+/* NAME in LIBRARY, a function the shim calls but does not hook, found once
+ * and kept in CACHE; NULL when the library has none. */
+void *nvs_cuda_function(_Atomic(void *) *cache, const char *library, const char *name);
+
+/* Opens the range of a wait for the GPU, hook ID (category wait, named after
+ * the API). Out of line, as nvs_copy_open; nvs_copy_close closes it. */
+void nvs_wait_open(enum nvs_hook_id id);
+/* Sets *NAME to the name of the kernel FUNCTION (NULL: it has none) and
+ * returns 0, or returns -1 when it cannot be asked now (it is asked again at
+ * the next launch). Asked once per kernel, errno kept around it. */
+typedef int nvs_kernel_namer(const void *function, const char **name);
+/* Opens the range of a kernel launch, hook ID, named after API (the hook
+ * whose documented name it takes) and the kernel, as NAME_OF says it. Out of
+ * line; nvs_copy_close closes it. */
+void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *function,
+                     nvs_kernel_namer *name_of);
 
 /* A copy wrapper, TYPE NAME PARAMETERS, that passes ARGUMENTS to the real
  * function and says what it moves with DESCRIPTION, an expression of type
@@ -56,5 +72,60 @@ void *nvs_driver_entry_point(const char *symbol, void *found);
         nvs_copy_close();                                                                   \
         return result;                                                                      \
     }
+
+/* The exported function NAME of a wait or a launch: the real function when
+ * it is resolved and the call untraced, else TRACED, a function of its own
+ * with the same parameters (the first call's resolving and the traced path).
+ * Both ways out are tail calls that need nothing kept, so the compiler saves
+ * no register for them. In the NVS_COPY form an untraced call cost 10
+ * instructions more for a wait and 19 more for a launch, whose eleven
+ * parameters put five on the stack (callgrind, make bench: the registers and
+ * stack arguments kept across the resolving). */
+#define NVS_CUDA_EXPORTED(type, name, parameters, arguments, traced)                        \
+    __attribute__((visibility("default"))) type name parameters                             \
+    {                                                                                       \
+        __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                   \
+            &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                  \
+        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_CUDA))           \
+            return real arguments;                                                          \
+        return traced arguments;                                                            \
+    }
+
+/* A wait for the GPU, TYPE NAME PARAMETERS, that passes ARGUMENTS to the
+ * real function; its range is category wait. The twins are declared as for
+ * NVS_COPY. */
+#define NVS_WAIT(type, missing, name, parameters, arguments)                                \
+    extern type name parameters;                                                            \
+    __attribute__((noinline)) static type nvs_traced_##name parameters                      \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return missing;                                                                 \
+        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
+            return real arguments;                                                          \
+        nvs_wait_open(NVS_HOOK_ID(name));                                                   \
+        type result = real arguments;                                                       \
+        nvs_copy_close();                                                                   \
+        return result;                                                                      \
+    }                                                                                       \
+    NVS_CUDA_EXPORTED(type, name, parameters, arguments, nvs_traced_##name)
+
+/* A kernel launch of FUNCTION (a parameter), its range named after API and
+ * the kernel as NAME_OF (an nvs_kernel_namer) says. */
+#define NVS_LAUNCH(type, missing, name, parameters, arguments, api, function, name_of)      \
+    extern type name parameters;                                                            \
+    __attribute__((noinline)) static type nvs_traced_##name parameters                      \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return missing;                                                                 \
+        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
+            return real arguments;                                                          \
+        nvs_launch_open(NVS_HOOK_ID(name), api, (const void *)(function), name_of);         \
+        type result = real arguments;                                                       \
+        nvs_copy_close();                                                                   \
+        return result;                                                                      \
+    }                                                                                       \
+    NVS_CUDA_EXPORTED(type, name, parameters, arguments, nvs_traced_##name)
 
 #endif

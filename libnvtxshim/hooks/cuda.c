@@ -212,24 +212,6 @@ static struct copy batch_3d(size_t count, const CUDA_MEMCPY3D_BATCH_OP *operatio
 
 /* ---- ranges ------------------------------------------------------------------------ */
 
-/* "cuMemcpyHtoDAsync_v2_ptsz" is shown as the documented "cuMemcpyHtoDAsync". */
-static int api_name_length(const char *name)
-{
-    static const char *const suffixes[] = { "_ptds", "_ptsz", "_v2", "_v3" };
-    size_t length = strlen(name);
-    for (bool stripped = true; stripped;) {
-        stripped = false;
-        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-            size_t n = strlen(suffixes[i]);
-            if (length > n && !strncmp(name + length - n, suffixes[i], n)) {
-                length -= n;
-                stripped = true;
-            }
-        }
-    }
-    return (int)length;
-}
-
 /* "64KiB", "9KiB", "1536KiB", "100B": the largest unit that divides exactly. */
 static void format_bytes(char *out, size_t size, uint64_t bytes)
 {
@@ -258,7 +240,7 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
     const char *name = nvs_hook_name(id);
     char size[32];
     format_bytes(size, sizeof size, copy->bytes);
-    snprintf(text, NVS_CALL_TEXT_MAX, "%.*s %s%s%s%s", api_name_length(name), name, size,
+    snprintf(text, NVS_CALL_TEXT_MAX, "%.*s %s%s%s%s", nvs_api_name_length(name), name, size,
              copy->name_direction && copy->direction != UNKNOWN ? " " : "",
              copy->name_direction ? direction_names[copy->direction] : "",
              host_names[copy->host]);
@@ -279,6 +261,172 @@ __attribute__((noinline)) void nvs_copy_close(void)
 {
     nvs_call_close(NVS_DOMAIN_CUDA);
 }
+
+/* ---- waits and launches --------------------------------------------------------------- */
+
+/* A function the shim calls but does not hook, found on first use; absent
+ * (cached too) when its library has none. */
+#define ABSENT ((void *)1)
+
+void *nvs_cuda_function(_Atomic(void *) *cache, const char *library, const char *name)
+{
+    void *found = atomic_load_explicit(cache, memory_order_acquire);
+    if (!found) {
+        found = nvs_find_function(library, name);
+        atomic_store_explicit(cache, found ? found : ABSENT, memory_order_release);
+    }
+    return found == ABSENT ? NULL : found;
+}
+
+/* A wait for the GPU: named after the API (hook.c drops _ptsz and _v2). */
+__attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
+{
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_WAIT, .color = NVS_COLOR_CUDA_WAIT,
+    };
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
+/* The registered name of each kernel launched, "cuLaunchKernel NAME", by the
+ * function and the API that launched it: open addressing, insert-only,
+ * lock-free, like emit.c's names. A key packs the function's address (48
+ * bits), the module generation (15 bits) and the API (the top bit). A slot
+ * claimed but not yet published, a full table, a kernel without a name: the
+ * bare API name. cuModuleUnload and cuLibraryUnload bump the generation: a
+ * function of another module may come back at the same address. */
+#define KERNEL_SLOTS 2048u
+#define KERNEL_PROBES 16u
+
+struct kernel_slot {
+    _Atomic uint64_t key;
+    _Atomic(nvtxStringHandle_t) name;
+};
+
+static struct kernel_slot kernel_names[KERNEL_SLOTS];
+static atomic_uint module_generation;
+
+static void forget_kernels(void)
+{
+    atomic_fetch_add_explicit(&module_generation, 1, memory_order_acq_rel);
+}
+
+static uint32_t kernel_slot_of(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key & (KERNEL_SLOTS - 1);
+}
+
+/* "API KERNEL" registered under KEY, published in SLOT; the name for this call. */
+static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_hook_id api,
+                                           uint64_t key, const char *kernel, char *text)
+{
+    struct nvs_name name = { NULL, NULL };
+    if (kernel) {
+        snprintf(text, NVS_CALL_TEXT_MAX, "%s %s", nvs_hook_name(api), kernel);
+        name = nvs_name_store(NVS_DOMAIN_CUDA, nvs_call_name_key(api, key), text);
+    }
+    /* Without a name of its own (or a slot for it in emit.c), the bare API name from now on. */
+    nvtxStringHandle_t published = name.registered ? name.registered
+                                                   : nvs_call_hook_name(NVS_DOMAIN_CUDA, api).registered;
+    atomic_store_explicit(&slot->name, published, memory_order_release);
+    return name;
+}
+
+static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
+                                   nvs_kernel_namer *name_of, char *text)
+{
+    struct nvs_name name = { NULL, NULL };
+    uintptr_t address = (uintptr_t)function;
+    if (!address || address >> 48)
+        return name;
+    unsigned modules = atomic_load_explicit(&module_generation, memory_order_acquire);
+    uint64_t key = address | (uint64_t)(modules & 0x7fff) << 48 |
+                   (uint64_t)(api == NVS_HOOK_ID(cudaLaunchKernel)) << 63;
+    uint32_t first = kernel_slot_of(key);
+    const char *kernel = NULL;
+    bool asked = false;
+    for (uint32_t probe = 0; probe < KERNEL_PROBES; probe++) {
+        struct kernel_slot *slot = &kernel_names[(first + probe) & (KERNEL_SLOTS - 1)];
+        uint64_t found = atomic_load_explicit(&slot->key, memory_order_acquire);
+        if (found == key) {
+            name.registered = atomic_load_explicit(&slot->name, memory_order_acquire);
+            return name;
+        }
+        if (found)
+            continue;
+        if (!asked) {
+            int saved_errno = errno;
+            int answer = name_of(function, &kernel);
+            errno = saved_errno;
+            if (answer < 0)
+                return name;            /* not now: asked again at the next launch */
+            asked = true;
+        }
+        uint64_t expected = 0;
+        if (atomic_compare_exchange_strong(&slot->key, &expected, key))
+            return publish_kernel_name(slot, api, key, kernel, text);
+        if (expected == key) {
+            name.registered = atomic_load_explicit(&slot->name, memory_order_acquire);
+            return name;
+        }
+    }
+    return name;
+}
+
+/* A kernel launch, named after its kernel where NAME_OF gives it; API: the
+ * hook whose documented name the range takes (not the _ptsz twin). */
+__attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api,
+                                               const void *function, nvs_kernel_namer *name_of)
+{
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_LAUNCH, .color = NVS_COLOR_CUDA_LAUNCH,
+    };
+    char text[NVS_CALL_TEXT_MAX];
+    range.name = kernel_name(api, function, name_of, text);
+    if (!range.name.registered && !range.name.text)
+        range.name = nvs_call_hook_name(NVS_DOMAIN_CUDA, api);
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
+/* The driver's name of a CUfunction (cuFuncGetName, CUDA 12.3 and later). */
+static int driver_kernel_name(const void *function, const char **name)
+{
+    static _Atomic(void *) found;
+    __typeof__(&cuFuncGetName) get =
+        (__typeof__(&cuFuncGetName))nvs_cuda_function(&found, "libcuda.so.1", "cuFuncGetName");
+    if (!get || get(name, (CUfunction)(uintptr_t)function) != CUDA_SUCCESS)
+        *name = NULL;
+    return 0;
+}
+
+/* A wait for the GPU and a launch (copy.h), each with its per-thread twin. */
+#define WAIT(name, parameters, arguments)                                                   \
+    NVS_WAIT(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments)
+#define LAUNCH(name, parameters, arguments, function)                                       \
+    NVS_LAUNCH(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,                 \
+               NVS_HOOK_ID(cuLaunchKernel), function, driver_kernel_name)
+
+WAIT(cuStreamSynchronize, (CUstream stream), (stream))
+WAIT(cuStreamSynchronize_ptsz, (CUstream stream), (stream))
+WAIT(cuCtxSynchronize, (void), ())
+#if NVS_CUDA_VERSION >= 13000
+WAIT(cuCtxSynchronize_v2, (CUcontext context), (context))
+#endif
+WAIT(cuEventSynchronize, (CUevent event), (event))
+LAUNCH(cuLaunchKernel,
+       (CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+        unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int shared_bytes,
+        CUstream stream, void **parameters, void **extra),
+       (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
+        parameters, extra), function)
+LAUNCH(cuLaunchKernel_ptsz,
+       (CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+        unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int shared_bytes,
+        CUstream stream, void **parameters, void **extra),
+       (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
+        parameters, extra), function)
 
 /* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
  * twin: the same parameters, the description and the range made alike. */
@@ -384,6 +532,19 @@ FORGETS(cuMemHostRegister_v2, (void *pointer, size_t bytes, unsigned int flags),
         (pointer, bytes, flags))
 FORGETS(cuMemHostUnregister, (void *pointer), (pointer))
 
+/* Passed straight through, then the kernel names are forgotten. */
+EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule module)
+{
+    NVS_PASS_THEN(cuModuleUnload, CUDA_ERROR_NOT_FOUND, (module), forget_kernels());
+}
+
+#if NVS_CUDA_VERSION >= 12000
+EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
+{
+    NVS_PASS_THEN(cuLibraryUnload, CUDA_ERROR_NOT_FOUND, (library), forget_kernels());
+}
+#endif
+
 /* ---- entry points --------------------------------------------------------------------- */
 
 /* The driver answered SYMBOL with FOUND: if FOUND is the real function of one
@@ -398,7 +559,7 @@ void *nvs_driver_entry_point(const char *symbol, void *found)
     for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
         const char *name = nvs_hook_name((enum nvs_hook_id)id);
         if (nvs_hook_group((enum nvs_hook_id)id) != NVS_HOOKS_CUDA ||
-            (size_t)api_name_length(name) != length || strncmp(name, symbol, length))
+            (size_t)nvs_api_name_length(name) != length || strncmp(name, symbol, length))
             continue;
         if (nvs_resolve((enum nvs_hook_id)id) == found)
             return nvs_hook_table[id].wrapper;

@@ -95,6 +95,51 @@ COPY(cudaMemcpyPeerAsync,
       cudaStream_t stream),
      (dst, dst_device, src, src_device, bytes, stream), nvs_copy_between(bytes, PEER))
 
+/* ---- waits and launches ----------------------------------------------------------- */
+
+/* The runtime's name of the kernel whose host stub is FUNCTION
+ * (cudaFuncGetName). A failed cudaFuncGetName leaves its error for
+ * cudaGetLastError: it is asked only while no error is pending, and its
+ * error is taken back, so the program's cudaGetLastError answers as without
+ * the shim. An error pending: not now. */
+static int runtime_kernel_name(const void *function, const char **name)
+{
+    static _Atomic(void *) get_name, peek, take;
+    __typeof__(&cudaFuncGetName) get_name_fn =
+        (__typeof__(&cudaFuncGetName))nvs_cuda_function(&get_name, "libcudart.so", "cudaFuncGetName");
+    __typeof__(&cudaPeekAtLastError) peek_fn =
+        (__typeof__(&cudaPeekAtLastError))nvs_cuda_function(&peek, "libcudart.so", "cudaPeekAtLastError");
+    __typeof__(&cudaGetLastError) take_fn =
+        (__typeof__(&cudaGetLastError))nvs_cuda_function(&take, "libcudart.so", "cudaGetLastError");
+    *name = NULL;
+    if (!get_name_fn || !peek_fn || !take_fn)
+        return 0;
+    if (peek_fn() != cudaSuccess)
+        return -1;
+    if (get_name_fn(name, function) != cudaSuccess) {
+        *name = NULL;
+        take_fn();
+    }
+    return 0;
+}
+
+/* A wait for the GPU and a launch (copy.h). */
+#define WAIT(name, parameters, arguments)                                                   \
+    NVS_WAIT(cudaError_t, cudaErrorNotSupported, name, parameters, arguments)
+#define LAUNCH(name)                                                                        \
+    NVS_LAUNCH(cudaError_t, cudaErrorNotSupported, name,                                    \
+               (const void *function, dim3 grid, dim3 block, void **arguments,              \
+                size_t shared_bytes, cudaStream_t stream),                                  \
+               (function, grid, block, arguments, shared_bytes, stream),                    \
+               NVS_HOOK_ID(cudaLaunchKernel), function, runtime_kernel_name)
+
+WAIT(cudaDeviceSynchronize, (void), ())
+WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))
+WAIT(cudaStreamSynchronize_ptsz, (cudaStream_t stream), (stream))
+WAIT(cudaEventSynchronize, (cudaEvent_t event), (event))
+LAUNCH(cudaLaunchKernel)
+LAUNCH(cudaLaunchKernel_ptsz)
+
 /* Driver entry points handed out by the runtime get the wrappers too. */
 #define ENTRY_POINT(name, parameters, arguments, symbol, function)                          \
     EXPORT cudaError_t CUDARTAPI name parameters                                            \

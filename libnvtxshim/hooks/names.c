@@ -39,6 +39,23 @@ const char *nvs_hook_name(enum nvs_hook_id id)
     return (unsigned)id < NVS_HOOK_COUNT ? hook_names[id] : "?";
 }
 
+int nvs_api_name_length(const char *name)
+{
+    static const char *const suffixes[] = { "_ptds", "_ptsz", "_v2", "_v3" };
+    size_t length = strlen(name);
+    for (int stripped = 1; stripped;) {
+        stripped = 0;
+        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            size_t n = strlen(suffixes[i]);
+            if (length > n && !strncmp(name + length - n, suffixes[i], n)) {
+                length -= n;
+                stripped = 1;
+            }
+        }
+    }
+    return (int)length;
+}
+
 int nvs_hook_find(const char *name)
 {
     for (int id = 0; id < NVS_HOOK_COUNT; id++) {

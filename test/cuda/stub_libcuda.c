@@ -3,13 +3,17 @@
  * driver's pointer registry, cuGetProcAddress (versions, per-thread flag) and
  * the per-thread-default-stream variants behave as the real driver documents.
  * nvs_stub_per_thread_calls() counts calls that reached a _ptds/_ptsz variant.
- * The example harness's kernels run on the CPU (see cuLaunchKernel). */
+ * The example harness's kernels run on the CPU (see cuLaunchKernel); kernels
+ * named nvs_stub_* do nothing, and nvs_stub_launches() counts their launches.
+ * A wait for the GPU (stream, context, event) sleeps WAIT_NS, as if the GPU
+ * were still busy. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #undef cuGetProcAddress
 /* Protected, as in the real driver: what cuGetProcAddress hands out and what
@@ -104,7 +108,35 @@ EXPORT CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
     *stream = (CUstream)&streams[next++ % 8];
     return CUDA_SUCCESS;
 }
-EXPORT CUresult cuStreamSynchronize(CUstream stream) { (void)stream; return CUDA_SUCCESS; }
+
+/* The waits for the GPU: a measurable time each. */
+#define WAIT_NS 200000
+static void wait_for_gpu(void)
+{
+    struct timespec pause = { 0, WAIT_NS };
+    while (nanosleep(&pause, &pause) != 0)
+        ;
+}
+EXPORT CUresult cuStreamSynchronize(CUstream stream) { (void)stream; wait_for_gpu(); return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) { per_thread_calls++; return cuStreamSynchronize(stream); }
+EXPORT CUresult cuCtxSynchronize(void) { wait_for_gpu(); return CUDA_SUCCESS; }
+EXPORT CUresult cuCtxSynchronize_v2(CUcontext context) { (void)context; return cuCtxSynchronize(); }
+static int events[8], next_event;
+EXPORT CUresult cuEventCreate(CUevent *event, unsigned int flags)
+{
+    (void)flags;
+    *event = (CUevent)&events[next_event++ % 8];
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) { (void)event; (void)stream; return CUDA_SUCCESS; }
+EXPORT CUresult cuEventSynchronize(CUevent event) { wait_for_gpu(); return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
+EXPORT CUresult cuEventDestroy_v2(CUevent event) { (void)event; return CUDA_SUCCESS; }
+/* A stream waiting for an event: no wait for the CPU. */
+EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
+{
+    (void)stream; (void)flags;
+    return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes)
 {
@@ -169,19 +201,44 @@ COPY(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p),
 #include "harness_infer.h"
 
 static int module_handle, harness_convolve_handle, harness_cell_argmax_handle;
+/* Kernels named nvs_stub_*: a handle each, holding its name. */
+static char stub_kernels[8][64];
+static int stub_kernel_count, launches;
+EXPORT int nvs_stub_launches(void) { return launches; }
 EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
     if (!image) return CUDA_ERROR_INVALID_VALUE;
     *module = (CUmodule)&module_handle;
     return CUDA_SUCCESS;
 }
-EXPORT CUresult cuModuleUnload(CUmodule module) { (void)module; return CUDA_SUCCESS; }
+/* Unloading forgets the nvs_stub_* kernels: the next one found takes the first
+ * handle again, as a real driver may give a new function a freed address. */
+EXPORT CUresult cuModuleUnload(CUmodule module) { (void)module; stub_kernel_count = 0; return CUDA_SUCCESS; }
 EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name)
 {
     (void)module;
     if (!strcmp(name, "harness_convolve")) *function = (CUfunction)&harness_convolve_handle;
     else if (!strcmp(name, "harness_cell_argmax")) *function = (CUfunction)&harness_cell_argmax_handle;
-    else return CUDA_ERROR_NOT_FOUND;
+    else if (!strncmp(name, "nvs_stub_", 9) && strlen(name) < sizeof stub_kernels[0]) {
+        int found = 0;
+        while (found < stub_kernel_count && strcmp(stub_kernels[found], name))
+            found++;
+        if (found == stub_kernel_count) {
+            if (stub_kernel_count == 8) return CUDA_ERROR_OUT_OF_MEMORY;
+            strcpy(stub_kernels[stub_kernel_count++], name);
+        }
+        *function = (CUfunction)stub_kernels[found];
+    } else return CUDA_ERROR_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuFuncGetName(const char **name, CUfunction function)
+{
+    if (!name || !function) return CUDA_ERROR_INVALID_VALUE;
+    if (function == (CUfunction)&harness_convolve_handle) *name = "harness_convolve";
+    else if (function == (CUfunction)&harness_cell_argmax_handle) *name = "harness_cell_argmax";
+    else if ((char *)function >= stub_kernels[0] && (char *)function < stub_kernels[stub_kernel_count])
+        *name = (const char *)function;
+    else return CUDA_ERROR_INVALID_HANDLE;
     return CUDA_SUCCESS;
 }
 EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz,
@@ -189,7 +246,11 @@ EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, un
                                CUstream stream, void **parameters, void **extra)
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream; (void)extra;
-    /* Both kernels take (input, output, width, height). */
+    if ((char *)function >= stub_kernels[0] && (char *)function < stub_kernels[stub_kernel_count]) {
+        launches++;
+        return CUDA_SUCCESS;
+    }
+    /* Both harness kernels take (input, output, width, height). */
     void *input = *(void **)parameters[0], *output = *(void **)parameters[1];
     int width = *(int *)parameters[2], height = *(int *)parameters[3];
     if (function == (CUfunction)&harness_convolve_handle)
@@ -201,6 +262,15 @@ EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, un
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuLaunchKernel_ptsz(CUfunction function, unsigned gx, unsigned gy, unsigned gz,
+                                    unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                    CUstream stream, void **parameters, void **extra)
+{
+    per_thread_calls++;
+    return cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra);
+}
+
+/* A symbol may have several versions: the newest not above the version asked is handed out. */
 struct entry { const char *symbol; int version; void *function; void *per_thread; };
 static const struct entry entries[] = {
     { "cuInit", 2000, (void *)cuInit, NULL },
@@ -209,10 +279,19 @@ static const struct entry entries[] = {
     { "cuDevicePrimaryCtxRetain", 7000, (void *)cuDevicePrimaryCtxRetain, NULL },
     { "cuCtxSetCurrent", 4000, (void *)cuCtxSetCurrent, NULL },
     { "cuStreamCreate", 2000, (void *)cuStreamCreate, NULL },
-    { "cuStreamSynchronize", 2000, (void *)cuStreamSynchronize, NULL },
+    { "cuStreamSynchronize", 2000, (void *)cuStreamSynchronize, (void *)cuStreamSynchronize_ptsz },
+    { "cuCtxSynchronize", 2000, (void *)cuCtxSynchronize, NULL },
+    { "cuCtxSynchronize", 13000, (void *)cuCtxSynchronize_v2, NULL },
+    { "cuEventCreate", 2000, (void *)cuEventCreate, NULL },
+    { "cuEventRecord", 2000, (void *)cuEventRecord, NULL },
+    { "cuEventSynchronize", 2000, (void *)cuEventSynchronize, NULL },
+    { "cuEventDestroy", 4000, (void *)cuEventDestroy_v2, NULL },
+    { "cuStreamWaitEvent", 3020, (void *)cuStreamWaitEvent, NULL },
+    { "cuFuncGetName", 12030, (void *)cuFuncGetName, NULL },
+    { "cuModuleUnload", 2000, (void *)cuModuleUnload, NULL },
     { "cuModuleLoadData", 2000, (void *)cuModuleLoadData, NULL },
     { "cuModuleGetFunction", 2000, (void *)cuModuleGetFunction, NULL },
-    { "cuLaunchKernel", 4000, (void *)cuLaunchKernel, NULL },
+    { "cuLaunchKernel", 4000, (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz },
     { "cuMemAlloc", 3020, (void *)cuMemAlloc_v2, NULL },
     { "cuMemFree", 3020, (void *)cuMemFree_v2, NULL },
     { "cuMemAllocHost", 3020, (void *)cuMemAllocHost_v2, NULL },
@@ -242,24 +321,27 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **function, int versio
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **function, int version,
                                     cuuint64_t flags, CUdriverProcAddressQueryResult *status)
 {
+    const struct entry *best = NULL;
+    int known = 0;
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
         if (strcmp(entries[i].symbol, symbol))
             continue;
-        if (version < entries[i].version) {
-            if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-            *function = NULL;
-            return CUDA_ERROR_NOT_FOUND;
-        }
-        if (!strcmp(symbol, "cuGetProcAddress"))
-            *function = (void *)cuGetProcAddress_v2;
-        else if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && entries[i].per_thread)
-            *function = entries[i].per_thread;
-        else
-            *function = entries[i].function;
-        if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-        return CUDA_SUCCESS;
+        known = 1;
+        if (version >= entries[i].version && (!best || entries[i].version > best->version))
+            best = &entries[i];
     }
-    if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    *function = NULL;
-    return CUDA_ERROR_NOT_FOUND;
+    if (!best) {
+        if (status) *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                                    : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        *function = NULL;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    if (!strcmp(symbol, "cuGetProcAddress"))
+        *function = (void *)cuGetProcAddress_v2;
+    else if ((flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->per_thread)
+        *function = best->per_thread;
+    else
+        *function = best->function;
+    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
 }

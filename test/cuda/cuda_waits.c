@@ -1,0 +1,194 @@
+/* Waits for the GPU and kernel launches through the CUDA driver API, reached
+ * the ways test/cuda/cuda_copies.c reaches the copies:
+ *   linked       the symbols it was linked against (-lcuda)
+ *   dlsym        dlopen("libcuda.so.1") + dlsym of each exported name
+ *   getproc      cuGetProcAddress_v2 for each entry point
+ *   getproc-ptds the same with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+ *   getproc-v1   the first cuGetProcAddress (CUDA 11.3's signature)
+ *   loader       cuGetProcAddress_v2 asked for cuGetProcAddress itself, then that
+ * Each wait and launch is made in both forms: the plain one (the mode's) and
+ * the per-thread-default-stream twin (the exported _ptsz name, or the entry
+ * point asked for with the per-thread flag); cuCtxSynchronize in its first
+ * form and in CUDA 13's cuCtxSynchronize_v2 (cuGetProcAddress version 13000).
+ * Prints what the driver did and what each call returned. A second argument
+ * repeats the waits and launches that many times (results of the last). */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char *symbol, void **function, int version, cuuint64_t flags);
+/* Declared by cuda.h only for programs built with --default-stream per-thread. */
+CUresult cuStreamSynchronize_ptsz(CUstream stream);
+CUresult cuLaunchKernel_ptsz(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                             unsigned block_x, unsigned block_y, unsigned block_z, unsigned shared,
+                             CUstream stream, void **parameters, void **extra);
+
+static struct {
+    __typeof__(&cuInit) init;
+    __typeof__(&cuDeviceGet) device_get;
+    __typeof__(&cuDevicePrimaryCtxRetain) retain;
+    __typeof__(&cuCtxSetCurrent) set_current;
+    __typeof__(&cuStreamCreate) stream_create;
+    __typeof__(&cuEventCreate) event_create;
+    __typeof__(&cuEventRecord) event_record;
+    __typeof__(&cuStreamWaitEvent) stream_wait_event;
+    __typeof__(&cuModuleLoadData) module_load;
+    __typeof__(&cuModuleGetFunction) get_function;
+    __typeof__(&cuModuleUnload) module_unload;
+    __typeof__(&cuStreamSynchronize) stream_sync, stream_sync_twin;
+    __typeof__(&cuCtxSynchronize) context_sync;
+    __typeof__(&cuCtxSynchronize_v2) context_sync_v2;
+    __typeof__(&cuEventSynchronize) event_sync;
+    __typeof__(&cuLaunchKernel) launch, launch_twin;
+} api;
+
+/* name and version: as cuGetProcAddress takes them; exported: the symbol;
+ * twin: the slot asked for with the per-thread flag (getproc) or by its
+ * exported _ptsz name (dlsym). */
+static const struct entry {
+    const char *name, *exported;
+    int version;
+    void **slot;
+    int twin;
+} entries[] = {
+#define ENTRY(field, name, exported, version) { name, exported, version, (void **)&api.field, 0 }
+#define TWIN(field, name, exported) { name, exported, CUDA_VERSION, (void **)&api.field, 1 }
+    ENTRY(init, "cuInit", "cuInit", CUDA_VERSION),
+    ENTRY(device_get, "cuDeviceGet", "cuDeviceGet", CUDA_VERSION),
+    ENTRY(retain, "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRetain", CUDA_VERSION),
+    ENTRY(set_current, "cuCtxSetCurrent", "cuCtxSetCurrent", CUDA_VERSION),
+    ENTRY(stream_create, "cuStreamCreate", "cuStreamCreate", CUDA_VERSION),
+    ENTRY(event_create, "cuEventCreate", "cuEventCreate", CUDA_VERSION),
+    ENTRY(event_record, "cuEventRecord", "cuEventRecord", CUDA_VERSION),
+    ENTRY(stream_wait_event, "cuStreamWaitEvent", "cuStreamWaitEvent", CUDA_VERSION),
+    ENTRY(module_load, "cuModuleLoadData", "cuModuleLoadData", CUDA_VERSION),
+    ENTRY(get_function, "cuModuleGetFunction", "cuModuleGetFunction", CUDA_VERSION),
+    ENTRY(module_unload, "cuModuleUnload", "cuModuleUnload", CUDA_VERSION),
+    ENTRY(stream_sync, "cuStreamSynchronize", "cuStreamSynchronize", CUDA_VERSION),
+    TWIN(stream_sync_twin, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"),
+    ENTRY(context_sync, "cuCtxSynchronize", "cuCtxSynchronize", 2000),
+    ENTRY(context_sync_v2, "cuCtxSynchronize", "cuCtxSynchronize_v2", 13000),
+    ENTRY(event_sync, "cuEventSynchronize", "cuEventSynchronize", CUDA_VERSION),
+    ENTRY(launch, "cuLaunchKernel", "cuLaunchKernel", CUDA_VERSION),
+    TWIN(launch_twin, "cuLaunchKernel", "cuLaunchKernel_ptsz"),
+#undef ENTRY
+#undef TWIN
+};
+#define ENTRIES (sizeof entries / sizeof entries[0])
+
+static void link_directly(void)
+{
+    api.init = cuInit; api.device_get = cuDeviceGet; api.retain = cuDevicePrimaryCtxRetain;
+    api.set_current = cuCtxSetCurrent; api.stream_create = cuStreamCreate;
+    api.event_create = cuEventCreate; api.event_record = cuEventRecord;
+    api.stream_wait_event = cuStreamWaitEvent; api.module_load = cuModuleLoadData;
+    api.get_function = cuModuleGetFunction; api.module_unload = cuModuleUnload;
+    api.stream_sync = cuStreamSynchronize; api.stream_sync_twin = cuStreamSynchronize_ptsz;
+    api.context_sync = cuCtxSynchronize; api.context_sync_v2 = cuCtxSynchronize_v2;
+    api.event_sync = cuEventSynchronize;
+    api.launch = cuLaunchKernel; api.launch_twin = cuLaunchKernel_ptsz;
+}
+
+static int load(const char *mode)
+{
+    if (!strcmp(mode, "linked")) {
+        link_directly();
+        return 0;
+    }
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!driver)
+        return -1;
+    if (!strcmp(mode, "dlsym")) {
+        for (size_t i = 0; i < ENTRIES; i++)
+            if (!(*entries[i].slot = dlsym(driver, entries[i].exported)))
+                return -1;
+        return 0;
+    }
+    const cuuint64_t per_thread = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    cuuint64_t flags = !strcmp(mode, "getproc-ptds") ? per_thread : CU_GET_PROC_ADDRESS_DEFAULT;
+    __typeof__(&cuGetProcAddress_v2) lookup = (__typeof__(&cuGetProcAddress_v2))dlsym(driver, "cuGetProcAddress_v2");
+    __typeof__(&cuGetProcAddress) lookup_v1 = (__typeof__(&cuGetProcAddress))dlsym(driver, "cuGetProcAddress");
+    if (!lookup || !lookup_v1)
+        return -1;
+    if (!strcmp(mode, "loader")) {
+        void *itself = NULL;
+        if (lookup("cuGetProcAddress", &itself, CUDA_VERSION, 0, NULL) || !itself)
+            return -1;
+        lookup = (__typeof__(&cuGetProcAddress_v2))itself;
+    } else if (strcmp(mode, "getproc") && strcmp(mode, "getproc-ptds") && strcmp(mode, "getproc-v1")) {
+        return -1;
+    }
+    for (size_t i = 0; i < ENTRIES; i++) {
+        cuuint64_t these = entries[i].twin ? per_thread : flags;
+        CUresult result = !strcmp(mode, "getproc-v1")
+            ? lookup_v1(entries[i].name, entries[i].slot, entries[i].version, these)
+            : lookup(entries[i].name, entries[i].slot, entries[i].version, these, NULL);
+        if (result != CUDA_SUCCESS || !*entries[i].slot)
+            return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "linked";
+    int repeats = argc > 2 ? atoi(argv[2]) : 1;
+    if (load(mode)) {
+        fprintf(stderr, "cuda_waits: cannot reach the driver (%s)\n", mode);
+        return 1;
+    }
+    CUdevice device;
+    CUcontext context;
+    CUstream stream;
+    CUevent event;
+    CUmodule module;
+    CUfunction a, b, c;
+    if (api.init(0) || api.device_get(&device, 0) || api.retain(&context, device) ||
+        api.set_current(context) || api.stream_create(&stream, 0) || api.event_create(&event, 0) ||
+        api.module_load(&module, "image") || api.get_function(&a, module, "nvs_stub_kernel_a") ||
+        api.get_function(&b, module, "nvs_stub_kernel_b")) {
+        fprintf(stderr, "cuda_waits: set-up failed\n");
+        return 1;
+    }
+    CUresult results[12];
+    int n = 0, kept = 1;
+    void *parameters[] = { NULL };
+    for (int repeat = 0; repeat < repeats; repeat++) {
+        n = 0;
+        errno = EDOM;   /* every call leaves errno as it found it */
+        results[n++] = api.stream_sync(stream);
+        results[n++] = api.stream_sync_twin(stream);
+        results[n++] = api.context_sync();
+        results[n++] = api.context_sync_v2(context);
+        results[n++] = api.event_record(event, stream);
+        results[n++] = api.event_sync(event);
+        results[n++] = api.event_sync(NULL);          /* fails: its error comes back as it was */
+        results[n++] = api.stream_wait_event(stream, event, 0);   /* not a wait of the CPU */
+        results[n++] = api.launch(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        results[n++] = api.launch(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        results[n++] = api.launch_twin(a, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        results[n++] = api.launch(b, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL);
+        kept = kept && errno == EDOM;
+    }
+    /* Another module's kernel at the address kernel a had (the stand-in reuses it). */
+    if (api.module_unload(module) || api.module_load(&module, "image") ||
+        api.get_function(&c, module, "nvs_stub_kernel_c") ||
+        api.launch(c, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL)) {
+        fprintf(stderr, "cuda_waits: second module failed\n");
+        return 1;
+    }
+    printf("%s: results", mode);
+    for (int i = 0; i < n; i++)
+        printf(" %d", (int)results[i]);
+    int (*launches)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "nvs_stub_launches");
+    int (*per_thread)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "nvs_stub_per_thread_calls");
+    printf("\nerrno kept: %s\nsame handle for kernels a and c: %s\nlaunches: %d\nper-thread variants: %d\n",
+           kept ? "yes" : "no", a == c ? "yes" : "no", launches ? launches() : -1,
+           per_thread ? per_thread() : -1);
+    return 0;
+}

@@ -1,0 +1,114 @@
+"""The CPU's waits for the GPU and kernel launches against the stand-in CUDA driver and runtime
+(test/cuda/stub_libcuda.c, stub_libcudart.c): every form, reached every way a program reaches
+it, is one range in domain cuda, of category wait or launch, named after the documented API (and
+the kernel, where the API names it); what the program sees is what it sees without the shim."""
+import collections
+import json
+import subprocess
+
+import pytest
+
+from conftest import STUB, load_trace, program, ranges, run
+
+# Each form once, the plain one and its twin (_ptsz, or cuCtxSynchronize_v2); a failed
+# cuEventSynchronize is a wait too; cuStreamWaitEvent is not one. Kernel c comes from a module
+# loaded after the first was unloaded, at the address kernel a had.
+DRIVER_MODES = ["linked", "dlsym", "getproc", "getproc-ptds", "getproc-v1", "loader"]
+DRIVER = {
+    ("cuStreamSynchronize", "wait"): 2,
+    ("cuCtxSynchronize", "wait"): 2,
+    ("cuEventSynchronize", "wait"): 2,
+    ("cuLaunchKernel nvs_stub_kernel_a", "launch"): 3,
+    ("cuLaunchKernel nvs_stub_kernel_b", "launch"): 1,
+    ("cuLaunchKernel nvs_stub_kernel_c", "launch"): 1,
+}
+# The runtime calls the driver's waits and launches inside (through cuGetProcAddress, whose
+# answers the shim swaps for its wrappers): one range each all the same. A kernel launched
+# while an error of the program's own is pending is not named (asking would need the runtime's
+# error state), nor one the runtime cannot name or does not know.
+RUNTIME_MODES = ["linked", "dlsym"]
+RUNTIME = {
+    ("cudaDeviceSynchronize", "wait"): 1,
+    ("cudaStreamSynchronize", "wait"): 2,
+    ("cudaEventSynchronize", "wait"): 1,
+    ("cudaLaunchKernel nvs_stub_kernel_a", "launch"): 3,
+    ("cudaLaunchKernel nvs_stub_kernel_b", "launch"): 1,
+    ("cudaLaunchKernel", "launch"): 3,
+}
+WAIT_US = 200  # the stand-in's waits sleep this long
+
+
+def traced(name, mode, tmp_path, env=None):
+    """The program's output without and with the shim (the same), and the trace's cuda ranges."""
+    argv = [program("test/" + name), mode]
+    base = {"LD_LIBRARY_PATH": STUB}
+    trace = tmp_path / ("%s-%s.json" % (name, mode))
+    plain = run(argv, env=base, shim=False)
+    shimmed = run(argv, env=dict(base, NVTXSHIM_TRACE=str(trace), **(env or {})))
+    assert plain.returncode == 0, plain.stderr
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    events = load_trace(trace) if trace.exists() else []
+    return plain.stdout.decode(), events
+
+
+def kinds(events):
+    return collections.Counter((e["name"], e["args"]["category"]) for e in ranges(events, "cuda"))
+
+
+@pytest.mark.parametrize("mode", DRIVER_MODES)
+def test_every_way_to_the_driver_shows_each_wait_and_launch_once(tmp_path, mode):
+    output, events = traced("cuda_waits", mode, tmp_path)
+    assert kinds(events) == DRIVER
+    # The range holds the real call: the stand-in's wait is inside it.
+    assert all(e["dur"] >= WAIT_US for e in ranges(events, "cuda") if e["args"]["category"] == "wait")
+    # Return values (a failed cuEventSynchronize's 400 among them) and errno as without the shim.
+    assert "%s: results 0 0 0 0 0 0 400 0 0 0 0 0\n" % mode in output
+    assert "errno kept: yes" in output and "launches: 5" in output
+    # With the per-thread flag the plain forms are the driver's _ptsz variants too.
+    assert "per-thread variants: %d" % (7 if mode == "getproc-ptds" else 2) in output
+    assert "same handle for kernels a and c: yes" in output
+
+
+@pytest.mark.parametrize("mode", RUNTIME_MODES)
+def test_runtime_waits_and_launches_are_one_range_each(tmp_path, mode):
+    output, events = traced("runtime_waits", mode, tmp_path)
+    assert kinds(events) == RUNTIME
+    # The program's errors, as cudaGetLastError reports them, are its own (the same as
+    # without the shim, checked above): the stand-in answers like this.
+    assert "pending 98, launch 0, then cudaGetLastError 98, launch 0, cudaGetLastError 0" in output
+    assert "nameless: launch 0, cudaGetLastError 0" in output
+    assert "driver: launches 6, per-thread variants 2" in output
+
+
+@pytest.mark.parametrize("name, mode", [("cuda_waits", "getproc"), ("runtime_waits", "linked")])
+def test_cuda_hooks_off_leave_waits_and_launches_alone(tmp_path, name, mode):
+    _, events = traced(name, mode, tmp_path, {"NVTXSHIM_HOOKS": "usb,x11"})
+    assert ranges(events, "cuda") == []
+
+
+def test_report_tells_waits_and_launches_apart_from_copies(tmp_path):
+    """The report's gpu wait and launch columns take the ranges the library gave category wait
+    and launch (the report knows them by name: an nsys export keeps no category)."""
+    _, driver = traced("cuda_waits", "linked", tmp_path)
+    _, runtime = traced("runtime_waits", "linked", tmp_path)
+    calls = ranges(driver, "cuda") + [dict(e, ts=e["ts"] + 1e6) for e in ranges(runtime, "cuda")]
+    start = min(e["ts"] for e in calls)
+    end = max(e["ts"] + e["dur"] for e in calls)
+    frame = {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": start, "dur": end - start,
+             "pid": 1, "tid": 1}
+    trace = tmp_path / "both.json"
+    trace.write_text(json.dumps([frame] + calls))
+    report = subprocess.run([program("nvtxshim"), "report", str(trace)], capture_output=True, text=True)
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    start_line = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, "
+                             "kernel launches, X11 and the rest")
+    assert lines[start_line + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "launch", "x11", "rest"]
+    row = [float(v) for v in lines[start_line + 2].split()[3:]]
+    ms = {category: sum(e["dur"] for e in calls if e["args"]["category"] == category) / 1000
+          for category in ("wait", "launch")}
+    assert row[2] == 0.0  # no copy
+    assert abs(row[3] - ms["wait"]) < 0.002 and abs(row[4] - ms["launch"]) < 0.002, (row, ms)
+    # Per name, a launch keeps its kernel's name.
+    assert any(line.split()[:3] == ["cuda", "cuLaunchKernel", "nvs_stub_kernel_a"] for line in lines)
