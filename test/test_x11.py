@@ -233,3 +233,81 @@ def test_copy_area_and_a_bitmap_put(xserver, tmp_path):
     assert all("payload" not in e["args"] and e["args"]["category"] == "draw" for e in copies)
     puts = [e for e in x11 if e["name"] == "XPutImage 64x16"]
     assert [e["args"]["payload"] for e in puts] == [128]
+
+
+def render_counts(mode, frames, display, tmp_path):
+    _, events = traced([program("test/cairo_draw"), str(frames), mode], display, tmp_path,
+                       label="%s%d" % (mode.strip("-"), frames))
+    draws = [e for e in ranges(events, "x11") if e["args"]["category"] == "draw"]
+    assert all("payload" not in e["args"] for e in draws if "Render" in e["name"] or
+               "render" in e["name"])
+    assert nested(events) == []
+    return collections.Counter(e["name"] for e in draws)
+
+
+@pytest.mark.parametrize("mode, names_per_frame", [
+    ("--xlib", {"XRenderComposite 64x32": 1, "XRenderFillRectangle 40x20": 1,
+                "XRenderFillRectangles": 1, "XRenderCompositeTrapezoids": 1,
+                "XRenderCompositeText8": 1, "XRenderCompositeText16": 1}),
+    ("--xcb", {"xcb_render_composite 64x32": 1, "xcb_render_fill_rectangles": 2,
+               "xcb_render_trapezoids": 1, "xcb_render_composite_glyphs_8": 1,
+               "xcb_render_composite_glyphs_16": 1}),
+])
+def test_cairo_draws_through_render(xserver, tmp_path, mode, names_per_frame):
+    """cairo with alpha on an Xlib or XCB surface (test/programs/cairo_draw.c): each frame paints
+    a 64x32 surface the server holds (one composite of 64x32, named with its size, no payload),
+    fills a rectangle, a pair of rectangles, a circle (trapezoids) and two words of text (8- and
+    16-bit glyphs).
+    Each frame more makes exactly one more of each; the program prints the same checksum of
+    what was drawn, traced or not."""
+    one, four = (render_counts(mode, n, xserver.display, tmp_path) for n in (1, 4))
+    for name, per_frame in names_per_frame.items():
+        assert four[name] - one[name] == 3 * per_frame, (name, one, four)
+    composite = next(name for name in names_per_frame if name.endswith("64x32"))
+    assert one[composite] == 1 and four[composite] == 4
+
+
+GTK_PROGRAM = r"""
+import sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk, GLib
+window = Gtk.Window(title="nvtxshim")
+area = Gtk.DrawingArea()
+area.set_size_request(96, 64)
+window.add(area)
+draws = []
+def draw(widget, cr):
+    cr.set_source_rgba(0.9, 0.1, 0.1, 0.5)
+    cr.rectangle(4, 4, 37, 23)
+    cr.fill()
+    cr.set_source_rgba(0.1, 0.1, 0.9, 0.5)
+    cr.arc(60, 40, 15, 0, 6.283185307)
+    cr.fill()
+    if not draws:
+        GLib.idle_add(Gtk.main_quit)
+    draws.append(1)
+    return False
+area.connect("draw", draw)
+window.connect("destroy", Gtk.main_quit)
+window.show_all()
+Gtk.main()
+print("drawn")
+print("draws", len(draws), file=sys.stderr)
+"""
+
+
+def test_gtk_window_draws_through_render(xserver, tmp_path):
+    """A GTK 3 window whose drawing area fills a 37x23 rectangle and a circle with alpha in its
+    draw handler, and quits once it has drawn: GTK's cairo (Xlib surface) makes one 37x23
+    rectangle fill and at least one trapezoid composite a draw, no payload."""
+    result, events = traced([PYTHON, "-c", GTK_PROGRAM], xserver.display, tmp_path, label="gtk")
+    draws = int(next(line for line in result.stderr.decode().splitlines()
+                     if line.startswith("draws ")).split()[1])
+    counts = collections.Counter(names(events, "x11"))
+    assert draws >= 1
+    assert counts["XRenderFillRectangle 37x23"] == draws, counts
+    assert counts["XRenderCompositeTrapezoids"] >= draws, counts
+    assert all("payload" not in e["args"] for e in ranges(events, "x11")
+               if e["name"].startswith("XRender"))
+

@@ -1,17 +1,20 @@
-/* X11 in NVTX domain "x11": Xlib and XCB drawing, flushes, round trips and
- * event waits, GLX/EGL buffer swaps. Xlib is built on XCB and Mesa on both:
- * their calls into one another run below depth 0 and pass straight through. */
+/* X11 in NVTX domain "x11": Xlib and XCB drawing, RENDER composites, flushes,
+ * round trips and event waits, GLX/EGL buffer swaps. Xlib is built on XCB and
+ * Mesa on both: their calls into one another run below depth 0 and pass
+ * straight through. */
 #define _GNU_SOURCE
 #include <EGL/egl.h>
 #include <GL/glx.h>
 #include <X11/Xlib.h>
 #include <X11/Xlibint.h>
 #include <X11/extensions/XShm.h>
+#include <X11/extensions/Xrender.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <xcb/render.h>
 #include <xcb/shm.h>
 #include <xcb/xcb.h>
 #include <xcb/xcbext.h>
@@ -168,6 +171,56 @@ static unsigned bytes_per_pixel(unsigned depth)
 #define X11_CALL(name, check, opening, arguments)                                          \
     NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, (__typeof__(real arguments)){ 0 }, arguments,      \
                      check; opening, end())
+
+/* The RENDER wrappers come in two halves. The exported half passes the call
+ * straight to the real function when that is known and the call untraced: two
+ * loads, two tests and a jump, nothing kept for the traced path (GCC still
+ * copies arguments passed on the stack, past the sixth, back to where they
+ * were). Otherwise it jumps, the arguments where they are, to the traced half
+ * (out of line), which finds the real function with FIND(id) (and returns when
+ * there is none), enters the call, does CHECK and OPENING, makes the call and
+ * ends the range. */
+#define X11_LOADED(name)                                                                     \
+    ((__typeof__(&name))atomic_load_explicit(&nvs_real_functions[NVS_HOOK_ID(name)],         \
+                                             memory_order_acquire))
+
+#define X11_SPLIT(type, name, parameters, arguments, missing, check, opening)                \
+    static __attribute__((noinline)) type traced_##name parameters                           \
+    {                                                                                        \
+        NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, missing, arguments, check; opening, end());    \
+    }                                                                                        \
+    EXPORT type name parameters                                                              \
+    {                                                                                        \
+        __typeof__(&name) real = X11_LOADED(name);                                           \
+        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_X11))             \
+            return real arguments;                                                           \
+        return traced_##name arguments;                                                      \
+    }
+
+#define X11_SPLIT_VOID(name, parameters, arguments, find, check, opening)                    \
+    static __attribute__((noinline)) void traced_##name parameters                           \
+    {                                                                                        \
+        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
+        if (!real)                                                                           \
+            return;                                                                          \
+        if (!nvs_call_enter(NVS_HOOKS_X11)) {                                                \
+            real arguments;                                                                  \
+            return;                                                                          \
+        }                                                                                    \
+        check;                                                                               \
+        opening;                                                                             \
+        real arguments;                                                                      \
+        end();                                                                               \
+    }                                                                                        \
+    EXPORT void name parameters                                                              \
+    {                                                                                        \
+        __typeof__(&name) real = X11_LOADED(name);                                           \
+        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_X11)) {           \
+            real arguments;                                                                  \
+            return;                                                                          \
+        }                                                                                    \
+        traced_##name arguments;                                                             \
+    }
 
 /* ---- Xlib ------------------------------------------------------------------ */
 
@@ -335,6 +388,100 @@ EXPORT xcb_void_cookie_t xcb_shm_put_image(xcb_connection_t *connection, xcb_dra
               source_width, source_height, x, y, depth, format, send_event, segment, offset));
 }
 
+/* ---- RENDER ------------------------------------------------------------------------
+ * Composites and fills the server does from pictures it holds (GTK and cairo draw
+ * this way): no image crosses the connection, so no payload. A call that gives
+ * one size has it in the name; the ones that take a list (rectangles,
+ * trapezoids, glyphs) are named after the function. */
+
+X11_SPLIT_VOID(XRenderComposite,
+               (Display *display, int op, Picture source, Picture mask, Picture destination,
+                int source_x, int source_y, int mask_x, int mask_y, int x, int y,
+                unsigned int width, unsigned int height),
+               (display, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
+                width, height),
+               nvs_resolve, check_xlib(display),
+               begin_area(NVS_HOOK_ID(XRenderComposite), width, height, false, 0))
+
+X11_SPLIT_VOID(XRenderFillRectangle,
+               (Display *display, int op, Picture destination, const XRenderColor *color, int x,
+                int y, unsigned int width, unsigned int height),
+               (display, op, destination, color, x, y, width, height),
+               nvs_resolve, check_xlib(display),
+               begin_area(NVS_HOOK_ID(XRenderFillRectangle), width, height, false, 0))
+
+X11_SPLIT_VOID(XRenderFillRectangles,
+               (Display *display, int op, Picture destination, const XRenderColor *color,
+                const XRectangle *rectangles, int count),
+               (display, op, destination, color, rectangles, count),
+               nvs_resolve, check_xlib(display),
+               begin(NVS_HOOK_ID(XRenderFillRectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+X11_SPLIT_VOID(XRenderCompositeTrapezoids,
+               (Display *display, int op, Picture source, Picture destination,
+                const XRenderPictFormat *mask_format, int source_x, int source_y,
+                const XTrapezoid *trapezoids, int count),
+               (display, op, source, destination, mask_format, source_x, source_y, trapezoids,
+                count),
+               nvs_resolve, check_xlib(display),
+               begin(NVS_HOOK_ID(XRenderCompositeTrapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+/* Text: glyphs the server holds, composited (cairo's Xlib text). */
+#define RENDER_TEXT(name, item)                                                                 \
+    X11_SPLIT_VOID(name,                                                                        \
+                   (Display *display, int op, Picture source, Picture destination,              \
+                    const XRenderPictFormat *mask_format, int source_x, int source_y, int x,     \
+                    int y, const item *items, int count),                                       \
+                   (display, op, source, destination, mask_format, source_x, source_y, x, y,    \
+                    items, count),                                                              \
+                   nvs_resolve, check_xlib(display),                                            \
+                   begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+RENDER_TEXT(XRenderCompositeText8, XGlyphElt8)
+RENDER_TEXT(XRenderCompositeText16, XGlyphElt16)
+RENDER_TEXT(XRenderCompositeText32, XGlyphElt32)
+
+X11_SPLIT(xcb_void_cookie_t, xcb_render_composite,
+          (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,
+           xcb_render_picture_t mask, xcb_render_picture_t destination, int16_t source_x,
+           int16_t source_y, int16_t mask_x, int16_t mask_y, int16_t x, int16_t y, uint16_t width,
+           uint16_t height),
+          (connection, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
+           width, height),
+          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          begin_area(NVS_HOOK_ID(xcb_render_composite), width, height, false, 0))
+
+X11_SPLIT(xcb_void_cookie_t, xcb_render_fill_rectangles,
+          (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t destination,
+           xcb_render_color_t color, uint32_t count, const xcb_rectangle_t *rectangles),
+          (connection, op, destination, color, count, rectangles),
+          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          begin(NVS_HOOK_ID(xcb_render_fill_rectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+X11_SPLIT(xcb_void_cookie_t, xcb_render_trapezoids,
+          (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,
+           xcb_render_picture_t destination, xcb_render_pictformat_t mask_format, int16_t source_x,
+           int16_t source_y, uint32_t count, const xcb_render_trapezoid_t *trapezoids),
+          (connection, op, source, destination, mask_format, source_x, source_y, count,
+           trapezoids),
+          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          begin(NVS_HOOK_ID(xcb_render_trapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+#define RENDER_GLYPHS(name)                                                                      \
+    X11_SPLIT(xcb_void_cookie_t, name,                                                           \
+              (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,            \
+               xcb_render_picture_t destination, xcb_render_pictformat_t mask_format,            \
+               xcb_render_glyphset_t glyphset, int16_t source_x, int16_t source_y,               \
+               uint32_t length, const uint8_t *commands),                                        \
+              (connection, op, source, destination, mask_format, glyphset, source_x, source_y,   \
+               length, commands),                                                                \
+              (xcb_void_cookie_t){ 0 }, check_xcb(connection),                                   \
+              begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+RENDER_GLYPHS(xcb_render_composite_glyphs_8)
+RENDER_GLYPHS(xcb_render_composite_glyphs_16)
+RENDER_GLYPHS(xcb_render_composite_glyphs_32)
+
 /* ---- GLX and EGL --------------------------------------------------------------- */
 
 EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
@@ -393,3 +540,4 @@ EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *na
         return NULL;
     return (__eglMustCastToProperFunctionPointerType)own_entry_point(name, (void *)real(name), "egl");
 }
+
