@@ -311,3 +311,33 @@ def test_gtk_window_draws_through_render(xserver, tmp_path):
     assert all("payload" not in e["args"] for e in ranges(events, "x11")
                if e["name"].startswith("XRender"))
 
+
+@pytest.mark.parametrize("mode", ["linked", "--proc"])
+def test_gl_texture_uploads(xserver, tmp_path, mode):
+    """A GLX program on Mesa's llvmpipe (test/programs/gl_upload.c) allocates a 64x64 texture
+    (glTexImage2D without pixels: no payload) and uploads it once a frame, 64x64 RGBA bytes:
+    N ranges of 16384 bytes in category upload, called through the linked symbol or through a
+    pointer from glXGetProcAddressARB."""
+    frames = 6
+    argv = [program("test/gl_upload"), str(frames)] + ([mode] if mode != "linked" else [])
+    _, events = traced(argv, xserver.display, tmp_path, label=mode.strip("-"))
+    uploads = [e for e in ranges(events, "x11") if e["args"]["category"] == "upload"]
+    assert [(e["name"], e["args"].get("payload")) for e in uploads] == \
+        [("glTexImage2D 64x64", None)] + [("glTexSubImage2D 64x64", 64 * 64 * 4)] * frames
+    assert collections.Counter(names(events, "x11"))["glXSwapBuffers"] == frames
+    assert nested(events) == []
+
+
+def test_gl_upload_payloads_follow_format_and_type(xserver, tmp_path):
+    """8x4 uploads of RGBA/UNSIGNED_BYTE, RGB/UNSIGNED_BYTE, BGRA/UNSIGNED_INT_8_8_8_8_REV,
+    RED/FLOAT, RG/HALF_FLOAT, LUMINANCE/UNSIGNED_BYTE, ALPHA/UNSIGNED_SHORT,
+    RGB/UNSIGNED_SHORT_5_6_5, RGBA/FLOAT, DEPTH_COMPONENT/UNSIGNED_INT, and COLOR_INDEX/BITMAP (not
+    known: no payload); then a 3D 8x4x2 RGBA/UNSIGNED_BYTE and an 8x4x1 RGBA/FLOAT sub-image."""
+    _, events = traced([program("test/gl_upload"), "1", "--formats"], xserver.display, tmp_path)
+    uploads = [(e["name"], e["args"].get("payload")) for e in ranges(events, "x11")
+               if e["args"]["category"] == "upload"]
+    per_pixel = [4, 3, 4, 4, 4, 1, 2, 2, 16, 4]
+    assert uploads[2:] == [("glTexImage2D 8x4", 32 * n) for n in per_pixel] + [
+        ("glTexImage2D 8x4", None), ("glTexImage3D 8x4x2", 8 * 4 * 2 * 4),
+        ("glTexSubImage3D 8x4x1", 8 * 4 * 16)]
+
