@@ -1,5 +1,7 @@
 """X11 hooks (Xlib, XCB, GLX) against a real X server (Xvfb), through the recorder and nsys."""
 import collections
+import glob
+import shutil
 import subprocess
 
 import pytest
@@ -341,3 +343,80 @@ def test_gl_upload_payloads_follow_format_and_type(xserver, tmp_path):
         ("glTexImage2D 8x4", None), ("glTexImage3D 8x4x2", 8 * 4 * 2 * 4),
         ("glTexSubImage3D 8x4x1", 8 * 4 * 16)]
 
+
+def lavapipe():
+    icds = glob.glob("/usr/share/vulkan/icd.d/lvp_icd.*.json")
+    assert icds and shutil.which("vkcube"), "vkcube and lavapipe are needed: make deps"
+    return {"VK_ICD_FILENAMES": icds[0]}
+
+
+def test_vulkan_presents_are_swaps_and_frames(xserver, tmp_path):
+    """vkcube (vulkan-tools) on lavapipe, N frames: it takes vkQueuePresentKHR from the loader
+    through vkGetInstanceProcAddr("vkGetDeviceProcAddr"), and gets the wrapper. Exactly N
+    present ranges in category swap, and with NVTXSHIM_FRAME=x11.swap frames 1..N, each
+    beginning as its present does."""
+    frames = 7
+    env = dict(lavapipe(), NVTXSHIM_FRAME="x11.swap")
+    argv = ["vkcube", "--c", str(frames)]
+    plain = run(argv, env={"DISPLAY": xserver.display, **lavapipe()}, shim=False)
+    trace = tmp_path / "vk.json"
+    shimmed = run(argv, env={"DISPLAY": xserver.display, "NVTXSHIM_TRACE": str(trace), **env})
+    assert plain.returncode == 0, plain.stderr
+    assert (shimmed.stdout, shimmed.returncode) == (plain.stdout, plain.returncode)
+    events = load_trace(trace)
+    presents = sorted((e for e in ranges(events, "x11") if e["name"] == "vkQueuePresentKHR"),
+                      key=lambda e: e["ts"])
+    assert len(presents) == frames
+    assert {e["args"]["category"] for e in presents} == {"swap"}
+    frame_ranges = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    assert [f["name"] for f in frame_ranges] == ["frame %d" % n for n in range(1, frames + 1)]
+    for frame, present in zip(frame_ranges, presents):
+        assert frame["ts"] <= present["ts"]
+    assert nested(events) == []
+
+
+LAYER_PROGRAM = r"""
+import ctypes, os, sys
+class DlInfo(ctypes.Structure):
+    _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
+                ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
+libc = ctypes.CDLL(None)
+def where(address):
+    info = DlInfo()
+    libc.dladdr(ctypes.c_void_p(address), ctypes.byref(info))
+    return os.path.basename(info.fname.decode()) if address else None
+vulkan = ctypes.CDLL("libvulkan.so.1")
+layer = ctypes.CDLL(sys.argv[1])
+for name in ("vkGetInstanceProcAddr", "vkGetDeviceProcAddr"):
+    print("layer", name, where(ctypes.cast(getattr(layer, name), ctypes.c_void_p).value))
+lookup = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
+gipa = lookup(ctypes.cast(vulkan.vkGetInstanceProcAddr, ctypes.c_void_p).value)
+print("vkGetInstanceProcAddr", where(ctypes.cast(vulkan.vkGetInstanceProcAddr, ctypes.c_void_p).value))
+found = gipa(None, b"vkGetInstanceProcAddr")
+print("loader vkGetInstanceProcAddr", where(found))
+version = ctypes.c_uint32()
+enumerate_version = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint32))(
+    lookup(found)(None, b"vkEnumerateInstanceVersion"))
+print("vkEnumerateInstanceVersion", enumerate_version(ctypes.byref(version)), version.value >> 22)
+"""
+
+
+def test_a_vulkan_layers_own_lookups_stay_its_own(tmp_path):
+    """The loader looks a layer's vkGetInstanceProcAddr and vkGetDeviceProcAddr up with dlsym,
+    maybe before the program's first call to the loader's: the layer's own functions are
+    answered (not taken for the loader's and wrapped), while the loader's vkGetInstanceProcAddr,
+    asked of dlsym or of itself, is the wrapper, whose answers are the loader's."""
+    layers = glob.glob("/usr/lib/*/libVkLayer_MESA_overlay.so")
+    assert layers, "mesa-vulkan-drivers is needed: make deps"
+    argv = [PYTHON, "-c", LAYER_PROGRAM, layers[0]]
+    plain = run(argv, shim=False)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(tmp_path / "layer.json")})
+    assert plain.returncode == shimmed.returncode == 0, shimmed.stderr
+    before, after = plain.stdout.decode().splitlines(), shimmed.stdout.decode().splitlines()
+    assert before[:2] == after[:2] == ["layer vkGetInstanceProcAddr libVkLayer_MESA_overlay.so",
+                                       "layer vkGetDeviceProcAddr libVkLayer_MESA_overlay.so"]
+    assert before[2:4] == ["vkGetInstanceProcAddr libvulkan.so.1",
+                           "loader vkGetInstanceProcAddr libvulkan.so.1"]
+    assert after[2:4] == ["vkGetInstanceProcAddr libnvtxshim.so",
+                          "loader vkGetInstanceProcAddr libnvtxshim.so"]
+    assert after[4] == before[4] and before[4].startswith("vkEnumerateInstanceVersion 0 1")

@@ -1,7 +1,7 @@
 /* X11 in NVTX domain "x11": Xlib and XCB drawing, RENDER composites, flushes,
- * round trips and event waits, GLX/EGL buffer swaps, GL texture uploads. Xlib
- * is built on XCB and Mesa on both: their calls into one another run below
- * depth 0 and pass straight through. */
+ * round trips and event waits, GLX/EGL buffer swaps, GL texture uploads and
+ * Vulkan presents. Xlib is built on XCB and Mesa on both: their calls into one
+ * another run below depth 0 and pass straight through. */
 #define _GNU_SOURCE
 #include <EGL/egl.h>
 #include <GL/glx.h>
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <vulkan/vulkan.h>
 #include <xcb/render.h>
 #include <xcb/shm.h>
 #include <xcb/xcb.h>
@@ -173,14 +174,14 @@ static unsigned bytes_per_pixel(unsigned depth)
     NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, (__typeof__(real arguments)){ 0 }, arguments,      \
                      check; opening, end())
 
-/* The RENDER and GL upload wrappers come in two halves. The exported half
- * passes the call straight to the real function when that is known and the
- * call untraced: two loads, two tests and a jump, nothing kept for the traced
- * path (GCC still copies arguments passed on the stack, past the sixth, back
- * to where they were). Otherwise it jumps, the arguments where they are, to
- * the traced half (out of line), which finds the real function with FIND(id)
- * (and returns when there is none), enters the call, does CHECK and OPENING,
- * makes the call and ends the range. */
+/* The RENDER, GL upload and Vulkan present wrappers come in two halves. The
+ * exported half passes the call straight to the real function when that is
+ * known and the call untraced: two loads, two tests and a jump, nothing kept
+ * for the traced path (GCC still copies arguments passed on the stack, past
+ * the sixth, back to where they were). Otherwise it jumps, the arguments where
+ * they are, to the traced half (out of line), which finds the real function
+ * with FIND(id) (and returns when there is none), enters the call, does CHECK
+ * and OPENING, makes the call and ends the range. */
 #define X11_LOADED(name)                                                                     \
     ((__typeof__(&name))atomic_load_explicit(&nvs_real_functions[NVS_HOOK_ID(name)],         \
                                              memory_order_acquire))
@@ -682,3 +683,41 @@ X11_SPLIT_VOID(glTexSubImage3D,
                begin_upload(NVS_HOOK_ID(glTexSubImage3D), width, height, depth, format, type,
                             pixels))
 
+/* ---- Vulkan ----------------------------------------------------------------------------
+ * A present is a swap: a range in category swap, and a frame marker for
+ * NVTXSHIM_FRAME=x11.swap. Programs take vkQueuePresentKHR from the loader's
+ * vkGetDeviceProcAddr or vkGetInstanceProcAddr (which answer with the driver's
+ * or a layer's function): the wrapper is handed out instead, and it calls the
+ * loader's exported vkQueuePresentKHR, which dispatches by the queue. */
+
+X11_SPLIT(VkResult, vkQueuePresentKHR, (VkQueue queue, const VkPresentInfoKHR *info),
+          (queue, info), VK_ERROR_INITIALIZATION_FAILED, (void)0,
+          begin(NVS_HOOK_ID(vkQueuePresentKHR), NVS_X11_SWAP, NVS_FRAME_X11_SWAP))
+
+/* The loader's answer FOUND for NAME, or the wrapper where NAME is hooked (the
+ * present, and the two lookups themselves) and the loader has it. Other
+ * names, the startup's hundreds, are passed back after two comparisons. */
+static void *own_vulkan_entry_point(const char *name, void *found)
+{
+    if (!found || !name || strncmp(name, "vk", 2) ||
+        (strcmp(name + 2, "QueuePresentKHR") && strcmp(name + 2, "GetDeviceProcAddr") &&
+         strcmp(name + 2, "GetInstanceProcAddr")))
+        return found;
+    return nvs_resolve_substitute(name, found, true);
+}
+
+EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char *name)
+{
+    __typeof__(&vkGetInstanceProcAddr) real = NVS_REAL(vkGetInstanceProcAddr);
+    if (!real)
+        return NULL;
+    return (PFN_vkVoidFunction)own_vulkan_entry_point(name, (void *)real(instance, name));
+}
+
+EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char *name)
+{
+    __typeof__(&vkGetDeviceProcAddr) real = NVS_REAL(vkGetDeviceProcAddr);
+    if (!real)
+        return NULL;
+    return (PFN_vkVoidFunction)own_vulkan_entry_point(name, (void *)real(device, name));
+}
