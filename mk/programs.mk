@@ -89,7 +89,7 @@ $(BUILD)/test/gl_upload: test/programs/gl_upload.c $(DEPFILE)
 $(BUILD)/test/cairo_draw: test/programs/cairo_draw.c $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $$(pkg-config --cflags cairo) $< -o $@ \
-	  $$(pkg-config --libs cairo-xlib cairo-xcb) -lX11 -lxcb
+	  $$(pkg-config --libs cairo-xlib cairo-xcb fontconfig) -lX11 -lxcb
 
 # The emulated camera + actuator (test/usbdev/README.md): umockdev's library
 # answers the device node's ioctls here, so any number of URBs can be in flight.
