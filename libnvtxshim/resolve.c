@@ -352,6 +352,11 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
             atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol);
         return hook->wrapper;
     }
+    /* The real function is the named library's where that is loaded (found once,
+     * as a call would find it): another library that defines the name too (a
+     * Vulkan layer's own vkGetDeviceProcAddr, looked up by the loader before the
+     * program's first call) is then left alone below, not taken for it. */
+    nvs_resolve((enum nvs_hook_id)id);
     if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
         expected != symbol) {
         if (still_loaded(expected))

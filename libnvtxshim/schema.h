@@ -43,8 +43,9 @@ enum nvs_x11_category {
     NVS_X11_FLUSH = 2,          /* requests written out */
     NVS_X11_ROUND_TRIP = 3,     /* waiting for the server's reply */
     NVS_X11_WAIT = 4,           /* waiting for events */
-    NVS_X11_SWAP = 5,           /* GLX/EGL buffer swaps */
+    NVS_X11_SWAP = 5,           /* GLX/EGL buffer swaps, Vulkan presents */
     NVS_X11_WARNING = 6,        /* marks: a remote display, no MIT-SHM */
+    NVS_X11_UPLOAD = 7,         /* GL texture uploads from the program's memory */
 };
 
 enum nvs_cuda_category {
@@ -59,7 +60,7 @@ enum nvs_shim_category {
 };
 
 /* Categories run from 1 to below this in every domain. */
-#define NVS_CATEGORY_LIMIT 7u
+#define NVS_CATEGORY_LIMIT 8u
 
 /* The timeline's name of CATEGORY in DOMAIN; NULL where it has none. */
 static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t category)
@@ -82,6 +83,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         case NVS_X11_WAIT: return "event wait";
         case NVS_X11_SWAP: return "swap";
         case NVS_X11_WARNING: return "warning";
+        case NVS_X11_UPLOAD: return "upload";
         }
         return NULL;
     case NVS_DOMAIN_CUDA:
@@ -115,6 +117,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
 #define NVS_COLOR_X11_ROUND_TRIP 0xFFEF6C00u
 #define NVS_COLOR_X11_WAIT 0xFF90CAF9u
 #define NVS_COLOR_X11_SWAP 0xFF6A1B9Au
+#define NVS_COLOR_X11_UPLOAD 0xFF00838Fu
 #define NVS_COLOR_CUDA_COPY 0xFFF57C00u
 #define NVS_COLOR_CUDA_PAGEABLE 0xFFD84315u   /* a copy from pageable memory: a hidden stall */
 #define NVS_COLOR_CUDA_WAIT 0xFF9E9D24u
@@ -141,6 +144,7 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
         case NVS_X11_WAIT: return NVS_COLOR_X11_WAIT;
         case NVS_X11_SWAP: return NVS_COLOR_X11_SWAP;
         case NVS_X11_WARNING: return NVS_COLOR_ERROR;
+        case NVS_X11_UPLOAD: return NVS_COLOR_X11_UPLOAD;
         }
         return 0;
     case NVS_DOMAIN_CUDA:

@@ -5,6 +5,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies \
                  $(BUILD)/test/cuda_waits $(BUILD)/test/runtime_waits \
                  $(BUILD)/test/x11_draw $(BUILD)/test/x11_round_trips $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
+                 $(BUILD)/test/gl_upload $(BUILD)/test/cairo_draw \
                  $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
                  $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so \
@@ -80,6 +81,16 @@ $(BUILD)/test/xcb_draw: test/programs/xcb_draw.c $(DEPFILE)
 $(BUILD)/test/close_after_frames: test/programs/close_after_frames.c $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lX11 -lXdamage
+
+$(BUILD)/test/gl_upload: test/programs/gl_upload.c $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lGL -lX11
+
+# cairo on an Xlib or an XCB surface: it draws through RENDER.
+$(BUILD)/test/cairo_draw: test/programs/cairo_draw.c $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $$(pkg-config --cflags cairo) $< -o $@ \
+	  $$(pkg-config --libs cairo-xlib cairo-xcb fontconfig) -lX11 -lxcb
 
 # The emulated camera + actuator (test/usbdev/README.md): umockdev's library
 # answers the device node's ioctls here, so any number of URBs can be in flight.

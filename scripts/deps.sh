@@ -8,7 +8,9 @@ packages=(
   build-essential pkg-config
   libusb-1.0-0-dev
   libx11-dev libxcb1-dev libxcb-shm0-dev libxext-dev libxdamage-dev libgl-dev libegl-dev
+  libxrender-dev libxcb-render0-dev libvulkan-dev
   xvfb mesa-utils x11-utils
+  libcairo2-dev python3-gi python3-gi-cairo gir1.2-gtk-3.0 vulkan-tools mesa-vulkan-drivers
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   # Real clients test/test_emucam.py runs on the emulated camera.
   usbutils fxload sigrok-cli python3-usb1

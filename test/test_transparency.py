@@ -105,6 +105,13 @@ CORPUS = [
     Case("xcb_draw", ["test/xcb_draw", "3"], display=True, frame="x11.flush"),
     Case("xcb_draw-shm", ["test/xcb_draw", "3", "--shm"], display=True, frame="x11.flush"),
     Case("close_after_frames-usage", ["test/close_after_frames"]),
+    # RENDER through cairo (Xlib and XCB surfaces), GL texture uploads on llvmpipe.
+    Case("cairo_draw-xlib", ["test/cairo_draw", "3", "--xlib"], display=True, frame="x11.flush"),
+    Case("cairo_draw-xcb", ["test/cairo_draw", "3", "--xcb"], display=True, frame="x11.flush"),
+    Case("gl_upload", ["test/gl_upload", "3"], display=True, frame="x11.swap"),
+    Case("gl_upload-proc", ["test/gl_upload", "3", "--proc"], display=True, frame="x11.swap"),
+    Case("gl_upload-formats", ["test/gl_upload", "1", "--formats"], display=True,
+         frame="x11.swap"),
     # CUDA copies on the stand-in driver and runtime, every way to the driver.
     Case("cuda_copies-linked", ["test/cuda_copies", "linked"], env=GPU, frame="cuda.htod"),
     Case("cuda_copies-dlsym", ["test/cuda_copies", "dlsym"], env=GPU, frame="cuda.htod"),

@@ -1,5 +1,7 @@
 """X11 hooks (Xlib, XCB, GLX) against a real X server (Xvfb), through the recorder and nsys."""
 import collections
+import glob
+import shutil
 import subprocess
 
 import pytest
@@ -233,3 +235,188 @@ def test_copy_area_and_a_bitmap_put(xserver, tmp_path):
     assert all("payload" not in e["args"] and e["args"]["category"] == "draw" for e in copies)
     puts = [e for e in x11 if e["name"] == "XPutImage 64x16"]
     assert [e["args"]["payload"] for e in puts] == [128]
+
+
+def render_counts(mode, frames, display, tmp_path):
+    _, events = traced([program("test/cairo_draw"), str(frames), mode], display, tmp_path,
+                       label="%s%d" % (mode.strip("-"), frames))
+    draws = [e for e in ranges(events, "x11") if e["args"]["category"] == "draw"]
+    assert all("payload" not in e["args"] for e in draws if "Render" in e["name"] or
+               "render" in e["name"])
+    assert nested(events) == []
+    return collections.Counter(e["name"] for e in draws)
+
+
+@pytest.mark.parametrize("mode, names_per_frame", [
+    ("--xlib", {"XRenderComposite 64x32": 1, "XRenderFillRectangle 40x20": 1,
+                "XRenderFillRectangles": 1, "XRenderCompositeTrapezoids": 1,
+                "XRenderCompositeText8": 1, "XRenderCompositeText16": 1}),
+    ("--xcb", {"xcb_render_composite 64x32": 1, "xcb_render_fill_rectangles": 2,
+               "xcb_render_trapezoids": 1, "xcb_render_composite_glyphs_8": 1,
+               "xcb_render_composite_glyphs_16": 1}),
+])
+def test_cairo_draws_through_render(xserver, tmp_path, mode, names_per_frame):
+    """cairo with alpha on an Xlib or XCB surface (test/programs/cairo_draw.c): each frame paints
+    a 64x32 surface the server holds (one composite of 64x32, named with its size, no payload),
+    fills a rectangle, a pair of rectangles, a circle (trapezoids) and two words of text (8- and
+    16-bit glyphs).
+    Each frame more makes exactly one more of each; the program prints the same checksum of
+    what was drawn, traced or not."""
+    one, four = (render_counts(mode, n, xserver.display, tmp_path) for n in (1, 4))
+    for name, per_frame in names_per_frame.items():
+        assert four[name] - one[name] == 3 * per_frame, (name, one, four)
+    composite = next(name for name in names_per_frame if name.endswith("64x32"))
+    assert one[composite] == 1 and four[composite] == 4
+
+
+GTK_PROGRAM = r"""
+import sys
+import gi
+gi.require_version("Gtk", "3.0")
+from gi.repository import Gtk, GLib
+window = Gtk.Window(title="nvtxshim")
+area = Gtk.DrawingArea()
+area.set_size_request(96, 64)
+window.add(area)
+draws = []
+def draw(widget, cr):
+    cr.set_source_rgba(0.9, 0.1, 0.1, 0.5)
+    cr.rectangle(4, 4, 37, 23)
+    cr.fill()
+    cr.set_source_rgba(0.1, 0.1, 0.9, 0.5)
+    cr.arc(60, 40, 15, 0, 6.283185307)
+    cr.fill()
+    if not draws:
+        GLib.idle_add(Gtk.main_quit)
+    draws.append(1)
+    return False
+area.connect("draw", draw)
+window.connect("destroy", Gtk.main_quit)
+window.show_all()
+Gtk.main()
+print("drawn")
+print("draws", len(draws), file=sys.stderr)
+"""
+
+
+def test_gtk_window_draws_through_render(xserver, tmp_path):
+    """A GTK 3 window whose drawing area fills a 37x23 rectangle and a circle with alpha in its
+    draw handler, and quits once it has drawn: GTK's cairo (Xlib surface) makes one 37x23
+    rectangle fill and at least one trapezoid composite a draw, no payload."""
+    result, events = traced([PYTHON, "-c", GTK_PROGRAM], xserver.display, tmp_path, label="gtk")
+    draws = int(next(line for line in result.stderr.decode().splitlines()
+                     if line.startswith("draws ")).split()[1])
+    counts = collections.Counter(names(events, "x11"))
+    assert draws >= 1
+    assert counts["XRenderFillRectangle 37x23"] == draws, counts
+    assert counts["XRenderCompositeTrapezoids"] >= draws, counts
+    assert all("payload" not in e["args"] for e in ranges(events, "x11")
+               if e["name"].startswith("XRender"))
+
+
+@pytest.mark.parametrize("mode", ["linked", "--proc"])
+def test_gl_texture_uploads(xserver, tmp_path, mode):
+    """A GLX program on Mesa's llvmpipe (test/programs/gl_upload.c) allocates a 64x64 texture
+    (glTexImage2D without pixels: no payload) and uploads it once a frame, 64x64 RGBA bytes:
+    N ranges of 16384 bytes in category upload, called through the linked symbol or through a
+    pointer from glXGetProcAddressARB."""
+    frames = 6
+    argv = [program("test/gl_upload"), str(frames)] + ([mode] if mode != "linked" else [])
+    _, events = traced(argv, xserver.display, tmp_path, label=mode.strip("-"))
+    uploads = [e for e in ranges(events, "x11") if e["args"]["category"] == "upload"]
+    assert [(e["name"], e["args"].get("payload")) for e in uploads] == \
+        [("glTexImage2D 64x64", None)] + [("glTexSubImage2D 64x64", 64 * 64 * 4)] * frames
+    assert collections.Counter(names(events, "x11"))["glXSwapBuffers"] == frames
+    assert nested(events) == []
+
+
+def test_gl_upload_payloads_follow_format_and_type(xserver, tmp_path):
+    """8x4 uploads of RGBA/UNSIGNED_BYTE, RGB/UNSIGNED_BYTE, BGRA/UNSIGNED_INT_8_8_8_8_REV,
+    RED/FLOAT, RG/HALF_FLOAT, LUMINANCE/UNSIGNED_BYTE, ALPHA/UNSIGNED_SHORT,
+    RGB/UNSIGNED_SHORT_5_6_5, RGBA/FLOAT, DEPTH_COMPONENT/UNSIGNED_INT, and COLOR_INDEX/BITMAP (not
+    known: no payload); then a 3D 8x4x2 RGBA/UNSIGNED_BYTE and an 8x4x1 RGBA/FLOAT sub-image."""
+    _, events = traced([program("test/gl_upload"), "1", "--formats"], xserver.display, tmp_path)
+    uploads = [(e["name"], e["args"].get("payload")) for e in ranges(events, "x11")
+               if e["args"]["category"] == "upload"]
+    per_pixel = [4, 3, 4, 4, 4, 1, 2, 2, 16, 4]
+    assert uploads[2:] == [("glTexImage2D 8x4", 32 * n) for n in per_pixel] + [
+        ("glTexImage2D 8x4", None), ("glTexImage3D 8x4x2", 8 * 4 * 2 * 4),
+        ("glTexSubImage3D 8x4x1", 8 * 4 * 16)]
+
+
+def lavapipe():
+    icds = glob.glob("/usr/share/vulkan/icd.d/lvp_icd.*.json")
+    assert icds and shutil.which("vkcube"), "vkcube and lavapipe are needed: make deps"
+    return {"VK_ICD_FILENAMES": icds[0]}
+
+
+def test_vulkan_presents_are_swaps_and_frames(xserver, tmp_path):
+    """vkcube (vulkan-tools) on lavapipe, N frames: it takes vkQueuePresentKHR from the loader
+    through vkGetInstanceProcAddr("vkGetDeviceProcAddr"), and gets the wrapper. Exactly N
+    present ranges in category swap, and with NVTXSHIM_FRAME=x11.swap frames 1..N, each
+    beginning as its present does."""
+    frames = 7
+    env = dict(lavapipe(), NVTXSHIM_FRAME="x11.swap")
+    argv = ["vkcube", "--c", str(frames)]
+    plain = run(argv, env={"DISPLAY": xserver.display, **lavapipe()}, shim=False)
+    trace = tmp_path / "vk.json"
+    shimmed = run(argv, env={"DISPLAY": xserver.display, "NVTXSHIM_TRACE": str(trace), **env})
+    assert plain.returncode == 0, plain.stderr
+    assert (shimmed.stdout, shimmed.returncode) == (plain.stdout, plain.returncode)
+    events = load_trace(trace)
+    presents = sorted((e for e in ranges(events, "x11") if e["name"] == "vkQueuePresentKHR"),
+                      key=lambda e: e["ts"])
+    assert len(presents) == frames
+    assert {e["args"]["category"] for e in presents} == {"swap"}
+    frame_ranges = sorted(ranges(events, "nvtxshim"), key=lambda e: e["ts"])
+    assert [f["name"] for f in frame_ranges] == ["frame %d" % n for n in range(1, frames + 1)]
+    for frame, present in zip(frame_ranges, presents):
+        assert frame["ts"] <= present["ts"]
+    assert nested(events) == []
+
+
+LAYER_PROGRAM = r"""
+import ctypes, os, sys
+class DlInfo(ctypes.Structure):
+    _fields_ = [("fname", ctypes.c_char_p), ("fbase", ctypes.c_void_p),
+                ("sname", ctypes.c_char_p), ("saddr", ctypes.c_void_p)]
+libc = ctypes.CDLL(None)
+def where(address):
+    info = DlInfo()
+    libc.dladdr(ctypes.c_void_p(address), ctypes.byref(info))
+    return os.path.basename(info.fname.decode()) if address else None
+vulkan = ctypes.CDLL("libvulkan.so.1")
+layer = ctypes.CDLL(sys.argv[1])
+for name in ("vkGetInstanceProcAddr", "vkGetDeviceProcAddr"):
+    print("layer", name, where(ctypes.cast(getattr(layer, name), ctypes.c_void_p).value))
+lookup = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
+gipa = lookup(ctypes.cast(vulkan.vkGetInstanceProcAddr, ctypes.c_void_p).value)
+print("vkGetInstanceProcAddr", where(ctypes.cast(vulkan.vkGetInstanceProcAddr, ctypes.c_void_p).value))
+found = gipa(None, b"vkGetInstanceProcAddr")
+print("loader vkGetInstanceProcAddr", where(found))
+version = ctypes.c_uint32()
+enumerate_version = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_uint32))(
+    lookup(found)(None, b"vkEnumerateInstanceVersion"))
+print("vkEnumerateInstanceVersion", enumerate_version(ctypes.byref(version)), version.value >> 22)
+"""
+
+
+def test_a_vulkan_layers_own_lookups_stay_its_own(tmp_path):
+    """The loader looks a layer's vkGetInstanceProcAddr and vkGetDeviceProcAddr up with dlsym,
+    maybe before the program's first call to the loader's: the layer's own functions are
+    answered (not taken for the loader's and wrapped), while the loader's vkGetInstanceProcAddr,
+    asked of dlsym or of itself, is the wrapper, whose answers are the loader's."""
+    layers = glob.glob("/usr/lib/*/libVkLayer_MESA_overlay.so")
+    assert layers, "mesa-vulkan-drivers is needed: make deps"
+    argv = [PYTHON, "-c", LAYER_PROGRAM, layers[0]]
+    plain = run(argv, shim=False)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(tmp_path / "layer.json")})
+    assert plain.returncode == shimmed.returncode == 0, shimmed.stderr
+    before, after = plain.stdout.decode().splitlines(), shimmed.stdout.decode().splitlines()
+    assert before[:2] == after[:2] == ["layer vkGetInstanceProcAddr libVkLayer_MESA_overlay.so",
+                                       "layer vkGetDeviceProcAddr libVkLayer_MESA_overlay.so"]
+    assert before[2:4] == ["vkGetInstanceProcAddr libvulkan.so.1",
+                           "loader vkGetInstanceProcAddr libvulkan.so.1"]
+    assert after[2:4] == ["vkGetInstanceProcAddr libnvtxshim.so",
+                          "loader vkGetInstanceProcAddr libnvtxshim.so"]
+    assert after[4] == before[4] and before[4].startswith("vkEnumerateInstanceVersion 0 1")

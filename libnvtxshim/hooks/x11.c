@@ -1,17 +1,22 @@
-/* X11 in NVTX domain "x11": Xlib and XCB drawing, flushes, round trips and
- * event waits, GLX/EGL buffer swaps. Xlib is built on XCB and Mesa on both:
- * their calls into one another run below depth 0 and pass straight through. */
+/* X11 in NVTX domain "x11": Xlib and XCB drawing, RENDER composites, flushes,
+ * round trips and event waits, GLX/EGL buffer swaps, GL texture uploads and
+ * Vulkan presents. Xlib is built on XCB and Mesa on both: their calls into one
+ * another run below depth 0 and pass straight through. */
 #define _GNU_SOURCE
 #include <EGL/egl.h>
 #include <GL/glx.h>
 #include <X11/Xlib.h>
 #include <X11/Xlibint.h>
 #include <X11/extensions/XShm.h>
+#include <X11/extensions/Xrender.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <vulkan/vulkan.h>
+#include <xcb/render.h>
 #include <xcb/shm.h>
 #include <xcb/xcb.h>
 #include <xcb/xcbext.h>
@@ -168,6 +173,56 @@ static unsigned bytes_per_pixel(unsigned depth)
 #define X11_CALL(name, check, opening, arguments)                                          \
     NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, (__typeof__(real arguments)){ 0 }, arguments,      \
                      check; opening, end())
+
+/* The RENDER, GL upload and Vulkan present wrappers come in two halves. The
+ * exported half passes the call straight to the real function when that is
+ * known and the call untraced: two loads, two tests and a jump, nothing kept
+ * for the traced path (GCC still copies arguments passed on the stack, past
+ * the sixth, back to where they were). Otherwise it jumps, the arguments where
+ * they are, to the traced half (out of line), which finds the real function
+ * with FIND(id) (and returns when there is none), enters the call, does CHECK
+ * and OPENING, makes the call and ends the range. */
+#define X11_LOADED(name)                                                                     \
+    ((__typeof__(&name))atomic_load_explicit(&nvs_real_functions[NVS_HOOK_ID(name)],         \
+                                             memory_order_acquire))
+
+#define X11_SPLIT(type, name, parameters, arguments, missing, check, opening)                \
+    static __attribute__((noinline)) type traced_##name parameters                           \
+    {                                                                                        \
+        NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, missing, arguments, check; opening, end());    \
+    }                                                                                        \
+    EXPORT type name parameters                                                              \
+    {                                                                                        \
+        __typeof__(&name) real = X11_LOADED(name);                                           \
+        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_X11))             \
+            return real arguments;                                                           \
+        return traced_##name arguments;                                                      \
+    }
+
+#define X11_SPLIT_VOID(name, parameters, arguments, find, check, opening)                    \
+    static __attribute__((noinline)) void traced_##name parameters                           \
+    {                                                                                        \
+        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
+        if (!real)                                                                           \
+            return;                                                                          \
+        if (!nvs_call_enter(NVS_HOOKS_X11)) {                                                \
+            real arguments;                                                                  \
+            return;                                                                          \
+        }                                                                                    \
+        check;                                                                               \
+        opening;                                                                             \
+        real arguments;                                                                      \
+        end();                                                                               \
+    }                                                                                        \
+    EXPORT void name parameters                                                              \
+    {                                                                                        \
+        __typeof__(&name) real = X11_LOADED(name);                                           \
+        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_X11)) {           \
+            real arguments;                                                                  \
+            return;                                                                          \
+        }                                                                                    \
+        traced_##name arguments;                                                             \
+    }
 
 /* ---- Xlib ------------------------------------------------------------------ */
 
@@ -335,6 +390,100 @@ EXPORT xcb_void_cookie_t xcb_shm_put_image(xcb_connection_t *connection, xcb_dra
               source_width, source_height, x, y, depth, format, send_event, segment, offset));
 }
 
+/* ---- RENDER ------------------------------------------------------------------------
+ * Composites and fills the server does from pictures it holds (GTK and cairo draw
+ * this way): no image crosses the connection, so no payload. A call that gives
+ * one size has it in the name; the ones that take a list (rectangles,
+ * trapezoids, glyphs) are named after the function. */
+
+X11_SPLIT_VOID(XRenderComposite,
+               (Display *display, int op, Picture source, Picture mask, Picture destination,
+                int source_x, int source_y, int mask_x, int mask_y, int x, int y,
+                unsigned int width, unsigned int height),
+               (display, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
+                width, height),
+               nvs_resolve, check_xlib(display),
+               begin_area(NVS_HOOK_ID(XRenderComposite), width, height, false, 0))
+
+X11_SPLIT_VOID(XRenderFillRectangle,
+               (Display *display, int op, Picture destination, const XRenderColor *color, int x,
+                int y, unsigned int width, unsigned int height),
+               (display, op, destination, color, x, y, width, height),
+               nvs_resolve, check_xlib(display),
+               begin_area(NVS_HOOK_ID(XRenderFillRectangle), width, height, false, 0))
+
+X11_SPLIT_VOID(XRenderFillRectangles,
+               (Display *display, int op, Picture destination, const XRenderColor *color,
+                const XRectangle *rectangles, int count),
+               (display, op, destination, color, rectangles, count),
+               nvs_resolve, check_xlib(display),
+               begin(NVS_HOOK_ID(XRenderFillRectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+X11_SPLIT_VOID(XRenderCompositeTrapezoids,
+               (Display *display, int op, Picture source, Picture destination,
+                const XRenderPictFormat *mask_format, int source_x, int source_y,
+                const XTrapezoid *trapezoids, int count),
+               (display, op, source, destination, mask_format, source_x, source_y, trapezoids,
+                count),
+               nvs_resolve, check_xlib(display),
+               begin(NVS_HOOK_ID(XRenderCompositeTrapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+/* Text: glyphs the server holds, composited (cairo's Xlib text). */
+#define RENDER_TEXT(name, item)                                                                 \
+    X11_SPLIT_VOID(name,                                                                        \
+                   (Display *display, int op, Picture source, Picture destination,              \
+                    const XRenderPictFormat *mask_format, int source_x, int source_y, int x,     \
+                    int y, const item *items, int count),                                       \
+                   (display, op, source, destination, mask_format, source_x, source_y, x, y,    \
+                    items, count),                                                              \
+                   nvs_resolve, check_xlib(display),                                            \
+                   begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+RENDER_TEXT(XRenderCompositeText8, XGlyphElt8)
+RENDER_TEXT(XRenderCompositeText16, XGlyphElt16)
+RENDER_TEXT(XRenderCompositeText32, XGlyphElt32)
+
+X11_SPLIT(xcb_void_cookie_t, xcb_render_composite,
+          (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,
+           xcb_render_picture_t mask, xcb_render_picture_t destination, int16_t source_x,
+           int16_t source_y, int16_t mask_x, int16_t mask_y, int16_t x, int16_t y, uint16_t width,
+           uint16_t height),
+          (connection, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
+           width, height),
+          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          begin_area(NVS_HOOK_ID(xcb_render_composite), width, height, false, 0))
+
+X11_SPLIT(xcb_void_cookie_t, xcb_render_fill_rectangles,
+          (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t destination,
+           xcb_render_color_t color, uint32_t count, const xcb_rectangle_t *rectangles),
+          (connection, op, destination, color, count, rectangles),
+          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          begin(NVS_HOOK_ID(xcb_render_fill_rectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+X11_SPLIT(xcb_void_cookie_t, xcb_render_trapezoids,
+          (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,
+           xcb_render_picture_t destination, xcb_render_pictformat_t mask_format, int16_t source_x,
+           int16_t source_y, uint32_t count, const xcb_render_trapezoid_t *trapezoids),
+          (connection, op, source, destination, mask_format, source_x, source_y, count,
+           trapezoids),
+          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          begin(NVS_HOOK_ID(xcb_render_trapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+#define RENDER_GLYPHS(name)                                                                      \
+    X11_SPLIT(xcb_void_cookie_t, name,                                                           \
+              (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,            \
+               xcb_render_picture_t destination, xcb_render_pictformat_t mask_format,            \
+               xcb_render_glyphset_t glyphset, int16_t source_x, int16_t source_y,               \
+               uint32_t length, const uint8_t *commands),                                        \
+              (connection, op, source, destination, mask_format, glyphset, source_x, source_y,   \
+               length, commands),                                                                \
+              (xcb_void_cookie_t){ 0 }, check_xcb(connection),                                   \
+              begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF))
+
+RENDER_GLYPHS(xcb_render_composite_glyphs_8)
+RENDER_GLYPHS(xcb_render_composite_glyphs_16)
+RENDER_GLYPHS(xcb_render_composite_glyphs_32)
+
 /* ---- GLX and EGL --------------------------------------------------------------- */
 
 EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
@@ -359,12 +508,20 @@ EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
              (display, surface));
 }
 
+/* A core GL function's name (glTexImage2D): GLX and EGL both answer it with
+ * an entry point of that function. */
+static bool is_gl_name(const char *name)
+{
+    return name[0] == 'g' && name[1] == 'l' && name[2] >= 'A' && name[2] <= 'Z' && name[2] != 'X';
+}
+
 /* Loaders that ask GLX or EGL for an entry point get the wrapper for that
- * API's hooked names; GLX answers any name with a dispatch stub, so an EGL name
- * asked of GLX (or the reverse) is passed back untouched. */
+ * API's hooked names and the hooked GL names; GLX answers any name with a
+ * dispatch stub, so an EGL name asked of GLX (or the reverse) is passed back
+ * untouched. */
 static void *own_entry_point(const char *name, void *found, const char *prefix)
 {
-    if (!name || strncmp(name, prefix, strlen(prefix)))
+    if (!name || (strncmp(name, prefix, strlen(prefix)) && !is_gl_name(name)))
         return found;
     return nvs_resolve_substitute(name, found, true);
 }
@@ -392,4 +549,175 @@ EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *na
     if (!real)
         return NULL;
     return (__eglMustCastToProperFunctionPointerType)own_entry_point(name, (void *)real(name), "egl");
+}
+
+/* ---- GL texture uploads ------------------------------------------------------------
+ * The program's pixels copied into the GL driver (with Mesa's llvmpipe or a
+ * discrete GPU alike, the call returns once it has read them). Programs reach
+ * these by linking libGL.so.1 or libOpenGL.so.0 (GLVND: both dispatch to the
+ * current context's driver), through dlsym, or through glXGetProcAddress and
+ * eglGetProcAddress (own_entry_point above). */
+
+#ifndef GL_HALF_FLOAT_OES
+#define GL_HALF_FLOAT_OES 0x8D61
+#endif
+
+/* The bytes one pixel of FORMAT and TYPE takes in the program's memory; 0 when
+ * the pair is not one of these. */
+static unsigned gl_pixel_bytes(GLenum format, GLenum type)
+{
+    unsigned components;
+    switch (format) {
+    case GL_RED: case GL_GREEN: case GL_BLUE: case GL_ALPHA: case GL_LUMINANCE:
+    case GL_DEPTH_COMPONENT: case GL_STENCIL_INDEX: case GL_RED_INTEGER: case GL_GREEN_INTEGER:
+    case GL_BLUE_INTEGER: case GL_ALPHA_INTEGER:
+        components = 1;
+        break;
+    case GL_RG: case GL_RG_INTEGER: case GL_LUMINANCE_ALPHA: case GL_DEPTH_STENCIL:
+        components = 2;
+        break;
+    case GL_RGB: case GL_BGR: case GL_RGB_INTEGER: case GL_BGR_INTEGER:
+        components = 3;
+        break;
+    case GL_RGBA: case GL_BGRA: case GL_RGBA_INTEGER: case GL_BGRA_INTEGER:
+        components = 4;
+        break;
+    default:
+        return 0;
+    }
+    switch (type) {
+    case GL_UNSIGNED_BYTE: case GL_BYTE:
+        return components;
+    case GL_UNSIGNED_SHORT: case GL_SHORT: case GL_HALF_FLOAT: case GL_HALF_FLOAT_OES:
+        return components * 2;
+    case GL_UNSIGNED_INT: case GL_INT: case GL_FLOAT:
+        return components * 4;
+    /* Packed: one value holds the whole pixel. */
+    case GL_UNSIGNED_BYTE_3_3_2: case GL_UNSIGNED_BYTE_2_3_3_REV:
+        return 1;
+    case GL_UNSIGNED_SHORT_5_6_5: case GL_UNSIGNED_SHORT_5_6_5_REV:
+    case GL_UNSIGNED_SHORT_4_4_4_4: case GL_UNSIGNED_SHORT_4_4_4_4_REV:
+    case GL_UNSIGNED_SHORT_5_5_5_1: case GL_UNSIGNED_SHORT_1_5_5_5_REV:
+        return 2;
+    case GL_UNSIGNED_INT_8_8_8_8: case GL_UNSIGNED_INT_8_8_8_8_REV:
+    case GL_UNSIGNED_INT_10_10_10_2: case GL_UNSIGNED_INT_2_10_10_10_REV:
+    case GL_UNSIGNED_INT_24_8: case GL_UNSIGNED_INT_10F_11F_11F_REV:
+    case GL_UNSIGNED_INT_5_9_9_9_REV:
+        return 4;
+    case GL_FLOAT_32_UNSIGNED_INT_24_8_REV:
+        return 8;
+    }
+    return 0;
+}
+
+/* The range of an upload of WIDTH x HEIGHT (x DEPTH, for a 3D call) pixels of
+ * FORMAT and TYPE from PIXELS: the size in the name; the payload the bytes the
+ * driver reads from the program's memory. Rows are read WIDTH pixels each
+ * wherever GL_UNPACK_ROW_LENGTH puts them, so the count does not depend on it
+ * (no GL state is asked). No payload when nothing is read (PIXELS NULL: storage
+ * allocated only) or the pair is not known. */
+static __attribute__((noinline)) void begin_upload(enum nvs_hook_id id, GLsizei width,
+                                                   GLsizei height, GLsizei depth, GLenum format,
+                                                   GLenum type, const void *pixels)
+{
+    uint64_t w = width > 0 ? (uint64_t)width : 0, h = height > 0 ? (uint64_t)height : 0;
+    uint64_t d = depth > 0 ? (uint64_t)depth : 0;
+    unsigned pixel = pixels ? gl_pixel_bytes(format, type) : 0;
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_X11, .category = NVS_X11_UPLOAD, .color = NVS_COLOR_X11_UPLOAD,
+        .payload = w * h * (depth ? d : 1) * pixel, .has_payload = pixel != 0,
+    };
+    char text[NVS_CALL_TEXT_MAX];
+    uint64_t key = nvs_call_name_key(id, (w & 0x3ffff) << 36 | (h & 0x3ffff) << 18 | (d & 0x3ffff));
+    if (depth)
+        NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64 "x%" PRIu64,
+                 nvs_hook_name(id), w, h, d);
+    else
+        NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64,
+                 nvs_hook_name(id), w, h);
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
+/* The real GL function: the one named in x11.def, else where that is not
+ * reachable (a program that has only libOpenGL.so.0, loaded RTLD_LOCAL by a
+ * plugin) libOpenGL's, kept once found. */
+static void *gl_resolve(enum nvs_hook_id id)
+{
+    void *found = nvs_resolve(id);
+    if (found)
+        return found;
+    found = nvs_find_function("libOpenGL.so.0", nvs_hook_name(id));
+    void *expected = NULL;
+    if (found && !atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, found))
+        found = expected;
+    return found;
+}
+
+X11_SPLIT_VOID(glTexImage2D,
+               (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
+                GLint border, GLenum format, GLenum type, const void *pixels),
+               (target, level, internal_format, width, height, border, format, type, pixels),
+               gl_resolve, (void)0,
+               begin_upload(NVS_HOOK_ID(glTexImage2D), width, height, 0, format, type, pixels))
+
+X11_SPLIT_VOID(glTexSubImage2D,
+               (GLenum target, GLint level, GLint x, GLint y, GLsizei width, GLsizei height,
+                GLenum format, GLenum type, const void *pixels),
+               (target, level, x, y, width, height, format, type, pixels),
+               gl_resolve, (void)0,
+               begin_upload(NVS_HOOK_ID(glTexSubImage2D), width, height, 0, format, type, pixels))
+
+X11_SPLIT_VOID(glTexImage3D,
+               (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
+                GLsizei depth, GLint border, GLenum format, GLenum type, const void *pixels),
+               (target, level, internal_format, width, height, depth, border, format, type,
+                pixels),
+               gl_resolve, (void)0,
+               begin_upload(NVS_HOOK_ID(glTexImage3D), width, height, depth, format, type, pixels))
+
+X11_SPLIT_VOID(glTexSubImage3D,
+               (GLenum target, GLint level, GLint x, GLint y, GLint z, GLsizei width,
+                GLsizei height, GLsizei depth, GLenum format, GLenum type, const void *pixels),
+               (target, level, x, y, z, width, height, depth, format, type, pixels),
+               gl_resolve, (void)0,
+               begin_upload(NVS_HOOK_ID(glTexSubImage3D), width, height, depth, format, type,
+                            pixels))
+
+/* ---- Vulkan ----------------------------------------------------------------------------
+ * A present is a swap: a range in category swap, and a frame marker for
+ * NVTXSHIM_FRAME=x11.swap. Programs take vkQueuePresentKHR from the loader's
+ * vkGetDeviceProcAddr or vkGetInstanceProcAddr (which answer with the driver's
+ * or a layer's function): the wrapper is handed out instead, and it calls the
+ * loader's exported vkQueuePresentKHR, which dispatches by the queue. */
+
+X11_SPLIT(VkResult, vkQueuePresentKHR, (VkQueue queue, const VkPresentInfoKHR *info),
+          (queue, info), VK_ERROR_INITIALIZATION_FAILED, (void)0,
+          begin(NVS_HOOK_ID(vkQueuePresentKHR), NVS_X11_SWAP, NVS_FRAME_X11_SWAP))
+
+/* The loader's answer FOUND for NAME, or the wrapper where NAME is hooked (the
+ * present, and the two lookups themselves) and the loader has it. Other
+ * names, the startup's hundreds, are passed back after two comparisons. */
+static void *own_vulkan_entry_point(const char *name, void *found)
+{
+    if (!found || !name || strncmp(name, "vk", 2) ||
+        (strcmp(name + 2, "QueuePresentKHR") && strcmp(name + 2, "GetDeviceProcAddr") &&
+         strcmp(name + 2, "GetInstanceProcAddr")))
+        return found;
+    return nvs_resolve_substitute(name, found, true);
+}
+
+EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char *name)
+{
+    __typeof__(&vkGetInstanceProcAddr) real = NVS_REAL(vkGetInstanceProcAddr);
+    if (!real)
+        return NULL;
+    return (PFN_vkVoidFunction)own_vulkan_entry_point(name, (void *)real(instance, name));
+}
+
+EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char *name)
+{
+    __typeof__(&vkGetDeviceProcAddr) real = NVS_REAL(vkGetDeviceProcAddr);
+    if (!real)
+        return NULL;
+    return (PFN_vkVoidFunction)own_vulkan_entry_point(name, (void *)real(device, name));
 }
