@@ -39,6 +39,8 @@ KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("cuda_htod", "cuMemcpyHtoD", 1),
     ("cuda_sync", "cuStreamSynchronize", 1),
     ("cuda_launch", "cuLaunchKernel", 1),
+    ("xreply", "_XReply", 1),
+    ("usb_clear_halt", "libusb_clear_halt", 1),
 ]
 ROWS = [("plain", "plain call"), ("hand", "NVTX pair by hand"), ("shim", "shim")]
 COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE"),

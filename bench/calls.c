@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <X11/Xlib.h>
+#include <X11/Xlibint.h>
 
 #define TRANSFER_BYTES 64
 #define IN_ENDPOINT 0x81
@@ -44,7 +45,7 @@ static unsigned long long failures;
 
 static nvtxDomainHandle_t usb_domain, x11_domain, cuda_domain;
 static nvtxStringHandle_t bulk_name, submit_name, callback_name, events_name, flush_name, copy_name,
-                          sync_name, launch_name;
+                          sync_name, launch_name, reply_name, halt_name;
 static nvtxRangeId_t submitted_range;
 
 static void register_names(void)
@@ -60,6 +61,8 @@ static void register_names(void)
     copy_name = nvtxDomainRegisterStringA(cuda_domain, "cuMemcpyHtoD 64B pageable");
     sync_name = nvtxDomainRegisterStringA(cuda_domain, "cuStreamSynchronize");
     launch_name = nvtxDomainRegisterStringA(cuda_domain, "cuLaunchKernel bench_kernel");
+    reply_name = nvtxDomainRegisterStringA(x11_domain, "_XReply");
+    halt_name = nvtxDomainRegisterStringA(usb_domain, "libusb_clear_halt ep=0x81");
 }
 
 /* What a careful user writes before each range: a registered message, a
@@ -143,6 +146,39 @@ static inline __attribute__((always_inline)) void xflush_nvtx(void)
     nvtxDomainRangePop(x11_domain);
 }
 
+/* An Xlib round trip's wait for its reply (the sink answers at once). */
+static inline __attribute__((always_inline)) void xreply_plain(void)
+{
+    xReply reply;
+    if (!_XReply(display, &reply, 0, False))
+        failures++;
+}
+
+static inline __attribute__((always_inline)) void xreply_nvtx(void)
+{
+    ATTRIBUTES(event, reply_name, 0xFFEF6C00u, 0);
+    event.payloadType = NVTX_PAYLOAD_UNKNOWN;
+    nvtxDomainRangePushEx(x11_domain, &event);
+    xreply_plain();
+    nvtxDomainRangePop(x11_domain);
+}
+
+/* A device-management call: clearing an endpoint's halt. */
+static inline __attribute__((always_inline)) void usb_clear_halt_plain(void)
+{
+    if (libusb_clear_halt(usb_handle, IN_ENDPOINT) != 0)
+        failures++;
+}
+
+static inline __attribute__((always_inline)) void usb_clear_halt_nvtx(void)
+{
+    ATTRIBUTES(event, halt_name, 0xFF9E9D24u, 0);
+    event.payloadType = NVTX_PAYLOAD_UNKNOWN;
+    nvtxDomainRangePushEx(usb_domain, &event);
+    usb_clear_halt_plain();
+    nvtxDomainRangePop(usb_domain);
+}
+
 static inline __attribute__((always_inline)) void cuda_htod_plain(void)
 {
     if (cuMemcpyHtoD((CUdeviceptr)0x7000000, host_buffer, TRANSFER_BYTES) != CUDA_SUCCESS)
@@ -222,6 +258,8 @@ static inline __attribute__((always_inline)) void ioctl_nvtx(void)
 LOOPS(usb_sync, plain) LOOPS(usb_sync, nvtx)
 LOOPS(usb_async, plain) LOOPS(usb_async, nvtx)
 LOOPS(xflush, plain) LOOPS(xflush, nvtx)
+LOOPS(xreply, plain) LOOPS(xreply, nvtx)
+LOOPS(usb_clear_halt, plain) LOOPS(usb_clear_halt, nvtx)
 LOOPS(cuda_htod, plain) LOOPS(cuda_htod, nvtx)
 LOOPS(cuda_sync, plain) LOOPS(cuda_sync, nvtx)
 LOOPS(cuda_launch, plain) LOOPS(cuda_launch, nvtx)
@@ -236,7 +274,7 @@ static const struct kind {
 #define KIND(kind) { #kind, { bench_##kind##_plain, bench_##kind##_nvtx }, \
                      { warm_##kind##_plain, warm_##kind##_nvtx } }
     KIND(usb_sync), KIND(usb_async), KIND(xflush), KIND(cuda_htod), KIND(cuda_sync),
-    KIND(cuda_launch), KIND(ioctl),
+    KIND(cuda_launch), KIND(xreply), KIND(usb_clear_halt), KIND(ioctl),
 #undef KIND
 };
 #define KIND_COUNT (sizeof kinds / sizeof kinds[0])
@@ -252,7 +290,7 @@ static void usage(int status)
 {
     fprintf(status ? stderr : stdout,
             "usage: calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,\n"
-            "                                        cuda_sync,cuda_launch,ioctl]\n"
+            "                                        cuda_sync,cuda_launch,xreply,usb_clear_halt,ioctl]\n"
             "             [-n CALLS] [-r REPEATS] [--warm CALLS]\n");
     exit(status);
 }
@@ -270,7 +308,8 @@ static long number(const char *text)
 int main(int argc, char **argv)
 {
     int mode = -1;
-    const char *kind_list = "usb_sync,usb_async,xflush,cuda_htod,cuda_sync,cuda_launch";
+    const char *kind_list = "usb_sync,usb_async,xflush,cuda_htod,cuda_sync,cuda_launch,xreply,"
+                            "usb_clear_halt";
     long n = 100000, repeats = 5, warm = -1;
     for (int i = 1; i < argc; i++) {
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
