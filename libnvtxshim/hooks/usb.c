@@ -136,6 +136,9 @@ static void describe_data(struct nvs_attributes *range, char *text, enum nvs_hoo
 static void data_moved(enum nvs_hook_id id, unsigned char endpoint, int length, int moved,
                        bool completed)
 {
+    /* All of it: the range's payload says so already. */
+    if (moved == length)
+        return;
     if (nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) || !completed || moved >= length)
         return;
     struct nvs_name name;
@@ -229,6 +232,8 @@ static void describe_control(struct nvs_attributes *range, char *text, uint8_t r
 static void control_moved(uint8_t request_type, uint8_t request, uint16_t value, uint16_t length,
                           int moved, bool completed)
 {
+    if (moved == length)
+        return;
     if (nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) || !completed || moved >= length)
         return;
     uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_control_transfer),
