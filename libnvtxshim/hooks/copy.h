@@ -73,59 +73,36 @@ void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *func
         return result;                                                                      \
     }
 
-/* The exported function NAME of a wait or a launch: the real function when
- * it is resolved and the call untraced, else TRACED, a function of its own
- * with the same parameters (the first call's resolving and the traced path).
- * Both ways out are tail calls that need nothing kept, so the compiler saves
- * no register for them. In the NVS_COPY form an untraced call cost 10
- * instructions more for a wait and 19 more for a launch, whose eleven
- * parameters put five on the stack (callgrind, make bench: the registers and
- * stack arguments kept across the resolving). */
-#define NVS_CUDA_EXPORTED(type, name, parameters, arguments, traced)                        \
+/* A wait or a launch, TYPE NAME PARAMETERS, that passes ARGUMENTS to the
+ * real function; OPEN opens its range (nvs_wait_open, nvs_launch_open). The
+ * exported function is the real function when it is resolved and the call
+ * untraced, else a tail call into a function of its own with the same
+ * parameters (the first call's resolving and the traced path). Both ways out
+ * need nothing kept, so the compiler saves no register for them: in the
+ * NVS_COPY form an untraced call cost 10 instructions more for a wait and 19
+ * more for a launch, whose eleven parameters put five on the stack
+ * (callgrind, make bench). The twins are declared as for NVS_COPY. */
+#define NVS_CUDA_CALL(type, missing, name, parameters, arguments, open)                     \
+    extern type name parameters;                                                            \
+    __attribute__((noinline)) static type nvs_traced_##name parameters                      \
+    {                                                                                       \
+        __typeof__(&name) real = NVS_REAL(name);                                            \
+        if (!real)                                                                          \
+            return missing;                                                                 \
+        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
+            return real arguments;                                                          \
+        open;                                                                               \
+        type result = real arguments;                                                       \
+        nvs_copy_close();                                                                   \
+        return result;                                                                      \
+    }                                                                                       \
     __attribute__((visibility("default"))) type name parameters                             \
     {                                                                                       \
         __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                   \
             &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                  \
         if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_CUDA))           \
             return real arguments;                                                          \
-        return traced arguments;                                                            \
+        return nvs_traced_##name arguments;                                                 \
     }
-
-/* A wait for the GPU, TYPE NAME PARAMETERS, that passes ARGUMENTS to the
- * real function; its range is category wait. The twins are declared as for
- * NVS_COPY. */
-#define NVS_WAIT(type, missing, name, parameters, arguments)                                \
-    extern type name parameters;                                                            \
-    __attribute__((noinline)) static type nvs_traced_##name parameters                      \
-    {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return missing;                                                                 \
-        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
-            return real arguments;                                                          \
-        nvs_wait_open(NVS_HOOK_ID(name));                                                   \
-        type result = real arguments;                                                       \
-        nvs_copy_close();                                                                   \
-        return result;                                                                      \
-    }                                                                                       \
-    NVS_CUDA_EXPORTED(type, name, parameters, arguments, nvs_traced_##name)
-
-/* A kernel launch of FUNCTION (a parameter), its range named after API and
- * the kernel as NAME_OF (an nvs_kernel_namer) says. */
-#define NVS_LAUNCH(type, missing, name, parameters, arguments, api, function, name_of)      \
-    extern type name parameters;                                                            \
-    __attribute__((noinline)) static type nvs_traced_##name parameters                      \
-    {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return missing;                                                                 \
-        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
-            return real arguments;                                                          \
-        nvs_launch_open(NVS_HOOK_ID(name), api, (const void *)(function), name_of);         \
-        type result = real arguments;                                                       \
-        nvs_copy_close();                                                                   \
-        return result;                                                                      \
-    }                                                                                       \
-    NVS_CUDA_EXPORTED(type, name, parameters, arguments, nvs_traced_##name)
 
 #endif

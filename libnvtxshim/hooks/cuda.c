@@ -403,10 +403,12 @@ static int driver_kernel_name(const void *function, const char **name)
 
 /* A wait for the GPU and a launch (copy.h), each with its per-thread twin. */
 #define WAIT(name, parameters, arguments)                                                   \
-    NVS_WAIT(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments)
+    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
+                  nvs_wait_open(NVS_HOOK_ID(name)))
 #define LAUNCH(name, parameters, arguments, function)                                       \
-    NVS_LAUNCH(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,                 \
-               NVS_HOOK_ID(cuLaunchKernel), function, driver_kernel_name)
+    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
+                  nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cuLaunchKernel),           \
+                                  (const void *)(function), driver_kernel_name))
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
 WAIT(cuStreamSynchronize_ptsz, (CUstream stream), (stream))

@@ -125,13 +125,15 @@ static int runtime_kernel_name(const void *function, const char **name)
 
 /* A wait for the GPU and a launch (copy.h). */
 #define WAIT(name, parameters, arguments)                                                   \
-    NVS_WAIT(cudaError_t, cudaErrorNotSupported, name, parameters, arguments)
+    NVS_CUDA_CALL(cudaError_t, cudaErrorNotSupported, name, parameters, arguments,          \
+                  nvs_wait_open(NVS_HOOK_ID(name)))
 #define LAUNCH(name)                                                                        \
-    NVS_LAUNCH(cudaError_t, cudaErrorNotSupported, name,                                    \
-               (const void *function, dim3 grid, dim3 block, void **arguments,              \
-                size_t shared_bytes, cudaStream_t stream),                                  \
-               (function, grid, block, arguments, shared_bytes, stream),                    \
-               NVS_HOOK_ID(cudaLaunchKernel), function, runtime_kernel_name)
+    NVS_CUDA_CALL(cudaError_t, cudaErrorNotSupported, name,                                 \
+                  (const void *function, dim3 grid, dim3 block, void **arguments,           \
+                   size_t shared_bytes, cudaStream_t stream),                               \
+                  (function, grid, block, arguments, shared_bytes, stream),                 \
+                  nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel),         \
+                                  function, runtime_kernel_name))
 
 WAIT(cudaDeviceSynchronize, (void), ())
 WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))
