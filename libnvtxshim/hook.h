@@ -105,14 +105,20 @@ static inline struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nv
  * or -1). A RANGE without a name is named after the hook. errno is left as it
  * was; the wrapper builds RANGE without touching errno (nvs_name_store keeps
  * it). Inline, with the dispatch out of line: every traced call makes it. */
-static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
-                                 struct nvs_attributes *range)
+static inline void nvs_call_name_and_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker,
+                                              int endpoint, struct nvs_attributes *range)
 {
-    int *error = &errno, saved_errno = *error;
     if (!range->name.registered && !range->name.text)
         range->name = nvs_call_hook_name(range->domain, id);
     if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
         nvs_call_dispatch(id, marker, endpoint, range->domain);
+}
+
+static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
+                                 struct nvs_attributes *range)
+{
+    int *error = &errno, saved_errno = *error;
+    nvs_call_name_and_dispatch(id, marker, endpoint, range);
     nvs_range_push(range);
     *error = saved_errno;
 }
@@ -123,10 +129,7 @@ static inline uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_m
                                            int endpoint, struct nvs_attributes *range)
 {
     int *error = &errno, saved_errno = *error;
-    if (!range->name.registered && !range->name.text)
-        range->name = nvs_call_hook_name(range->domain, id);
-    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
-        nvs_call_dispatch(id, marker, endpoint, range->domain);
+    nvs_call_name_and_dispatch(id, marker, endpoint, range);
     uint64_t started = nvs_range_start(range);
     *error = saved_errno;
     return started;

@@ -401,13 +401,17 @@ static int driver_kernel_name(const void *function, const char **name)
     return 0;
 }
 
-/* A wait for the GPU and a launch (copy.h), each with its per-thread twin. */
+/* A wait for the GPU (copy.h), and a launch with its per-thread twin: the same
+ * parameters, the range made alike. */
 #define WAIT(name, parameters, arguments)                                                   \
     NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
                   nvs_wait_open(NVS_HOOK_ID(name)))
-#define LAUNCH(name, parameters, arguments, function)                                       \
+#define LAUNCH_PAIR(name, twin, parameters, arguments, function)                           \
     NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
                   nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cuLaunchKernel),           \
+                                  (const void *)(function), driver_kernel_name))            \
+    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, twin, parameters, arguments,              \
+                  nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(cuLaunchKernel),           \
                                   (const void *)(function), driver_kernel_name))
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
@@ -417,18 +421,12 @@ WAIT(cuCtxSynchronize, (void), ())
 WAIT(cuCtxSynchronize_v2, (CUcontext context), (context))
 #endif
 WAIT(cuEventSynchronize, (CUevent event), (event))
-LAUNCH(cuLaunchKernel,
-       (CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-        unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int shared_bytes,
-        CUstream stream, void **parameters, void **extra),
-       (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
-        parameters, extra), function)
-LAUNCH(cuLaunchKernel_ptsz,
-       (CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
-        unsigned int block_x, unsigned int block_y, unsigned int block_z, unsigned int shared_bytes,
-        CUstream stream, void **parameters, void **extra),
-       (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
-        parameters, extra), function)
+LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
+            (CUfunction function, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z,
+             unsigned int block_x, unsigned int block_y, unsigned int block_z,
+             unsigned int shared_bytes, CUstream stream, void **parameters, void **extra),
+            (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
+             parameters, extra), function)
 
 /* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
  * twin: the same parameters, the description and the range made alike. */
