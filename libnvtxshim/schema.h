@@ -13,7 +13,8 @@
 /* ---- domains ----------------------------------------------------------------- */
 
 enum nvs_domain { NVS_DOMAIN_USB, NVS_DOMAIN_X11, NVS_DOMAIN_CUDA, NVS_DOMAIN_SHIM,
-                  NVS_DOMAIN_KERNEL, NVS_DOMAIN_COUNT };
+                  NVS_DOMAIN_KERNEL, NVS_DOMAIN_V4L2, NVS_DOMAIN_SERIAL, NVS_DOMAIN_HID,
+                  NVS_DOMAIN_COUNT };
 
 static inline const char *nvs_domain_name(enum nvs_domain domain)
 {
@@ -23,6 +24,9 @@ static inline const char *nvs_domain_name(enum nvs_domain domain)
     case NVS_DOMAIN_CUDA: return "cuda";
     case NVS_DOMAIN_SHIM: return "nvtxshim";
     case NVS_DOMAIN_KERNEL: return "kernel";
+    case NVS_DOMAIN_V4L2: return "v4l2";
+    case NVS_DOMAIN_SERIAL: return "serial";
+    case NVS_DOMAIN_HID: return "hid";
     case NVS_DOMAIN_COUNT: break;
     }
     return NULL;
@@ -53,6 +57,42 @@ enum nvs_cuda_category {
     NVS_CUDA_WAIT = 2,          /* the CPU waits for the GPU: stream, context, event */
     NVS_CUDA_LAUNCH = 3,        /* a kernel launched */
 };
+
+/* Device files (hooks/devices.c). The camera's ranges:
+ *   "VIDIOC_DQBUF /dev/video0 640x480 YUYV buf=2"   capture, payload bytesused
+ *   "read /dev/video0 614400B"                       capture (read() I/O)
+ *   "VIDIOC_QBUF /dev/video0 buf=2", "VIDIOC_S_FMT /dev/video0 640x480 YUYV",
+ *   "VIDIOC_REQBUFS /dev/video0 4 mmap", "VIDIOC_STREAMON /dev/video0"   control
+ *   "poll /dev/video0" (select, epoll_wait...)       wait for a frame
+ *   "frame age /dev/video0"                          from the buffer's capture
+ *       timestamp to its dequeue; payload: the age in ns, so that the capture
+ *       time is the range's end minus its payload in every reader (under nsys,
+ *       where NVTX cannot begin a range in the past, the range sits at the
+ *       dequeue and only the payload tells the age)
+ *   mark "dropped N frames /dev/video0 at seq=S"     warning, payload N */
+enum nvs_v4l2_category {
+    NVS_V4L2_CAPTURE = 1,       /* a frame handed to the program: DQBUF, read() */
+    NVS_V4L2_CONTROL = 2,       /* QBUF, STREAMON/OFF, S_FMT, REQBUFS */
+    NVS_V4L2_WAIT = 3,          /* poll/select/epoll_wait for a frame */
+    NVS_V4L2_WARNING = 4,       /* marks: dropped frames */
+    NVS_V4L2_FRAME_AGE = 5,     /* capture timestamp -> dequeue */
+};
+/* Serial ports and HID nodes share their categories. Their ranges:
+ *   "read /dev/ttyACM0 64B", "write /dev/ttyACM0 12B" (readv, writev too),
+ *   payload the bytes asked for (the trace file: the bytes moved when fewer);
+ *   "tcdrain /dev/ttyACM0"; "poll /dev/ttyACM0" (select, epoll_wait...). */
+enum nvs_tty_category {
+    NVS_TTY_READ = 1,           /* bytes in from the device */
+    NVS_TTY_WRITE = 2,          /* bytes out: an actuation */
+    NVS_TTY_WAIT = 3,           /* poll/select/epoll_wait before a read */
+    NVS_TTY_WARNING = 4,
+    NVS_TTY_DRAIN = 5,          /* tcdrain: waiting for the bytes to leave */
+};
+/* Raw usbfs ioctls (USBDEVFS_*) are in domain usb, with its categories and
+ * ranges named like libusb's: "USBDEVFS_BULK ep=0x02 OUT 64B",
+ * "USBDEVFS_CONTROL type=0x40 req=0xa0 val=0xe600 OUT 1B",
+ * "USBDEVFS_SUBMITURB ep=0x81 BULK IN 512B" (async: from the submission to
+ * the reap that returns it), "USBDEVFS_REAPURB" (a blocking reap). */
 
 enum nvs_shim_category {
     NVS_SHIM_FRAME = 1,         /* frame ranges */
@@ -99,6 +139,25 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         case NVS_SHIM_WARNING: return "warning";
         }
         return NULL;
+    case NVS_DOMAIN_V4L2:
+        switch ((enum nvs_v4l2_category)category) {
+        case NVS_V4L2_CAPTURE: return "capture";
+        case NVS_V4L2_CONTROL: return "control";
+        case NVS_V4L2_WAIT: return "wait";
+        case NVS_V4L2_WARNING: return "warning";
+        case NVS_V4L2_FRAME_AGE: return "frame age";
+        }
+        return NULL;
+    case NVS_DOMAIN_SERIAL:
+    case NVS_DOMAIN_HID:
+        switch ((enum nvs_tty_category)category) {
+        case NVS_TTY_READ: return "read";
+        case NVS_TTY_WRITE: return "write";
+        case NVS_TTY_WAIT: return "wait";
+        case NVS_TTY_WARNING: return "warning";
+        case NVS_TTY_DRAIN: return "drain";
+        }
+        return NULL;
     case NVS_DOMAIN_KERNEL:
     case NVS_DOMAIN_COUNT:
         break;
@@ -122,6 +181,12 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
 #define NVS_COLOR_CUDA_PAGEABLE 0xFFD84315u   /* a copy from pageable memory: a hidden stall */
 #define NVS_COLOR_CUDA_WAIT 0xFF9E9D24u
 #define NVS_COLOR_CUDA_LAUNCH 0xFF00ACC1u
+#define NVS_COLOR_V4L2_CAPTURE 0xFF8E24AAu
+#define NVS_COLOR_V4L2_CONTROL 0xFFBA68C8u
+#define NVS_COLOR_V4L2_AGE 0xFFF8BBD0u
+#define NVS_COLOR_TTY_READ 0xFF3949ABu
+#define NVS_COLOR_TTY_WRITE 0xFF00695Cu
+#define NVS_COLOR_DEVICE_WAIT 0xFFB0BEC5u
 #define NVS_COLOR_FRAME 0xFF5E35B1u
 #define NVS_COLOR_KERNEL 0xFF6D4C41u
 #define NVS_COLOR_CAPTURE 0xFFC62828u
@@ -152,6 +217,16 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
              : category == NVS_CUDA_LAUNCH ? NVS_COLOR_CUDA_LAUNCH : NVS_COLOR_CUDA_COPY;
     case NVS_DOMAIN_SHIM: return category == NVS_SHIM_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_FRAME;
     case NVS_DOMAIN_KERNEL: return NVS_COLOR_KERNEL;
+    case NVS_DOMAIN_V4L2:
+        return category == NVS_V4L2_CAPTURE ? NVS_COLOR_V4L2_CAPTURE
+             : category == NVS_V4L2_WAIT ? NVS_COLOR_DEVICE_WAIT
+             : category == NVS_V4L2_WARNING ? NVS_COLOR_ERROR
+             : category == NVS_V4L2_FRAME_AGE ? NVS_COLOR_V4L2_AGE : NVS_COLOR_V4L2_CONTROL;
+    case NVS_DOMAIN_SERIAL:
+    case NVS_DOMAIN_HID:
+        return category == NVS_TTY_WRITE ? NVS_COLOR_TTY_WRITE
+             : category == NVS_TTY_WAIT || category == NVS_TTY_DRAIN ? NVS_COLOR_DEVICE_WAIT
+             : category == NVS_TTY_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_TTY_READ;
     case NVS_DOMAIN_COUNT: break;
     }
     return 0;
@@ -184,6 +259,8 @@ static inline enum nvs_cuda_category nvs_cuda_category_of(const char *name)
 
 /* Frame N is the start/end range "frame N" in domain nvtxshim, payload N. */
 #define NVS_FRAME_PREFIX "frame "
+/* The camera's frame age range's name, "frame age /dev/video0". */
+#define NVS_FRAME_AGE_PREFIX "frame age "
 /* A frame over NVTXSHIM_FRAME_BUDGET: a mark "over budget frame N: T ms > B ms". */
 #define NVS_OVER_BUDGET_PREFIX "over budget frame "
 
