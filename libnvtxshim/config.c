@@ -171,6 +171,9 @@ static bool parse_hooks(const char *value, unsigned *out)
         if (length == 3 && !strncmp(item, "usb", 3)) hooks |= NVS_HOOKS_USB;
         else if (length == 3 && !strncmp(item, "x11", 3)) hooks |= NVS_HOOKS_X11;
         else if (length == 4 && !strncmp(item, "cuda", 4)) hooks |= NVS_HOOKS_CUDA;
+        else if (length == 4 && !strncmp(item, "v4l2", 4)) hooks |= NVS_HOOKS_V4L2;
+        else if (length == 6 && !strncmp(item, "serial", 6)) hooks |= NVS_HOOKS_SERIAL;
+        else if (length == 3 && !strncmp(item, "hid", 3)) hooks |= NVS_HOOKS_HID;
         else return false;
         if (!comma)
             break;
@@ -216,6 +219,23 @@ static bool parse_frame(const char *value, struct nvs_config *config)
     if (!strncmp(value, "usb.out:", 8))
         return parse_endpoint(value + 8, false, &config->frame_endpoint) &&
                (config->frame = NVS_FRAME_USB_OUT, true);
+    static const struct { const char *name; enum nvs_frame_marker marker; } devices[] = {
+        { "v4l2.in", NVS_FRAME_V4L2_IN },     { "serial.in", NVS_FRAME_SERIAL_IN },
+        { "serial.out", NVS_FRAME_SERIAL_OUT }, { "hid.in", NVS_FRAME_HID_IN },
+        { "hid.out", NVS_FRAME_HID_OUT },
+    };
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        size_t length = strlen(devices[i].name);
+        if (strncmp(value, devices[i].name, length) || (value[length] && value[length] != ':'))
+            continue;
+        /* The device: a path or a glob, as the program opens it. */
+        const char *path = value[length] ? value + length + 1 : "";
+        if (value[length] && (path[0] != '/' || strlen(path) >= sizeof config->frame_device))
+            return false;
+        strcpy(config->frame_device, path);
+        config->frame = devices[i].marker;
+        return true;
+    }
     if (!strncmp(value, "call:", 5)) {
         int id = parse_traced_hook(value + 5);
         if (id < 0)
@@ -225,6 +245,24 @@ static bool parse_frame(const char *value, struct nvs_config *config)
         return true;
     }
     return false;
+}
+
+/* NVTXSHIM_DEVICES: a comma list of absolute path globs, none empty. */
+static bool parse_devices(const char *value, struct nvs_config *config)
+{
+    if (strlen(value) >= sizeof config->devices)
+        return false;
+    for (const char *item = value;;) {
+        const char *comma = strchr(item, ',');
+        size_t length = comma ? (size_t)(comma - item) : strlen(item);
+        if (length < 2 || item[0] != '/')
+            return false;
+        if (!comma)
+            break;
+        item = comma + 1;
+    }
+    strcpy(config->devices, value);
+    return true;
 }
 
 /* "S" or "S+C", S >= 1, C >= 1. */
@@ -456,7 +494,12 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
         return ok;
     case V_FRAME:
         ok = parse_frame(value, config);
-        if (!ok) { config->frame = NVS_FRAME_OFF; config->frame_endpoint = -1; config->frame_call = -1; }
+        if (!ok) { config->frame = NVS_FRAME_OFF; config->frame_endpoint = -1; config->frame_call = -1;
+                   config->frame_device[0] = '\0'; }
+        return ok;
+    case V_DEVICES:
+        ok = parse_devices(value, config);
+        if (!ok) config->devices[0] = '\0';
         return ok;
     case V_FRAME_BUDGET:
         ok = parse_duration(value, value + strlen(value), &config->frame_budget_ns) &&
@@ -512,13 +555,24 @@ static unsigned marker_group(const struct nvs_config *config)
     case NVS_FRAME_X11_SWAP: case NVS_FRAME_X11_FLUSH: return NVS_HOOKS_X11;
     case NVS_FRAME_CUDA_HTOD: case NVS_FRAME_CUDA_DTOH: return NVS_HOOKS_CUDA;
     case NVS_FRAME_CALL: return nvs_hook_group((enum nvs_hook_id)config->frame_call);
+    case NVS_FRAME_V4L2_IN: return NVS_HOOKS_V4L2;
+    case NVS_FRAME_SERIAL_IN: case NVS_FRAME_SERIAL_OUT: return NVS_HOOKS_SERIAL;
+    case NVS_FRAME_HID_IN: case NVS_FRAME_HID_OUT: return NVS_HOOKS_HID;
     default: return 0;
     }
 }
 
 static const char *group_name(unsigned group)
 {
-    return group == NVS_HOOKS_USB ? "usb" : group == NVS_HOOKS_X11 ? "x11" : "cuda";
+    switch (group) {
+    case NVS_HOOKS_USB: return "usb";
+    case NVS_HOOKS_X11: return "x11";
+    case NVS_HOOKS_CUDA: return "cuda";
+    case NVS_HOOKS_V4L2: return "v4l2";
+    case NVS_HOOKS_SERIAL: return "serial";
+    case NVS_HOOKS_HID: return "hid";
+    default: return "device-file";
+    }
 }
 
 /* VARIABLE=VALUE counts GROUP's calls, which NVTXSHIM_HOOKS leaves untraced. */
@@ -542,6 +596,7 @@ static void check_markers(struct nvs_config *config, const char *const *values,
                         "frames stay off");
         config->frame = NVS_FRAME_OFF;
         config->frame_endpoint = config->frame_call = -1;
+        config->frame_device[0] = '\0';
     }
     group = config->capture == NVS_CAPTURE_CALLS ?
             nvs_hook_group((enum nvs_hook_id)config->capture_call) : 0;

@@ -16,7 +16,11 @@ enum nvs_hook_set {
     NVS_HOOKS_USB  = 1u << 0,
     NVS_HOOKS_X11  = 1u << 1,
     NVS_HOOKS_CUDA = 1u << 2,
-    NVS_HOOKS_ALL  = NVS_HOOKS_USB | NVS_HOOKS_X11 | NVS_HOOKS_CUDA,
+    NVS_HOOKS_V4L2 = 1u << 3,           /* camera device files */
+    NVS_HOOKS_SERIAL = 1u << 4,         /* USB serial ttys, NVTXSHIM_DEVICES paths */
+    NVS_HOOKS_HID  = 1u << 5,           /* hidraw nodes */
+    NVS_HOOKS_DEVICE_FILES = NVS_HOOKS_V4L2 | NVS_HOOKS_SERIAL | NVS_HOOKS_HID,
+    NVS_HOOKS_ALL  = NVS_HOOKS_USB | NVS_HOOKS_X11 | NVS_HOOKS_CUDA | NVS_HOOKS_DEVICE_FILES,
 };
 
 enum nvs_frame_marker {
@@ -28,6 +32,11 @@ enum nvs_frame_marker {
     NVS_FRAME_CUDA_HTOD,
     NVS_FRAME_CUDA_DTOH,
     NVS_FRAME_CALL,
+    NVS_FRAME_V4L2_IN,                  /* each buffer dequeued (or read) from a camera */
+    NVS_FRAME_SERIAL_IN,                /* each read that returned bytes */
+    NVS_FRAME_SERIAL_OUT,               /* each write that took bytes */
+    NVS_FRAME_HID_IN,
+    NVS_FRAME_HID_OUT,
 };
 
 enum nvs_capture_trigger {
@@ -72,6 +81,8 @@ struct nvs_config {
     /* Not ours: the X display a bare XCB connection most likely uses. */
     char display[NVS_NAME_MAX];
     /* The paths last: set only when given, so that the defaults are one page. */
+    char frame_device[NVS_NAME_MAX];    /* v4l2.in:PATH...: a glob, "" for any device */
+    char devices[NVS_PATH_MAX];         /* NVTXSHIM_DEVICES: comma list of path globs */
     char trace_path[NVS_PATH_MAX];      /* as given, with %p unexpanded; "" = off */
     /* Not ours, but decides whether the recorder may attach: another NVTX tool. */
     char nvtx_injection_path[NVS_PATH_MAX];

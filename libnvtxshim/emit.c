@@ -203,6 +203,20 @@ void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
     nvtxDomainRangeEnd(domains[domain], id);
 }
 
+void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns)
+{
+    if (direct) {
+        direct->span(domains[attributes->domain], attributes->name.registered,
+                     attributes->name.text, attributes->category, attributes->color,
+                     attributes->payload, start_ns, end_ns);
+        return;
+    }
+    nvtxEventAttributes_t event;
+    fill(&event, attributes);
+    nvtxDomainRangeEnd(domains[attributes->domain],
+                       nvtxDomainRangeStartEx(domains[attributes->domain], &event));
+}
+
 void nvs_mark(const struct nvs_attributes *attributes)
 {
     nvtxEventAttributes_t event;

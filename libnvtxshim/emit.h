@@ -57,6 +57,11 @@ bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload);
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes);
 void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id);
 void nvs_mark(const struct nvs_attributes *attributes);
+/* A range from START_NS (CLOCK_MONOTONIC, in the past: a camera frame's
+ * capture timestamp) to now. The recorder draws it from START_NS; NVTX has no
+ * way to begin a range in the past, so any other tool (nsys) gets a start/end
+ * range at now, and only the payload tells how long ago it began. */
+void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns);
 
 /* A range whose domain and message are named at run time (the capture
  * range): the domain is created, the message registered, once. */
@@ -80,6 +85,10 @@ struct nvs_emit_direct {
     nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
                            uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
     void (*end)(nvtxDomainHandle_t domain, nvtxRangeId_t id);
+    /* A range that began in the past (nvs_range_span). */
+    void (*span)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
+                 uint32_t category, uint32_t color, uint64_t payload, uint64_t start_ns,
+                 uint64_t end_ns);
     void (*flush)(void);
 };
 void nvs_emit_set_direct(const struct nvs_emit_direct *tool);

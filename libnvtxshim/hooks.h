@@ -14,6 +14,7 @@ enum nvs_hook_id {
 #include "hooks/x11.def"
 #include "hooks/cuda.def"
 #include "hooks/cudart.def"
+#include "hooks/devices.def"
     /* Hooks before this traced the program's work; the ones after it serve the recorder. */
     NVS_TRACED_HOOK_COUNT,
     NVS_PROCESS_HOOKS_BEFORE = NVS_TRACED_HOOK_COUNT - 1,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "devices.h"
 #include "config.h"
 #include "frames.h"
 #include "hook.h"
@@ -158,6 +159,8 @@ static void nvs_load(void)
     if (!inert)
         setup_recorder(config);
     nvs_resolve_set_filter(hook_enabled);
+    if (!inert)
+        nvs_devices_configure(config);
     /* What a fork resets - the trace file, frames, the capture, the probe,
      * whose image this is - exists only when one of them is asked for. */
     if (!inert && (config->trace_path[0] || config->frame != NVS_FRAME_OFF ||
@@ -174,6 +177,7 @@ static void nvs_unload(void)
     if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
         nvs_capture_finish();
     nvs_kernel_finish();
+    nvs_devices_report();
     if (nvs_record_owns_process())
         nvs_record_finish();
 }

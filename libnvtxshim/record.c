@@ -530,6 +530,22 @@ static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
     end(id);
 }
 
+/* A range of the library's that began in the past (a camera frame's age):
+ * written whole, as an async pair, since it may overlap anything on the thread. */
+static void direct_span(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
+                        uint32_t category, uint32_t color, uint64_t payload, uint64_t start_ns,
+                        uint64_t end_ns)
+{
+    struct nvs_writer_thread *thread = nvs_writer_thread();
+    if (!thread)
+        return;
+    struct nvs_trace_event event;
+    describe_own(&event, domain, name, text, category, color, true, payload);
+    event.start_ns = start_ns;
+    struct nvs_trace_args args = { .count = 0 };
+    write_pair(thread, nvs_writer_ids(thread), &event, end_ns, &args);
+}
+
 void nvs_record_range_args(uint64_t id, const struct nvs_trace_args *args)
 {
     uint32_t index = (uint32_t)id - 1;
@@ -662,6 +678,7 @@ static const struct nvs_emit_direct direct_tool = {
     .set_payload = direct_set_payload,
     .start = direct_start,
     .end = direct_end,
+    .span = direct_span,
     .flush = flush,
 };
 

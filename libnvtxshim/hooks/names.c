@@ -10,6 +10,7 @@ static const char *const hook_names[NVS_HOOK_COUNT] = {
 #include "x11.def"
 #include "cuda.def"
 #include "cudart.def"
+#include "devices.def"
 #include "process.def"
 #undef NVS_HOOK
 };
@@ -25,6 +26,10 @@ static const unsigned char hook_groups[NVS_HOOK_COUNT] = {
 #define NVS_GROUP NVS_HOOKS_CUDA
 #include "cuda.def"
 #include "cudart.def"
+#undef NVS_GROUP
+/* The descriptor calls serve every device kind. */
+#define NVS_GROUP (NVS_HOOKS_DEVICE_FILES | NVS_HOOKS_USB)
+#include "devices.def"
 #undef NVS_GROUP
 #undef NVS_HOOK
 };

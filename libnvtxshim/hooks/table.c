@@ -9,6 +9,7 @@
 #include "x11.def"
 #include "cuda.def"
 #include "cudart.def"
+#include "devices.def"
 #include "process.def"
 #undef NVS_HOOK
 
@@ -18,6 +19,7 @@ const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
 #include "x11.def"
 #include "cuda.def"
 #include "cudart.def"
+#include "devices.def"
 #include "process.def"
 #undef NVS_HOOK
 };

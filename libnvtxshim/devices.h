@@ -1,0 +1,111 @@
+/* The device files the program holds open (devices.c): a byte per descriptor
+ * naming the device it refers to, so that read, write, ioctl and poll on any
+ * other descriptor cost a bounds check and a load before the real call.
+ *
+ * A descriptor enters the table when the program opens a device file of a
+ * rig, told by its device number (or sysfs) after the open: a V4L2 node, a
+ * USB serial tty, a hidraw node, a usbfs node, or a path NVTXSHIM_DEVICES
+ * names. Duplicates share the device; close (and close_range, closefrom,
+ * fclose, dup2 onto it) takes the descriptor out. Only devices whose group
+ * NVTXSHIM_HOOKS traces, while a tool takes the ranges, are entered: with
+ * nothing traced the table stays empty. */
+#ifndef NVS_DEVICES_H
+#define NVS_DEVICES_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "schema.h"
+
+enum nvs_device_kind {
+    NVS_DEVICE_NONE,
+    NVS_DEVICE_V4L2,            /* a video4linux node (major 81) */
+    NVS_DEVICE_SERIAL,          /* a USB serial tty, or a path NVTXSHIM_DEVICES names */
+    NVS_DEVICE_HID,             /* a hidraw node */
+    NVS_DEVICE_USBFS,           /* /dev/bus/usb/BBB/DDD (major 189) */
+    NVS_DEVICE_EPOLL,           /* an epoll instance watching one of the above */
+};
+
+#define NVS_DEVICE_SLOTS 256        /* slot 0 means "no device" */
+#define NVS_DEVICE_PATH_MAX 64
+
+struct nvs_device {
+    _Atomic unsigned refs;          /* descriptors naming this slot; 0: free */
+    uint32_t uid;                   /* this open's number, for its ranges' name keys */
+    enum nvs_device_kind kind;      /* for an epoll instance: EPOLL */
+    enum nvs_domain domain;
+    unsigned group;                 /* its NVTXSHIM_HOOKS bit */
+    enum nvs_frame_marker in_marker, out_marker;    /* NVS_FRAME_OFF: not a marker */
+    char path[NVS_DEVICE_PATH_MAX]; /* as opened (cut short: "..." at the end) */
+    /* A camera's format, once the program set or read it: fourcc << 32 |
+     * width << 16 | height; 0 while unknown. */
+    _Atomic uint64_t format;
+    /* The sequence number of the camera's last dequeued buffer; -1 after STREAMON. */
+    _Atomic int64_t last_sequence;
+};
+
+extern struct nvs_device nvs_devices[NVS_DEVICE_SLOTS];
+
+/* Descriptors below this have their byte; the rest are searched in a short
+ * list that is empty on every common program. */
+#define NVS_FD_DIRECT 1024
+extern _Atomic unsigned char nvs_fd_slots[NVS_FD_DIRECT];
+extern _Atomic unsigned nvs_fd_far_count;
+/* Device descriptors open: poll and select look at their sets only when not 0. */
+extern _Atomic unsigned nvs_device_fds;
+
+unsigned nvs_fd_slot_far(int fd);
+
+/* The device slot of FD, 0 for any other descriptor. */
+static inline unsigned nvs_fd_slot(int fd)
+{
+    if (__builtin_expect((unsigned)fd < NVS_FD_DIRECT, 1))
+        return atomic_load_explicit(&nvs_fd_slots[fd], memory_order_relaxed);
+    if (__builtin_expect(fd < 0 || !atomic_load_explicit(&nvs_fd_far_count, memory_order_relaxed), 1))
+        return 0;
+    return nvs_fd_slot_far(fd);
+}
+
+static inline bool nvs_devices_open(void)
+{
+    return atomic_load_explicit(&nvs_device_fds, memory_order_relaxed) != 0;
+}
+
+/* Whether a successful open of PATH may have given a device worth a look:
+ * /dev/..., or any path when NVTXSHIM_DEVICES names some. */
+extern _Atomic bool nvs_device_globs;
+static inline bool nvs_device_candidate(const char *path)
+{
+    return path && ((path[0] == '/' && path[1] == 'd' && path[2] == 'e' && path[3] == 'v' &&
+                     path[4] == '/') ||
+                    atomic_load_explicit(&nvs_device_globs, memory_order_relaxed));
+}
+
+/* FD was just opened at PATH: enters it when it is a traced device. errno kept. */
+void nvs_device_opened(int fd, const char *path);
+/* NEW_FD is now a duplicate of the device in SLOT. */
+void nvs_device_duplicated(unsigned slot, int new_fd);
+/* FD is being closed (its entry goes first, so that a descriptor the kernel
+ * hands out again at once is never taken for the old device). */
+void nvs_device_closing(int fd);
+/* Descriptors FIRST..LAST are being closed. */
+void nvs_device_closing_range(unsigned first, unsigned last);
+/* The program added FD (a device) to the epoll instance EPFD. */
+void nvs_device_watched(int epfd, unsigned slot);
+
+/* The library read its configuration (init): the globs flag above. */
+void nvs_devices_configure(const struct nvs_config *config);
+/* Devices or URBs the tables had no room for, said at exit when any. */
+void nvs_devices_report(void);
+
+/* Counted losses (nvs_devices_report says them). */
+enum nvs_device_loss { NVS_DEVICE_LOSS_SLOTS, NVS_DEVICE_LOSS_URBS, NVS_DEVICE_LOSS_KINDS };
+void nvs_device_count_loss(enum nvs_device_loss loss);
+
+/* A glob as fnmatch(3) with FNM_PATHNAME takes it (*, ?, [...]), without
+ * the locale and the allocation: it runs inside open. */
+bool nvs_glob_match(const char *pattern, const char *text);
+
+#endif

@@ -1,0 +1,33 @@
+/* Between the descriptor wrappers (hooks/devices.c) and the two ioctl
+ * protocols they hand over to: V4L2 (hooks/v4l2.c) and usbfs (hooks/usbfs.c). */
+#ifndef NVS_DEVICE_CALLS_H
+#define NVS_DEVICE_CALLS_H
+
+#include "../devices.h"
+#include "../hook.h"
+
+typedef int (*nvs_ioctl_fn)(int fd, unsigned long request, void *argument);
+
+/* A traced ioctl on a camera or a usbfs node: the range (when the request is
+ * one that is traced), the real call, what it tells of the device. */
+int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
+                   void *argument);
+int nvs_usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
+                    unsigned long request, void *argument);
+/* Untraced requests that still tell the camera's format (VIDIOC_G_FMT). */
+void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const void *argument,
+                      int result);
+
+/* The usbfs node in SLOT was closed: its URBs' ranges end. */
+void nvs_usbfs_closed(unsigned slot);
+
+/* A red mark in the device's domain: "TEXT failed: EIO". */
+void nvs_device_warn(const struct nvs_device *device, const char *what, int error);
+
+/* A cached name for hook ID on DEVICE with PARAMETER (up to 32 bits), made by
+ * FORMAT (which gets the path first) on the first use. */
+__attribute__((format(printf, 4, 5)))
+struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
+                                uint32_t parameter, const char *format, ...);
+
+#endif

@@ -1,0 +1,249 @@
+/* V4L2 cameras: the streaming ioctls as ranges in domain v4l2, and what each
+ * dequeued buffer tells that nothing else on the timeline does: how old the
+ * frame already is (the kernel's capture timestamp to the dequeue) and
+ * whether frames were dropped (its sequence number skips). schema.h has the
+ * names. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/videodev2.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../emit.h"
+#include "device_calls.h"
+
+/* Name keys: the request (high byte of the 32-bit parameter) and its details. */
+enum { KEY_DQBUF = 1, KEY_QBUF, KEY_STREAMON, KEY_STREAMOFF, KEY_S_FMT, KEY_REQBUFS, KEY_AGE };
+
+static uint32_t key(unsigned request, uint32_t details)
+{
+    return ((uint32_t)request << 24) | (details & 0xffffffu);
+}
+
+/* A format as the device keeps it: fourcc << 32 | width << 16 | height. */
+static uint64_t pack_format(uint32_t fourcc, uint32_t width, uint32_t height)
+{
+    return ((uint64_t)fourcc << 32) | ((uint64_t)(width & 0xffffu) << 16) | (height & 0xffffu);
+}
+
+static uint32_t format_hash(uint64_t format)
+{
+    uint64_t h = format * 0x9e3779b97f4a7c15ull;
+    return (uint32_t)(h >> 40);
+}
+
+/* The format in a struct v4l2_format of a capture type, 0 for any other. */
+static uint64_t format_of(const struct v4l2_format *format)
+{
+    if (!format)
+        return 0;
+    switch (format->type) {
+    case V4L2_BUF_TYPE_VIDEO_CAPTURE:
+        return pack_format(format->fmt.pix.pixelformat, format->fmt.pix.width,
+                           format->fmt.pix.height);
+    case V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE:
+        return pack_format(format->fmt.pix_mp.pixelformat, format->fmt.pix_mp.width,
+                           format->fmt.pix_mp.height);
+    default:
+        return 0;
+    }
+}
+
+/* " 640x480 YUYV", or "" for an unknown format; FOURCC's unprintable bytes as '?'. */
+static void describe_format(char *out, size_t size, uint64_t format)
+{
+    if (!format) {
+        out[0] = '\0';
+        return;
+    }
+    char fourcc[5];
+    for (int i = 0; i < 4; i++) {
+        char c = (char)(format >> (32 + 8 * i));
+        fourcc[i] = (c >= 0x20 && c < 0x7f) ? c : '?';
+    }
+    fourcc[4] = '\0';
+    /* Formats with a trailing blank ("Y8  ") read better without it. */
+    for (int i = 3; i > 0 && fourcc[i] == ' '; i--)
+        fourcc[i] = '\0';
+    snprintf(out, size, " %ux%u %s", (unsigned)(format >> 16) & 0xffffu,
+             (unsigned)format & 0xffffu, fourcc);
+}
+
+static const char *memory_name(uint32_t memory)
+{
+    switch (memory) {
+    case V4L2_MEMORY_MMAP: return "mmap";
+    case V4L2_MEMORY_USERPTR: return "userptr";
+    case V4L2_MEMORY_DMABUF: return "dmabuf";
+    case V4L2_MEMORY_OVERLAY: return "overlay";
+    default: return "memory?";
+    }
+}
+
+void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const void *argument,
+                      int result)
+{
+    if (result != 0)
+        return;
+    unsigned command = (unsigned)request;
+    if (command == (unsigned)VIDIOC_G_FMT || command == (unsigned)VIDIOC_S_FMT) {
+        uint64_t format = format_of(argument);
+        if (format)
+            atomic_store_explicit(&device->format, format, memory_order_relaxed);
+    } else if (command == (unsigned)VIDIOC_STREAMON) {
+        atomic_store_explicit(&device->last_sequence, -1, memory_order_relaxed);
+    }
+}
+
+/* Bytes the driver filled in a dequeued buffer (all planes of a multi-planar one). */
+static uint64_t bytes_used(const struct v4l2_buffer *buffer)
+{
+    if (buffer->type == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE ||
+        buffer->type == V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE) {
+        uint64_t total = 0;
+        for (uint32_t i = 0; buffer->m.planes && i < buffer->length && i < VIDEO_MAX_PLANES; i++)
+            total += buffer->m.planes[i].bytesused;
+        return total;
+    }
+    return buffer->bytesused;
+}
+
+static bool is_capture(uint32_t type)
+{
+    return type == V4L2_BUF_TYPE_VIDEO_CAPTURE || type == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE;
+}
+
+/* What a dequeued buffer tells: dropped frames (a red mark) and the frame's age. */
+static void dequeued(struct nvs_device *device, const struct v4l2_buffer *buffer)
+{
+    int64_t sequence = buffer->sequence;
+    int64_t last = atomic_exchange_explicit(&device->last_sequence, sequence, memory_order_relaxed);
+    /* Sequences count from 0 at STREAMON, so a first buffer with a higher one
+     * comes after drops too. A sequence that went back is a restart, not a drop. */
+    int64_t dropped = sequence - last - 1;
+    if (dropped > 0) {
+        char text[NVS_CALL_TEXT_MAX];
+        snprintf(text, sizeof text, "dropped %lld frame%s %s", (long long)dropped,
+                 dropped == 1 ? "" : "s", device->path);
+        struct nvs_attributes mark = {
+            .domain = NVS_DOMAIN_V4L2, .name = { NULL, text }, .category = NVS_V4L2_WARNING,
+            .color = NVS_COLOR_ERROR, .payload = (uint64_t)dropped, .has_payload = true,
+        };
+        nvs_mark(&mark);
+    }
+    /* The age needs the timestamp on our clock: CLOCK_MONOTONIC. Drivers
+     * whose timestamps are copied from elsewhere or unknown get none. */
+    if ((buffer->flags & V4L2_BUF_FLAG_TIMESTAMP_MASK) != V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+        return;
+    uint64_t captured = (uint64_t)buffer->timestamp.tv_sec * 1000000000ull +
+                        (uint64_t)buffer->timestamp.tv_usec * 1000ull;
+    uint64_t now = nvs_now_ns();
+    if (captured == 0 || captured > now || now - captured > 60ull * 1000000000ull)
+        return;
+    struct nvs_attributes age = {
+        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_FRAME_AGE, .color = NVS_COLOR_V4L2_AGE,
+        .payload = now - captured, .has_payload = true,
+        .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_AGE, buffer->index),
+                                NVS_FRAME_AGE_PREFIX "%s buf=%u", device->path, buffer->index),
+    };
+    nvs_range_span(&age, captured, now);
+}
+
+static const char *request_name(unsigned command)
+{
+    return command == (unsigned)VIDIOC_DQBUF ? "VIDIOC_DQBUF"
+         : command == (unsigned)VIDIOC_QBUF ? "VIDIOC_QBUF"
+         : command == (unsigned)VIDIOC_STREAMON ? "VIDIOC_STREAMON"
+         : command == (unsigned)VIDIOC_STREAMOFF ? "VIDIOC_STREAMOFF"
+         : command == (unsigned)VIDIOC_S_FMT ? "VIDIOC_S_FMT"
+         : command == (unsigned)VIDIOC_REQBUFS ? "VIDIOC_REQBUFS" : "ioctl";
+}
+
+/* The range of a traced request, or false for the requests that are not. */
+static bool describe(struct nvs_attributes *range, struct nvs_device *device, unsigned command,
+                     const void *argument)
+{
+    char format[48];
+    enum nvs_hook_id id = NVS_HOOK_ID(ioctl);
+    *range = (struct nvs_attributes){
+        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_CONTROL, .color = NVS_COLOR_V4L2_CONTROL,
+    };
+    if (command == (unsigned)VIDIOC_DQBUF) {
+        const struct v4l2_buffer *buffer = argument;
+        if (!buffer || !is_capture(buffer->type))
+            return false;
+        uint64_t known = atomic_load_explicit(&device->format, memory_order_relaxed);
+        describe_format(format, sizeof format, known);
+        range->category = NVS_V4L2_CAPTURE;
+        range->color = NVS_COLOR_V4L2_CAPTURE;
+        range->name = nvs_device_name(device, id, key(KEY_DQBUF, format_hash(known)),
+                                      "VIDIOC_DQBUF %s%s", device->path, format);
+    } else if (command == (unsigned)VIDIOC_QBUF) {
+        const struct v4l2_buffer *buffer = argument;
+        if (!buffer || !is_capture(buffer->type))
+            return false;
+        range->name = nvs_device_name(device, id, key(KEY_QBUF, buffer->index),
+                                      "VIDIOC_QBUF %s buf=%u", device->path, buffer->index);
+    } else if (command == (unsigned)VIDIOC_STREAMON) {
+        range->name = nvs_device_name(device, id, key(KEY_STREAMON, 0), "VIDIOC_STREAMON %s",
+                                      device->path);
+    } else if (command == (unsigned)VIDIOC_STREAMOFF) {
+        range->name = nvs_device_name(device, id, key(KEY_STREAMOFF, 0), "VIDIOC_STREAMOFF %s",
+                                      device->path);
+    } else if (command == (unsigned)VIDIOC_S_FMT) {
+        uint64_t asked = format_of(argument);
+        if (!asked)
+            return false;
+        describe_format(format, sizeof format, asked);
+        range->name = nvs_device_name(device, id, key(KEY_S_FMT, format_hash(asked)),
+                                      "VIDIOC_S_FMT %s%s", device->path, format);
+    } else if (command == (unsigned)VIDIOC_REQBUFS) {
+        const struct v4l2_requestbuffers *request = argument;
+        if (!request || !is_capture(request->type))
+            return false;
+        range->name = nvs_device_name(device, id,
+                                      key(KEY_REQBUFS, (request->count & 0xffffu) << 4 |
+                                                       (request->memory & 0xfu)),
+                                      "VIDIOC_REQBUFS %s %u %s", device->path, request->count,
+                                      memory_name(request->memory));
+    } else {
+        return false;
+    }
+    return true;
+}
+
+int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
+                   void *argument)
+{
+    unsigned command = (unsigned)request;
+    struct nvs_attributes range;
+    if (!describe(&range, device, command, argument) || !nvs_call_enter(device->group)) {
+        int result = real(fd, request, argument);
+        if (command == (unsigned)VIDIOC_G_FMT) {
+            int saved_errno = errno;
+            nvs_v4l2_observe(device, request, argument, result);
+            errno = saved_errno;
+        }
+        return result;
+    }
+    nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
+    int result = real(fd, request, argument);
+    int saved_errno = errno;
+    nvs_v4l2_observe(device, request, argument, result);
+    if (command == (unsigned)VIDIOC_DQBUF) {
+        if (result == 0) {
+            nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(argument));
+            dequeued(device, argument);
+            if (device->in_marker != NVS_FRAME_OFF)
+                nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
+        }
+    }
+    if (result != 0 && !(saved_errno == EAGAIN || saved_errno == EINTR)) {
+        char what[NVS_CALL_TEXT_MAX];
+        snprintf(what, sizeof what, "%s %s", request_name(command), device->path);
+        nvs_device_warn(device, what, saved_errno);
+    }
+    errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_V4L2);
+    return result;
+}
