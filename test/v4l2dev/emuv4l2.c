@@ -1303,7 +1303,8 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
     void *arg = va_arg(ap, void *);
     va_end(ap);
     struct ofile *of = lookup(fd);
-    if (!of) {
+    /* the file-level ioctls the kernel answers before any driver: the eventfd's own */
+    if (!of || req == FIONBIO || req == FIOCLEX || req == FIONCLEX || req == FIOASYNC) {
         init();
         return next_ioctl(fd, req, arg);
     }
