@@ -198,6 +198,16 @@ static void resolve_all(void)
     RESOLVE(access); RESOLVE(faccessat); RESOLVE(euidaccess); RESOLVE(eaccess);
 }
 
+/* fork: the state is taken whole (the lock held across it). The child has no producer: its
+ * copy of a streaming queue delivers nothing more, and closing it there joins no thread. */
+static void before_fork(void) { pthread_mutex_lock(&D.mu); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&D.mu); }
+static void after_fork_child(void)
+{
+    D.thread_alive = 0;
+    pthread_mutex_init(&D.mu, NULL);
+}
+
 /* Another library's constructor may call in before ours ran: every hook makes sure. */
 static void init(void)
 {
@@ -210,6 +220,7 @@ static void init(void)
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&D.cv, &ca);
         pthread_condattr_destroy(&ca);
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         resolve_all();
         parse_config();
         atomic_store_explicit(&initialised, 2, memory_order_release);
