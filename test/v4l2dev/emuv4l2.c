@@ -33,7 +33,8 @@
  *     first bytes); T is the capture timestamp the program sees (a whole microsecond:
  *     struct timeval), U = T + the configured delay, R the moment the buffer was made ready
  *     (measured), D the moment it was handed out. drop: config when EMUV4L2_DROP named it,
- *     nobuf when no buffer was queued when the frame came.
+ *     nobuf when no buffer was queued when the frame came (its buffer is claimed and filled
+ *     min(3 ms, half a period) before the timestamp, so that filling never delays readiness).
  *
  * The device: one input (a camera), no controls, no TV standards; the capture queue takes
  * MMAP (memory from a memfd, so that the program's munmap works natively; orphaned buffers
