@@ -144,3 +144,10 @@ $(BUILD)/test/trace_adversary: test/programs/trace_adversary.c $(DEPFILE)
 $(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(BASE_WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
+
+# The emulated V4L2 capture device (test/v4l2dev/emuv4l2.c), an LD_PRELOAD test double
+# that answers for /dev/video0 where the kernel has no V4L2 (test/test_emuv4l2.py).
+TEST_PROGRAMS += $(BUILD)/test/libemuv4l2.so
+$(BUILD)/test/libemuv4l2.so: test/v4l2dev/emuv4l2.c $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden -pthread $(BASE_WARNINGS) $(DEPFLAGS) $< -o $@ -ldl

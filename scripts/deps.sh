@@ -14,6 +14,9 @@ packages=(
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
   # Real clients test/test_emucam.py runs on the emulated camera.
   usbutils fxload sigrok-cli python3-usb1
+  # Real clients test/test_emuv4l2.py runs on the emulated V4L2 camera (test/v4l2dev/), and
+  # the serial and HID tools for the device-file tests.
+  ffmpeg v4l-utils python3-opencv python3-serial python3-hid fido2-tools
   sqlite3 libsqlite3-dev
   valgrind strace
   btrfs-progs
