@@ -39,6 +39,7 @@ struct nvs_event {
     const char *name;
     const char *args;            /* the Chrome args' members as JSON text, or NULL */
     struct nvs_offcpu *offcpu;   /* a frame range's kernel figures from the trace, or NULL */
+    int64_t payload;             /* the NVTX payload (args "payload"), when has_payload */
     uint32_t pid, tid;
     uint32_t end_tid;            /* the thread that ended an async range; 0: its own */
     enum nvs_event_kind kind;
@@ -47,6 +48,7 @@ struct nvs_event {
      * convert) a range that crosses the end of another on its thread. A
      * trace writes it as an async pair, since viewers nest complete events. */
     bool async;
+    bool has_payload;
 };
 
 /* A thread's name (or, with tid == 0, a process's). */

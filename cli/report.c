@@ -2,8 +2,10 @@
  * make demo prints): per range name count, mean,
  * p50, p99 and max; the marks by kind with their first texts; per frame the
  * time in USB, CUDA copies, waits for the GPU, kernel launches (where they
- * take time), X11 and the rest, with the kernel probe's figures when it ran;
- * the slowest frames; the capture windows. Per-frame times are unions of the
+ * take time), X11, the camera (V4L2), serial ports, HID nodes and the rest,
+ * with the kernel probe's figures when it ran and the capture-to-actuation
+ * latency when a camera's frames were traced; the slowest frames; the
+ * latency's summary; the capture windows. Per-frame times are unions of the
  * calls' intervals inside the frame, so nested or overlapping calls count once. */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -18,19 +20,25 @@
 
 #define NS_PER_US 1000.0
 #define NS_PER_MS 1e6
-#define CALL_DOMAINS 3
+#define CALL_DOMAINS 6
 #define DEFAULT_SLOWEST 5
 #define MARK_EXAMPLES 3
 
 static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
-                                                           NVS_DOMAIN_X11};
+                                                           NVS_DOMAIN_X11, NVS_DOMAIN_V4L2,
+                                                           NVS_DOMAIN_SERIAL, NVS_DOMAIN_HID};
+/* The device files' domains: their ranges are named "function /dev/path ..." */
+#define FIRST_DEVICE_DOMAIN 3
+/* Frames dropped listed by loop frame, at most. */
+#define DROP_EXAMPLES 10
 
 /* The parts of a frame's calls, in the order of their columns: the cuda
- * domain's calls split by category (copies, waits for the GPU, launches).
- * Two more lists of intervals: copies and launches together (the cuda column
- * when launches have none), and every call (for the rest). */
-enum part { PART_USB, PART_CUDA, PART_WAIT, PART_LAUNCH, PART_X11, PARTS,
-            PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
+ * domain's calls split by category (copies, waits for the GPU, launches),
+ * then the device files' domains (camera: v4l2, serial, hid). Two more lists
+ * of intervals: copies and launches together (the cuda column when launches
+ * have none), and every call (for the rest). */
+enum part { PART_USB, PART_CUDA, PART_WAIT, PART_LAUNCH, PART_X11, PART_CAMERA, PART_SERIAL,
+            PART_HID, PARTS, PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
 
 static const char manual[] =
     "NAME\n"
@@ -44,7 +52,8 @@ static const char manual[] =
     "    Reads the NVTX ranges and marks of FILE and prints:\n"
     "\n"
     "    - per range name (per domain; calls of the usb, cuda and x11 domains\n"
-    "      by function, frames as \"frame N\"): count, mean, p50, p99 and max, in\n"
+    "      by function, of the v4l2, serial and hid domains by function and\n"
+    "      device, frames as \"frame N\"): count, mean, p50, p99 and max, in\n"
     "      microseconds;\n"
     "    - the marks by kind: per domain, a mark's text with each number (a run\n"
     "      of digits that starts a word or follows punctuation, with its decimals;\n"
@@ -72,9 +81,27 @@ static const char manual[] =
     "      libusb_submit_transfer (a transfer in flight) and\n"
     "      libusb_handle_events* (an event thread waiting) are not time the loop\n"
     "      spent in a call and are left out.\n"
+    "      USBDEVFS_SUBMITURB (an URB in flight) is left out likewise.\n"
+    "      The device files' domains get a column each when they have events:\n"
+    "      camera (v4l2: DQBUF, QBUF, poll and the rest; not the \"frame age\"\n"
+    "      ranges, which run from the capture, before the loop asked for the\n"
+    "      frame), serial and hid.\n"
     "      When the kernel probe ran (NVTXSHIM_KERNEL=on), two more columns give\n"
     "      each frame's time off the CPU: runnable (waiting for a CPU) and\n"
-    "      blocked (asleep), with preemptions and page faults for the slowest;\n"
+    "      blocked (asleep), with preemptions and page faults for the slowest.\n"
+    "      When a camera's frames were traced, latency is the capture-to-\n"
+    "      actuation latency of the frame's first actuation that acted on a new\n"
+    "      camera frame (\"-\" where none did; its statistics are over the frames\n"
+    "      that have one), and the camera's dropped frames (its \"dropped N\n"
+    "      frames\" marks) are counted per frame;\n"
+    "    - capture to actuation: per actuation (a USB transfer out: a libusb or\n"
+    "      USBDEVFS range whose name has \" OUT \"; a write to a serial port or\n"
+    "      HID node), in start order, the newest camera frame its process had\n"
+    "      dequeued when it started, unless an earlier actuation took that frame\n"
+    "      already: the latency runs from the frame's capture timestamp (its\n"
+    "      \"frame age\" range's end less its payload, the age) to the\n"
+    "      actuation's end. Mean, p50, p99 and max over the pairs, the camera\n"
+    "      frames never acted on and the actuations that had no new frame;\n"
     "    - the capture windows (NVTXSHIM_CAPTURE) and the frames inside them.\n"
     "\n"
     "    FILE is one of:\n"
@@ -207,6 +234,9 @@ static enum part call_part(const struct nvs_event *event)
     switch (call_domains[call_domain(event)]) {
     case NVS_DOMAIN_USB: return PART_USB;
     case NVS_DOMAIN_X11: return PART_X11;
+    case NVS_DOMAIN_V4L2: return PART_CAMERA;
+    case NVS_DOMAIN_SERIAL: return PART_SERIAL;
+    case NVS_DOMAIN_HID: return PART_HID;
     default: break;
     }
     switch (nvs_cuda_category_of(event->name)) {
@@ -222,11 +252,63 @@ static bool is_frame(const struct nvs_event *event)
     return event->kind == NVS_EVENT_RANGE && frame_number(event) > 0;
 }
 
+static bool starts_with(const char *text, const char *prefix)
+{
+    return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+static bool in_domain(const struct nvs_event *event, enum nvs_domain domain)
+{
+    return strcmp(event->domain, nvs_domain_name(domain)) == 0;
+}
+
+/* A camera frame's age: "frame age /dev/video0" in domain v4l2, from the
+ * buffer's capture to its dequeue (trace file), or at the dequeue (nsys); its
+ * end is the dequeue, its payload the age in ns. */
+static bool is_frame_age(const struct nvs_event *event)
+{
+    return event->kind == NVS_EVENT_RANGE && in_domain(event, NVS_DOMAIN_V4L2) &&
+           starts_with(event->name, NVS_FRAME_AGE_PREFIX);
+}
+
+/* An actuation: a USB transfer out (libusb's or usbfs's, its name has " OUT ";
+ * the program's completion callback is not one), or a write to a serial port
+ * or HID node. */
+static bool is_actuation(const struct nvs_event *event)
+{
+    if (event->kind != NVS_EVENT_RANGE)
+        return false;
+    if (in_domain(event, NVS_DOMAIN_USB))
+        return (starts_with(event->name, "libusb_") || starts_with(event->name, "USBDEVFS_")) &&
+               !starts_with(event->name, "libusb_transfer_cb_fn") && strstr(event->name, " OUT ");
+    return (in_domain(event, NVS_DOMAIN_SERIAL) || in_domain(event, NVS_DOMAIN_HID)) &&
+           (starts_with(event->name, "write ") || starts_with(event->name, "writev "));
+}
+
+/* The camera's mark for dropped frames; their number in *COUNT. */
+static bool is_drop(const struct nvs_event *event, uint64_t *count)
+{
+    if (event->kind != NVS_EVENT_MARK || !in_domain(event, NVS_DOMAIN_V4L2) ||
+        !starts_with(event->name, NVS_DROPPED_PREFIX))
+        return false;
+    if (event->has_payload && event->payload >= 0) {
+        *count = (uint64_t)event->payload;
+    } else {
+        const char *digits = event->name + sizeof NVS_DROPPED_PREFIX - 1;
+        *count = isdigit((unsigned char)*digits) ? strtoull(digits, NULL, 10) : 1;
+    }
+    return true;
+}
+
+/* Time the loop spent in a call: not a transfer in flight (libusb's or
+ * usbfs's submission, until its completion or reap), an event thread waiting,
+ * or a camera frame's age (from its capture, before the loop asked for it). */
 static bool counts_toward_frame(const struct nvs_event *event)
 {
     return event->kind == NVS_EVENT_RANGE && call_domain(event) >= 0 &&
            strncmp(event->name, "libusb_submit_transfer", 22) != 0 &&
-           strncmp(event->name, "libusb_handle_events", 20) != 0;
+           strncmp(event->name, "libusb_handle_events", 20) != 0 &&
+           !starts_with(event->name, "USBDEVFS_SUBMITURB") && !is_frame_age(event);
 }
 
 /* The kernel probe's mark for a frame: "frame N: runnable X ms (P preemptions),
@@ -278,6 +360,15 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
 {
     if (frame_number(event))
         return nvs_events_intern(events, "frame N", 7);
+    if (is_frame_age(event))
+        return event->name;
+    if (call_domain(event) >= FIRST_DEVICE_DOMAIN) {
+        /* "function /dev/path": per device */
+        const char *space = strchr(event->name, ' ');
+        if (space && (space = strchr(space + 1, ' ')))
+            return nvs_events_intern(events, event->name, (size_t)(space - event->name));
+        return event->name;
+    }
     if (call_domain(event) >= 0 && call_part(event) != PART_LAUNCH) {
         const char *space = strchr(event->name, ' ');
         if (space)
@@ -530,10 +621,12 @@ static int64_t union_length(struct interval *intervals, size_t count)
 }
 
 /* The parts' columns follow USB in the order of enum part. */
-enum column { TOTAL, USB, CUDA, WAIT, LAUNCH, X11, REST, RUNNABLE, BLOCKED, COLUMNS };
+enum column { TOTAL, USB, CUDA, WAIT, LAUNCH, X11, CAMERA, SERIAL, HID, REST, RUNNABLE, BLOCKED,
+              LATENCY, COLUMNS };
 
 static const char *const column_names[COLUMNS] = {"total", "usb", "cuda", "gpu wait", "launch",
-                                                  "x11", "rest", "runnable", "blocked"};
+                                                  "x11", "camera", "serial", "hid", "rest",
+                                                  "runnable", "blocked", "latency"};
 
 /* A launch column is shown once some frame's launches take 0.001 ms as printed. */
 #define LAUNCH_SHOWN_NS 500
@@ -544,7 +637,9 @@ struct frame_row {
     int64_t value[COLUMNS];
     int64_t cuda_and_launches;       /* the cuda column when launches are not shown */
     bool has_kernel;                 /* the kernel probe's figures are there */
+    bool has_latency;                /* value[LATENCY]: its first capture-to-actuation pair */
     uint64_t preemptions, faults;
+    uint64_t dropped;                /* camera frames dropped in it */
 };
 
 static int compare_kernel_marks(const void *a, const void *b)
@@ -674,7 +769,168 @@ static size_t attach_kernel_figures(const struct nvs_event **frames, struct fram
     return with;
 }
 
-static int print_frames(struct nvs_events *events, long slowest)
+/* ---- capture to actuation ----------------------------------------------------- */
+
+/* A camera frame the loop dequeued: its capture timestamp is the frame age
+ * range's end less its payload (the age), in every reader. */
+struct camera_frame {
+    uint32_t pid;
+    int64_t capture, dequeue;
+    bool consumed;
+};
+
+/* A camera frame and the actuation that consumed it: the first to start at or
+ * after its dequeue while it was the newest frame its process had dequeued. */
+struct latency_pair {
+    uint32_t pid;
+    int64_t capture, dequeue, start, end;      /* start, end: the actuation's range */
+};
+
+struct latency {
+    struct latency_pair *pairs;                /* in the actuations' start order */
+    size_t count, camera_frames, actuations;
+};
+
+static int compare_camera_frames(const void *a, const void *b)
+{
+    const struct camera_frame *x = a, *y = b;
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    if (x->dequeue != y->dequeue)
+        return (x->dequeue > y->dequeue) - (x->dequeue < y->dequeue);
+    return (x->capture > y->capture) - (x->capture < y->capture);
+}
+
+/* The pairs of EVENTS: per actuation in start order, the newest camera frame
+ * of its process dequeued at or before its start, when no actuation took it. */
+static int pair_captures(const struct nvs_events *events, struct latency *latency)
+{
+    memset(latency, 0, sizeof *latency);
+    size_t frame_count = 0, actuation_count = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        frame_count += is_frame_age(&events->events[i]) && events->events[i].has_payload;
+        actuation_count += is_actuation(&events->events[i]);
+    }
+    latency->camera_frames = frame_count;
+    latency->actuations = actuation_count;
+    if (!frame_count || !actuation_count)
+        return 0;
+    struct camera_frame *frames = malloc(frame_count * sizeof *frames);
+    const struct nvs_event **actuations = malloc(actuation_count * sizeof *actuations);
+    latency->pairs = malloc(actuation_count * sizeof *latency->pairs);
+    if (!frames || !actuations || !latency->pairs) {
+        free(frames), free(actuations);
+        return -1;
+    }
+    size_t f = 0, a = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        const struct nvs_event *event = &events->events[i];
+        if (is_frame_age(event) && event->has_payload)
+            frames[f++] = (struct camera_frame){event->pid, event->end - event->payload, event->end, false};
+        else if (is_actuation(event))
+            actuations[a++] = event;
+    }
+    qsort(frames, f, sizeof *frames, compare_camera_frames);
+    qsort(actuations, a, sizeof *actuations, compare_by_start);
+    for (size_t i = 0; i < a; i++) {
+        const struct nvs_event *actuation = actuations[i];
+        /* the first frame after (pid, start), then the one before it */
+        size_t low = 0, high = f;
+        while (low < high) {
+            size_t middle = (low + high) / 2;
+            if (frames[middle].pid < actuation->pid ||
+                (frames[middle].pid == actuation->pid && frames[middle].dequeue <= actuation->start))
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        struct camera_frame *newest = low ? &frames[low - 1] : NULL;
+        if (!newest || newest->pid != actuation->pid || newest->consumed)
+            continue;
+        newest->consumed = true;
+        latency->pairs[latency->count++] = (struct latency_pair){
+            actuation->pid, newest->capture, newest->dequeue, actuation->start, actuation->end};
+    }
+    free(frames);
+    free(actuations);
+    return 0;
+}
+
+/* The loop frame of process PID (FRAMES in start order, none longer than
+ * LONGEST) that holds time T; -1 when none does. */
+static long frame_at(const struct nvs_event **frames, size_t count, int64_t longest, uint32_t pid,
+                     int64_t t)
+{
+    size_t low = 0, high = count;
+    while (low < high) {
+        size_t middle = (low + high) / 2;
+        if (frames[middle]->start <= t)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    for (size_t k = low; k-- > 0 && frames[k]->start >= t - longest;)
+        if (frames[k]->pid == pid && t < frames[k]->end)
+            return (long)k;
+    return -1;
+}
+
+/* Each row's latency (its first pair's, by the actuation's start) and camera
+ * frames dropped; the drops in no frame in *OUTSIDE. Returns the drops in all. */
+static uint64_t attach_camera(const struct nvs_event **frames, struct frame_row *rows, size_t count,
+                              const struct nvs_events *events, const struct latency *latency,
+                              uint64_t *outside)
+{
+    int64_t longest = 0;
+    for (size_t f = 0; f < count; f++)
+        if (frames[f]->end - frames[f]->start > longest)
+            longest = frames[f]->end - frames[f]->start;
+    for (size_t p = 0; p < latency->count; p++) {
+        const struct latency_pair *pair = &latency->pairs[p];
+        long f = frame_at(frames, count, longest, pair->pid, pair->start);
+        if (f >= 0 && !rows[f].has_latency) {
+            rows[f].has_latency = true;
+            rows[f].value[LATENCY] = pair->end - pair->capture;
+        }
+    }
+    uint64_t all = 0, dropped;
+    *outside = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        if (!is_drop(&events->events[i], &dropped))
+            continue;
+        long f = frame_at(frames, count, longest, events->events[i].pid, events->events[i].start);
+        if (f >= 0)
+            rows[f].dropped += dropped;
+        else
+            *outside += dropped;
+        all += dropped;
+    }
+    return all;
+}
+
+static bool domain_has_events(const struct nvs_events *events, enum nvs_domain domain)
+{
+    for (size_t i = 0; i < events->count; i++)
+        if ((events->events[i].kind == NVS_EVENT_RANGE || events->events[i].kind == NVS_EVENT_MARK) &&
+            in_domain(&events->events[i], domain))
+            return true;
+    return false;
+}
+
+/* Mean, p50, p99 and max of VALUES (sorted here), in that order. */
+static void statistics(int64_t *values, size_t count, double out[4])
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < count; i++)
+        sum += values[i];
+    qsort(values, count, sizeof *values, compare_int64);
+    out[0] = (double)sum / (double)count;
+    out[1] = (double)percentile(values, count, 0.5);
+    out[2] = (double)percentile(values, count, 0.99);
+    out[3] = (double)values[count - 1];
+}
+
+static int print_frames(struct nvs_events *events, long slowest, const struct latency *latency)
 {
     size_t frame_count = 0;
     for (size_t i = 0; i < events->count; i++)
@@ -701,24 +957,47 @@ static int print_frames(struct nvs_events *events, long slowest)
         return -1;
     }
     size_t with_kernel = attach_kernel_figures(frames, rows, n, events);
+    uint64_t dropped_outside;
+    uint64_t dropped = attach_camera(frames, rows, n, events, latency, &dropped_outside);
+    size_t with_latency = 0;
+    for (size_t f = 0; f < n; f++)
+        with_latency += rows[f].has_latency;
     /* Launches that take no time that shows count with the copies, in cuda. */
     bool launches = false;
     for (size_t f = 0; f < n; f++)
         launches = launches || rows[f].value[LAUNCH] >= LAUNCH_SHOWN_NS;
     bool shown[COLUMNS];
     for (int c = 0; c < COLUMNS; c++)
-        shown[c] = (c != LAUNCH || launches) && ((c != RUNNABLE && c != BLOCKED) || with_kernel);
+        shown[c] = true;
+    shown[LAUNCH] = launches;
+    shown[RUNNABLE] = shown[BLOCKED] = with_kernel > 0;
+    shown[CAMERA] = domain_has_events(events, NVS_DOMAIN_V4L2);
+    shown[SERIAL] = domain_has_events(events, NVS_DOMAIN_SERIAL);
+    shown[HID] = domain_has_events(events, NVS_DOMAIN_HID);
+    shown[LATENCY] = with_latency > 0;
     for (size_t f = 0; f < n && !launches; f++)
         rows[f].value[CUDA] = rows[f].cuda_and_launches;
-    printf("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, %sX11 and the rest%s\n",
-           launches ? "kernel launches, " : "",
-           with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "");
+    printf("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, %sX11%s%s%s and the rest%s%s\n",
+           launches ? "kernel launches, " : "", shown[CAMERA] ? ", camera (V4L2)" : "",
+           shown[SERIAL] ? ", serial" : "", shown[HID] ? ", HID" : "",
+           with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "",
+           shown[LATENCY] ? "; latency: capture to actuation" : "");
     printf("  %-14s", "");
     for (int c = 0; c < COLUMNS; c++)
         if (shown[c])
             printf(" %9s", column_names[c]);
     putchar('\n');
     static const char *const labels[] = {"mean", "p50", "p99", "max"};
+    double stats[COLUMNS][4];
+    for (int c = 0; c < COLUMNS; c++) {
+        if (!shown[c])
+            continue;
+        size_t m = 0;
+        for (size_t f = 0; f < n; f++)
+            if (c != LATENCY || rows[f].has_latency)
+                values[m++] = rows[f].value[c];
+        statistics(values, m, stats[c]);
+    }
     for (int s = 0; s < 4; s++) {
         char label[32];
         if (s == 0)
@@ -726,41 +1005,89 @@ static int print_frames(struct nvs_events *events, long slowest)
         else
             snprintf(label, sizeof label, "%s", labels[s]);
         printf("  %-14s", label);
-        for (int c = 0; c < COLUMNS; c++) {
-            if (!shown[c])
-                continue;
-            int64_t sum = 0;
-            for (size_t f = 0; f < n; f++) {
-                values[f] = rows[f].value[c];
-                sum += values[f];
-            }
-            qsort(values, n, sizeof *values, compare_int64);
-            double value = s == 0 ? (double)sum / (double)n
-                           : s == 1 ? (double)percentile(values, n, 0.5)
-                           : s == 2 ? (double)percentile(values, n, 0.99) : (double)values[n - 1];
-            printf(" %9.3f", value / NS_PER_MS);
-        }
+        for (int c = 0; c < COLUMNS; c++)
+            if (shown[c])
+                printf(" %9.3f", stats[c][s] / NS_PER_MS);
         putchar('\n');
     }
     if (with_kernel && with_kernel < n)
         printf("  (kernel figures for %zu of the %zu frames; the others count as 0)\n", with_kernel, n);
+    if (shown[LATENCY] && with_latency < n)
+        printf("  (latency for %zu of the %zu frames: the others acted on no new camera frame)\n",
+               with_latency, n);
+    if (dropped) {
+        printf("  camera frames dropped: %" PRIu64 " (", dropped);
+        size_t listed = 0, frames_with = 0;
+        for (size_t f = 0; f < n; f++) {
+            if (!rows[f].dropped)
+                continue;
+            if (frames_with++ < DROP_EXAMPLES)
+                printf("%sframe %" PRIu64 ": %" PRIu64, listed++ ? ", " : "", rows[f].number,
+                       rows[f].dropped);
+        }
+        if (frames_with > DROP_EXAMPLES)
+            printf(", and %zu other frame%s", frames_with - DROP_EXAMPLES,
+                   frames_with - DROP_EXAMPLES == 1 ? "" : "s");
+        if (dropped_outside)
+            printf("%s%" PRIu64 " outside the frames", listed ? ", " : "", dropped_outside);
+        puts(")");
+    }
     puts("  slowest frames:");
     qsort(rows, n, sizeof *rows, compare_slowest);
     for (size_t f = 0; f < n && (long)f < slowest; f++) {
         char label[40];
         snprintf(label, sizeof label, "frame %" PRIu64, rows[f].number);
         printf("  %-14s", label);
-        for (int c = 0; c < COLUMNS; c++)
-            if (shown[c])
+        for (int c = 0; c < COLUMNS; c++) {
+            if (!shown[c])
+                continue;
+            if (c == LATENCY && !rows[f].has_latency)
+                printf(" %9s", "-");
+            else
                 printf(" %9.3f", (double)rows[f].value[c] / NS_PER_MS);
+        }
         if (rows[f].has_kernel)
             printf("  (%" PRIu64 " preemption%s, %" PRIu64 " fault%s)", rows[f].preemptions,
                    rows[f].preemptions == 1 ? "" : "s", rows[f].faults, rows[f].faults == 1 ? "" : "s");
+        if (rows[f].dropped)
+            printf("  (%" PRIu64 " camera frame%s dropped)", rows[f].dropped, rows[f].dropped == 1 ? "" : "s");
         putchar('\n');
     }
     free(frames);
     free(rows);
     free(values);
+    return 0;
+}
+
+/* The capture-to-actuation summary, when a camera's frames were traced. */
+static int print_latency(const struct latency *latency)
+{
+    if (!latency->camera_frames)
+        return 0;
+    puts("\n== Capture to actuation (milliseconds): from a camera frame's capture to the end of the "
+         "first actuation after its dequeue");
+    if (!latency->count) {
+        printf("  no actuation after any of the %zu camera frames (USB transfers out, serial or HID "
+               "writes: %zu)\n", latency->camera_frames, latency->actuations);
+        return 0;
+    }
+    int64_t *values = malloc(latency->count * sizeof *values);
+    if (!values)
+        return -1;
+    for (size_t p = 0; p < latency->count; p++)
+        values[p] = latency->pairs[p].end - latency->pairs[p].capture;
+    double stats[4];
+    statistics(values, latency->count, stats);
+    free(values);
+    printf("  %-14s %9s %9s %9s %9s\n", "", "mean", "p50", "p99", "max");
+    char label[40];
+    snprintf(label, sizeof label, "%zu pair%s", latency->count, latency->count == 1 ? "" : "s");
+    printf("  %-14s %9.3f %9.3f %9.3f %9.3f\n", label, stats[0] / NS_PER_MS, stats[1] / NS_PER_MS,
+           stats[2] / NS_PER_MS, stats[3] / NS_PER_MS);
+    printf("  (%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on no new frame)\n",
+           latency->camera_frames, latency->camera_frames == 1 ? "" : "s",
+           latency->camera_frames - latency->count, latency->actuations,
+           latency->actuations == 1 ? "" : "s", latency->actuations - latency->count);
     return 0;
 }
 
@@ -874,13 +1201,19 @@ int nvs_cli_report(int argc, char **argv)
         nvs_events_free(&events);
         return 1;
     }
-    int status = print_names(&events);
+    struct latency latency;
+    int status = pair_captures(&events, &latency);
+    if (status == 0)
+        status = print_names(&events);
     if (status == 0)
         status = print_marks(&events);
     if (status == 0)
-        status = print_frames(&events, slowest);
+        status = print_frames(&events, slowest, &latency);
+    if (status == 0)
+        status = print_latency(&latency);
     if (status == 0)
         status = print_captures(&events);
+    free(latency.pairs);
     if (status != 0)
         fputs("nvtxshim: report: out of memory\n", stderr);
     if (fflush(stdout) != 0 && status == 0) {

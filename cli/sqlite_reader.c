@@ -347,6 +347,22 @@ static int load_nvtx(struct database *database)
          * is the thread that started it) */
         if (event->async && !is_null(statement, N_END_TID))
             event->end_tid = nvs_global_tid(sqlite3_column_int64(statement, N_END_TID));
+        /* the payload: the first of its columns that is there (report reads it) */
+        for (size_t i = 0; i < PAYLOADS; i++) {
+            int column = N_PAYLOAD + (int)i;
+            if (is_null(statement, column))
+                continue;
+            if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
+                double value = sqlite3_column_double(statement, column);
+                if (!(value > -9.2e18 && value < 9.2e18))
+                    break;
+                event->payload = (int64_t)(value < 0 ? value - 0.5 : value + 0.5);
+            } else {
+                event->payload = sqlite3_column_int64(statement, column);
+            }
+            event->has_payload = true;
+            break;
+        }
         if (!everything)
             continue;
         /* args as the recorder writes them: category, payload, colour (marks only) */

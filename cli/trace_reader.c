@@ -149,6 +149,19 @@ static bool args_number(const struct nvs_json *args, const char *key, uint64_t *
     return true;
 }
 
+/* ARGS's payload, a number (a fraction rounded), into EVENT when it has one. */
+static void read_payload(const struct nvs_json *args, struct nvs_event *event)
+{
+    const struct nvs_json *payload = nvs_json_get(args, "payload");
+    double value;
+    if (nvs_json_int64(payload, &event->payload))
+        event->has_payload = true;
+    else if (nvs_json_double(payload, &value) && value > -9.2e18 && value < 9.2e18) {
+        event->payload = (int64_t)(value < 0 ? value - 0.5 : value + 0.5);
+        event->has_payload = true;
+    }
+}
+
 /* The figures ARGS has, over those in FIGURES already. */
 static void read_figures(const struct nvs_json *args, struct nvs_kernel_figures *figures)
 {
@@ -220,6 +233,10 @@ static int join_async(struct trace_reader *reader, const struct async_half *begi
     range.end = end->range.start > range.start ? end->range.start : range.start;
     range.end_tid = end->range.tid != range.tid ? end->range.tid : 0;
     range.async = true;
+    if (end->range.has_payload) {
+        range.payload = end->range.payload;
+        range.has_payload = true;
+    }
     struct nvs_kernel_figures figures = begin->figures;
     for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
         if (end->figures.present & 1u << i)
@@ -239,6 +256,7 @@ static int read_async_half(struct trace_reader *reader, const struct nvs_json *j
         return reader->failed;
     }
     read_figures(nvs_json_get(json, "args"), &half.figures);
+    read_payload(nvs_json_get(json, "args"), &half.range);
     struct async_halves *others = end ? &reader->begins : &reader->ends;
     struct async_half *other = halves_find(others, &half.key);
     if (other) {
@@ -302,6 +320,7 @@ static int on_trace_event(const struct nvs_json *json, void *context)
     }
     if (async_begin || async_end)
         return read_async_half(reader, json, &event, async_end);
+    read_payload(nvs_json_get(json, "args"), &event);
     if (mark) {
         event.kind = NVS_EVENT_MARK;
         return add_event(reader, &event) ? 0 : 1;

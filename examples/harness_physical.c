@@ -17,7 +17,15 @@
  *
  * It speaks the protocol of the emulated device in test/usbdev (build/emucam),
  * and runs against a real device with the same protocol when one is plugged
- * in. The summary's second line does not depend on timing, so runs can be
+ * in.
+ *
+ * As a camera rig: --camera v4l2:PATH observes from a V4L2 capture device
+ * (MMAP streaming: S_FMT, REQBUFS, QUERYBUF and mmap, QBUF all, STREAMON; per
+ * frame poll, DQBUF, then QBUF once the frame was acted on), and
+ * --actuator serial:PATH acts, after inference, by writing a command line to
+ * a serial port and reading its one-line reply ("move FRAME CELL" -> "ok FRAME
+ * CELL", the protocol of examples/emuservo.py). USB is opened only for what
+ * still uses it. --log prints what each frame did. The summary's second line does not depend on timing, so runs can be
  * compared byte for byte; the third line is the frame rate. */
 #define _GNU_SOURCE
 #include <X11/Xlib.h>
@@ -26,16 +34,23 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libusb.h>
+#include <linux/videodev2.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/shm.h>
+#include <termios.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness_infer.h"
 
@@ -47,7 +62,9 @@
 struct options {
     int frames, width, height, queue;
     uint16_t vendor, product;
-    bool async, threads, gui;
+    const char *camera;      /* a V4L2 device's path (--camera v4l2:PATH), or NULL: USB */
+    const char *actuator;    /* a serial port's path (--actuator serial:PATH), or NULL: USB */
+    bool async, threads, gui, log;
     double fps;
     enum { INFER_AUTO, INFER_GPU, INFER_CPU } inference;
 };
@@ -59,6 +76,7 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: %s [--use_gui=0|1] [--frames N] [--device VID:PID] [--async] [--queue N]\n"
             "       [--threads] [--fps F] [--width W] [--height H] [--inference=auto|gpu|cpu]\n"
+            "       [--camera usb|v4l2:PATH] [--actuator usb|serial:PATH] [--log]\n"
             "  --use_gui=1     show each frame and the chosen action in an X11 window\n"
             "  --frames N      frames to run (300)\n"
             "  --device V:P    the camera + actuator, hex ids (1209:0001, the emulated one)\n"
@@ -67,7 +85,13 @@ static void usage(int status)
             "  --threads       USB capture on its own thread; inference and GUI on the main one\n"
             "  --fps F         pace the loop at F frames a second (0: as fast as it goes)\n"
             "  --width W --height H   the camera's frame size (64x48)\n"
-            "  --inference=X   gpu, cpu, or auto: the GPU when there is one (auto)\n",
+            "  --inference=X   gpu, cpu, or auto: the GPU when there is one (auto)\n"
+            "  --camera v4l2:PATH   frames from a V4L2 capture device (MMAP streaming, YUYV\n"
+            "                  asked for at W x H; the size the driver gives is used)\n"
+            "  --actuator serial:PATH   after inference, write \"move FRAME CELL\" to a serial\n"
+            "                  port and read its reply line (examples/emuservo.py)\n"
+            "  --log           one line per frame: the camera's sequence and capture time,\n"
+            "                  the dequeue, the actuation's end (CLOCK_MONOTONIC ns)\n",
             program);
     exit(status);
 }
@@ -107,6 +131,16 @@ static void parse(int argc, char **argv, struct options *o)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) usage(0);
         else if (!strcmp(argv[i], "--async")) o->async = true;
         else if (!strcmp(argv[i], "--threads")) o->threads = true;
+        else if (!strcmp(argv[i], "--log")) o->log = true;
+        else if ((v = option_value(argc, argv, &i, "--camera"))) {
+            if (!strcmp(v, "usb")) o->camera = NULL;
+            else if (!strncmp(v, "v4l2:", 5) && v[5]) o->camera = v + 5;
+            else usage(2);
+        } else if ((v = option_value(argc, argv, &i, "--actuator"))) {
+            if (!strcmp(v, "usb")) o->actuator = NULL;
+            else if (!strncmp(v, "serial:", 7) && v[7]) o->actuator = v + 7;
+            else usage(2);
+        }
         else if ((v = option_value(argc, argv, &i, "--use_gui"))) o->gui = whole(v, 0, 1);
         else if ((v = option_value(argc, argv, &i, "--frames"))) o->frames = (int)whole(v, 1, 100000000);
         else if ((v = option_value(argc, argv, &i, "--queue"))) o->queue = (int)whole(v, 1, 64);
@@ -131,6 +165,11 @@ static void parse(int argc, char **argv, struct options *o)
             else usage(2);
         } else usage(2);
     }
+    if (o->camera && o->async) {
+        fprintf(stderr, "%s: --async streams the USB camera's frames; not with --camera v4l2\n",
+                program);
+        exit(2);
+    }
 }
 
 /* ---- the environment: camera and actuator over libusb ------------------- */
@@ -154,7 +193,10 @@ struct env {
     pthread_cond_t changed;
     pthread_t events;
     volatile int stop_events;
+    int64_t acted_ns;  /* when the last command (bulk OUT) returned, CLOCK_MONOTONIC */
 };
+
+static int64_t monotonic_ns(void);
 
 static void *run_events(void *argument)
 {
@@ -287,6 +329,7 @@ static int env_act(struct env *env, int i, int action)
     if (libusb_bulk_transfer(env->handle, EP_COMMAND, command, sizeof command, &moved,
                              TIMEOUT_MS) < 0 || moved != (int)sizeof command)
         errors++;
+    env->acted_ns = monotonic_ns();
     return errors;
 }
 
@@ -328,6 +371,331 @@ static bool env_observe(struct env *env, unsigned char *frame, int *errors)
                                   &moved, TIMEOUT_MS) < 0)
         ++*errors;
     return whole_frame;
+}
+
+/* ---- the camera rig: a V4L2 capture device and a serial actuator --------- */
+
+#define V4L2_BUFFERS_MAX 8
+
+static int xioctl(int fd, unsigned long request, void *argument)
+{
+    int result;
+    do
+        result = ioctl(fd, request, argument);
+    while (result < 0 && errno == EINTR);
+    return result;
+}
+
+struct v4l2_camera {
+    const char *path;
+    int fd;
+    unsigned count;
+    struct { void *start; size_t length; } buffers[V4L2_BUFFERS_MAX];
+    uint32_t width, height, format, bytes_per_line;
+    uint32_t next_sequence;
+    bool streaming, sequenced;
+};
+
+/* What one dequeued frame was: the driver's sequence and capture time, when
+ * the loop had it, and the frames the driver dropped before it. */
+struct frame_info {
+    bool v4l2;
+    uint32_t sequence, dropped;
+    int64_t capture_ns, dequeue_ns;
+    int buffer;                       /* to queue again once acted on; -1: none */
+    int64_t act_ns;                   /* when this frame's actuation returned */
+    int sent;                         /* the cell that actuation carried */
+};
+
+static void fourcc_text(uint32_t fourcc, char text[5])
+{
+    for (int i = 0; i < 4; i++) {
+        char c = (char)(fourcc >> 8 * i);
+        text[i] = c > ' ' && c < 127 ? c : '.';
+    }
+    text[4] = '\0';
+}
+
+static void v4l2_close(struct v4l2_camera *camera)
+{
+    if (camera->fd < 0)
+        return;
+    if (camera->streaming) {
+        enum v4l2_buf_type type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+        xioctl(camera->fd, VIDIOC_STREAMOFF, &type);
+    }
+    for (unsigned i = 0; i < camera->count; i++)
+        if (camera->buffers[i].start && camera->buffers[i].start != MAP_FAILED)
+            munmap(camera->buffers[i].start, camera->buffers[i].length);
+    struct v4l2_requestbuffers request = { .count = 0, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                           .memory = V4L2_MEMORY_MMAP };
+    xioctl(camera->fd, VIDIOC_REQBUFS, &request);
+    close(camera->fd);
+    camera->fd = -1;
+}
+
+/* Opens PATH and starts streaming; the size the driver chose in O's width and height. */
+static int v4l2_open(struct v4l2_camera *camera, struct options *o)
+{
+    memset(camera, 0, sizeof *camera);
+    camera->path = o->camera;
+    camera->fd = open(o->camera, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (camera->fd < 0) {
+        fprintf(stderr, "%s: cannot open %s: %s\n", program, o->camera, strerror(errno));
+        return -1;
+    }
+    const char *step;
+    struct v4l2_format format = { .type = V4L2_BUF_TYPE_VIDEO_CAPTURE };
+    format.fmt.pix.width = (uint32_t)o->width;
+    format.fmt.pix.height = (uint32_t)o->height;
+    format.fmt.pix.pixelformat = V4L2_PIX_FMT_YUYV;
+    format.fmt.pix.field = V4L2_FIELD_NONE;
+    struct v4l2_requestbuffers request = { .count = 4, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                           .memory = V4L2_MEMORY_MMAP };
+    if ((step = "VIDIOC_S_FMT", xioctl(camera->fd, VIDIOC_S_FMT, &format) < 0) ||
+        (step = "VIDIOC_REQBUFS", xioctl(camera->fd, VIDIOC_REQBUFS, &request) < 0))
+        goto failed;
+    camera->width = format.fmt.pix.width;
+    camera->height = format.fmt.pix.height;
+    camera->format = format.fmt.pix.pixelformat;
+    camera->bytes_per_line = format.fmt.pix.bytesperline;
+    char name[5];
+    fourcc_text(camera->format, name);
+    if (camera->format != V4L2_PIX_FMT_YUYV && camera->format != V4L2_PIX_FMT_RGB24 &&
+        camera->format != V4L2_PIX_FMT_BGR24 && camera->format != V4L2_PIX_FMT_GREY) {
+        fprintf(stderr, "%s: %s gives %s frames; YUYV, RGB3, BGR3 or GREY are read\n", program,
+                o->camera, name);
+        v4l2_close(camera);
+        return -1;
+    }
+    if (camera->width < 16 || camera->height < 16 || camera->width > 8192 || camera->height > 8192 ||
+        request.count < 1) {
+        fprintf(stderr, "%s: %s gives %ux%u frames in %u buffers\n", program, o->camera,
+                camera->width, camera->height, request.count);
+        v4l2_close(camera);
+        return -1;
+    }
+    unsigned bytes_per_pixel = camera->format == V4L2_PIX_FMT_YUYV ? 2
+                               : camera->format == V4L2_PIX_FMT_GREY ? 1 : 3;
+    if (camera->bytes_per_line < camera->width * bytes_per_pixel)
+        camera->bytes_per_line = camera->width * bytes_per_pixel;
+    camera->count = request.count < V4L2_BUFFERS_MAX ? request.count : V4L2_BUFFERS_MAX;
+    for (unsigned i = 0; i < camera->count; i++) {
+        struct v4l2_buffer buffer = { .index = i, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                      .memory = V4L2_MEMORY_MMAP };
+        if ((step = "VIDIOC_QUERYBUF", xioctl(camera->fd, VIDIOC_QUERYBUF, &buffer) < 0))
+            goto failed;
+        camera->buffers[i].length = buffer.length;
+        camera->buffers[i].start = mmap(NULL, buffer.length, PROT_READ | PROT_WRITE, MAP_SHARED,
+                                        camera->fd, buffer.m.offset);
+        if ((step = "mmap", camera->buffers[i].start == MAP_FAILED))
+            goto failed;
+    }
+    for (unsigned i = 0; i < camera->count; i++) {
+        struct v4l2_buffer buffer = { .index = i, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                      .memory = V4L2_MEMORY_MMAP };
+        if ((step = "VIDIOC_QBUF", xioctl(camera->fd, VIDIOC_QBUF, &buffer) < 0))
+            goto failed;
+    }
+    enum v4l2_buf_type type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    if ((step = "VIDIOC_STREAMON", xioctl(camera->fd, VIDIOC_STREAMON, &type) < 0))
+        goto failed;
+    camera->streaming = true;
+    o->width = (int)camera->width;
+    o->height = (int)camera->height;
+    return 0;
+failed:
+    fprintf(stderr, "%s: %s: %s failed: %s\n", program, o->camera, step, strerror(errno));
+    v4l2_close(camera);
+    return -1;
+}
+
+static unsigned char clamp_byte(int value)
+{
+    return value < 0 ? 0 : value > 255 ? 255 : (unsigned char)value;
+}
+
+/* The driver's frame at DATA (BYTES long) as RGB8 into FRAME; false when it is short. */
+static bool v4l2_convert(const struct v4l2_camera *camera, const unsigned char *data, size_t bytes,
+                         unsigned char *frame)
+{
+    uint32_t width = camera->width, height = camera->height, stride = camera->bytes_per_line;
+    if (bytes < (size_t)stride * (height - 1) + width * (camera->format == V4L2_PIX_FMT_YUYV ? 2 :
+                                                          camera->format == V4L2_PIX_FMT_GREY ? 1 : 3))
+        return false;
+    for (uint32_t y = 0; y < height; y++) {
+        const unsigned char *row = data + (size_t)y * stride;
+        unsigned char *out = frame + (size_t)y * width * 3;
+        for (uint32_t x = 0; x < width; x++, out += 3) {
+            switch (camera->format) {
+            case V4L2_PIX_FMT_YUYV: {
+                /* BT.601, studio range, in integers */
+                const unsigned char *pair = row + (x & ~1u) * 2;
+                int c = (x & 1 ? pair[2] : pair[0]) - 16, d = pair[1] - 128, e = pair[3] - 128;
+                out[0] = clamp_byte((298 * c + 409 * e + 128) >> 8);
+                out[1] = clamp_byte((298 * c - 100 * d - 208 * e + 128) >> 8);
+                out[2] = clamp_byte((298 * c + 516 * d + 128) >> 8);
+                break;
+            }
+            case V4L2_PIX_FMT_RGB24:
+                memcpy(out, row + x * 3, 3);
+                break;
+            case V4L2_PIX_FMT_BGR24:
+                out[0] = row[x * 3 + 2], out[1] = row[x * 3 + 1], out[2] = row[x * 3];
+                break;
+            default:                          /* GREY */
+                out[0] = out[1] = out[2] = row[x];
+                break;
+            }
+        }
+    }
+    return true;
+}
+
+/* The next frame: poll, DQBUF, the buffer converted into FRAME. The buffer
+ * stays the loop's until v4l2_requeue. True when a whole frame came. */
+static bool v4l2_observe(struct v4l2_camera *camera, unsigned char *frame, struct frame_info *info)
+{
+    struct v4l2_buffer buffer;
+    info->v4l2 = true;
+    info->buffer = -1;
+    for (;;) {
+        struct pollfd wait = { .fd = camera->fd, .events = POLLIN };
+        int ready = poll(&wait, 1, TIMEOUT_MS);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        if (ready <= 0) {
+            fprintf(stderr, "%s: %s: %s\n", program, camera->path,
+                    ready ? strerror(errno) : "no frame in 2 s");
+            return false;
+        }
+        buffer = (struct v4l2_buffer){ .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                       .memory = V4L2_MEMORY_MMAP };
+        if (xioctl(camera->fd, VIDIOC_DQBUF, &buffer) == 0)
+            break;
+        if (errno != EAGAIN) {
+            fprintf(stderr, "%s: %s: VIDIOC_DQBUF failed: %s\n", program, camera->path,
+                    strerror(errno));
+            return false;
+        }
+    }
+    info->dequeue_ns = monotonic_ns();
+    info->buffer = (int)buffer.index;
+    info->sequence = buffer.sequence;
+    info->capture_ns = (int64_t)buffer.timestamp.tv_sec * 1000000000 +
+                       (int64_t)buffer.timestamp.tv_usec * 1000;
+    info->dropped = camera->sequenced && buffer.sequence > camera->next_sequence
+                    ? buffer.sequence - camera->next_sequence : 0;
+    camera->next_sequence = buffer.sequence + 1;
+    camera->sequenced = true;
+    if (buffer.index >= camera->count || (buffer.flags & V4L2_BUF_FLAG_ERROR))
+        return false;
+    return v4l2_convert(camera, camera->buffers[buffer.index].start,
+                        buffer.bytesused ? buffer.bytesused : camera->buffers[buffer.index].length,
+                        frame);
+}
+
+/* The buffer of INFO back to the driver; false when it refused it. */
+static bool v4l2_requeue(struct v4l2_camera *camera, struct frame_info *info)
+{
+    if (info->buffer < 0)
+        return true;
+    struct v4l2_buffer buffer = { .index = (uint32_t)info->buffer,
+                                  .type = V4L2_BUF_TYPE_VIDEO_CAPTURE, .memory = V4L2_MEMORY_MMAP };
+    info->buffer = -1;
+    if (xioctl(camera->fd, VIDIOC_QBUF, &buffer) == 0)
+        return true;
+    fprintf(stderr, "%s: %s: VIDIOC_QBUF failed: %s\n", program, camera->path, strerror(errno));
+    return false;
+}
+
+struct serial_actuator {
+    const char *path;
+    int fd;
+    char pending[256];               /* bytes read after the last reply's newline */
+    size_t pending_length;
+};
+
+static int serial_open(struct serial_actuator *serial, const char *path)
+{
+    memset(serial, 0, sizeof *serial);
+    serial->path = path;
+    serial->fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (serial->fd < 0) {
+        fprintf(stderr, "%s: cannot open %s: %s\n", program, path, strerror(errno));
+        return -1;
+    }
+    struct termios settings;
+    if (tcgetattr(serial->fd, &settings) == 0) {
+        cfmakeraw(&settings);
+        cfsetispeed(&settings, B115200);
+        cfsetospeed(&settings, B115200);
+        settings.c_cflag |= CLOCAL | CREAD;
+        settings.c_cc[VMIN] = 1;
+        settings.c_cc[VTIME] = 0;
+        tcsetattr(serial->fd, TCSANOW, &settings);
+    }
+    return 0;
+}
+
+/* act: "move FRAME CELL" out, then the reply line into REPLY; the time the
+ * write returned in *WROTE_NS. Returns the errors (a failed write or read, a
+ * reply other than "ok FRAME CELL"). */
+static int serial_act(struct serial_actuator *serial, int i, int action, char *reply, size_t size,
+                      int64_t *wrote_ns)
+{
+    char command[64];
+    int length = snprintf(command, sizeof command, "move %d %d\n", i, action);
+    reply[0] = '\0';
+    ssize_t written;
+    do
+        written = write(serial->fd, command, (size_t)length);
+    while (written < 0 && errno == EINTR);
+    *wrote_ns = monotonic_ns();
+    if (written != length) {
+        fprintf(stderr, "%s: %s: write failed: %s\n", program, serial->path,
+                written < 0 ? strerror(errno) : "short");
+        return 1;
+    }
+    for (;;) {
+        char *newline = memchr(serial->pending, '\n', serial->pending_length);
+        if (newline) {
+            size_t line = (size_t)(newline - serial->pending);
+            size_t kept = line < size - 1 ? line : size - 1;
+            memcpy(reply, serial->pending, kept);
+            reply[kept] = '\0';
+            if (kept && reply[kept - 1] == '\r')
+                reply[kept - 1] = '\0';
+            serial->pending_length -= line + 1;
+            memmove(serial->pending, newline + 1, serial->pending_length);
+            break;
+        }
+        if (serial->pending_length == sizeof serial->pending)
+            serial->pending_length = 0;       /* a line too long: dropped */
+        struct pollfd wait = { .fd = serial->fd, .events = POLLIN };
+        int ready = poll(&wait, 1, TIMEOUT_MS);
+        if (ready < 0 && errno == EINTR)
+            continue;
+        ssize_t got = ready > 0 ? read(serial->fd, serial->pending + serial->pending_length,
+                                       sizeof serial->pending - serial->pending_length) : -1;
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            fprintf(stderr, "%s: %s: no reply to '%.*s'\n", program, serial->path, length - 1, command);
+            return 1;
+        }
+        serial->pending_length += (size_t)got;
+    }
+    char expected[64];
+    snprintf(expected, sizeof expected, "ok %d %d", i, action);
+    return strcmp(reply, expected) != 0;
+}
+
+static void serial_close(struct serial_actuator *serial)
+{
+    if (serial->fd >= 0)
+        close(serial->fd);
+    serial->fd = -1;
 }
 
 /* ---- the agent: inference on the GPU (driver API) or the CPU ------------ */
@@ -684,8 +1052,11 @@ struct mailbox {
 };
 
 struct loop {
-    const struct options *o;
+    struct options *o;
     struct env env;
+    struct v4l2_camera camera;     /* --camera v4l2:PATH */
+    struct serial_actuator serial; /* --actuator serial:PATH */
+    struct frame_info info[2];     /* frame i's in info[i % 2] */
     struct agent agent;
     struct gui gui;
     bool gui_on;
@@ -693,14 +1064,38 @@ struct loop {
     struct mailbox box;
 };
 
+/* The USB act for frame I (the action of frame I-1), then observe: from the
+ * V4L2 device or over USB. Adds to *ERRORS; true when a whole frame came. */
+static bool act_and_observe(struct loop *loop, int i, int action, unsigned char *frame,
+                            struct frame_info *info, int *errors)
+{
+    const struct options *o = loop->o;
+    *info = (struct frame_info){ .buffer = -1 };
+    if (!o->actuator) {
+        *errors += env_act(&loop->env, i, action);
+        info->act_ns = loop->env.acted_ns;
+        info->sent = action;
+    }
+    if (!o->camera)
+        return env_observe(&loop->env, frame, errors);
+    bool whole_frame = v4l2_observe(&loop->camera, frame, info);
+    if (!whole_frame)
+        ++*errors;
+    return whole_frame;
+}
+
 static void *capture_thread(void *argument)
 {
     struct loop *loop = argument;
     struct mailbox *box = &loop->box;
     int action = 0;
     for (int i = 0; i < loop->o->frames; i++) {
-        int errors = env_act(&loop->env, i, action);
-        bool whole_frame = env_observe(&loop->env, loop->frames[i % 2], &errors);
+        int errors = 0;
+        struct frame_info *info = &loop->info[i % 2];
+        bool whole_frame = act_and_observe(loop, i, action, loop->frames[i % 2], info, &errors);
+        /* the frame is copied: its buffer goes back to the driver at once */
+        if (loop->o->camera && !v4l2_requeue(&loop->camera, info))
+            errors++;
         pthread_mutex_lock(&box->lock);
         box->errors += errors;
         box->frame_ready = i;
@@ -715,6 +1110,27 @@ static void *capture_thread(void *argument)
             break;
     }
     return NULL;
+}
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* --log: what frame I did. */
+static void log_frame(const struct options *o, int i, const struct frame_info *info, int action,
+                      const char *reply)
+{
+    printf("frame %d", i);
+    if (info->v4l2)
+        printf(" seq=%" PRIu32 " capture_ns=%" PRId64 " dequeue_ns=%" PRId64 " dropped=%" PRIu32,
+               info->sequence, info->capture_ns, info->dequeue_ns, info->dropped);
+    printf(" act_ns=%" PRId64 " sent=%d", info->act_ns, info->sent);
+    if (o->actuator)
+        printf(" reply=\"%s\"", reply);
+    printf(" action=%d\n", action);
 }
 
 static double now(void)
@@ -734,24 +1150,44 @@ static void pace(double start, double fps, int i)
         continue;
 }
 
+static void rig_close(struct loop *loop)
+{
+    if (loop->o->camera)
+        v4l2_close(&loop->camera);
+    if (loop->o->actuator)
+        serial_close(&loop->serial);
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
     struct loop loop = { .o = &o };
     parse(argc, argv, &o);
     crc_init();
+    /* The camera first: the frame's size is the one its driver gives. */
+    loop.camera.fd = loop.serial.fd = -1;
+    bool use_usb = !o.camera || !o.actuator;
+    if (o.camera && v4l2_open(&loop.camera, &o) < 0)
+        return 1;
+    if (o.actuator && serial_open(&loop.serial, o.actuator) < 0) {
+        rig_close(&loop);
+        return 1;
+    }
     size_t frame_bytes = (size_t)o.width * o.height * 3;
     loop.frames[0] = malloc(frame_bytes);
     loop.frames[1] = malloc(frame_bytes);
     char *actions = calloc((size_t)o.frames + 1, 1);
-    if (!loop.frames[0] || !loop.frames[1] || !actions || env_open(&loop.env, &o) < 0) {
+    if (!loop.frames[0] || !loop.frames[1] || !actions || (use_usb && env_open(&loop.env, &o) < 0)) {
+        rig_close(&loop);
         free(actions);
         free(loop.frames[0]);
         free(loop.frames[1]);
         return 1;
     }
     if (agent_open(&loop.agent, &o) < 0) {
-        env_close(&loop.env);
+        if (use_usb)
+            env_close(&loop.env);
+        rig_close(&loop);
         free(actions);
         free(loop.frames[0]);
         free(loop.frames[1]);
@@ -763,12 +1199,22 @@ int main(int argc, char **argv)
     }
     loop.gui_on = o.gui && gui_open(&loop.gui, &o);
 
-    printf("%s: %d frames of %dx%d from %04x:%04x; usb=", program, o.frames, o.width, o.height,
-           o.vendor, o.product);
-    if (o.async)
-        printf("async (%d in flight)", o.queue);
-    else
-        printf("sync");
+    printf("%s: %d frames of %dx%d from ", program, o.frames, o.width, o.height);
+    if (o.camera) {
+        char name[5];
+        fourcc_text(loop.camera.format, name);
+        printf("v4l2:%s (%s, %u buffers)", o.camera, name, loop.camera.count);
+    } else {
+        printf("%04x:%04x; usb=", o.vendor, o.product);
+        if (o.async)
+            printf("async (%d in flight)", o.queue);
+        else
+            printf("sync");
+    }
+    if (o.actuator)
+        printf("; actuator=serial:%s", o.actuator);
+    else if (o.camera)
+        printf("; actuator=%04x:%04x", o.vendor, o.product);
     printf("; capture on %s; inference=%s; gui=%s\n",
            o.threads ? "its own thread" : "the main thread", loop.agent.gpu ? "gpu" : "cpu",
            !loop.gui_on ? "off" : loop.gui.use_shm ? "xshm" : "xputimage");
@@ -790,6 +1236,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.frames; i++) {
         bool whole_frame;
         unsigned char *frame = loop.frames[i % 2];
+        struct frame_info *info = &loop.info[i % 2];
         if (o.threads) {
             pthread_mutex_lock(&box->lock);
             while (box->frame_ready != i)
@@ -797,8 +1244,7 @@ int main(int argc, char **argv)
             whole_frame = box->frame_whole;
             pthread_mutex_unlock(&box->lock);
         } else {
-            errors += env_act(&loop.env, i, action);
-            whole_frame = env_observe(&loop.env, frame, &errors);
+            whole_frame = act_and_observe(&loop, i, action, frame, info, &errors);
         }
         bool go_on = true;
         if (whole_frame) {
@@ -809,6 +1255,16 @@ int main(int argc, char **argv)
             else
                 action = chosen;
         }
+        /* The serial actuator acts on this frame's action, then its buffer goes back. */
+        char reply[128] = "";
+        if (o.actuator) {
+            errors += serial_act(&loop.serial, i, action, reply, sizeof reply, &info->act_ns);
+            info->sent = action;
+        }
+        if (o.camera && !o.threads && !v4l2_requeue(&loop.camera, info))
+            errors++;
+        if (o.log)
+            log_frame(&o, i, info, action, reply);
         /* The action goes back; the capture thread fills the other buffer while we render. */
         if (o.threads) {
             pthread_mutex_lock(&box->lock);
@@ -839,7 +1295,9 @@ int main(int argc, char **argv)
     printf("fps=%.1f\n", seconds > 0 ? done / seconds : 0.0);
     if (loop.gui_on)
         gui_close(&loop.gui);
-    env_close(&loop.env);
+    if (use_usb)
+        env_close(&loop.env);
+    rig_close(&loop);
     free(loop.agent.convolved);
     free(actions);
     free(loop.frames[0]);

@@ -15,6 +15,12 @@ protocol of the emulated device in test/usbdev, and prints a summary line that d
 on timing, so runs can be compared byte for byte:
 
     build/emucam -- python3 examples/harness_physical.py --frames 30
+
+As a camera rig, like the C harness: --camera v4l2:PATH reads the frames from a V4L2 capture
+device with OpenCV (cv2.VideoCapture(PATH, cv2.CAP_V4L2)), --actuator serial:PATH acts after
+inference by writing "move FRAME CELL" to a serial port with pyserial and reading the reply
+line (examples/emuservo.py answers it); USB is opened only for what still uses it. --log prints
+one line per frame: the capture and dequeue times, the actuation's end (CLOCK_MONOTONIC ns).
 """
 import argparse
 import ctypes
@@ -56,7 +62,22 @@ def parse_args(argv):
                         help="asynchronous USB transfers (the C harness only)")
     parser.add_argument("--inference", choices=("auto", "torch", "numpy"), default="auto",
                         help="auto: torch when it can be imported, else numpy (default)")
+    parser.add_argument("--camera", default="usb",
+                        help="usb (default), or v4l2:PATH: frames from a V4L2 device (OpenCV)")
+    parser.add_argument("--actuator", default="usb",
+                        help="usb (default), or serial:PATH: a command line per frame (pyserial)")
+    parser.add_argument("--log", action="store_true",
+                        help="one line per frame: capture, dequeue and actuation times")
     args = parser.parse_args(argv)
+    args.v4l2 = args.serial = None
+    if args.camera.startswith("v4l2:") and len(args.camera) > 5:
+        args.v4l2 = args.camera[5:]
+    elif args.camera != "usb":
+        parser.error("--camera must be usb or v4l2:PATH")
+    if args.actuator.startswith("serial:") and len(args.actuator) > 7:
+        args.serial = args.actuator[7:]
+    elif args.actuator != "usb":
+        parser.error("--actuator must be usb or serial:PATH")
     if args.frames < 1:
         parser.error("--frames must be at least 1")
     if args.width < 16 or args.height < 16:
@@ -308,9 +329,14 @@ class Camera:
     def capture(self, i, action):
         """act(i) with the action in force, observe(i), status(i).
         Returns (frame as a numpy uint8 array or None, errors)."""
+        errors = self.act(i, action)
+        frame, more = self.observe()
+        return frame, errors + more
+
+    def act(self, i, action):
+        """The vendor request and the command carrying ACTION; returns the errors."""
         USBError = self.usb_core.USBError
-        dev, errors, frame = self.dev, 0, None
-        # act
+        dev, errors = self.dev, 0
         try:
             dev.ctrl_transfer(0x40, 0x01, i & 0xffff, action, None, timeout=TIMEOUT_MS)
         except USBError:
@@ -321,7 +347,13 @@ class Camera:
         except USBError:
             errors += 1
             self.clear_halt(0x02)
-        # observe
+        self.acted_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        return errors
+
+    def observe(self):
+        """A frame (bulk IN), then the status (interrupt IN): (frame or None, errors)."""
+        USBError = self.usb_core.USBError
+        dev, errors, frame = self.dev, 0, None
         try:
             data = dev.read(0x81, self.frame_bytes, timeout=TIMEOUT_MS)
         except USBError:
@@ -350,6 +382,68 @@ class Camera:
         self.usb_util.dispose_resources(self.dev)
 
 
+# --------------------------------------------------------------------------- the camera rig
+
+class V4l2Camera:
+    """Frames from a V4L2 capture device through OpenCV, as RGB8 like the USB camera's."""
+
+    def __init__(self, args):
+        import cv2
+        self.cv2, self.path = cv2, args.v4l2
+        self.capture = cv2.VideoCapture(args.v4l2, cv2.CAP_V4L2)
+        if not self.capture.isOpened():
+            fail("cannot open %s as a V4L2 camera" % args.v4l2, 1)
+        self.capture.set(cv2.CAP_PROP_FRAME_WIDTH, args.width)
+        self.capture.set(cv2.CAP_PROP_FRAME_HEIGHT, args.height)
+        self.width = int(self.capture.get(cv2.CAP_PROP_FRAME_WIDTH))
+        self.height = int(self.capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
+        if self.width < 16 or self.height < 16:
+            fail("%s gives %dx%d frames" % (args.v4l2, self.width, self.height), 1)
+
+    def observe(self):
+        """The next frame: (RGB8 frame or None, errors, capture_ns, dequeue_ns)."""
+        ok, image = self.capture.read()
+        dequeue_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        # the V4L2 backend gives the buffer's timestamp (the driver's capture time) in ms
+        capture_ns = int(round(self.capture.get(self.cv2.CAP_PROP_POS_MSEC) * 1e6))
+        if not ok or image is None or image.shape[:2] != (self.height, self.width):
+            return None, 1, capture_ns, dequeue_ns
+        rgb = np.ascontiguousarray(image.reshape(self.height, self.width, -1)[:, :, 2::-1])
+        return rgb.reshape(-1), 0, capture_ns, dequeue_ns
+
+    def close(self):
+        self.capture.release()
+
+
+class SerialActuator:
+    """A servo controller on a serial port: "move FRAME CELL" out, "ok FRAME CELL" back."""
+
+    def __init__(self, path):
+        import serial
+        try:
+            self.port = serial.Serial(path, 115200, timeout=TIMEOUT_MS / 1000.0)
+        except (serial.SerialException, OSError) as error:
+            fail("cannot open %s: %s" % (path, error), 1)
+        self.path = path
+
+    def act(self, i, action):
+        """Returns (errors, the reply line, when the write returned)."""
+        command = "move %d %d" % (i, action)
+        try:
+            self.port.write((command + "\n").encode("ascii"))
+            wrote_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            reply = self.port.readline().decode("ascii", "replace").rstrip("\r\n")
+        except OSError as error:
+            print("%s: %s: %s" % (PROG, self.path, error), file=sys.stderr)
+            return 1, "", time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if not reply:
+            print("%s: %s: no reply to %r" % (PROG, self.path, command), file=sys.stderr)
+        return int(reply != "ok %d %d" % (i, action)), reply, wrote_ns
+
+    def close(self):
+        self.port.close()
+
+
 # --------------------------------------------------------------------------- the loop
 
 class Pacer:
@@ -367,27 +461,53 @@ class Pacer:
 
 
 class Loop:
-    def __init__(self, args, camera, infer, window):
+    def __init__(self, args, camera, infer, window, v4l2=None, actuator=None):
         self.args, self.camera, self.infer, self.window = args, camera, infer, window
+        self.v4l2, self.actuator = v4l2, actuator
         self.errors, self.checksum, self.action, self.actions = 0, 0, 0, []
 
-    def think(self, frame, errors):
-        """infer + render for one captured frame; returns the action now in force."""
+    def observe(self, i, action):
+        """The USB act for frame I (the action of frame I-1), then the frame: from the V4L2
+        camera or over USB. Returns (frame or None, errors, what --log says of it)."""
+        info, errors = {}, 0
+        if not self.actuator:
+            errors += self.camera.act(i, action)
+            info.update(act_ns=self.camera.acted_ns, sent=action)
+        if self.v4l2:
+            frame, more, info["capture_ns"], info["dequeue_ns"] = self.v4l2.observe()
+        else:
+            frame, more = self.camera.observe()
+        return frame, errors + more, info
+
+    def think(self, frame, errors, info, i):
+        """infer, act (the serial actuator), render for one captured frame; returns the action
+        now in force."""
         self.errors += errors
         if frame is not None:
             self.checksum = zlib.crc32(frame, self.checksum)
             self.action = best_cell(self.infer(frame, self.args.width, self.args.height))
-            if self.window:
-                self.window.render(frame, self.action)
+        if self.actuator:
+            more, info["reply"], info["act_ns"] = self.actuator.act(i, self.action)
+            info["sent"] = self.action
+            self.errors += more
+        if frame is not None and self.window:
+            self.window.render(frame, self.action)
         self.actions.append("%x" % self.action)
+        if self.args.log:
+            line = "frame %d" % i
+            if self.v4l2:
+                line += " capture_ns=%d dequeue_ns=%d" % (info["capture_ns"], info["dequeue_ns"])
+            line += " act_ns=%d sent=%d" % (info["act_ns"], info["sent"])
+            if self.actuator:
+                line += ' reply="%s"' % info["reply"]
+            print(line + " action=%d" % self.action)
         return self.action
 
     def run_single(self):
         pacer = Pacer(self.args.fps)
         for i in range(self.args.frames):
             pacer.wait(i)
-            frame, errors = self.camera.capture(i, self.action)
-            self.think(frame, errors)
+            self.think(*self.observe(i, self.action), i)
 
     def run_threaded(self):
         """Capture on its own thread; this thread infers and renders. The two hand over
@@ -399,7 +519,7 @@ class Loop:
             try:
                 for i in range(self.args.frames):
                     pacer.wait(i)
-                    frames.put(self.camera.capture(i, action))
+                    frames.put(self.observe(i, action))
                     action = actions.get()
                     if action is None:
                         return
@@ -409,11 +529,11 @@ class Loop:
         thread = threading.Thread(target=capture, name="capture")
         thread.start()
         try:
-            for _ in range(self.args.frames):
+            for i in range(self.args.frames):
                 item = frames.get()
                 if isinstance(item, BaseException):
                     raise item
-                actions.put(self.think(*item))
+                actions.put(self.think(*item, i))
         except BaseException:
             try:
                 actions.put_nowait(None)
@@ -426,7 +546,14 @@ class Loop:
 
 def main(argv):
     args = parse_args(argv)
-    camera = Camera(args)
+    v4l2 = actuator = camera = None
+    if args.v4l2:
+        v4l2 = V4l2Camera(args)
+        args.width, args.height = v4l2.width, v4l2.height
+    if args.serial:
+        actuator = SerialActuator(args.serial)
+    if not (v4l2 and actuator):
+        camera = Camera(args)
     name, infer = make_inference(args.inference)
     window = None
     if args.use_gui:
@@ -434,11 +561,16 @@ def main(argv):
         if not window.display:
             print("%s: %s; running without the GUI" % (PROG, window.reason), file=sys.stderr)
             window = None
-    print("%s: %d frames of %dx%d from %04x:%04x; usb=sync; capture on %s; inference=%s; gui=%s"
-          % (PROG, args.frames, args.width, args.height, args.vid, args.pid,
+    source = "v4l2:%s" % args.v4l2 if v4l2 else "%04x:%04x; usb=sync" % (args.vid, args.pid)
+    if actuator:
+        source += "; actuator=serial:%s" % args.serial
+    elif v4l2:
+        source += "; actuator=%04x:%04x" % (args.vid, args.pid)
+    print("%s: %d frames of %dx%d from %s; capture on %s; inference=%s; gui=%s"
+          % (PROG, args.frames, args.width, args.height, source,
              "its own thread" if args.threads else "the main thread", name,
              "xlib" if window else "off"), flush=True)
-    loop = Loop(args, camera, infer, window)
+    loop = Loop(args, camera, infer, window, v4l2, actuator)
     start = time.monotonic()
     try:
         if args.threads:
@@ -449,7 +581,12 @@ def main(argv):
     finally:
         if window:
             window.close()
-        camera.close()
+        if camera:
+            camera.close()
+        if v4l2:
+            v4l2.close()
+        if actuator:
+            actuator.close()
     print("frames=%d errors=%d checksum=%08x actions=%s"
           % (args.frames, loop.errors, loop.checksum, "".join(loop.actions)))
     print("fps=%.1f" % (args.frames / elapsed if elapsed > 0 else 0.0))

@@ -261,6 +261,9 @@ static inline enum nvs_cuda_category nvs_cuda_category_of(const char *name)
 #define NVS_FRAME_PREFIX "frame "
 /* The camera's frame age range's name, "frame age /dev/video0". */
 #define NVS_FRAME_AGE_PREFIX "frame age "
+/* The camera's mark for frames the driver dropped (a gap in the buffers'
+ * sequence numbers): "dropped N frames /dev/video0 at seq=S", payload N. */
+#define NVS_DROPPED_PREFIX "dropped "
 /* A frame over NVTXSHIM_FRAME_BUDGET: a mark "over budget frame N: T ms > B ms". */
 #define NVS_OVER_BUDGET_PREFIX "over budget frame "
 

@@ -726,3 +726,180 @@ def test_convert_writes_a_range_that_crosses_another_on_its_thread_as_an_async_p
     assert from_json.stdout == nvtxshim("report", database).stdout
     assert set(names_table(from_json.stdout)) == {("default", name) for name in (
         "first child", "outer", "nested", "crossing", "alone")}
+
+
+# ---- device files: camera, serial and HID columns; capture-to-actuation latency -----------------
+
+def camera_rig_events():
+    """A camera rig's loop by hand, in microseconds: four 10 ms frames on one thread; what each
+    holds is said beside it. Each camera frame is a DQBUF and its "frame age" range, from the
+    buffer's capture to its dequeue (payload: the age in ns); actuations are serial writes, USB
+    transfers out (libusb and usbfs) and an URB in flight (an actuation, but not time in a call).
+    As (kind, domain, name, start, end, payload): kind "range", "age" (the frame age) or "mark"."""
+    dq = "VIDIOC_DQBUF /dev/video0 640x480 YUYV buf=%d"
+    return [
+        ("frame", "nvtxshim", "frame 1", 1000, 11000, 1),
+        ("frame", "nvtxshim", "frame 2", 11000, 21000, 2),
+        ("frame", "nvtxshim", "frame 3", 21000, 31000, 3),
+        ("frame", "nvtxshim", "frame 4", 31000, 41000, 4),
+        # frame 1: an actuation before any capture (no latency), then a frame dequeued
+        ("range", "serial", "write /dev/ttyACM0 12B", 2000, 2500, 12),
+        ("range", "v4l2", dq % 0, 9000, 9500, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 8000, 9500, 1500000),
+        # frame 2: the write acts on frame 1's camera frame (captured at 8 ms): 13 - 8 = 5 ms;
+        # the driver dropped 2 frames
+        ("mark", "v4l2", "dropped 2 frames /dev/video0 at seq=1", 11500, 11500, 2),
+        ("range", "serial", "write /dev/ttyACM0 12B", 12000, 13000, 12),
+        ("range", "serial", "read /dev/ttyACM0 64B", 13000, 14000, 64),
+        # frame 3: a frame captured at 21 ms, a transfer in (no actuation), a command out that
+        # acts on it (23.6 - 21 = 2.6 ms), then a usbfs transfer out with no new frame
+        ("range", "v4l2", dq % 1, 22000, 22400, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 21000, 22400, 1400000),
+        ("range", "usb", "libusb_bulk_transfer ep=0x81 IN 9216B", 22500, 22900, 9216),
+        ("range", "usb", "libusb_bulk_transfer ep=0x02 OUT 8B", 23000, 23600, 8),
+        ("range", "usb", "USBDEVFS_BULK ep=0x02 OUT 64B", 24000, 24500, 64),
+        # frame 4: two frames dequeued (captured at 30 and 32.9 ms; the loop catching up), an
+        # URB out submitted at 34 ms and reaped at 36 ms acts on the newer: 36 - 32.9 = 3.1 ms
+        ("mark", "v4l2", "dropped 1 frames /dev/video0 at seq=4", 31500, 31500, 1),
+        ("range", "v4l2", dq % 2, 32000, 32500, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 30000, 32500, 2500000),
+        ("range", "v4l2", dq % 3, 33000, 33200, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 32900, 33200, 300000),
+        ("async", "usb", "USBDEVFS_SUBMITURB ep=0x02 BULK OUT 512B", 34000, 36000, 512)]
+
+
+def camera_rig_trace(path, events):
+    """EVENTS as the recorder writes them: push/pop ranges complete, frames, frame ages and URBs
+    in flight async pairs (the frame age from the capture to the dequeue), marks instant."""
+    out, next_id = [], 0
+    for kind, domain, name, start, end, payload in events:
+        if kind in ("frame", "age", "async"):
+            next_id += 1
+            out.append({"name": name, "cat": domain, "ph": "b", "ts": start / 1.0, "pid": 7, "tid": 7,
+                        "id": next_id, "args": {"payload": payload}})
+            out.append({"name": name, "cat": domain, "ph": "e", "ts": end / 1.0, "pid": 7, "tid": 7,
+                        "id": next_id})
+        elif kind == "mark":
+            out.append({"name": name, "cat": domain, "ph": "i", "s": "t", "ts": start / 1.0, "pid": 7,
+                        "tid": 7, "args": {"payload": payload, "category": "warning"}})
+        else:
+            out.append({"name": name, "cat": domain, "ph": "X", "ts": start / 1.0,
+                        "dur": (end - start) / 1.0, "pid": 7, "tid": 7, "args": {"payload": payload}})
+    path.write_text(json.dumps(out))
+    return path
+
+
+def camera_rig_export(path, events):
+    """EVENTS as nsys 2022.4 exports them: nanoseconds, domains by id (eventType 75), push/pop
+    ranges 59, start/end ranges 60, marks 34, the payload in uint64Value. NVTX cannot begin a
+    range in the past, so a frame age is a start/end range at the dequeue (here: from the DQBUF's
+    start to its end) and only its payload tells the age."""
+    domains = {}
+    rows = []
+    tid = (1 << 48) | (7 << 24) | 7
+    dequeues = {end: start for kind, _, name, start, end, _ in events
+                if kind == "range" and name.startswith("VIDIOC_DQBUF")}
+    for kind, domain, name, start, end, payload in events:
+        domain_id = domains.setdefault(domain, len(domains) + 1)
+        if kind == "age":
+            start = dequeues[end]
+        event_type = {"frame": START_END, "age": START_END, "async": START_END, "mark": MARK}.get(kind, PUSH_POP)
+        rows.append((start * 1000, None if kind == "mark" else end * 1000, event_type, name, tid,
+                     domain_id, payload))
+    rows += [(0, None, 75, domain, tid, domain_id, None) for domain, domain_id in domains.items()]
+    with sqlite3.connect(path) as db:
+        db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, '
+                   'text TEXT, globalTid INTEGER, domainId INTEGER, uint64Value INTEGER)')
+        db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    return path
+
+
+CAMERA_RIG_FRAMES = [
+    "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, camera (V4L2), serial and "
+    "the rest; latency: capture to actuation",
+    "                     total       usb      cuda  gpu wait       x11    camera    serial      rest   latency",
+    "  mean of 4         10.000     0.375     0.000     0.000     0.000     0.400     0.625     8.600     3.567",
+    "  p50               10.000     0.000     0.000     0.000     0.000     0.500     0.500     9.000     3.100",
+    "  p99               10.000     1.500     0.000     0.000     0.000     0.700     2.000     9.300     5.000",
+    "  max               10.000     1.500     0.000     0.000     0.000     0.700     2.000     9.300     5.000",
+    "  (latency for 3 of the 4 frames: the others acted on no new camera frame)",
+    "  camera frames dropped: 3 (frame 2: 2, frame 4: 1)",
+    "  slowest frames:",
+    "  frame 1           10.000     0.000     0.000     0.000     0.000     0.500     0.500     9.000         -",
+    "  frame 2           10.000     0.000     0.000     0.000     0.000     0.000     2.000     8.000     5.000"
+    "  (2 camera frames dropped)",
+    "  frame 3           10.000     1.500     0.000     0.000     0.000     0.400     0.000     8.100     2.600",
+    "  frame 4           10.000     0.000     0.000     0.000     0.000     0.700     0.000     9.300     3.100"
+    "  (1 camera frame dropped)",
+    "",
+    "== Capture to actuation (milliseconds): from a camera frame's capture to the end of the first "
+    "actuation after its dequeue",
+    "                      mean       p50       p99       max",
+    "  3 pairs            3.567     3.100     5.000     5.000",
+    "  (4 camera frames dequeued, 1 not acted on; 5 actuations, 2 on no new frame)"]
+
+
+def from_frames_on(output):
+    lines = output.splitlines()
+    return lines[lines.index(CAMERA_RIG_FRAMES[0]):]
+
+
+def test_report_gives_camera_and_serial_columns_and_the_capture_to_actuation_latency(tmp_path):
+    # Per frame: the camera's and the serial port's time like any domain's (the frame age ranges,
+    # which start at the capture, left out); the latency from the capture of the newest frame the
+    # loop had dequeued to the end of the first actuation after that dequeue, each camera frame
+    # consumed once: frame 1 acts before any capture (no latency), frame 3's second transfer out
+    # has no new frame, frame 4's older frame is never acted on. Drops counted per frame.
+    result = nvtxshim("report", camera_rig_trace(tmp_path / "rig.json", camera_rig_events()))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert from_frames_on(result.stdout) == CAMERA_RIG_FRAMES
+    # the device files' calls by function and device; a frame age keeps its whole name
+    table = names_table(result.stdout)
+    assert table[("v4l2", "VIDIOC_DQBUF /dev/video0")] == 4
+    assert table[("v4l2", "frame age /dev/video0")] == 4
+    assert table[("serial", "write /dev/ttyACM0")] == 2 and table[("usb", "USBDEVFS_BULK")] == 1
+    # the drops are marks of one kind
+    assert "  v4l2            2  dropped N frames /dev/video0 at seq=N" in result.stdout.splitlines()
+
+
+def test_report_reads_the_latency_from_an_nsys_export_as_from_the_trace(tmp_path):
+    # Under nsys the frame age sits at the dequeue: the capture is still its end less its payload.
+    result = nvtxshim("report", camera_rig_export(tmp_path / "rig.sqlite", camera_rig_events()))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert from_frames_on(result.stdout) == CAMERA_RIG_FRAMES
+    trace = nvtxshim("report", camera_rig_trace(tmp_path / "rig.json", camera_rig_events()))
+    # the same tables, the frame ages' durations aside
+    assert [line for line in result.stdout.splitlines() if "frame age" not in line] == [
+        line for line in trace.stdout.splitlines() if "frame age" not in line]
+
+
+def test_report_has_no_latency_without_a_camera(tmp_path):
+    # Actuations without camera frames: the serial and HID columns, no latency column or section.
+    events = [event for event in camera_rig_events() if event[1] != "v4l2"]
+    events += [("range", "hid", "write /dev/hidraw0 8B", 5000, 5500, 8),
+               ("range", "hid", "read /dev/hidraw0 64B", 25000, 27000, 64)]
+    result = nvtxshim("report", camera_rig_trace(tmp_path / "nocam.json", events))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, serial, "
+                        "HID and the rest")
+    assert lines[start + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "x11", "serial", "hid", "rest"]
+    assert lines[start + 2].split() == ["mean", "of", "4", "10.000", "0.375", "0.000", "0.000", "0.000",
+                                        "0.625", "0.625", "8.375"]
+    assert "latency" not in result.stdout and "Capture to actuation" not in result.stdout
+    assert "dropped" not in result.stdout
+
+
+def test_report_says_when_no_actuation_followed_the_camera_frames(tmp_path):
+    # Camera frames but nothing out: the camera column, no latency column, the section says so.
+    events = [event for event in camera_rig_events()
+              if event[1] in ("nvtxshim", "v4l2") or " IN " in event[2]]
+    result = nvtxshim("report", camera_rig_trace(tmp_path / "noact.json", events))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    assert ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, camera (V4L2) and "
+            "the rest") in lines
+    assert lines[-2:] == [
+        "== Capture to actuation (milliseconds): from a camera frame's capture to the end of the first "
+        "actuation after its dequeue",
+        "  no actuation after any of the 4 camera frames (USB transfers out, serial or HID writes: 0)"]

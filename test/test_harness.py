@@ -137,3 +137,87 @@ def test_the_python_twin_sees_the_same_frames_and_picks_the_same_actions(make_de
     twin = run([PYTHON, os.path.join(ROOT, "examples", "harness_physical.py"), "--frames", str(FRAMES)],
                shim=False, device=device)
     assert (summary(twin)[1], twin.returncode) == (summary(c)[1], c.returncode) and c.returncode == 3
+
+
+# ---- the camera rig: a serial actuator (examples/emuservo.py), a V4L2 camera ------------------
+
+EMUSERVO = os.path.join(ROOT, "examples", "emuservo.py")
+
+
+@pytest.fixture
+def servo(tmp_path):
+    """examples/emuservo.py on a pty: (its path, its log file, the process)."""
+    import subprocess
+    import time
+    path_file, log = tmp_path / "servo.path", tmp_path / "servo.log"
+    process = subprocess.Popen([PYTHON, EMUSERVO, "--path-file", str(path_file), "--log", str(log),
+                                "--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while not path_file.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.02)
+    assert path_file.exists(), process.communicate()
+    yield path_file.read_text().strip(), log, process
+    if process.poll() is None:
+        process.kill()
+    process.communicate()
+
+
+def rig_log(result, frames):
+    """The --log lines of a run, as dicts, and the summary around them."""
+    lines = result.stdout.decode().splitlines()
+    logged = [line for line in lines if line.startswith("frame ")]
+    assert len(logged) == frames, lines
+    parsed = []
+    for line in logged:
+        head, _, reply = line.partition(' reply="')
+        reply, _, tail = reply.partition('"')
+        fields = dict(word.split("=", 1) for word in (head + tail).split()[2:])
+        parsed.append(dict(fields, frame=int(head.split()[1]), reply=reply))
+    return parsed, [line for line in lines if not line.startswith("frame ")]
+
+
+def check_servo_run(result, servo, frames, usb_summary):
+    """The rig's run acted through the servo once a frame with the action it chose, and saw the
+    same frames (the same actions) as the USB run."""
+    path, log, process = servo
+    assert result.returncode == 0, result.stderr
+    logged, rest = rig_log(result, frames)
+    assert "; actuator=serial:%s;" % path in rest[0]
+    assert rest[1] == usb_summary
+    actions = rest[1].split("actions=")[1]
+    for i, frame in enumerate(logged):
+        assert frame["frame"] == i and int(frame["sent"]) == int(frame["action"]) == int(actions[i], 16)
+        assert frame["reply"] == "ok %d %s" % (i, frame["sent"])
+    times = [int(frame["act_ns"]) for frame in logged]
+    assert times == sorted(times) and len(set(times)) == frames
+    out, _ = process.communicate(timeout=30)  # the harness closed the port: the servo ends
+    assert out.decode() == "emuservo.py: answered %d commands\n" % frames
+    commands = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
+    assert commands == ["move %d %s" % (i, frame["sent"]) for i, frame in enumerate(logged)]
+
+
+@pytest.mark.parametrize("threads", [False, True])
+def test_the_serial_actuator_sends_each_frames_action_to_the_servo(make_device, tmp_path, servo, threads):
+    device = make_device(frames=8)
+    options = ["--threads"] if threads else []
+    usb, _ = harness(device, options, tmp_path, shim=False)
+    rig = run([program("harness_physical"), "--frames", "8", "--actuator", "serial:" + servo[0], "--log"]
+              + options, env={"LD_LIBRARY_PATH": STUB}, shim=False, device=device)
+    check_servo_run(rig, servo, 8, summary(usb)[1])
+
+
+def test_the_rig_options_are_checked(tmp_path):
+    for options, status, said in (
+            (["--camera", "usb0"], 2, "usage: harness_physical"),
+            (["--actuator", "serial:"], 2, "usage: harness_physical"),
+            (["--camera", "v4l2:/dev/video9", "--async"], 2,
+             "harness_physical: --async streams the USB camera's frames; not with --camera v4l2"),
+            (["--camera", "v4l2:%s" % (tmp_path / "none")], 1,
+             "harness_physical: cannot open %s: No such file or directory" % (tmp_path / "none")),
+            # not a V4L2 device: the first ioctl says so
+            (["--camera", "v4l2:/dev/null", "--actuator", "serial:/dev/null"], 1,
+             "harness_physical: /dev/null: VIDIOC_S_FMT failed: Inappropriate ioctl for device"),
+            (["--actuator", "serial:%s" % (tmp_path / "none")], 1,
+             "harness_physical: cannot open %s: No such file or directory" % (tmp_path / "none"))):
+        result = run([program("harness_physical")] + options, shim=False)
+        assert result.returncode == status and result.stderr.decode().startswith(said), options

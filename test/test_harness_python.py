@@ -207,3 +207,35 @@ def test_no_device_exits_1(make_device):
     assert result.returncode == 1
     assert result.stdout == b""
     assert result.stderr.decode().splitlines() == ["harness_physical.py: no device 1209:0002"]
+
+
+def test_the_serial_actuator_talks_to_the_servo_with_pyserial(make_device, tmp_path):
+    # The twin acts through examples/emuservo.py on a pty after inference: once a frame, with
+    # the action it chose from that frame, and reads the reply.
+    import subprocess
+    import time
+    from test_harness import check_servo_run
+    device = make_device(frames=FRAMES)
+    usb, usb_lines = harness(device)
+    path_file, log = tmp_path / "servo.path", tmp_path / "servo.log"
+    servo = subprocess.Popen([PYTHON, os.path.join(ROOT, "examples", "emuservo.py"), "--path-file",
+                              str(path_file), "--log", str(log)], stdout=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while not path_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        path = path_file.read_text().strip()
+        rig = run([PYTHON, HARNESS, "--frames", str(FRAMES), "--actuator", "serial:" + path, "--log"],
+                  shim=False, device=device)
+        check_servo_run(rig, (path, log, servo), FRAMES, usb_lines[1])
+    finally:
+        if servo.poll() is None:
+            servo.kill()
+        servo.communicate()
+
+
+def test_the_rig_options_are_checked():
+    for options, said in ((["--camera", "usb0"], "--camera must be usb or v4l2:PATH"),
+                          (["--actuator", "tty"], "--actuator must be usb or serial:PATH")):
+        result = run([PYTHON, HARNESS] + options, shim=False)
+        assert result.returncode == 2 and said in result.stderr.decode()
