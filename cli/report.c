@@ -360,8 +360,12 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
 {
     if (frame_number(event))
         return nvs_events_intern(events, "frame N", 7);
-    if (is_frame_age(event))
-        return event->name;
+    if (is_frame_age(event)) {
+        /* "frame age /dev/video0" for every buffer of the camera ("buf=N" after it) */
+        const char *space = strstr(event->name + strlen(NVS_FRAME_AGE_PREFIX), " buf=");
+        return space ? nvs_events_intern(events, event->name, (size_t)(space - event->name))
+                     : event->name;
+    }
     if (call_domain(event) >= FIRST_DEVICE_DOMAIN) {
         /* "function /dev/path": per device */
         const char *space = strchr(event->name, ' ');
