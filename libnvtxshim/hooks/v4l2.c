@@ -5,6 +5,7 @@
  * names. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/videodev2.h>
 #include <stdio.h>
 #include <string.h>
@@ -212,6 +213,38 @@ static bool describe(struct nvs_attributes *range, struct nvs_device *device, un
     return true;
 }
 
+/* A dequeue on a non-blocking descriptor returns at once, with a buffer or
+ * EAGAIN: programs that poll by dequeuing (ffmpeg sleeps and asks again)
+ * make thousands of them. Its range is drawn only when it handed out a
+ * buffer, after the call, from when it began; a blocking one waits for the
+ * frame inside and its range opens before, as every other call's. */
+static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int fd,
+                               unsigned long request, void *argument,
+                               const struct nvs_attributes *range)
+{
+    uint64_t began = nvs_now_ns();
+    int result = real(fd, request, argument);
+    int saved_errno = errno;
+    if (result == 0) {
+        struct nvs_attributes done = *range;
+        uint64_t ended = nvs_now_ns();
+        done.payload = bytes_used(argument);
+        done.has_payload = true;
+        nvs_call_name_and_dispatch(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done);
+        nvs_range_span(&done, began, ended);
+        dequeued(device, argument);
+        if (device->in_marker != NVS_FRAME_OFF)
+            nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
+    } else if (saved_errno != EAGAIN && saved_errno != EINTR) {
+        char what[NVS_CALL_TEXT_MAX];
+        snprintf(what, sizeof what, "VIDIOC_DQBUF %s", device->path);
+        nvs_device_warn(device, what, saved_errno);
+    }
+    nvs_call_leave();
+    errno = saved_errno;
+    return result;
+}
+
 int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
                    void *argument)
 {
@@ -226,17 +259,22 @@ int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigne
         }
         return result;
     }
+    if (command == (unsigned)VIDIOC_DQBUF) {
+        int saved_errno = errno;
+        int flags = fcntl(fd, F_GETFL);
+        errno = saved_errno;
+        if (flags >= 0 && (flags & O_NONBLOCK))
+            return dequeue_nonblocking(real, device, fd, request, argument, &range);
+    }
     nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     int result = real(fd, request, argument);
     int saved_errno = errno;
     nvs_v4l2_observe(device, request, argument, result);
-    if (command == (unsigned)VIDIOC_DQBUF) {
-        if (result == 0) {
-            nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(argument));
-            dequeued(device, argument);
-            if (device->in_marker != NVS_FRAME_OFF)
-                nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
-        }
+    if (command == (unsigned)VIDIOC_DQBUF && result == 0) {
+        nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(argument));
+        dequeued(device, argument);
+        if (device->in_marker != NVS_FRAME_OFF)
+            nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
     }
     if (result != 0 && !(saved_errno == EAGAIN || saved_errno == EINTR)) {
         char what[NVS_CALL_TEXT_MAX];
