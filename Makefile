@@ -141,7 +141,7 @@ test: deps
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/harness_physical $(BUILD)/emucam \
-	  $(BUILD)/test/stub/libcuda.so.1
+	  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/libemuv4l2.so
 	$(Q)scripts/demo.sh
 
 install: all

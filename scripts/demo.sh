@@ -95,7 +95,7 @@ echo "    thread, and the --fps pacing)"
 # /dev/video0 (build/test/libemuv4l2.so, preloaded after the library so that the library's hooks
 # see the calls first) and acts through a servo on a pty (examples/emuservo.py); the trace's
 # report has the camera and serial columns and the capture-to-actuation latency.
-#   DEMO_RIG_FRAME=call:VIDIOC_DQBUF  the frame marker   DEMO_RIG_DELAY_MS=5  the camera's delay
+#   DEMO_RIG_FRAME=v4l2.in  the frame marker   DEMO_RIG_DELAY_MS=5  the camera's delay
 emuv4l2=$PWD/build/test/libemuv4l2.so
 if [ -f "$emuv4l2" ]; then
   rm -f "$out/servo.path" "$out/rig.json"
@@ -107,9 +107,9 @@ if [ -f "$emuv4l2" ]; then
   echo
   echo "== demo, as a camera rig: V4L2 camera /dev/video0 (the double, build/test/libemuv4l2.so),"
   echo "   servo on $pts (examples/emuservo.py)"
-  echo "   nvtxshim run --frame ${DEMO_RIG_FRAME:-call:VIDIOC_DQBUF} --trace rig.json -- PROGRAM --camera v4l2:/dev/video0 --actuator serial:$pts"
-  EMUV4L2_DEVICE=/dev/video0 EMUV4L2_DELAY_MS=${DEMO_RIG_DELAY_MS:-5} NVTXSHIM_DEVICES="/dev/video0,$pts" \
-    build/nvtxshim run --frame "${DEMO_RIG_FRAME:-call:VIDIOC_DQBUF}" --trace "$out/rig.json" \
+  echo "   nvtxshim run --frame ${DEMO_RIG_FRAME:-v4l2.in} --trace rig.json -- PROGRAM --camera v4l2:/dev/video0 --actuator serial:$pts"
+  EMUV4L2_DEVICE=/dev/video0 EMUV4L2_DELAY_MS=${DEMO_RIG_DELAY_MS:-5} NVTXSHIM_DEVICES="$pts" \
+    build/nvtxshim run --frame "${DEMO_RIG_FRAME:-v4l2.in}" --trace "$out/rig.json" \
     -- sh -c 'LD_PRELOAD="$LD_PRELOAD:$0" exec "$@"' "$emuv4l2" \
     "${driver[@]}" build/harness_physical --frames "$frames" --camera v4l2:/dev/video0 \
     --actuator "serial:$pts" --fps "$fps" || status=$?

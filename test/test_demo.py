@@ -23,11 +23,35 @@ def demo(tmp_path, **env):
     return result.stdout.decode()
 
 
+RIG = "== demo, as a camera rig:"
+
+
+def parts(output):
+    """The demo's two runs: the USB rig's output, and the camera rig's."""
+    assert RIG in output, output[-3000:]
+    at = output.index(RIG)
+    return output[:at], output[at:]
+
+
+def check_camera_rig(rig):
+    """The second run: a V4L2 camera and a serial servo, every frame acted on, and the
+    capture-to-actuation latency, which includes the camera's 5 ms delay."""
+    rows = table(rig)
+    for key in [("v4l2", "VIDIOC_DQBUF /dev/video0"), ("v4l2", "frame age /dev/video0"),
+                ("nvtxshim", "frame N")]:
+        assert rows.get(key) == FRAMES, (key, rows)
+    assert any(domain == "serial" and name.startswith("write /dev/pts/") and count == FRAMES
+               for (domain, name), count in rows.items()), rows
+    match = re.search(r"== Capture to actuation \(milliseconds\).*\n.*\n\s+(\d+) pairs\s+([\d.]+)", rig)
+    assert match and int(match.group(1)) == FRAMES, rig
+    assert float(match.group(2)) >= 5.0, rig
+
+
 def table(output):
     """{(domain, name): count} from the per-name table."""
     rows = {}
     for line in output.splitlines():
-        match = re.match(r"\s+(\S+)\s+(\S+(?: \S+)?)\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", line)
+        match = re.match(r"\s+(\S+)\s+(\S+(?: \S+){0,2})\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+$", line)
         if match:
             rows[(match.group(1), match.group(2))] = int(match.group(3))
     return rows
@@ -64,11 +88,15 @@ def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
     assert "== report: %s" % report in output and report.exists()
     # DEMO_FRAMES=24: the window is frames 10-13, and nsys recorded only those.
     assert "nsys records frames 10-13 (--capture frames:10+4)" in output
-    check_report(output, 4, "10-13")
+    usb_rig, camera_rig = parts(output)
+    check_report(usb_rig, 4, "10-13")
+    check_camera_rig(camera_rig)
 
 
 def test_without_nsys_the_demo_summarises_the_trace_file(tmp_path):
     output = demo(tmp_path, NSYS="nsys-is-not-here")
     trace = tmp_path / "demo" / "trace.json"
     assert "== trace: %s" % trace in output and trace.exists()
-    check_report(output, FRAMES, "10-13")  # the trace holds every frame, and the window
+    usb_rig, camera_rig = parts(output)
+    check_report(usb_rig, FRAMES, "10-13")  # the trace holds every frame, and the window
+    check_camera_rig(camera_rig)

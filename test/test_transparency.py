@@ -23,6 +23,7 @@ TWIN = os.path.join(ROOT, "examples", "harness_physical.py")
 PYUSB = os.path.join(ROOT, "test", "programs", "pyusb_capture.py")
 TWO_HANDLES = os.path.join(ROOT, "test", "programs", "two_handles.py")
 USBFS_IOCTLS = os.path.join(ROOT, "test", "programs", "usbfs_ioctls.py")
+EMUSERVO = os.path.join(ROOT, "examples", "emuservo.py")
 
 
 class Case:
@@ -68,6 +69,8 @@ CORPUS = [
     Case("twin-gui", [PYTHON, TWIN, "--frames", "4", "--use_gui=1"], DEVICE, display=True,
          timing=True),
     Case("twin-async-refused", [PYTHON, TWIN, "--async"]),
+    # The servo controller the camera rig acts through (on a pty; here its usage).
+    Case("emuservo-help", [PYTHON, EMUSERVO, "--help"]),
     # The plain libusb example and the test programs on the device.
     Case("usb_capture-sync", ["usb_capture", "--frames", "6"], DEVICE),
     Case("usb_capture-async", ["usb_capture", "--frames", "6", "--async"], DEVICE),
