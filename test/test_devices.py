@@ -473,3 +473,93 @@ def test_harness_rig_capture_to_actuation(tmp_path):
     age_row = re.search(r"^  v4l2 +frame age /dev/video0 +(\d+) +([\d.]+)", text, re.M)
     assert age_row and int(age_row.group(1)) == count
     assert abs(float(age_row.group(2)) - delay_ms * 1000) < 1000
+
+
+# ---- HID: a recorded security key (test/hidraw) ------------------------------------------
+
+HIDRAW = os.path.join(ROOT, "test", "hidraw")
+# A raw hidraw client: the report descriptor's size (as hidapi asks it), then CTAPHID_INIT on
+# the broadcast channel with the nonce the recording was made with, and the key's answer.
+HID_CLIENT = r"""
+import fcntl, os, select, struct
+fd = os.open("/dev/hidraw5", os.O_RDWR)
+size = struct.unpack("i", fcntl.ioctl(fd, 0x80044801, b"\0" * 4))[0]   # HIDIOCGRDESCSIZE
+packet = b"\x00\xff\xff\xff\xff\x86\x00\x08" + b"\x01" * 8 + b"\x00" * 49
+written = os.write(fd, packet)
+select.select([fd], [], [], 5)
+reply = os.read(fd, 64)
+print(size, written, len(reply), reply[:24].hex())
+os.close(fd)
+"""
+
+
+def run_recorded_key(tmp_path, shim, **settings):
+    need("umockdev-run", "umockdev")
+    tmp_path.mkdir(exist_ok=True)
+    trace = tmp_path / "hid-%p.json"
+    inner = "exec %s -c '%s'" % (PYTHON, HID_CLIENT.replace("'", "'\\''"))
+    if shim:
+        # The library in front of umockdev's preload, which answers the device's calls itself.
+        inner = 'LD_PRELOAD="%s:$LD_PRELOAD" ' % SHIM + inner
+    env = dict(NVTXSHIM_TRACE=str(trace), **settings)
+    result = run(["umockdev-run", "--device", "fido2.umockdev",
+                  "--ioctl", "/dev/hidraw5=fido2.ioctl", "--script", "/dev/hidraw5=fido2.script",
+                  "--", "sh", "-c", inner], env, cwd=HIDRAW)
+    events = [e for path in glob.glob(str(tmp_path / "hid-*.json")) for e in load_trace(path)]
+    return result.stdout, events
+
+
+def test_a_hidraw_client_on_a_recorded_security_key(tmp_path):
+    plain, _ = run_recorded_key(tmp_path / "plain", False)
+    profiled, events = run_recorded_key(tmp_path / "shim", True)
+    assert plain == profiled
+    assert plain.split()[:3] == [b"34", b"65", b"64"], plain
+    hid = [(e["name"], e["args"].get("payload")) for e in ranges(events, "hid")]
+    # The script's one write (65 bytes) and one read (64), and the wait before the read.
+    assert hid == [("write /dev/hidraw5 65B", 65), ("select /dev/hidraw5", None),
+                   ("read /dev/hidraw5 64B", 64)], hid
+
+
+def test_hid_hooks_off_leave_the_key_untraced(tmp_path):
+    _, events = run_recorded_key(tmp_path, True, NVTXSHIM_HOOKS="usb,serial,v4l2")
+    assert not ranges(events, "hid")
+
+
+# ---- usbfs: fxload on the emulated camera ----------------------------------------------------
+
+NODE = "/dev/bus/usb/001/007"
+# Intel hex: three bytes at 0x0000, then the end record.
+FIRMWARE = ":0300000002000AF1\n:00000001FF\n"
+
+
+def under_emucam(argv, tmp_path, settings, extra=()):
+    trace = tmp_path / "usb-%p.json"
+    inner = 'LD_PRELOAD="%s:$LD_PRELOAD" exec "$@"' % SHIM
+    env = dict(NVTXSHIM_TRACE=str(trace), LD_LIBRARY_PATH=STUB, **settings)
+    result = run([os.path.join(BUILD, "emucam"), *extra, "--", "sh", "-c", inner, "sh", *argv], env)
+    events = [e for path in glob.glob(str(tmp_path / "usb-*.json")) for e in load_trace(path)]
+    return result, events
+
+
+def test_fxload_firmware_download_is_usbfs_control_transfers(tmp_path):
+    need("fxload", "fxload")
+    image = tmp_path / "image.hex"
+    image.write_text(FIRMWARE)
+    _, events = under_emucam(["fxload", "-t", "fx2", "-D", NODE, "-I", str(image)], tmp_path, {},
+                             ("--fx2", str(tmp_path / "fx2.log")))
+    usb = [(e["name"], e["args"].get("payload")) for e in ranges(events, "usb")]
+    # CPUCS held in reset, the image, CPUCS let go: the three writes the device logged.
+    assert usb == [("USBDEVFS_CONTROL type=0x40 req=0xa0 val=0xe600 OUT 1B", 1),
+                   ("USBDEVFS_CONTROL type=0x40 req=0xa0 val=0x0000 OUT 3B", 3),
+                   ("USBDEVFS_CONTROL type=0x40 req=0xa0 val=0xe600 OUT 1B", 1)], usb
+    assert len((tmp_path / "fx2.log").read_text().splitlines()) == 3
+
+
+def test_libusb_over_usbfs_is_drawn_once(tmp_path):
+    """libusb's own usbfs ioctls run inside its traced calls: a transfer is one libusb range,
+    never a USBDEVFS one as well."""
+    _, events = under_emucam([os.path.join(BUILD, "harness_physical"), "--frames", "3"], tmp_path,
+                             {})
+    names = [e["name"] for e in ranges(events, "usb")]
+    assert any(n.startswith("libusb_bulk_transfer") for n in names), names
+    assert not [n for n in names if n.startswith("USBDEVFS_")], names

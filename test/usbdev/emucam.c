@@ -855,6 +855,8 @@ static void device_attributes(GString *out, const struct model *model, int bus, 
     attribute(out, "busnum", "%d", bus);
     attribute(out, "configuration", "%s", "");
     attribute(out, "devnum", "%d", address);
+    /* The device number, as sysfs has it: umockdev gives it to stat() of the node. */
+    attribute(out, "dev", "189:%d", (bus - 1) * 128 + address - 1);
     attribute(out, "devpath", "%s", devpath);
     attribute(out, "idProduct", "%02x%02x", device[11], device[10]);
     attribute(out, "idVendor", "%02x%02x", device[9], device[8]);
