@@ -41,6 +41,10 @@ KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("cuda_launch", "cuLaunchKernel", 1),
     ("xreply", "_XReply", 1),
     ("usb_clear_halt", "libusb_clear_halt", 1),
+    # Calls on descriptors that are no device: the device-file hooks' cost to everything else.
+    ("pipe_read", "read", 0),           # read(2) of a pipe, 0 bytes
+    ("null_write", "write", 0),         # write(2) of a byte to /dev/null
+    ("ioctl", "ioctl", 0),              # ioctl(FIONREAD) on a pipe
 ]
 ROWS = [("plain", "plain call"), ("hand", "NVTX pair by hand"), ("shim", "shim")]
 COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE"),

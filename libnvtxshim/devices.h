@@ -58,14 +58,25 @@ extern _Atomic unsigned nvs_device_fds;
 
 unsigned nvs_fd_slot_far(int fd);
 
-/* The device slot of FD, 0 for any other descriptor. */
+/* What nvs_fd_slot says of a descriptor above the table while some device
+ * descriptor is up there: look it up (nvs_device_slot). Keeping the lookup
+ * out of the wrappers keeps them free of calls that return. */
+#define NVS_FD_FAR NVS_DEVICE_SLOTS
+
+/* The device slot of FD: 0 for any other descriptor, or NVS_FD_FAR. */
 static inline unsigned nvs_fd_slot(int fd)
 {
     if (__builtin_expect((unsigned)fd < NVS_FD_DIRECT, 1))
         return atomic_load_explicit(&nvs_fd_slots[fd], memory_order_relaxed);
     if (__builtin_expect(fd < 0 || !atomic_load_explicit(&nvs_fd_far_count, memory_order_relaxed), 1))
         return 0;
-    return nvs_fd_slot_far(fd);
+    return NVS_FD_FAR;
+}
+
+/* The device slot of FD for certain, 0 for none (off the hot path). */
+static inline unsigned nvs_device_slot(int fd, unsigned slot)
+{
+    return slot == NVS_FD_FAR ? nvs_fd_slot_far(fd) : slot;
 }
 
 static inline bool nvs_devices_open(void)

@@ -43,6 +43,46 @@ int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout
 /* The real function of a libc hook (always there: libc defines it). */
 #define REAL(name) NVS_REAL(name)
 
+/* The way straight through, for a call on any other descriptor: a jump
+ * through REAL_NAME, which holds the real function once found and, until
+ * then, NAME_first, which finds it (out of line) and makes the call. No test
+ * on the way and no register saved: the jump is the wrapper's last
+ * instruction. */
+#define PASS(name, arguments) return atomic_load_explicit(&real_##name, memory_order_relaxed) arguments
+
+#define RESOLVING(name, type, parameters, arguments)                                          \
+    SLOW static type name##_first parameters;                                                 \
+    static _Atomic(__typeof__(&name)) real_##name = name##_first;                             \
+    SLOW static type name##_first parameters                                                  \
+    {                                                                                         \
+        __typeof__(&name) real = REAL(name);                                                  \
+        atomic_store_explicit(&real_##name, real, memory_order_relaxed);                      \
+        return real arguments;                                                                \
+    }
+
+RESOLVING(read, ssize_t, (int fd, void *buffer, size_t count), (fd, buffer, count))
+RESOLVING(__read_chk, ssize_t, (int fd, void *buffer, size_t count, size_t size),
+          (fd, buffer, count, size))
+RESOLVING(write, ssize_t, (int fd, const void *buffer, size_t count), (fd, buffer, count))
+RESOLVING(readv, ssize_t, (int fd, const struct iovec *vector, int count), (fd, vector, count))
+RESOLVING(writev, ssize_t, (int fd, const struct iovec *vector, int count), (fd, vector, count))
+RESOLVING(close, int, (int fd), (fd))
+RESOLVING(tcdrain, int, (int fd), (fd))
+RESOLVING(poll, int, (struct pollfd *fds, nfds_t count, int timeout), (fds, count, timeout))
+RESOLVING(select, int, (int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
+                        struct timeval *timeout), (count, read_set, write_set, except_set, timeout))
+RESOLVING(epoll_wait, int, (int epfd, struct epoll_event *events, int count, int timeout),
+          (epfd, events, count, timeout))
+
+SLOW static int ioctl_first(int fd, unsigned long request, void *argument);
+static _Atomic(nvs_ioctl_fn) real_ioctl = ioctl_first;
+SLOW static int ioctl_first(int fd, unsigned long request, void *argument)
+{
+    nvs_ioctl_fn real = (nvs_ioctl_fn)nvs_resolve(NVS_HOOK_ID(ioctl));
+    atomic_store_explicit(&real_ioctl, real, memory_order_relaxed);
+    return real(fd, request, argument);
+}
+
 /* ---- names and marks ------------------------------------------------------------ */
 
 struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
@@ -138,11 +178,11 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 }
 
 /* A duplicate of a device's descriptor names the device too. */
-static inline int duplicated(unsigned slot, int new_fd)
+static inline int duplicated(int old_fd, unsigned slot, int new_fd)
 {
     if (__builtin_expect(slot != 0, 0) && new_fd >= 0) {
         int saved_errno = errno;
-        nvs_device_duplicated(slot, new_fd);
+        nvs_device_duplicated(nvs_device_slot(old_fd, slot), new_fd);
         errno = saved_errno;
     }
     return new_fd;
@@ -158,7 +198,7 @@ static inline void replacing(int old_fd, int new_fd)
 EXPORT int dup(int fd)
 {
     unsigned slot = nvs_fd_slot(fd);
-    return duplicated(slot, REAL(dup)(fd));
+    return duplicated(fd, slot, REAL(dup)(fd));
 }
 
 EXPORT int dup2(int old_fd, int new_fd)
@@ -169,7 +209,7 @@ EXPORT int dup2(int old_fd, int new_fd)
         int saved_errno = errno;
         replacing(old_fd, new_fd);
         errno = saved_errno;
-        duplicated(slot, result);
+        duplicated(old_fd, slot, result);
     }
     return result;
 }
@@ -182,7 +222,7 @@ EXPORT int dup3(int old_fd, int new_fd, int flags)
         int saved_errno = errno;
         replacing(old_fd, new_fd);
         errno = saved_errno;
-        duplicated(slot, result);
+        duplicated(old_fd, slot, result);
     }
     return result;
 }
@@ -190,7 +230,7 @@ EXPORT int dup3(int old_fd, int new_fd, int flags)
 static inline int fcntl_done(int fd, int command, int result)
 {
     if ((command == F_DUPFD || command == F_DUPFD_CLOEXEC) && result >= 0)
-        return duplicated(nvs_fd_slot(fd), result);
+        return duplicated(fd, nvs_fd_slot(fd), result);
     return result;
 }
 
@@ -224,7 +264,7 @@ EXPORT int close(int fd)
      * soon as the real close has freed it. */
     if (__builtin_expect(nvs_fd_slot(fd) != 0, 0))
         closing(fd);
-    return REAL(close)(fd);
+    PASS(close, (fd));
 }
 
 EXPORT int close_range(unsigned first, unsigned last, int flags)
@@ -320,8 +360,9 @@ SLOW static ssize_t device_read(unsigned slot, int fd, void *buffer, size_t coun
                                 size_t buffer_size, bool checked)
 {
     enum nvs_hook_id id = checked ? NVS_HOOK_ID(__read_chk) : NVS_HOOK_ID(read);
+    slot = nvs_device_slot(fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    bool traced = io_traced(device) && nvs_call_enter(device->group);
+    bool traced = slot && io_traced(device) && nvs_call_enter(device->group);
     struct nvs_attributes range;
     if (traced) {
         describe_io(&range, device, NVS_HOOK_ID(read), count, IN);
@@ -341,7 +382,7 @@ EXPORT ssize_t read(int fd, void *buffer, size_t count)
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_read(slot, fd, buffer, count, 0, false);
-    return REAL(read)(fd, buffer, count);
+    PASS(read, (fd, buffer, count));
 }
 
 EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size)
@@ -349,14 +390,15 @@ EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_read(slot, fd, buffer, count, buffer_size, true);
-    return REAL(__read_chk)(fd, buffer, count, buffer_size);
+    PASS(__read_chk, (fd, buffer, count, buffer_size));
 }
 
 SLOW static ssize_t device_write(unsigned slot, int fd, const void *buffer, size_t count)
 {
     enum nvs_hook_id id = NVS_HOOK_ID(write);
+    slot = nvs_device_slot(fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    if (!io_traced(device) || !nvs_call_enter(device->group))
+    if (!slot || !io_traced(device) || !nvs_call_enter(device->group))
         return REAL(write)(fd, buffer, count);
     struct nvs_attributes range;
     describe_io(&range, device, id, count, OUT);
@@ -372,7 +414,7 @@ EXPORT ssize_t write(int fd, const void *buffer, size_t count)
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_write(slot, fd, buffer, count);
-    return REAL(write)(fd, buffer, count);
+    PASS(write, (fd, buffer, count));
 }
 
 static size_t vector_bytes(const struct iovec *vector, int count)
@@ -387,8 +429,9 @@ SLOW static ssize_t device_vector(unsigned slot, int fd, const struct iovec *vec
                                   enum direction direction)
 {
     enum nvs_hook_id id = direction == IN ? NVS_HOOK_ID(readv) : NVS_HOOK_ID(writev);
+    slot = nvs_device_slot(fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    bool traced = io_traced(device) && nvs_call_enter(device->group);
+    bool traced = slot && io_traced(device) && nvs_call_enter(device->group);
     size_t bytes = vector_bytes(vector, count);
     struct nvs_attributes range;
     if (traced) {
@@ -409,7 +452,7 @@ EXPORT ssize_t readv(int fd, const struct iovec *vector, int count)
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_vector(slot, fd, vector, count, IN);
-    return REAL(readv)(fd, vector, count);
+    PASS(readv, (fd, vector, count));
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
@@ -417,7 +460,7 @@ EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_vector(slot, fd, vector, count, OUT);
-    return REAL(writev)(fd, vector, count);
+    PASS(writev, (fd, vector, count));
 }
 
 /* ---- control -------------------------------------------------------------------------- */
@@ -425,8 +468,9 @@ EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
 SLOW static int device_ioctl(unsigned slot, int fd, unsigned long request, void *argument)
 {
     nvs_ioctl_fn real = (nvs_ioctl_fn)nvs_resolve(NVS_HOOK_ID(ioctl));
+    slot = nvs_device_slot(fd, slot);
     struct nvs_device *device = &nvs_devices[slot];
-    switch (device->kind) {
+    switch (slot ? device->kind : NVS_DEVICE_NONE) {
     case NVS_DEVICE_V4L2:
         return nvs_v4l2_ioctl(real, device, fd, request, argument);
     case NVS_DEVICE_USBFS:
@@ -442,14 +486,15 @@ EXPORT int nvs_ioctl(int fd, unsigned long request, void *argument)
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_ioctl(slot, fd, request, argument);
-    return ((nvs_ioctl_fn)nvs_resolve(NVS_HOOK_ID(ioctl)))(fd, request, argument);
+    PASS(ioctl, (fd, request, argument));
 }
 
 SLOW static int device_tcdrain(unsigned slot, int fd)
 {
     enum nvs_hook_id id = NVS_HOOK_ID(tcdrain);
+    slot = nvs_device_slot(fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    if (!io_traced(device) || !nvs_call_enter(device->group))
+    if (!slot || !io_traced(device) || !nvs_call_enter(device->group))
         return REAL(tcdrain)(fd);
     struct nvs_attributes range = {
         .domain = device->domain, .category = NVS_TTY_DRAIN, .color = NVS_COLOR_DEVICE_WAIT,
@@ -466,7 +511,7 @@ EXPORT int tcdrain(int fd)
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
         return device_tcdrain(slot, fd);
-    return REAL(tcdrain)(fd);
+    PASS(tcdrain, (fd));
 }
 
 /* ---- waits ---------------------------------------------------------------------------- */
@@ -502,7 +547,7 @@ static inline void wait_ends(unsigned slot)
 static unsigned first_device_polled(const struct pollfd *fds, nfds_t count)
 {
     for (nfds_t i = 0; fds && i < count; i++) {
-        unsigned slot = nvs_fd_slot(fds[i].fd);
+        unsigned slot = nvs_device_slot(fds[i].fd, nvs_fd_slot(fds[i].fd));
         if (slot)
             return slot;
     }
@@ -532,7 +577,7 @@ EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_poll(NVS_HOOK_ID(poll), fds, count, timeout, NULL, NULL, 0);
-    return REAL(poll)(fds, count, timeout);
+    PASS(poll, (fds, count, timeout));
 }
 
 EXPORT int __poll_chk(struct pollfd *fds, nfds_t count, int timeout, size_t fds_size)
@@ -562,7 +607,7 @@ static unsigned first_device_selected(int count, const fd_set *read_set, const f
 {
     for (int fd = 0; fd < count && fd < FD_SETSIZE; fd++) {
         if ((read_set && FD_ISSET(fd, read_set)) || (write_set && FD_ISSET(fd, write_set))) {
-            unsigned slot = nvs_fd_slot(fd);
+            unsigned slot = nvs_device_slot(fd, nvs_fd_slot(fd));
             if (slot)
                 return slot;
         }
@@ -586,7 +631,7 @@ EXPORT int select(int count, fd_set *read_set, fd_set *write_set, fd_set *except
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_select(count, read_set, write_set, except_set, timeout);
-    return REAL(select)(count, read_set, write_set, except_set, timeout);
+    PASS(select, (count, read_set, write_set, except_set, timeout));
 }
 
 SLOW static int device_pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
@@ -608,10 +653,11 @@ EXPORT int pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *excep
     return REAL(pselect)(count, read_set, write_set, except_set, timeout, mask);
 }
 
-SLOW static void watching(int epfd, unsigned slot)
+SLOW static void watching(int epfd, int fd, unsigned slot)
 {
     int saved_errno = errno;
-    if (nvs_devices[slot].kind != NVS_DEVICE_EPOLL)
+    slot = nvs_device_slot(fd, slot);
+    if (slot && nvs_devices[slot].kind != NVS_DEVICE_EPOLL)
         nvs_device_watched(epfd, slot);
     errno = saved_errno;
 }
@@ -621,14 +667,16 @@ EXPORT int epoll_ctl(int epfd, int operation, int fd, struct epoll_event *event)
     unsigned slot = nvs_fd_slot(fd);
     int result = REAL(epoll_ctl)(epfd, operation, fd, event);
     if (__builtin_expect(slot != 0, 0) && result == 0 && operation == EPOLL_CTL_ADD)
-        watching(epfd, slot);
+        watching(epfd, fd, slot);
     return result;
 }
 
 SLOW static int device_epoll_wait(unsigned slot, int epfd, struct epoll_event *events, int count,
                                   int timeout, const sigset_t *mask, bool with_mask)
 {
-    bool traced = wait_begins(with_mask ? NVS_HOOK_ID(epoll_pwait) : NVS_HOOK_ID(epoll_wait), slot);
+    slot = nvs_device_slot(epfd, slot);
+    bool traced = slot && wait_begins(with_mask ? NVS_HOOK_ID(epoll_pwait) : NVS_HOOK_ID(epoll_wait),
+                                      slot);
     int result = with_mask ? REAL(epoll_pwait)(epfd, events, count, timeout, mask)
                            : REAL(epoll_wait)(epfd, events, count, timeout);
     if (traced)
@@ -641,7 +689,7 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *events, int count, int timeo
     unsigned slot = nvs_fd_slot(epfd);
     if (__builtin_expect(slot != 0, 0))
         return device_epoll_wait(slot, epfd, events, count, timeout, NULL, false);
-    return REAL(epoll_wait)(epfd, events, count, timeout);
+    PASS(epoll_wait, (epfd, events, count, timeout));
 }
 
 EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int count, int timeout,
