@@ -4,6 +4,7 @@
 #include "devices.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +29,31 @@ static struct {
 } far_fds[FAR_FDS];
 
 static _Atomic uint32_t next_uid;
+
+/* The process whose table this is. A vfork child shares our memory until it
+ * execs: the descriptors it closes are its own copies, so it must leave the
+ * table alone (a forked child has its own table, and the atfork handler
+ * makes it the owner). */
+static _Atomic pid_t owner;
+
+static void owner_after_fork(void)
+{
+    atomic_store(&owner, getpid());
+}
+
+static bool owns_table(void)
+{
+    return atomic_load_explicit(&owner, memory_order_relaxed) == getpid();
+}
+
+static void become_owner(void)
+{
+    static _Atomic bool registered;
+    if (!atomic_exchange(&registered, true)) {
+        atomic_store(&owner, getpid());
+        pthread_atfork(NULL, NULL, owner_after_fork);
+    }
+}
 static _Atomic uint64_t losses[NVS_DEVICE_LOSS_KINDS];
 
 void nvs_device_count_loss(enum nvs_device_loss loss)
@@ -339,6 +365,11 @@ void nvs_device_opened(int fd, const char *path)
         errno = saved_errno;
         return;
     }
+    become_owner();
+    if (!owns_table()) {                /* a vfork child, before its exec */
+        errno = saved_errno;
+        return;
+    }
     unsigned slot = claim_slot();
     if (slot) {
         struct nvs_device *device = &nvs_devices[slot];
@@ -358,7 +389,7 @@ void nvs_device_opened(int fd, const char *path)
 
 void nvs_device_duplicated(unsigned slot, int new_fd)
 {
-    if (!slot || new_fd < 0)
+    if (!slot || new_fd < 0 || !owns_table())
         return;
     atomic_fetch_add(&nvs_devices[slot].refs, 1);
     enter(new_fd, slot);
@@ -366,6 +397,8 @@ void nvs_device_duplicated(unsigned slot, int new_fd)
 
 void nvs_device_closing(int fd)
 {
+    if (!owns_table())
+        return;
     unsigned slot = take_out(fd);
     if (slot)
         release_slot(slot);
@@ -387,7 +420,7 @@ void nvs_device_closing_range(unsigned first, unsigned last)
 
 void nvs_device_watched(int epfd, unsigned slot)
 {
-    if (nvs_fd_slot(epfd))
+    if (nvs_fd_slot(epfd) || !owns_table())
         return;                     /* already watching a device: named after the first */
     unsigned epoll_slot = claim_slot();
     if (!epoll_slot)
