@@ -60,6 +60,11 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:halt_on_error=1:
 #    program's deliberate SIGSEGV and reports it instead of dying by the signal.
 #  - test_start_up_makes_the_system_calls_of_an_empty_preload_library: counts the
 #    system calls of a start, and ASan's runtime makes its own there.
+#  - the ffmpeg runs on the emulated V4L2 camera: ffmpeg (not built with ASan) dies by
+#    SIGSEGV under ASan's runtime in some runs, with the camera double alone and no
+#    shim (test_emuv4l2's run) as with it; OpenCV and v4l2-ctl cover the camera there.
+#  - test_harness_rig_capture_to_actuation: checks frame ages to 1 ms of the camera's
+#    delay, and under ASan's slowdown the harness falls behind the frame rate.
 #  - test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable: asks the
 #    scheduler for preemptions in most frames, which ASan's slowdown changes; the
 #    probe's code runs under ASan in the other kernel tests.
@@ -79,7 +84,12 @@ ASAN_DESELECT := $(addprefix --deselect test/,\
                    test_transparency.py::test_same_output_and_exit_code_with_and_without_the_shim[cairo_draw-xlib \
                    test_x11.py::test_gtk_window_draws_through_render \
                    test_process_life.py::test_a_fatal_signal_leaves_every_event_so_far_readable[segv] \
-                   test_kernel.py::test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable) \
+                   test_kernel.py::test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable \
+                   test_emuv4l2.py::test_ffmpeg_output_is_the_same_twice \
+                   test_devices.py::test_camera_clients_see_the_same_frames_and_the_trace_matches_the_camera[ffmpeg] \
+                   test_devices.py::test_a_dqbuf_range_is_a_frame_handed_out[ffmpeg] \
+                   test_devices.py::test_dropped_frames_are_red_marks[ffmpeg] \
+                   test_devices.py::test_harness_rig_capture_to_actuation) \
                  --ignore test/test_inert_sweep.py \
                  --ignore test/test_hot_path.py --ignore test/test_demo.py
 

@@ -51,6 +51,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <linux/videodev2.h>
 #include <poll.h>
@@ -1320,9 +1321,23 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
         init();
         return next_ioctl(fd, req, arg);
     }
+    /* As the kernel does (video_usercopy), the driver works on an aligned copy of
+     * the argument: a program may pass any buffer (Python's fcntl.ioctl does). */
+    union {
+        max_align_t align;
+        unsigned char bytes[1024];
+    } copy;
+    size_t size = _IOC_SIZE(req);
+    void *work = arg;
+    if (arg && size <= sizeof copy.bytes && (_IOC_DIR(req) & (_IOC_READ | _IOC_WRITE))) {
+        memcpy(copy.bytes, arg, size);
+        work = copy.bytes;
+    }
     pthread_mutex_lock(&D.mu);
-    int r = lookup(fd) != of ? -EBADF : !implemented(req) ? -ENOTTY : !arg ? -EFAULT : do_ioctl(fd, of, req, arg);
+    int r = lookup(fd) != of ? -EBADF : !implemented(req) ? -ENOTTY : !arg ? -EFAULT : do_ioctl(fd, of, req, work);
     pthread_mutex_unlock(&D.mu);
+    if (work != arg && (_IOC_DIR(req) & _IOC_READ))
+        memcpy(arg, work, size);
     if (r < 0) {
         errno = -r;
         return -1;
