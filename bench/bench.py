@@ -639,7 +639,9 @@ def targets(results):
             lines.append(("(info) null tool: shim minus NVTX pair", call,
                           "%+.1f ns, %s instr" % (shim - hand, "-" if a is None or b is None else "%+.0f" % (a - b)),
                           "-"))
-    for kind, call, _ in KINDS:
+    for kind, call, ranges in KINDS:
+        if ranges == 0:
+            continue                # no NVTX pair to compare with: nothing is traced
         shim, hand = added("nsys", "shim", kind), added("nsys", "hand", kind)
         if shim is not None and hand is not None and hand > 0:
             lines.append(("nsys: shim within 20% of NVTX pair", call,
