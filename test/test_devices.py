@@ -563,3 +563,12 @@ def test_libusb_over_usbfs_is_drawn_once(tmp_path):
     names = [e["name"] for e in ranges(events, "usb")]
     assert any(n.startswith("libusb_bulk_transfer") for n in names), names
     assert not [n for n in names if n.startswith("USBDEVFS_")], names
+
+
+@pytest.mark.parametrize("marker, frames_wanted", [("hid.out", 1), ("hid.in", 1),
+                                                    ("hid.out:/dev/hidraw5", 1),
+                                                    ("hid.out:/dev/hidraw9", 0)])
+def test_hid_markers_count_the_key_exchange(tmp_path, marker, frames_wanted):
+    """The recorded key's one write and one read: a frame each for hid.out and hid.in."""
+    _, events = run_recorded_key(tmp_path, True, NVTXSHIM_FRAME=marker)
+    assert len(frames(events)) == frames_wanted, [e["name"] for e in frames(events)]
