@@ -572,3 +572,39 @@ def test_hid_markers_count_the_key_exchange(tmp_path, marker, frames_wanted):
     """The recorded key's one write and one read: a frame each for hid.out and hid.in."""
     _, events = run_recorded_key(tmp_path, True, NVTXSHIM_FRAME=marker)
     assert len(frames(events)) == frames_wanted, [e["name"] for e in frames(events)]
+
+
+# ---- descriptors above the table, and numbers used again -----------------------------------
+
+FAR_CHILD = r"""
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)
+os.dup2(fd, 2000)
+os.close(fd)
+os.write(2000, b"far\n")       # the device, at a number above the direct table
+os.close(2000)
+r, w = os.pipe()
+os.dup2(w, 2000)               # the same number, now a pipe: never traced
+os.write(2000, b"pipe")
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)
+os.dup2(r, fd)                 # dup2 onto the device's number: the device is gone from it
+os.write(w, b"x")
+os.read(fd, 5)
+print("ok")
+"""
+
+
+def test_a_device_far_up_is_followed_and_its_number_forgotten_when_reused(tmp_path):
+    master, slave = os.openpty()
+    try:
+        path = os.ttyname(slave)
+        trace = tmp_path / "far.json"
+        env = dict(NVTXSHIM_DEVICES=path, NVTXSHIM_TRACE=str(trace), LD_PRELOAD=SHIM)
+        result = run([PYTHON, "-c", FAR_CHILD, path], env)
+        assert result.stdout == b"ok\n"
+        serial = [(e["name"], e["args"].get("payload")) for e in ranges(load_trace(str(trace)), "serial")]
+        assert serial == [("write %s 4B" % path, 4)], serial
+    finally:
+        os.close(master)
+        os.close(slave)
