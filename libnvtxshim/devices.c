@@ -30,6 +30,12 @@ static struct {
 
 static _Atomic uint32_t next_uid;
 
+/* A number for a new open, for its ranges' name keys (24 bits). */
+static uint32_t new_uid(void)
+{
+    return (atomic_fetch_add(&next_uid, 1) + 1) & 0xffffffu;
+}
+
 /* The process whose table this is. A vfork child shares our memory until it
  * execs: the descriptors it closes are its own copies, so it must leave the
  * table alone (a forked child has its own table, and the atfork handler
@@ -373,7 +379,7 @@ void nvs_device_opened(int fd, const char *path)
     unsigned slot = claim_slot();
     if (slot) {
         struct nvs_device *device = &nvs_devices[slot];
-        device->uid = (atomic_fetch_add(&next_uid, 1) + 1) & 0xffffffu;
+        device->uid = new_uid();
         device->kind = kind;
         device->domain = domain_of(kind);
         device->group = group;
@@ -426,7 +432,7 @@ void nvs_device_watched(int epfd, unsigned slot)
     if (!epoll_slot)
         return;
     struct nvs_device *device = &nvs_devices[epoll_slot], *watched = &nvs_devices[slot];
-    device->uid = (atomic_fetch_add(&next_uid, 1) + 1) & 0xffffffu;
+    device->uid = new_uid();
     device->kind = NVS_DEVICE_EPOLL;
     device->domain = watched->domain;
     device->group = watched->group;

@@ -3,6 +3,8 @@
 #ifndef NVS_DEVICE_CALLS_H
 #define NVS_DEVICE_CALLS_H
 
+#include <errno.h>
+
 #include "../devices.h"
 #include "../hook.h"
 
@@ -20,6 +22,13 @@ void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const vo
 
 /* The usbfs node in SLOT was closed: its URBs' ranges end. */
 void nvs_usbfs_closed(unsigned slot);
+
+/* Whether a failed call failed the way a device's calls fail in normal use
+ * (nothing to read yet, a signal): no mark for those. */
+static inline bool nvs_device_ordinary_failure(int error)
+{
+    return error == EAGAIN || error == EWOULDBLOCK || error == EINTR;
+}
 
 /* A red mark in the device's domain: "TEXT failed: EIO". */
 void nvs_device_warn(const struct nvs_device *device, const char *what, int error);

@@ -117,13 +117,6 @@ void nvs_device_warn(const struct nvs_device *device, const char *what, int erro
     nvs_mark(&mark);
 }
 
-/* Whether a failed call failed the way a device's calls fail in normal use
- * (nothing to read yet, a signal): no mark for those. */
-static bool ordinary_failure(int error)
-{
-    return error == EAGAIN || error == EWOULDBLOCK || error == EINTR;
-}
-
 /* ---- the table's bookkeeping ---------------------------------------------------------- */
 
 static inline int opened(int fd, const char *path)
@@ -337,7 +330,7 @@ static void io_done(const struct nvs_device *device, enum nvs_hook_id id, size_t
     int saved_errno = errno;
     if (result >= 0 && (size_t)result != count)
         nvs_range_set_payload(device->domain, (uint64_t)result);
-    if (result < 0 && !ordinary_failure(saved_errno)) {
+    if (result < 0 && !nvs_device_ordinary_failure(saved_errno)) {
         char what[NVS_CALL_TEXT_MAX];
         snprintf(what, sizeof what, "%s %s", nvs_hook_name(id), device->path);
         nvs_device_warn(device, what, saved_errno);

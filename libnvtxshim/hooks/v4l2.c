@@ -213,6 +213,24 @@ static bool describe(struct nvs_attributes *range, struct nvs_device *device, un
     return true;
 }
 
+/* A buffer was handed out: what it tells, and the frame it begins. */
+static void handed_out(struct nvs_device *device, const struct v4l2_buffer *buffer)
+{
+    dequeued(device, buffer);
+    if (device->in_marker != NVS_FRAME_OFF)
+        nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
+}
+
+/* A request that failed, other than for want of a frame or by a signal: a red mark. */
+static void failed(const struct nvs_device *device, unsigned command, int error)
+{
+    if (nvs_device_ordinary_failure(error))
+        return;
+    char what[NVS_CALL_TEXT_MAX];
+    snprintf(what, sizeof what, "%s %s", request_name(command), device->path);
+    nvs_device_warn(device, what, error);
+}
+
 /* A dequeue on a non-blocking descriptor returns at once, with a buffer or
  * EAGAIN: programs that poll by dequeuing (ffmpeg sleeps and asks again)
  * make thousands of them. Its range is drawn only when it handed out a
@@ -232,13 +250,9 @@ static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int
         done.has_payload = true;
         nvs_call_name_and_dispatch(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done);
         nvs_range_span(&done, began, ended);
-        dequeued(device, argument);
-        if (device->in_marker != NVS_FRAME_OFF)
-            nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
-    } else if (saved_errno != EAGAIN && saved_errno != EINTR) {
-        char what[NVS_CALL_TEXT_MAX];
-        snprintf(what, sizeof what, "VIDIOC_DQBUF %s", device->path);
-        nvs_device_warn(device, what, saved_errno);
+        handed_out(device, argument);
+    } else {
+        failed(device, (unsigned)request, saved_errno);
     }
     nvs_call_leave();
     errno = saved_errno;
@@ -272,15 +286,10 @@ int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigne
     nvs_v4l2_observe(device, request, argument, result);
     if (command == (unsigned)VIDIOC_DQBUF && result == 0) {
         nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(argument));
-        dequeued(device, argument);
-        if (device->in_marker != NVS_FRAME_OFF)
-            nvs_call_completed(NVS_HOOK_ID(ioctl), device->in_marker, -1);
+        handed_out(device, argument);
     }
-    if (result != 0 && !(saved_errno == EAGAIN || saved_errno == EINTR)) {
-        char what[NVS_CALL_TEXT_MAX];
-        snprintf(what, sizeof what, "%s %s", request_name(command), device->path);
-        nvs_device_warn(device, what, saved_errno);
-    }
+    if (result != 0)
+        failed(device, command, saved_errno);
     errno = saved_errno;
     nvs_call_close(NVS_DOMAIN_V4L2);
     return result;
