@@ -1,5 +1,6 @@
 """libusb hooks on the emulated camera + actuator, read back through the trace recorder."""
 import collections
+import shutil
 
 import pytest
 
@@ -9,9 +10,9 @@ from conftest import (CLOSE_CAMERA, OPEN_CAMERA, PYTHON, ROOT, device_calls, loa
 RED = "#d50000"
 
 
-def capture(device, tmp_path, mode, env=None, frames=None):
+def capture(device, tmp_path, mode, env=None, frames=None, executable=None):
     frames = frames or device.frames
-    argv = [program("usb_capture"), "--frames", str(frames)] + (["--async"] if mode == "async" else [])
+    argv = [executable or program("usb_capture"), "--frames", str(frames)] + (["--async"] if mode == "async" else [])
     trace = tmp_path / ("%s.json" % mode)
     plain = run(argv, shim=False, device=device)
     shimmed = run(argv, env=dict({"NVTXSHIM_TRACE": str(trace)}, **(env or {})), device=device)
@@ -68,6 +69,20 @@ def test_sync_transfers_one_range_per_call_with_names_and_payloads(make_device, 
         if following:
             before_next = [e for e in usb_ranges if e["ts"] < following["ts"]]
             assert max(e["ts"] + e["dur"] for e in before_next) <= end <= following["ts"]
+
+
+@pytest.mark.parametrize("name", ["usb_capture_15c", "usb_capture_16ch", "a_usb_capture_program_named_at_length"])
+def test_the_event_thread_is_named_whatever_the_length_of_the_programs_name(make_device, tmp_path, name):
+    # The kernel keeps 15 characters of a thread's name (TASK_COMM_LEN less its NUL): an event
+    # thread that inherited the process's name shows its first 15 characters, whatever the
+    # length of program_invocation_short_name.
+    executable = tmp_path / name
+    shutil.copy(program("usb_capture"), executable)
+    _, events = capture(make_device(frames=2), tmp_path, "async", executable=str(executable))
+    callbacks = [e for e in ranges(events, "usb") if e["name"].startswith("libusb_transfer_cb_fn")]
+    event_threads = {e["tid"] for e in callbacks}
+    assert len(event_threads) == 1
+    assert "libusb events" in thread_names(events)[event_threads.pop()]
 
 
 def test_async_transfers_span_submission_to_callback_on_the_event_thread(make_device, tmp_path):

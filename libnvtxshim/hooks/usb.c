@@ -514,7 +514,10 @@ EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
 static __thread bool thread_checked __attribute__((tls_model("initial-exec")));
 
 /* A thread that runs libusb events is named "libusb events" in the timeline,
- * unless the program named it (its OS name differs from the process's). */
+ * unless the program named it (its OS name differs from the process's). The
+ * kernel keeps 15 characters of a name (TASK_COMM_LEN less the NUL): a thread
+ * that inherited the name of a program called "harness_physical" is
+ * "harness_physica", so the program's name is cut to 15 to compare. */
 static void name_event_thread(void)
 {
     if (thread_checked)
@@ -522,7 +525,7 @@ static void name_event_thread(void)
     thread_checked = true;
     int saved_errno = errno;
     if (syscall(SYS_gettid) != getpid()) {
-        char thread_name[17] = "", process_name[17] = "";
+        char thread_name[16] = "", process_name[16] = "";
         prctl(PR_GET_NAME, thread_name, 0, 0, 0);
         snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
         if (!strcmp(thread_name, process_name))
