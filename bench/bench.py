@@ -11,7 +11,9 @@ for what each row and column means. Knobs (environment):
   ns per call: median, min and max of all repeats of all processes of a row
   BENCH_HARNESS_RUNS=7   harness runs per configuration (interleaved)
   BENCH_HARNESS_FRAMES=600
-  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts
+  BENCH_CONVERT_RUNS=5   runs of each converter on each export (interleaved)
+  BENCH_CONVERT_CALLS=50000  libusb_submit_transfer calls in the large export (3 ranges each)
+  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts,convert
   BENCH_BASELINE=        another build's libnvtxshim.so: its recording cost is measured in the
                          same run, interleaved with this build's, as the row "baseline build"
   BENCH_TIMEOUT=300      seconds one nsys run may take before it is ended (and retried once)
@@ -92,6 +94,9 @@ class Settings:
         self.n_starts = env_int("BENCH_N_STARTS", 200, 50)
         self.rounds_starts = env_int("BENCH_ROUNDS_STARTS", 9, 3)
         self.harness_frames = env_int("BENCH_HARNESS_FRAMES", 600, 100)
+        self.convert_runs = env_int("BENCH_CONVERT_RUNS", 5, 1)
+        self.convert_calls = env_int("BENCH_CONVERT_CALLS", 50000, 5000)
+        self.ncompass = os.path.join(self.build, "bench", "ncompass", "bin", "python3")
         self.skip = set(filter(None, os.environ.get("BENCH_SKIP", "").split(",")))
         self.timeout = env_int("BENCH_TIMEOUT", 300, 300)
         self.nsys = shutil.which(os.environ.get("NSYS", "nsys"))
@@ -560,6 +565,93 @@ def measure_harness(s, env, results):
         results["harness"][name] = entry
 
 
+# ---- nvtxshim convert against the nCompass converter -----------------------------------
+
+def ncompass_converter(s):
+    """The nCompass SDK's converter (`ncompass` from PyPI, which bench/deps.sh installs in
+    build/bench/ncompass): its Rust binary, nsys-chrome, the one `ncompass convert` runs."""
+    if not os.path.exists(s.ncompass):
+        return None
+    text = subprocess.run([s.ncompass, "-c", "import ncompass, os; print(os.path.dirname(ncompass.__file__))"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True).stdout
+    binary = os.path.join(text.strip(), "bin", "nsys-chrome")
+    return binary if text.strip() and os.access(binary, os.X_OK) else None
+
+
+def trace_counts(path):
+    """(events that are not metadata, NVTX-domain ranges and marks) in a Chrome trace, plain or
+    gzipped, array or object form."""
+    import gzip
+    with open(path, "rb") as f:
+        gzipped = f.read(2) == b"\x1f\x8b"
+    with (gzip.open if gzipped else open)(path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    timed = [e for e in events if e.get("ph") != "M"]
+    return len(timed)
+
+
+def measure_convert(s, env, results):
+    """nvtxshim convert and nCompass's nsys-chrome on the same SQLite exports, interleaved:
+    a 150-frame harness run under nsys -t nvtx,osrt with a 3 ms budget, and a large one
+    (the calls program's asynchronous transfers: three ranges a call)."""
+    if "convert" in s.skip or "nsys" in s.skip or not s.nsys:
+        say("== convert against nCompass: skipped (%s)" % ("BENCH_SKIP" if s.nsys else "no nsys"))
+        return
+    converter = ncompass_converter(s)
+    reports = os.path.join(s.out, "nsys")
+    os.makedirs(reports, exist_ok=True)
+    harness = os.path.join(s.build, "harness_physical")
+    emucam = os.path.join(s.build, "emucam")
+    frames = 150
+    exports = [
+        ("harness", "harness, %d frames, nsys -t nvtx,osrt" % frames, ["-t", "nvtx,osrt"],
+         [emucam, "--"] + append_shim_command(s.shim) +
+         [harness, "--frames", str(frames), "--fps", "0", "--use_gui=0", "--inference=cpu", "--async"],
+         dict(env, NVTXSHIM_FRAME="call:libusb_control_transfer", NVTXSHIM_FRAME_BUDGET="3ms")),
+        ("large", "%d async transfers (3 ranges each), nsys -t nvtx" % s.convert_calls, ["-t", "nvtx"],
+         append_shim_command(s.shim) + calls_command(s, "plain", ["usb_async"], s.convert_calls, 1, 0),
+         env),
+    ]
+    say("== convert: nvtxshim convert and nCompass's nsys-chrome on the same exports, %d runs each, interleaved"
+        % s.convert_runs)
+    out = os.path.join(s.scratch, "convert")
+    os.makedirs(out, exist_ok=True)
+    for name, label, options, program, program_env in exports:
+        report = os.path.join(reports, "convert-" + name)
+        nsys_profile(s, options, report, program, program_env)
+        database = nsys_sqlite(s, report, env)
+        ranges = database.execute("SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)").fetchone()[0]
+        database.close()
+        sqlite_path = report + ".sqlite"
+        # nsys-chrome writes gzipped JSON whatever the name: it is compared with nvtxshim's
+        # .json.gz; nvtxshim's plain .json row shows what the compression costs.
+        help_text = run([s.nvtxshim, "convert", "--help"], env)
+        rows = [("nvtxshim convert -> .json", [s.nvtxshim, "convert", sqlite_path], ".json")]
+        if ".json.gz" in help_text:
+            rows.append(("nvtxshim convert -> .json.gz", [s.nvtxshim, "convert", sqlite_path], ".json.gz"))
+        if converter:
+            rows.append(("nCompass nsys-chrome (gzipped)", [converter, sqlite_path, "-o"], ".json.gz"))
+        entry = {"label": label, "nvtx": ranges, "rows": {}}
+        times = {row: [] for row, _, _ in rows}
+        targets_of = {row: os.path.join(out, "%s-%d%s" % (name, i, suffix)) for i, (row, _, suffix) in enumerate(rows)}
+        for round_number in range(s.convert_runs):
+            turn = round_number % len(rows)
+            for row, command, _ in rows[turn:] + rows[:turn]:
+                if os.path.exists(targets_of[row]):
+                    os.unlink(targets_of[row])
+                started = time.monotonic()
+                run(command + [targets_of[row]], env, what=row)
+                times[row].append(time.monotonic() - started)
+        for row, _, _ in rows:
+            entry["rows"][row] = {"s": summary(times[row]), "bytes": os.path.getsize(targets_of[row]),
+                                  "events": trace_counts(targets_of[row])}
+        results["convert"][name] = entry
+    if not converter:
+        results["convert"]["missing"] = "nCompass not installed (bench/deps.sh: python3 -m venv, pip install ncompass)"
+    shutil.rmtree(out, ignore_errors=True)
+
+
 # ---- the table ------------------------------------------------------------------------------
 
 def verdict(ok, excess, unit):
@@ -735,6 +827,25 @@ def table(results, s):
                                     % (ratio["median"] * 100, ratio["min"] * 100, ratio["max"] * 100,
                                        entry["best_ratio"] * 100)))
         w("")
+    if results["convert"]:
+        w("nvtxshim convert against the nCompass SDK's converter (nsys-chrome, from `pip install ncompass`),")
+        w("the same SQLite export in, seconds per conversion, median [min-max] of %d interleaved runs;" % s.convert_runs)
+        w("events: the output's events other than metadata (\"ph\":\"M\"); an async pair counts two. nCompass leaves")
+        w("NVTX start/end ranges out (in the large export, every submission's range)")
+        if results["convert"].get("missing"):
+            w("  " + results["convert"]["missing"])
+        for name, entry in results["convert"].items():
+            if name == "missing":
+                continue
+            w("  %s: %d NVTX ranges and marks in the export" % (entry["label"], entry["nvtx"]))
+            ncompass_row = next((v for k, v in entry["rows"].items() if k.startswith("nCompass")), None)
+            for row, figures in entry["rows"].items():
+                stat = figures["s"]
+                w("    %-32s %7.3f s [%.3f-%.3f] %11d bytes %9d events%s" % (
+                    row, stat["median"], stat["min"], stat["max"], figures["bytes"], figures["events"],
+                    "   nCompass takes %.1fx as long" % (ncompass_row["s"]["median"] / stat["median"])
+                    if ncompass_row and row.startswith("nvtxshim") else ""))
+        w("")
     if results["starts"]:
         w("start-up of /bin/true (a process that uses no hooked library): us per start, median [min-max] of %d"
           % s.rounds_starts)
@@ -797,7 +908,7 @@ def main():
                  "cpu": "%s, %d CPUs, load %.1f" % (cpu, os.cpu_count(), os.getloadavg()[0]),
                  "nsys": s.nsys, "quick": s.quick},
         "settings": {k: v for k, v in vars(s).items() if isinstance(v, (int, str, bool))},
-        "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {},
+        "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {}, "convert": {},
         "checks": [],
     }
     started = time.monotonic()
@@ -806,6 +917,7 @@ def main():
     measure_tools(s, env, results)
     measure_harness(s, env, results)
     measure_starts(s, env, results)
+    measure_convert(s, env, results)
     results["meta"]["seconds"] = round(time.monotonic() - started, 1)
 
     text = table(results, s)

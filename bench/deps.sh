@@ -2,9 +2,24 @@
 # What `make bench` needs beyond scripts/deps.sh: the tracers it compares the
 # shim with. apt, only when missing, idempotent; one line when all is there.
 # A tracer the distribution lacks is not fatal: its row says "not installed".
+# With a directory (make bench passes build/bench): the nCompass SDK, the converter
+# `nvtxshim convert` is compared with, in a virtual environment there, from PyPI.
 set -euo pipefail
 
-packages=(ltrace uftrace bpftrace valgrind)
+packages=(ltrace uftrace bpftrace valgrind python3-venv)
+NCOMPASS_VERSION=0.1.15
+
+# ncompass DIR: `pip install ncompass` in DIR/ncompass, once. Not fatal either.
+ncompass() {
+  local venv=$1/ncompass
+  if [ -x "$venv/bin/python3" ] && "$venv/bin/python3" -c "import ncompass" 2>/dev/null; then
+    return 0
+  fi
+  echo "bench deps: installing ncompass $NCOMPASS_VERSION from PyPI in $venv"
+  { /usr/bin/python3 -m venv "$venv" && "$venv/bin/python3" -m pip install -q "ncompass==$NCOMPASS_VERSION"; } \
+    || { echo "bench deps: could not install ncompass: the convert comparison will say so" >&2; rm -rf "$venv"; }
+}
+trap '[ -n "${1:-}" ] && ncompass "$1"' EXIT
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 missing=()

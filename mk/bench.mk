@@ -52,6 +52,6 @@ bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub
 
 # deps first, then a fresh make (as for test): deps may change what is found.
 bench: deps
-	$(Q)bench/deps.sh
+	$(Q)bench/deps.sh $(BENCH_BUILD)
 	$(Q)$(MAKE) --no-print-directory bench-programs
 	$(Q)$(PYTHON) bench/bench.py --build $(BUILD)
