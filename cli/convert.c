@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "commands.h"
 #include "events.h"
 #include "trace_json.h"
@@ -19,7 +21,7 @@ static const char manual[] =
     "\n"
     "SYNOPSIS\n"
     "    nvtxshim convert IN.sqlite OUT.json\n"
-    "    nvtxshim convert IN.nsys-rep OUT.json\n"
+    "    nvtxshim convert IN.nsys-rep OUT.json.gz\n"
     "    nvtxshim convert --help\n"
     "\n"
     "DESCRIPTION\n"
@@ -72,7 +74,8 @@ static const char manual[] =
     "    categories that are not NVTX out.\n"
     "\n"
     "OPTIONS\n"
-    "    OUT.json may be - for stdout.\n"
+    "    OUT.json may be - for stdout. An OUT whose name ends .gz is written\n"
+    "    gzipped; nvtxshim report and Perfetto read it as it is.\n"
     "\n"
     "    --help, -h\n"
     "        Print this page and exit.\n"
@@ -86,7 +89,7 @@ static const char manual[] =
     "EXAMPLES\n"
     "    nsys export --type sqlite -o report.sqlite report.nsys-rep\n"
     "    nvtxshim convert report.sqlite report.json\n"
-    "    nvtxshim convert build/demo/report.nsys-rep demo.json\n"
+    "    nvtxshim convert build/demo/report.nsys-rep demo.json.gz\n"
     "    nvtxshim convert report.sqlite - | python3 -m json.tool | less\n";
 
 /* ---- output ------------------------------------------------------------------ */
@@ -417,6 +420,54 @@ static int usage_error(const char *format, const char *what)
     return 2;
 }
 
+/* ---- gzip: OUT.gz through stdio, so that the writer is the same ---------------- */
+
+static ssize_t gzip_write(void *cookie, const char *bytes, size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        unsigned piece = size - done > (1u << 30) ? 1u << 30 : (unsigned)(size - done);
+        int written = gzwrite(cookie, bytes + done, piece);
+        if (written <= 0)
+            break;
+        done += (size_t)written;
+    }
+    return (ssize_t)done;            /* short: stdio sets the stream's error */
+}
+
+static int gzip_close(void *cookie)
+{
+    int status = gzclose(cookie);
+    if (status == Z_OK)
+        return 0;
+    if (status != Z_ERRNO)
+        errno = status == Z_MEM_ERROR ? ENOMEM : EIO;
+    return EOF;
+}
+
+/* PATH opened for writing, gzipped when its name ends .gz; NULL with errno. */
+static FILE *open_output(const char *path)
+{
+    size_t length = strlen(path);
+    if (length < 3 || strcmp(path + length - 3, ".gz") != 0)
+        return fopen(path, "w");
+    errno = 0;
+    gzFile file = gzopen(path, "wb");
+    if (!file) {
+        errno = errno ? errno : ENOMEM;
+        return NULL;
+    }
+    gzbuffer(file, 1 << 18);
+    FILE *out = fopencookie(file, "w", (cookie_io_functions_t){.write = gzip_write, .close = gzip_close});
+    if (!out) {
+        int error = errno;
+        gzclose(file);
+        unlink(path);
+        errno = error;
+    }
+    return out;
+}
+
 int nvs_cli_convert(int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL};
@@ -468,7 +519,7 @@ int nvs_cli_convert(int argc, char **argv)
     }
 
     bool to_stdout = strcmp(output, "-") == 0;
-    struct writer writer = {.out = to_stdout ? stdout : fopen(output, "w")};
+    struct writer writer = {.out = to_stdout ? stdout : open_output(output)};
     if (!writer.out) {
         fprintf(stderr, "nvtxshim: convert: cannot write %s: %s\n", output, strerror(errno));
         nvs_events_free(&events);
@@ -488,6 +539,7 @@ int nvs_cli_convert(int argc, char **argv)
         error = ENOMEM;
     else if (ferror(writer.out))
         error = errno ? errno : EIO;
+    errno = 0;
     if (to_stdout ? fflush(stdout) != 0 : fclose(writer.out) != 0)
         error = error ? error : (errno ? errno : EIO);
     free(writer.quoted);
