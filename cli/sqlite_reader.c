@@ -745,6 +745,28 @@ static void say_left_out(struct database *database)
     free(line.bytes);
 }
 
+/* Whether the database has any table that nsys export writes (every export
+ * has StringIds and TARGET_INFO_* tables; hand-made ones in the tests at
+ * least NVTX_EVENTS): another program's database is refused with one line,
+ * rather than read as an export with every table missing. */
+static bool is_nsys_export(struct database *database)
+{
+    sqlite3_stmt *statement = prepare(database,
+        "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND (name IN ('NVTX_EVENTS', "
+        "'OSRT_API', 'SCHED_EVENTS', 'StringIds', 'ThreadNames', 'PROCESSES', 'COMPOSITE_EVENTS', "
+        "'EXPORT_META_DATA', 'ANALYSIS_DETAILS', 'PROFILER_OVERHEAD') OR name LIKE 'CUPTI\\_%' ESCAPE '\\' "
+        "OR name LIKE 'TARGET\\_INFO\\_%' ESCAPE '\\') LIMIT 1");
+    if (!statement)
+        return false;
+    bool found = sqlite3_step(statement) == SQLITE_ROW;
+    sqlite3_finalize(statement);
+    if (!found)
+        nvs_events_say(database->options, "%s is not an nsys export (an SQLite database with none of the "
+                       "tables nsys export writes: NVTX_EVENTS, OSRT_API, CUPTI_*, SCHED_EVENTS, StringIds, "
+                       "TARGET_INFO_*, ...)", database->path);
+    return found;
+}
+
 int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
     struct database database = {.path = path, .options = options, .events = events};
@@ -763,7 +785,9 @@ int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nv
         return -1;
     }
     sqlite3_finalize(check);
-    int status = load_strings(&database);
+    int status = is_nsys_export(&database) ? 0 : -1;
+    if (status == 0)
+        status = load_strings(&database);
     if (status == 0)
         status = load_nvtx(&database);
     if (status == 0 && options->what == NVS_LOAD_EVERYTHING) {
