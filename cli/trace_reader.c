@@ -12,7 +12,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-
 #include "trace_json.h"
 
 /* The kernel probe's figures (schema.h) in a range's args, each there or
@@ -44,9 +43,20 @@ struct async_halves {
     uint64_t next_order;
 };
 
+/* The categories that are not NVTX (events.h), and the kind of each. */
+static const char *const category_names[] = {
+    NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
+    NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
+};
+static const enum nvs_event_kind category_kinds[] = {
+    NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
+    NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
+};
+#define CATEGORIES (sizeof category_names / sizeof category_names[0])
+
 struct trace_reader {
     struct nvs_events *events;
-    const char *categories[4];       /* the non-NVTX categories, interned */
+    const char *categories[CATEGORIES]; /* the non-NVTX categories, interned */
     /* Each thread writes its own part of a trace file, so an end may come
      * before its begin in the file: either half waits for the other. */
     struct async_halves begins, ends;
@@ -194,15 +204,13 @@ static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs
 static int add_range(struct trace_reader *reader, const struct nvs_event *range,
                      const struct nvs_kernel_figures *figures)
 {
-    static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
-                                                NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
     struct nvs_event *event = add_event(reader, range);
     if (!event)
         return 1;
     event->kind = NVS_EVENT_RANGE;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < CATEGORIES; i++)
         if (event->domain == reader->categories[i])
-            event->kind = kinds[i];
+            event->kind = category_kinds[i];
     unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
     if ((figures->present & needed) != needed)
         return 0;
@@ -435,10 +443,8 @@ static int read_gzip_trace(const char *path, nvs_trace_event_fn callback, void *
 int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
     struct trace_reader reader = {.events = events};
-    static const char *const categories[] = {NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL,
-                                             NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET};
-    for (size_t i = 0; i < 4; i++)
-        if (!(reader.categories[i] = nvs_events_intern_string(events, categories[i]))) {
+    for (size_t i = 0; i < CATEGORIES; i++)
+        if (!(reader.categories[i] = nvs_events_intern_string(events, category_names[i]))) {
             nvs_events_say(options, "out of memory");
             return -1;
         }

@@ -717,9 +717,9 @@ def test_convert_writes_a_range_that_crosses_another_on_its_thread_as_an_async_p
         ("e", "ioctl", 6.0, 600), ("X", "read", 6.0, 600), ("e", "crossing", 8.0, 600)]
     assert {e["cat"] for e in events if e["name"] in ("ioctl", "read")} == {"osrt"}
     assert result.stderr.splitlines()[-1] == (
-        "nvtxshim: convert: wrote %s: 5 NVTX ranges, 0 marks, 2 OS runtime calls, 0 GPU kernels, "
-        "0 GPU copies, 0 memsets, 0 thread names; 2 of the ranges as async pairs "
-        '("ph":"b"/"e")' % out)
+        "nvtxshim: convert: wrote %s: 5 NVTX ranges, 0 marks, 2 OS runtime calls, 0 CUDA API calls, "
+        "0 GPU kernels, 0 GPU copies, 0 memsets, 0 NVTX projections, 0 launch arrows, 0 thread states, "
+        '0 thread names; 2 of the ranges as async pairs ("ph":"b"/"e")' % out)
     # report reads the pairs back: the same ranges, the OS runtime call still not NVTX
     from_json = nvtxshim("report", out)
     assert from_json.returncode == 0 and from_json.stderr == ""
