@@ -52,21 +52,7 @@ def convert(database, out):
     every async begin ended - and are in time order."""
     result = nvtxshim("convert", database, out)
     assert result.returncode == 0, result.stderr
-    text = out.read_text(encoding="utf-8")
-    events = json.loads(text)
-    assert events == traceformat.parse_trace_text(text)
-    lines = text.split("\n")
-    assert lines[0] == "[" and lines[-2:] == ["]", ""]
-    assert all(line.endswith("},") for line in lines[1:-3]) and lines[-3].endswith("} ")
-    traceformat.check_nesting(events, "%s: " % out)
-    joined, unended = traceformat.join_async(events)
-    assert unended == []
-    ids = [(e["pid"], e["cat"], e["id"]) for e in events if e["ph"] == "b"]
-    assert len(ids) == len(set(ids))
-    timed = [e["ts"] for e in events if e["ph"] != "M"]
-    assert timed == sorted(timed)
-    assert all(e["ph"] == "M" for e in events[:len(events) - len(timed)])
-    return result, events
+    return result, traceformat.check_converted(out.read_text(encoding="utf-8"), out)
 
 
 def harness():
