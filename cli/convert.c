@@ -687,7 +687,8 @@ static bool keep_kinds(struct nvs_events *events, const struct filter *filter, c
     struct nvs_event *kept = malloc(room * sizeof *kept);
     if (!kept)
         return false;
-    memcpy(kept, first, count * sizeof *kept);
+    if (count)                       /* FIRST is NULL when there are none */
+        memcpy(kept, first, count * sizeof *kept);
     size_t total = count;
     for (size_t i = 0; i < events->count; i++)
         if (keeps_kind(filter, events->events[i].kind))

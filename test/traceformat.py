@@ -105,7 +105,8 @@ def join_async(events):
 
 def check_converted(text, where=""):
     """The events of a file nvtxshim convert wrote, TEXT, after checking the rules it
-    keeps: strict JSON, one event a line (the last one's comma a space, then `]`),
+    keeps: strict JSON, one event a line (the last one's comma a space, then `]`; an
+    empty array is `[` and `]` alone),
     complete events nested on each row, every async begin ended, each async id used by
     one pair in its process and category, the names first and then every event in time
     order, and the launch arrows (flow events v1) each one "s" and one "f" with
@@ -114,7 +115,8 @@ def check_converted(text, where=""):
     assert events == parse_trace_text(text)
     lines = text.split("\n")
     assert lines[0] == "[" and lines[-2:] == ["]", ""]
-    assert all(line.endswith("},") for line in lines[1:-3]) and lines[-3].endswith("} ")
+    assert (lines == ["[", "]", ""] if not events else
+            all(line.endswith("},") for line in lines[1:-3]) and lines[-3].endswith("} "))
     check_nesting(events, "%s: " % where)
     _, unended = join_async(events)
     assert unended == []
