@@ -9,8 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "commands.h"
 #include "events.h"
+#include "launches.h"
 #include "trace_json.h"
 
 static const char manual[] =
@@ -18,8 +21,8 @@ static const char manual[] =
     "    nvtxshim convert - an nsys export as a trace for Perfetto or chrome://tracing\n"
     "\n"
     "SYNOPSIS\n"
-    "    nvtxshim convert IN.sqlite OUT.json\n"
-    "    nvtxshim convert IN.nsys-rep OUT.json\n"
+    "    nvtxshim convert [--only KINDS] [--nvtx-prefix P[,P...]] IN.sqlite OUT.json\n"
+    "    nvtxshim convert [OPTIONS] IN.nsys-rep OUT.json.gz\n"
     "    nvtxshim convert --help\n"
     "\n"
     "DESCRIPTION\n"
@@ -36,9 +39,9 @@ static const char manual[] =
     "    (\"ph\":\"b\" at its start, \"ph\":\"e\" at its end, joined by pid, cat\n"
     "    and an id unique in the file) where it may end on another thread or\n"
     "    overlap others: NVTX start/end ranges, and any range (NVTX, OS runtime\n"
-    "    call or GPU work) that starts inside a complete event of its thread\n"
-    "    and ends after it. So complete events nest on each thread, as viewers\n"
-    "    need them to.\n"
+    "    call, CUDA API call, GPU work, projection or thread state) that starts\n"
+    "    inside a complete event of its row and ends after it. So complete\n"
+    "    events nest on each row, as viewers need them to.\n"
     "\n"
     "    What goes in, from each table of the export that is there:\n"
     "\n"
@@ -51,28 +54,86 @@ static const char manual[] =
     "                    closed are left out.\n"
     "    OSRT_API        OS runtime calls (-t osrt), category osrt, args\n"
     "                    return.\n"
+    "    CUPTI_ACTIVITY_KIND_RUNTIME\n"
+    "                    CUDA API calls (-t cuda: the runtime's and the\n"
+    "                    driver's), category \"cuda api\", on the calling thread,\n"
+    "                    named without the version nsys appends\n"
+    "                    (cudaLaunchKernel_v7000 is cudaLaunchKernel; _ptsz and\n"
+    "                    _ptds are dropped too), args correlation (CUPTI's\n"
+    "                    correlation id), return and class (CUDA runtime or\n"
+    "                    CUDA driver).\n"
     "    CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET\n"
     "                    GPU work (-t cuda), categories \"cuda kernel\",\n"
     "                    \"cuda memcpy\", \"cuda memset\", in the process that\n"
     "                    issued it, on one row per device and stream (named\n"
-    "                    \"CUDA stream S (device D)\").\n"
+    "                    \"CUDA stream S (device D)\"), args device, stream,\n"
+    "                    correlation.\n"
+    "    SCHED_EVENTS    thread states (--cpuctxsw=process-tree), category\n"
+    "                    \"thread state\", on a row of each thread's own beside\n"
+    "                    it (tid 0x40000000 + the thread's, named \"NAME\n"
+    "                    (state)\"): \"Running\" from a switch onto a CPU to the\n"
+    "                    thread's next switch off it (args cpu), and time off\n"
+    "                    the CPU from a switch off to the next switch on:\n"
+    "                    \"Off CPU\", or \"Off CPU (STATE)\" with args state and\n"
+    "                    block where the export says why (columns threadState\n"
+    "                    and threadBlock of newer nsys; 2022.4 has neither).\n"
     "    ThreadNames, PROCESSES\n"
     "                    thread and process names (\"ph\":\"M\"), for the\n"
     "                    processes that have events.\n"
+    "\n"
+    "    And made from those:\n"
+    "\n"
+    "    launch arrows   a flow from each CUDA API call to each piece of GPU\n"
+    "                    work it launched (same process, same correlation id),\n"
+    "                    as flow events v1, name \"launch\", category\n"
+    "                    \"cuda flow\", an id each, unique in the file: \"ph\":\"s\"\n"
+    "                    at the call's start on its thread, and \"ph\":\"f\" with\n"
+    "                    \"bp\":\"e\" at the work's start on its GPU row. Perfetto\n"
+    "                    binds each to the innermost slice open on its row at\n"
+    "                    that time, once every complete event that starts then\n"
+    "                    has begun: the call and the work. A flow event cannot\n"
+    "                    bind to an async pair, so a call or piece of work\n"
+    "                    written as one gets no arrow (counted on stderr).\n"
+    "    NVTX projections\n"
+    "                    each NVTX range projected onto the GPU, as nsys's NVTX\n"
+    "                    GPU projection: a piece of GPU work belongs to a range\n"
+    "                    when the API call that launched it lies inside the\n"
+    "                    range, on its thread (push/pop ranges, and start/end\n"
+    "                    ranges that end on the thread that started them). Per\n"
+    "                    range and GPU row with work of it, a range of category\n"
+    "                    \"nvtx projection\" on that row, named as the NVTX\n"
+    "                    range, from its first piece of work's start to its\n"
+    "                    last one's end, args domain and \"gpu ops\" (how many).\n"
     "\n"
     "    The export's schema is read, not assumed: tables and columns differ\n"
     "    between nsys versions. For each table or column that is not there,\n"
     "    one line on stderr says what was skipped, for example\n"
     "        nvtxshim: convert: no OSRT_API table: OS runtime calls skipped ...\n"
     "    and one line lists the tables with rows that are not converted (CPU\n"
-    "    samples, backtraces, the profiler's overhead, ...). The last line says\n"
-    "    what was written.\n"
+    "    samples, backtraces, the profiler's overhead, ...). An SQLite\n"
+    "    database with none of the tables nsys export writes is refused. The\n"
+    "    last line says what was written: the events of each kind, the launch\n"
+    "    arrows, the thread names and how many ranges are async pairs.\n"
     "\n"
     "    nvtxshim report reads the result as it reads a trace file, leaving the\n"
     "    categories that are not NVTX out.\n"
     "\n"
     "OPTIONS\n"
-    "    OUT.json may be - for stdout.\n"
+    "    OUT.json may be - for stdout. An OUT whose name ends .gz is written\n"
+    "    gzipped; nvtxshim report and Perfetto read it as it is.\n"
+    "\n"
+    "    --only KINDS\n"
+    "        Writes the events of these kinds only, a comma list of the names\n"
+    "        nCompass's converter uses: nvtx (NVTX ranges and marks),\n"
+    "        nvtx-kernel (the NVTX projections), cuda-api (CUDA API calls),\n"
+    "        kernel (GPU kernels, copies and memsets), osrt (OS runtime calls),\n"
+    "        sched (thread states). The launch arrows go in when cuda-api and\n"
+    "        kernel both do. Given twice, the lists add up. Default: all.\n"
+    "\n"
+    "    --nvtx-prefix P[,P...]\n"
+    "        Keeps only the NVTX ranges and marks whose name starts with one of\n"
+    "        these prefixes; only those ranges are projected onto the GPU.\n"
+    "        Given twice, the lists add up.\n"
     "\n"
     "    --help, -h\n"
     "        Print this page and exit.\n"
@@ -81,12 +142,13 @@ static const char manual[] =
     "    0   OUT.json was written (even when some tables were missing).\n"
     "    1   IN could not be read or is not an nsys export, nsys export failed,\n"
     "        or OUT could not be written (one line on stderr says why).\n"
-    "    2   a usage error.\n"
+    "    2   a usage error (an unknown --only kind among them).\n"
     "\n"
     "EXAMPLES\n"
     "    nsys export --type sqlite -o report.sqlite report.nsys-rep\n"
     "    nvtxshim convert report.sqlite report.json\n"
-    "    nvtxshim convert build/demo/report.nsys-rep demo.json\n"
+    "    nvtxshim convert build/demo/report.nsys-rep demo.json.gz\n"
+    "    nvtxshim convert --only nvtx,nvtx-kernel --nvtx-prefix frame report.sqlite frames.json\n"
     "    nvtxshim convert report.sqlite - | python3 -m json.tool | less\n";
 
 /* ---- output ------------------------------------------------------------------ */
@@ -257,12 +319,101 @@ static void put_ends_until(struct writer *writer, struct pending_ends *ends, int
     }
 }
 
+/* ---- launch arrows ------------------------------------------------------------ */
+
+/* A launch drawn as a flow: from EVENTS[call]'s start on its thread to
+ * EVENTS[work]'s start on its GPU row, joined by ID. */
+struct arrow {
+    size_t call, work;
+    uint64_t id;
+};
+
+struct arrows {
+    struct arrow *items;             /* by the work's place in the events */
+    size_t *by_call;                 /* indices into items, by the call's place */
+    size_t count;
+    size_t left_out;                 /* launches without an arrow */
+};
+
+/* Launch arrows as flow events v1, the form the Trace Event Format describes
+ * (chrome://tracing reads it, Perfetto too): "s" at the call's start on its
+ * thread, "f" with "bp":"e" at the work's start on its GPU row. Perfetto's
+ * JSON importer (json_trace_parser.cc, flow_tracker.cc) binds an "s" to the
+ * innermost slice open on its thread's track when it reads the "s", and an
+ * "f" with "bp":"e" the same way on its own track; an "f" without "bp" would
+ * wait for the next slice to begin there (the next kernel, not this one).
+ * Its sorter reads the events of one time complete events first, longest
+ * first, then the rest in file order: by the time it reads a flow event, the
+ * call's (the work's) slice has begun and is the innermost one open, unless a
+ * shorter slice starts at the same nanosecond on that row. A v1 flow event
+ * binds only on its thread's own track, never to an async pair (b/e), which
+ * has a track of its own: a call or piece of work written as one gets no
+ * arrow, nor does work that starts before its call (an "f" read before its
+ * "s" finds no flow to end). Perfetto's v2 form (bind_id with flow_out and
+ * flow_in on the slices themselves) would bind async pairs too; v1 is kept
+ * as the form the format describes. Each "s" and "f" is written right after
+ * its slice, so that readers that take the events of one time in file order
+ * bind them alike. */
+static void put_flow(struct writer *writer, const struct nvs_event *event, bool finish, uint64_t id)
+{
+    begin_item(writer);
+    fprintf(writer->out, "{\"name\":\"launch\",\"cat\":\"cuda flow\",\"ph\":\"%s\",\"id\":%" PRIu64
+            ",\"ts\":", finish ? "f\",\"bp\":\"e" : "s", id);
+    put_microseconds(writer, event->start);
+    fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 "}", event->pid, event->tid);
+}
+
+static int compare_by_call(const void *a, const void *b, void *context)
+{
+    const struct arrow *items = context;
+    const struct arrow *x = &items[*(const size_t *)a], *y = &items[*(const size_t *)b];
+    if (x->call != y->call)
+        return (x->call > y->call) - (x->call < y->call);
+    return (x->work > y->work) - (x->work < y->work);
+}
+
+/* The launches in EVENTS (sorted, their crossing ranges made async) that
+ * can be drawn, with ids from FIRST_ID on in the order their "s" events are
+ * written. False when out of memory. */
+static bool find_arrows(const struct nvs_events *events, uint64_t first_id, struct arrows *arrows)
+{
+    struct nvs_launch *launches;
+    size_t count;
+    memset(arrows, 0, sizeof *arrows);
+    if (nvs_launches_find(events, &launches, &count) != 0)
+        return false;
+    arrows->items = malloc((count + 1) * sizeof *arrows->items);
+    arrows->by_call = malloc((count + 1) * sizeof *arrows->by_call);
+    if (!arrows->items || !arrows->by_call) {
+        free(launches);
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const struct nvs_event *call = &events->events[launches[i].call];
+        const struct nvs_event *work = &events->events[launches[i].work];
+        if (call->async || work->async || launches[i].work < launches[i].call) {
+            arrows->left_out++;
+            continue;
+        }
+        arrows->by_call[arrows->count] = arrows->count;
+        arrows->items[arrows->count++] = (struct arrow){launches[i].call, launches[i].work, 0};
+    }
+    free(launches);
+    qsort_r(arrows->by_call, arrows->count, sizeof *arrows->by_call, compare_by_call, arrows->items);
+    for (size_t i = 0; i < arrows->count; i++)
+        arrows->items[arrows->by_call[i]].id = first_id + i;
+    return true;
+}
+
 /* The events (sorted by start), each async pair's end among them at its time,
- * so that the file is in time order; COUNTS per kind. Returns the pairs. */
-static size_t put_events(struct writer *writer, const struct nvs_events *events, size_t *counts)
+ * so that the file is in time order, and the ARROWS' flow events after
+ * their slices; COUNTS per kind. */
+static void put_events(struct writer *writer, const struct nvs_events *events, const struct arrows *arrows,
+                         size_t *counts)
 {
     struct pending_ends ends = {0};
     uint64_t next_id = 1;
+    size_t next_call = 0, next_work = 0;
     for (size_t i = 0; i < events->count && !writer->failed; i++) {
         const struct nvs_event *event = &events->events[i];
         put_ends_until(writer, &ends, event->start);
@@ -277,10 +428,13 @@ static size_t put_events(struct writer *writer, const struct nvs_events *events,
                 writer->failed = true;
             next_id++;
         }
+        for (; next_call < arrows->count && arrows->items[arrows->by_call[next_call]].call == i; next_call++)
+            put_flow(writer, event, false, arrows->items[arrows->by_call[next_call]].id);
+        for (; next_work < arrows->count && arrows->items[next_work].work == i; next_work++)
+            put_flow(writer, event, true, arrows->items[next_work].id);
     }
     put_ends_until(writer, &ends, INT64_MAX);
     free(ends.items);
-    return (size_t)(next_id - 1);
 }
 
 /* ---- complete events nest on each thread ----------------------------------- */
@@ -409,6 +563,30 @@ static size_t put_names(struct writer *writer, struct nvs_events *events)
     return threads;
 }
 
+/* ---- what is kept: --only and --nvtx-prefix ------------------------------------ */
+
+/* --only's names, nCompass's converter's, and the kinds each keeps. */
+static const struct {
+    const char *name;
+    enum nvs_event_kind kinds[3];
+    size_t count;
+} only_names[] = {
+    {"nvtx", {NVS_EVENT_RANGE, NVS_EVENT_MARK}, 2},
+    {"nvtx-kernel", {NVS_EVENT_PROJECTION}, 1},
+    {"cuda-api", {NVS_EVENT_CUDA_API}, 1},
+    {"kernel", {NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET}, 3},
+    {"osrt", {NVS_EVENT_OS_CALL}, 1},
+    {"sched", {NVS_EVENT_THREAD_STATE}, 1},
+};
+#define ONLY_NAMES (sizeof only_names / sizeof only_names[0])
+
+struct filter {
+    bool only;                       /* --only given: KEEP says what is kept */
+    bool keep[NVS_EVENT_KINDS];
+    char **prefixes;                 /* --nvtx-prefix's, each a copy */
+    size_t prefix_count;
+};
+
 static int usage_error(const char *format, const char *what)
 {
     fputs("nvtxshim: convert: ", stderr);
@@ -417,32 +595,198 @@ static int usage_error(const char *format, const char *what)
     return 2;
 }
 
-int nvs_cli_convert(int argc, char **argv)
+/* VALUE's comma list, each item LENGTH bytes at ITEM, given to ADD; the
+ * first usage error's status, or 0. */
+static int each_item(const char *option, const char *value, struct filter *filter,
+                     int (*add)(struct filter *, const char *item, size_t length))
 {
-    const char *paths[2] = {NULL, NULL};
-    int given = 0;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(manual, stdout);
+    if (!value)
+        return usage_error("%s needs a value", option);
+    for (const char *item = value;; item++) {
+        size_t length = strcspn(item, ",");
+        if (!length) {
+            char message[160];
+            snprintf(message, sizeof message, "%s: an empty item in '%.100s'", option, value);
+            return usage_error("%s", message);
+        }
+        int status = add(filter, item, length);
+        if (status)
+            return status;
+        item += length;
+        if (!*item)
+            return 0;
+    }
+}
+
+static int add_only(struct filter *filter, const char *item, size_t length)
+{
+    for (size_t i = 0; i < ONLY_NAMES; i++)
+        if (strlen(only_names[i].name) == length && memcmp(only_names[i].name, item, length) == 0) {
+            for (size_t k = 0; k < only_names[i].count; k++)
+                filter->keep[only_names[i].kinds[k]] = true;
+            filter->only = true;
             return 0;
         }
-    bool options_end = false;
-    for (int i = 1; i < argc; i++) {
-        const char *argument = argv[i];
-        if (!options_end && strcmp(argument, "--") == 0) {
-            options_end = true;
-        } else if (!options_end && argument[0] == '-' && argument[1]) {
-            return usage_error("unknown option %s", argument);
-        } else if (given < 2) {
-            paths[given++] = argument;
-        } else {
-            return usage_error("one input and one output: '%s' is one too many", argument);
-        }
-    }
-    if (given < 2)
-        return usage_error("%swhich files? nvtxshim convert IN.sqlite OUT.json", "");
-    const char *input = paths[0], *output = paths[1];
+    char message[256];
+    int written = snprintf(message, sizeof message, "--only: unknown kind '%.*s': the kinds are",
+                           (int)(length > 64 ? 64 : length), item);
+    for (size_t i = 0; i < ONLY_NAMES && written > 0 && (size_t)written < sizeof message; i++)
+        written += snprintf(message + written, sizeof message - (size_t)written, "%s %s",
+                            i ? "," : "", only_names[i].name);
+    return usage_error("%s", message);
+}
 
+static int add_prefix(struct filter *filter, const char *item, size_t length)
+{
+    char **grown = realloc(filter->prefixes, (filter->prefix_count + 1) * sizeof *grown);
+    char *copy = grown ? strndup(item, length) : NULL;
+    if (grown)
+        filter->prefixes = grown;
+    if (!copy) {
+        fputs("nvtxshim: convert: out of memory\n", stderr);
+        return 1;
+    }
+    filter->prefixes[filter->prefix_count++] = copy;
+    return 0;
+}
+
+static void filter_free(struct filter *filter)
+{
+    for (size_t i = 0; i < filter->prefix_count; i++)
+        free(filter->prefixes[i]);
+    free(filter->prefixes);
+}
+
+static bool keeps_kind(const struct filter *filter, enum nvs_event_kind kind)
+{
+    return !filter->only || filter->keep[kind];
+}
+
+/* Whether --nvtx-prefix keeps EVENT: any event not NVTX, and NVTX ranges and
+ * marks whose name starts with a prefix. */
+static bool keeps_name(const struct filter *filter, const struct nvs_event *event)
+{
+    if (!filter->prefix_count || (event->kind != NVS_EVENT_RANGE && event->kind != NVS_EVENT_MARK))
+        return true;
+    for (size_t i = 0; i < filter->prefix_count; i++)
+        if (strncmp(event->name, filter->prefixes[i], strlen(filter->prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+/* The events of the kinds kept, after FIRST (COUNT of them: the projections).
+ * Of a projection and its first piece of work, which start together, the
+ * projection holds the work: first in the array, it stays first when the
+ * events are sorted by start (the sort keeps the order of those that start
+ * together), as viewers read slices that start together and last as long.
+ * False when out of memory. */
+static bool keep_kinds(struct nvs_events *events, const struct filter *filter, const struct nvs_event *first,
+                       size_t count)
+{
+    size_t room = count + events->count + 1;
+    struct nvs_event *kept = malloc(room * sizeof *kept);
+    if (!kept)
+        return false;
+    if (count)                       /* FIRST is NULL when there are none */
+        memcpy(kept, first, count * sizeof *kept);
+    size_t total = count;
+    for (size_t i = 0; i < events->count; i++)
+        if (keeps_kind(filter, events->events[i].kind))
+            kept[total++] = events->events[i];
+    free(events->events);
+    events->events = kept;
+    events->count = total;
+    events->capacity = room;
+    return true;
+}
+
+/* ---- gzip: OUT.gz through stdio, so that the writer is the same ---------------- */
+
+static ssize_t gzip_write(void *cookie, const char *bytes, size_t size)
+{
+    size_t done = 0;
+    while (done < size) {
+        unsigned piece = size - done > (1u << 30) ? 1u << 30 : (unsigned)(size - done);
+        int written = gzwrite(cookie, bytes + done, piece);
+        if (written <= 0)
+            break;
+        done += (size_t)written;
+    }
+    return (ssize_t)done;            /* short: stdio sets the stream's error */
+}
+
+static int gzip_close(void *cookie)
+{
+    int status = gzclose(cookie);
+    if (status == Z_OK)
+        return 0;
+    if (status != Z_ERRNO)
+        errno = status == Z_MEM_ERROR ? ENOMEM : EIO;
+    return EOF;
+}
+
+/* PATH opened for writing, gzipped when its name ends .gz; NULL with errno. */
+static FILE *open_output(const char *path)
+{
+    size_t length = strlen(path);
+    if (length < 3 || strcmp(path + length - 3, ".gz") != 0)
+        return fopen(path, "w");
+    errno = 0;
+    gzFile file = gzopen(path, "wb");
+    if (!file) {
+        errno = errno ? errno : ENOMEM;
+        return NULL;
+    }
+    gzbuffer(file, 1 << 18);
+    FILE *out = fopencookie(file, "w", (cookie_io_functions_t){.write = gzip_write, .close = gzip_close});
+    if (!out) {
+        int error = errno;
+        gzclose(file);
+        unlink(path);
+        errno = error;
+    }
+    return out;
+}
+
+/* Out of memory: said, and 1. */
+static int out_of_memory(void)
+{
+    fputs("nvtxshim: convert: out of memory\n", stderr);
+    return 1;
+}
+
+/* The events of INPUT that FILTER keeps, made ready to write: sorted, the
+ * crossing ranges async, the projections made; false after a message. */
+static bool prepare_events(struct nvs_events *events, const char *input, const struct filter *filter)
+{
+    struct nvs_load_options options = {.command = "convert", .what = NVS_LOAD_EVERYTHING, .say_skipped = true};
+    if (nvs_events_load(events, input, &options) != 0)
+        return false;
+    /* The names first: only the ranges kept are projected. */
+    size_t kept = 0;
+    for (size_t i = 0; i < events->count; i++)
+        if (keeps_name(filter, &events->events[i]))
+            events->events[kept++] = events->events[i];
+    events->count = kept;
+    struct nvs_event *projections = NULL;
+    size_t projection_count = 0;
+    if (keeps_kind(filter, NVS_EVENT_PROJECTION) &&
+        nvs_launches_project(events, &projections, &projection_count) != 0) {
+        out_of_memory();
+        return false;
+    }
+    bool ok = keep_kinds(events, filter, projections, projection_count);
+    free(projections);
+    nvs_events_sort(events);
+    if (!ok || !make_crossing_ranges_async(events)) {
+        out_of_memory();
+        return false;
+    }
+    return true;
+}
+
+static int convert(const char *input, const char *output, const struct filter *filter)
+{
     switch (nvs_events_file_kind(input)) {
     case NVS_FILE_UNREADABLE:
         fprintf(stderr, "nvtxshim: convert: cannot read %s: %s\n", input, strerror(errno));
@@ -455,22 +799,29 @@ int nvs_cli_convert(int argc, char **argv)
         break;
     }
     struct nvs_events events = {0};
-    struct nvs_load_options options = {.command = "convert", .what = NVS_LOAD_EVERYTHING, .say_skipped = true};
-    if (nvs_events_load(&events, input, &options) != 0) {
+    if (!prepare_events(&events, input, filter)) {
         nvs_events_free(&events);
         return 1;
     }
-    nvs_events_sort(&events);
-    if (!make_crossing_ranges_async(&events)) {
-        fputs("nvtxshim: convert: out of memory\n", stderr);
+    /* The arrows' ids follow the async pairs' (1 on), so that every id in the file is its own. */
+    size_t pairs = 0;
+    for (size_t i = 0; i < events.count; i++)
+        pairs += events.events[i].async && events.events[i].kind != NVS_EVENT_MARK;
+    struct arrows arrows = {0};
+    if (keeps_kind(filter, NVS_EVENT_CUDA_API) && keeps_kind(filter, NVS_EVENT_GPU_KERNEL) &&
+        !find_arrows(&events, pairs + 1, &arrows)) {
+        free(arrows.items);
+        free(arrows.by_call);
         nvs_events_free(&events);
-        return 1;
+        return out_of_memory();
     }
 
     bool to_stdout = strcmp(output, "-") == 0;
-    struct writer writer = {.out = to_stdout ? stdout : fopen(output, "w")};
+    struct writer writer = {.out = to_stdout ? stdout : open_output(output)};
     if (!writer.out) {
         fprintf(stderr, "nvtxshim: convert: cannot write %s: %s\n", output, strerror(errno));
+        free(arrows.items);
+        free(arrows.by_call);
         nvs_events_free(&events);
         return 1;
     }
@@ -479,8 +830,8 @@ int nvs_cli_convert(int argc, char **argv)
         setvbuf(writer.out, buffer, _IOFBF, sizeof buffer);
     fputs("[\n", writer.out);
     size_t threads = put_names(&writer, &events);
-    size_t counts[NVS_EVENT_GPU_SET + 1] = {0};
-    size_t pairs = put_events(&writer, &events, counts);
+    size_t counts[NVS_EVENT_KINDS] = {0};
+    put_events(&writer, &events, &arrows, counts);
     /* the last event's comma becomes a space, as the recorder finishes a trace */
     fputs(writer.items ? " \n]\n" : "]\n", writer.out);
     int error = 0;
@@ -488,9 +839,12 @@ int nvs_cli_convert(int argc, char **argv)
         error = ENOMEM;
     else if (ferror(writer.out))
         error = errno ? errno : EIO;
+    errno = 0;
     if (to_stdout ? fflush(stdout) != 0 : fclose(writer.out) != 0)
         error = error ? error : (errno ? errno : EIO);
     free(writer.quoted);
+    free(arrows.items);
+    free(arrows.by_call);
     if (error) {
         fprintf(stderr, "nvtxshim: convert: cannot write %s: %s\n", output, strerror(error));
         if (!to_stdout)
@@ -498,12 +852,63 @@ int nvs_cli_convert(int argc, char **argv)
         nvs_events_free(&events);
         return 1;
     }
+    if (arrows.left_out)
+        fprintf(stderr, "nvtxshim: convert: %zu launch%s without an arrow: the API call or the GPU work "
+                "crosses another range on its row (written as an async pair, which a flow event cannot bind "
+                "to), or the work starts before the call\n", arrows.left_out, arrows.left_out == 1 ? "" : "es");
     fprintf(stderr, "nvtxshim: convert: wrote %s: %zu NVTX ranges, %zu marks, %zu OS runtime calls, "
-            "%zu GPU kernels, %zu GPU copies, %zu memsets, %zu thread names; %zu of the ranges as async "
-            "pairs (\"ph\":\"b\"/\"e\")\n", output,
+            "%zu CUDA API calls, %zu GPU kernels, %zu GPU copies, %zu memsets, %zu NVTX projections, "
+            "%zu launch arrows, %zu thread states, %zu thread names; %zu of the ranges as async pairs "
+            "(\"ph\":\"b\"/\"e\")\n", output,
             counts[NVS_EVENT_RANGE], counts[NVS_EVENT_MARK], counts[NVS_EVENT_OS_CALL],
-            counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY], counts[NVS_EVENT_GPU_SET], threads,
-            pairs);
+            counts[NVS_EVENT_CUDA_API], counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY],
+            counts[NVS_EVENT_GPU_SET], counts[NVS_EVENT_PROJECTION], arrows.count,
+            counts[NVS_EVENT_THREAD_STATE], threads, pairs);
     nvs_events_free(&events);
     return 0;
+}
+
+int nvs_cli_convert(int argc, char **argv)
+{
+    const char *paths[2] = {NULL, NULL};
+    int given = 0;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(manual, stdout);
+            return 0;
+        }
+    struct filter filter = {0};
+    bool options_end = false;
+    for (int i = 1; i < argc; i++) {
+        const char *argument = argv[i];
+        int status = 0;
+        if (!options_end && strcmp(argument, "--") == 0) {
+            options_end = true;
+        } else if (!options_end && (strcmp(argument, "--only") == 0 || strncmp(argument, "--only=", 7) == 0)) {
+            status = each_item("--only", argument[6] ? argument + 7 : (i + 1 < argc ? argv[++i] : NULL),
+                               &filter, add_only);
+        } else if (!options_end && (strcmp(argument, "--nvtx-prefix") == 0 ||
+                                    strncmp(argument, "--nvtx-prefix=", 14) == 0)) {
+            status = each_item("--nvtx-prefix", argument[13] ? argument + 14 : (i + 1 < argc ? argv[++i] : NULL),
+                               &filter, add_prefix);
+        } else if (!options_end && argument[0] == '-' && argument[1]) {
+            status = usage_error("unknown option %s", argument);
+        } else if (given < 2) {
+            paths[given++] = argument;
+        } else {
+            status = usage_error("one input and one output: '%s' is one too many", argument);
+        }
+        if (status) {
+            filter_free(&filter);
+            return status;
+        }
+    }
+    if (given < 2) {
+        filter_free(&filter);
+        return usage_error("%swhich files? nvtxshim convert IN.sqlite OUT.json", "");
+    }
+    const char *input = paths[0], *output = paths[1];
+    int outcome = convert(input, output, &filter);
+    filter_free(&filter);
+    return outcome;
 }

@@ -17,7 +17,11 @@ enum nvs_event_kind {
     NVS_EVENT_GPU_KERNEL,   /* CUPTI_ACTIVITY_KIND_KERNEL */
     NVS_EVENT_GPU_COPY,     /* CUPTI_ACTIVITY_KIND_MEMCPY */
     NVS_EVENT_GPU_SET,      /* CUPTI_ACTIVITY_KIND_MEMSET */
+    NVS_EVENT_CUDA_API,     /* CUPTI_ACTIVITY_KIND_RUNTIME: CUDA runtime and driver API calls */
+    NVS_EVENT_PROJECTION,   /* an NVTX range projected onto a GPU stream's row (made by convert) */
+    NVS_EVENT_THREAD_STATE, /* a thread running or off the CPU, from SCHED_EVENTS */
 };
+#define NVS_EVENT_KINDS (NVS_EVENT_THREAD_STATE + 1)
 
 /* The Chrome categories of the events that are not NVTX (NVTX events have
  * their domain as category): report leaves these out of its NVTX tables. */
@@ -25,6 +29,9 @@ enum nvs_event_kind {
 #define NVS_CATEGORY_GPU_KERNEL "cuda kernel"
 #define NVS_CATEGORY_GPU_COPY "cuda memcpy"
 #define NVS_CATEGORY_GPU_SET "cuda memset"
+#define NVS_CATEGORY_CUDA_API "cuda api"
+#define NVS_CATEGORY_PROJECTION "nvtx projection"
+#define NVS_CATEGORY_THREAD_STATE "thread state"
 
 /* The kernel probe's figures for a frame (README: The kernel probe). */
 struct nvs_offcpu {
@@ -42,6 +49,10 @@ struct nvs_event {
     int64_t payload;             /* the NVTX payload (args "payload"), when has_payload */
     uint32_t pid, tid;
     uint32_t end_tid;            /* the thread that ended an async range; 0: its own */
+    /* CUPTI's correlation id, which joins a CUDA API call to the GPU work it
+     * launched, in one process; 0: none (the export has no correlationId, or
+     * the row none to join: such events are joined to nothing). */
+    uint32_t correlation;
     enum nvs_event_kind kind;
     /* A range that may end on another thread or overlap others: an NVTX
      * start/end range, a trace's async pair ("ph":"b"/"e"), or (set by
@@ -69,7 +80,8 @@ struct nvs_events {
 
 enum nvs_load_what {
     NVS_LOAD_NVTX,               /* NVTX ranges and marks: what report needs */
-    NVS_LOAD_EVERYTHING,         /* also OS runtime calls, GPU work, thread and process names */
+    NVS_LOAD_EVERYTHING,         /* also OS runtime calls, CUDA API calls, GPU work, thread
+                                  * states, thread and process names */
 };
 
 struct nvs_load_options {

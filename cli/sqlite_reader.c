@@ -610,9 +610,11 @@ static int load_gpu(struct database *database, enum gpu_table which)
         }
         args.length = 0;
         nvs_json_text_add(&args, "\"device\":%" PRId64 ",\"stream\":%" PRId64, device, stream);
-        if (!is_null(statement, 5))
+        if (!is_null(statement, 5)) {
+            event->correlation = (uint32_t)sqlite3_column_int64(statement, 5);
             nvs_json_text_add(&args, ",\"correlation\":%lld",
                               (long long)sqlite3_column_int64(statement, 5));
+        }
         char name[160];
         if (which == GPU_KERNEL) {
             const char *kernel = string_column(database, statement, 6);
@@ -648,6 +650,134 @@ static int load_gpu(struct database *database, enum gpu_table which)
             break;
         }
         event->args = nvs_events_intern(database->events, args.bytes, args.length);
+    }
+    sqlite3_finalize(statement);
+    free(args.bytes);
+    return status;
+}
+
+/* An API name as the program called it: nsys appends the CUDA version that
+ * introduced the entry point (cudaLaunchKernel_v7000, cudaMemcpy_v3020), and
+ * the per-thread default stream's twins end _ptsz or _ptds. The driver's own
+ * _v2 (cuMemcpyHtoD_v2, a symbol of its own) is kept: 4 digits or more are
+ * a version, fewer are part of the name. */
+static size_t api_name_length(const char *name)
+{
+    size_t length = strlen(name);
+    for (bool cut = true; cut;) {
+        cut = false;
+        size_t digits = 0;
+        while (digits < length && name[length - 1 - digits] >= '0' && name[length - 1 - digits] <= '9')
+            digits++;
+        if (digits >= 4 && length > digits + 2 && name[length - digits - 2] == '_' &&
+            name[length - digits - 1] == 'v') {
+            length -= digits + 2;
+            cut = true;
+        }
+        if (length > 5 && (memcmp(name + length - 5, "_ptsz", 5) == 0 ||
+                           memcmp(name + length - 5, "_ptds", 5) == 0)) {
+            length -= 5;
+            cut = true;
+        }
+    }
+    return length;
+}
+
+/* CUDA API calls (CUPTI_ACTIVITY_KIND_RUNTIME holds the runtime's and the
+ * driver's), on the calling thread, with the correlation id that joins each
+ * to the GPU work it launched. */
+static int load_cuda_api(struct database *database)
+{
+    static const char *const table = "CUPTI_ACTIVITY_KIND_RUNTIME";
+    const struct nvs_load_options *options = database->options;
+    if (!has_table(database, table)) {
+        if (options->say_skipped)
+            nvs_events_say(options, "no %s table: CUDA API calls skipped (none made, or not profiled with "
+                           "-t cuda)", table);
+        return 0;
+    }
+    struct columns columns;
+    read_columns(database, table, &columns);
+    if (!has_column(&columns, "start") || !has_column(&columns, "end")) {
+        if (options->say_skipped)
+            nvs_events_say(options, "%s has no start or end column: CUDA API calls skipped", table);
+        return 0;
+    }
+    /* Each column missing, and what goes without it. */
+    static const struct { const char *column, *without; } optional[] = {
+        {"nameId", "CUDA API calls unnamed"},
+        {"globalTid", "CUDA API calls shown on thread 0 of process 0"},
+        {"correlationId", "no launch arrows and no NVTX projections onto the GPU"},
+        {"returnValue", "CUDA API calls without their return values"},
+        {"eventClass", "CUDA API calls not told apart as runtime or driver calls"},
+    };
+    if (options->say_skipped)
+        for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+            if (!has_column(&columns, optional[i].column))
+                nvs_events_say(options, "%s has no %s column: %s", table, optional[i].column,
+                               optional[i].without);
+    struct query query;
+    query_start(&query);
+    static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "correlationId",
+                                         "returnValue", "eventClass"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        query_column(&query, &columns, wanted[i]);
+    query_end(&query, "FROM ");
+    strncat(query.sql, table, sizeof query.sql - strlen(query.sql) - 1);
+    sqlite3_stmt *statement = prepare(database, query.sql);
+    if (!statement)
+        return -1;
+    const char *category = nvs_events_intern_string(database->events, NVS_CATEGORY_CUDA_API);
+    const char *unknown = nvs_events_intern_string(database->events, "[CUDA API call]");
+    struct labels classes = {.table = "ENUM_NSYS_EVENT_CLASS"};
+    classes.present = has_table(database, classes.table);
+    /* The names are few (one per entry point): each is cut once. */
+    const char *last_name = NULL, *last_cut = NULL;
+    struct nvs_json_text args = {0};
+    int status = 0;
+    while (sqlite3_step(statement) == SQLITE_ROW) {
+        struct nvs_event *event = nvs_events_add(database->events);
+        if (!event || !category || !unknown) {
+            status = -1;
+            break;
+        }
+        event->kind = NVS_EVENT_CUDA_API;
+        event->start = sqlite3_column_int64(statement, 0);
+        event->end = is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
+        event->domain = category;
+        const char *name = string_column(database, statement, 2);
+        if (name && name != last_name) {
+            last_name = name;
+            last_cut = nvs_events_intern(database->events, name, api_name_length(name));
+            if (!last_cut) {
+                status = -1;
+                break;
+            }
+        }
+        event->name = name ? last_cut : unknown;
+        int64_t global = is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
+        event->pid = nvs_global_pid(global);
+        event->tid = nvs_global_tid(global);
+        args.length = 0;
+        if (!is_null(statement, 4)) {
+            event->correlation = (uint32_t)sqlite3_column_int64(statement, 4);
+            nvs_json_text_add(&args, "\"correlation\":%lld", (long long)sqlite3_column_int64(statement, 4));
+        }
+        if (!is_null(statement, 5))
+            nvs_json_text_add(&args, "%s\"return\":%lld", args.length ? "," : "",
+                              (long long)sqlite3_column_int64(statement, 5));
+        const char *class = is_null(statement, 6) ? NULL
+                            : cached_label(database, &classes, sqlite3_column_int64(statement, 6));
+        if (class)
+            nvs_json_text_add_string_member(&args, "class", class);
+        if (args.failed) {
+            status = -1;
+            break;
+        }
+        if (args.length && !(event->args = nvs_events_intern(database->events, args.bytes, args.length))) {
+            status = -1;
+            break;
+        }
     }
     sqlite3_finalize(statement);
     free(args.bytes);
@@ -706,12 +836,222 @@ static int load_names(struct database *database)
     return 0;
 }
 
+/* The first ENUM_* table whose name is LIKE PATTERN, into NAME; false when none. */
+static bool find_enum_table(struct database *database, const char *pattern, char *name, size_t size)
+{
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(database->db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+                           "ORDER BY name", -1, &statement, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(statement, 1, pattern, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0);
+    if (found)
+        snprintf(name, size, "%s", (const char *)sqlite3_column_text(statement, 0));
+    sqlite3_finalize(statement);
+    return found;
+}
+
+/* A thread's states go on a row of their own beside it, so that they do not
+ * tangle with its ranges: a thread id above any Linux one (at most 2^22) and
+ * the GPU's rows (stream_row). */
+static uint32_t state_row(uint32_t tid)
+{
+    return 0x40000000u | tid;
+}
+
+static const char *name_of(const struct nvs_events *events, uint32_t pid, uint32_t tid)
+{
+    for (size_t i = 0; i < events->name_count; i++)
+        if (events->names[i].pid == pid && events->names[i].tid == tid)
+            return events->names[i].name;
+    return NULL;
+}
+
+/* The state row of thread (PID, TID) named after the thread. */
+static bool name_state_row(struct nvs_events *events, uint32_t pid, uint32_t tid)
+{
+    const char *thread = name_of(events, pid, tid);
+    char row[160];
+    if (thread)
+        snprintf(row, sizeof row, "%s (state)", thread);
+    else
+        snprintf(row, sizeof row, "thread %" PRIu32 " (state)", tid);
+    const char *name = nvs_events_intern_string(events, row);
+    return name && nvs_events_add_name(events, pid, state_row(tid), name, false);
+}
+
+/* Columns of the SCHED_EVENTS query, in order. */
+enum { S_START, S_CPU, S_IN, S_TID, S_STATE, S_BLOCK };
+
+/* Thread states from the scheduler's switches (SCHED_EVENTS: nsys profile
+ * --cpuctxsw=process-tree). Per thread, through its switches in time order:
+ * "Running" from a switch in to the next switch out (args cpu), "Off CPU"
+ * from a switch out to the next switch in, named with the state the thread
+ * left in and args state and block when the export has them (nsys 2022.4
+ * has neither column). Two switches in (or out) in a row leave the first
+ * unpaired: it is left out and counted. After the names: a state row is
+ * named after its thread. */
+static int load_sched(struct database *database)
+{
+    static const char *const table = "SCHED_EVENTS";
+    const struct nvs_load_options *options = database->options;
+    struct nvs_events *events = database->events;
+    if (!has_table(database, table)) {
+        if (options->say_skipped)
+            nvs_events_say(options, "no SCHED_EVENTS table: thread states skipped (profile with "
+                           "--cpuctxsw=process-tree for them)");
+        return 0;
+    }
+    struct columns columns;
+    read_columns(database, table, &columns);
+    static const char *const needed[] = {"start", "isSchedIn", "globalTid"};
+    for (size_t i = 0; i < 3; i++)
+        if (!has_column(&columns, needed[i])) {
+            if (options->say_skipped)
+                nvs_events_say(options, "SCHED_EVENTS has no %s column: thread states skipped", needed[i]);
+            return 0;
+        }
+    bool with_state = has_column(&columns, "threadState"), with_block = has_column(&columns, "threadBlock");
+    if (options->say_skipped) {
+        if (!with_state && !with_block)
+            nvs_events_say(options, "SCHED_EVENTS has no threadState or threadBlock column: time off the CPU "
+                           "is shown without its reason");
+        else if (!with_state)
+            nvs_events_say(options, "SCHED_EVENTS has no threadState column: time off the CPU is shown "
+                           "without the state the thread left in");
+        else if (!with_block)
+            nvs_events_say(options, "SCHED_EVENTS has no threadBlock column: time off the CPU is shown "
+                           "without what blocked the thread");
+        if (!has_column(&columns, "cpu"))
+            nvs_events_say(options, "SCHED_EVENTS has no cpu column: running time is shown without its CPU");
+    }
+    char state_table[128], block_table[128];
+    struct labels states = {.table = state_table}, blocks = {.table = block_table};
+    /* nsys's thread states, which its sampling rows (COMPOSITE_EVENTS) use too */
+    states.present = with_state && (has_table(database, "ENUM_SAMPLING_THREAD_STATE")
+                                        ? snprintf(state_table, sizeof state_table, "%s",
+                                                   "ENUM_SAMPLING_THREAD_STATE") > 0
+                                        : find_enum_table(database, "ENUM%THREAD_STATE%", state_table,
+                                                          sizeof state_table));
+    blocks.present = with_block && find_enum_table(database, "ENUM%THREAD_BLOCK%", block_table,
+                                                   sizeof block_table);
+    struct query query;
+    query_start(&query);
+    static const char *const wanted[] = {"start", "cpu", "isSchedIn", "globalTid", "threadState",
+                                         "threadBlock"};
+    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
+        query_column(&query, &columns, wanted[i]);
+    /* rowid: of two switches at one time, the one nsys wrote first */
+    query_end(&query, "FROM SCHED_EVENTS WHERE globalTid IS NOT NULL ORDER BY globalTid, start, rowid");
+    sqlite3_stmt *statement = prepare(database, query.sql);
+    if (!statement)
+        return -1;
+    const char *category = nvs_events_intern_string(events, NVS_CATEGORY_THREAD_STATE);
+    const char *running = nvs_events_intern_string(events, "Running");
+    const char *off_cpu = nvs_events_intern_string(events, "Off CPU");
+    if (!category || !running || !off_cpu) {
+        sqlite3_finalize(statement);
+        return -1;
+    }
+    int64_t thread = -1;
+    bool in = false, out = false;    /* the thread's last switch, when it has one */
+    int64_t since = 0;               /* ... and its time */
+    sqlite3_int64 cpu = 0;
+    bool has_cpu = false;
+    const char *state = NULL, *block = NULL;
+    char number[32];
+    size_t unpaired = 0;
+    struct nvs_json_text args = {0};
+    int status = 0;
+    while (status == 0 && sqlite3_step(statement) == SQLITE_ROW) {
+        int64_t global = sqlite3_column_int64(statement, S_TID);
+        uint32_t pid = nvs_global_pid(global), tid = nvs_global_tid(global);
+        if (global != thread) {
+            if (!name_state_row(events, pid, tid)) {
+                status = -1;
+                break;
+            }
+            thread = global;
+            in = out = false;
+        }
+        int64_t time = sqlite3_column_int64(statement, S_START);
+        bool switch_in = sqlite3_column_int64(statement, S_IN) != 0;
+        if ((switch_in && in) || (!switch_in && out))
+            unpaired++;
+        if ((switch_in && out) || (!switch_in && in)) {
+            struct nvs_event *event = nvs_events_add(events);
+            if (!event) {
+                status = -1;
+                break;
+            }
+            event->kind = NVS_EVENT_THREAD_STATE;
+            event->start = since;
+            event->end = time;
+            event->domain = category;
+            event->pid = pid;
+            event->tid = state_row(tid);
+            args.length = 0;
+            if (in) {
+                event->name = running;
+                if (has_cpu)
+                    nvs_json_text_add(&args, "\"cpu\":%lld", (long long)cpu);
+            } else {
+                char name[160];
+                snprintf(name, sizeof name, "Off CPU (%s)", state ? state : "");
+                event->name = state ? nvs_events_intern_string(events, name) : off_cpu;
+                if (state)
+                    nvs_json_text_add_string_member(&args, "state", state);
+                if (block)
+                    nvs_json_text_add_string_member(&args, "block", block);
+            }
+            if (!event->name || args.failed) {
+                status = -1;
+                break;
+            }
+            if (args.length && !(event->args = nvs_events_intern(events, args.bytes, args.length))) {
+                status = -1;
+                break;
+            }
+        }
+        in = switch_in;
+        out = !switch_in;
+        since = time;
+        has_cpu = !is_null(statement, S_CPU);
+        cpu = sqlite3_column_int64(statement, S_CPU);
+        /* the reason the thread left the CPU: on its switch out */
+        state = block = NULL;
+        if (!switch_in && !is_null(statement, S_STATE)) {
+            sqlite3_int64 id = sqlite3_column_int64(statement, S_STATE);
+            state = cached_label(database, &states, id);
+            if (!state) {
+                snprintf(number, sizeof number, "state %lld", (long long)id);
+                state = nvs_events_intern_string(events, number);
+            }
+        }
+        if (!switch_in && !is_null(statement, S_BLOCK)) {
+            sqlite3_int64 id = sqlite3_column_int64(statement, S_BLOCK);
+            block = cached_label(database, &blocks, id);
+            if (!block) {
+                snprintf(number, sizeof number, "%lld", (long long)id);
+                block = nvs_events_intern_string(events, number);
+            }
+        }
+    }
+    sqlite3_finalize(statement);
+    free(args.bytes);
+    if (status == 0 && unpaired && options->say_skipped)
+        nvs_events_say(options, "SCHED_EVENTS: %zu switch%s in (or out) followed by another the same way, "
+                       "left out", unpaired, unpaired == 1 ? "" : "es");
+    return status;
+}
+
 /* Tables with rows that convert does not map, in one line. */
 static void say_left_out(struct database *database)
 {
     static const char *const mapped[] = {
-        "StringIds", "NVTX_EVENTS", "OSRT_API", "CUPTI_ACTIVITY_KIND_KERNEL",
-        "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "ThreadNames", "PROCESSES",
+        "StringIds", "NVTX_EVENTS", "OSRT_API", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "SCHED_EVENTS", "ThreadNames",
+        "PROCESSES",
         /* not events: descriptions of the session and the machine */
         "EXPORT_META_DATA", "ANALYSIS_DETAILS", "ProcessStreams", "UnwindMethodType",
     };
@@ -745,6 +1085,28 @@ static void say_left_out(struct database *database)
     free(line.bytes);
 }
 
+/* Whether the database has any table that nsys export writes (every export
+ * has StringIds and TARGET_INFO_* tables; hand-made ones in the tests at
+ * least NVTX_EVENTS): another program's database is refused with one line,
+ * rather than read as an export with every table missing. */
+static bool is_nsys_export(struct database *database)
+{
+    sqlite3_stmt *statement = prepare(database,
+        "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND (name IN ('NVTX_EVENTS', "
+        "'OSRT_API', 'SCHED_EVENTS', 'StringIds', 'ThreadNames', 'PROCESSES', 'COMPOSITE_EVENTS', "
+        "'EXPORT_META_DATA', 'ANALYSIS_DETAILS', 'PROFILER_OVERHEAD') OR name LIKE 'CUPTI\\_%' ESCAPE '\\' "
+        "OR name LIKE 'TARGET\\_INFO\\_%' ESCAPE '\\') LIMIT 1");
+    if (!statement)
+        return false;
+    bool found = sqlite3_step(statement) == SQLITE_ROW;
+    sqlite3_finalize(statement);
+    if (!found)
+        nvs_events_say(database->options, "%s is not an nsys export (an SQLite database with none of the "
+                       "tables nsys export writes: NVTX_EVENTS, OSRT_API, CUPTI_*, SCHED_EVENTS, StringIds, "
+                       "TARGET_INFO_*, ...)", database->path);
+    return found;
+}
+
 int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
     struct database database = {.path = path, .options = options, .events = events};
@@ -763,15 +1125,22 @@ int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nv
         return -1;
     }
     sqlite3_finalize(check);
-    int status = load_strings(&database);
+    int status = is_nsys_export(&database) ? 0 : -1;
+    if (status == 0)
+        status = load_strings(&database);
     if (status == 0)
         status = load_nvtx(&database);
     if (status == 0 && options->what == NVS_LOAD_EVERYTHING) {
         status = load_os_calls(&database);
+        /* before the GPU work: a launch and its kernel at one time keep that order */
+        if (status == 0)
+            status = load_cuda_api(&database);
         for (int which = GPU_KERNEL; status == 0 && which <= GPU_SET; which++)
             status = load_gpu(&database, (enum gpu_table)which);
         if (status == 0)
             status = load_names(&database);
+        if (status == 0)
+            status = load_sched(&database);
         if (status == 0 && options->say_skipped)
             say_left_out(&database);
     }

@@ -3,9 +3,14 @@
  * joined when both halves have been read, thread and process names. */
 #include "trace_reader.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <zlib.h>
 
 #include "trace_json.h"
 
@@ -38,9 +43,20 @@ struct async_halves {
     uint64_t next_order;
 };
 
+/* The categories that are not NVTX (events.h), and the kind of each. */
+static const char *const category_names[] = {
+    NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
+    NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
+};
+static const enum nvs_event_kind category_kinds[] = {
+    NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
+    NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
+};
+#define CATEGORIES (sizeof category_names / sizeof category_names[0])
+
 struct trace_reader {
     struct nvs_events *events;
-    const char *categories[4];       /* the non-NVTX categories, interned */
+    const char *categories[CATEGORIES]; /* the non-NVTX categories, interned */
     /* Each thread writes its own part of a trace file, so an end may come
      * before its begin in the file: either half waits for the other. */
     struct async_halves begins, ends;
@@ -188,15 +204,13 @@ static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs
 static int add_range(struct trace_reader *reader, const struct nvs_event *range,
                      const struct nvs_kernel_figures *figures)
 {
-    static const enum nvs_event_kind kinds[] = {NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL,
-                                                NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET};
     struct nvs_event *event = add_event(reader, range);
     if (!event)
         return 1;
     event->kind = NVS_EVENT_RANGE;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < CATEGORIES; i++)
         if (event->domain == reader->categories[i])
-            event->kind = kinds[i];
+            event->kind = category_kinds[i];
     unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
     if ((figures->present & needed) != needed)
         return 0;
@@ -364,19 +378,80 @@ static void say_trace_left_out(const struct nvs_load_options *options, const cha
                        path, reader->begin_end);
 }
 
+/* Whether PATH starts with gzip's magic bytes (nvtxshim convert writes
+ * OUT.gz gzipped), whatever its name. */
+static bool is_gzip(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    unsigned char magic[2] = {0};
+    bool gzip = fd >= 0 && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic[0] == 0x1f &&
+                magic[1] == 0x8b;
+    if (fd >= 0)
+        close(fd);
+    return gzip;
+}
+
+/* A gzipped trace, decompressed whole into memory and read as text: the
+ * JSON reader wants the text in one piece (a plain file is mapped). */
+static int read_gzip_trace(const char *path, nvs_trace_event_fn callback, void *context,
+                           struct nvs_trace_read *result, char *error, size_t error_size)
+{
+    memset(result, 0, sizeof *result);
+    gzFile file = gzopen(path, "rb");
+    if (!file) {
+        snprintf(error, error_size, "%s", errno ? strerror(errno) : "out of memory");
+        return -1;
+    }
+    gzbuffer(file, 1 << 18);
+    char *text = NULL;
+    size_t length = 0, capacity = 0;
+    for (;;) {
+        if (capacity - length < (1 << 20)) {
+            size_t more = capacity ? capacity * 2 : 1 << 22;
+            char *grown = realloc(text, more);
+            if (!grown) {
+                snprintf(error, error_size, "out of memory");
+                free(text);
+                gzclose(file);
+                return -1;
+            }
+            text = grown;
+            capacity = more;
+        }
+        unsigned want = capacity - length > (1u << 30) ? 1u << 30 : (unsigned)(capacity - length);
+        int got = gzread(file, text + length, want);
+        if (got < 0) {
+            int code;
+            const char *why = gzerror(file, &code);
+            snprintf(error, error_size, "not a whole gzip file: %s",
+                     code == Z_ERRNO ? strerror(errno) : why);
+            free(text);
+            gzclose(file);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        length += (size_t)got;
+    }
+    /* A gzip file cut short reads as far as it goes, like a trace cut short. */
+    gzclose(file);
+    int outcome = nvs_trace_json_parse(text, length, callback, context, result, error, error_size);
+    free(text);
+    return outcome;
+}
+
 int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
     struct trace_reader reader = {.events = events};
-    static const char *const categories[] = {NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL,
-                                             NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET};
-    for (size_t i = 0; i < 4; i++)
-        if (!(reader.categories[i] = nvs_events_intern_string(events, categories[i]))) {
+    for (size_t i = 0; i < CATEGORIES; i++)
+        if (!(reader.categories[i] = nvs_events_intern_string(events, category_names[i]))) {
             nvs_events_say(options, "out of memory");
             return -1;
         }
     struct nvs_trace_read result;
     char error[256];
-    int status = nvs_trace_json_read(path, on_trace_event, &reader, &result, error, sizeof error);
+    int status = is_gzip(path) ? read_gzip_trace(path, on_trace_event, &reader, &result, error, sizeof error)
+                               : nvs_trace_json_read(path, on_trace_event, &reader, &result, error, sizeof error);
     if (reader.failed)
         nvs_events_say(options, "out of memory reading %s", path);
     else if (status)

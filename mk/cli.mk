@@ -1,6 +1,7 @@
 # The nvtxshim command: run, profile, check (cli/run.c, cli/profile.c, cli/check.c),
 # report and convert. The one part of the project that may link more than libc:
-# libsqlite3, for reading nsys exports. It links the library's own
+# libsqlite3, for reading nsys exports, and zlib, for gzipped traces (convert
+# writes OUT.gz, report reads it). It links the library's own
 # configuration parser (config.c, and names.c for call:NAME), so that an option
 # is checked exactly as the library checks the variable it sets; and its trace
 # schema (schema.c).
@@ -12,7 +13,7 @@ $(BUILD)/cli/%.o: cli/%.c $(DEPFILE)
 
 $(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o
 	$(call say,LD)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $^ -o $@ -lsqlite3 -lm -ldl
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $^ -o $@ -lsqlite3 -lz -lm -ldl
 
 all: $(BUILD)/nvtxshim
 TEST_PROGRAMS += $(BUILD)/nvtxshim

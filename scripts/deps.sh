@@ -17,7 +17,7 @@ packages=(
   # Real clients test/test_emuv4l2.py runs on the emulated V4L2 camera (test/v4l2dev/), and
   # the serial and HID tools for the device-file tests.
   ffmpeg v4l-utils python3-opencv python3-serial python3-hid fido2-tools
-  sqlite3 libsqlite3-dev
+  sqlite3 libsqlite3-dev zlib1g-dev
   valgrind strace
   btrfs-progs
   nsight-systems nsight-systems-target

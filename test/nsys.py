@@ -19,15 +19,18 @@ from conftest import SHIM, clean_env, program
 PROFILE_TIMEOUT_S = 45
 
 
-def profile(output, argv, env, trace="nvtx", extra=(), windows=None):
+def profile(output, argv, env, trace="nvtx", extra=(), windows=None, context_switches=False):
     """nsys profile ARGV into OUTPUT.nsys-rep (OUTPUT.1.nsys-rep ... OUTPUT.N.nsys-rep
     for N capture WINDOWS with --capture-range-end=repeat); returns the program's
-    CompletedProcess."""
+    CompletedProcess. CONTEXT_SWITCHES traces the program's (--cpuctxsw=process-tree,
+    the SCHED_EVENTS table), which can hang nsys as said above: the watchdog bounds it,
+    and a run that never finishes raises AssertionError like any failed one."""
     reports = ([str(output) + ".nsys-rep"] if windows is None else
                ["%s.%d.nsys-rep" % (output, n) for n in range(1, windows + 1)])
     # The watchdog's limit is PROFILE_TIMEOUT_S a run; a hung run is ended and run once more.
     command = [program("nvtxshim"), "profile", "--bare", "--timeout", str(PROFILE_TIMEOUT_S),
-               "-o", str(output), "-f", "--", "-t", trace, "--sample=none", "--cpuctxsw=none",
+               "-o", str(output), "-f", "--", "-t", trace, "--sample=none",
+               "--cpuctxsw=" + ("process-tree" if context_switches else "none"),
                "--force-overwrite", "true", "--export", "none"] + list(extra) + ["--"] + list(argv)
     started = time.monotonic()
     # nsys exits with the program's status: the reports are what tell success. A run

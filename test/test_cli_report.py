@@ -52,21 +52,7 @@ def convert(database, out):
     every async begin ended - and are in time order."""
     result = nvtxshim("convert", database, out)
     assert result.returncode == 0, result.stderr
-    text = out.read_text(encoding="utf-8")
-    events = json.loads(text)
-    assert events == traceformat.parse_trace_text(text)
-    lines = text.split("\n")
-    assert lines[0] == "[" and lines[-2:] == ["]", ""]
-    assert all(line.endswith("},") for line in lines[1:-3]) and lines[-3].endswith("} ")
-    traceformat.check_nesting(events, "%s: " % out)
-    joined, unended = traceformat.join_async(events)
-    assert unended == []
-    ids = [(e["pid"], e["cat"], e["id"]) for e in events if e["ph"] == "b"]
-    assert len(ids) == len(set(ids))
-    timed = [e["ts"] for e in events if e["ph"] != "M"]
-    assert timed == sorted(timed)
-    assert all(e["ph"] == "M" for e in events[:len(events) - len(timed)])
-    return result, events
+    return result, traceformat.check_converted(out.read_text(encoding="utf-8"), out)
 
 
 def harness():
@@ -717,9 +703,9 @@ def test_convert_writes_a_range_that_crosses_another_on_its_thread_as_an_async_p
         ("e", "ioctl", 6.0, 600), ("X", "read", 6.0, 600), ("e", "crossing", 8.0, 600)]
     assert {e["cat"] for e in events if e["name"] in ("ioctl", "read")} == {"osrt"}
     assert result.stderr.splitlines()[-1] == (
-        "nvtxshim: convert: wrote %s: 5 NVTX ranges, 0 marks, 2 OS runtime calls, 0 GPU kernels, "
-        "0 GPU copies, 0 memsets, 0 thread names; 2 of the ranges as async pairs "
-        '("ph":"b"/"e")' % out)
+        "nvtxshim: convert: wrote %s: 5 NVTX ranges, 0 marks, 2 OS runtime calls, 0 CUDA API calls, "
+        "0 GPU kernels, 0 GPU copies, 0 memsets, 0 NVTX projections, 0 launch arrows, 0 thread states, "
+        '0 thread names; 2 of the ranges as async pairs ("ph":"b"/"e")' % out)
     # report reads the pairs back: the same ranges, the OS runtime call still not NVTX
     from_json = nvtxshim("report", out)
     assert from_json.returncode == 0 and from_json.stderr == ""

@@ -101,3 +101,38 @@ def join_async(events):
         rng["args"] = dict(begin.get("args", {}), **end.get("args", {}))
         joined.append(rng)
     return others + joined, unended
+
+
+def check_converted(text, where=""):
+    """The events of a file nvtxshim convert wrote, TEXT, after checking the rules it
+    keeps: strict JSON, one event a line (the last one's comma a space, then `]`; an
+    empty array is `[` and `]` alone),
+    complete events nested on each row, every async begin ended, each async id used by
+    one pair in its process and category, the names first and then every event in time
+    order, and the launch arrows (flow events v1) each one "s" and one "f" with
+    "bp":"e", not earlier, their ids used by no other pair or arrow."""
+    events = json.loads(text)
+    assert events == parse_trace_text(text)
+    lines = text.split("\n")
+    assert lines[0] == "[" and lines[-2:] == ["]", ""]
+    assert (lines == ["[", "]", ""] if not events else
+            all(line.endswith("},") for line in lines[1:-3]) and lines[-3].endswith("} "))
+    check_nesting(events, "%s: " % where)
+    _, unended = join_async(events)
+    assert unended == []
+    ids = [(e["pid"], e["cat"], e["id"]) for e in events if e["ph"] == "b"]
+    assert len(ids) == len(set(ids))
+    timed = [e["ts"] for e in events if e["ph"] != "M"]
+    assert timed == sorted(timed)
+    assert all(e["ph"] == "M" for e in events[:len(events) - len(timed)])
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == sum(e["ph"] == "s" for e in events), "a flow id used twice"
+    assert len(finishes) == sum(e["ph"] == "f" for e in events), "a flow id used twice"
+    assert set(starts) == set(finishes), "a flow without its other end"
+    for flow_id, start in starts.items():
+        finish = finishes[flow_id]
+        assert (start["cat"], start["name"]) == (finish["cat"], finish["name"])
+        assert finish.get("bp") == "e" and finish["ts"] >= start["ts"]
+    assert not set(starts) & {e["id"] for e in events if e["ph"] == "b"}, "a flow id is an async pair's"
+    return events
