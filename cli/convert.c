@@ -732,7 +732,10 @@ static FILE *open_output(const char *path)
     if (length < 3 || strcmp(path + length - 3, ".gz") != 0)
         return fopen(path, "w");
     errno = 0;
-    gzFile file = gzopen(path, "wb");
+    /* Level 1: on the bench's harness export, 8 times smaller than the JSON for
+     * +40% of convert's time; level 6 (zlib's default) is another quarter
+     * smaller for +130%. */
+    gzFile file = gzopen(path, "wb1");
     if (!file) {
         errno = errno ? errno : ENOMEM;
         return NULL;
