@@ -258,6 +258,31 @@ def test_report_groups_marks_by_kind_with_counts_and_the_first_texts(tmp_path):
     assert lines[start - 1] == "" and lines[end + 1].startswith("== Per frame")
 
 
+def test_report_gives_150_over_budget_marks_as_one_kind(tmp_path):
+    # The library's mark for each frame over NVTXSHIM_FRAME_BUDGET: 150 frames, 150 texts that
+    # differ in the frame and its time, one kind with its count and the first 3 texts in time
+    # order (written here last frame first, as nothing keeps a trace in time order).
+    events = [{"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": 0.0, "dur": 100.0, "pid": 7,
+               "tid": 7}]
+    for frame in range(150, 0, -1):
+        events.append({"name": "over budget frame %d: %d.%03d ms > 33.000 ms" % (frame, 33 + frame % 7,
+                                                                                 frame),
+                       "cat": "nvtxshim", "ph": "i", "s": "t", "ts": 1000.0 * frame, "pid": 7, "tid": 7})
+    trace = tmp_path / "budget.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("== NVTX marks per kind (each number as N), with the first texts of each")
+    assert lines[start + 1:lines.index("", start)] == [
+        "  domain      count  kind",
+        "  nvtxshim      150  over budget frame N: N ms > N ms",
+        "                       'over budget frame 1: 34.001 ms > 33.000 ms' x1",
+        "                       'over budget frame 2: 35.002 ms > 33.000 ms' x1",
+        "                       'over budget frame 3: 36.003 ms > 33.000 ms' x1",
+        "                       ... and 147 other texts"]
+
+
 def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
     # The kernel probe's figures: on the frame ranges in a trace file, in the `kernel` marks in
     # an nsys export (here a hand-made trace holding the second kind only for frame 2).
