@@ -23,6 +23,8 @@
 #define CALL_DOMAINS 6
 #define DEFAULT_SLOWEST 5
 #define MARK_EXAMPLES 3
+/* Said in each heading over a p50 and p99, which are the nearest rank's. */
+#define NEAREST_RANK "p50 and p99 by nearest rank"
 
 static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
                                                            NVS_DOMAIN_X11, NVS_DOMAIN_V4L2,
@@ -54,7 +56,8 @@ static const char manual[] =
     "    - per range name (per domain; calls of the usb, cuda and x11 domains\n"
     "      by function, of the v4l2, serial and hid domains by function and\n"
     "      device, frames as \"frame N\"): count, mean, p50, p99 and max, in\n"
-    "      microseconds;\n"
+    "      microseconds. Here and below p50 and p99 are by nearest rank: of n\n"
+    "      values, the ceil(p/100 * n)-th smallest (p50 of 1, 2, 3, 4 is 2);\n"
     "    - the marks by kind: per domain, a mark's text with each number (a run\n"
     "      of digits that starts a word or follows punctuation, with its decimals;\n"
     "      0x and its hex digits) written N, so that \"over budget frame 12:\n"
@@ -196,12 +199,14 @@ static int compare_int64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value at FRACTION of SORTED: the element at floor(FRACTION * COUNT), the
- * last for a fraction of 1 (nearest rank, no interpolation). */
-static int64_t percentile(const int64_t *sorted, size_t count, double fraction)
+/* The PERCENT-th percentile of SORTED (COUNT > 0) by nearest rank: the
+ * ceil(PERCENT / 100 * COUNT)-th smallest, counted from 1 (p50 of 1, 2, 3, 4
+ * is 2), no interpolation. In integers: 0.99 * COUNT in floating point can
+ * land a hair above a whole number and take the next rank. */
+static int64_t percentile(const int64_t *sorted, size_t count, unsigned percent)
 {
-    size_t index = (size_t)(fraction * (double)count);
-    return sorted[index < count - 1 ? index : count - 1];
+    size_t rank = (percent * count + 99) / 100;
+    return sorted[rank ? rank - 1 : 0];
 }
 
 /* ---- what the names mean ------------------------------------------------------ */
@@ -407,7 +412,7 @@ static int print_names(struct nvs_events *events)
         rows[count++] = (struct named_duration){event->domain, name, event->end - event->start};
     }
     qsort(rows, count, sizeof *rows, compare_named);
-    puts("== NVTX ranges per name (microseconds)");
+    puts("== NVTX ranges per name (microseconds; " NEAREST_RANK ")");
     printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50", "p99",
            "max");
     for (size_t first = 0; first < count;) {
@@ -425,8 +430,8 @@ static int print_names(struct nvs_events *events)
         putchar(' ');
         put_padded(rows[first].name, 34, 34);
         printf(" %7zu %10.1f %10.1f %10.1f %10.1f\n", n, (double)sum / (double)n / NS_PER_US,
-               (double)percentile(values, n, 0.5) / NS_PER_US,
-               (double)percentile(values, n, 0.99) / NS_PER_US, (double)values[n - 1] / NS_PER_US);
+               (double)percentile(values, n, 50) / NS_PER_US,
+               (double)percentile(values, n, 99) / NS_PER_US, (double)values[n - 1] / NS_PER_US);
         first = last;
     }
     free(rows);
@@ -929,8 +934,8 @@ static void statistics(int64_t *values, size_t count, double out[4])
         sum += values[i];
     qsort(values, count, sizeof *values, compare_int64);
     out[0] = (double)sum / (double)count;
-    out[1] = (double)percentile(values, count, 0.5);
-    out[2] = (double)percentile(values, count, 0.99);
+    out[1] = (double)percentile(values, count, 50);
+    out[2] = (double)percentile(values, count, 99);
     out[3] = (double)values[count - 1];
 }
 
@@ -981,7 +986,7 @@ static int print_frames(struct nvs_events *events, long slowest, const struct la
     shown[LATENCY] = with_latency > 0;
     for (size_t f = 0; f < n && !launches; f++)
         rows[f].value[CUDA] = rows[f].cuda_and_launches;
-    printf("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, %sX11%s%s%s and the rest%s%s\n",
+    printf("== Per frame (milliseconds; " NEAREST_RANK "): time in USB, CUDA copies, GPU waits, %sX11%s%s%s and the rest%s%s\n",
            launches ? "kernel launches, " : "", shown[CAMERA] ? ", camera (V4L2)" : "",
            shown[SERIAL] ? ", serial" : "", shown[HID] ? ", HID" : "",
            with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "",
@@ -1068,7 +1073,7 @@ static int print_latency(const struct latency *latency)
 {
     if (!latency->camera_frames)
         return 0;
-    puts("\n== Capture to actuation (milliseconds): from a camera frame's capture to the end of the "
+    puts("\n== Capture to actuation (milliseconds; " NEAREST_RANK "): from a camera frame's capture to the end of the "
          "first actuation after its dequeue");
     if (!latency->count) {
         printf("  no actuation after any of the %zu camera frames (USB transfers out, serial or HID "

@@ -33,10 +33,14 @@ EXPECTED = {  # the synchronous harness: the device opened and its interface cla
     ("cuda", "cuLaunchKernel harness_cell_argmax"): FRAMES,
     ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("cuda", "cuStreamSynchronize"): FRAMES,
     ("nvtxshim", "frame N"): FRAMES}
-FRAMES_HEADING = "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11 and the rest"
+# p50 and p99 are by nearest rank (the ceil(p * n)-th smallest), as the headings say.
+NAMES_HEADING = "== NVTX ranges per name (microseconds; p50 and p99 by nearest rank)"
+PER_FRAME = "== Per frame (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA copies, GPU waits, "
+FRAMES_HEADING = PER_FRAME + "X11 and the rest"
+LATENCY_HEADING = ("== Capture to actuation (milliseconds; p50 and p99 by nearest rank): from a camera frame's "
+                   "capture to the end of the first actuation after its dequeue")
 # The stand-in driver runs the harness's kernels inside cuLaunchKernel: launches take time.
-LAUNCHES_HEADING = ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, kernel launches, "
-                    "X11 and the rest")
+LAUNCHES_HEADING = PER_FRAME + "kernel launches, X11 and the rest"
 NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
 
 
@@ -103,7 +107,7 @@ def runs(tmp_path_factory):
 def names_table(output):
     """{(domain, name): count} from the report's first table."""
     lines = output.splitlines()
-    start = lines.index("== NVTX ranges per name (microseconds)")
+    start = lines.index(NAMES_HEADING)
     assert lines[start + 1].split() == ["domain", "name", "count", "mean", "p50", "p99", "max"]
     counts = {}
     for line in lines[start + 2:]:
@@ -340,6 +344,27 @@ def test_report_frame_times_are_each_domains_calls_joined_and_cut_to_the_frame(t
     assert rows[0].split() == ["mean", "of", "2", "7.000", "2.500", "1.000", "0.000", "1.000", "3.000"]
     assert rows[5].split() == ["frame", "1", "10.000", "5.000", "1.000", "0.000", "2.000", "3.000"]
     assert rows[6].split() == ["frame", "2", "4.000", "0.000", "1.000", "0.000", "0.000", "3.000"]
+
+
+def test_report_percentiles_are_by_nearest_rank(tmp_path):
+    # p of N values is the ceil(p * N)-th smallest: p50 of 1, 2, 3, 4 ms is 2 ms, not the upper
+    # median; p50 and p99 of 1..200 us are 100 and 198 us. The headings say which percentile.
+    events = [{"name": "frame %d" % n, "cat": "nvtxshim", "ph": "X", "ts": 10000.0 * n,
+               "dur": 1000.0 * n, "pid": 7, "tid": 7} for n in (3, 1, 4, 2)]
+    events += [{"name": "step", "cat": "app", "ph": "X", "ts": 100000.0 + 1000 * n, "dur": float(n),
+                "pid": 7, "tid": 7} for n in range(200, 0, -1)]
+    trace = tmp_path / "ranks.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index(NAMES_HEADING)
+    assert lines[start + 2].split() == ["app", "step", "200", "100.5", "100.0", "198.0", "200.0"]
+    assert lines[start + 3].split() == ["nvtxshim", "frame", "N", "4", "2500.0", "2000.0", "4000.0",
+                                        "4000.0"]
+    rows = frames_table(result.stdout)
+    assert [row.split()[:2] for row in rows[:4]] == [["mean", "of"], ["p50", "2.000"], ["p99", "4.000"],
+                                                     ["max", "4.000"]]
 
 
 def one_frame_report(tmp_path, calls):
@@ -612,17 +637,16 @@ def frame_pairs_trace():
 
 
 FRAME_PAIRS_REPORT = [
-    "== NVTX ranges per name (microseconds)",
+    NAMES_HEADING,
     "  domain    name                                 count       mean        p50        p99        max",
     "  app       capture                                  2    10000.0    10000.0    10000.0    10000.0",
-    "  nvtxshim  frame N                                  2     7500.0    10000.0    10000.0    10000.0",
+    "  nvtxshim  frame N                                  2     7500.0     5000.0    10000.0    10000.0",
     "  x11       XSync                                    1     1000.0     1000.0     1000.0     1000.0",
     "",
-    "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11 and the rest; off CPU "
-    "(kernel probe): runnable, blocked",
+    FRAMES_HEADING + "; off CPU (kernel probe): runnable, blocked",
     "                     total       usb      cuda  gpu wait       x11      rest  runnable   blocked",
     "  mean of 2          7.500     0.000     0.000     0.000     0.500     7.000     1.500     2.500",
-    "  p50               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  p50                5.000     0.000     0.000     0.000     0.000     5.000     0.500     1.000",
     "  p99               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
     "  max               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
     "  slowest frames:",
@@ -840,11 +864,10 @@ def camera_rig_export(path, events):
 
 
 CAMERA_RIG_FRAMES = [
-    "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, camera (V4L2), serial and "
-    "the rest; latency: capture to actuation",
+    PER_FRAME + "X11, camera (V4L2), serial and the rest; latency: capture to actuation",
     "                     total       usb      cuda  gpu wait       x11    camera    serial      rest   latency",
     "  mean of 4         10.000     0.375     0.000     0.000     0.000     0.400     0.625     8.600     3.567",
-    "  p50               10.000     0.000     0.000     0.000     0.000     0.500     0.500     9.000     3.100",
+    "  p50               10.000     0.000     0.000     0.000     0.000     0.400     0.000     8.100     3.100",
     "  p99               10.000     1.500     0.000     0.000     0.000     0.700     2.000     9.300     5.000",
     "  max               10.000     1.500     0.000     0.000     0.000     0.700     2.000     9.300     5.000",
     "  (latency for 3 of the 4 frames: the others acted on no new camera frame)",
@@ -857,8 +880,7 @@ CAMERA_RIG_FRAMES = [
     "  frame 4           10.000     0.000     0.000     0.000     0.000     0.700     0.000     9.300     3.100"
     "  (1 camera frame dropped)",
     "",
-    "== Capture to actuation (milliseconds): from a camera frame's capture to the end of the first "
-    "actuation after its dequeue",
+    LATENCY_HEADING,
     "                      mean       p50       p99       max",
     "  3 pairs            3.567     3.100     5.000     5.000",
     "  (4 camera frames dequeued, 1 not acted on; 5 actuations, 2 on no new frame)"]
@@ -906,8 +928,7 @@ def test_report_has_no_latency_without_a_camera(tmp_path):
     result = nvtxshim("report", camera_rig_trace(tmp_path / "nocam.json", events))
     assert result.returncode == 0 and result.stderr == "", result.stderr
     lines = result.stdout.splitlines()
-    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, serial, "
-                        "HID and the rest")
+    start = lines.index(PER_FRAME + "X11, serial, HID and the rest")
     assert lines[start + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "x11", "serial", "hid", "rest"]
     assert lines[start + 2].split() == ["mean", "of", "4", "10.000", "0.375", "0.000", "0.000", "0.000",
                                         "0.625", "0.625", "8.375"]
@@ -922,9 +943,7 @@ def test_report_says_when_no_actuation_followed_the_camera_frames(tmp_path):
     result = nvtxshim("report", camera_rig_trace(tmp_path / "noact.json", events))
     assert result.returncode == 0 and result.stderr == "", result.stderr
     lines = result.stdout.splitlines()
-    assert ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, camera (V4L2) and "
-            "the rest") in lines
+    assert PER_FRAME + "X11, camera (V4L2) and the rest" in lines
     assert lines[-2:] == [
-        "== Capture to actuation (milliseconds): from a camera frame's capture to the end of the first "
-        "actuation after its dequeue",
+        LATENCY_HEADING,
         "  no actuation after any of the 4 camera frames (USB transfers out, serial or HID writes: 0)"]

@@ -102,8 +102,8 @@ def test_report_tells_waits_and_launches_apart_from_copies(tmp_path):
     report = subprocess.run([program("nvtxshim"), "report", str(trace)], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
-    start_line = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, "
-                             "kernel launches, X11 and the rest")
+    start_line = lines.index("== Per frame (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA "
+                             "copies, GPU waits, kernel launches, X11 and the rest")
     assert lines[start_line + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "launch", "x11", "rest"]
     row = [float(v) for v in lines[start_line + 2].split()[3:]]
     ms = {category: sum(e["dur"] for e in calls if e["args"]["category"] == category) / 1000
