@@ -346,6 +346,99 @@ def test_report_frame_times_are_each_domains_calls_joined_and_cut_to_the_frame(t
     assert rows[6].split() == ["frame", "2", "4.000", "0.000", "1.000", "0.000", "0.000", "3.000"]
 
 
+def complete(name, domain, start, end, pid, tid=None):
+    """A complete event ("ph":"X") from START to END milliseconds."""
+    return {"name": name, "cat": domain, "ph": "X", "ts": start * 1000.0, "dur": (end - start) * 1000.0,
+            "pid": pid, "tid": pid if tid is None else tid}
+
+
+def test_report_frames_count_only_their_own_processs_calls(tmp_path):
+    # A frame is its process's loop: another process's calls that overlap it in time (here those
+    # of pid 8, which counts no frames: a USB transfer that overlaps one of pid 7's and one alone,
+    # an X11 call) are none of its time.
+    events = [complete("frame 1", "nvtxshim", 1, 11, 7), complete("frame 2", "nvtxshim", 11, 15, 7),
+              complete("libusb_bulk_transfer", "usb", 2, 5, 7),
+              complete("libusb_bulk_transfer", "usb", 4, 9, 8),
+              complete("XPutImage", "x11", 12, 14, 8, tid=81)]
+    trace = tmp_path / "two.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = frames_table(result.stdout)  # one process counts frames: the heading names none
+    # total, usb, cuda, gpu wait, x11, rest
+    assert rows[5].split() == ["frame", "1", "10.000", "3.000", "0.000", "0.000", "0.000", "7.000"]
+    assert rows[6].split() == ["frame", "2", "4.000", "0.000", "0.000", "0.000", "0.000", "4.000"]
+
+
+def test_report_counts_the_frames_over_the_budget(tmp_path):
+    # The budget is the library's, from its "over budget" marks of the frame's process (pid 8's
+    # marks say 5 ms, but pid 8 counts no frames), or --budget's for every process; a frame is over
+    # it when it takes longer, as the library marks it.
+    events = [complete("frame %d" % n, "nvtxshim", 10 * n, 10 * n + ms, 7)
+              for n, ms in ((1, 40), (2, 20), (3, 33), (4, 33.001))]
+    events += [{"name": "over budget frame %d: %s ms > 33.000 ms" % (n, took), "cat": "nvtxshim",
+                "ph": "i", "s": "t", "ts": 1000.0 * n, "pid": 7, "tid": 7}
+               for n, took in ((1, "40.000"), (4, "33.001"))]
+    events.append({"name": "over budget frame 1: 9.000 ms > 5.000 ms", "cat": "nvtxshim", "ph": "i",
+                   "s": "t", "ts": 0.0, "pid": 8, "tid": 8})
+    trace = tmp_path / "budget.json"
+    trace.write_text(json.dumps(events))
+    said = {}
+    for option in ((), ("--budget", "20ms"), ("--budget=19999us",)):
+        result = nvtxshim("report", trace, *option)
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        rows = frames_table(result.stdout)
+        assert rows[5] == "  slowest frames:"
+        said[option] = rows[4]
+    assert said == {
+        (): "  over the budget of 33.000 ms (from the library's over budget marks): 2 of the 4 frames",
+        ("--budget", "20ms"): "  over the budget of 20.000 ms (from --budget): 3 of the 4 frames",
+        ("--budget=19999us",): "  over the budget of 19.999 ms (from --budget): 4 of the 4 frames"}
+    # no budget: no line
+    del events[4:]
+    trace.write_text(json.dumps(events))
+    assert frames_table(nvtxshim("report", trace).stdout)[4] == "  slowest frames:"
+
+
+def test_report_gives_the_frames_of_each_process_apart(tmp_path):
+    # Two processes count frames (pid 7, named "loop"; pid 9, unnamed), which overlap in time:
+    # a section each, by pid, headed with the process, with its own frames, calls and columns
+    # (pid 9 writes to a serial port, pid 7 does not).
+    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+              complete("frame 1", "nvtxshim", 5, 11, 9), complete("frame 2", "nvtxshim", 11, 15, 9),
+              complete("frame 1", "nvtxshim", 0, 10, 7), complete("frame 2", "nvtxshim", 10, 20, 7),
+              complete("libusb_bulk_transfer", "usb", 4, 8, 7),
+              complete("libusb_bulk_transfer", "usb", 8.5, 9.5, 9),
+              complete("write /dev/ttyUSB0 8B", "serial", 12, 14, 9)]
+    trace = tmp_path / "two.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("== Per frame of process 7 'loop' (milliseconds; p50 and p99 by nearest rank): time in "
+                        "USB, CUDA copies, GPU waits, X11 and the rest")
+    assert lines[start + 1:] == [
+        "                     total       usb      cuda  gpu wait       x11      rest",
+        "  mean of 2         10.000     2.000     0.000     0.000     0.000     8.000",
+        "  p50               10.000     0.000     0.000     0.000     0.000     6.000",
+        "  p99               10.000     4.000     0.000     0.000     0.000    10.000",
+        "  max               10.000     4.000     0.000     0.000     0.000    10.000",
+        "  slowest frames:",
+        "  frame 1           10.000     4.000     0.000     0.000     0.000     6.000",
+        "  frame 2           10.000     0.000     0.000     0.000     0.000    10.000",
+        "",
+        "== Per frame of process 9 (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA copies, "
+        "GPU waits, X11, serial and the rest",
+        "                     total       usb      cuda  gpu wait       x11    serial      rest",
+        "  mean of 2          5.000     0.500     0.000     0.000     0.000     1.000     3.500",
+        "  p50                4.000     0.000     0.000     0.000     0.000     0.000     2.000",
+        "  p99                6.000     1.000     0.000     0.000     0.000     2.000     5.000",
+        "  max                6.000     1.000     0.000     0.000     0.000     2.000     5.000",
+        "  slowest frames:",
+        "  frame 1            6.000     1.000     0.000     0.000     0.000     0.000     5.000",
+        "  frame 2            4.000     0.000     0.000     0.000     0.000     2.000     2.000"]
+
+
 def test_report_percentiles_are_by_nearest_rank(tmp_path):
     # p of N values is the ceil(p * N)-th smallest: p50 of 1, 2, 3, 4 ms is 2 ms, not the upper
     # median; p50 and p99 of 1..200 us are 100 and 198 us. The headings say which percentile.
@@ -424,7 +517,8 @@ def test_report_says_why_it_cannot_read_a_file(tmp_path):
         result = nvtxshim("report", path)
         assert (result.returncode, result.stdout, result.stderr) == (1, "", "nvtxshim: report: %s\n" % why)
     for args in (("report",), ("report", "a.json", "b.json"), ("report", "--slowest", "x", "a.json"),
-                 ("report", "--frobnicate", "a.json"), ("convert", "in.sqlite"), ("convert", "-x", "a", "b")):
+                 ("report", "--frobnicate", "a.json"), ("report", "--budget", "33", "a.json"),
+                 ("report", "a.json", "--budget"), ("convert", "in.sqlite"), ("convert", "-x", "a", "b")):
         result = nvtxshim(*args)
         assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
         assert result.stderr.startswith("nvtxshim: %s: " % args[0]) and "--help)" in result.stderr
