@@ -17,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "config.h"
 #include "events.h"
 #include "report.h"
+#include "report_html.h"
 
 #define NS_PER_US 1000.0
 #define NS_PER_MS 1e6
@@ -52,7 +54,7 @@ static const char manual[] =
     "    nvtxshim report - what a profile of a control loop says, first\n"
     "\n"
     "SYNOPSIS\n"
-    "    nvtxshim report FILE [--slowest N] [--budget DURATION]\n"
+    "    nvtxshim report FILE [--slowest N] [--budget DURATION] [--html OUT.html]\n"
     "    nvtxshim report --help\n"
     "\n"
     "DESCRIPTION\n"
@@ -156,20 +158,37 @@ static const char manual[] =
     "        The frame budget (33ms, 500us, 16.7ms, 2s, as NVTXSHIM_FRAME_BUDGET\n"
     "        takes it) for every process, instead of the one in its marks.\n"
     "\n"
+    "    --html OUT.html\n"
+    "        Also write the same figures as one HTML page that needs nothing\n"
+    "        else (inline SVG and CSS; no script, font or stylesheet to fetch).\n"
+    "        The summary on stdout is the same. Per process: frame time per\n"
+    "        frame as stacked bars, a segment per column (usb #2e7d32, cuda\n"
+    "        #f57c00, gpu wait #9e9d24, launch #00acc1, x11 #1565c0, camera\n"
+    "        #8e24aa, serial #00695c, hid #ad1457, rest #bdbdbd), the budget\n"
+    "        as a red line (#d50000) and the frames over it on a pale red band\n"
+    "        (#ffcdd2); beyond 460 frames each bar is the slowest frame of a\n"
+    "        bin of consecutive ones. Then a histogram of frame time, the\n"
+    "        statistics, the slowest frames, the kernel probe's time off the\n"
+    "        CPU and the latency per frame where the data has them; the\n"
+    "        latency's summary, the per-name table and the capture windows.\n"
+    "        Written beside OUT.html and renamed into place: a page that cannot\n"
+    "        be written leaves no file, and one line says why.\n"
+    "\n"
     "    --help, -h\n"
     "        Print this page and exit.\n"
     "\n"
     "EXIT STATUS\n"
     "    0   the summary was printed.\n"
     "    1   FILE could not be read (one line on stderr says why), nsys export\n"
-    "        failed, or FILE holds no NVTX ranges or marks.\n"
+    "        failed, FILE holds no NVTX ranges or marks, or the page could not\n"
+    "        be written.\n"
     "    2   a usage error.\n"
     "\n"
     "EXAMPLES\n"
     "    nvtxshim report build/demo/report.nsys-rep\n"
     "    nvtxshim report report.sqlite --slowest 10 --budget 16.7ms\n"
     "    NVTXSHIM_TRACE=rig.json NVTXSHIM_FRAME=usb.in:0x81 nvtxshim run -- ./loop\n"
-    "    nvtxshim report rig.json\n";
+    "    nvtxshim report rig.json --html rig.html\n";
 
 /* ---- output helpers ----------------------------------------------------------- */
 
@@ -1418,7 +1437,7 @@ static const char *option_value(const char *name, int argc, char **argv, int *i)
 
 int nvs_cli_report(int argc, char **argv)
 {
-    const char *path = NULL, *value;
+    const char *path = NULL, *html = NULL, *value;
     long slowest = DEFAULT_SLOWEST;
     int64_t budget_ns = 0;
     for (int i = 1; i < argc; i++)
@@ -1434,6 +1453,10 @@ int nvs_cli_report(int argc, char **argv)
             slowest = strtol(value, &end, 10);
             if (!*value || *end || errno || slowest < 0)
                 return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value);
+        } else if ((value = option_value("--html", argc, argv, &i))) {
+            if (!*value)
+                return usage_error("%s--html needs the page's file name", "");
+            html = value;
         } else if ((value = option_value("--budget", argc, argv, &i))) {
             budget_ns = parse_budget(value);
             if (!budget_ns)
@@ -1450,7 +1473,12 @@ int nvs_cli_report(int argc, char **argv)
         }
     }
     if (!path)
-        return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION]", "");
+        return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION] "
+                           "[--html OUT.html]", "");
+    struct stat file, page;
+    if (html && stat(path, &file) == 0 && stat(html, &page) == 0 && file.st_dev == page.st_dev &&
+        file.st_ino == page.st_ino)
+        return usage_error("--html %s is FILE itself", html);
 
     struct nvs_events events = {0};
     struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX};
@@ -1494,6 +1522,9 @@ int nvs_cli_report(int argc, char **argv)
         fprintf(stderr, "nvtxshim: report: cannot write the summary: %s\n", strerror(errno));
         status = -1;
     }
+    /* after the summary, which is printed whatever becomes of the page */
+    if (status == 0 && html)
+        status = nvs_report_write_html(&report, html);
     free_report(&report);
     nvs_events_free(&events);
     return status ? 1 : 0;
