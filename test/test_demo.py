@@ -83,8 +83,20 @@ def check_report(output, frames, window):
     assert "frames=%d errors=0" % FRAMES in output
 
 
+def check_pages(output, directory):
+    """Each run's report as a page (nvtxshim report --html), named in the output."""
+    for name in ("report.html", "rig.html"):
+        page = directory / name
+        assert "== page: %s" % page in output and page.exists(), output[-3000:]
+        text = page.read_text()
+        assert text.startswith("<!DOCTYPE html>") and text.count("<h3>Frame time per frame</h3>") == 1
+    # the USB rig's page has the budget the demo gives the library (--frame-budget 20ms)
+    assert "the budget, 20.000 ms (from --budget)" in (directory / "report.html").read_text()
+
+
 def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
     output = demo(tmp_path)
+    check_pages(output, tmp_path / "demo")
     report = tmp_path / "demo" / "report.nsys-rep"
     assert "== report: %s" % report in output and report.exists()
     # DEMO_FRAMES=24: the window is frames 10-13, and nsys recorded only those.
@@ -96,6 +108,7 @@ def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
 
 def test_without_nsys_the_demo_summarises_the_trace_file(tmp_path):
     output = demo(tmp_path, NSYS="nsys-is-not-here")
+    check_pages(output, tmp_path / "demo")
     trace = tmp_path / "demo" / "trace.json"
     assert "== trace: %s" % trace in output and trace.exists()
     usb_rig, camera_rig = parts(output)
