@@ -6,7 +6,10 @@
  * with the kernel probe's figures when it ran and the capture-to-actuation
  * latency when a camera's frames were traced; the slowest frames; the
  * latency's summary; the capture windows. Per-frame times are unions of the
- * calls' intervals inside the frame, so nested or overlapping calls count once. */
+ * calls' intervals inside the frame, so nested or overlapping calls count once;
+ * a frame is its process's, and counts that process's calls only.
+ * Everything is worked out once into a struct nvs_report (report.h), which
+ * the summary here and the HTML page print. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -14,15 +17,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
+#include "config.h"
 #include "events.h"
+#include "report.h"
+#include "report_html.h"
 
 #define NS_PER_US 1000.0
 #define NS_PER_MS 1e6
 #define CALL_DOMAINS 6
 #define DEFAULT_SLOWEST 5
 #define MARK_EXAMPLES 3
+/* Said in each heading over a p50 and p99, which are the nearest rank's. */
+#define NEAREST_RANK "p50 and p99 by nearest rank"
 
 static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
                                                            NVS_DOMAIN_X11, NVS_DOMAIN_V4L2,
@@ -45,7 +54,7 @@ static const char manual[] =
     "    nvtxshim report - what a profile of a control loop says, first\n"
     "\n"
     "SYNOPSIS\n"
-    "    nvtxshim report FILE [--slowest N]\n"
+    "    nvtxshim report FILE [--slowest N] [--budget DURATION] [--html OUT.html]\n"
     "    nvtxshim report --help\n"
     "\n"
     "DESCRIPTION\n"
@@ -54,7 +63,8 @@ static const char manual[] =
     "    - per range name (per domain; calls of the usb, cuda and x11 domains\n"
     "      by function, of the v4l2, serial and hid domains by function and\n"
     "      device, frames as \"frame N\"): count, mean, p50, p99 and max, in\n"
-    "      microseconds;\n"
+    "      microseconds. Here and below p50 and p99 are by nearest rank: of n\n"
+    "      values, the ceil(p/100 * n)-th smallest (p50 of 1, 2, 3, 4 is 2);\n"
     "    - the marks by kind: per domain, a mark's text with each number (a run\n"
     "      of digits that starts a word or follows punctuation, with its decimals;\n"
     "      0x and its hex digits) written N, so that \"over budget frame 12:\n"
@@ -82,7 +92,8 @@ static const char manual[] =
     "      libusb_handle_events* (an event thread waiting) are not time the loop\n"
     "      spent in a call and are left out.\n"
     "      USBDEVFS_SUBMITURB (an URB in flight) is left out likewise.\n"
-    "      The device files' domains get a column each when they have events:\n"
+    "      The device files' domains get a column each when the process has\n"
+    "      events in them:\n"
     "      camera (v4l2: DQBUF, QBUF, poll and the rest; not the \"frame age\"\n"
     "      ranges, which run from the capture, before the loop asked for the\n"
     "      frame), serial and hid.\n"
@@ -93,7 +104,16 @@ static const char manual[] =
     "      actuation latency of the frame's first actuation that acted on a new\n"
     "      camera frame (\"-\" where none did; its statistics are over the frames\n"
     "      that have one), and the camera's dropped frames (its \"dropped N\n"
-    "      frames\" marks) are counted per frame;\n"
+    "      frames\" marks) are counted per frame.\n"
+    "      Frames are a process's: a frame counts only the calls of the process\n"
+    "      that counted it, though another's ran at the same time. When more\n"
+    "      than one process counted frames, each gets this section, with its\n"
+    "      own columns and slowest frames, by pid, headed with the pid and the\n"
+    "      process's name where the file has one (a trace file's process_name;\n"
+    "      an nsys export, read for its NVTX events alone, names none).\n"
+    "      With a budget (--budget, else the one in the process's own \"over\n"
+    "      budget frame N: T ms > B ms\" marks, which the library writes for\n"
+    "      NVTXSHIM_FRAME_BUDGET), how many frames took longer than it;\n"
     "    - capture to actuation: per actuation (a USB transfer out: a libusb or\n"
     "      USBDEVFS range whose name has \" OUT \"; a write to a serial port or\n"
     "      HID node), in start order, the newest camera frame its process had\n"
@@ -134,20 +154,41 @@ static const char manual[] =
     "    --slowest N\n"
     "        List the N slowest frames (default 5; 0 lists none).\n"
     "\n"
+    "    --budget DURATION\n"
+    "        The frame budget (33ms, 500us, 16.7ms, 2s, as NVTXSHIM_FRAME_BUDGET\n"
+    "        takes it) for every process, instead of the one in its marks.\n"
+    "\n"
+    "    --html OUT.html\n"
+    "        Also write the same figures as one HTML page that needs nothing\n"
+    "        else (inline SVG and CSS; no script, font or stylesheet to fetch).\n"
+    "        The summary on stdout is the same. Per process: frame time per\n"
+    "        frame as stacked bars, a segment per column (usb #2e7d32, cuda\n"
+    "        #f57c00, gpu wait #9e9d24, launch #00acc1, x11 #1565c0, camera\n"
+    "        #8e24aa, serial #00695c, hid #ad1457, rest #bdbdbd), the budget\n"
+    "        as a red line (#d50000) and the frames over it on a pale red band\n"
+    "        (#ffcdd2); beyond 460 frames each bar is the slowest frame of a\n"
+    "        bin of consecutive ones. Then a histogram of frame time, the\n"
+    "        statistics, the slowest frames, the kernel probe's time off the\n"
+    "        CPU and the latency per frame where the data has them; the\n"
+    "        latency's summary, the per-name table and the capture windows.\n"
+    "        Written beside OUT.html and renamed into place: a page that cannot\n"
+    "        be written leaves no file, and one line says why.\n"
+    "\n"
     "    --help, -h\n"
     "        Print this page and exit.\n"
     "\n"
     "EXIT STATUS\n"
     "    0   the summary was printed.\n"
     "    1   FILE could not be read (one line on stderr says why), nsys export\n"
-    "        failed, or FILE holds no NVTX ranges or marks.\n"
+    "        failed, FILE holds no NVTX ranges or marks, or the page could not\n"
+    "        be written.\n"
     "    2   a usage error.\n"
     "\n"
     "EXAMPLES\n"
     "    nvtxshim report build/demo/report.nsys-rep\n"
-    "    nvtxshim report report.sqlite --slowest 10\n"
+    "    nvtxshim report report.sqlite --slowest 10 --budget 16.7ms\n"
     "    NVTXSHIM_TRACE=rig.json NVTXSHIM_FRAME=usb.in:0x81 nvtxshim run -- ./loop\n"
-    "    nvtxshim report rig.json\n";
+    "    nvtxshim report rig.json --html rig.html\n";
 
 /* ---- output helpers ----------------------------------------------------------- */
 
@@ -196,12 +237,28 @@ static int compare_int64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The value at FRACTION of SORTED: the element at floor(FRACTION * COUNT), the
- * last for a fraction of 1 (nearest rank, no interpolation). */
-static int64_t percentile(const int64_t *sorted, size_t count, double fraction)
+/* The PERCENT-th percentile of SORTED (COUNT > 0) by nearest rank: the
+ * ceil(PERCENT / 100 * COUNT)-th smallest, counted from 1 (p50 of 1, 2, 3, 4
+ * is 2), no interpolation. In integers: 0.99 * COUNT in floating point can
+ * land a hair above a whole number and take the next rank. */
+static int64_t percentile(const int64_t *sorted, size_t count, unsigned percent)
 {
-    size_t index = (size_t)(fraction * (double)count);
-    return sorted[index < count - 1 ? index : count - 1];
+    size_t rank = (percent * count + 99) / 100;
+    return sorted[rank ? rank - 1 : 0];
+}
+
+/* Mean, p50, p99 and max of VALUES (COUNT > 0, sorted here), in the order of
+ * enum nvs_report_statistic. */
+static void statistics(int64_t *values, size_t count, double out[NVS_STATS])
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < count; i++)
+        sum += values[i];
+    qsort(values, count, sizeof *values, compare_int64);
+    out[NVS_STAT_MEAN] = (double)sum / (double)count;
+    out[NVS_STAT_P50] = (double)percentile(values, count, 50);
+    out[NVS_STAT_P99] = (double)percentile(values, count, 99);
+    out[NVS_STAT_MAX] = (double)values[count - 1];
 }
 
 /* ---- what the names mean ------------------------------------------------------ */
@@ -381,14 +438,16 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
     return event->name;
 }
 
-static int print_names(struct nvs_events *events)
+/* The per-name table: per domain and table name, the ranges' count and statistics. */
+static int compute_names(struct nvs_events *events, struct nvs_report *report)
 {
     size_t ranges = 0;
     for (size_t i = 0; i < events->count; i++)
         ranges += events->events[i].kind == NVS_EVENT_RANGE;
     struct named_duration *rows = malloc((ranges + 1) * sizeof *rows);
     int64_t *values = malloc((ranges + 1) * sizeof *values);
-    if (!rows || !values) {
+    report->names = malloc((ranges + 1) * sizeof *report->names);
+    if (!rows || !values || !report->names) {
         free(rows);
         free(values);
         return -1;
@@ -407,31 +466,41 @@ static int print_names(struct nvs_events *events)
         rows[count++] = (struct named_duration){event->domain, name, event->end - event->start};
     }
     qsort(rows, count, sizeof *rows, compare_named);
-    puts("== NVTX ranges per name (microseconds)");
-    printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50", "p99",
-           "max");
     for (size_t first = 0; first < count;) {
         size_t last = first;
-        int64_t sum = 0;
         while (last < count && rows[last].domain == rows[first].domain &&
                rows[last].name == rows[first].name) {
             values[last - first] = rows[last].duration;
-            sum += rows[last].duration;
             last++;
         }
-        size_t n = last - first;
-        fputs("  ", stdout);
-        put_padded(rows[first].domain, 9, 0);
-        putchar(' ');
-        put_padded(rows[first].name, 34, 34);
-        printf(" %7zu %10.1f %10.1f %10.1f %10.1f\n", n, (double)sum / (double)n / NS_PER_US,
-               (double)percentile(values, n, 0.5) / NS_PER_US,
-               (double)percentile(values, n, 0.99) / NS_PER_US, (double)values[n - 1] / NS_PER_US);
+        struct nvs_report_name *row = &report->names[report->name_count++];
+        row->domain = rows[first].domain;
+        row->name = rows[first].name;
+        row->count = last - first;
+        statistics(values, row->count, row->stats);
         first = last;
     }
     free(rows);
     free(values);
     return 0;
+}
+
+static void print_names(const struct nvs_report *report)
+{
+    puts("== NVTX ranges per name (microseconds; " NEAREST_RANK ")");
+    printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50", "p99",
+           "max");
+    for (size_t i = 0; i < report->name_count; i++) {
+        const struct nvs_report_name *row = &report->names[i];
+        fputs("  ", stdout);
+        put_padded(row->domain, 9, 0);
+        putchar(' ');
+        put_padded(row->name, 34, 34);
+        printf(" %7zu", row->count);
+        for (int s = 0; s < NVS_STATS; s++)
+            printf(" %10.1f", row->stats[s] / NS_PER_US);
+        putchar('\n');
+    }
 }
 
 /* ---- marks by kind --------------------------------------------------------------- */
@@ -624,27 +693,12 @@ static int64_t union_length(struct interval *intervals, size_t count)
     return total;
 }
 
-/* The parts' columns follow USB in the order of enum part. */
-enum column { TOTAL, USB, CUDA, WAIT, LAUNCH, X11, CAMERA, SERIAL, HID, REST, RUNNABLE, BLOCKED,
-              LATENCY, COLUMNS };
-
-static const char *const column_names[COLUMNS] = {"total", "usb", "cuda", "gpu wait", "launch",
-                                                  "x11", "camera", "serial", "hid", "rest",
-                                                  "runnable", "blocked", "latency"};
+const char *const nvs_report_column_names[NVS_COLUMNS] = {
+    "total", "usb", "cuda", "gpu wait", "launch", "x11", "camera", "serial", "hid", "rest",
+    "runnable", "blocked", "latency"};
 
 /* A launch column is shown once some frame's launches take 0.001 ms as printed. */
 #define LAUNCH_SHOWN_NS 500
-
-struct frame_row {
-    uint64_t number;
-    size_t order;                    /* position in start order, for a stable sort */
-    int64_t value[COLUMNS];
-    int64_t cuda_and_launches;       /* the cuda column when launches are not shown */
-    bool has_kernel;                 /* the kernel probe's figures are there */
-    bool has_latency;                /* value[LATENCY]: its first capture-to-actuation pair */
-    uint64_t preemptions, faults;
-    uint64_t dropped;                /* camera frames dropped in it */
-};
 
 static int compare_kernel_marks(const void *a, const void *b)
 {
@@ -663,114 +717,14 @@ static int compare_by_start(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int compare_slowest(const void *a, const void *b)
+/* By process, then start: a process's frames, or calls, side by side. */
+static int compare_by_pid_and_start(const void *a, const void *b)
 {
-    const struct frame_row *x = a, *y = b;
-    if (x->value[TOTAL] != y->value[TOTAL])
-        return (x->value[TOTAL] < y->value[TOTAL]) - (x->value[TOTAL] > y->value[TOTAL]);
-    return (x->order > y->order) - (x->order < y->order);
-}
-
-/* Each frame's row: the union of each part's intervals clipped to it. */
-static int breakdown(const struct nvs_event **frames, size_t frame_count, struct nvs_events *events,
-                     struct frame_row *rows)
-{
-    size_t call_count = 0;
-    for (size_t i = 0; i < events->count; i++)
-        call_count += counts_toward_frame(&events->events[i]);
-    const struct nvs_event **calls = malloc((call_count + 1) * sizeof *calls);
-    struct interval *parts[PART_LISTS];
-    size_t capacity = call_count + 1;
-    for (int d = 0; d < PART_LISTS; d++)
-        parts[d] = malloc(capacity * sizeof *parts[d]);
-    bool ok = calls != NULL;
-    for (int d = 0; d < PART_LISTS; d++)
-        ok = ok && parts[d];
-    if (ok) {
-        size_t n = 0;
-        int64_t longest = 0;
-        for (size_t i = 0; i < events->count; i++)
-            if (counts_toward_frame(&events->events[i])) {
-                calls[n++] = &events->events[i];
-                if (events->events[i].end - events->events[i].start > longest)
-                    longest = events->events[i].end - events->events[i].start;
-            }
-        qsort(calls, n, sizeof *calls, compare_by_start);
-        for (size_t f = 0; f < frame_count; f++) {
-            const struct nvs_event *frame = frames[f];
-            /* calls that can overlap the frame: from its start less the longest call */
-            size_t low = 0, high = n;
-            while (low < high) {
-                size_t middle = (low + high) / 2;
-                if (calls[middle]->start < frame->start - longest)
-                    low = middle + 1;
-                else
-                    high = middle;
-            }
-            size_t counts[PART_LISTS] = {0};
-            for (size_t i = low; i < n && calls[i]->start < frame->end; i++) {
-                int64_t start = calls[i]->start > frame->start ? calls[i]->start : frame->start;
-                int64_t end = calls[i]->end < frame->end ? calls[i]->end : frame->end;
-                if (end <= start)
-                    continue;
-                enum part d = call_part(calls[i]);
-                parts[d][counts[d]++] = (struct interval){start, end};
-                if (d == PART_CUDA || d == PART_LAUNCH)
-                    parts[PART_CUDA_AND_LAUNCHES][counts[PART_CUDA_AND_LAUNCHES]++] = (struct interval){start, end};
-                parts[PART_ALL][counts[PART_ALL]++] = (struct interval){start, end};
-            }
-            struct frame_row *row = &rows[f];
-            memset(row, 0, sizeof *row);
-            row->number = frame_number(frame);
-            row->order = f;
-            row->value[TOTAL] = frame->end - frame->start;
-            for (int d = 0; d < PARTS; d++)
-                row->value[USB + d] = union_length(parts[d], counts[d]);
-            row->cuda_and_launches = union_length(parts[PART_CUDA_AND_LAUNCHES], counts[PART_CUDA_AND_LAUNCHES]);
-            row->value[REST] = row->value[TOTAL] - union_length(parts[PART_ALL], counts[PART_ALL]);
-        }
-    }
-    free(calls);
-    for (int d = 0; d < PART_LISTS; d++)
-        free(parts[d]);
-    return ok ? 0 : -1;
-}
-
-/* The kernel figures of each row: the frame range's own (trace files), else
- * the probe's mark for that frame in that process. Returns the rows that have
- * them. */
-static size_t attach_kernel_figures(const struct nvs_event **frames, struct frame_row *rows,
-                                    size_t frame_count, const struct nvs_events *events)
-{
-    size_t mark_count = 0;
-    for (size_t i = 0; i < events->count; i++)
-        mark_count += events->events[i].kind == NVS_EVENT_MARK && strcmp(events->events[i].domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0;
-    struct kernel_mark *marks = mark_count ? malloc(mark_count * sizeof *marks) : NULL;
-    size_t n = 0;
-    for (size_t i = 0; marks && i < events->count; i++)
-        if (parse_kernel_mark(&events->events[i], &marks[n]))
-            n++;
-    if (n)
-        qsort(marks, n, sizeof *marks, compare_kernel_marks);
-    size_t with = 0;
-    for (size_t f = 0; f < frame_count; f++) {
-        const struct nvs_offcpu *figures = frames[f]->offcpu;
-        if (!figures && n) {
-            struct kernel_mark key = {.pid = frames[f]->pid, .number = rows[f].number};
-            const struct kernel_mark *found = bsearch(&key, marks, n, sizeof *marks, compare_kernel_marks);
-            figures = found ? &found->figures : NULL;
-        }
-        if (!figures)
-            continue;
-        rows[f].has_kernel = true;
-        rows[f].value[RUNNABLE] = (int64_t)figures->runnable_ns;
-        rows[f].value[BLOCKED] = (int64_t)figures->blocked_ns;
-        rows[f].preemptions = figures->preemptions;
-        rows[f].faults = figures->faults;
-        with++;
-    }
-    free(marks);
-    return with;
+    const struct nvs_event *x = *(const struct nvs_event *const *)a;
+    const struct nvs_event *y = *(const struct nvs_event *const *)b;
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    return compare_by_start(a, b);
 }
 
 /* ---- capture to actuation ----------------------------------------------------- */
@@ -860,6 +814,8 @@ static int pair_captures(const struct nvs_events *events, struct latency *latenc
     return 0;
 }
 
+/* ---- each process's frames, measured ------------------------------------------ */
+
 /* The loop frame of process PID (FRAMES in start order, none longer than
  * LONGEST) that holds time T; -1 when none does. */
 static long frame_at(const struct nvs_event **frames, size_t count, int64_t longest, uint32_t pid,
@@ -879,148 +835,387 @@ static long frame_at(const struct nvs_event **frames, size_t count, int64_t long
     return -1;
 }
 
-/* Each row's latency (its first pair's, by the actuation's start) and camera
- * frames dropped; the drops in no frame in *OUTSIDE. Returns the drops in all. */
-static uint64_t attach_camera(const struct nvs_event **frames, struct frame_row *rows, size_t count,
-                              const struct nvs_events *events, const struct latency *latency,
-                              uint64_t *outside)
+/* What every process's frames are measured against, gathered once: the calls
+ * that count toward a frame (by process, then start), the kernel probe's
+ * marks, the camera's drops and the capture-to-actuation pairs. */
+struct frame_sources {
+    const struct nvs_event **calls;
+    size_t call_count;
+    int64_t longest_call;
+    struct interval *parts[PART_LISTS];      /* room for every call, reused per frame */
+    struct kernel_mark *marks;               /* by pid, then frame number */
+    size_t mark_count;
+    const struct nvs_event **drops;
+    size_t drop_count;
+    const struct latency *latency;
+};
+
+/* Each frame's parts: the union of each part's intervals clipped to it, of its
+ * own process's calls only (another process's work is not the loop's, though it
+ * ran at the same time). The cuda column with launches in CUDA_AND_LAUNCHES. */
+static void breakdown(const struct nvs_event **frames, size_t frame_count, struct frame_sources *sources,
+                      struct nvs_report_frame *rows, int64_t *cuda_and_launches)
 {
+    const struct nvs_event **calls = sources->calls;
+    size_t n = sources->call_count;
+    struct interval **parts = sources->parts;
+    for (size_t f = 0; f < frame_count; f++) {
+        const struct nvs_event *frame = frames[f];
+        /* the process's calls that can overlap the frame: from its start less the longest call */
+        int64_t from = frame->start - sources->longest_call;
+        size_t low = 0, high = n;
+        while (low < high) {
+            size_t middle = (low + high) / 2;
+            if (calls[middle]->pid < frame->pid ||
+                (calls[middle]->pid == frame->pid && calls[middle]->start < from))
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        size_t counts[PART_LISTS] = {0};
+        for (size_t i = low; i < n && calls[i]->pid == frame->pid && calls[i]->start < frame->end; i++) {
+            int64_t start = calls[i]->start > frame->start ? calls[i]->start : frame->start;
+            int64_t end = calls[i]->end < frame->end ? calls[i]->end : frame->end;
+            if (end <= start)
+                continue;
+            enum part d = call_part(calls[i]);
+            parts[d][counts[d]++] = (struct interval){start, end};
+            if (d == PART_CUDA || d == PART_LAUNCH)
+                parts[PART_CUDA_AND_LAUNCHES][counts[PART_CUDA_AND_LAUNCHES]++] = (struct interval){start, end};
+            parts[PART_ALL][counts[PART_ALL]++] = (struct interval){start, end};
+        }
+        struct nvs_report_frame *row = &rows[f];
+        memset(row, 0, sizeof *row);
+        row->number = frame_number(frame);
+        row->start = frame->start;
+        row->value[NVS_COLUMN_TOTAL] = frame->end - frame->start;
+        for (int d = 0; d < PARTS; d++)
+            row->value[NVS_COLUMN_USB + d] = union_length(parts[d], counts[d]);
+        cuda_and_launches[f] = union_length(parts[PART_CUDA_AND_LAUNCHES], counts[PART_CUDA_AND_LAUNCHES]);
+        row->value[NVS_COLUMN_REST] =
+            row->value[NVS_COLUMN_TOTAL] - union_length(parts[PART_ALL], counts[PART_ALL]);
+    }
+}
+
+/* The kernel figures of each row: the frame range's own (trace files), else
+ * the probe's mark for that frame in that process. Returns the rows that have
+ * them. */
+static size_t attach_kernel_figures(const struct nvs_event **frames, struct nvs_report_frame *rows,
+                                    size_t frame_count, const struct frame_sources *sources)
+{
+    size_t with = 0;
+    for (size_t f = 0; f < frame_count; f++) {
+        const struct nvs_offcpu *figures = frames[f]->offcpu;
+        if (!figures && sources->mark_count) {
+            struct kernel_mark key = {.pid = frames[f]->pid, .number = rows[f].number};
+            const struct kernel_mark *found = bsearch(&key, sources->marks, sources->mark_count,
+                                                      sizeof *sources->marks, compare_kernel_marks);
+            figures = found ? &found->figures : NULL;
+        }
+        if (!figures)
+            continue;
+        rows[f].has_kernel = true;
+        rows[f].value[NVS_COLUMN_RUNNABLE] = (int64_t)figures->runnable_ns;
+        rows[f].value[NVS_COLUMN_BLOCKED] = (int64_t)figures->blocked_ns;
+        rows[f].preemptions = figures->preemptions;
+        rows[f].faults = figures->faults;
+        with++;
+    }
+    return with;
+}
+
+/* Each row's latency (its first pair's, by the actuation's start) and camera
+ * frames dropped, of PROCESS's pairs and drops (FRAMES: its frames in start
+ * order); its drops in all and in none of its frames. */
+static void attach_camera(const struct nvs_event **frames, struct nvs_report_process *process,
+                          const struct frame_sources *sources)
+{
+    struct nvs_report_frame *rows = process->frames;
+    size_t count = process->count;
     int64_t longest = 0;
     for (size_t f = 0; f < count; f++)
         if (frames[f]->end - frames[f]->start > longest)
             longest = frames[f]->end - frames[f]->start;
+    const struct latency *latency = sources->latency;
     for (size_t p = 0; p < latency->count; p++) {
         const struct latency_pair *pair = &latency->pairs[p];
-        long f = frame_at(frames, count, longest, pair->pid, pair->start);
+        long f = pair->pid == process->pid ? frame_at(frames, count, longest, pair->pid, pair->start) : -1;
         if (f >= 0 && !rows[f].has_latency) {
             rows[f].has_latency = true;
-            rows[f].value[LATENCY] = pair->end - pair->capture;
+            rows[f].value[NVS_COLUMN_LATENCY] = pair->end - pair->capture;
+            process->with_latency++;
         }
     }
-    uint64_t all = 0, dropped;
-    *outside = 0;
-    for (size_t i = 0; i < events->count; i++) {
-        if (!is_drop(&events->events[i], &dropped))
+    uint64_t dropped;
+    for (size_t i = 0; i < sources->drop_count; i++) {
+        const struct nvs_event *drop = sources->drops[i];
+        if (drop->pid != process->pid || !is_drop(drop, &dropped))
             continue;
-        long f = frame_at(frames, count, longest, events->events[i].pid, events->events[i].start);
+        long f = frame_at(frames, count, longest, drop->pid, drop->start);
         if (f >= 0)
             rows[f].dropped += dropped;
         else
-            *outside += dropped;
-        all += dropped;
+            process->dropped_outside += dropped;
+        process->dropped += dropped;
     }
-    return all;
 }
 
-static bool domain_has_events(const struct nvs_events *events, enum nvs_domain domain)
+/* The budget B of the library's mark "over budget frame N: T ms > B ms" in
+ * domain nvtxshim, in ns; 0 when EVENT is no such mark. */
+static int64_t budget_of_mark(const struct nvs_event *event)
 {
-    for (size_t i = 0; i < events->count; i++)
-        if ((events->events[i].kind == NVS_EVENT_RANGE || events->events[i].kind == NVS_EVENT_MARK) &&
-            in_domain(&events->events[i], domain))
-            return true;
-    return false;
-}
-
-/* Mean, p50, p99 and max of VALUES (sorted here), in that order. */
-static void statistics(int64_t *values, size_t count, double out[4])
-{
-    int64_t sum = 0;
-    for (size_t i = 0; i < count; i++)
-        sum += values[i];
-    qsort(values, count, sizeof *values, compare_int64);
-    out[0] = (double)sum / (double)count;
-    out[1] = (double)percentile(values, count, 0.5);
-    out[2] = (double)percentile(values, count, 0.99);
-    out[3] = (double)values[count - 1];
-}
-
-static int print_frames(struct nvs_events *events, long slowest, const struct latency *latency)
-{
-    size_t frame_count = 0;
-    for (size_t i = 0; i < events->count; i++)
-        frame_count += is_frame(&events->events[i]);
-    putchar('\n');
-    if (!frame_count) {
-        puts("== No frame ranges: set NVTXSHIM_FRAME to count the loop's frames");
+    if (event->kind != NVS_EVENT_MARK || !in_domain(event, NVS_DOMAIN_SHIM) ||
+        !starts_with(event->name, NVS_OVER_BUDGET_PREFIX))
         return 0;
+    uint64_t number;
+    double took, budget;
+    int length = -1;
+    const char *text = event->name + sizeof NVS_OVER_BUDGET_PREFIX - 1;
+    if (sscanf(text, "%" SCNu64 ": %lf ms > %lf ms%n", &number, &took, &budget, &length) != 3 ||
+        length < 0 || text[length] || !(budget > 0 && budget < 1e9))
+        return 0;
+    return (int64_t)(budget * NS_PER_MS + 0.5);
+}
+
+/* The process of PID in REPORT's (by pid); NULL when it counts no frames. */
+static struct nvs_report_process *process_of(struct nvs_report *report, uint32_t pid)
+{
+    size_t low = 0, high = report->process_count;
+    while (low < high) {
+        size_t middle = (low + high) / 2;
+        if (report->processes[middle].pid == pid)
+            return &report->processes[middle];
+        if (report->processes[middle].pid < pid)
+            low = middle + 1;
+        else
+            high = middle;
     }
-    const struct nvs_event **frames = malloc(frame_count * sizeof *frames);
-    struct frame_row *rows = malloc(frame_count * sizeof *rows);
-    int64_t *values = malloc(frame_count * sizeof *values);
-    if (!frames || !rows || !values) {
-        free(frames), free(rows), free(values);
-        return -1;
+    return NULL;
+}
+
+/* PID's name: the process's own, else its main thread's; NULL when the file
+ * names neither (an nsys export read for NVTX alone has no names). */
+static const char *process_name(const struct nvs_events *events, uint32_t pid)
+{
+    const char *thread = NULL;
+    for (size_t i = 0; i < events->name_count; i++) {
+        const struct nvs_thread_name *known = &events->names[i];
+        if (known->pid == pid && known->tid == 0)
+            return known->name;
+        if (known->pid == pid && known->tid == pid)
+            thread = known->name;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < events->count; i++)
-        if (is_frame(&events->events[i]))
-            frames[n++] = &events->events[i];
-    qsort(frames, n, sizeof *frames, compare_by_start);
-    if (breakdown(frames, n, events, rows) != 0) {
-        free(frames), free(rows), free(values);
-        return -1;
-    }
-    size_t with_kernel = attach_kernel_figures(frames, rows, n, events);
-    uint64_t dropped_outside;
-    uint64_t dropped = attach_camera(frames, rows, n, events, latency, &dropped_outside);
-    size_t with_latency = 0;
-    for (size_t f = 0; f < n; f++)
-        with_latency += rows[f].has_latency;
+    return thread;
+}
+
+/* The slowest first; frames as long keep their start order. */
+static int compare_slowest(const void *a, const void *b, void *frames_argument)
+{
+    const struct nvs_report_frame *frames = frames_argument;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int64_t tx = frames[x].value[NVS_COLUMN_TOTAL], ty = frames[y].value[NVS_COLUMN_TOTAL];
+    if (tx != ty)
+        return (tx < ty) - (tx > ty);
+    return (x > y) - (x < y);
+}
+
+/* PROCESS's rows from its FRAMES (in start order): the breakdown, the kernel
+ * figures, the latency and drops, the columns its data has (the device
+ * columns were chosen by the caller), their statistics, the slowest frames
+ * and those over the budget. VALUES and CUDA_AND_LAUNCHES have room for its
+ * frames. */
+static void measure_process(const struct nvs_event **frames, struct nvs_report_process *process,
+                            struct frame_sources *sources, int64_t *values, int64_t *cuda_and_launches)
+{
+    size_t n = process->count;
+    struct nvs_report_frame *rows = process->frames;
+    breakdown(frames, n, sources, rows, cuda_and_launches);
+    process->with_kernel = attach_kernel_figures(frames, rows, n, sources);
+    attach_camera(frames, process, sources);
     /* Launches that take no time that shows count with the copies, in cuda. */
     bool launches = false;
     for (size_t f = 0; f < n; f++)
-        launches = launches || rows[f].value[LAUNCH] >= LAUNCH_SHOWN_NS;
-    bool shown[COLUMNS];
-    for (int c = 0; c < COLUMNS; c++)
-        shown[c] = true;
-    shown[LAUNCH] = launches;
-    shown[RUNNABLE] = shown[BLOCKED] = with_kernel > 0;
-    shown[CAMERA] = domain_has_events(events, NVS_DOMAIN_V4L2);
-    shown[SERIAL] = domain_has_events(events, NVS_DOMAIN_SERIAL);
-    shown[HID] = domain_has_events(events, NVS_DOMAIN_HID);
-    shown[LATENCY] = with_latency > 0;
+        launches = launches || rows[f].value[NVS_COLUMN_LAUNCH] >= LAUNCH_SHOWN_NS;
     for (size_t f = 0; f < n && !launches; f++)
-        rows[f].value[CUDA] = rows[f].cuda_and_launches;
-    printf("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, %sX11%s%s%s and the rest%s%s\n",
-           launches ? "kernel launches, " : "", shown[CAMERA] ? ", camera (V4L2)" : "",
-           shown[SERIAL] ? ", serial" : "", shown[HID] ? ", HID" : "",
-           with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "",
-           shown[LATENCY] ? "; latency: capture to actuation" : "");
-    printf("  %-14s", "");
-    for (int c = 0; c < COLUMNS; c++)
-        if (shown[c])
-            printf(" %9s", column_names[c]);
-    putchar('\n');
-    static const char *const labels[] = {"mean", "p50", "p99", "max"};
-    double stats[COLUMNS][4];
-    for (int c = 0; c < COLUMNS; c++) {
+        rows[f].value[NVS_COLUMN_CUDA] = cuda_and_launches[f];
+    bool *shown = process->shown;
+    for (int c = NVS_COLUMN_TOTAL; c <= NVS_COLUMN_REST; c++)
+        if (c != NVS_COLUMN_CAMERA && c != NVS_COLUMN_SERIAL && c != NVS_COLUMN_HID)
+            shown[c] = true;
+    shown[NVS_COLUMN_LAUNCH] = launches;
+    shown[NVS_COLUMN_RUNNABLE] = shown[NVS_COLUMN_BLOCKED] = process->with_kernel > 0;
+    shown[NVS_COLUMN_LATENCY] = process->with_latency > 0;
+    for (int c = 0; c < NVS_COLUMNS; c++) {
         if (!shown[c])
             continue;
         size_t m = 0;
         for (size_t f = 0; f < n; f++)
-            if (c != LATENCY || rows[f].has_latency)
+            if (c != NVS_COLUMN_LATENCY || rows[f].has_latency)
                 values[m++] = rows[f].value[c];
-        statistics(values, m, stats[c]);
+        statistics(values, m, process->stats[c]);
     }
-    for (int s = 0; s < 4; s++) {
+    for (size_t f = 0; f < n; f++)
+        process->slowest[f] = f;
+    qsort_r(process->slowest, n, sizeof *process->slowest, compare_slowest, rows);
+    for (size_t f = 0; f < n; f++)
+        process->over_budget += nvs_report_over_budget(process, &rows[f]);
+}
+
+/* Each process's frames, measured. BUDGET_NS: --budget's, 0 for none (then
+ * each process's own from the library's marks, when it has them). */
+static int build_frames(struct nvs_events *events, const struct latency *latency, int64_t budget_ns,
+                        struct nvs_report *report)
+{
+    size_t frame_count = 0, call_count = 0, mark_count = 0, drop_count = 0;
+    uint64_t dropped;
+    for (size_t i = 0; i < events->count; i++) {
+        const struct nvs_event *event = &events->events[i];
+        frame_count += is_frame(event);
+        call_count += counts_toward_frame(event);
+        mark_count += event->kind == NVS_EVENT_MARK && in_domain(event, NVS_DOMAIN_KERNEL);
+        drop_count += is_drop(event, &dropped);
+    }
+    if (!frame_count)
+        return 0;
+    struct frame_sources sources = {.latency = latency};
+    const struct nvs_event **frames = malloc(frame_count * sizeof *frames);
+    int64_t *values = malloc(frame_count * sizeof *values);
+    int64_t *cuda_and_launches = malloc(frame_count * sizeof *cuda_and_launches);
+    int64_t *budget_marked_at = malloc(frame_count * sizeof *budget_marked_at);
+    sources.calls = malloc((call_count + 1) * sizeof *sources.calls);
+    sources.marks = malloc((mark_count + 1) * sizeof *sources.marks);
+    sources.drops = malloc((drop_count + 1) * sizeof *sources.drops);
+    bool ok = frames && values && cuda_and_launches && budget_marked_at && sources.calls &&
+              sources.marks && sources.drops;
+    for (int d = 0; d < PART_LISTS; d++)
+        ok = (sources.parts[d] = malloc((call_count + 1) * sizeof *sources.parts[d])) != NULL && ok;
+    if (ok) {
+        size_t n = 0;
+        for (size_t i = 0; i < events->count; i++) {
+            const struct nvs_event *event = &events->events[i];
+            if (is_frame(event))
+                frames[n++] = event;
+            if (counts_toward_frame(event)) {
+                sources.calls[sources.call_count++] = event;
+                if (event->end - event->start > sources.longest_call)
+                    sources.longest_call = event->end - event->start;
+            }
+            if (parse_kernel_mark(event, &sources.marks[sources.mark_count]))
+                sources.mark_count++;
+            if (is_drop(event, &dropped))
+                sources.drops[sources.drop_count++] = event;
+        }
+        qsort(frames, n, sizeof *frames, compare_by_pid_and_start);
+        qsort(sources.calls, sources.call_count, sizeof *sources.calls, compare_by_pid_and_start);
+        qsort(sources.marks, sources.mark_count, sizeof *sources.marks, compare_kernel_marks);
+        size_t processes = 0;
+        for (size_t f = 0; f < n; f++)
+            processes += f == 0 || frames[f]->pid != frames[f - 1]->pid;
+        report->processes = calloc(processes, sizeof *report->processes);
+        ok = report->processes != NULL;
+        for (size_t f = 0; ok && f < n; f++) {
+            if (f > 0 && frames[f]->pid == frames[f - 1]->pid) {
+                report->processes[report->process_count - 1].count++;
+                continue;
+            }
+            struct nvs_report_process *process = &report->processes[report->process_count++];
+            process->pid = frames[f]->pid;
+            process->name = process_name(events, process->pid);
+            process->count = 1;
+        }
+    }
+    /* The device columns a process has (its own calls or marks in their domains)
+     * and the budget of its first over-budget mark. */
+    for (size_t i = 0; ok && i < events->count; i++) {
+        const struct nvs_event *event = &events->events[i];
+        if (event->kind != NVS_EVENT_RANGE && event->kind != NVS_EVENT_MARK)
+            continue;
+        struct nvs_report_process *process = process_of(report, event->pid);
+        if (!process)
+            continue;
+        process->shown[NVS_COLUMN_CAMERA] |= in_domain(event, NVS_DOMAIN_V4L2);
+        process->shown[NVS_COLUMN_SERIAL] |= in_domain(event, NVS_DOMAIN_SERIAL);
+        process->shown[NVS_COLUMN_HID] |= in_domain(event, NVS_DOMAIN_HID);
+        int64_t marked = budget_of_mark(event);
+        size_t p = (size_t)(process - report->processes);
+        if (marked && (!process->budget_ns || event->start < budget_marked_at[p])) {
+            process->budget_ns = marked;
+            budget_marked_at[p] = event->start;
+        }
+    }
+    for (size_t p = 0, first = 0; ok && p < report->process_count; p++) {
+        struct nvs_report_process *process = &report->processes[p];
+        process->budget_from = process->budget_ns ? NVS_BUDGET_MARKS : NVS_BUDGET_NONE;
+        if (budget_ns) {
+            process->budget_ns = budget_ns;
+            process->budget_from = NVS_BUDGET_OPTION;
+        }
+        process->frames = malloc(process->count * sizeof *process->frames);
+        process->slowest = malloc(process->count * sizeof *process->slowest);
+        ok = process->frames && process->slowest;
+        if (ok)
+            measure_process(frames + first, process, &sources, values, cuda_and_launches);
+        first += process->count;
+    }
+    free(frames);
+    free(values);
+    free(cuda_and_launches);
+    free(budget_marked_at);
+    free(sources.calls);
+    free(sources.marks);
+    free(sources.drops);
+    for (int d = 0; d < PART_LISTS; d++)
+        free(sources.parts[d]);
+    return ok ? 0 : -1;
+}
+
+static void print_process(const struct nvs_report *report, const struct nvs_report_process *process)
+{
+    const bool *shown = process->shown;
+    const struct nvs_report_frame *rows = process->frames;
+    size_t n = process->count;
+    fputs("\n== Per frame", stdout);
+    if (report->process_count > 1) {
+        /* frames are counted per process: say whose these are */
+        printf(" of process %" PRIu32, process->pid);
+        if (process->name) {
+            putchar(' ');
+            put_repr(process->name);
+        }
+    }
+    printf(" (milliseconds; " NEAREST_RANK "): time in USB, CUDA copies, GPU waits, %sX11%s%s%s and the "
+           "rest%s%s\n",
+           shown[NVS_COLUMN_LAUNCH] ? "kernel launches, " : "",
+           shown[NVS_COLUMN_CAMERA] ? ", camera (V4L2)" : "",
+           shown[NVS_COLUMN_SERIAL] ? ", serial" : "", shown[NVS_COLUMN_HID] ? ", HID" : "",
+           process->with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "",
+           shown[NVS_COLUMN_LATENCY] ? "; latency: capture to actuation" : "");
+    printf("  %-14s", "");
+    for (int c = 0; c < NVS_COLUMNS; c++)
+        if (shown[c])
+            printf(" %9s", nvs_report_column_names[c]);
+    putchar('\n');
+    static const char *const labels[NVS_STATS] = {"mean", "p50", "p99", "max"};
+    for (int s = 0; s < NVS_STATS; s++) {
         char label[32];
-        if (s == 0)
+        if (s == NVS_STAT_MEAN)
             snprintf(label, sizeof label, "mean of %zu", n);
         else
             snprintf(label, sizeof label, "%s", labels[s]);
         printf("  %-14s", label);
-        for (int c = 0; c < COLUMNS; c++)
+        for (int c = 0; c < NVS_COLUMNS; c++)
             if (shown[c])
-                printf(" %9.3f", stats[c][s] / NS_PER_MS);
+                printf(" %9.3f", process->stats[c][s] / NS_PER_MS);
         putchar('\n');
     }
-    if (with_kernel && with_kernel < n)
-        printf("  (kernel figures for %zu of the %zu frames; the others count as 0)\n", with_kernel, n);
-    if (shown[LATENCY] && with_latency < n)
+    if (process->with_kernel && process->with_kernel < n)
+        printf("  (kernel figures for %zu of the %zu frames; the others count as 0)\n",
+               process->with_kernel, n);
+    if (shown[NVS_COLUMN_LATENCY] && process->with_latency < n)
         printf("  (latency for %zu of the %zu frames: the others acted on no new camera frame)\n",
-               with_latency, n);
-    if (dropped) {
-        printf("  camera frames dropped: %" PRIu64 " (", dropped);
+               process->with_latency, n);
+    if (process->dropped) {
+        printf("  camera frames dropped: %" PRIu64 " (", process->dropped);
         size_t listed = 0, frames_with = 0;
         for (size_t f = 0; f < n; f++) {
             if (!rows[f].dropped)
@@ -1032,67 +1227,88 @@ static int print_frames(struct nvs_events *events, long slowest, const struct la
         if (frames_with > DROP_EXAMPLES)
             printf(", and %zu other frame%s", frames_with - DROP_EXAMPLES,
                    frames_with - DROP_EXAMPLES == 1 ? "" : "s");
-        if (dropped_outside)
-            printf("%s%" PRIu64 " outside the frames", listed ? ", " : "", dropped_outside);
+        if (process->dropped_outside)
+            printf("%s%" PRIu64 " outside the frames", listed ? ", " : "", process->dropped_outside);
         puts(")");
     }
+    if (process->budget_from != NVS_BUDGET_NONE)
+        printf("  over the budget of %.3f ms (from %s): %zu of the %zu frames\n",
+               (double)process->budget_ns / NS_PER_MS,
+               process->budget_from == NVS_BUDGET_OPTION ? "--budget" : "the library's over budget marks",
+               process->over_budget, n);
     puts("  slowest frames:");
-    qsort(rows, n, sizeof *rows, compare_slowest);
-    for (size_t f = 0; f < n && (long)f < slowest; f++) {
+    for (size_t k = 0; k < n && (long)k < report->slowest; k++) {
+        const struct nvs_report_frame *row = &rows[process->slowest[k]];
         char label[40];
-        snprintf(label, sizeof label, "frame %" PRIu64, rows[f].number);
+        snprintf(label, sizeof label, "frame %" PRIu64, row->number);
         printf("  %-14s", label);
-        for (int c = 0; c < COLUMNS; c++) {
+        for (int c = 0; c < NVS_COLUMNS; c++) {
             if (!shown[c])
                 continue;
-            if (c == LATENCY && !rows[f].has_latency)
+            if (c == NVS_COLUMN_LATENCY && !row->has_latency)
                 printf(" %9s", "-");
             else
-                printf(" %9.3f", (double)rows[f].value[c] / NS_PER_MS);
+                printf(" %9.3f", (double)row->value[c] / NS_PER_MS);
         }
-        if (rows[f].has_kernel)
-            printf("  (%" PRIu64 " preemption%s, %" PRIu64 " fault%s)", rows[f].preemptions,
-                   rows[f].preemptions == 1 ? "" : "s", rows[f].faults, rows[f].faults == 1 ? "" : "s");
-        if (rows[f].dropped)
-            printf("  (%" PRIu64 " camera frame%s dropped)", rows[f].dropped, rows[f].dropped == 1 ? "" : "s");
+        if (row->has_kernel)
+            printf("  (%" PRIu64 " preemption%s, %" PRIu64 " fault%s)", row->preemptions,
+                   row->preemptions == 1 ? "" : "s", row->faults, row->faults == 1 ? "" : "s");
+        if (row->dropped)
+            printf("  (%" PRIu64 " camera frame%s dropped)", row->dropped, row->dropped == 1 ? "" : "s");
         putchar('\n');
     }
-    free(frames);
-    free(rows);
-    free(values);
-    return 0;
 }
 
-/* The capture-to-actuation summary, when a camera's frames were traced. */
-static int print_latency(const struct latency *latency)
+static void print_frames(const struct nvs_report *report)
 {
-    if (!latency->camera_frames)
+    if (!report->process_count)
+        puts("\n== No frame ranges: set NVTXSHIM_FRAME to count the loop's frames");
+    for (size_t p = 0; p < report->process_count; p++)
+        print_process(report, &report->processes[p]);
+}
+
+/* The capture-to-actuation summary, over every process's pairs. */
+static int compute_latency(const struct latency *latency, struct nvs_report *report)
+{
+    report->latency.pairs = latency->count;
+    report->latency.camera_frames = latency->camera_frames;
+    report->latency.actuations = latency->actuations;
+    if (!latency->count)
         return 0;
-    puts("\n== Capture to actuation (milliseconds): from a camera frame's capture to the end of the "
-         "first actuation after its dequeue");
-    if (!latency->count) {
-        printf("  no actuation after any of the %zu camera frames (USB transfers out, serial or HID "
-               "writes: %zu)\n", latency->camera_frames, latency->actuations);
-        return 0;
-    }
     int64_t *values = malloc(latency->count * sizeof *values);
     if (!values)
         return -1;
     for (size_t p = 0; p < latency->count; p++)
         values[p] = latency->pairs[p].end - latency->pairs[p].capture;
-    double stats[4];
-    statistics(values, latency->count, stats);
+    statistics(values, latency->count, report->latency.stats);
     free(values);
+    return 0;
+}
+
+/* When a camera's frames were traced. */
+static void print_latency(const struct nvs_report *report)
+{
+    const struct nvs_report_latency *latency = &report->latency;
+    if (!latency->camera_frames)
+        return;
+    puts("\n== Capture to actuation (milliseconds; " NEAREST_RANK "): from a camera frame's capture to "
+         "the end of the first actuation after its dequeue");
+    if (!latency->pairs) {
+        printf("  no actuation after any of the %zu camera frames (USB transfers out, serial or HID "
+               "writes: %zu)\n", latency->camera_frames, latency->actuations);
+        return;
+    }
     printf("  %-14s %9s %9s %9s %9s\n", "", "mean", "p50", "p99", "max");
     char label[40];
-    snprintf(label, sizeof label, "%zu pair%s", latency->count, latency->count == 1 ? "" : "s");
-    printf("  %-14s %9.3f %9.3f %9.3f %9.3f\n", label, stats[0] / NS_PER_MS, stats[1] / NS_PER_MS,
-           stats[2] / NS_PER_MS, stats[3] / NS_PER_MS);
+    snprintf(label, sizeof label, "%zu pair%s", latency->pairs, latency->pairs == 1 ? "" : "s");
+    printf("  %-14s", label);
+    for (int s = 0; s < NVS_STATS; s++)
+        printf(" %9.3f", latency->stats[s] / NS_PER_MS);
+    putchar('\n');
     printf("  (%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on no new frame)\n",
            latency->camera_frames, latency->camera_frames == 1 ? "" : "s",
-           latency->camera_frames - latency->count, latency->actuations,
-           latency->actuations == 1 ? "" : "s", latency->actuations - latency->count);
-    return 0;
+           latency->camera_frames - latency->pairs, latency->actuations,
+           latency->actuations == 1 ? "" : "s", latency->actuations - latency->pairs);
 }
 
 /* ---- capture windows ------------------------------------------------------------ */
@@ -1107,7 +1323,7 @@ static bool is_capture(const struct nvs_event *event)
     return word == 7 && strncmp(event->name, "capture", 7) == 0;
 }
 
-static int print_captures(struct nvs_events *events)
+static int compute_windows(const struct nvs_events *events, struct nvs_report *report)
 {
     size_t count = 0;
     for (size_t i = 0; i < events->count; i++)
@@ -1115,14 +1331,16 @@ static int print_captures(struct nvs_events *events)
     if (!count)
         return 0;
     const struct nvs_event **captures = malloc(count * sizeof *captures);
-    if (!captures)
+    report->windows = malloc(count * sizeof *report->windows);
+    if (!captures || !report->windows) {
+        free(captures);
         return -1;
+    }
     size_t n = 0;
     for (size_t i = 0; i < events->count; i++)
         if (is_capture(&events->events[i]))
             captures[n++] = &events->events[i];
     qsort(captures, n, sizeof *captures, compare_by_start);
-    printf("\n== Capture windows: %zu\n", n);
     for (size_t c = 0; c < n; c++) {
         const struct nvs_event *window = captures[c];
         uint64_t first = 0, last = 0;
@@ -1136,18 +1354,41 @@ static int print_captures(struct nvs_events *events)
             if (number > last)
                 last = number;
         }
+        report->windows[report->window_count++] = (struct nvs_report_window){
+            window->name, window->domain, window->end - window->start, first, last};
+    }
+    free(captures);
+    return 0;
+}
+
+static void print_captures(const struct nvs_report *report)
+{
+    if (!report->window_count)
+        return;
+    printf("\n== Capture windows: %zu\n", report->window_count);
+    for (size_t c = 0; c < report->window_count; c++) {
+        const struct nvs_report_window *window = &report->windows[c];
         char label[512], span[64];
         snprintf(label, sizeof label, "%s@%s", window->name, window->domain);
-        if (first)
-            snprintf(span, sizeof span, "frames %" PRIu64 "-%" PRIu64, first, last);
+        if (window->first)
+            snprintf(span, sizeof span, "frames %" PRIu64 "-%" PRIu64, window->first, window->last);
         else
             snprintf(span, sizeof span, "no frames");
         fputs("  ", stdout);
         put_padded(label, 24, 0);
-        printf(" %10.3f ms  %s\n", (double)(window->end - window->start) / NS_PER_MS, span);
+        printf(" %10.3f ms  %s\n", (double)window->duration / NS_PER_MS, span);
     }
-    free(captures);
-    return 0;
+}
+
+static void free_report(struct nvs_report *report)
+{
+    for (size_t p = 0; p < report->process_count; p++) {
+        free(report->processes[p].frames);
+        free(report->processes[p].slowest);
+    }
+    free(report->processes);
+    free(report->names);
+    free(report->windows);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -1160,10 +1401,45 @@ static int usage_error(const char *format, const char *what)
     return 2;
 }
 
+static void ignore_config_line(const char *line, void *context)
+{
+    (void)line, (void)context;
+}
+
+/* TEXT as a budget, checked as the library checks NVTXSHIM_FRAME_BUDGET (its
+ * own parser: "33ms", "500us", "16.7ms", "2s"); 0 when it is none. */
+static int64_t parse_budget(const char *text)
+{
+    char variable[128];
+    if (snprintf(variable, sizeof variable, "NVTXSHIM_FRAME_BUDGET=%s", text) >= (int)sizeof variable)
+        return 0;
+    char *environment[] = {variable, NULL};
+    struct nvs_config config;
+    if (nvs_config_parse(&config, environment, ignore_config_line, NULL) != 0 ||
+        config.frame_budget_ns > INT64_MAX)
+        return 0;
+    return (int64_t)config.frame_budget_ns;
+}
+
+/* The value of option NAME at ARGV[*I] ("--name VALUE" or "--name=VALUE");
+ * NULL when ARGV[*I] is another argument, "" when the value is missing. */
+static const char *option_value(const char *name, int argc, char **argv, int *i)
+{
+    size_t length = strlen(name);
+    if (strncmp(argv[*i], name, length) != 0)
+        return NULL;
+    if (argv[*i][length] == '=')
+        return argv[*i] + length + 1;
+    if (argv[*i][length])
+        return NULL;
+    return *i + 1 < argc ? argv[++*i] : "";
+}
+
 int nvs_cli_report(int argc, char **argv)
 {
-    const char *path = NULL;
+    const char *path = NULL, *html = NULL, *value;
     long slowest = DEFAULT_SLOWEST;
+    int64_t budget_ns = 0;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(manual, stdout);
@@ -1171,13 +1447,21 @@ int nvs_cli_report(int argc, char **argv)
         }
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
-        if (strcmp(argument, "--slowest") == 0 || strncmp(argument, "--slowest=", 10) == 0) {
-            const char *value = argument[9] == '=' ? argument + 10 : (i + 1 < argc ? argv[++i] : NULL);
+        if ((value = option_value("--slowest", argc, argv, &i))) {
             char *end;
             errno = 0;
-            slowest = value ? strtol(value, &end, 10) : -1;
-            if (!value || !*value || *end || errno || slowest < 0)
-                return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value ? value : "");
+            slowest = strtol(value, &end, 10);
+            if (!*value || *end || errno || slowest < 0)
+                return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value);
+        } else if ((value = option_value("--html", argc, argv, &i))) {
+            if (!*value)
+                return usage_error("%s--html needs the page's file name", "");
+            html = value;
+        } else if ((value = option_value("--budget", argc, argv, &i))) {
+            budget_ns = parse_budget(value);
+            if (!budget_ns)
+                return usage_error("--budget needs a duration with its unit (33ms, 500us, 16.7ms, 2s): '%s'",
+                                   value);
         } else if (strcmp(argument, "--") == 0 && i + 1 < argc && !path) {
             path = argv[++i];
         } else if (argument[0] == '-' && argument[1]) {
@@ -1189,7 +1473,12 @@ int nvs_cli_report(int argc, char **argv)
         }
     }
     if (!path)
-        return usage_error("%swhich file? nvtxshim report FILE [--slowest N]", "");
+        return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION] "
+                           "[--html OUT.html]", "");
+    struct stat file, page;
+    if (html && stat(path, &file) == 0 && stat(html, &page) == 0 && file.st_dev == page.st_dev &&
+        file.st_ino == page.st_ino)
+        return usage_error("--html %s is FILE itself", html);
 
     struct nvs_events events = {0};
     struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX};
@@ -1205,18 +1494,27 @@ int nvs_cli_report(int argc, char **argv)
         nvs_events_free(&events);
         return 1;
     }
+    /* Everything is worked out once; the summary and the page print it. */
+    struct nvs_report report = {.path = path, .slowest = slowest};
     struct latency latency;
     int status = pair_captures(&events, &latency);
     if (status == 0)
-        status = print_names(&events);
+        status = compute_names(&events, &report);
     if (status == 0)
+        status = build_frames(&events, &latency, budget_ns, &report);
+    if (status == 0)
+        status = compute_latency(&latency, &report);
+    if (status == 0)
+        status = compute_windows(&events, &report);
+    if (status == 0) {
+        print_names(&report);
         status = print_marks(&events);
-    if (status == 0)
-        status = print_frames(&events, slowest, &latency);
-    if (status == 0)
-        status = print_latency(&latency);
-    if (status == 0)
-        status = print_captures(&events);
+    }
+    if (status == 0) {
+        print_frames(&report);
+        print_latency(&report);
+        print_captures(&report);
+    }
     free(latency.pairs);
     if (status != 0)
         fputs("nvtxshim: report: out of memory\n", stderr);
@@ -1224,6 +1522,10 @@ int nvs_cli_report(int argc, char **argv)
         fprintf(stderr, "nvtxshim: report: cannot write the summary: %s\n", strerror(errno));
         status = -1;
     }
+    /* after the summary, which is printed whatever becomes of the page */
+    if (status == 0 && html)
+        status = nvs_report_write_html(&report, html);
+    free_report(&report);
     nvs_events_free(&events);
     return status ? 1 : 0;
 }

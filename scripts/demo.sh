@@ -3,7 +3,8 @@
 # the emulated device, with its GUI on a private Xvfb, profiled by Nsight
 # Systems with libnvtxshim in front of it; then what the profile says.
 # Without nsys, the same run writes an NVTXSHIM_TRACE file and that is summarised.
-# Both through the nvtxshim command (build/nvtxshim: profile, run, report).
+# Both through the nvtxshim command (build/nvtxshim: profile, run, report), each
+# report also written as a page (report --html: build/demo/report.html, rig.html).
 #
 #   DEMO_FRAMES=240  frames to run         DEMO_FPS=60   the loop's pace (0: unpaced)
 #   DEMO_OUT=build/demo  where results go  DEMO_TIMEOUT=300  seconds nsys may take
@@ -53,7 +54,8 @@ program=("${driver[@]}" build/harness_physical --frames "$frames" --width "$widt
 first=$((frames * 5 / 12)) count=$((frames / 5))
 [ "$first" -ge 1 ] || first=1
 [ "$count" -ge 2 ] || count=2
-shim=(--frame call:libusb_control_transfer --frame-budget 20ms)
+budget=20ms
+shim=(--frame call:libusb_control_transfer --frame-budget "$budget")
 export DISPLAY=$display
 
 echo "== demo: ${program[*]: -13}"
@@ -77,6 +79,10 @@ if command -v "$nsys" >/dev/null 2>&1; then
     echo "demo: nsys made no report (nsys 2022.4 sometimes hangs after the program: docs/ARCHITECTURE.md, "The tools"); run make demo again" >&2
     exit 1
   fi
+  # The same figures as a page (its summary is the one printed above), with the budget's line
+  # (the library marks only the frames over it).
+  build/nvtxshim report "$out/report.sqlite" --budget "$budget" --html "$out/report.html" >/dev/null \
+    || status=$?
 else
   echo "   ($nsys not found: the trace file instead)"
   echo "   nvtxshim run ${shim[*]} --trace trace.json -- PROGRAM; nvtxshim report trace.json"
@@ -86,10 +92,11 @@ else
   echo
   echo "== trace: $out/trace.json (open it in https://ui.perfetto.dev or chrome://tracing)"
   echo
-  build/nvtxshim report "$out/trace.json"
+  build/nvtxshim report "$out/trace.json" --budget "$budget" --html "$out/report.html"
 fi
 echo "   (rest: time in none of these calls: the loop's own work, waiting for the capture"
 echo "    thread, and the --fps pacing)"
+echo "== page: $out/report.html (open it in a browser)"
 
 # A second run as a camera rig, when the V4L2 camera double is built: the harness captures from
 # /dev/video0 (build/test/libemuv4l2.so, preloaded after the library so that the library's hooks
@@ -98,7 +105,7 @@ echo "    thread, and the --fps pacing)"
 #   DEMO_RIG_FRAME=v4l2.in  the frame marker   DEMO_RIG_DELAY_MS=5  the camera's delay
 emuv4l2=$PWD/build/test/libemuv4l2.so
 if [ -f "$emuv4l2" ]; then
-  rm -f "$out/servo.path" "$out/rig.json"
+  rm -f "$out/servo.path" "$out/rig.json" "$out/rig.html"
   python3 examples/emuservo.py --path-file "$out/servo.path" --timeout 30 >/dev/null &
   servo=$!
   trap 'kill $xvfb 2>/dev/null || true; kill $servo 2>/dev/null || true' EXIT
@@ -117,6 +124,7 @@ if [ -f "$emuv4l2" ]; then
   echo
   echo "== trace: $out/rig.json"
   echo
-  build/nvtxshim report "$out/rig.json" || status=$?
+  build/nvtxshim report "$out/rig.json" --html "$out/rig.html" || status=$?
+  echo "== page: $out/rig.html"
 fi
 exit "$status"

@@ -18,6 +18,9 @@ packages=(
   # the serial and HID tools for the device-file tests.
   ffmpeg v4l-utils python3-opencv python3-serial python3-hid fido2-tools
   sqlite3 libsqlite3-dev zlib1g-dev
+  # test/test_report_html.py renders nvtxshim report's page in headless Chromium and measures
+  # the picture with PIL.
+  chromium python3-pil
   valgrind strace
   btrfs-progs
   nsight-systems nsight-systems-target

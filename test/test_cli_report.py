@@ -33,10 +33,14 @@ EXPECTED = {  # the synchronous harness: the device opened and its interface cla
     ("cuda", "cuLaunchKernel harness_cell_argmax"): FRAMES,
     ("cuda", "cuMemcpyDtoHAsync"): FRAMES, ("cuda", "cuStreamSynchronize"): FRAMES,
     ("nvtxshim", "frame N"): FRAMES}
-FRAMES_HEADING = "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11 and the rest"
+# p50 and p99 are by nearest rank (the ceil(p * n)-th smallest), as the headings say.
+NAMES_HEADING = "== NVTX ranges per name (microseconds; p50 and p99 by nearest rank)"
+PER_FRAME = "== Per frame (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA copies, GPU waits, "
+FRAMES_HEADING = PER_FRAME + "X11 and the rest"
+LATENCY_HEADING = ("== Capture to actuation (milliseconds; p50 and p99 by nearest rank): from a camera frame's "
+                   "capture to the end of the first actuation after its dequeue")
 # The stand-in driver runs the harness's kernels inside cuLaunchKernel: launches take time.
-LAUNCHES_HEADING = ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, kernel launches, "
-                    "X11 and the rest")
+LAUNCHES_HEADING = PER_FRAME + "kernel launches, X11 and the rest"
 NOT_NVTX = ("osrt", "cuda kernel", "cuda memcpy", "cuda memset")
 
 
@@ -89,7 +93,7 @@ def runs(tmp_path_factory):
 def names_table(output):
     """{(domain, name): count} from the report's first table."""
     lines = output.splitlines()
-    start = lines.index("== NVTX ranges per name (microseconds)")
+    start = lines.index(NAMES_HEADING)
     assert lines[start + 1].split() == ["domain", "name", "count", "mean", "p50", "p99", "max"]
     counts = {}
     for line in lines[start + 2:]:
@@ -244,6 +248,31 @@ def test_report_groups_marks_by_kind_with_counts_and_the_first_texts(tmp_path):
     assert lines[start - 1] == "" and lines[end + 1].startswith("== Per frame")
 
 
+def test_report_gives_150_over_budget_marks_as_one_kind(tmp_path):
+    # The library's mark for each frame over NVTXSHIM_FRAME_BUDGET: 150 frames, 150 texts that
+    # differ in the frame and its time, one kind with its count and the first 3 texts in time
+    # order (written here last frame first, as nothing keeps a trace in time order).
+    events = [{"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": 0.0, "dur": 100.0, "pid": 7,
+               "tid": 7}]
+    for frame in range(150, 0, -1):
+        events.append({"name": "over budget frame %d: %d.%03d ms > 33.000 ms" % (frame, 33 + frame % 7,
+                                                                                 frame),
+                       "cat": "nvtxshim", "ph": "i", "s": "t", "ts": 1000.0 * frame, "pid": 7, "tid": 7})
+    trace = tmp_path / "budget.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("== NVTX marks per kind (each number as N), with the first texts of each")
+    assert lines[start + 1:lines.index("", start)] == [
+        "  domain      count  kind",
+        "  nvtxshim      150  over budget frame N: N ms > N ms",
+        "                       'over budget frame 1: 34.001 ms > 33.000 ms' x1",
+        "                       'over budget frame 2: 35.002 ms > 33.000 ms' x1",
+        "                       'over budget frame 3: 36.003 ms > 33.000 ms' x1",
+        "                       ... and 147 other texts"]
+
+
 def test_report_with_kernel_figures_adds_off_cpu_columns(tmp_path):
     # The kernel probe's figures: on the frame ranges in a trace file, in the `kernel` marks in
     # an nsys export (here a hand-made trace holding the second kind only for frame 2).
@@ -303,6 +332,120 @@ def test_report_frame_times_are_each_domains_calls_joined_and_cut_to_the_frame(t
     assert rows[6].split() == ["frame", "2", "4.000", "0.000", "1.000", "0.000", "0.000", "3.000"]
 
 
+def complete(name, domain, start, end, pid, tid=None):
+    """A complete event ("ph":"X") from START to END milliseconds."""
+    return {"name": name, "cat": domain, "ph": "X", "ts": start * 1000.0, "dur": (end - start) * 1000.0,
+            "pid": pid, "tid": pid if tid is None else tid}
+
+
+def test_report_frames_count_only_their_own_processs_calls(tmp_path):
+    # A frame is its process's loop: another process's calls that overlap it in time (here those
+    # of pid 8, which counts no frames: a USB transfer that overlaps one of pid 7's and one alone,
+    # an X11 call) are none of its time.
+    events = [complete("frame 1", "nvtxshim", 1, 11, 7), complete("frame 2", "nvtxshim", 11, 15, 7),
+              complete("libusb_bulk_transfer", "usb", 2, 5, 7),
+              complete("libusb_bulk_transfer", "usb", 4, 9, 8),
+              complete("XPutImage", "x11", 12, 14, 8, tid=81)]
+    trace = tmp_path / "two.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    rows = frames_table(result.stdout)  # one process counts frames: the heading names none
+    # total, usb, cuda, gpu wait, x11, rest
+    assert rows[5].split() == ["frame", "1", "10.000", "3.000", "0.000", "0.000", "0.000", "7.000"]
+    assert rows[6].split() == ["frame", "2", "4.000", "0.000", "0.000", "0.000", "0.000", "4.000"]
+
+
+def test_report_counts_the_frames_over_the_budget(tmp_path):
+    # The budget is the library's, from its "over budget" marks of the frame's process (pid 8's
+    # marks say 5 ms, but pid 8 counts no frames), or --budget's for every process; a frame is over
+    # it when it takes longer, as the library marks it.
+    events = [complete("frame %d" % n, "nvtxshim", 10 * n, 10 * n + ms, 7)
+              for n, ms in ((1, 40), (2, 20), (3, 33), (4, 33.001))]
+    events += [{"name": "over budget frame %d: %s ms > 33.000 ms" % (n, took), "cat": "nvtxshim",
+                "ph": "i", "s": "t", "ts": 1000.0 * n, "pid": 7, "tid": 7}
+               for n, took in ((1, "40.000"), (4, "33.001"))]
+    events.append({"name": "over budget frame 1: 9.000 ms > 5.000 ms", "cat": "nvtxshim", "ph": "i",
+                   "s": "t", "ts": 0.0, "pid": 8, "tid": 8})
+    trace = tmp_path / "budget.json"
+    trace.write_text(json.dumps(events))
+    said = {}
+    for option in ((), ("--budget", "20ms"), ("--budget=19999us",)):
+        result = nvtxshim("report", trace, *option)
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        rows = frames_table(result.stdout)
+        assert rows[5] == "  slowest frames:"
+        said[option] = rows[4]
+    assert said == {
+        (): "  over the budget of 33.000 ms (from the library's over budget marks): 2 of the 4 frames",
+        ("--budget", "20ms"): "  over the budget of 20.000 ms (from --budget): 3 of the 4 frames",
+        ("--budget=19999us",): "  over the budget of 19.999 ms (from --budget): 4 of the 4 frames"}
+    # no budget: no line
+    del events[4:]
+    trace.write_text(json.dumps(events))
+    assert frames_table(nvtxshim("report", trace).stdout)[4] == "  slowest frames:"
+
+
+def test_report_gives_the_frames_of_each_process_apart(tmp_path):
+    # Two processes count frames (pid 7, named "loop"; pid 9, unnamed), which overlap in time:
+    # a section each, by pid, headed with the process, with its own frames, calls and columns
+    # (pid 9 writes to a serial port, pid 7 does not).
+    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+              complete("frame 1", "nvtxshim", 5, 11, 9), complete("frame 2", "nvtxshim", 11, 15, 9),
+              complete("frame 1", "nvtxshim", 0, 10, 7), complete("frame 2", "nvtxshim", 10, 20, 7),
+              complete("libusb_bulk_transfer", "usb", 4, 8, 7),
+              complete("libusb_bulk_transfer", "usb", 8.5, 9.5, 9),
+              complete("write /dev/ttyUSB0 8B", "serial", 12, 14, 9)]
+    trace = tmp_path / "two.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("== Per frame of process 7 'loop' (milliseconds; p50 and p99 by nearest rank): time in "
+                        "USB, CUDA copies, GPU waits, X11 and the rest")
+    assert lines[start + 1:] == [
+        "                     total       usb      cuda  gpu wait       x11      rest",
+        "  mean of 2         10.000     2.000     0.000     0.000     0.000     8.000",
+        "  p50               10.000     0.000     0.000     0.000     0.000     6.000",
+        "  p99               10.000     4.000     0.000     0.000     0.000    10.000",
+        "  max               10.000     4.000     0.000     0.000     0.000    10.000",
+        "  slowest frames:",
+        "  frame 1           10.000     4.000     0.000     0.000     0.000     6.000",
+        "  frame 2           10.000     0.000     0.000     0.000     0.000    10.000",
+        "",
+        "== Per frame of process 9 (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA copies, "
+        "GPU waits, X11, serial and the rest",
+        "                     total       usb      cuda  gpu wait       x11    serial      rest",
+        "  mean of 2          5.000     0.500     0.000     0.000     0.000     1.000     3.500",
+        "  p50                4.000     0.000     0.000     0.000     0.000     0.000     2.000",
+        "  p99                6.000     1.000     0.000     0.000     0.000     2.000     5.000",
+        "  max                6.000     1.000     0.000     0.000     0.000     2.000     5.000",
+        "  slowest frames:",
+        "  frame 1            6.000     1.000     0.000     0.000     0.000     0.000     5.000",
+        "  frame 2            4.000     0.000     0.000     0.000     0.000     2.000     2.000"]
+
+
+def test_report_percentiles_are_by_nearest_rank(tmp_path):
+    # p of N values is the ceil(p * N)-th smallest: p50 of 1, 2, 3, 4 ms is 2 ms, not the upper
+    # median; p50 and p99 of 1..200 us are 100 and 198 us. The headings say which percentile.
+    events = [{"name": "frame %d" % n, "cat": "nvtxshim", "ph": "X", "ts": 10000.0 * n,
+               "dur": 1000.0 * n, "pid": 7, "tid": 7} for n in (3, 1, 4, 2)]
+    events += [{"name": "step", "cat": "app", "ph": "X", "ts": 100000.0 + 1000 * n, "dur": float(n),
+                "pid": 7, "tid": 7} for n in range(200, 0, -1)]
+    trace = tmp_path / "ranks.json"
+    trace.write_text(json.dumps(events))
+    result = nvtxshim("report", trace)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index(NAMES_HEADING)
+    assert lines[start + 2].split() == ["app", "step", "200", "100.5", "100.0", "198.0", "200.0"]
+    assert lines[start + 3].split() == ["nvtxshim", "frame", "N", "4", "2500.0", "2000.0", "4000.0",
+                                        "4000.0"]
+    rows = frames_table(result.stdout)
+    assert [row.split()[:2] for row in rows[:4]] == [["mean", "of"], ["p50", "2.000"], ["p99", "4.000"],
+                                                     ["max", "4.000"]]
+
+
 def one_frame_report(tmp_path, calls):
     """The report of a hand-made trace: frame 1 from 1 to 11 ms, and CALLS (domain, name, start,
     duration in microseconds, thread), with no category: as an nsys export has them."""
@@ -360,7 +503,8 @@ def test_report_says_why_it_cannot_read_a_file(tmp_path):
         result = nvtxshim("report", path)
         assert (result.returncode, result.stdout, result.stderr) == (1, "", "nvtxshim: report: %s\n" % why)
     for args in (("report",), ("report", "a.json", "b.json"), ("report", "--slowest", "x", "a.json"),
-                 ("report", "--frobnicate", "a.json"), ("convert", "in.sqlite"), ("convert", "-x", "a", "b")):
+                 ("report", "--frobnicate", "a.json"), ("report", "--budget", "33", "a.json"),
+                 ("report", "a.json", "--budget"), ("convert", "in.sqlite"), ("convert", "-x", "a", "b")):
         result = nvtxshim(*args)
         assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
         assert result.stderr.startswith("nvtxshim: %s: " % args[0]) and "--help)" in result.stderr
@@ -573,17 +717,16 @@ def frame_pairs_trace():
 
 
 FRAME_PAIRS_REPORT = [
-    "== NVTX ranges per name (microseconds)",
+    NAMES_HEADING,
     "  domain    name                                 count       mean        p50        p99        max",
     "  app       capture                                  2    10000.0    10000.0    10000.0    10000.0",
-    "  nvtxshim  frame N                                  2     7500.0    10000.0    10000.0    10000.0",
+    "  nvtxshim  frame N                                  2     7500.0     5000.0    10000.0    10000.0",
     "  x11       XSync                                    1     1000.0     1000.0     1000.0     1000.0",
     "",
-    "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11 and the rest; off CPU "
-    "(kernel probe): runnable, blocked",
+    FRAMES_HEADING + "; off CPU (kernel probe): runnable, blocked",
     "                     total       usb      cuda  gpu wait       x11      rest  runnable   blocked",
     "  mean of 2          7.500     0.000     0.000     0.000     0.500     7.000     1.500     2.500",
-    "  p50               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
+    "  p50                5.000     0.000     0.000     0.000     0.000     5.000     0.500     1.000",
     "  p99               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
     "  max               10.000     0.000     0.000     0.000     1.000     9.000     2.500     4.000",
     "  slowest frames:",
@@ -801,11 +944,10 @@ def camera_rig_export(path, events):
 
 
 CAMERA_RIG_FRAMES = [
-    "== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, camera (V4L2), serial and "
-    "the rest; latency: capture to actuation",
+    PER_FRAME + "X11, camera (V4L2), serial and the rest; latency: capture to actuation",
     "                     total       usb      cuda  gpu wait       x11    camera    serial      rest   latency",
     "  mean of 4         10.000     0.375     0.000     0.000     0.000     0.400     0.625     8.600     3.567",
-    "  p50               10.000     0.000     0.000     0.000     0.000     0.500     0.500     9.000     3.100",
+    "  p50               10.000     0.000     0.000     0.000     0.000     0.400     0.000     8.100     3.100",
     "  p99               10.000     1.500     0.000     0.000     0.000     0.700     2.000     9.300     5.000",
     "  max               10.000     1.500     0.000     0.000     0.000     0.700     2.000     9.300     5.000",
     "  (latency for 3 of the 4 frames: the others acted on no new camera frame)",
@@ -818,8 +960,7 @@ CAMERA_RIG_FRAMES = [
     "  frame 4           10.000     0.000     0.000     0.000     0.000     0.700     0.000     9.300     3.100"
     "  (1 camera frame dropped)",
     "",
-    "== Capture to actuation (milliseconds): from a camera frame's capture to the end of the first "
-    "actuation after its dequeue",
+    LATENCY_HEADING,
     "                      mean       p50       p99       max",
     "  3 pairs            3.567     3.100     5.000     5.000",
     "  (4 camera frames dequeued, 1 not acted on; 5 actuations, 2 on no new frame)"]
@@ -867,8 +1008,7 @@ def test_report_has_no_latency_without_a_camera(tmp_path):
     result = nvtxshim("report", camera_rig_trace(tmp_path / "nocam.json", events))
     assert result.returncode == 0 and result.stderr == "", result.stderr
     lines = result.stdout.splitlines()
-    start = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, serial, "
-                        "HID and the rest")
+    start = lines.index(PER_FRAME + "X11, serial, HID and the rest")
     assert lines[start + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "x11", "serial", "hid", "rest"]
     assert lines[start + 2].split() == ["mean", "of", "4", "10.000", "0.375", "0.000", "0.000", "0.000",
                                         "0.625", "0.625", "8.375"]
@@ -883,9 +1023,7 @@ def test_report_says_when_no_actuation_followed_the_camera_frames(tmp_path):
     result = nvtxshim("report", camera_rig_trace(tmp_path / "noact.json", events))
     assert result.returncode == 0 and result.stderr == "", result.stderr
     lines = result.stdout.splitlines()
-    assert ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, X11, camera (V4L2) and "
-            "the rest") in lines
+    assert PER_FRAME + "X11, camera (V4L2) and the rest" in lines
     assert lines[-2:] == [
-        "== Capture to actuation (milliseconds): from a camera frame's capture to the end of the first "
-        "actuation after its dequeue",
+        LATENCY_HEADING,
         "  no actuation after any of the 4 camera frames (USB transfers out, serial or HID writes: 0)"]

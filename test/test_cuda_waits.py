@@ -92,7 +92,10 @@ def test_report_tells_waits_and_launches_apart_from_copies(tmp_path):
     and launch (the report knows them by name: an nsys export keeps no category)."""
     _, driver = traced("cuda_waits", "linked", tmp_path)
     _, runtime = traced("runtime_waits", "linked", tmp_path)
-    calls = ranges(driver, "cuda") + [dict(e, ts=e["ts"] + 1e6) for e in ranges(runtime, "cuda")]
+    # The two programs' calls as one process's (pid 1, the frame's): a frame counts only the calls
+    # of its own process.
+    calls = [dict(e, pid=1) for e in ranges(driver, "cuda")] + [
+        dict(e, ts=e["ts"] + 1e6, pid=1) for e in ranges(runtime, "cuda")]
     start = min(e["ts"] for e in calls)
     end = max(e["ts"] + e["dur"] for e in calls)
     frame = {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": start, "dur": end - start,
@@ -102,8 +105,8 @@ def test_report_tells_waits_and_launches_apart_from_copies(tmp_path):
     report = subprocess.run([program("nvtxshim"), "report", str(trace)], capture_output=True, text=True)
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
-    start_line = lines.index("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, "
-                             "kernel launches, X11 and the rest")
+    start_line = lines.index("== Per frame (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA "
+                             "copies, GPU waits, kernel launches, X11 and the rest")
     assert lines[start_line + 1].split() == ["total", "usb", "cuda", "gpu", "wait", "launch", "x11", "rest"]
     row = [float(v) for v in lines[start_line + 2].split()[3:]]
     ms = {category: sum(e["dur"] for e in calls if e["args"]["category"] == category) / 1000

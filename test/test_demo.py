@@ -42,7 +42,8 @@ def check_camera_rig(rig):
         assert rows.get(key) == FRAMES, (key, rows)
     assert any(domain == "serial" and name.startswith("write /dev/pts/") and count == FRAMES
                for (domain, name), count in rows.items()), rows
-    match = re.search(r"== Capture to actuation \(milliseconds\).*\n.*\n\s+(\d+) pairs\s+([\d.]+)", rig)
+    match = re.search(r"== Capture to actuation \(milliseconds; p50 and p99 by nearest rank\).*\n.*\n"
+                      r"\s+(\d+) pairs\s+([\d.]+)", rig)
     assert match and int(match.group(1)) == FRAMES, rig
     assert float(match.group(2)) >= 5.0, rig
 
@@ -72,8 +73,8 @@ def check_report(output, frames, window):
     assert re.search(r"capture@nvtxshim\s+[\d.]+ ms\s+frames %s\n" % window, output), output
     # The stand-in driver runs the kernels inside cuLaunchKernel (launches take time) and
     # sleeps 0.2 ms in the loop's cuStreamSynchronize: the GPU wait shows.
-    assert ("== Per frame (milliseconds): time in USB, CUDA copies, GPU waits, kernel launches, X11 "
-            "and the rest") in output
+    assert ("== Per frame (milliseconds; p50 and p99 by nearest rank): time in USB, CUDA copies, GPU "
+            "waits, kernel launches, X11 and the rest") in output
     assert re.search(r"\n\s+total\s+usb\s+cuda\s+gpu wait\s+launch\s+x11\s+rest\n", output)
     listed = output[output.index("slowest frames:"):].splitlines()[1:]
     slowest = [line.split() for line in listed[:5] if re.match(r"\s+frame \d+(\s+[\d.]+){7}$", line)]
@@ -82,8 +83,20 @@ def check_report(output, frames, window):
     assert "frames=%d errors=0" % FRAMES in output
 
 
+def check_pages(output, directory):
+    """Each run's report as a page (nvtxshim report --html), named in the output."""
+    for name in ("report.html", "rig.html"):
+        page = directory / name
+        assert "== page: %s" % page in output and page.exists(), output[-3000:]
+        text = page.read_text()
+        assert text.startswith("<!DOCTYPE html>") and text.count("<h3>Frame time per frame</h3>") == 1
+    # the USB rig's page has the budget the demo gives the library (--frame-budget 20ms)
+    assert "the budget, 20.000 ms (from --budget)" in (directory / "report.html").read_text()
+
+
 def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
     output = demo(tmp_path)
+    check_pages(output, tmp_path / "demo")
     report = tmp_path / "demo" / "report.nsys-rep"
     assert "== report: %s" % report in output and report.exists()
     # DEMO_FRAMES=24: the window is frames 10-13, and nsys recorded only those.
@@ -95,6 +108,7 @@ def test_make_demo_profiles_the_harness_and_summarises_the_report(tmp_path):
 
 def test_without_nsys_the_demo_summarises_the_trace_file(tmp_path):
     output = demo(tmp_path, NSYS="nsys-is-not-here")
+    check_pages(output, tmp_path / "demo")
     trace = tmp_path / "demo" / "trace.json"
     assert "== trace: %s" % trace in output and trace.exists()
     usb_rig, camera_rig = parts(output)

@@ -1,0 +1,113 @@
+/* What nvtxshim report works out from a profile, once: the per-name table,
+ * each process's frames (their breakdown, the columns the data has, their
+ * statistics, the budget), the capture-to-actuation summary and the capture
+ * windows. report.c computes it and prints the text summary; report_html.c
+ * draws the same figures as a page. Times are in nanoseconds; strings belong
+ * to the events the report was made from. */
+#ifndef NVS_CLI_REPORT_H
+#define NVS_CLI_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A frame's columns: its time, then the parts it is made of (USB to REST, in
+ * the order the page stacks them, each the union of its calls' intervals in
+ * the frame; REST is what no call covers), then the kernel probe's time off
+ * the CPU and the capture-to-actuation latency. */
+enum nvs_report_column {
+    NVS_COLUMN_TOTAL,
+    NVS_COLUMN_USB,
+    NVS_COLUMN_CUDA,             /* CUDA copies (and launches, when LAUNCH is not shown) */
+    NVS_COLUMN_WAIT,             /* waits for the GPU */
+    NVS_COLUMN_LAUNCH,           /* kernel launches, when they take a time that shows */
+    NVS_COLUMN_X11,
+    NVS_COLUMN_CAMERA,           /* domain v4l2, less its frame ages */
+    NVS_COLUMN_SERIAL,
+    NVS_COLUMN_HID,
+    NVS_COLUMN_REST,
+    NVS_COLUMN_RUNNABLE,
+    NVS_COLUMN_BLOCKED,
+    NVS_COLUMN_LATENCY,
+    NVS_COLUMNS
+};
+#define NVS_FIRST_PART NVS_COLUMN_USB
+#define NVS_LAST_PART NVS_COLUMN_REST
+
+/* The columns' headings in the text summary ("usb", "gpu wait", ...). */
+extern const char *const nvs_report_column_names[NVS_COLUMNS];
+
+/* The statistics of a column or a name; p50 and p99 by nearest rank. */
+enum nvs_report_statistic { NVS_STAT_MEAN, NVS_STAT_P50, NVS_STAT_P99, NVS_STAT_MAX, NVS_STATS };
+
+/* A row of the per-name table. */
+struct nvs_report_name {
+    const char *domain, *name;
+    size_t count;
+    double stats[NVS_STATS];
+};
+
+struct nvs_report_frame {
+    uint64_t number;                 /* N of "frame N" */
+    int64_t start;
+    int64_t value[NVS_COLUMNS];
+    bool has_kernel;                 /* RUNNABLE and BLOCKED: the kernel probe's figures */
+    bool has_latency;                /* LATENCY: its first capture-to-actuation pair's */
+    uint64_t preemptions, faults;
+    uint64_t dropped;                /* camera frames dropped in it */
+};
+
+enum nvs_report_budget { NVS_BUDGET_NONE, NVS_BUDGET_OPTION, NVS_BUDGET_MARKS };
+
+/* The frames of one process ("frame N" ranges of domain nvtxshim) and the
+ * calls of that process inside them. */
+struct nvs_report_process {
+    uint32_t pid;
+    const char *name;                /* its name in the file; NULL when it has none */
+    struct nvs_report_frame *frames; /* in start order */
+    size_t count;
+    size_t *slowest;                 /* indexes into frames: all of them, the slowest first */
+    bool shown[NVS_COLUMNS];         /* the columns the data has */
+    size_t with_kernel, with_latency;
+    double stats[NVS_COLUMNS][NVS_STATS]; /* of the shown columns; LATENCY over the frames with one */
+    uint64_t dropped;                /* camera frames dropped: in all, and outside the frames */
+    uint64_t dropped_outside;
+    int64_t budget_ns;               /* 0: none */
+    enum nvs_report_budget budget_from;
+    size_t over_budget;              /* frames longer than the budget */
+};
+
+/* A capture window (a "capture ..." range of an NVTX domain of the program's)
+ * and the frames that start inside it (first and last 0: none). */
+struct nvs_report_window {
+    const char *name, *domain;
+    int64_t duration;
+    uint64_t first, last;
+};
+
+/* Capture to actuation, over all processes. */
+struct nvs_report_latency {
+    size_t pairs, camera_frames, actuations;
+    double stats[NVS_STATS];         /* when pairs > 0 */
+};
+
+struct nvs_report {
+    const char *path;                /* the file read */
+    struct nvs_report_name *names;   /* by domain, then name */
+    size_t name_count;
+    struct nvs_report_process *processes; /* by pid */
+    size_t process_count;
+    struct nvs_report_latency latency;
+    struct nvs_report_window *windows; /* in start order */
+    size_t window_count;
+    long slowest;                    /* frames to list as the slowest (--slowest) */
+};
+
+/* A frame over its process's budget, by the library's rule (longer than it). */
+static inline bool nvs_report_over_budget(const struct nvs_report_process *process,
+                                          const struct nvs_report_frame *frame)
+{
+    return process->budget_ns > 0 && frame->value[NVS_COLUMN_TOTAL] > process->budget_ns;
+}
+
+#endif

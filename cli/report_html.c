@@ -1,0 +1,770 @@
+/* nvtxshim report --html: the report's figures (report.h, worked out once by
+ * report.c) as one HTML page that needs nothing else: inline SVG and CSS, no
+ * script, font or stylesheet of its own to fetch, so it opens the same
+ * offline, from a mail or a CI artefact. Per process: frame time per frame as
+ * stacked bars with the budget line and the frames over it on a band, a
+ * histogram, the per-frame statistics, the slowest frames, the kernel probe's
+ * time off the CPU and the capture-to-actuation latency; then the latency's
+ * summary, the per-name table and the capture windows.
+ *
+ * Every shape lies on whole pixels and is drawn with crisp edges, so that a
+ * bar's segment is exactly its column's colour and the picture can be
+ * measured (test/test_report_html.py renders it and counts pixels). Text
+ * that came from the profile (names are a program's) is escaped. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report_html.h"
+
+#define NS_PER_US 1000.0
+#define NS_PER_MS 1e6
+
+/* The charts' geometry, in CSS pixels: the plot area starts LEFT from the
+ * chart's edge (room for the axis's labels) and is PLOT_WIDTH wide. */
+#define CHART_WIDTH 1000
+#define LEFT 64
+#define PLOT_WIDTH 920
+#define TOP 22                       /* above the plot: the y axis's unit */
+#define FRAME_PLOT_HEIGHT 300
+#define SMALL_PLOT_HEIGHT 150
+#define AXIS_ROOM 30                 /* below the plot: the x axis's labels */
+/* At most this many bars, so that each is at least 2 pixels wide: more frames
+ * are binned, each bar standing for the slowest frame of its bin. */
+#define MAX_BARS (PLOT_WIDTH / 2)
+#define HISTOGRAM_BINS 40
+/* Bars of the slowest frames' table, in pixels at the slowest. */
+#define SLOWEST_BAR_WIDTH 240
+
+/* The colours, fixed so that pages compare (README.md lists them). The parts
+ * are told apart by hue; the band behind the frames over the budget is a pale
+ * red no part uses, the budget line a strong one, and the plot's background a
+ * grey-blue that is neither. */
+static const struct {
+    const char *class, *colour, *meaning;
+} parts[NVS_COLUMNS] = {
+    [NVS_COLUMN_USB] = {"usb", "#2e7d32", "USB calls (libusb, usbfs)"},
+    [NVS_COLUMN_CUDA] = {"cuda", "#f57c00", "CUDA copies"},
+    [NVS_COLUMN_WAIT] = {"wait", "#9e9d24", "waits for the GPU"},
+    [NVS_COLUMN_LAUNCH] = {"launch", "#00acc1", "kernel launches"},
+    [NVS_COLUMN_X11] = {"x11", "#1565c0", "X11 calls"},
+    [NVS_COLUMN_CAMERA] = {"camera", "#8e24aa", "the camera (V4L2)"},
+    [NVS_COLUMN_SERIAL] = {"serial", "#00695c", "serial ports"},
+    [NVS_COLUMN_HID] = {"hid", "#ad1457", "HID nodes"},
+    [NVS_COLUMN_REST] = {"rest", "#bdbdbd", "in none of these calls"},
+    [NVS_COLUMN_RUNNABLE] = {"runnable", "#5e35b1", "runnable: waiting for a CPU"},
+    [NVS_COLUMN_BLOCKED] = {"blocked", "#90a4ae", "blocked: asleep"},
+    [NVS_COLUMN_LATENCY] = {"latency", "#6d4c41", "capture to actuation"},
+};
+#define PLOT_BACKGROUND "#f3f6fa"
+#define OVER_BUDGET_BAND "#ffcdd2"
+#define BUDGET_LINE "#d50000"
+#define HISTOGRAM_BAR "#546e7a"
+#define AXIS "#616161"
+
+/* ---- text ---------------------------------------------------------------------- */
+
+/* TEXT as HTML text or attribute value: markup characters as references,
+ * control characters (no place in HTML text) as U+FFFD. */
+static void put_text(FILE *out, const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        switch (*c) {
+        case '&': fputs("&amp;", out); break;
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&#39;", out); break;
+        default:
+            if ((*c < 0x20 && *c != '\t' && *c != '\n') || *c == 0x7F)
+                fputs("&#xfffd;", out);
+            else
+                fputc(*c, out);
+        }
+    }
+}
+
+static void put_ms(FILE *out, int64_t ns)
+{
+    fprintf(out, "%.3f", (double)ns / NS_PER_MS);
+}
+
+static const char *plural(size_t count)
+{
+    return count == 1 ? "" : "s";
+}
+
+/* "process 1234 (name)", the name escaped. */
+static void put_process(FILE *out, const struct nvs_report_process *process)
+{
+    fprintf(out, "process %" PRIu32, process->pid);
+    if (process->name) {
+        fputs(" (", out);
+        put_text(out, process->name);
+        fputc(')', out);
+    }
+}
+
+/* ---- the page's frame ------------------------------------------------------------ */
+
+static void put_style(FILE *out)
+{
+    fputs("<style>\n"
+          "body{font:14px/1.45 sans-serif;color:#212121;background:#fff;margin:16px 24px;max-width:1200px}\n"
+          "h1{font-size:20px;margin:0 0 8px}h2{font-size:17px;margin:28px 0 6px;border-bottom:1px solid #ccc}\n"
+          "h3{font-size:15px;margin:18px 0 4px}p{margin:4px 0}code{font-size:13px}\n"
+          "table{border-collapse:collapse;margin:6px 0}th,td{padding:1px 8px;text-align:right;"
+          "white-space:nowrap}\n"
+          "th{border-bottom:1px solid #999;font-weight:600}td.t,th.t{text-align:left}\n"
+          "tr.over td{background:" OVER_BUDGET_BAND "}\n"
+          ".legend{margin:4px 0;padding:0}.legend li{display:inline-block;margin:0 14px 0 0}\n"
+          ".key{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}\n"
+          ".key.line{height:2px;vertical-align:4px}\n"
+          ".note{color:#555;font-size:13px}\n"
+          "svg{display:block}svg text{font:11px sans-serif;fill:#424242}\n"
+          "svg rect{shape-rendering:crispEdges}\n", out);
+    for (int c = NVS_COLUMN_USB; c < NVS_COLUMNS; c++)
+        if (parts[c].class)
+            fprintf(out, ".f-%s{fill:%s}.k-%s{background:%s}\n", parts[c].class, parts[c].colour,
+                    parts[c].class, parts[c].colour);
+    fputs(".f-plot{fill:" PLOT_BACKGROUND "}.f-over{fill:" OVER_BUDGET_BAND "}"
+          ".f-budget{fill:" BUDGET_LINE "}.k-budget{background:" BUDGET_LINE "}"
+          ".k-over{background:" OVER_BUDGET_BAND "}\n"
+          ".f-hist{fill:" HISTOGRAM_BAR "}.f-axis{fill:" AXIS "}\n"
+          "</style>\n", out);
+}
+
+/* ---- charts ---------------------------------------------------------------------- */
+
+/* A plot area and the value at its top; values are drawn from its bottom. */
+struct plot {
+    int left, top, width, height;
+    double max;
+};
+
+/* The pixel row of the top of a bar of VALUE. */
+static int row_of(const struct plot *plot, double value)
+{
+    double fraction = plot->max > 0 ? value / plot->max : 0;
+    if (fraction > 1)
+        fraction = 1;
+    if (fraction < 0)
+        fraction = 0;
+    return plot->top + plot->height - (int)lround(fraction * plot->height);
+}
+
+/* A step of 1, 2 or 5 times a power of ten that cuts MAX into at most TICKS. */
+static double tick_step(double max, int ticks)
+{
+    if (!(max > 0))
+        return 1;
+    double raw = max / ticks, magnitude = pow(10, floor(log10(raw)));
+    double r = raw / magnitude;
+    return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * magnitude;
+}
+
+/* The plot of a chart, its top a whole number of ticks above MAX. */
+static struct plot make_plot(int height, double max, double *step)
+{
+    *step = tick_step(max, 5);
+    double top = ceil(max / *step) * *step;
+    return (struct plot){LEFT, TOP, PLOT_WIDTH, height, top > 0 ? top : 1};
+}
+
+static void open_chart(FILE *out, const struct plot *plot, const char *label, bool background)
+{
+    fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", CHART_WIDTH,
+            plot->top + plot->height + AXIS_ROOM, CHART_WIDTH, plot->top + plot->height + AXIS_ROOM);
+    put_text(out, label);
+    fputs("\">\n", out);
+    if (background)
+        fprintf(out, "<rect class=\"f-plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", plot->left,
+                plot->top, plot->width, plot->height);
+}
+
+/* The y axis's ticks and labels (every STEP, in UNIT) and the x axis's line. */
+static void put_axes(FILE *out, const struct plot *plot, double step, const char *unit)
+{
+    int bottom = plot->top + plot->height;
+    fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\"/>\n", plot->left - 1,
+            bottom, plot->width + 1);
+    fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"1\" height=\"%d\"/>\n", plot->left - 1,
+            plot->top, plot->height + 1);
+    for (int k = 0; k * step <= plot->max * (1 + 1e-9); k++) {
+        int y = row_of(plot, k * step);
+        fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"4\" height=\"1\"/>", plot->left - 5,
+                y > plot->top ? y - 1 : y);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%g</text>\n", plot->left - 8, y + 4,
+                k * step);
+    }
+    fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", plot->left - 8, plot->top - 10,
+            unit);
+}
+
+/* A bar of the per-frame charts: frames FIRST..LAST-1 (in start order), drawn
+ * as the slowest of them, FRAME. */
+struct bar {
+    size_t first, last, frame;
+};
+
+/* PROCESS's frames in at most MAX_BARS bars of as many frames each as can be. */
+static struct bar *make_bars(const struct nvs_report_process *process, size_t *count)
+{
+    size_t n = process->count, bars = n < MAX_BARS ? n : MAX_BARS;
+    struct bar *out = malloc((bars ? bars : 1) * sizeof *out);
+    if (!out)
+        return NULL;
+    for (size_t b = 0; b < bars; b++) {
+        size_t first = b * n / bars, last = (b + 1) * n / bars, slowest = first;
+        for (size_t f = first; f < last; f++)
+            if (process->frames[f].value[NVS_COLUMN_TOTAL] > process->frames[slowest].value[NVS_COLUMN_TOTAL])
+                slowest = f;
+        out[b] = (struct bar){first, last, slowest};
+    }
+    *count = bars;
+    return out;
+}
+
+/* Bar B of COUNT's slot: from *X, *WIDTH pixels; the bar itself leaves a gap
+ * of a fifth of the slot (none below 4 pixels) so that bars stand apart. */
+static void slot_of(size_t b, size_t count, int *x, int *width, int *bar_x, int *bar_width)
+{
+    *x = LEFT + (int)(b * PLOT_WIDTH / count);
+    *width = LEFT + (int)((b + 1) * PLOT_WIDTH / count) - *x;
+    int gap = *width >= 4 ? (*width + 4) / 5 : 0;
+    *bar_x = *x + gap / 2;
+    *bar_width = *width - gap;
+}
+
+/* The x axis's labels under a few bars: the first frame of each, the last of the last. */
+static void put_frame_labels(FILE *out, const struct plot *plot, const struct nvs_report_process *process,
+                             const struct bar *bars, size_t count)
+{
+    size_t last_shown = (size_t)-1;
+    for (int k = 0; k <= 4; k++) {
+        size_t b = (count - 1) * (size_t)k / 4;
+        if (b == last_shown)
+            continue;
+        last_shown = b;
+        int x, width, bar_x, bar_width;
+        slot_of(b, count, &x, &width, &bar_x, &bar_width);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">frame %" PRIu64 "</text>\n",
+                k == 0 ? x : k == 4 ? x + width : x + width / 2, plot->top + plot->height + 16,
+                k == 0 ? "start" : k == 4 ? "end" : "middle",
+                process->frames[k == 4 ? bars[b].last - 1 : bars[b].first].number);
+    }
+}
+
+/* The parts of FRAME the bars stack, from the bottom: the shown columns of
+ * USB..REST. Their sum is the frame's time unless calls of different parts
+ * overlapped (on other threads); then they are scaled down together to it. */
+static void put_stack(FILE *out, const struct nvs_report_process *process,
+                      const struct nvs_report_frame *frame, const struct plot *plot, int x, int width)
+{
+    double sum = 0;
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
+        if (process->shown[c])
+            sum += (double)frame->value[c];
+    double total = (double)frame->value[NVS_COLUMN_TOTAL];
+    double scale = sum > total && sum > 0 ? total / sum : 1, below = 0;
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++) {
+        if (!process->shown[c] || !frame->value[c])
+            continue;
+        double above = below + (double)frame->value[c] * scale;
+        /* each boundary rounded once: the segments add up to the bar */
+        int top = row_of(plot, above / NS_PER_MS), base = row_of(plot, below / NS_PER_MS);
+        if (base > top)
+            fprintf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", parts[c].class,
+                    x, top, width, base - top);
+        below = above;
+    }
+}
+
+/* The frame's figures, for a bar's tooltip or a table. */
+static void put_figures(FILE *out, const struct nvs_report_process *process,
+                        const struct nvs_report_frame *frame)
+{
+    fprintf(out, "frame %" PRIu64 ": ", frame->number);
+    put_ms(out, frame->value[NVS_COLUMN_TOTAL]);
+    fputs(" ms", out);
+    if (nvs_report_over_budget(process, frame))
+        fputs(", over the budget", out);
+    for (int c = NVS_FIRST_PART; c < NVS_COLUMNS; c++) {
+        if (!process->shown[c] || (c == NVS_COLUMN_LATENCY && !frame->has_latency))
+            continue;
+        fprintf(out, "; %s ", nvs_report_column_names[c]);
+        put_ms(out, frame->value[c]);
+    }
+}
+
+static void put_legend(FILE *out, const struct nvs_report_process *process)
+{
+    fputs("<ul class=\"legend\">", out);
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
+        if (process->shown[c])
+            fprintf(out, "<li><span class=\"key k-%s\"></span>%s: %s</li>", parts[c].class,
+                    nvs_report_column_names[c], parts[c].meaning);
+    if (process->budget_from != NVS_BUDGET_NONE) {
+        fputs("<li><span class=\"key line k-budget\"></span>the budget, ", out);
+        put_ms(out, process->budget_ns);
+        fprintf(out, " ms (from %s)</li>", process->budget_from == NVS_BUDGET_OPTION
+                                               ? "--budget" : "the library&#39;s over budget marks");
+        fprintf(out, "<li><span class=\"key k-over\"></span>behind the frames over it: %zu of %zu</li>",
+                process->over_budget, process->count);
+    }
+    fputs("</ul>\n", out);
+}
+
+/* The charts' scale of frame time, in ms: the longest frame, or the budget
+ * when no frame reaches it. */
+static double frame_time_scale(const struct nvs_report_process *process)
+{
+    int64_t longest = process->budget_ns;
+    for (size_t f = 0; f < process->count; f++)
+        if (process->frames[f].value[NVS_COLUMN_TOTAL] > longest)
+            longest = process->frames[f].value[NVS_COLUMN_TOTAL];
+    return (double)longest / NS_PER_MS;
+}
+
+/* Frame time per frame: a stacked bar per frame (or bin), the budget line,
+ * the frames over it on a band. */
+static void put_frame_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
+                            size_t count)
+{
+    double step;
+    /* room above the tallest bar: the band shows over it */
+    struct plot plot = make_plot(FRAME_PLOT_HEIGHT, frame_time_scale(process) * 1.04, &step);
+    fputs("<h3>Frame time per frame</h3>\n", out);
+    put_legend(out, process);
+    if (count < process->count)
+        fprintf(out, "<p class=\"note\">%zu frames in %zu bars of %zu or %zu frames, in start order: "
+                "each bar is the slowest frame of its bin (its tooltip says which); the band marks a bin "
+                "whose slowest frame is over the budget.</p>\n", process->count, count,
+                process->count / count, (process->count + count - 1) / count);
+    open_chart(out, &plot, "frame time per frame", true);
+    for (size_t b = 0; b < count; b++)
+        if (nvs_report_over_budget(process, &process->frames[bars[b].frame])) {
+            int x, width, bar_x, bar_width;
+            slot_of(b, count, &x, &width, &bar_x, &bar_width);
+            fprintf(out, "<rect class=\"f-over\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", x,
+                    plot.top, width, plot.height);
+        }
+    for (size_t b = 0; b < count; b++) {
+        const struct nvs_report_frame *frame = &process->frames[bars[b].frame];
+        int x, width, bar_x, bar_width;
+        slot_of(b, count, &x, &width, &bar_x, &bar_width);
+        fputs("<g><title>", out);
+        if (bars[b].last - bars[b].first > 1)
+            fprintf(out, "frames %" PRIu64 "-%" PRIu64 " (%zu), the slowest: ",
+                    process->frames[bars[b].first].number, process->frames[bars[b].last - 1].number,
+                    bars[b].last - bars[b].first);
+        put_figures(out, process, frame);
+        fputs(" ms</title>", out);
+        put_stack(out, process, frame, &plot, bar_x, bar_width);
+        fputs("</g>\n", out);
+    }
+    if (process->budget_ns) {
+        /* two pixel rows, the lower one at the budget */
+        int y = row_of(&plot, (double)process->budget_ns / NS_PER_MS);
+        fprintf(out, "<rect class=\"f-budget\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"2\"><title>budget ",
+                plot.left, y - 1, plot.width);
+        put_ms(out, process->budget_ns);
+        fputs(" ms</title></rect>\n", out);
+    }
+    put_axes(out, &plot, step, "ms");
+    put_frame_labels(out, &plot, process, bars, count);
+    fputs("</svg>\n", out);
+    fputs("<p class=\"note\">A bar stacks the frame's time in each kind of call (the union of its calls' "
+          "intervals in the frame) and the rest; where calls of two kinds overlapped (on two threads), "
+          "its parts are scaled down together to the frame's time. The tables have the exact figures.</p>\n",
+          out);
+}
+
+/* How many frames took how long: HISTOGRAM_BINS bins from 0 to the axis's top. */
+static void put_histogram(FILE *out, const struct nvs_report_process *process)
+{
+    double step;
+    struct plot span = make_plot(0, frame_time_scale(process), &step);
+    double top_ms = span.max, bin_ms = top_ms / HISTOGRAM_BINS;
+    size_t counts[HISTOGRAM_BINS] = {0}, most = 0;
+    for (size_t f = 0; f < process->count; f++) {
+        double ms = (double)process->frames[f].value[NVS_COLUMN_TOTAL] / NS_PER_MS;
+        size_t bin = (size_t)(ms / bin_ms);
+        bin = bin < HISTOGRAM_BINS ? bin : HISTOGRAM_BINS - 1;
+        if (++counts[bin] > most)
+            most = counts[bin];
+    }
+    double count_step;
+    struct plot plot = make_plot(SMALL_PLOT_HEIGHT, (double)most, &count_step);
+    if (count_step < 1)
+        count_step = 1, plot.max = ceil(plot.max);
+    fprintf(out, "<h3>Frame time histogram</h3>\n<p class=\"note\">Frames per %g ms of frame time, from 0 "
+            "to %g ms%s.</p>\n", bin_ms, top_ms,
+            process->budget_ns ? "; the red line is the budget" : "");
+    open_chart(out, &plot, "frame time histogram", false);
+    for (int b = 0; b < HISTOGRAM_BINS; b++) {
+        if (!counts[b])
+            continue;
+        int x = LEFT + b * PLOT_WIDTH / HISTOGRAM_BINS;
+        int width = LEFT + (b + 1) * PLOT_WIDTH / HISTOGRAM_BINS - x;
+        int y = row_of(&plot, (double)counts[b]);
+        fprintf(out, "<rect class=\"f-hist\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>%g-%g ms: "
+                "%zu frame%s</title></rect>\n", x + 1, y, width - 2, plot.top + plot.height - y, b * bin_ms,
+                (b + 1) * bin_ms, counts[b], plural(counts[b]));
+    }
+    if (process->budget_ns) {
+        int x = LEFT + (int)lround((double)process->budget_ns / NS_PER_MS / top_ms * PLOT_WIDTH);
+        fprintf(out, "<rect class=\"f-budget\" x=\"%d\" y=\"%d\" width=\"2\" height=\"%d\"/>\n",
+                x > LEFT + PLOT_WIDTH - 2 ? LEFT + PLOT_WIDTH - 2 : x - 1, plot.top, plot.height);
+    }
+    put_axes(out, &plot, count_step, "frames");
+    for (int k = 0; k <= 4; k++)
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%g ms</text>\n",
+                LEFT + k * PLOT_WIDTH / 4, plot.top + plot.height + 16,
+                k == 0 ? "start" : k == 4 ? "end" : "middle", top_ms * k / 4);
+    fputs("</svg>\n", out);
+}
+
+/* A smaller chart per bar of one or two columns (the kernel probe's, or the
+ * latency): the bar's frame's values, or for the latency the highest in the
+ * bin. */
+static void put_column_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
+                             size_t count, const int *columns, int column_count, const char *label)
+{
+    double highest = 0;
+    for (size_t b = 0; b < count; b++) {
+        double sum = 0;
+        for (int k = 0; k < column_count; k++)
+            sum += (double)process->frames[bars[b].frame].value[columns[k]];
+        highest = sum > highest ? sum : highest;
+        for (size_t f = bars[b].first; columns[0] == NVS_COLUMN_LATENCY && f < bars[b].last; f++)
+            if (process->frames[f].has_latency && process->frames[f].value[NVS_COLUMN_LATENCY] > highest)
+                highest = (double)process->frames[f].value[NVS_COLUMN_LATENCY];
+    }
+    double step;
+    struct plot plot = make_plot(SMALL_PLOT_HEIGHT, highest / NS_PER_MS, &step);
+    open_chart(out, &plot, label, false);
+    for (size_t b = 0; b < count; b++) {
+        int x, width, bar_x, bar_width;
+        slot_of(b, count, &x, &width, &bar_x, &bar_width);
+        const struct nvs_report_frame *frame = &process->frames[bars[b].frame];
+        if (columns[0] == NVS_COLUMN_LATENCY) {
+            frame = NULL;
+            for (size_t f = bars[b].first; f < bars[b].last; f++)
+                if (process->frames[f].has_latency &&
+                    (!frame || process->frames[f].value[NVS_COLUMN_LATENCY] > frame->value[NVS_COLUMN_LATENCY]))
+                    frame = &process->frames[f];
+            if (!frame)
+                continue;
+        }
+        fputs("<g><title>", out);
+        put_figures(out, process, frame);
+        fputs(" ms</title>", out);
+        double below = 0;
+        for (int k = 0; k < column_count; k++) {
+            double above = below + (double)frame->value[columns[k]];
+            int top = row_of(&plot, above / NS_PER_MS), base = row_of(&plot, below / NS_PER_MS);
+            if (base > top)
+                fprintf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>",
+                        parts[columns[k]].class, bar_x, top, bar_width, base - top);
+            below = above;
+        }
+        fputs("</g>\n", out);
+    }
+    put_axes(out, &plot, step, "ms");
+    put_frame_labels(out, &plot, process, bars, count);
+    fputs("</svg>\n", out);
+}
+
+/* ---- tables ---------------------------------------------------------------------- */
+
+static void put_column_heading(FILE *out, int c)
+{
+    fputs("<th>", out);
+    if (c != NVS_COLUMN_TOTAL)
+        fprintf(out, "<span class=\"key k-%s\"></span>", parts[c].class);
+    fprintf(out, "%s</th>", nvs_report_column_names[c]);
+}
+
+static void put_statistics(FILE *out, const struct nvs_report_process *process)
+{
+    static const char *const labels[NVS_STATS] = {"mean", "p50", "p99", "max"};
+    fputs("<h3>Per frame (milliseconds; p50 and p99 by nearest rank)</h3>\n<table>\n<tr><th class=\"t\"></th>",
+          out);
+    for (int c = 0; c < NVS_COLUMNS; c++)
+        if (process->shown[c])
+            put_column_heading(out, c);
+    fputs("</tr>\n", out);
+    for (int s = 0; s < NVS_STATS; s++) {
+        fputs("<tr><td class=\"t\">", out);
+        if (s == NVS_STAT_MEAN)
+            fprintf(out, "mean of %zu", process->count);
+        else
+            fputs(labels[s], out);
+        fputs("</td>", out);
+        for (int c = 0; c < NVS_COLUMNS; c++)
+            if (process->shown[c])
+                fprintf(out, "<td>%.3f</td>", process->stats[c][s] / NS_PER_MS);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+    if (process->with_kernel && process->with_kernel < process->count)
+        fprintf(out, "<p class=\"note\">Kernel figures for %zu of the %zu frames; the others count as 0.</p>\n",
+                process->with_kernel, process->count);
+    if (process->shown[NVS_COLUMN_LATENCY] && process->with_latency < process->count)
+        fprintf(out, "<p class=\"note\">Latency for %zu of the %zu frames: the others acted on no new camera "
+                "frame.</p>\n", process->with_latency, process->count);
+    if (process->dropped)
+        fprintf(out, "<p>Camera frames dropped: %" PRIu64 " (%" PRIu64 " outside the frames).</p>\n",
+                process->dropped, process->dropped_outside);
+}
+
+static void put_slowest(FILE *out, const struct nvs_report_process *process, long slowest)
+{
+    size_t n = (size_t)slowest < process->count ? (size_t)slowest : process->count;
+    if (!n)
+        return;
+    int64_t longest = process->frames[process->slowest[0]].value[NVS_COLUMN_TOTAL];
+    fprintf(out, "<h3>The %zu slowest frame%s (milliseconds)</h3>\n<table>\n<tr><th class=\"t\">frame</th>", n,
+            plural(n));
+    for (int c = 0; c < NVS_COLUMNS; c++)
+        if (process->shown[c])
+            put_column_heading(out, c);
+    if (process->with_kernel)
+        fputs("<th>preemptions</th><th>faults</th>", out);
+    if (process->dropped)
+        fputs("<th>camera frames dropped</th>", out);
+    fputs("<th class=\"t\">its time</th></tr>\n", out);
+    for (size_t k = 0; k < n; k++) {
+        const struct nvs_report_frame *frame = &process->frames[process->slowest[k]];
+        fprintf(out, "<tr%s><td class=\"t\">frame %" PRIu64 "</td>",
+                nvs_report_over_budget(process, frame) ? " class=\"over\"" : "", frame->number);
+        for (int c = 0; c < NVS_COLUMNS; c++) {
+            if (!process->shown[c])
+                continue;
+            if (c == NVS_COLUMN_LATENCY && !frame->has_latency) {
+                fputs("<td>-</td>", out);
+                continue;
+            }
+            fputs("<td>", out);
+            put_ms(out, frame->value[c]);
+            fputs("</td>", out);
+        }
+        if (process->with_kernel && frame->has_kernel)
+            fprintf(out, "<td>%" PRIu64 "</td><td>%" PRIu64 "</td>", frame->preemptions, frame->faults);
+        else if (process->with_kernel)
+            fputs("<td>-</td><td>-</td>", out);
+        if (process->dropped)
+            fprintf(out, "<td>%" PRIu64 "</td>", frame->dropped);
+        /* the frame's parts side by side, to the scale of the slowest */
+        int width = longest ? (int)lround((double)frame->value[NVS_COLUMN_TOTAL] / (double)longest *
+                                          SLOWEST_BAR_WIDTH) : 0;
+        fprintf(out, "<td class=\"t\"><svg width=\"%d\" height=\"12\">", SLOWEST_BAR_WIDTH);
+        double sum = 0;
+        for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
+            if (process->shown[c])
+                sum += (double)frame->value[c];
+        double below = 0;
+        for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART && sum > 0; c++) {
+            if (!process->shown[c] || !frame->value[c])
+                continue;
+            double above = below + (double)frame->value[c] / sum * width;
+            int from = (int)lround(below), to = (int)lround(above);
+            if (to > from)
+                fprintf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"0\" width=\"%d\" height=\"12\"/>",
+                        parts[c].class, from, to - from);
+            below = above;
+        }
+        fputs("</svg></td></tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+static void put_process_section(FILE *out, const struct nvs_report *report,
+                                const struct nvs_report_process *process, const struct bar *bars, size_t count)
+{
+    fputs("<section>\n<h2>Frames of ", out);
+    put_process(out, process);
+    fprintf(out, ": %zu</h2>\n", process->count);
+    put_frame_chart(out, process, bars, count);
+    put_histogram(out, process);
+    put_statistics(out, process);
+    put_slowest(out, process, report->slowest);
+    if (process->with_kernel) {
+        uint64_t preemptions = 0, faults = 0;
+        for (size_t f = 0; f < process->count; f++) {
+            preemptions += process->frames[f].preemptions;
+            faults += process->frames[f].faults;
+        }
+        fprintf(out, "<h3>Off the CPU per frame (kernel probe)</h3>\n<p>Kernel figures for %zu of the %zu "
+                "frames: %" PRIu64 " preemption%s and %" PRIu64 " page fault%s in all.</p>\n",
+                process->with_kernel, process->count, preemptions, preemptions == 1 ? "" : "s", faults,
+                faults == 1 ? "" : "s");
+        fputs("<ul class=\"legend\">", out);
+        for (int c = NVS_COLUMN_RUNNABLE; c <= NVS_COLUMN_BLOCKED; c++)
+            fprintf(out, "<li><span class=\"key k-%s\"></span>%s</li>", parts[c].class, parts[c].meaning);
+        fputs("</ul>\n", out);
+        static const int off_cpu[] = {NVS_COLUMN_RUNNABLE, NVS_COLUMN_BLOCKED};
+        put_column_chart(out, process, bars, count, off_cpu, 2, "time off the CPU per frame");
+    }
+    if (process->shown[NVS_COLUMN_LATENCY]) {
+        fprintf(out, "<h3>Capture to actuation per frame</h3>\n<p class=\"note\">The latency of each frame's "
+                "first actuation on a new camera frame, for %zu of the %zu frames%s.</p>\n",
+                process->with_latency, process->count,
+                count < process->count ? "; a bar is the highest of its bin" : "");
+        static const int latency[] = {NVS_COLUMN_LATENCY};
+        put_column_chart(out, process, bars, count, latency, 1, "capture to actuation per frame");
+    }
+    fputs("</section>\n", out);
+}
+
+static void put_latency(FILE *out, const struct nvs_report *report)
+{
+    const struct nvs_report_latency *latency = &report->latency;
+    if (!latency->camera_frames)
+        return;
+    fputs("<h2>Capture to actuation (milliseconds; p50 and p99 by nearest rank)</h2>\n<p>From a camera frame's "
+          "capture to the end of the first actuation after its dequeue.</p>\n", out);
+    if (!latency->pairs) {
+        fprintf(out, "<p>No actuation after any of the %zu camera frames (USB transfers out, serial or HID "
+                "writes: %zu).</p>\n", latency->camera_frames, latency->actuations);
+        return;
+    }
+    fputs("<table>\n<tr><th class=\"t\"></th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n", out);
+    fprintf(out, "<tr><td class=\"t\">%zu pair%s</td>", latency->pairs, plural(latency->pairs));
+    for (int s = 0; s < NVS_STATS; s++)
+        fprintf(out, "<td>%.3f</td>", latency->stats[s] / NS_PER_MS);
+    fprintf(out, "</tr>\n</table>\n<p>%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on "
+            "no new frame.</p>\n", latency->camera_frames, plural(latency->camera_frames),
+            latency->camera_frames - latency->pairs, latency->actuations, plural(latency->actuations),
+            latency->actuations - latency->pairs);
+}
+
+static void put_names(FILE *out, const struct nvs_report *report)
+{
+    fputs("<h2>NVTX ranges per name (microseconds; p50 and p99 by nearest rank)</h2>\n<table>\n"
+          "<tr><th class=\"t\">domain</th><th class=\"t\">name</th><th>count</th><th>mean</th><th>p50</th>"
+          "<th>p99</th><th>max</th></tr>\n", out);
+    for (size_t i = 0; i < report->name_count; i++) {
+        const struct nvs_report_name *row = &report->names[i];
+        fputs("<tr><td class=\"t\">", out);
+        put_text(out, row->domain);
+        fputs("</td><td class=\"t\">", out);
+        put_text(out, row->name);
+        fprintf(out, "</td><td>%zu</td>", row->count);
+        for (int s = 0; s < NVS_STATS; s++)
+            fprintf(out, "<td>%.1f</td>", row->stats[s] / NS_PER_US);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+static void put_windows(FILE *out, const struct nvs_report *report)
+{
+    if (!report->window_count)
+        return;
+    fprintf(out, "<h2>Capture windows: %zu</h2>\n<table>\n<tr><th class=\"t\">window</th><th>ms</th>"
+            "<th class=\"t\">frames</th></tr>\n", report->window_count);
+    for (size_t w = 0; w < report->window_count; w++) {
+        const struct nvs_report_window *window = &report->windows[w];
+        fputs("<tr><td class=\"t\">", out);
+        put_text(out, window->name);
+        fputc('@', out);
+        put_text(out, window->domain);
+        fputs("</td><td>", out);
+        put_ms(out, window->duration);
+        if (window->first)
+            fprintf(out, "</td><td class=\"t\">frames %" PRIu64 "-%" PRIu64 "</td></tr>\n", window->first,
+                    window->last);
+        else
+            fputs("</td><td class=\"t\">no frames</td></tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
+static int put_page(FILE *out, const struct nvs_report *report)
+{
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>nvtxshim report: ", out);
+    put_text(out, report->path);
+    fputs("</title>\n", out);
+    put_style(out);
+    fputs("</head>\n<body>\n<h1>nvtxshim report: <code>", out);
+    put_text(out, report->path);
+    fputs("</code></h1>\n", out);
+    size_t frames = 0;
+    for (size_t p = 0; p < report->process_count; p++)
+        frames += report->processes[p].count;
+    if (!report->process_count)
+        fputs("<p>No frame ranges: set NVTXSHIM_FRAME to count the loop's frames.</p>\n", out);
+    else
+        fprintf(out, "<p>%zu frame%s of %zu process%s. Hover a bar for its figures.</p>\n", frames,
+                plural(frames), report->process_count, report->process_count == 1 ? "" : "es");
+    for (size_t p = 0; p < report->process_count; p++) {
+        const struct nvs_report_process *process = &report->processes[p];
+        size_t count = 0;
+        struct bar *bars = make_bars(process, &count);
+        if (!bars)
+            return -1;
+        put_process_section(out, report, process, bars, count);
+        free(bars);
+    }
+    put_latency(out, report);
+    put_names(out, report);
+    put_windows(out, report);
+    fputs("</body>\n</html>\n", out);
+    return 0;
+}
+
+/* ---- the file ---------------------------------------------------------------------- */
+
+int nvs_report_write_html(const struct nvs_report *report, const char *path)
+{
+    /* beside PATH, so that the rename stays on its file system */
+    size_t length = strlen(path);
+    char *temporary = malloc(length + sizeof ".XXXXXX");
+    int error = 0;
+    if (!temporary) {
+        error = ENOMEM;
+    } else {
+        memcpy(temporary, path, length);
+        memcpy(temporary + length, ".XXXXXX", sizeof ".XXXXXX");
+        int fd = mkstemp(temporary);
+        FILE *out = NULL;
+        if (fd < 0) {
+            error = errno;
+        } else {
+            /* mkstemp's 0600 is for secrets: the page is made as any file is */
+            mode_t mask = umask(0);
+            umask(mask);
+            if (fchmod(fd, 0666 & ~mask) != 0 || !(out = fdopen(fd, "w"))) {
+                error = errno;
+                close(fd);
+            }
+        }
+        if (out) {
+            errno = 0;
+            if (put_page(out, report) != 0)
+                error = ENOMEM;
+            else if (fflush(out) != 0 || ferror(out))
+                error = errno ? errno : EIO;
+            if (fclose(out) != 0 && !error)
+                error = errno;
+            if (!error && rename(temporary, path) != 0)
+                error = errno;
+            if (error)
+                unlink(temporary);
+        }
+    }
+    free(temporary);
+    if (error) {
+        fprintf(stderr, "nvtxshim: report: cannot write %s: %s\n", path, strerror(error));
+        return -1;
+    }
+    return 0;
+}
