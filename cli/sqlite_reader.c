@@ -1137,10 +1137,12 @@ int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nv
             status = load_cuda_api(&database);
         for (int which = GPU_KERNEL; status == 0 && which <= GPU_SET; which++)
             status = load_gpu(&database, (enum gpu_table)which);
-        if (status == 0)
-            status = load_names(&database);
-        if (status == 0)
-            status = load_sched(&database);
+    }
+    /* names for report too: its sections per process are headed with them */
+    if (status == 0)
+        status = load_names(&database);
+    if (status == 0 && options->what == NVS_LOAD_EVERYTHING) {
+        status = load_sched(&database);
         if (status == 0 && options->say_skipped)
             say_left_out(&database);
     }
