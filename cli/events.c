@@ -197,17 +197,41 @@ void nvs_events_free(struct nvs_events *events)
     memset(events, 0, sizeof *events);
 }
 
-/* A stable merge sort by start time (qsort is not stable). */
+/* A start time and the event's place: sorting these keys by both is a total
+ * order, so qsort (not stable itself) gives the stable order by start. */
+struct sort_key {
+    int64_t start;
+    size_t place;
+};
+
+static int compare_keys(const void *a, const void *b)
+{
+    const struct sort_key *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->place > y->place) - (x->place < y->place);
+}
+
+/* Stable by start time. The 16-byte keys are sorted and the events moved
+ * once: a merge sort of the events themselves moved each ~80-byte event once a
+ * pass, 18 passes for 300,000 events (a fifth of convert's time). An order
+ * that is already right (a trace file, mostly) costs one look. */
 void nvs_events_sort(struct nvs_events *events)
 {
     size_t count = events->count;
-    if (count < 2)
-        return;
     struct nvs_event *from = events->events;
+    size_t i = 1;
+    while (i < count && from[i - 1].start <= from[i].start)
+        i++;
+    if (i >= count)
+        return;
+    struct sort_key *keys = malloc(count * sizeof *keys);
     struct nvs_event *to = malloc(count * sizeof *to);
-    if (!to) {
-        /* no memory for the merge: insertion sort is slow but stable */
-        for (size_t i = 1; i < count; i++) {
+    if (!keys || !to) {
+        free(keys);
+        free(to);
+        /* no memory for the keys: insertion sort is slow but stable */
+        for (i = 1; i < count; i++) {
             struct nvs_event held = from[i];
             size_t j = i;
             for (; j > 0 && from[j - 1].start > held.start; j--)
@@ -216,26 +240,15 @@ void nvs_events_sort(struct nvs_events *events)
         }
         return;
     }
-    struct nvs_event *original = from;
-    for (size_t width = 1; width < count; width *= 2) {
-        for (size_t low = 0; low < count; low += 2 * width) {
-            size_t middle = low + width < count ? low + width : count;
-            size_t high = low + 2 * width < count ? low + 2 * width : count;
-            size_t a = low, b = middle, out = low;
-            while (a < middle && b < high)
-                to[out++] = from[b].start < from[a].start ? from[b++] : from[a++];
-            while (a < middle)
-                to[out++] = from[a++];
-            while (b < high)
-                to[out++] = from[b++];
-        }
-        struct nvs_event *swap = from;
-        from = to;
-        to = swap;
-    }
-    if (from != original)
-        memcpy(original, from, count * sizeof *from);
-    free(from == original ? to : from);
+    for (i = 0; i < count; i++)
+        keys[i] = (struct sort_key){from[i].start, i};
+    qsort(keys, count, sizeof *keys, compare_keys);
+    for (i = 0; i < count; i++)
+        to[i] = from[keys[i].place];
+    free(keys);
+    free(from);
+    events->events = to;
+    events->capacity = count;
 }
 
 uint32_t nvs_global_pid(int64_t global_tid)

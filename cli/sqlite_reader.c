@@ -1110,7 +1110,7 @@ static bool is_nsys_export(struct database *database)
 int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
     struct database database = {.path = path, .options = options, .events = events};
-    if (sqlite3_open_v2(path, &database.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &database.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         nvs_events_say(options, "cannot open %s: %s", path,
                        database.db ? sqlite3_errmsg(database.db) : "out of memory");
         sqlite3_close(database.db);
