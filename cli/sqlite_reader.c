@@ -417,6 +417,25 @@ static int load_nvtx(struct database *database)
     return status;
 }
 
+/* A row of a table of calls (OSRT_API, CUPTI_ACTIVITY_KIND_RUNTIME) queried
+ * as start, end, name, globalTid first: a new event of KIND in CATEGORY on the
+ * calling thread, its end its start when it has none. NULL when out of memory. */
+static struct nvs_event *add_call(struct database *database, sqlite3_stmt *statement,
+                                  enum nvs_event_kind kind, const char *category)
+{
+    struct nvs_event *event = category ? nvs_events_add(database->events) : NULL;
+    if (!event)
+        return NULL;
+    event->kind = kind;
+    event->start = sqlite3_column_int64(statement, 0);
+    event->end = is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
+    event->domain = category;
+    int64_t global = is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
+    event->pid = nvs_global_pid(global);
+    event->tid = nvs_global_tid(global);
+    return event;
+}
+
 /* OS runtime calls: name from StringIds, on the calling thread. */
 static int load_os_calls(struct database *database)
 {
@@ -452,21 +471,14 @@ static int load_os_calls(struct database *database)
     char args[64];
     int status = 0;
     while (sqlite3_step(statement) == SQLITE_ROW) {
-        struct nvs_event *event = nvs_events_add(database->events);
-        if (!event || !category || !unknown) {
+        struct nvs_event *event = add_call(database, statement, NVS_EVENT_OS_CALL, category);
+        if (!event || !unknown) {
             status = -1;
             break;
         }
-        event->kind = NVS_EVENT_OS_CALL;
-        event->start = sqlite3_column_int64(statement, 0);
-        event->end = is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
         event->name = string_column(database, statement, 2);
         if (!event->name)
             event->name = unknown;
-        event->domain = category;
-        int64_t global = is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
-        event->pid = nvs_global_pid(global);
-        event->tid = nvs_global_tid(global);
         if (!is_null(statement, 4)) {
             snprintf(args, sizeof args, "\"return\":%lld", (long long)sqlite3_column_int64(statement, 4));
             event->args = nvs_events_intern_string(database->events, args);
@@ -736,15 +748,11 @@ static int load_cuda_api(struct database *database)
     struct nvs_json_text args = {0};
     int status = 0;
     while (sqlite3_step(statement) == SQLITE_ROW) {
-        struct nvs_event *event = nvs_events_add(database->events);
-        if (!event || !category || !unknown) {
+        struct nvs_event *event = add_call(database, statement, NVS_EVENT_CUDA_API, category);
+        if (!event || !unknown) {
             status = -1;
             break;
         }
-        event->kind = NVS_EVENT_CUDA_API;
-        event->start = sqlite3_column_int64(statement, 0);
-        event->end = is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
-        event->domain = category;
         const char *name = string_column(database, statement, 2);
         if (name && name != last_name) {
             last_name = name;
@@ -755,9 +763,6 @@ static int load_cuda_api(struct database *database)
             }
         }
         event->name = name ? last_cut : unknown;
-        int64_t global = is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
-        event->pid = nvs_global_pid(global);
-        event->tid = nvs_global_tid(global);
         args.length = 0;
         if (!is_null(statement, 4)) {
             event->correlation = (uint32_t)sqlite3_column_int64(statement, 4);

@@ -27,6 +27,12 @@ NOT_NVTX = {"osrt": "osrt", "cuda api": "cuda-api", "cuda kernel": "kernel", "cu
             "cuda memset": "kernel", "nvtx projection": "nvtx-kernel", "thread state": "sched"}
 KINDS = ["nvtx", "nvtx-kernel", "cuda-api", "kernel", "osrt", "sched"]
 
+# CUPTI_ACTIVITY_KIND_RUNTIME with the columns nsys 2022.4 writes (its CUDA API calls).
+RUNTIME_TABLE = """CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+    eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
+    returnValue INTEGER NOT NULL, callchainId INTEGER)"""
+
+
 
 def nvtxshim(*args):
     return subprocess.run([program("nvtxshim")] + [str(a) for a in args], env=clean_env(),
@@ -249,9 +255,7 @@ def gpu(plain, tmp_path_factory):
                 db.execute("INSERT INTO StringIds VALUES (?, ?)", (names[text], text))
             return names[text]
         # the columns nsys 2022.4 writes
-        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
-            returnValue INTEGER NOT NULL, callchainId INTEGER)""")
+        db.execute(RUNTIME_TABLE)
         db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
             deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
             correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
@@ -513,9 +517,7 @@ def large_export(plain, database, n):
         main = db.execute("SELECT globalTid FROM NVTX_EVENTS WHERE eventType = 59 LIMIT 1").fetchone()[0]
         name = db.execute("SELECT max(id) + 1 FROM StringIds").fetchone()[0]
         db.execute("INSERT INTO StringIds VALUES (?, 'cudaLaunchKernel_v7000')", (name,))
-        db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
-            eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
-            returnValue INTEGER NOT NULL, callchainId INTEGER)""")
+        db.execute(RUNTIME_TABLE)
         db.execute("""CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
             deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
             correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
