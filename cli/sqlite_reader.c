@@ -103,6 +103,23 @@ static sqlite3_stmt *prepare(struct database *database, const char *sql)
     return statement;
 }
 
+/* SELECT the WANTED columns (NULL for each this export lacks) FROM TABLE, then
+ * REST (a WHERE or ORDER BY clause, or ""), prepared; NULL after a line on
+ * stderr. */
+static sqlite3_stmt *select_columns(struct database *database, const struct columns *columns,
+                                    const char *const *wanted, size_t count, const char *table,
+                                    const char *rest)
+{
+    struct query query;
+    query_start(&query);
+    for (size_t i = 0; i < count; i++)
+        query_column(&query, columns, wanted[i]);
+    char from[256];
+    snprintf(from, sizeof from, "FROM \"%s\" %s", table, rest);
+    query_end(&query, from);
+    return prepare(database, query.sql);
+}
+
 static bool is_null(sqlite3_stmt *statement, int column)
 {
     return sqlite3_column_type(statement, column) == SQLITE_NULL;
@@ -455,15 +472,9 @@ static int load_os_calls(struct database *database)
                 nvs_events_say(options, "OSRT_API has no %s column: OS runtime calls skipped", needed[i]);
             return 0;
         }
-    struct query query;
-    query_start(&query);
-    query_column(&query, &columns, "start");
-    query_column(&query, &columns, "end");
-    query_column(&query, &columns, "nameId");
-    query_column(&query, &columns, "globalTid");
-    query_column(&query, &columns, "returnValue");
-    query_end(&query, "FROM OSRT_API");
-    sqlite3_stmt *statement = prepare(database, query.sql);
+    static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "returnValue"};
+    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+                                             "OSRT_API", "");
     if (!statement)
         return -1;
     const char *category = nvs_events_intern_string(database->events, NVS_CATEGORY_OS_CALL);
@@ -577,16 +588,11 @@ static int load_gpu(struct database *database, enum gpu_table which)
             !has_column(&columns, "shortName"))
             nvs_events_say(options, "%s has no demangledName or shortName column: kernels unnamed", table);
     }
-    struct query query;
-    query_start(&query);
     static const char *const wanted[] = {"start", "end", "globalPid", "deviceId", "streamId",
                                          "correlationId", "demangledName", "shortName", "bytes",
                                          "copyKind", "srcKind", "dstKind", "value"};
-    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
-        query_column(&query, &columns, wanted[i]);
-    query_end(&query, "FROM ");
-    strncat(query.sql, table, sizeof query.sql - strlen(query.sql) - 1);
-    sqlite3_stmt *statement = prepare(database, query.sql);
+    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+                                             table, "");
     if (!statement)
         return -1;
     const char *category = nvs_events_intern_string(database->events, categories[which]);
@@ -728,15 +734,10 @@ static int load_cuda_api(struct database *database)
             if (!has_column(&columns, optional[i].column))
                 nvs_events_say(options, "%s has no %s column: %s", table, optional[i].column,
                                optional[i].without);
-    struct query query;
-    query_start(&query);
     static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "correlationId",
                                          "returnValue", "eventClass"};
-    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
-        query_column(&query, &columns, wanted[i]);
-    query_end(&query, "FROM ");
-    strncat(query.sql, table, sizeof query.sql - strlen(query.sql) - 1);
-    sqlite3_stmt *statement = prepare(database, query.sql);
+    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+                                             table, "");
     if (!statement)
         return -1;
     const char *category = nvs_events_intern_string(database->events, NVS_CATEGORY_CUDA_API);
@@ -940,15 +941,12 @@ static int load_sched(struct database *database)
                                                           sizeof state_table));
     blocks.present = with_block && find_enum_table(database, "ENUM%THREAD_BLOCK%", block_table,
                                                    sizeof block_table);
-    struct query query;
-    query_start(&query);
     static const char *const wanted[] = {"start", "cpu", "isSchedIn", "globalTid", "threadState",
                                          "threadBlock"};
-    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
-        query_column(&query, &columns, wanted[i]);
     /* rowid: of two switches at one time, the one nsys wrote first */
-    query_end(&query, "FROM SCHED_EVENTS WHERE globalTid IS NOT NULL ORDER BY globalTid, start, rowid");
-    sqlite3_stmt *statement = prepare(database, query.sql);
+    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+                                             "SCHED_EVENTS",
+                                             "WHERE globalTid IS NOT NULL ORDER BY globalTid, start, rowid");
     if (!statement)
         return -1;
     const char *category = nvs_events_intern_string(events, NVS_CATEGORY_THREAD_STATE);
