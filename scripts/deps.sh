@@ -12,6 +12,8 @@ packages=(
   xvfb mesa-utils x11-utils
   libcairo2-dev python3-gi python3-gi-cairo gir1.2-gtk-3.0 vulkan-tools mesa-vulkan-drivers
   umockdev libumockdev-dev python3-usb python3-numpy python3-pytest
+  # scripts/pyenv.sh's virtual environment (test/pftrace_check.py).
+  python3-venv
   # Real clients test/test_emucam.py runs on the emulated camera.
   usbutils fxload sigrok-cli python3-usb1
   # Real clients test/test_emuv4l2.py runs on the emulated V4L2 camera (test/v4l2dev/), and
@@ -108,3 +110,7 @@ if [ -d "$importer_real" ] && [ ! -e "$importer_link" ]; then
 fi
 
 [ ${#missing[@]} -gt 0 ] || echo "deps: all present"
+
+# The Python environment with PyPI's perfetto schema that test/pftrace_check.py needs: on a
+# failure the other tests still run, and test/test_trace_pftrace.py fails quoting the reason.
+"$(dirname "$0")/pyenv.sh" || echo "deps: no build/pyenv: test/test_trace_pftrace.py will fail" >&2
