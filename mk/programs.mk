@@ -12,7 +12,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
                  $(BUILD)/test/frame_loop \
                  $(BUILD)/test/process_life $(BUILD)/test/process_life_dl $(BUILD)/test/trace_adversary \
-                 $(BUILD)/test/secure_probe
+                 $(BUILD)/test/secure_probe $(BUILD)/test/libfakeclock.so
 
 # The harness's GPU kernels, when nvcc is here: a fat binary (SASS for Turing
 # to Hopper, PTX for later GPUs) embedded in the program with .incbin.
@@ -63,6 +63,11 @@ $(BUILD)/test/test_trace_json: test/unit/test_trace_json.c $(BUILD)/obj/trace_js
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Ilibnvtxshim $< $(BUILD)/obj/trace_json.o -o $@
 
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
+
+# A preload whose CLOCK_MONOTONIC is a counter (test/test_trace_pftrace.py).
+$(BUILD)/test/libfakeclock.so: test/programs/fakeclock.c $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
 
