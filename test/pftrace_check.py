@@ -25,9 +25,11 @@ What it checks, per packet in file order:
 - sequences: every packet but the header's has trusted_packet_sequence_id; the first
   packet of each writer sequence has SEQ_INCREMENTAL_STATE_CLEARED; a packet that uses
   interned data, the sequence's defaults or its incremental clock has
-  SEQ_NEEDS_INCREMENTAL_STATE (or is the clearing packet); after trace_packet_defaults
-  every packet of the sequence has SEQ_NEEDS_INCREMENTAL_STATE (trace_packet.proto); no
-  packet needs incremental state on a sequence that was never cleared (Perfetto skips it);
+  SEQ_NEEDS_INCREMENTAL_STATE (or is the clearing packet), and so does every packet with a
+  TrackEvent; no packet needs incremental state on a sequence that was never cleared
+  (Perfetto skips it). trace_packet.proto asks SEQ_NEEDS_INCREMENTAL_STATE of every packet
+  after trace_packet_defaults; docs/pftrace.md leaves it off track descriptor packets,
+  which use no incremental state: a note, not a problem;
 - interning: every iid (event names, categories, debug annotation names and string
   values) defined on its sequence since its last SEQ_INCREMENTAL_STATE_CLEARED, before or
   in the packet that uses it; an iid means one thing in the whole file (one counter per
@@ -39,9 +41,12 @@ What it checks, per packet in file order:
   other clock is used;
 - tracks: every track_uuid used (its own or the default) has a TrackDescriptor in the
   file; thread descriptors carry pid and tid, T = 1<<61 | tid, parent P; the process's
-  descriptor (P = 1<<62 | pid, process { pid, process_name }) is the first packet; an
-  async track's descriptor (parent P, name = the domain) is on the sequence before its
+  descriptor (P = 2 * pid + 1, process { pid, process_name }) is the first packet; an
+  async track's (A = 2 * id, parent P, name = the domain) is on the sequence before its
   begin, and the track holds one range;
+- categories: the first is the domain, a second the named NVTX category (given back as
+  the `category` arg, as the JSON form has it); the NVTX category as a number is the
+  annotation `category`;
 - slices: per track in time order, begins and ends balanced, an END with a name closing
   the innermost open slice of that name (and category), as Perfetto's slice tracker does;
   the same for the layout of the first two packets of each sequence (docs/pftrace.md).
@@ -66,7 +71,22 @@ BEGIN, END, INSTANT = (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_
 MONOTONIC, BOOTTIME, REALTIME = 3, 6, 1
 SEQUENCE_CLOCK = 64
 PAGE = 4096
-PROCESS_BIT, THREAD_BIT = 1 << 62, 1 << 61
+THREAD_BIT = 1 << 61
+ASYNC_LIMIT = 1 << 33
+
+
+def process_uuid(pid):
+    return 2 * pid + 1
+
+
+def track_kind(uuid):
+    """docs/pftrace.md's uuids: a thread's 1<<61 | tid, the process's 2 * pid + 1 (odd), an
+    async range's 2 * its id (even, below 2^33)."""
+    if uuid & THREAD_BIT:
+        return "thread"
+    if uuid < ASYNC_LIMIT:
+        return "process" if uuid & 1 else "async"
+    return "unknown"
 KINDS = ("event_names", "event_categories", "debug_annotation_names",
          "debug_annotation_string_values")
 
@@ -207,6 +227,7 @@ class Checker:
         self.index = 0
         self.offset = 0
         self.sid = 0
+        self.literal_needs = []       # packets without SEQ_NEEDS after defaults that need nothing
 
     def problem(self, text):
         if self.index == "-":
@@ -362,8 +383,11 @@ class Checker:
                 self.problem("SEQ_INCREMENTAL_STATE_CLEARED without a sequence id")
             seq.clear()
         elif had_defaults and not flags & NEEDS:
-            self.problem("no SEQ_NEEDS_INCREMENTAL_STATE after the sequence's trace_packet_defaults "
-                         "(trace_packet.proto: every later packet must have it)")
+            if packet.HasField("track_event"):
+                self.problem("a track event without SEQ_NEEDS_INCREMENTAL_STATE after the sequence's "
+                             "trace_packet_defaults (trace_packet.proto: every later packet must have it)")
+            else:
+                self.literal_needs.append(self.index)
         if flags & NEEDS and not seq.cleared:
             self.problem("SEQ_NEEDS_INCREMENTAL_STATE on a sequence never cleared: Perfetto skips it")
         needs = []
@@ -427,7 +451,7 @@ class Checker:
                     or not d.track_event_defaults.HasField("track_uuid"):
                 self.problem("the clearing packet lacks trace_packet_defaults { timestamp_clock_id: 64, "
                              "track_event_defaults { track_uuid } }")
-            elif not d.track_event_defaults.track_uuid & THREAD_BIT:
+            elif track_kind(d.track_event_defaults.track_uuid) != "thread":
                 self.problem("the default track %#x is not a thread's (1<<61 | tid)"
                              % d.track_event_defaults.track_uuid)
             names = {e.iid: e.name for e in packet.interned_data.debug_annotation_names}
@@ -447,8 +471,6 @@ class Checker:
             if not (packet.HasField("track_descriptor") and d.HasField("thread") and d.uuid == default):
                 self.problem("the second packet of the sequence does not describe its thread's track "
                              "(the default track %s)" % (hex(default) if default else None))
-            elif not flags & NEEDS:
-                self.problem("the thread descriptor packet lacks SEQ_NEEDS_INCREMENTAL_STATE")
 
     # ---- tracks ------------------------------------------------------------------------
 
@@ -462,8 +484,8 @@ class Checker:
         if d.HasField("process"):
             if not d.process.HasField("pid"):
                 self.problem("process descriptor without pid")
-            if d.uuid != PROCESS_BIT | d.process.pid:
-                self.problem("process track uuid %#x is not 1<<62 | pid %d" % (d.uuid, d.process.pid))
+            if d.uuid != process_uuid(d.process.pid):
+                self.problem("process track uuid %#x is not 2 * pid + 1 (pid %d)" % (d.uuid, d.process.pid))
             if self.process is not None and self.process["uuid"] != d.uuid:
                 self.problem("a second process in the file")
             self.process = {"uuid": d.uuid, "pid": d.process.pid, "name": d.process.process_name}
@@ -478,8 +500,8 @@ class Checker:
             if self.process and d.HasField("parent_uuid") and d.parent_uuid != self.process["uuid"]:
                 self.problem("thread track %#x's parent is %#x, not the process's" % (d.uuid, d.parent_uuid))
         else:
-            if d.uuid >= 1 << 32:
-                self.problem("async track uuid %#x is not below 2^32" % d.uuid)
+            if track_kind(d.uuid) != "async":
+                self.problem("async track uuid %#x is not even and below 2^33" % d.uuid)
             if self.process and d.parent_uuid != self.process["uuid"]:
                 self.problem("async track %#x's parent is %#x, not the process's" % (d.uuid, d.parent_uuid))
             if not d.HasField("name"):
@@ -532,20 +554,26 @@ class Checker:
         if any(a.HasField("name_iid") or a.HasField("string_value_iid") for a in event.debug_annotations):
             needs.append("interned annotations")
         args = self.annotations(seq, event)
-        if len(categories) > 1:
-            self.problem("an event with %d categories (the spec writes one: the domain)" % len(categories))
+        if len(categories) > 2:
+            self.problem("an event with %d categories (the spec writes the domain and the named "
+                         "NVTX category)" % len(categories))
+        if len(categories) >= 2:
+            if "category" in args:
+                self.problem("a named NVTX category (second category %r) and a category annotation %r"
+                             % (categories[1], args["category"]))
+            args["category"] = categories[1]
         if event.type not in (BEGIN, END, INSTANT):
             self.problem("track event type %d: the spec writes SLICE_BEGIN, SLICE_END, INSTANT" % event.type)
         if event.type in (BEGIN, INSTANT) and (name is None or not categories):
             self.problem("a %s without a name or a category" % pb.TrackEvent.Type.Name(event.type))
         default = seq.defaults.track_event_defaults.track_uuid if seq.defaults else None
-        if track and not track & (THREAD_BIT | PROCESS_BIT) and event.type == BEGIN \
-                and track not in seq.descriptors:
+        if track_kind(track) == "async" and event.type == BEGIN and track not in seq.descriptors:
             self.problem("async track %#x's begin has no descriptor before it on its sequence" % track)
         self.uses.append((track, self.index, seq.sid))
         self.events.append({"track": track, "time": time, "order": len(self.events),
                             "type": event.type, "name": name,
                             "category": categories[0] if categories else None, "args": args,
+                            "categories": ",".join(categories) if categories else None,
                             "index": self.index, "sequence": seq.sid,
                             "thread_track": default})
         return needs
@@ -565,7 +593,7 @@ class Checker:
         for track, (index, sid) in missing.items():
             text = "track %#x (first used in packet #%d, sequence %d) has no TrackDescriptor in the file" % (
                 track, index, sid)
-            if self.cut and not track & THREAD_BIT:
+            if self.cut and track_kind(track) != "thread":
                 self.notes.append(text + " (its sequence was cut)")
             else:
                 self.problem(text)
@@ -584,7 +612,9 @@ class Checker:
         for track, events in by_track.items():
             events.sort(key=lambda e: (e["time"], e["order"]))
             stack = []
-            is_async = not track & (THREAD_BIT | PROCESS_BIT)
+            is_async = track_kind(track) == "async"
+            if track_kind(track) not in ("thread", "async"):
+                self.problem("events on track %#x, neither a thread's nor an async range's" % track)
             begins = 0
             for e in events:
                 if e["type"] == BEGIN:
@@ -593,7 +623,8 @@ class Checker:
                         self.problem("async track %#x holds a second range (%r): each has its own" % (
                             track, e["name"]))
                     tid = tid_of(track) if not is_async else tid_of(e["thread_track"])
-                    stack.append({"name": e["name"], "category": e["category"], "start_ns": e["time"],
+                    stack.append({"name": e["name"], "category": e["category"],
+                                  "categories": e["categories"], "start_ns": e["time"],
                                   "end_ns": None, "args": dict(e["args"]), "tid": tid,
                                   "async": is_async, "track": track, "begin_packet": e["index"]})
                 elif e["type"] == END:
@@ -602,7 +633,8 @@ class Checker:
                         s = stack[i]
                         if e["name"] is not None and s["name"] != e["name"]:
                             continue
-                        if e["category"] is not None and s["category"] != e["category"]:
+                        # Perfetto's slice tracker compares the categories joined by commas.
+                        if e["categories"] is not None and s["categories"] != e["categories"]:
                             continue
                         at = i
                         break
@@ -617,6 +649,7 @@ class Checker:
                         continue
                     s = stack.pop(at)
                     s["end_ns"] = e["time"]
+                    del s["categories"]
                     for key, value in e["args"].items():
                         if key in s["args"] and s["args"][key] != value:
                             self.problems.append("packet #%d: SLICE_END's %s %r differs from its begin's %r"
@@ -632,6 +665,7 @@ class Checker:
                     marks.append({"name": e["name"], "category": e["category"], "ts_ns": e["time"],
                                   "args": e["args"], "tid": tid_of(track)})
             for s in stack:
+                s.pop("categories", None)
                 still_open.append(s)
                 text = "%r (%s track %#x, begun in packet #%d at %d) never ends" % (
                     s["name"], "async" if is_async else "thread", track, s["begin_packet"], s["start_ns"])
@@ -639,6 +673,12 @@ class Checker:
                     self.notes.append(text)
                 else:
                     self.problems.append(text)
+        if self.literal_needs:
+            self.notes.append("%d track descriptor packets (#%s) after their sequence's "
+                              "trace_packet_defaults lack SEQ_NEEDS_INCREMENTAL_STATE, which "
+                              "trace_packet.proto asks of every later packet; they use no "
+                              "incremental state (docs/pftrace.md)" % (
+                                  len(self.literal_needs), ", #".join(map(str, self.literal_needs[:5]))))
         threads = collections.defaultdict(list)
         for uuid, descriptors in self.descriptors.items():
             for d in descriptors:

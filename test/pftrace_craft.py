@@ -16,7 +16,7 @@ NEEDS = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 BEGIN, END, INSTANT = 1, 2, 3
 PAGE = 4096
 PID = 4242
-P = 1 << 62 | PID
+P = 2 * PID + 1
 
 # What each broken variant does, and a piece of the problem the checker must report.
 BROKEN = {
@@ -35,6 +35,9 @@ BROKEN = {
     "partial_packet": "ends inside an element",
     "thread_without_tid": "without pid and tid",
     "stale_iid_after_clear": "used before its definition",
+    # The END that names a range under another domain's must carry the begin's categories:
+    # Perfetto matches them joined ("app,stage").
+    "end_categories_differ": "closes no open slice",
 }
 
 
@@ -106,7 +109,7 @@ class Sequence:
         p = pb.TracePacket()
         p.trusted_packet_sequence_id = self.sid
         broken = self.f.variant == "missing_cleared" and self.sid == 3
-        p.sequence_flags = 0 if broken else CLEARED
+        p.sequence_flags = 0 if broken else CLEARED | NEEDS
         p.trace_packet_defaults.timestamp_clock_id = 64
         p.trace_packet_defaults.track_event_defaults.track_uuid = self.track
         if not (self.f.variant == "clock_before_snapshot" and self.sid == 2):
@@ -124,7 +127,6 @@ class Sequence:
     def describe_thread(self, name, tid=None):
         p = pb.TracePacket()
         p.trusted_packet_sequence_id = self.sid
-        p.sequence_flags = NEEDS
         tid = tid or self.tid
         p.track_descriptor.uuid = 1 << 61 | tid
         p.track_descriptor.parent_uuid = P
@@ -175,15 +177,17 @@ class Sequence:
                 e.name = name
         if domain is not None:
             e.category_iids.append(self.use(p, "event_categories", domain))
-        for key, value in (args or {}).items():
+        args = dict(args or {})
+        if isinstance(args.get("category"), str):
+            # A named NVTX category: the second category (docs/pftrace.md).
+            e.category_iids.append(self.use(p, "event_categories", args.pop("category")))
+        for key, value in args.items():
             a = e.debug_annotations.add()
             if key in ("payload", "category", "color"):
                 a.name_iid = {"payload": 1, "category": 2, "color": 3}[key]
             else:
                 a.name = key
-            if key == "category" and isinstance(value, str):
-                a.string_value_iid = self.use(p, "debug_annotation_string_values", value)
-            elif isinstance(value, str):
+            if isinstance(value, str):
                 a.string_value = value
             elif isinstance(value, float):
                 a.double_value = value
@@ -196,6 +200,7 @@ class Sequence:
 
     def async_descriptor(self, uuid, domain):
         p = self.packet()
+        p.sequence_flags = 0
         p.track_descriptor.uuid = uuid
         p.track_descriptor.parent_uuid = P
         p.track_descriptor.name = domain
@@ -242,7 +247,8 @@ def craft(variant):
                             "args": {"color": "#00c853", "payload": 7}, "tid": 100})
     # Two domains' ranges that cross: app's END names its range.
     t += 10_000
-    main.event(BEGIN, t, "app interleaved", "app")
+    main.event(BEGIN, t, "app interleaved", "app",
+               {"category": "stage"} if variant == "end_categories_differ" else None)
     main.event(BEGIN, t + 1000, "default interleaved", "default", interned=False)
     main.event(END, t + 2000, "app interleaved", "app")
     main.event(END, t + 3000, args={"payload": -5})
@@ -251,15 +257,15 @@ def craft(variant):
     # An async range begun on main, ended on the worker; its track described just before.
     t += 10_000
     if variant != "track_without_descriptor":
-        main.async_descriptor(1, "default")
-    main.event(BEGIN, t, "crosses threads", "default", {"payload": 2.5, "category": 9}, track=1)
-    other.event(END, t + 4000, track=1, args={"queued_ns": 12})
+        main.async_descriptor(2, "default")
+    main.event(BEGIN, t, "crosses threads", "default", {"payload": 2.5, "category": 9}, track=2)
+    other.event(END, t + 4000, track=2, args={"queued_ns": 12})
     rng("crosses threads", "default", t, t + 4000, {"payload": 2.5, "category": 9, "queued_ns": 12},
         is_async=True)
     # A range written after the fact, earlier than the sequence's last time: absolute clock.
-    main.async_descriptor(2, "camera")
-    main.event(BEGIN, t - 5000, "frame age", "camera", track=2, absolute=True)
-    main.event(END, t + 500, track=2)
+    main.async_descriptor(4, "camera")
+    main.event(BEGIN, t - 5000, "frame age", "camera", track=4, absolute=True)
+    main.event(END, t + 500, track=4)
     rng("frame age", "camera", t - 5000, t + 500, is_async=True)
     # The worker renames the main thread (nvtxNameOsThread of another thread).
     other.describe_thread("nvtx main", tid=100)
