@@ -691,6 +691,8 @@ class Checker:
         marks.sort(key=lambda m: m["ts_ns"])
         return {"process": self.process and {"pid": self.process["pid"], "name": self.process["name"]},
                 "threads": {str(tid): names for tid, names in sorted(threads.items())},
+                "header_clocks": {str(c.clock_id): c.timestamp
+                                  for c in (self.header_clock.clocks if self.header_clock else [])},
                 "ranges": ranges, "marks": marks, "open": still_open,
                 "sequences": sorted(s for s in self.sequences if s)}
 
