@@ -65,3 +65,22 @@ def test_the_form_follows_the_extension(tmp_path):
         result = run([program("test/nvtx_user")], env={"NVTXSHIM_TRACE": str(trace)})
         assert result.returncode == 0 and result.stderr == b""
         assert trace.read_bytes()[:1] == first, name
+
+
+# ---- a full disk: the file keeps whole packets only ------------------------------------------
+
+from test_trace_safety import (WRITE_FAILED, adversary, same_as_without, shim_lines,  # noqa: E402
+                               small_tmpfs)  # noqa: F401 (a fixture)
+
+
+def test_a_small_tmpfs_that_fills_keeps_whole_packets(small_tmpfs):  # noqa: F811
+    trace = small_tmpfs / "trace.pftrace"
+    argv = adversary("loop", 20000)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=120)
+    same_as_without(shimmed, run(argv, shim=False, timeout=120))
+    said = [line for line in shim_lines(shimmed.stderr) if WRITE_FAILED.match(line)]
+    assert len(said) == 1, shim_lines(shimmed.stderr)
+    data = trace.read_bytes()
+    packets, _ = walk(data)                 # nothing but whole packets and padding
+    assert packets and packets[-1][1] == len(data), "the file ends inside padding"
+    assert any(e.type == pftrace.BEGIN for e in pftrace.events(data))
