@@ -167,8 +167,18 @@ static uint32_t new_iid(void)
 
 typedef unsigned char byte;
 
-static inline byte *put_varint(byte *out, uint64_t value)
+static inline __attribute__((always_inline)) byte *put_varint(byte *out, uint64_t value)
 {
+    /* Most are times between two events and byte counts: one or two bytes. */
+    if (__builtin_expect(value < 0x80, 1)) {
+        *out = (byte)value;
+        return out + 1;
+    }
+    if (value < 0x4000) {
+        out[0] = (byte)(value | 0x80);
+        out[1] = (byte)(value >> 7);
+        return out + 2;
+    }
     while (value >= 0x80) {
         *out++ = (byte)(value | 0x80);
         value >>= 7;
@@ -271,7 +281,8 @@ static inline bool internable(uint32_t iid)
 
 /* The sequence id and flags, then the time: on clock 64 as the delta from the
  * sequence's last time, or, for a time before it, on CLOCK_MONOTONIC whole. */
-static inline byte *put_head(struct pf_sequence *sequence, byte *out, uint64_t ns)
+static inline __attribute__((always_inline)) byte *put_head(struct pf_sequence *sequence,
+                                                            byte *out, uint64_t ns)
 {
     memcpy(out, sequence->head, sizeof sequence->head);
     out += sequence->head_length;
@@ -387,40 +398,50 @@ static byte *put_named_body(byte *out, const struct nvs_trace_event *event, int 
     return put_field_varint(out, TE_NAME_IID, string_of(event->registered)->iid);
 }
 
+/* Makes the shape of EVENT's name, once: the first caller does, others find
+ * it "making" meanwhile and take the general way. Kept out of the fast path,
+ * which it would otherwise fill with its frame. */
+static __attribute__((noinline, cold)) void make_shape(struct pf_string *shape,
+                                                       const struct nvs_trace_event *event,
+                                                       uint32_t generation)
+{
+    uint32_t expected = SHAPE_UNMADE;
+    if (!atomic_compare_exchange_strong_explicit(&shape->state, &expected, SHAPE_MAKING,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return;
+    uint32_t category_iid;
+    byte body[64];
+    size_t length = (size_t)(put_named_body(body, event, TYPE_BEGIN, &category_iid) - body);
+    /* A named category that could not be interned is text: no shape. */
+    bool named = !event->category || category_iid || event->category >= NVS_TRACE_CATEGORIES ||
+                 !(atomic_load(&event->domain->named_categories) >> event->category & 1);
+    if (length > SHAPE_BYTES || !named || !internable(shape->iid) ||
+        !internable(domain_of(event->domain)->iid))
+        return;                 /* it stays "making": its events take the general way */
+    memcpy(shape->shape, body, length);
+    shape->shape_length = (uint32_t)length;
+    shape->domain = event->domain;
+    shape->category = event->category;
+    shape->generation = generation;
+    shape->shape_iid = new_iid();
+    if (internable(shape->shape_iid))
+        atomic_store_explicit(&shape->state, SHAPE_MADE, memory_order_release);
+}
+
 /* The shape of EVENT, made when missing; NULL when its name is not registered,
  * cannot be interned, or it is written with other attributes than those it
  * was made with. */
-static inline const struct pf_string *shape_of(const struct nvs_trace_event *event)
+static inline __attribute__((always_inline)) const struct pf_string *shape_of(
+    const struct nvs_trace_event *event)
 {
     if (!event->registered)
         return NULL;
     struct pf_string *shape = string_of(event->registered);
     uint32_t generation = atomic_load_explicit(&category_generation, memory_order_acquire);
     uint32_t now = atomic_load_explicit(&shape->state, memory_order_acquire);
-    uint32_t expected = SHAPE_UNMADE;
-    if (now == SHAPE_UNMADE &&
-        atomic_compare_exchange_strong_explicit(&shape->state, &expected, SHAPE_MAKING,
-                                                memory_order_acquire, memory_order_relaxed)) {
-        uint32_t category_iid;
-        byte body[64];
-        size_t length = (size_t)(put_named_body(body, event, TYPE_BEGIN, &category_iid) - body);
-        /* A named category that could not be interned is text: no shape. */
-        bool named = !event->category || category_iid || event->category >= NVS_TRACE_CATEGORIES ||
-                     !(atomic_load(&event->domain->named_categories) >> event->category & 1);
-        now = SHAPE_UNMADE;
-        if (length <= SHAPE_BYTES && named && internable(shape->iid) &&
-            internable(domain_of(event->domain)->iid)) {
-            memcpy(shape->shape, body, length);
-            shape->shape_length = (uint32_t)length;
-            shape->domain = event->domain;
-            shape->category = event->category;
-            shape->generation = generation;
-            shape->shape_iid = new_iid();
-            now = internable(shape->shape_iid) ? SHAPE_MADE : SHAPE_UNMADE;
-        }
-        /* Not made: it stays "making", and its events take the general way. */
-        if (now == SHAPE_MADE)
-            atomic_store_explicit(&shape->state, SHAPE_MADE, memory_order_release);
+    if (__builtin_expect(now == SHAPE_UNMADE, 0)) {
+        make_shape(shape, event, generation);
+        now = atomic_load_explicit(&shape->state, memory_order_acquire);
     }
     if (now == SHAPE_MADE && shape->domain == event->domain &&
         shape->category == event->category && shape->generation == generation)
@@ -666,6 +687,13 @@ static char *pf_thread_name(char *text, const struct nvs_trace_thread_ids *threa
     return (char *)put_thread_track((byte *)text, thread, name);
 }
 
+static __attribute__((noinline)) char *push_general(char *text, struct nvs_trace_thread_ids *thread,
+                                                    const struct nvs_trace_event *event)
+{
+    return (char *)put_event((byte *)text, thread, TYPE_BEGIN, event, event->start_ns, 0,
+                             WITH_NAME, NULL);
+}
+
 /* A push: the begin of a slice on the thread's track. */
 static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
                      const struct nvs_trace_event *event)
@@ -673,18 +701,18 @@ static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
     struct pf_sequence *sequence = sequence_of(thread);
     const struct pf_string *shape = shape_of(event);
     if (__builtin_expect(shape != NULL && defined(sequence, shape->shape_iid), 1)) {
-        byte *out = (byte *)text;
-        *out++ = TAG_PACKET;
-        byte *packet = open_length(out);
+        /* Every length here is below 128: one byte each. */
+        byte *out = (byte *)text, *packet = out + 2;
+        out[0] = TAG_PACKET;
         out = put_head(sequence, packet, event->start_ns);
-        *out++ = TAG_TRACK_EVENT;
-        byte *body = open_length(out);
-        memcpy(body, shape->shape, SHAPE_BYTES);
-        out = close_length(body, body + shape->shape_length);
-        return (char *)close_length(packet, out);
+        out[0] = TAG_TRACK_EVENT;
+        out[1] = (byte)shape->shape_length;
+        memcpy(out + 2, shape->shape, SHAPE_BYTES);
+        out += 2 + shape->shape_length;
+        packet[-1] = (byte)(out - packet);
+        return (char *)out;
     }
-    return (char *)put_event((byte *)text, thread, TYPE_BEGIN, event, event->start_ns, 0,
-                             WITH_NAME, NULL);
+    return push_general(text, thread, event);
 }
 
 /* A pop: the end of the innermost slice on the thread's track, with the
@@ -692,25 +720,27 @@ static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
 static char *pf_complete(char *text, struct nvs_trace_thread_ids *thread,
                          const struct nvs_trace_event *event, uint64_t end_ns)
 {
+    /* Every length here is below 128: one byte each. */
     struct pf_sequence *sequence = sequence_of(thread);
-    byte *out = (byte *)text;
-    *out++ = TAG_PACKET;
-    byte *packet = open_length(out);
+    byte *out = (byte *)text, *packet = out + 2;
+    out[0] = TAG_PACKET;
     out = put_head(sequence, packet, end_ns);
-    *out++ = TAG_TRACK_EVENT;
-    byte *body = open_length(out);
-    out = PUT(body, TE_TYPE, TYPE_END);
+    byte *body = out + 2;
+    out[0] = TAG_TRACK_EVENT;
+    body[0] = TE_TYPE;
+    body[1] = TYPE_END;
+    out = body + 2;
     if (event->payload_type == NVS_PAYLOAD_U64) {
-        out = PUT(out, TE_ANNOTATION);
-        byte *annotation = open_length(out);
-        out = PUT(annotation, DA_NAME_IID, NAME_PAYLOAD);
-        out = put_field_varint(out, DA_UINT, event->payload);
-        out = close_length(annotation, out);
+        memcpy(out, (const byte[]){ TE_ANNOTATION, 0, DA_NAME_IID, NAME_PAYLOAD, DA_UINT }, 5);
+        byte *end = put_varint(out + 5, event->payload);
+        out[1] = (byte)(end - out - 2);
+        out = end;
     } else if (event->payload_type != NVS_PAYLOAD_NONE) {
         out = put_payload(out, event);
     }
-    out = close_length(body, out);
-    return (char *)close_length(packet, out);
+    body[-1] = (byte)(out - body);
+    packet[-1] = (byte)(out - packet);
+    return (char *)out;
 }
 
 /* The end of a slice that lies under others still open: named, so that it
