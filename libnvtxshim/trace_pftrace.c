@@ -608,7 +608,7 @@ static byte *put_thread_track(byte *out, const struct nvs_trace_thread_ids *thre
 {
     *out++ = TAG_PACKET;
     byte *packet = open_length(out);
-    out = put_field_varint(packet, TAG_SEQUENCE, thread->sequence_id);
+    out = put_bytes(packet, sequence_of(thread)->head, sequence_of(thread)->head_length);
     out = PUT(out, TAG2_DESCRIPTOR);
     byte *descriptor = open_length(out);
     out = put_field_varint(descriptor, TD_UUID, THREAD_UUID(thread->tid));
@@ -761,7 +761,7 @@ static char *pf_begin(char *text, struct nvs_trace_thread_ids *thread,
     byte *out = (byte *)text;
     *out++ = TAG_PACKET;
     byte *packet = open_length(out);
-    out = put_field_varint(packet, TAG_SEQUENCE, thread->sequence_id);
+    out = put_bytes(packet, sequence_of(thread)->head, sequence_of(thread)->head_length);
     out = PUT(out, TAG2_DESCRIPTOR);
     byte *descriptor = open_length(out);
     out = put_field_varint(descriptor, TD_UUID, ASYNC_UUID(id));

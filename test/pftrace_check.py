@@ -27,9 +27,8 @@ What it checks, per packet in file order:
   interned data, the sequence's defaults or its incremental clock has
   SEQ_NEEDS_INCREMENTAL_STATE (or is the clearing packet), and so does every packet with a
   TrackEvent; no packet needs incremental state on a sequence that was never cleared
-  (Perfetto skips it). trace_packet.proto asks SEQ_NEEDS_INCREMENTAL_STATE of every packet
-  after trace_packet_defaults; docs/pftrace.md leaves it off track descriptor packets,
-  which use no incremental state: a note, not a problem;
+  (Perfetto skips it); and, as trace_packet.proto asks, every packet after the sequence's
+  trace_packet_defaults has SEQ_NEEDS_INCREMENTAL_STATE, track descriptors too;
 - interning: every iid (event names, categories, debug annotation names and string
   values) defined on its sequence since its last SEQ_INCREMENTAL_STATE_CLEARED, before or
   in the packet that uses it; an iid means one thing in the whole file (one counter per
@@ -227,7 +226,6 @@ class Checker:
         self.index = 0
         self.offset = 0
         self.sid = 0
-        self.literal_needs = []       # packets without SEQ_NEEDS after defaults that need nothing
 
     def problem(self, text):
         if self.index == "-":
@@ -383,11 +381,8 @@ class Checker:
                 self.problem("SEQ_INCREMENTAL_STATE_CLEARED without a sequence id")
             seq.clear()
         elif had_defaults and not flags & NEEDS:
-            if packet.HasField("track_event"):
-                self.problem("a track event without SEQ_NEEDS_INCREMENTAL_STATE after the sequence's "
-                             "trace_packet_defaults (trace_packet.proto: every later packet must have it)")
-            else:
-                self.literal_needs.append(self.index)
+            self.problem("a packet without SEQ_NEEDS_INCREMENTAL_STATE after the sequence's "
+                         "trace_packet_defaults (trace_packet.proto: every later packet must have it)")
         if flags & NEEDS and not seq.cleared:
             self.problem("SEQ_NEEDS_INCREMENTAL_STATE on a sequence never cleared: Perfetto skips it")
         needs = []
@@ -673,12 +668,6 @@ class Checker:
                     self.notes.append(text)
                 else:
                     self.problems.append(text)
-        if self.literal_needs:
-            self.notes.append("%d track descriptor packets (#%s) after their sequence's "
-                              "trace_packet_defaults lack SEQ_NEEDS_INCREMENTAL_STATE, which "
-                              "trace_packet.proto asks of every later packet; they use no "
-                              "incremental state (docs/pftrace.md)" % (
-                                  len(self.literal_needs), ", #".join(map(str, self.literal_needs[:5]))))
         threads = collections.defaultdict(list)
         for uuid, descriptors in self.descriptors.items():
             for d in descriptors:

@@ -127,6 +127,7 @@ class Sequence:
     def describe_thread(self, name, tid=None):
         p = pb.TracePacket()
         p.trusted_packet_sequence_id = self.sid
+        p.sequence_flags = NEEDS        # every packet after the sequence's defaults
         tid = tid or self.tid
         p.track_descriptor.uuid = 1 << 61 | tid
         p.track_descriptor.parent_uuid = P
@@ -200,7 +201,7 @@ class Sequence:
 
     def async_descriptor(self, uuid, domain):
         p = self.packet()
-        p.sequence_flags = 0
+        p.sequence_flags = NEEDS
         p.track_descriptor.uuid = uuid
         p.track_descriptor.parent_uuid = P
         p.track_descriptor.name = domain
