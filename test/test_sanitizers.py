@@ -152,3 +152,37 @@ def test_memcheck_cuda_copies_on_the_stand_in_driver(tmp_path):
                              {"LD_LIBRARY_PATH": STUB, "NVTXSHIM_FRAME": "cuda.htod"})
     assert plain.returncode == 0
     assert len(ranges(events, "cuda")) == 12   # 11 copies and a cuStreamSynchronize
+
+
+def test_stress_under_tsan_writing_the_binary_form(make_device, xserver, tmp_path):
+    # The protobuf encoder's shared state (shapes made by the first thread that needs one,
+    # interned ids from one counter, categories named while others record) under TSan, and
+    # the file checked packet by packet against Perfetto's schema (test/pftrace_check.py).
+    from test_trace_pftrace import check
+    workers, reads, statuses, copies, x11_calls, queued = 6, 50, 50, 40, 25, 150
+    frames = workers * reads + queued
+    options = ["--workers", str(workers), "--reads", str(reads), "--statuses", str(statuses),
+               "--copies", str(copies), "--x11", str(x11_calls), "--async", str(queued),
+               "--queue", "6"]
+    device = make_device(frames=frames)
+    env = {"DISPLAY": xserver.display, "LD_LIBRARY_PATH": STUB}
+    plain = run([program("test/stress")] + options, env=env, shim=False, device=device)
+    assert plain.returncode == 0, plain.stderr
+    trace = tmp_path / "stress.pftrace"
+    tsan = dict(env, NVS_SANITIZER_SHIM=TSAN_SHIM, NVTXSHIM_TRACE=str(trace), **MODES["frames"],
+                TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions="
+                             + os.path.join(SUPPRESSIONS, "tsan.supp"))
+    result = run(["sh", "-c", APPEND, "sh", program("tsan/test/stress")] + options, env=tsan,
+                 shim=False, device=device, timeout=300)
+    report = result.stderr.decode(errors="replace")
+    if "ThreadSanitizer" in report or result.returncode != 0:
+        pytest.fail("exit status %d\n%s" % (result.returncode, report[-12000:]), pytrace=False)
+    assert result.stdout == plain.stdout
+    summary = check(trace)
+    by_domain = collections.Counter((r["category"], r["name"].split(" ")[0]) for r in summary["ranges"])
+    assert by_domain[("usb", "libusb_control_transfer")] == frames
+    assert by_domain[("usb", "libusb_bulk_transfer")] == frames + workers * reads
+    assert by_domain[("usb", "libusb_interrupt_transfer")] == workers * statuses
+    frame_names = sorted(r["name"] for r in summary["ranges"] if r["category"] == "nvtxshim"
+                         and r["name"].startswith("frame "))
+    assert frame_names == sorted("frame %d" % n for n in range(1, frames + 1))
