@@ -33,6 +33,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import pftrace  # noqa: E402  (scripts/pftrace.py: the .pftrace reader without protobuf)
 
 KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("usb_sync", "libusb_bulk_transfer", 1),
@@ -56,55 +58,14 @@ INSTRUCTION_COLUMNS = ("none", "null", "trace", "pftrace")
 RECORDINGS = [("trace", ".json"), ("pftrace", ".pftrace")]
 
 
-def pftrace_ranges(data):
-    """Ranges in a .pftrace: its TrackEvents of type SLICE_BEGIN (docs/pftrace.md), counted
-    by walking the packets (Trace field 1) and each packet's track_event (field 11) by hand."""
-    def varint(at):
-        value = shift = 0
-        while True:
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7f) << shift
-            shift += 7
-            if byte < 0x80:
-                return value, at
-
-    def fields(start, end):
-        at = start
-        while at < end:
-            tag, at = varint(at)
-            kind = tag & 7
-            if kind == 0:
-                value, at = varint(at)
-                yield tag >> 3, value, None
-            elif kind == 2:
-                length, at = varint(at)
-                yield tag >> 3, at, at + length
-                at += length
-            elif kind == 1:
-                at += 8
-            elif kind == 5:
-                at += 4
-            else:
-                raise RuntimeError("bad wire type %d at %d" % (kind, at))
-
-    begins = 0
-    for number, start, end in fields(0, len(data)):
-        if number != 1:
-            continue                # padding
-        for field, at, stop in fields(start, end):
-            if field == 11 and stop is not None:
-                begins += any(f == 9 and v == 1 for f, v, _ in fields(at, stop))
-    return begins
-
-
 def trace_ranges(path):
     """Ranges recorded in the trace file at PATH, either form: a JSON push/pop range is one
     complete event, a start/end range (the async submission) a begin and an end."""
     with open(path, "rb") as f:
         data = f.read()
     if path.endswith(".pftrace"):
-        return pftrace_ranges(data)
+        # Its TrackEvents of type SLICE_BEGIN (docs/pftrace.md), read by scripts/pftrace.py.
+        return sum(1 for e in pftrace.events(data) if e.type == pftrace.BEGIN)
     return data.count(b'"ph":"X"') + data.count(b'"ph":"b"')
 
 
