@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "trace_json.h"
+
 /* ---- the wire format ------------------------------------------------------------ */
 
 /* Field numbers (Perfetto's protos/perfetto/trace/...). */
@@ -437,9 +439,40 @@ static const char *interned(const struct reader *reader, uint32_t sequence_id, c
     return slot ? (const char *)(uintptr_t)slot->value : NULL;
 }
 
+/* The length of the well-formed UTF-8 character at AT (before END), or 0. */
+static size_t utf8_length(const unsigned char *at, const unsigned char *end)
+{
+    char character[5] = {0};
+    memcpy(character, at, (size_t)(end - at) < 4 ? (size_t)(end - at) : 4);
+    return nvs_json_utf8_length(character);
+}
+
+/* TEXT interned, a byte that does not begin a well-formed UTF-8 character
+ * written as U+FFFD, as the JSON form writes it: report prints the same. */
 static const char *intern_bytes(struct reader *reader, struct bytes text)
 {
-    const char *interned = nvs_events_intern(reader->events, (const char *)text.at, (size_t)(text.end - text.at));
+    size_t length = (size_t)(text.end - text.at), valid = 0, taken;
+    while (valid < length && (taken = utf8_length(text.at + valid, text.end)) != 0)
+        valid += taken;
+    const char *interned = NULL;
+    if (valid == length) {
+        interned = nvs_events_intern(reader->events, (const char *)text.at, length);
+    } else {
+        char *copy = malloc(length * 3);
+        size_t used = 0;
+        for (const unsigned char *at = text.at; copy && at < text.end; at += taken) {
+            if (!(taken = utf8_length(at, text.end))) {
+                memcpy(copy + used, "\xef\xbf\xbd", 3);
+                used += 3;
+                taken = 1;
+            } else {
+                memcpy(copy + used, at, taken);
+                used += taken;
+            }
+        }
+        interned = copy ? nvs_events_intern(reader->events, copy, used) : NULL;
+        free(copy);
+    }
     reader->failed |= !interned;
     return interned;
 }
