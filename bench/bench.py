@@ -49,9 +49,63 @@ KINDS = [  # (kind, the call as the table names it, NVTX ranges one call makes)
     ("ioctl", "ioctl", 0),              # ioctl(FIONREAD) on a pipe
 ]
 ROWS = [("plain", "plain call"), ("hand", "NVTX pair by hand"), ("shim", "shim")]
-COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE"),
-           ("nsys", "nsys -t nvtx")]
-INSTRUCTION_COLUMNS = ("none", "null", "trace")
+COLUMNS = [("none", "no tool"), ("null", "null NVTX tool"), ("trace", "NVTXSHIM_TRACE .json"),
+           ("pftrace", "NVTXSHIM_TRACE .pftrace"), ("nsys", "nsys -t nvtx")]
+INSTRUCTION_COLUMNS = ("none", "null", "trace", "pftrace")
+# The recording columns: the trace file's extension picks its form.
+RECORDINGS = [("trace", ".json"), ("pftrace", ".pftrace")]
+
+
+def pftrace_ranges(data):
+    """Ranges in a .pftrace: its TrackEvents of type SLICE_BEGIN (docs/pftrace.md), counted
+    by walking the packets (Trace field 1) and each packet's track_event (field 11) by hand."""
+    def varint(at):
+        value = shift = 0
+        while True:
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7f) << shift
+            shift += 7
+            if byte < 0x80:
+                return value, at
+
+    def fields(start, end):
+        at = start
+        while at < end:
+            tag, at = varint(at)
+            kind = tag & 7
+            if kind == 0:
+                value, at = varint(at)
+                yield tag >> 3, value, None
+            elif kind == 2:
+                length, at = varint(at)
+                yield tag >> 3, at, at + length
+                at += length
+            elif kind == 1:
+                at += 8
+            elif kind == 5:
+                at += 4
+            else:
+                raise RuntimeError("bad wire type %d at %d" % (kind, at))
+
+    begins = 0
+    for number, start, end in fields(0, len(data)):
+        if number != 1:
+            continue                # padding
+        for field, at, stop in fields(start, end):
+            if field == 11 and stop is not None:
+                begins += any(f == 9 and v == 1 for f, v, _ in fields(at, stop))
+    return begins
+
+
+def trace_ranges(path):
+    """Ranges recorded in the trace file at PATH, either form: a JSON push/pop range is one
+    complete event, a start/end range (the async submission) a begin and an end."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if path.endswith(".pftrace"):
+        return pftrace_ranges(data)
+    return data.count(b'"ph":"X"') + data.count(b'"ph":"b"')
 
 
 def hooked_kinds(library):
@@ -253,35 +307,36 @@ def measure_calls(s, env, results):
         add("null", "shim", run(calls_command(s, "plain", kinds, s.n_none, s.repeats_none),
                                 dict(null, LD_PRELOAD=s.shim)))
 
-    say("== per call, NVTXSHIM_TRACE recording (%d rounds x %d repeats x %d calls)"
-        % (s.rounds_trace, s.repeats, s.n_traced))
-    trace = os.path.join(s.scratch, "calls-trace.json")
+    say("== per call, NVTXSHIM_TRACE recording, .json and .pftrace interleaved "
+        "(%d rounds x %d repeats x %d calls)" % (s.rounds_trace, s.repeats, s.n_traced))
     warm = min(1000, s.n_traced)
-    recording = dict(env, NVTXSHIM_TRACE=trace)
     for _ in range(s.rounds_trace):
-        # The plain program makes no NVTX call: the recorder is never loaded.
-        add("trace", "plain", run(calls_command(s, "plain", kinds, s.n_traced, s.repeats),
-                                  dict(recording, NVTX_INJECTION64_PATH=s.shim)))
-        rows = [("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}, kinds),
-                ("shim", "plain", {"LD_PRELOAD": s.shim}, kinds)]
-        if s.baseline:
-            rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}, s.baseline_kinds))
-        for row, mode, extra, measured in rows:
-            if os.path.exists(trace):
+        for column, extension in RECORDINGS:
+            trace = os.path.join(s.scratch, "calls-trace" + extension)
+            recording = dict(env, NVTXSHIM_TRACE=trace)
+            # The plain program makes no NVTX call: the recorder is never loaded.
+            add(column, "plain", run(calls_command(s, "plain", kinds, s.n_traced, s.repeats),
+                                     dict(recording, NVTX_INJECTION64_PATH=s.shim)))
+            rows = [("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}, kinds),
+                    ("shim", "plain", {"LD_PRELOAD": s.shim}, kinds)]
+            if s.baseline:
+                rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}, s.baseline_kinds))
+            for row, mode, extra, measured in rows:
+                if os.path.exists(trace):
+                    os.unlink(trace)
+                add(column, row, run(calls_command(s, mode, measured, s.n_traced, s.repeats),
+                                     dict(recording, **extra)))
+                recorded = trace_ranges(trace)
+                if row == "shim":
+                    # The same workload in both forms: the sizes compare.
+                    results["trace_bytes"][column] = os.path.getsize(trace)
                 os.unlink(trace)
-            add("trace", row, run(calls_command(s, mode, measured, s.n_traced, s.repeats),
-                                  dict(recording, **extra)))
-            with open(trace, "rb") as f:
-                # Push/pop ranges are complete events; start/end ranges (the async
-                # submission) a begin and an end: one range each.
-                text = f.read()
-                recorded = text.count(b'"ph":"X"') + text.count(b'"ph":"b"')
-            os.unlink(trace)
-            wanted = expected_ranges(s.n_traced, s.repeats, warm, measured)
-            if not wanted <= recorded <= wanted + 100:
-                raise RuntimeError("recording, %s row: %d ranges in the trace file, %d expected"
-                                   % (row, recorded, wanted))
-    results["checks"].append("recording: every hand-written and shim range was in the trace file")
+                wanted = expected_ranges(s.n_traced, s.repeats, warm, measured)
+                if not wanted <= recorded <= wanted + 100:
+                    raise RuntimeError("recording %s, %s row: %d ranges in the trace file, %d expected"
+                                       % (extension, row, recorded, wanted))
+    results["checks"].append("recording: every hand-written and shim range was in the trace file "
+                             "(.json and .pftrace)")
 
     if "nsys" in s.skip or not s.nsys:
         say("== per call under nsys: skipped (%s)" % ("BENCH_SKIP" if s.nsys else "no nsys"))
@@ -346,14 +401,17 @@ def measure_instructions(s, env, results):
     os.makedirs(directory, exist_ok=True)
     say("== instructions per call (valgrind --tool=callgrind, %d calls; %d while recording)"
         % (s.n_callgrind, s.n_callgrind_traced))
-    trace = os.path.join(s.scratch, "callgrind-trace.json")
     for column, n, extra in (("none", s.n_callgrind, {}),
                              ("null", s.n_callgrind, {"NVTX_INJECTION64_PATH": s.null_tool}),
-                             ("trace", s.n_callgrind_traced, {"NVTXSHIM_TRACE": trace})):
+                             ("trace", s.n_callgrind_traced,
+                              {"NVTXSHIM_TRACE": os.path.join(s.scratch, "callgrind-trace.json")}),
+                             ("pftrace", s.n_callgrind_traced,
+                              {"NVTXSHIM_TRACE": os.path.join(s.scratch, "callgrind-trace.pftrace")})):
+        trace = extra.get("NVTXSHIM_TRACE", "")
         rows = [("plain", "plain", {}),
                 ("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim} if "NVTXSHIM_TRACE" in extra else {}),
                 ("shim", "plain", {"LD_PRELOAD": s.shim})]
-        if s.baseline and column == "trace":
+        if s.baseline and column in ("trace", "pftrace"):
             rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}))
         for row, mode, row_env in rows:
             for kind in (s.baseline_kinds if row == "baseline" else kinds):
@@ -721,6 +779,30 @@ def targets(results):
         lines.append(("recording: cheaper than ltrace/uftrace/bpftrace", "libusb_bulk_transfer",
                       "+%s vs %s +%s ns" % (fmt_ns(extra), cheapest[0].split()[0], fmt_ns(cheapest[1])),
                       verdict(extra < cheapest[1], extra - cheapest[1], "ns")))
+    # The binary form's targets (README, "The trace file"): the bulk transfer, XFlush and
+    # cuMemcpyHtoD rows; uftrace's figure is its bulk transfer's, of this run.
+    uftrace = tracer_added.get("uftrace record --force (library calls)")
+    for kind in ("usb_sync", "xflush", "cuda_htod"):
+        call = dict((k, c) for k, c, _ in KINDS)[kind]
+        extra = added("pftrace", "shim", kind)
+        if extra is not None:
+            lines.append((".pftrace: shim adds <= 100 ns", call, "+%s ns" % fmt_ns(extra),
+                          verdict(extra <= 100, extra - 100, "ns")))
+            if uftrace is not None:
+                lines.append((".pftrace: below uftrace's bulk transfer", call,
+                              "+%s vs +%s ns" % (fmt_ns(extra), fmt_ns(uftrace)),
+                              verdict(extra < uftrace, extra - uftrace, "ns")))
+        extra_ir = added_ir("pftrace", "shim", kind)
+        if extra_ir is not None:
+            lines.append((".pftrace: shim adds <= 250 instructions", call, "+%.0f" % extra_ir,
+                          verdict(extra_ir <= 250, extra_ir - 250, "instr")))
+    sizes = results.get("trace_bytes", {})
+    if sizes.get("trace") and sizes.get("pftrace"):
+        ratio = sizes["pftrace"] / sizes["trace"]
+        lines.append((".pftrace: file <= 1/4 of the .json file", "shim row, all kinds",
+                      "%.1f MB vs %.1f MB (%.1f%%)" % (sizes["pftrace"] / 1e6, sizes["trace"] / 1e6,
+                                                       ratio * 100),
+                      "met" if ratio <= 0.25 else "NOT MET (%.1f points over)" % (ratio * 100 - 25)))
     for kind, call, _ in KINDS:
         # No target: the shim's own work once any NVTX tool is attached, which it adds
         # under nsys too (nsys's own cost per range is the same for both rows).
@@ -872,7 +954,8 @@ def profile_section(results, s):
     """Where the shim's cost goes: callgrind self cost per call, top functions."""
     files = results["callgrind_files"]
     lines = []
-    for column, n, title in (("trace", s.n_callgrind_traced, "shim + NVTXSHIM_TRACE"),
+    for column, n, title in (("pftrace", s.n_callgrind_traced, "shim + NVTXSHIM_TRACE .pftrace"),
+                             ("trace", s.n_callgrind_traced, "shim + NVTXSHIM_TRACE .json"),
                              ("null", s.n_callgrind, "shim + null NVTX tool"),
                              ("none", s.n_callgrind, "shim, no tool")):
         for kind, call, _ in KINDS[:2]:
@@ -909,7 +992,7 @@ def main():
                  "nsys": s.nsys, "quick": s.quick},
         "settings": {k: v for k, v in vars(s).items() if isinstance(v, (int, str, bool))},
         "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {}, "convert": {},
-        "checks": [],
+        "trace_bytes": {}, "checks": [],
     }
     started = time.monotonic()
     measure_calls(s, env, results)

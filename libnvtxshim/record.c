@@ -4,11 +4,14 @@
  *
  * This file turns NVTX calls into trace events: domains, categories and
  * registered strings, each thread's push/pop stack, the table of start/end
- * ranges. An encoder (trace_json.c) makes the bytes and trace_writer.c takes
- * them to the file. Push/pop ranges are written when they pop, as ranges that
- * nest on their thread; one popped from under others still open (another
- * domain's) would not nest, and goes out as an async pair instead, as do
- * start/end ranges, which may end on another thread. */
+ * ranges. An encoder (trace_json.c, or trace_pftrace.c for a .pftrace path)
+ * makes the bytes and trace_writer.c takes them to the file. Push/pop ranges
+ * nest on their thread: the JSON form writes each whole when it pops, and one
+ * popped from under others still open (another domain's) would not nest, so it
+ * goes out as an async pair instead; the protobuf form writes a begin at the
+ * push and an end at the pop, and names the end of one popped from under
+ * others. Start/end ranges, which may end on another thread, are async pairs
+ * in both. */
 #define _GNU_SOURCE
 #include "record.h"
 
@@ -242,6 +245,28 @@ static void copy_event(struct nvs_trace_event *target, const struct nvs_trace_ev
             nvs_writer_commit((thread), encode_call);                                 \
     } while (0)
 
+/* The same, as an expression: whether the event reached the buffer. */
+#define WRITTEN_EVENT(thread, encode_call)                                            \
+    __extension__({                                                                   \
+        char *out_ = nvs_writer_begin(thread);                                        \
+        if (out_)                                                                     \
+            nvs_writer_commit((thread), encode_call);                                 \
+        out_ != NULL;                                                                 \
+    })
+
+/* Ids for an event about thread TID written in THREAD's sequence. */
+static struct nvs_trace_thread_ids ids_for(struct nvs_writer_thread *thread, uint32_t tid)
+{
+    struct nvs_trace_thread_ids ids = {
+        .pid = state.pid,
+        .tid = tid,
+        .sequence_id = nvs_writer_ids(thread)->sequence_id,
+        .sequence = nvs_writer_ids(thread)->sequence,
+    };
+    state.encoder->prepare_thread(&ids);
+    return ids;
+}
+
 static void mark(const struct nvs_trace_event *event)
 {
     struct nvs_writer_thread *thread = nvs_writer_thread();
@@ -267,11 +292,11 @@ static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
 }
 
 /* The calling thread's next stack slot, its level in *LEVEL (-1 while not
- * recording); NULL when deeper than the stack keeps (the level still counts,
- * for the pop). */
-static inline struct nvs_trace_event *next_stack_slot(int *level)
+ * recording), its buffer in *THREAD; NULL when deeper than the stack keeps
+ * (the level still counts, for the pop). */
+static inline struct nvs_trace_event *next_stack_slot(int *level, struct nvs_writer_thread **out)
 {
-    struct nvs_writer_thread *thread = nvs_writer_thread();
+    struct nvs_writer_thread *thread = *out = nvs_writer_thread();
     if (!thread) {
         *level = -1;
         return NULL;
@@ -284,17 +309,26 @@ static inline struct nvs_trace_event *next_stack_slot(int *level)
     return NULL;
 }
 
+/* An encoder that writes a range's begin at its push (the protobuf one). */
+static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_event *event)
+{
+    if (state.encoder->push)
+        event->begun = WRITTEN_EVENT(thread, state.encoder->push(out_, nvs_writer_ids(thread), event));
+}
+
 static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *attributes,
                 const char *text)
 {
     int level;
-    struct nvs_trace_event *event = next_stack_slot(&level);
+    struct nvs_writer_thread *thread;
+    struct nvs_trace_event *event = next_stack_slot(&level, &thread);
     if (event) {
         if (text)
             capture_text(event, text);
         else
             capture(event, domain, attributes);
         event->start_ns = now_ns();     /* last: the range holds as little of ours as can be */
+        pushed(thread, event);
     }
     return level;
 }
@@ -311,8 +345,9 @@ static int pop(const struct nvs_trace_domain *domain)
     /* The usual case first: the innermost range is DOMAIN's. */
     if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH &&
                          stack->ranges[top].domain == domain, 1)) {
-        WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
-                                                    &stack->ranges[top], end_ns));
+        if (!state.encoder->push || stack->ranges[top].begun)
+            WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
+                                                        &stack->ranges[top], end_ns));
         stack->depth = top;
         return top;
     }
@@ -326,7 +361,11 @@ static int pop(const struct nvs_trace_domain *domain)
         struct nvs_trace_event *event = &stack->ranges[i];
         if (event->domain != domain)
             continue;
-        write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
+        if (!state.encoder->close_under)
+            write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
+        else if (event->begun)
+            WRITE_EVENT(thread, state.encoder->close_under(out_, nvs_writer_ids(thread), event,
+                                                           end_ns));
         memmove(&stack->ranges[i], &stack->ranges[i + 1],
                 (size_t)(stack->depth - 1 - i) * sizeof stack->ranges[0]);
         return --stack->depth;
@@ -354,11 +393,13 @@ static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, cons
                         uint32_t category, uint32_t color, bool has_payload, uint64_t payload)
 {
     int level;
-    struct nvs_trace_event *event = next_stack_slot(&level);
+    struct nvs_writer_thread *thread;
+    struct nvs_trace_event *event = next_stack_slot(&level, &thread);
     if (!event)
         return;
     describe_own(event, domain, name, text, category, color, has_payload, payload);
     event->start_ns = now_ns();
+    pushed(thread, event);
 }
 
 static void direct_pop(nvtxDomainHandle_t domain)
@@ -567,8 +608,7 @@ void nvs_record_interval(const char *domain_name, const char *name, uint32_t tid
     capture_text(&event, name);
     event.domain = domain;
     event.start_ns = start_ns;
-    struct nvs_trace_thread_ids ids = { .pid = state.pid, .tid = tid };
-    state.encoder->prepare_thread(&ids);
+    struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     write_pair(thread, &ids, &event, end_ns, args);
 }
 
@@ -598,8 +638,7 @@ static void NVTX_API name_thread_a(uint32_t tid, const char *name)
     struct nvs_writer_thread *thread = enabled ? nvs_writer_thread() : NULL;
     if (!thread)
         return;
-    struct nvs_trace_thread_ids ids = { .pid = state.pid, .tid = tid };
-    state.encoder->prepare_thread(&ids);
+    struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     WRITE_EVENT(thread, state.encoder->thread_name(out_, &ids, name ? name : ""));
 }
 static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, n); name_thread_a(tid, t); }
@@ -682,9 +721,18 @@ static const struct nvs_emit_direct direct_tool = {
     .flush = flush,
 };
 
+/* PATH names the binary form by its extension. */
+static bool binary_path(const char *path)
+{
+    static const char extension[] = ".pftrace";
+    size_t length = strlen(path);
+    return length >= sizeof extension - 1 &&
+           strcmp(path + length - (sizeof extension - 1), extension) == 0;
+}
+
 void nvs_record_enable(const char *path_template)
 {
-    state.encoder = &nvs_trace_json;
+    state.encoder = binary_path(path_template) ? &nvs_trace_pftrace : &nvs_trace_json;
     state.pid = getpid();
     memcpy(default_domain.name, "default", sizeof "default");
     state.encoder->prepare_domain(&default_domain);

@@ -1,9 +1,9 @@
 /* The recorder's model of a trace, shared by its three layers: record.c (the
- * NVTX tool, which builds events), an encoder (trace_json.c: events to bytes,
- * pure) and trace_writer.c (per-thread buffers and the file). The model holds
+ * NVTX tool, which builds events), an encoder (events to bytes, pure:
+ * trace_json.c for the JSON form, trace_pftrace.c for Perfetto's protobuf
+ * form) and trace_writer.c (per-thread buffers and the file). The model holds
  * raw text; each encoder keeps what it derives from it (escaped names, cached
- * event text) in the opaque areas set aside for it here, so that a second
- * encoder plugs in beside the JSON one without the model changing. */
+ * event text, interned ids) in the opaque areas set aside for it here. */
 #ifndef NVS_TRACE_H
 #define NVS_TRACE_H
 
@@ -67,13 +67,21 @@ struct nvs_trace_event {
     enum nvs_trace_payload payload_type;
     uint32_t text_length;
     uint64_t payload;               /* raw bits */
+    bool begun;                     /* a push whose begin reached the buffer (encoders that
+                                     * write at the push): its pop writes the end */
     char text[NVS_TRACE_TEXT_MAX];
 };
 
-/* The thread an event is written for: its ids and the encoder's cache. */
+/* The thread an event is written for: its ids and the encoder's cache; and
+ * the writer's sequence it is written in: the buffer of the thread that
+ * writes it (its own, or another's for an event about another thread), whose
+ * state an encoder keeps in SEQUENCE (sequence_bytes of its own, zeroed when
+ * new, set up again by start). */
 struct nvs_trace_thread_ids {
     int32_t pid;
     uint32_t tid;
+    uint32_t sequence_id;           /* 2, 3, ...: one per buffer, for the file's life */
+    void *sequence;
     alignas(16) unsigned char encoded[NVS_ENCODER_THREAD_BYTES];
 };
 
@@ -84,7 +92,18 @@ struct nvs_trace_encoder {
     const char *name;
     /* The first bytes of a file: the container and the process's name. */
     char *(*header)(char *out, int32_t pid, const char *process_name);
+    /* The first event of a buffer a thread takes: its sequence (re)starts at
+     * NOW_NS, and the thread is named NAME. */
+    char *(*start)(char *out, struct nvs_trace_thread_ids *thread, const char *name,
+                   uint64_t now_ns);
+    /* Another thread's name, or this one's renamed. */
     char *(*thread_name)(char *out, const struct nvs_trace_thread_ids *thread, const char *name);
+    /* NULL, or the begin of a push/pop range, written at its push (then
+     * complete writes only its end); close_under then writes the end of one
+     * popped from under others still open. */
+    char *(*push)(char *out, struct nvs_trace_thread_ids *thread, const struct nvs_trace_event *event);
+    char *(*close_under)(char *out, struct nvs_trace_thread_ids *thread,
+                         const struct nvs_trace_event *event, uint64_t end_ns);
     /* A range that nests on its thread (push/pop). */
     char *(*complete)(char *out, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t end_ns);
@@ -96,8 +115,14 @@ struct nvs_trace_encoder {
                  const struct nvs_trace_args *args);
     char *(*mark)(char *out, struct nvs_trace_thread_ids *thread,
                   const struct nvs_trace_event *event);
-    /* LENGTH bytes that readers skip, between two events. */
+    /* LENGTH bytes that readers skip, between two events: PAD_MIN at least
+     * (a shorter gap takes a page more). PADDING_BYTES bytes are made once,
+     * and a gap of LENGTH is written from PADDING + pad_from(LENGTH). */
     void (*pad)(char *out, size_t length);
+    size_t pad_min;
+    size_t (*pad_from)(size_t length);
+    /* Bytes of state per sequence (a thread's buffer), at thread->sequence. */
+    size_t sequence_bytes;
     /* A finished file: the last TAIL_OVERLAP bytes written (the last event's
      * separator) are replaced by TAIL; a resume after a failed exec puts
      * TAIL_UNDO back. */
@@ -114,5 +139,6 @@ struct nvs_trace_encoder {
 };
 
 extern const struct nvs_trace_encoder nvs_trace_json;
+extern const struct nvs_trace_encoder nvs_trace_pftrace;
 
 #endif

@@ -8,6 +8,7 @@
  * last timestamp are kept as text. Pure: no I/O, lock or allocation. */
 #define _GNU_SOURCE
 #include "trace.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -73,31 +74,6 @@ static inline struct json_thread *thread_of(const struct nvs_trace_thread_ids *t
 
 /* ---- text ---------------------------------------------------------------- */
 
-/* The length of the well-formed UTF-8 character at C (before END), or 0. */
-static size_t utf8_length(const unsigned char *c, const unsigned char *end)
-{
-    size_t length;
-    unsigned char low = 0x80, high = 0xbf;      /* the second byte's range */
-    if (*c >= 0xc2 && *c <= 0xdf)
-        length = 2;
-    else if (*c >= 0xe0 && *c <= 0xef) {
-        length = 3;
-        if (*c == 0xe0) low = 0xa0;             /* no overlong forms */
-        if (*c == 0xed) high = 0x9f;            /* no surrogates */
-    } else if (*c >= 0xf0 && *c <= 0xf4) {
-        length = 4;
-        if (*c == 0xf0) low = 0x90;
-        if (*c == 0xf4) high = 0x8f;            /* nothing past U+10FFFF */
-    } else
-        return 0;
-    if ((size_t)(end - c) < length || c[1] < low || c[1] > high)
-        return 0;
-    for (size_t i = 2; i < length; i++)
-        if (c[i] < 0x80 || c[i] > 0xbf)
-            return 0;
-    return length;
-}
-
 /* TEXT as the inside of a JSON string, at most SIZE bytes of whole pieces:
  * quotes, backslashes and control bytes escaped, and a byte that does not
  * begin a well-formed UTF-8 character (a Latin-1 name, a name cut inside a
@@ -121,7 +97,7 @@ static size_t escape_json(char *out, size_t size, const char *text, size_t lengt
             piece[5] = hex[*c & 15];
             piece_length = 6;
         } else if (*c >= 0x80) {
-            taken = utf8_length(c, end);
+            taken = nvs_utf8_length(c, end);
             if (taken) {
                 memcpy(piece, c, taken);
                 piece_length = taken;
@@ -552,6 +528,13 @@ static char *json_mark(char *out, struct nvs_trace_thread_ids *thread,
     return PUT_LITERAL(out, "},\n");
 }
 
+static char *json_start(char *out, struct nvs_trace_thread_ids *thread, const char *name,
+                        uint64_t now_ns)
+{
+    (void)now_ns;
+    return json_thread_name(out, thread, name);
+}
+
 static void json_pad(char *out, size_t length)
 {
     memset(out, ' ', length);
@@ -593,6 +576,7 @@ static void json_prepare_thread(struct nvs_trace_thread_ids *thread)
 const struct nvs_trace_encoder nvs_trace_json = {
     .name = "json",
     .header = json_header,
+    .start = json_start,
     .thread_name = json_thread_name,
     .complete = json_complete,
     .begin = json_begin,

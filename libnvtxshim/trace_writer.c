@@ -75,7 +75,8 @@ static struct {
     bool forked_child;
     char path_template[NVS_PATH_MAX];
     char path[NVS_PATH_MAX];
-    char padding[FILE_PAGE];
+    char padding[2 * FILE_PAGE];    /* a gap shorter than the encoder's pad_min takes a page more */
+    _Atomic uint32_t sequences;     /* sequence ids given to buffers: 2, 3, ... */
     char note[2 * NVS_PATH_MAX + 128];
 } state;                           /* zero-initialised: no page of it is read at load */
 
@@ -405,7 +406,7 @@ static void write_pending(struct nvs_writer_thread *thread)
     uint32_t start = thread->flushed_bytes, event = first;
     while (start < used) {
         uint32_t room = FILE_PAGE - (uint32_t)((state.file_end + at) % FILE_PAGE);
-        uint32_t end = used;
+        uint32_t piece_first = event;
         if (used - start > room) {
             /* The last event that ends within ROOM: ends[] rises, so bisect. */
             uint32_t low = event, high = events;
@@ -416,11 +417,17 @@ static void write_pending(struct nvs_writer_thread *thread)
                 else
                     high = middle;
             }
-            end = low > event ? thread->ends[low - 1] : start;
             event = low;
         } else {
             event = events;
         }
+        /* A gap too short for the encoder's padding (a page's last byte, before
+         * an event or at the end) is never left: the piece's last event moves on
+         * to the next page, and the gap with it. */
+        uint32_t gap = room - ((event > piece_first ? thread->ends[event - 1] : start) - start);
+        if (gap > 0 && gap < state.encoder->pad_min && event > piece_first)
+            event--;
+        uint32_t end = event > piece_first ? thread->ends[event - 1] : start;
         if (end > start) {
             data_at[count] = start;
             lengths[count] = end - start;
@@ -430,9 +437,12 @@ static void write_pending(struct nvs_writer_thread *thread)
             start = end;
         }
         if (start < used && room > 0) {
+            if (room < state.encoder->pad_min)
+                room += FILE_PAGE;
+            size_t from = state.encoder->pad_from ? state.encoder->pad_from(room) : 0;
             data_at[count] = -1;
             lengths[count] = room;
-            pieces[count++] = (struct iovec){ state.padding, room };
+            pieces[count++] = (struct iovec){ state.padding + from, room };
             at += room;
         }
     }
@@ -515,7 +525,8 @@ static bool make_room(struct nvs_writer_thread *thread)
 
 static size_t block_bytes(void)
 {
-    size_t bytes = sizeof(struct nvs_writer_thread) + state.private_bytes;
+    size_t bytes = sizeof(struct nvs_writer_thread) + state.private_bytes +
+                   state.encoder->sequence_bytes;
     return (bytes + FILE_PAGE - 1) & ~(size_t)(FILE_PAGE - 1);
 }
 
@@ -539,10 +550,14 @@ static void reset_thread(struct nvs_writer_thread *thread)
     thread->ids.pid = state.pid;
     thread->ids.tid = (uint32_t)current_tid();
     state.encoder->prepare_thread(&thread->ids);
-    /* The thread's name is its first event, there before any other. */
+    /* The sequence's start, with the thread's name: its first event, there
+     * before any other. */
     char name[17] = "";
     prctl(PR_GET_NAME, name, 0, 0, 0);
-    uint32_t length = (uint32_t)(state.encoder->thread_name(thread->data, &thread->ids, name) -
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
                                  thread->data);
     thread->ends[0] = (uint16_t)length;
     atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
@@ -573,6 +588,8 @@ struct nvs_writer_thread *nvs_writer_claim(void)
         }
         thread = block;
         atomic_store(&thread->claimed, true);
+        thread->ids.sequence_id = 2 + atomic_fetch_add(&state.sequences, 1);
+        thread->ids.sequence = thread->private + state.private_bytes;
         thread->next = atomic_load(&state.threads);
         while (!atomic_compare_exchange_weak(&state.threads, &thread->next, thread))
             continue;

@@ -1,7 +1,9 @@
 # make soak (not part of make test): the example harness for SOAK_FRAMES frames (100,000) on
 # the emulated camera with the trace recorder and frames counted; memory sampled from /proc at
-# start and end (it must stay flat), the trace loaded with Python's json and every frame in it.
-# Knobs: SOAK_FRAMES, SOAK_OPTIONS, SOAK_OUT, SOAK_SAMPLE_S, SOAK_SETTLED_PERCENT, SOAK_RSS_SLACK_KB, SOAK_SHIM
+# start and end (it must stay flat), the trace read back (Python's json, or scripts/pftrace.py for
+# SOAK_TRACE=trace.pftrace) and every frame in it.
+# Knobs: SOAK_FRAMES, SOAK_OPTIONS, SOAK_OUT, SOAK_TRACE, SOAK_SAMPLE_S, SOAK_SETTLED_PERCENT,
+# SOAK_RSS_SLACK_KB, SOAK_SHIM
 # (scripts/soak.sh).
 .PHONY: soak
 soak: deps

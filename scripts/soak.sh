@@ -6,6 +6,8 @@
 #   SOAK_FRAMES=100000           frames to run
 #   SOAK_OPTIONS="--async --threads"   the harness's mode (stream of queued transfers, capture thread)
 #   SOAK_OUT=build/soak          where the trace and the samples go
+#   SOAK_TRACE=trace.json        the trace file's name there: trace.pftrace records Perfetto's
+#                                binary form (read back with scripts/pftrace.py)
 #   SOAK_SAMPLE_S=1              seconds between samples of /proc/PID/status
 #   SOAK_SETTLED_PERCENT=25      the flatness check starts from the sample at this part of the run
 #                                (the shim registers up to 8192 distinct range names - control
@@ -20,20 +22,22 @@ python=${PYTHON:-/usr/bin/python3}
 frames=${SOAK_FRAMES:-100000}
 options=${SOAK_OPTIONS:---async --threads}
 out=${SOAK_OUT:-$build/soak}
+trace_name=${SOAK_TRACE:-trace.json}
 every=${SOAK_SAMPLE_S:-1}
 settled=${SOAK_SETTLED_PERCENT:-25}
 slack=${SOAK_RSS_SLACK_KB:-4096}
 with_shim=${SOAK_SHIM:-1}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out/trace.json" "$out/samples.txt" "$out/harness.out" "$out/harness.err"
+trace=$out/$trace_name
+rm -f "$trace" "$out/samples.txt" "$out/harness.out" "$out/harness.err"
 # A copy of the library, so that a rebuild during the run cannot touch the one it uses.
 shim=$out/libnvtxshim.so
 cp "$build/libnvtxshim.so" "$shim"
 
 # The harness on the emulated camera, the shim appended inside the device runner (after
 # umockdev's preload library), the CUDA copies on the test stand-in driver.
-export NVTXSHIM_TRACE=$out/trace.json NVTXSHIM_FRAME=call:libusb_control_transfer
+export NVTXSHIM_TRACE=$trace NVTXSHIM_FRAME=call:libusb_control_transfer
 export LD_LIBRARY_PATH=$build/test/stub${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 started=$(date +%s%N)
 [ "$with_shim" = 1 ] || shim=
@@ -41,7 +45,7 @@ started=$(date +%s%N)
 "$build/emucam" -- sh -c 'LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}'"$shim"'" exec "$@"' sh \
   "$build/harness_physical" --frames "$frames" $options >"$out/harness.out" 2>"$out/harness.err" &
 runner=$!
-echo "== soak: $frames frames, harness_physical $options, trace $out/trace.json"
+echo "== soak: $frames frames, harness_physical $options, trace $trace"
 
 # The harness is emucam's child once sh has exec'd it.
 harness=
@@ -67,7 +71,7 @@ sample() {
            /proc/"$harness"/status 2>/dev/null) || return 1
   [ -n "$fields" ] || return 1
   printf '%s %s trace=%s\n' "$(elapsed)" "$fields" \
-    "$(stat -c %s "$out/trace.json" 2>/dev/null || echo 0)" >>"$out/samples.txt"
+    "$(stat -c %s "$trace" 2>/dev/null || echo 0)" >>"$out/samples.txt"
 }
 while sample; do
   sleep "$every"
@@ -78,11 +82,15 @@ echo "== the harness exited $status after $(elapsed) s"
 sed -n 2p "$out/harness.out" | cut -c1-60
 tail -n 1 "$out/harness.out"
 
-"$python" - "$out" "$frames" "$status" "$settled" "$slack" "$with_shim" <<'EOF'
+"$python" - "$out" "$frames" "$status" "$settled" "$slack" "$with_shim" "$trace" <<'EOF'
 import json
+import os
 import re
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+import pftrace
 
 out, frames, status, settled_percent, slack = (sys.argv[1], int(sys.argv[2]), int(sys.argv[3]),
                                                float(sys.argv[4]), int(sys.argv[5]))
@@ -112,16 +120,30 @@ if status != 0 or len(header) < 2 or not header[1].startswith("frames=%d errors=
 
 if not with_shim:
     sys.exit("soak: FAILED: " + "; ".join(failures) if failures else "== soak (without the shim): passed")
+trace = sys.argv[7]
 began = time.monotonic()
-with open(out + "/trace.json") as f:
-    events = json.load(f)  # complete JSON (the closed bare array), or this fails
+if trace.endswith(".pftrace"):
+    with open(trace, "rb") as f:
+        data = f.read()
+    # Frames are async ranges (a track each, domain nvtxshim); control transfers slices.
+    events = list(pftrace.events(data))
+    frame_numbers = sorted(int(e.name[6:]) for e in events
+                           if e.type == pftrace.BEGIN and e.track and e.categories[:1] == ["nvtxshim"]
+                           and re.fullmatch(r"frame \d+", e.name or ""))
+    controls = sum(1 for e in events if e.type == pftrace.BEGIN and not e.track
+                   and (e.name or "").startswith("libusb_control_transfer"))
+    how = "read with scripts/pftrace.py"
+else:
+    with open(trace) as f:
+        events = json.load(f)  # complete JSON (the closed bare array), or this fails
+    # Frames are async pairs: one begin each.
+    frame_numbers = sorted(int(e["name"][6:]) for e in events
+                           if e.get("ph") == "b" and e.get("cat") == "nvtxshim" and re.fullmatch(r"frame \d+", e["name"]))
+    controls = sum(1 for e in events if e.get("ph") == "X" and e["name"].startswith("libusb_control_transfer"))
+    how = "json.load"
 loaded = time.monotonic() - began
-# Frames are async pairs: one begin each.
-frame_numbers = sorted(int(e["name"][6:]) for e in events
-                       if e.get("ph") == "b" and e.get("cat") == "nvtxshim" and re.fullmatch(r"frame \d+", e["name"]))
-controls = sum(1 for e in events if e.get("ph") == "X" and e["name"].startswith("libusb_control_transfer"))
-print("== trace: %d events, %d frames, %d control transfers; json.load took %.1f s" % (
-    len(events), len(frame_numbers), controls, loaded))
+print("== trace: %d events, %d frames, %d control transfers; %s took %.1f s" % (
+    len(events), len(frame_numbers), controls, how, loaded))
 if frame_numbers != list(range(1, frames + 1)):
     failures.append("the trace does not hold frames 1..%d exactly" % frames)
 if controls != frames:
