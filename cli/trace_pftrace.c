@@ -925,8 +925,11 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
     }
     size_t match = matching_open(&track->open, &fields);
     if (match != SIZE_MAX) {
+        /* A slice closed under others still open crosses them: the JSON form
+         * writes it as an async pair, and so it is one here too. */
+        bool under = match + 1 < track->open.count;
         struct half begin = halves_take(&track->open, match);
-        return join(reader, &begin, &half, !thread);
+        return join(reader, &begin, &half, !thread || under);
     }
     if (thread) {
         reader->unbegun++;

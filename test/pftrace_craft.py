@@ -9,7 +9,7 @@ import json
 import struct
 
 MASK64 = (1 << 64) - 1
-THREAD_TRACK, PROCESS_TRACK = 1 << 61, 1 << 62
+THREAD_TRACK = 1 << 61
 PAGE = 4096
 
 
@@ -80,7 +80,7 @@ class Trace:
         self.json = ['{"name":"process_name","ph":"M","pid":%d,"tid":%d,"args":{"name":%s}}'
                      % (pid, pid, json.dumps(process))]
         self.header = [
-            message(60, uint(1, PROCESS_TRACK | pid), message(3, uint(1, pid), text(6, process))),
+            message(60, uint(1, 2 * pid + 1), message(3, uint(1, pid), text(6, process))),
             message(6, message(1, uint(1, 3), uint(2, 10**12)), message(1, uint(1, 6), uint(2, 10**12 + 5)),
                     message(1, uint(1, 1), uint(2, 1700000000000000000)), uint(2, 3))]
         for packet in self.header:
@@ -99,11 +99,14 @@ class Trace:
         return sequence
 
     def pftrace(self, pad=True):
+        """The file; self.padded: where each run of padding starts."""
         out = bytearray()
+        self.padded = []
         for body, _ in self.file:
             packet = message(1, body)
             room = PAGE - len(out) % PAGE
             if pad and len(packet) > room and len(packet) <= PAGE:
+                self.padded.append(len(out))
                 out += padding(room if room > 1 else 2)
             out += packet
         return bytes(out)
@@ -140,7 +143,7 @@ class Thread:
                  message(6, message(1, uint(1, 64), uint(2, t0), uint(3, 1)), message(1, uint(1, 3), uint(2, t0))),
                  message(12, message(3, uint(1, 1), text(2, "payload")), message(3, uint(1, 2), text(2, "category")),
                          message(3, uint(1, 3), text(2, "color"))))
-        self.add(uint(13, 2), message(60, uint(1, self.track), uint(5, PROCESS_TRACK | trace.pid),
+        self.add(uint(13, 2), message(60, uint(1, self.track), uint(5, 2 * trace.pid + 1),
                                       message(4, uint(1, trace.pid), uint(2, tid), text(5, name))))
         self.json_event('{"name":"thread_name","ph":"M"%s,"args":{"name":%s}}' % (self.ids, json.dumps(name)))
 
@@ -165,14 +168,16 @@ class Thread:
             return uint(8, delta)
         return uint(8, ns) + uint(58, 3)
 
-    def names(self, name, domain, registered):
-        """The event's name and category fields, and the interned data they need here."""
+    def names(self, name, domain, registered, named_category=None):
+        """The event's name and category fields (the domain, then a named NVTX category), and
+        the interned data they need here."""
         interned, fields = [], []
-        category = self.trace.iid("category", domain)
-        if category not in self.defined:
-            self.defined.add(category)
-            interned.append(message(1, uint(1, category), text(2, domain)))
-        fields.append(uint(3, category))
+        for category_name in [domain] + ([named_category] if named_category else []):
+            category = self.trace.iid("category", category_name)
+            if category not in self.defined:
+                self.defined.add(category)
+                interned.append(message(1, uint(1, category), text(2, category_name)))
+            fields.append(uint(3, category))
         if registered:
             iid = self.trace.iid("name", name)
             if iid not in self.defined:
@@ -184,8 +189,8 @@ class Thread:
         return (message(12, *interned),) if interned else (), fields
 
     def event(self, ns, kind, name=None, domain=None, registered=True, track=None, annotations=(),
-              completes=(), before=()):
-        interned, fields = self.names(name, domain, registered) if name is not None else ((), [])
+              completes=(), before=(), named_category=None):
+        interned, fields = self.names(name, domain, registered, named_category) if name is not None else ((), [])
         body = [uint(9, kind)] + fields + list(annotations)
         if track is not None:
             body.append(uint(11, track))
@@ -197,13 +202,16 @@ class Thread:
         if payload is not None:
             members.append('"payload":%s' % json_number(payload, kind))
         if category is not None:
-            members.append('"category":%d' % category)
+            members.append('"category":%s' % json.dumps(category))
         members += ['"%s":%d' % item for item in extra]
         return ',"args":{%s}' % ",".join(members) if members else ""
 
     def push(self, ns, name, domain="default", category=None, registered=True):
-        annotations = [message(4, uint(1, 2), uint(3, category))] if category is not None else []
-        self.event(ns, 1, name, domain, registered, annotations=annotations)
+        """CATEGORY: a number (never named: the annotation) or a name (the second category)."""
+        numbered = isinstance(category, int)
+        annotations = [message(4, uint(1, 2), uint(3, category))] if numbered else []
+        self.event(ns, 1, name, domain, registered, annotations=annotations,
+                   named_category=None if numbered else category)
         self.stack.append([name, domain, ns, category, registered])
 
     def pop(self, ns, domain="default", payload=None, kind="u"):
@@ -211,12 +219,21 @@ class Thread:
         index = max(i for i, entry in enumerate(self.stack) if entry[1] == domain)
         name, domain, start, category, registered = self.stack.pop(index)
         annotations = [message(4, uint(1, 1), annotation_value(payload, kind))] if payload is not None else []
-        line = self.json_event('{"name":%s,"cat":%s,"ph":"X","ts":%s,"dur":%s%s%s}' % (
-            json.dumps(name), json.dumps(domain), micros(start), micros(ns - start), self.ids,
-            self.args(payload, kind, category)))
         inner = index < len(self.stack)
+        if inner:  # the JSON form: an async pair, as a complete event would cross the others
+            pair = self.trace.next_range
+            self.trace.next_range += 1
+            lines = [self.json_event('{"name":%s,"cat":%s,"ph":"b","ts":%s%s,"id":%d%s}' % (
+                         json.dumps(name), json.dumps(domain), micros(start), self.ids, pair,
+                         self.args(payload, kind, category))),
+                     self.json_event('{"name":%s,"cat":%s,"ph":"e","ts":%s%s,"id":%d}' % (
+                         json.dumps(name), json.dumps(domain), micros(ns), self.ids, pair))]
+        else:
+            lines = [self.json_event('{"name":%s,"cat":%s,"ph":"X","ts":%s,"dur":%s%s%s}' % (
+                json.dumps(name), json.dumps(domain), micros(start), micros(ns - start), self.ids,
+                self.args(payload, kind, category)))]
         self.event(ns, 2, name if inner else None, domain if inner else None, registered,
-                   annotations=annotations, completes=[line])
+                   annotations=annotations, completes=lines)
 
     def start(self, ns, name, domain="default", payload=None, kind="u", category=None):
         """A start/end range: its track's descriptor, then its begin; returned for end()."""
@@ -227,12 +244,12 @@ class Thread:
             annotations.append(message(4, uint(1, 1), annotation_value(payload, kind)))
         if category is not None:
             annotations.append(message(4, uint(1, 2), uint(3, category)))
-        descriptor = message(60, uint(1, range_id), uint(5, PROCESS_TRACK | self.trace.pid), text(2, domain))
+        descriptor = message(60, uint(1, 2 * range_id), uint(5, 2 * self.trace.pid + 1), text(2, domain))
         self.add(uint(13, 2), descriptor)
         line = self.json_event('{"name":%s,"cat":%s,"ph":"b","ts":%s%s,"id":%d%s}' % (
             json.dumps(name), json.dumps(domain), micros(ns), self.ids, range_id,
             self.args(payload, kind, category)))
-        packet = self.event(ns, 1, name, domain, track=range_id, annotations=annotations)
+        packet = self.event(ns, 1, name, domain, track=2 * range_id, annotations=annotations)
         return {"id": range_id, "name": name, "domain": domain, "begin": line, "packet": packet}
 
     def end(self, ns, started, figures=()):
@@ -241,7 +258,7 @@ class Thread:
         line = self.json_event('{"name":%s,"cat":%s,"ph":"e","ts":%s%s,"id":%d%s}' % (
             json.dumps(started["name"]), json.dumps(started["domain"]), micros(ns), self.ids, started["id"],
             ',"args":{%s}' % ",".join('"%s":%d' % item for item in figures) if figures else ""))
-        self.event(ns, 2, track=started["id"], annotations=annotations, completes=[started["begin"], line])
+        self.event(ns, 2, track=2 * started["id"], annotations=annotations, completes=[started["begin"], line])
         started["packet"] += [started["begin"], line]  # the pair needs both packets
 
     def whole(self, start, end, name, domain="default", payload=None, kind="u"):

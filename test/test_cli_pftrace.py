@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 import pftrace_craft as craft
-from conftest import program
+from conftest import STUB, Device, program, run
 from childenv import clean_env
 
 MS = 1000000
@@ -38,7 +38,7 @@ def scenario(frames=3, main_first=True, pid=4242):
         frame = main.start(base, "frame %d" % n, "nvtxshim", payload=n)
         main.push(base + 1 * MS, "libusb_bulk_transfer", "usb", category=1)
         main.pop(base + 3 * MS, "usb", payload=9216 + n)
-        main.push(base + 4 * MS, "cuMemcpyHtoD", "cuda", category=1)
+        main.push(base + 4 * MS, "cuMemcpyHtoD", "cuda", category="copy")
         main.push(base + 5 * MS, "XSync", "x11", registered=False)
         main.pop(base + 6 * MS, "cuda", payload=65536)
         main.pop(base + 7 * MS + n, "x11")
@@ -76,6 +76,24 @@ def names_table(output):
         fields = line.split()
         counts[(fields[0], " ".join(fields[1:-5]))] = int(fields[-5])
     return counts
+
+
+def dump(path):
+    """The events the loader gives for PATH (test/unit/events_dump.c), one a line, sorted."""
+    result = subprocess.run([program("test/events_dump"), str(path)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    return sorted(result.stdout.splitlines())
+
+
+@pytest.mark.parametrize("main_first", [True, False])
+def test_the_events_of_a_pftrace_are_those_of_its_json_form(tmp_path, main_first):
+    # Field by field: times, threads, the thread that ended each async range, payloads (a
+    # double's fraction cut as the JSON reader cuts it), the figures, the names.
+    pftrace, json_form = write(tmp_path, scenario(main_first=main_first))
+    events = dump(pftrace)
+    assert events == dump(json_form)
+    assert len(events) == 3 * 10 + 3 and any("end_tid=4242 async=1 payload=512" in e for e in events)
 
 
 @pytest.mark.parametrize("main_first", [True, False])
@@ -184,12 +202,11 @@ def test_a_pftrace_cut_at_any_byte_reads_its_whole_packets(tmp_path):
 def test_a_pftrace_cut_in_its_page_padding_reads_its_whole_packets(tmp_path):
     # Packets never cross a 4 KiB page: the gap before one that would is padding (Trace field
     # 2), and a cut inside it is a cut like any other.
-    trace = scenario(frames=8)
-    data = trace.pftrace()
-    page_ends = [end for end, _ in trace.packet_ends()]
-    padded = [end for end in page_ends if end < 4096][-1]
-    assert len(data) > 4096 and data[padded:padded + 2] in (b"\x10\x00", b"\x10\x80")
-    offsets = range(padded - 40, 4096 + 200)
+    trace = next(trace for trace in (scenario(frames=n) for n in range(8, 16))
+                 if trace.pftrace() and trace.padded)
+    data, padded = trace.pftrace(), trace.padded[0]
+    assert data[padded:padded + 2] in (b"\x10\x00", b"\x10\x80")
+    offsets = range(padded - 40, (padded // 4096 + 1) * 4096 + 200)
     for offset, packets, result, expected in cut_results(tmp_path, trace, offsets):
         check_cut(offset, packets, result, expected)
 
@@ -277,3 +294,65 @@ def test_run_takes_a_pftrace_and_the_manual_pages_say_so(tmp_path):
     assert result.returncode == 0 and "NVTXSHIM_TRACE=%s " % trace in result.stdout, result
     assert "FILE ending .pftrace, the compact binary form" in nvtxshim("run", "--help").stdout
     assert "    TRACE.pftrace     the compact binary form" in nvtxshim("report", "--help").stdout
+
+
+def normalised(path):
+    """PATH's events without what differs between two runs: times, pids, tids (a thread by its
+    name), the thread that ended an async range (another one, or none)."""
+    lines = dump(path)
+    names = {}
+    for line in lines:
+        if line.startswith("name "):
+            pid, tid, name = line.split(" ", 3)[1:]
+            names[tid[4:]] = name
+    out = []
+    for line in lines:
+        fields = line.split(" ")
+        kept = []
+        for field in fields:
+            key = field.split("=")[0]
+            if key in ("start", "end", "pid"):
+                continue
+            if key == "tid":
+                field = "thread=" + names.get(field[4:], "?")
+            if key == "end_tid":
+                field = "ended_elsewhere=%d" % (field != "end_tid=0")
+            kept.append(field)
+        out.append(" ".join(kept))
+    return sorted(out)
+
+
+def test_a_program_traced_to_pftrace_and_to_json_gives_the_same_events(tmp_path):
+    # test/nvtx_user: ranges of two domains that cross, registered strings, marks, a start/end
+    # range ended on another thread, named categories, its thread named, every payload type.
+    traces = {}
+    for form in ("json", "pftrace"):
+        traces[form] = tmp_path / ("nvtx_user." + form)
+        result = run([program("test/nvtx_user")], env={"NVTXSHIM_TRACE": str(traces[form])})
+        assert result.returncode == 0, result.stderr
+    assert traces["pftrace"].read_bytes()[:1] == b"\x0a"
+    events = normalised(traces["pftrace"])
+    assert events == normalised(traces["json"])
+    assert any("name=crosses threads" in e and "ended_elsewhere=1" in e for e in events)
+    assert any("name=payload double" in e for e in events)
+    binary, text = nvtxshim("report", traces["pftrace"]), nvtxshim("report", traces["json"])
+    assert (binary.returncode, binary.stderr) == (0, "") and text.returncode == 0
+    assert names_table(binary.stdout) == names_table(text.stdout)
+
+
+def test_the_harness_traced_to_pftrace_and_to_json_reports_the_same_ranges(tmp_path):
+    # The camera loop on the emulated camera with the stand-in CUDA driver: frames, USB and CUDA
+    # ranges, the capture; libusb's event handling counts vary from run to run.
+    frames = 6
+    reports = {}
+    for form in ("json", "pftrace"):
+        trace = tmp_path / ("harness." + form)
+        result = run([program("harness_physical"), "--frames", str(frames)],
+                     env={"NVTXSHIM_TRACE": str(trace), "NVTXSHIM_FRAME": "call:libusb_control_transfer",
+                          "LD_LIBRARY_PATH": STUB}, device=Device(frames, ()))
+        assert result.returncode == 0 and b"frames=%d errors=0" % frames in result.stdout, result.stderr
+        report = nvtxshim("report", trace)
+        assert report.returncode == 0, report.stderr
+        reports[form] = {k: v for k, v in names_table(report.stdout).items() if "handle_events" not in k[1]}
+    assert reports["pftrace"] == reports["json"]
+    assert reports["pftrace"][("nvtxshim", "frame N")] == frames
