@@ -146,6 +146,16 @@ static const char manual[] =
     "                      stderr. Events of the categories convert gives\n"
     "                      non-NVTX work (osrt, cuda kernel, cuda memcpy, cuda\n"
     "                      memset) are left out.\n"
+    "    TRACE.pftrace     the compact binary form NVTXSHIM_TRACE writes to a\n"
+    "                      name ending .pftrace: Perfetto's protobuf trace\n"
+    "                      (docs/pftrace.md), read to the same events as the JSON\n"
+    "                      form of the same run. Found by its first bytes too\n"
+    "                      (any name). A file cut short is read up to its last\n"
+    "                      whole packet, silently: the binary form has no\n"
+    "                      closing to miss. Ranges never ended and ends without\n"
+    "                      a begin are left out and counted on stderr.\n"
+    "                      Either form may be gzipped (TRACE.json.gz,\n"
+    "                      TRACE.pftrace.gz).\n"
     "\n"
     "    Everything else it says goes to stderr, each line starting with\n"
     "    \"nvtxshim: report: \".\n"
@@ -188,7 +198,8 @@ static const char manual[] =
     "    nvtxshim report build/demo/report.nsys-rep\n"
     "    nvtxshim report report.sqlite --slowest 10 --budget 16.7ms\n"
     "    NVTXSHIM_TRACE=rig.json NVTXSHIM_FRAME=usb.in:0x81 nvtxshim run -- ./loop\n"
-    "    nvtxshim report rig.json --html rig.html\n";
+    "    nvtxshim report rig.json --html rig.html\n"
+    "    nvtxshim run --frame usb.in:0x81 --trace rig.pftrace -- ./loop && nvtxshim report rig.pftrace\n";
 
 /* ---- output helpers ----------------------------------------------------------- */
 

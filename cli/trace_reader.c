@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "trace_json.h"
+#include "trace_pftrace.h"
 
 /* The kernel probe's figures (schema.h) in a range's args, each there or
  * not: an async end's figures replace its begin's one by one. */
@@ -442,6 +443,8 @@ static int read_gzip_trace(const char *path, nvs_trace_event_fn callback, void *
 
 int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
+    if (nvs_pftrace_is(path))
+        return nvs_pftrace_load(events, path, options);
     struct trace_reader reader = {.events = events};
     for (size_t i = 0; i < CATEGORIES; i++)
         if (!(reader.categories[i] = nvs_events_intern_string(events, category_names[i]))) {

@@ -26,6 +26,16 @@ $(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/
 
 TEST_PROGRAMS += $(BUILD)/test/test_cli_trace_json
 
+# The events the loaders give for a file, one a line (test/unit/events_dump.c), which
+# test/test_cli_pftrace.py compares between a .pftrace and its JSON form.
+$(BUILD)/test/events_dump: test/unit/events_dump.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJECTS)) \
+                           $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \
+	  -lsqlite3 -lz -lm -ldl
+
+TEST_PROGRAMS += $(BUILD)/test/events_dump
+
 # make install: the command beside the library, PREFIX/bin/nvtxshim finding
 # PREFIX/lib/libnvtxshim.so as ../lib from itself.
 .PHONY: install-cli

@@ -1,0 +1,1246 @@
+/* A binary trace read into the event model (trace_pftrace.h): Perfetto's
+ * protobuf Trace as docs/pftrace.md lays it out, parsed by hand (the command
+ * links no protobuf library). Every varint and length is checked against the
+ * end of the message that holds it, every field read moves on by at least a
+ * byte, and nothing recurses: a corrupt file ends in one message, never a
+ * crash or a loop. The file is read whole (it is compact), then packet by
+ * packet: per sequence its interned names and its incremental clock, per track
+ * its open slices. */
+#include "trace_pftrace.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "trace_json.h"
+
+/* ---- the wire format ------------------------------------------------------------ */
+
+/* Field numbers (Perfetto's protos/perfetto/trace/...). */
+enum {
+    TRACE_PACKET = 1,                   /* Trace; its field 2 is the writer's padding */
+    PACKET_CLOCK_SNAPSHOT = 6,          /* TracePacket */
+    PACKET_TIMESTAMP = 8,
+    PACKET_SEQUENCE = 10,               /* trusted_packet_sequence_id */
+    PACKET_TRACK_EVENT = 11,
+    PACKET_INTERNED = 12,
+    PACKET_FLAGS = 13,                  /* sequence_flags */
+    PACKET_STATE_CLEARED = 41,          /* incremental_state_cleared, the older flag */
+    PACKET_CLOCK = 58,                  /* timestamp_clock_id */
+    PACKET_DEFAULTS = 59,
+    PACKET_TRACK_DESCRIPTOR = 60,
+    DEFAULTS_CLOCK = 58,                /* TracePacketDefaults */
+    DEFAULTS_TRACK_EVENT = 11,
+    EVENT_DEFAULTS_TRACK = 11,          /* TrackEventDefaults.track_uuid */
+    SNAPSHOT_CLOCK = 1,                 /* ClockSnapshot.clocks */
+    CLOCK_ID = 1,                       /* ClockSnapshot.Clock */
+    CLOCK_TIMESTAMP = 2,
+    CLOCK_INCREMENTAL = 3,
+    INTERNED_CATEGORIES = 1,            /* InternedData: EventCategory */
+    INTERNED_NAMES = 2,                 /* EventName */
+    INTERNED_ANNOTATION_NAMES = 3,      /* DebugAnnotationName */
+    ENTRY_IID = 1,                      /* each of those three */
+    ENTRY_NAME = 2,
+    DESCRIPTOR_UUID = 1,                /* TrackDescriptor */
+    DESCRIPTOR_PROCESS = 3,
+    DESCRIPTOR_THREAD = 4,
+    PROCESS_PID = 1,                    /* ProcessDescriptor */
+    PROCESS_NAME = 6,
+    THREAD_PID = 1,                     /* ThreadDescriptor */
+    THREAD_TID = 2,
+    THREAD_NAME = 5,
+    EVENT_CATEGORY_IIDS = 3,            /* TrackEvent */
+    EVENT_ANNOTATIONS = 4,
+    EVENT_TYPE = 9,
+    EVENT_NAME_IID = 10,
+    EVENT_TRACK = 11,
+    EVENT_CATEGORIES = 22,
+    EVENT_NAME = 23,
+    ANNOTATION_NAME_IID = 1,            /* DebugAnnotation */
+    ANNOTATION_UINT = 3,
+    ANNOTATION_INT = 4,
+    ANNOTATION_DOUBLE = 5,
+    ANNOTATION_NAME = 10,
+};
+
+enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };          /* TrackEvent.Type */
+enum { SEQ_INCREMENTAL_STATE_CLEARED = 1 };
+enum { CLOCK_MONOTONIC = 3, CLOCK_BOOTTIME = 6, CLOCK_BUILTIN_LIMIT = 64 };
+enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LENGTH = 2, WIRE_FIXED32 = 5 };
+
+/* What next_field found. */
+enum {
+    FIELD_OK = 1,
+    FIELD_END = 0,              /* the bytes end between fields */
+    FIELD_CUT = -1,             /* ... inside one: a varint or a length runs past their end */
+    FIELD_LONG_VARINT = -2,     /* a varint of more than 10 bytes */
+    FIELD_BAD_WIRE = -3,        /* wire type 3, 4 (groups), 6 or 7 */
+    FIELD_NUMBER_ZERO = -4,
+};
+
+struct bytes {
+    const unsigned char *at, *end;
+};
+
+struct field {
+    uint32_t number;
+    unsigned wire;
+    uint64_t value;             /* a varint's, or a fixed64's or fixed32's bits */
+    struct bytes bytes;         /* a length-delimited one's */
+};
+
+static int read_varint(struct bytes *in, uint64_t *value)
+{
+    uint64_t result = 0;
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (in->at == in->end)
+            return FIELD_CUT;
+        unsigned byte = *in->at++;
+        result |= (uint64_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+            *value = result;
+            return FIELD_OK;
+        }
+    }
+    return FIELD_LONG_VARINT;
+}
+
+/* The next field of IN, IN moved past it. */
+static int next_field(struct bytes *in, struct field *field)
+{
+    if (in->at == in->end)
+        return FIELD_END;
+    uint64_t key, length;
+    int got = read_varint(in, &key);
+    if (got != FIELD_OK)
+        return got;
+    if (key >> 3 == 0 || key >> 3 > UINT32_MAX)
+        return FIELD_NUMBER_ZERO;
+    field->number = (uint32_t)(key >> 3);
+    field->wire = (unsigned)(key & 7);
+    field->value = 0;
+    switch (field->wire) {
+    case WIRE_VARINT:
+        return read_varint(in, &field->value);
+    case WIRE_FIXED64:
+    case WIRE_FIXED32: {
+        size_t size = field->wire == WIRE_FIXED64 ? 8 : 4;
+        if ((size_t)(in->end - in->at) < size)
+            return FIELD_CUT;
+        for (size_t i = size; i-- > 0;)
+            field->value = field->value << 8 | in->at[i];
+        in->at += size;
+        return FIELD_OK;
+    }
+    case WIRE_LENGTH:
+        if ((got = read_varint(in, &length)) != FIELD_OK)
+            return got;
+        if (length > (uint64_t)(in->end - in->at))
+            return FIELD_CUT;
+        field->bytes = (struct bytes){in->at, in->at + length};
+        in->at += length;
+        return FIELD_OK;
+    default:
+        return FIELD_BAD_WIRE;
+    }
+}
+
+static const char *field_problem(int got)
+{
+    switch (got) {
+    case FIELD_CUT: return "a field runs past the end of its message";
+    case FIELD_LONG_VARINT: return "a varint longer than 10 bytes";
+    case FIELD_BAD_WIRE: return "a field of an unknown wire type";
+    default: return "a field numbered 0";
+    }
+}
+
+static bool is_varint(const struct field *field, uint32_t number)
+{
+    return field->number == number && field->wire == WIRE_VARINT;
+}
+
+static bool is_message(const struct field *field, uint32_t number)
+{
+    return field->number == number && field->wire == WIRE_LENGTH;
+}
+
+/* ---- maps: two 64-bit words to a number -------------------------------------------- */
+
+struct map_slot {
+    uint64_t a, b;
+    size_t value;
+    bool used;
+};
+
+/* Open addressing with linear probing; nothing is ever removed. */
+struct map {
+    struct map_slot *slots;
+    size_t slot_count, used;
+};
+
+static uint64_t mix(uint64_t value)
+{
+    value ^= value >> 30;
+    value *= 0xBF58476D1CE4E5B9ull;
+    value ^= value >> 27;
+    value *= 0x94D049BB133111EBull;
+    return value ^ value >> 31;
+}
+
+static size_t map_home(uint64_t a, uint64_t b, size_t slot_count)
+{
+    return (size_t)mix(mix(a) ^ b) & (slot_count - 1);
+}
+
+static struct map_slot *map_find(const struct map *map, uint64_t a, uint64_t b)
+{
+    if (!map->slot_count)
+        return NULL;
+    size_t mask = map->slot_count - 1;
+    for (size_t slot = map_home(a, b, map->slot_count); map->slots[slot].used; slot = (slot + 1) & mask)
+        if (map->slots[slot].a == a && map->slots[slot].b == b)
+            return &map->slots[slot];
+    return NULL;
+}
+
+static bool map_grow(struct map *map)
+{
+    size_t count = map->slot_count ? map->slot_count * 2 : 64;
+    struct map_slot *slots = calloc(count, sizeof *slots);
+    if (!slots)
+        return false;
+    for (size_t i = 0; i < map->slot_count; i++) {
+        if (!map->slots[i].used)
+            continue;
+        size_t slot = map_home(map->slots[i].a, map->slots[i].b, count);
+        while (slots[slot].used)
+            slot = (slot + 1) & (count - 1);
+        slots[slot] = map->slots[i];
+    }
+    free(map->slots);
+    map->slots = slots;
+    map->slot_count = count;
+    return true;
+}
+
+/* The slot of (A, B), made with value SIZE_MAX when missing; NULL when out of memory. */
+static struct map_slot *map_put(struct map *map, uint64_t a, uint64_t b)
+{
+    struct map_slot *found = map_find(map, a, b);
+    if (found)
+        return found;
+    if ((map->used + 1) * 2 > map->slot_count && !map_grow(map))
+        return NULL;
+    size_t slot = map_home(a, b, map->slot_count);
+    while (map->slots[slot].used)
+        slot = (slot + 1) & (map->slot_count - 1);
+    map->slots[slot] = (struct map_slot){a, b, SIZE_MAX, true};
+    map->used++;
+    return &map->slots[slot];
+}
+
+/* ---- the reader's state ----------------------------------------------------------- */
+
+/* A writer sequence (a thread's buffer): its incremental state. */
+struct sequence {
+    uint32_t generation;        /* bumped by SEQ_INCREMENTAL_STATE_CLEARED: older interned entries are gone */
+    uint32_t default_clock;     /* trace_packet_defaults.timestamp_clock_id, when has_default_clock */
+    uint32_t clock_id;          /* the sequence's own clock (64...) from its snapshot, when has_clock */
+    uint64_t default_track;     /* track_event_defaults.track_uuid, when has_default_track */
+    uint64_t clock;             /* that clock's value now */
+    int64_t clock_offset;       /* CLOCK_MONOTONIC less that clock, from the same snapshot */
+    bool has_default_clock, has_default_track, has_clock, incremental;
+};
+
+/* A range begun and not yet ended (or, on an async track, an end waiting for its begin). */
+struct half {
+    struct nvs_event range;
+    struct nvs_kernel_figures figures;
+};
+
+struct halves {
+    struct half *items;
+    size_t count, capacity;
+};
+
+struct track {
+    uint32_t pid, tid;          /* a thread track's thread (described, or from its uuid) */
+    bool thread;                /* described as a thread's */
+    struct halves open;         /* begun, not ended: the innermost last */
+    struct halves ends;         /* an async track's ends read before their begin */
+};
+
+/* The categories that are not NVTX (events.h), and the kind of each, as trace_reader.c has them. */
+static const char *const category_names[] = {
+    NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
+    NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
+};
+static const enum nvs_event_kind category_kinds[] = {
+    NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
+    NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
+};
+#define CATEGORIES (sizeof category_names / sizeof category_names[0])
+
+/* The uuids the library gives its process and thread tracks (docs/pftrace.md: Tracks). */
+#define PROCESS_TRACK_BIT (1ull << 62)
+#define THREAD_TRACK_BIT (1ull << 61)
+
+struct reader {
+    struct nvs_events *events;
+    const struct nvs_load_options *options;
+    const char *path;
+    const char *categories[CATEGORIES];     /* interned */
+    const char *empty;                      /* "", interned */
+    struct sequence *sequences;
+    size_t sequence_count, sequence_capacity;
+    struct track *tracks;
+    size_t track_count, track_capacity;
+    struct map sequence_ids;                /* (sequence id, 0) -> index in sequences */
+    struct map track_ids;                   /* (uuid, 0) -> index in tracks */
+    struct map interned;                    /* (iid, sequence << 32 | generation << 2 | kind) -> interned text */
+    /* CLOCK_MONOTONIC less each builtin clock, from the latest snapshot that has both */
+    int64_t builtin_offset[CLOCK_BUILTIN_LIMIT];
+    uint64_t builtin_known;
+    uint32_t process_pid;                   /* from the process descriptor */
+    size_t packets;                         /* whole packets read */
+    size_t unbegun;                         /* slice ends that closed nothing */
+    size_t unnamed;                         /* events naming an iid not defined on their sequence */
+    size_t untimed;                         /* events without a time (no timestamp, or an unknown clock) */
+    size_t trackless;                       /* events on no track (none given, no default) */
+    const char *problem;                    /* corrupt: what, in the packet at problem_at */
+    size_t problem_at;
+    bool failed;                            /* out of memory */
+};
+
+static int out_of_memory(struct reader *reader)
+{
+    reader->failed = true;
+    return -1;
+}
+
+static int corrupt(struct reader *reader, const char *problem)
+{
+    reader->problem = problem;
+    return -1;
+}
+
+static struct half *halves_add(struct halves *halves)
+{
+    if (halves->count == halves->capacity) {
+        size_t capacity = halves->capacity ? halves->capacity * 2 : 8;
+        struct half *grown = realloc(halves->items, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        halves->items = grown;
+        halves->capacity = capacity;
+    }
+    struct half *half = &halves->items[halves->count++];
+    memset(half, 0, sizeof *half);
+    return half;
+}
+
+/* Takes item I out, the ones after it moving down. */
+static struct half halves_take(struct halves *halves, size_t i)
+{
+    struct half taken = halves->items[i];
+    memmove(&halves->items[i], &halves->items[i + 1], (halves->count - i - 1) * sizeof taken);
+    halves->count--;
+    return taken;
+}
+
+/* The sequence ID's state, made when new; NULL when out of memory. Valid
+ * until the next call. */
+static struct sequence *sequence_of(struct reader *reader, uint32_t id)
+{
+    struct map_slot *slot = map_put(&reader->sequence_ids, id, 0);
+    if (!slot)
+        return NULL;
+    if (slot->value != SIZE_MAX)
+        return &reader->sequences[slot->value];
+    if (reader->sequence_count == reader->sequence_capacity) {
+        size_t capacity = reader->sequence_capacity ? reader->sequence_capacity * 2 : 16;
+        struct sequence *grown = realloc(reader->sequences, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        reader->sequences = grown;
+        reader->sequence_capacity = capacity;
+    }
+    slot->value = reader->sequence_count;
+    struct sequence *sequence = &reader->sequences[reader->sequence_count++];
+    memset(sequence, 0, sizeof *sequence);
+    return sequence;
+}
+
+/* The track UUID, made when new (a thread track by its uuid's form, until
+ * described); NULL when out of memory. Valid until the next call. */
+static struct track *track_of(struct reader *reader, uint64_t uuid)
+{
+    struct map_slot *slot = map_put(&reader->track_ids, uuid, 0);
+    if (!slot)
+        return NULL;
+    if (slot->value != SIZE_MAX)
+        return &reader->tracks[slot->value];
+    if (reader->track_count == reader->track_capacity) {
+        size_t capacity = reader->track_capacity ? reader->track_capacity * 2 : 64;
+        struct track *grown = realloc(reader->tracks, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        reader->tracks = grown;
+        reader->track_capacity = capacity;
+    }
+    slot->value = reader->track_count;
+    struct track *track = &reader->tracks[reader->track_count++];
+    memset(track, 0, sizeof *track);
+    if ((uuid & ~(THREAD_TRACK_BIT - 1)) == THREAD_TRACK_BIT) {
+        track->pid = reader->process_pid;
+        track->tid = (uint32_t)uuid;
+    }
+    return track;
+}
+
+/* A thread track: described as one, or of the library's form 1<<61 | tid. */
+static bool is_thread_track(const struct track *track, uint64_t uuid)
+{
+    return track->thread || (uuid & ~(THREAD_TRACK_BIT - 1)) == THREAD_TRACK_BIT;
+}
+
+/* The thread whose sequence this is (its default track's). */
+static void sequence_thread(struct reader *reader, const struct sequence *sequence, uint32_t *pid,
+                            uint32_t *tid)
+{
+    *pid = reader->process_pid;
+    *tid = 0;
+    if (!sequence->has_default_track)
+        return;
+    struct map_slot *slot = map_find(&reader->track_ids, sequence->default_track, 0);
+    if (slot) {
+        *pid = reader->tracks[slot->value].pid;
+        *tid = reader->tracks[slot->value].tid;
+    } else if ((sequence->default_track & ~(THREAD_TRACK_BIT - 1)) == THREAD_TRACK_BIT) {
+        *tid = (uint32_t)sequence->default_track;
+    }
+}
+
+static uint64_t interned_key(uint32_t sequence_id, const struct sequence *sequence, unsigned kind)
+{
+    return (uint64_t)sequence_id << 32 | (uint64_t)(sequence->generation & 0x3fffffffu) << 2 | kind;
+}
+
+/* The text interned as IID of KIND on the sequence now, or NULL. */
+static const char *interned(const struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
+                            unsigned kind, uint64_t iid)
+{
+    struct map_slot *slot = map_find(&reader->interned, iid, interned_key(sequence_id, sequence, kind & 3));
+    return slot ? (const char *)(uintptr_t)slot->value : NULL;
+}
+
+/* The length of the well-formed UTF-8 character at AT (before END), or 0. */
+static size_t utf8_length(const unsigned char *at, const unsigned char *end)
+{
+    char character[5] = {0};
+    memcpy(character, at, (size_t)(end - at) < 4 ? (size_t)(end - at) : 4);
+    return nvs_json_utf8_length(character);
+}
+
+/* TEXT interned, a byte that does not begin a well-formed UTF-8 character
+ * written as U+FFFD, as the JSON form writes it: report prints the same. */
+static const char *intern_bytes(struct reader *reader, struct bytes text)
+{
+    size_t length = (size_t)(text.end - text.at), valid = 0, taken;
+    while (valid < length && (taken = utf8_length(text.at + valid, text.end)) != 0)
+        valid += taken;
+    const char *interned = NULL;
+    if (valid == length) {
+        interned = nvs_events_intern(reader->events, (const char *)text.at, length);
+    } else {
+        char *copy = malloc(length * 3);
+        size_t used = 0;
+        for (const unsigned char *at = text.at; copy && at < text.end; at += taken) {
+            if (!(taken = utf8_length(at, text.end))) {
+                memcpy(copy + used, "\xef\xbf\xbd", 3);
+                used += 3;
+                taken = 1;
+            } else {
+                memcpy(copy + used, at, taken);
+                used += taken;
+            }
+        }
+        interned = copy ? nvs_events_intern(reader->events, copy, used) : NULL;
+        free(copy);
+    }
+    reader->failed |= !interned;
+    return interned;
+}
+
+/* ---- packets ---------------------------------------------------------------------- */
+
+/* What a packet holds, gathered before any of it is used: the sequence's
+ * state changes first (cleared, defaults, snapshot, interned data), then the
+ * packet's time, then its descriptor or event. */
+struct packet {
+    uint32_t sequence_id, clock;
+    uint64_t timestamp, flags;
+    bool has_timestamp, has_clock, cleared;
+    struct bytes defaults, snapshot, interned, descriptor, event;
+};
+
+/* Each field of MESSAGE in turn as FIELD (CURSOR walks it); a corrupt one ends the
+ * loop with GOT < 0. */
+#define FOR_EACH_FIELD(cursor, message, field, got) \
+    for (struct bytes cursor = (message); ((got) = next_field(&cursor, &(field))) > 0;)
+
+static int read_defaults(struct reader *reader, struct sequence *sequence, struct bytes message)
+{
+    struct field field, inner;
+    int got, inner_got = 0;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        if (is_varint(&field, DEFAULTS_CLOCK)) {
+            sequence->default_clock = (uint32_t)field.value;
+            sequence->has_default_clock = true;
+        } else if (is_message(&field, DEFAULTS_TRACK_EVENT)) {
+            FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+                if (is_varint(&inner, EVENT_DEFAULTS_TRACK)) {
+                    sequence->default_track = inner.value;
+                    sequence->has_default_track = true;
+                }
+            }
+            if (inner_got < 0)
+                return corrupt(reader, field_problem(inner_got));
+        }
+    }
+    return got < 0 ? corrupt(reader, field_problem(got)) : 0;
+}
+
+/* A clock snapshot: the sequence's own clock (64 and up) set, with its offset
+ * to CLOCK_MONOTONIC; the builtin clocks' offsets (the header's snapshot). */
+static int read_snapshot(struct reader *reader, struct sequence *sequence, struct bytes message)
+{
+    struct clock { uint32_t id; uint64_t timestamp; bool incremental; } clocks[16];
+    size_t count = 0;
+    struct field field, inner;
+    int got, inner_got = 0;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        if (!is_message(&field, SNAPSHOT_CLOCK))
+            continue;
+        uint32_t id = 0;
+        uint64_t timestamp = 0;
+        bool incremental = false;
+        FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+            if (is_varint(&inner, CLOCK_ID))
+                id = (uint32_t)inner.value;
+            else if (is_varint(&inner, CLOCK_TIMESTAMP))
+                timestamp = inner.value;
+            else if (is_varint(&inner, CLOCK_INCREMENTAL))
+                incremental = inner.value != 0;
+        }
+        if (inner_got < 0)
+            return corrupt(reader, field_problem(inner_got));
+        if (count < sizeof clocks / sizeof clocks[0])
+            clocks[count++] = (struct clock){id, timestamp, incremental};
+    }
+    if (got < 0)
+        return corrupt(reader, field_problem(got));
+    bool has_monotonic = false;
+    uint64_t monotonic = 0;
+    for (size_t i = 0; i < count; i++)
+        if (clocks[i].id == CLOCK_MONOTONIC) {
+            has_monotonic = true;
+            monotonic = clocks[i].timestamp;
+        }
+    for (size_t i = 0; i < count; i++) {
+        int64_t offset = has_monotonic ? (int64_t)(monotonic - clocks[i].timestamp) : 0;
+        if (clocks[i].id >= CLOCK_BUILTIN_LIMIT) {
+            sequence->clock_id = clocks[i].id;
+            sequence->clock = clocks[i].timestamp;
+            sequence->clock_offset = offset;
+            sequence->incremental = clocks[i].incremental;
+            sequence->has_clock = true;
+        } else if (has_monotonic) {
+            reader->builtin_offset[clocks[i].id] = offset;
+            reader->builtin_known |= 1ull << clocks[i].id;
+        }
+    }
+    return 0;
+}
+
+/* Interned data: event categories, event names and annotation names, each
+ * (iid, text) kept for the sequence until its state is cleared. */
+static int read_interned(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
+                         struct bytes message)
+{
+    struct field field, inner;
+    int got, inner_got = 0;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        if (!is_message(&field, INTERNED_CATEGORIES) && !is_message(&field, INTERNED_NAMES) &&
+            !is_message(&field, INTERNED_ANNOTATION_NAMES))
+            continue;
+        uint64_t iid = 0;
+        bool has_iid = false;
+        struct bytes name = {0};
+        bool has_name = false;
+        FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+            if (is_varint(&inner, ENTRY_IID)) {
+                iid = inner.value;
+                has_iid = true;
+            } else if (is_message(&inner, ENTRY_NAME)) {
+                name = inner.bytes;
+                has_name = true;
+            }
+        }
+        if (inner_got < 0)
+            return corrupt(reader, field_problem(inner_got));
+        if (!has_iid || !has_name)
+            continue;
+        const char *text = intern_bytes(reader, name);
+        struct map_slot *slot = text ? map_put(&reader->interned, iid,
+                                               interned_key(sequence_id, sequence, field.number)) : NULL;
+        if (!slot)
+            return out_of_memory(reader);
+        slot->value = (size_t)(uintptr_t)text;
+    }
+    return got < 0 ? corrupt(reader, field_problem(got)) : 0;
+}
+
+/* NAME (or "" when the descriptor has none) for (PID, TID), as the JSON form's
+ * metadata events name them. */
+static int add_name(struct reader *reader, uint32_t pid, uint32_t tid, struct bytes name, bool has_name)
+{
+    const char *text = has_name ? intern_bytes(reader, name) : reader->empty;
+    if (!text || !nvs_events_add_name(reader->events, pid, tid, text, true))
+        return out_of_memory(reader);
+    return 0;
+}
+
+/* A track descriptor: a process's (its name), a thread's (its name, and the
+ * thread its track's events are on), or an async range's (nothing to keep). */
+static int read_descriptor(struct reader *reader, struct bytes message)
+{
+    uint64_t uuid = 0;
+    bool process = false, thread = false, has_name = false;
+    uint32_t pid = 0, tid = 0;
+    struct bytes name = {0};
+    struct field field, inner;
+    int got, inner_got = 0;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        if (is_varint(&field, DESCRIPTOR_UUID)) {
+            uuid = field.value;
+        } else if (is_message(&field, DESCRIPTOR_PROCESS) || is_message(&field, DESCRIPTOR_THREAD)) {
+            bool is_process = field.number == DESCRIPTOR_PROCESS;
+            process |= is_process;
+            thread |= !is_process;
+            FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+                if (is_varint(&inner, is_process ? PROCESS_PID : THREAD_PID)) {
+                    pid = (uint32_t)inner.value;
+                } else if (!is_process && is_varint(&inner, THREAD_TID)) {
+                    tid = (uint32_t)inner.value;
+                } else if (is_message(&inner, is_process ? PROCESS_NAME : THREAD_NAME)) {
+                    name = inner.bytes;
+                    has_name = true;
+                }
+            }
+            if (inner_got < 0)
+                return corrupt(reader, field_problem(inner_got));
+        }
+    }
+    if (got < 0)
+        return corrupt(reader, field_problem(got));
+    if (thread) {
+        struct track *track = track_of(reader, uuid);
+        if (!track)
+            return out_of_memory(reader);
+        track->thread = true;
+        track->pid = pid;
+        track->tid = tid;
+        return add_name(reader, pid, tid, name, has_name);
+    }
+    if (process) {
+        reader->process_pid = pid;
+        return add_name(reader, pid, 0, name, has_name);
+    }
+    return 0;
+}
+
+/* ---- events ---------------------------------------------------------------------- */
+
+/* What an event says of itself. */
+struct event_fields {
+    uint64_t type, track;
+    bool has_track;
+    const char *name, *domain;          /* interned; NULL: none given */
+    bool undefined;                     /* names an iid not defined on the sequence */
+    int64_t payload;
+    bool has_payload;
+    struct nvs_kernel_figures figures;
+};
+
+/* An annotation's number as the JSON reader takes the number the JSON form
+ * writes for it (nvs_json_int64: integers that fit, a fraction cut off, no
+ * NaN or infinity); false when it would take none. */
+static bool annotation_number(unsigned number, uint64_t bits, int64_t *out)
+{
+    if (number == ANNOTATION_UINT) {
+        if (bits > (uint64_t)INT64_MAX)
+            return false;
+        *out = (int64_t)bits;
+        return true;
+    }
+    if (number == ANNOTATION_INT) {
+        if (bits == (uint64_t)INT64_MIN)
+            return false;
+        *out = (int64_t)bits;
+        return true;
+    }
+    double value;
+    memcpy(&value, &bits, sizeof value);
+    if (!(value > -9.2e18 && value < 9.2e18))
+        return false;
+    *out = (int64_t)value;
+    return true;
+}
+
+/* A debug annotation: the payload, or one of the kernel probe's figures (the
+ * JSON form's args of the same names); any other is left out, as the JSON
+ * reader leaves out the args it does not know. */
+static int read_annotation(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
+                           struct bytes message, struct event_fields *event)
+{
+    const char *key = NULL;
+    size_t key_length = 0;
+    unsigned value_field = 0;
+    uint64_t bits = 0;
+    struct field field;
+    int got;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        if (is_varint(&field, ANNOTATION_NAME_IID)) {
+            key = interned(reader, sequence_id, sequence, INTERNED_ANNOTATION_NAMES, field.value);
+            key_length = key ? strlen(key) : 0;
+        } else if (is_message(&field, ANNOTATION_NAME)) {
+            key = (const char *)field.bytes.at;
+            key_length = (size_t)(field.bytes.end - field.bytes.at);
+        } else if (is_varint(&field, ANNOTATION_UINT) || is_varint(&field, ANNOTATION_INT) ||
+                   (field.number == ANNOTATION_DOUBLE && field.wire == WIRE_FIXED64)) {
+            value_field = field.number;
+            bits = field.value;
+        }
+    }
+    if (got < 0)
+        return corrupt(reader, field_problem(got));
+    int64_t value;
+    if (!key || !value_field || !annotation_number(value_field, bits, &value))
+        return 0;
+    if (key_length == strlen("payload") && memcmp(key, "payload", key_length) == 0) {
+        event->payload = value;
+        event->has_payload = true;
+        return 0;
+    }
+    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++) {
+        const char *figure = nvs_kernel_figure_key((enum nvs_kernel_figure)i);
+        if (value >= 0 && key_length == strlen(figure) && memcmp(key, figure, key_length) == 0) {
+            event->figures.value[i] = (uint64_t)value;
+            event->figures.present |= 1u << i;
+        }
+    }
+    return 0;
+}
+
+static int read_event_fields(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
+                             struct bytes message, struct event_fields *event)
+{
+    struct field field;
+    int got, inner_got;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        const char *text = NULL;
+        switch (field.number) {
+        case EVENT_TYPE:
+            if (field.wire == WIRE_VARINT)
+                event->type = field.value;
+            break;
+        case EVENT_TRACK:
+            if (field.wire == WIRE_VARINT) {
+                event->track = field.value;
+                event->has_track = true;
+            }
+            break;
+        case EVENT_NAME_IID:
+            if (field.wire == WIRE_VARINT) {
+                event->name = interned(reader, sequence_id, sequence, INTERNED_NAMES, field.value);
+                event->undefined |= !event->name;
+            }
+            break;
+        case EVENT_NAME:
+            if (field.wire == WIRE_LENGTH && !(event->name = intern_bytes(reader, field.bytes)))
+                return out_of_memory(reader);
+            break;
+        case EVENT_CATEGORY_IIDS:
+            /* repeated: the first is the domain; packed or not */
+            if (field.wire == WIRE_VARINT) {
+                text = interned(reader, sequence_id, sequence, INTERNED_CATEGORIES, field.value);
+                event->undefined |= !text;
+            } else if (field.wire == WIRE_LENGTH) {
+                uint64_t iid;
+                struct bytes packed = field.bytes;
+                while (packed.at < packed.end && !text) {
+                    if ((inner_got = read_varint(&packed, &iid)) != FIELD_OK)
+                        return corrupt(reader, field_problem(inner_got));
+                    text = interned(reader, sequence_id, sequence, INTERNED_CATEGORIES, iid);
+                    event->undefined |= !text;
+                }
+            }
+            if (!event->domain)
+                event->domain = text;
+            break;
+        case EVENT_CATEGORIES:
+            if (field.wire == WIRE_LENGTH && !event->domain &&
+                !(event->domain = intern_bytes(reader, field.bytes)))
+                return out_of_memory(reader);
+            break;
+        case EVENT_ANNOTATIONS:
+            if (field.wire == WIRE_LENGTH &&
+                read_annotation(reader, sequence_id, sequence, field.bytes, event) != 0)
+                return -1;
+            break;
+        default:
+            break;
+        }
+    }
+    return got < 0 ? corrupt(reader, field_problem(got)) : 0;
+}
+
+/* A range added: NVTX, or the kind its category names; with the kernel
+ * figures when the runnable and blocked times are both there (as
+ * trace_reader.c's add_range). */
+static int add_range(struct reader *reader, const struct nvs_event *range,
+                     const struct nvs_kernel_figures *figures)
+{
+    struct nvs_event *event = nvs_events_add(reader->events);
+    if (!event)
+        return out_of_memory(reader);
+    *event = *range;
+    event->kind = NVS_EVENT_RANGE;
+    for (size_t i = 0; i < CATEGORIES; i++)
+        if (event->domain == reader->categories[i])
+            event->kind = category_kinds[i];
+    unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
+    if ((figures->present & needed) != needed)
+        return 0;
+    if (!(event->offcpu = nvs_events_alloc(reader->events, sizeof *event->offcpu)))
+        return out_of_memory(reader);
+    *event->offcpu = nvs_offcpu_of(figures);
+    return 0;
+}
+
+/* BEGIN ended by END: a range on BEGIN's thread, to END's time (never before
+ * its start), with END's payload over BEGIN's and the figures of both, END's
+ * winning; an async one ended on another thread says which. */
+static int join(struct reader *reader, const struct half *begin, const struct half *end, bool async)
+{
+    struct nvs_event range = begin->range;
+    range.end = end->range.start > range.start ? end->range.start : range.start;
+    range.end_tid = async && end->range.tid != range.tid ? end->range.tid : 0;
+    range.async = async;
+    if (end->range.has_payload) {
+        range.payload = end->range.payload;
+        range.has_payload = true;
+    }
+    struct nvs_kernel_figures figures = begin->figures;
+    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
+        if (end->figures.present & 1u << i)
+            figures.value[i] = end->figures.value[i];
+    figures.present |= end->figures.present;
+    return add_range(reader, &range, &figures);
+}
+
+/* The innermost open slice that END closes: of its name and category where
+ * it gives them (as Perfetto matches them); SIZE_MAX for none. */
+static size_t matching_open(const struct halves *open, const struct event_fields *end)
+{
+    for (size_t i = open->count; i-- > 0;) {
+        const struct nvs_event *range = &open->items[i].range;
+        if ((!end->name || end->name == range->name) && (!end->domain || end->domain == range->domain))
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+static int read_track_event(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
+                            struct bytes message, int64_t time, bool timed)
+{
+    struct event_fields fields = {0};
+    if (read_event_fields(reader, sequence_id, sequence, message, &fields) != 0)
+        return -1;
+    if (fields.type != SLICE_BEGIN && fields.type != SLICE_END && fields.type != INSTANT)
+        return 0;
+    if (!timed) {
+        reader->untimed++;
+        return 0;
+    }
+    if (fields.undefined && fields.type != SLICE_END) {
+        reader->unnamed++;
+        return 0;
+    }
+    uint64_t uuid = fields.has_track ? fields.track : sequence->default_track;
+    if (!fields.has_track && !sequence->has_default_track) {
+        reader->trackless++;
+        return 0;
+    }
+    struct half half = {.figures = fields.figures};
+    sequence_thread(reader, sequence, &half.range.pid, &half.range.tid);
+    struct track *track = track_of(reader, uuid);
+    if (!track)
+        return out_of_memory(reader);
+    bool thread = is_thread_track(track, uuid);
+    if (thread) {
+        half.range.pid = track->pid;
+        half.range.tid = track->tid;
+    }
+    half.range.start = half.range.end = time;
+    half.range.name = fields.name ? fields.name : reader->empty;
+    half.range.domain = fields.domain ? fields.domain : reader->empty;
+    half.range.payload = fields.payload;
+    half.range.has_payload = fields.has_payload;
+    if (fields.type == INSTANT) {
+        struct nvs_event *mark = nvs_events_add(reader->events);
+        if (!mark)
+            return out_of_memory(reader);
+        *mark = half.range;
+        mark->kind = NVS_EVENT_MARK;
+        return 0;
+    }
+    if (fields.type == SLICE_BEGIN) {
+        if (!thread && track->ends.count) {
+            /* its end came first (another thread's buffer reached the file before) */
+            struct half end = halves_take(&track->ends, track->ends.count - 1);
+            return join(reader, &half, &end, true);
+        }
+        struct half *open = halves_add(&track->open);
+        if (!open)
+            return out_of_memory(reader);
+        *open = half;
+        return 0;
+    }
+    size_t match = matching_open(&track->open, &fields);
+    if (match != SIZE_MAX) {
+        /* A slice closed under others still open crosses them: the JSON form
+         * writes it as an async pair, and so it is one here too. */
+        bool under = match + 1 < track->open.count;
+        struct half begin = halves_take(&track->open, match);
+        return join(reader, &begin, &half, !thread || under);
+    }
+    if (thread) {
+        reader->unbegun++;
+        return 0;
+    }
+    struct half *end = halves_add(&track->ends);
+    if (!end)
+        return out_of_memory(reader);
+    *end = half;
+    return 0;
+}
+
+/* The packet's time on CLOCK_MONOTONIC: its timestamp on its clock (the
+ * sequence's default), the sequence's incremental clock moved by it; false
+ * when it has none, or its clock is not known. */
+static bool packet_time(struct reader *reader, struct sequence *sequence, const struct packet *packet,
+                        int64_t *time)
+{
+    if (!packet->has_timestamp)
+        return false;
+    uint32_t clock = packet->has_clock ? packet->clock
+                   : sequence->has_default_clock ? sequence->default_clock : CLOCK_BOOTTIME;
+    if (clock == CLOCK_MONOTONIC) {
+        *time = (int64_t)packet->timestamp;
+        return true;
+    }
+    if (clock >= CLOCK_BUILTIN_LIMIT) {
+        if (!sequence->has_clock || clock != sequence->clock_id)
+            return false;
+        uint64_t value = packet->timestamp;
+        if (sequence->incremental)
+            value = sequence->clock += packet->timestamp;
+        *time = (int64_t)(value + (uint64_t)sequence->clock_offset);
+        return true;
+    }
+    /* another builtin clock: by the snapshot's offset, or as it is (a trace without one) */
+    uint64_t offset = reader->builtin_known >> clock & 1 ? (uint64_t)reader->builtin_offset[clock] : 0;
+    *time = (int64_t)(packet->timestamp + offset);
+    return true;
+}
+
+static int read_packet(struct reader *reader, struct bytes message)
+{
+    struct packet packet = {0};
+    struct field field;
+    int got;
+    FOR_EACH_FIELD(cursor, message, field, got) {
+        switch (field.number) {
+        case PACKET_TIMESTAMP:
+            packet.has_timestamp = field.wire == WIRE_VARINT;
+            packet.timestamp = field.value;
+            break;
+        case PACKET_CLOCK:
+            packet.has_clock = field.wire == WIRE_VARINT;
+            packet.clock = (uint32_t)field.value;
+            break;
+        case PACKET_SEQUENCE:
+            if (field.wire == WIRE_VARINT)
+                packet.sequence_id = (uint32_t)field.value;
+            break;
+        case PACKET_FLAGS:
+            if (field.wire == WIRE_VARINT)
+                packet.cleared |= (field.value & SEQ_INCREMENTAL_STATE_CLEARED) != 0;
+            break;
+        case PACKET_STATE_CLEARED:
+            if (field.wire == WIRE_VARINT)
+                packet.cleared |= field.value != 0;
+            break;
+        case PACKET_DEFAULTS:
+            if (field.wire == WIRE_LENGTH)
+                packet.defaults = field.bytes;
+            break;
+        case PACKET_CLOCK_SNAPSHOT:
+            if (field.wire == WIRE_LENGTH)
+                packet.snapshot = field.bytes;
+            break;
+        case PACKET_INTERNED:
+            if (field.wire == WIRE_LENGTH)
+                packet.interned = field.bytes;
+            break;
+        case PACKET_TRACK_DESCRIPTOR:
+            if (field.wire == WIRE_LENGTH)
+                packet.descriptor = field.bytes;
+            break;
+        case PACKET_TRACK_EVENT:
+            if (field.wire == WIRE_LENGTH)
+                packet.event = field.bytes;
+            break;
+        default:
+            break;
+        }
+    }
+    if (got < 0)
+        return corrupt(reader, field_problem(got));
+    struct sequence *sequence = sequence_of(reader, packet.sequence_id);
+    if (!sequence)
+        return out_of_memory(reader);
+    if (packet.cleared) {
+        uint32_t generation = sequence->generation + 1;
+        memset(sequence, 0, sizeof *sequence);
+        sequence->generation = generation;
+    }
+    if ((packet.defaults.at && read_defaults(reader, sequence, packet.defaults) != 0) ||
+        (packet.snapshot.at && read_snapshot(reader, sequence, packet.snapshot) != 0) ||
+        (packet.interned.at && read_interned(reader, packet.sequence_id, sequence, packet.interned) != 0))
+        return -1;
+    int64_t time = 0;
+    bool timed = packet_time(reader, sequence, &packet, &time);
+    if (packet.descriptor.at && read_descriptor(reader, packet.descriptor) != 0)
+        return -1;
+    if (packet.event.at) {
+        /* sequence_of is not called again: the pointer holds */
+        return read_track_event(reader, packet.sequence_id, sequence, packet.event, time, timed);
+    }
+    return 0;
+}
+
+/* ---- the file ---------------------------------------------------------------------- */
+
+static const char *plural(size_t count)
+{
+    return count == 1 ? "" : "s";
+}
+
+/* What was left out, one line each: nothing about a file cut short, which is
+ * how every trace of a process that was killed ends, and reads whole. */
+static void say_left_out(const struct reader *reader)
+{
+    size_t unended = 0, unbegun = reader->unbegun;
+    for (size_t i = 0; i < reader->track_count; i++) {
+        unended += reader->tracks[i].open.count;
+        unbegun += reader->tracks[i].ends.count;
+    }
+    if (unended)
+        nvs_events_say(reader->options, "%s: %zu range%s never ended, left out (open when the trace "
+                       "stopped)", reader->path, unended, plural(unended));
+    if (unbegun)
+        nvs_events_say(reader->options, "%s: %zu range end%s without a begin, left out", reader->path,
+                       unbegun, plural(unbegun));
+    if (reader->unnamed)
+        nvs_events_say(reader->options, "%s: %zu event%s naming an iid their sequence does not define, "
+                       "left out", reader->path, reader->unnamed, plural(reader->unnamed));
+    if (reader->untimed)
+        nvs_events_say(reader->options, "%s: %zu event%s without a time on a known clock, left out",
+                       reader->path, reader->untimed, plural(reader->untimed));
+    if (reader->trackless)
+        nvs_events_say(reader->options, "%s: %zu event%s on no track, left out", reader->path,
+                       reader->trackless, plural(reader->trackless));
+}
+
+static void reader_free(struct reader *reader)
+{
+    for (size_t i = 0; i < reader->track_count; i++) {
+        free(reader->tracks[i].open.items);
+        free(reader->tracks[i].ends.items);
+    }
+    free(reader->tracks);
+    free(reader->sequences);
+    free(reader->sequence_ids.slots);
+    free(reader->track_ids.slots);
+    free(reader->interned.slots);
+}
+
+int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
+                      const char *path, const struct nvs_load_options *options)
+{
+    struct reader reader = {.events = events, .options = options, .path = path};
+    for (size_t i = 0; i < CATEGORIES; i++)
+        reader.categories[i] = nvs_events_intern_string(events, category_names[i]);
+    reader.empty = nvs_events_intern_string(events, "");
+    reader.failed = !reader.empty || !reader.categories[CATEGORIES - 1];
+    struct bytes in = {bytes, bytes + length};
+    while (!reader.failed && !reader.problem) {
+        const unsigned char *at = in.at;
+        struct field field;
+        int got = next_field(&in, &field);
+        /* the end, or a packet (or padding) cut short: the file stops at the last whole packet */
+        if (got == FIELD_END || got == FIELD_CUT)
+            break;
+        reader.problem_at = (size_t)(at - bytes);
+        if (got < 0 || (field.number == TRACE_PACKET && field.wire != WIRE_LENGTH)) {
+            corrupt(&reader, got < 0 ? field_problem(got) : "a packet that is not a message");
+            break;
+        }
+        if (field.number != TRACE_PACKET)
+            continue;       /* the writer's padding (field 2), or another writer's field */
+        reader.packets++;
+        read_packet(&reader, field.bytes);
+    }
+    int outcome = -1;
+    if (reader.failed)
+        nvs_events_say(options, "out of memory reading %s", path);
+    else if (reader.problem)
+        nvs_events_say(options, "cannot read %s: not a whole Perfetto trace: %s, in the packet at byte %zu",
+                       path, reader.problem, reader.problem_at);
+    else if (!reader.packets)
+        nvs_events_say(options, "cannot read %s: no whole packet of a Perfetto trace (empty, or cut short "
+                       "before its first packet)", path);
+    else {
+        say_left_out(&reader);
+        outcome = 0;
+    }
+    reader_free(&reader);
+    return outcome;
+}
+
+static bool ends_with(const char *text, const char *suffix)
+{
+    size_t length = strlen(text), suffix_length = strlen(suffix);
+    return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
+}
+
+/* Up to LIMIT bytes of PATH (all of it with SIZE_MAX), gunzipped when
+ * gzipped (zlib reads other files as they are). A gzip stream cut short gives
+ * what it holds, as a trace cut short does. NULL with errno, or *WHY, set. */
+static unsigned char *read_file(const char *path, size_t limit, size_t *length, const char **why)
+{
+    *why = NULL;
+    *length = 0;
+    gzFile file = gzopen(path, "rb");
+    if (!file)
+        return NULL;
+    gzbuffer(file, 1 << 18);
+    unsigned char *bytes = NULL;
+    size_t capacity = 0;
+    for (;;) {
+        if (capacity - *length < (1 << 16)) {
+            size_t more = capacity ? capacity * 2 : 1 << 20;
+            unsigned char *grown = realloc(bytes, more);
+            if (!grown) {
+                *why = "out of memory";
+                break;
+            }
+            bytes = grown;
+            capacity = more;
+        }
+        size_t room = capacity - *length < limit - *length ? capacity - *length : limit - *length;
+        unsigned want = room > (1u << 30) ? 1u << 30 : (unsigned)room;
+        int got = want ? gzread(file, bytes + *length, want) : 0;
+        if (got < 0) {
+            int code;
+            const char *error = gzerror(file, &code);
+            if (code == Z_ERRNO)
+                *why = strerror(errno);
+            else if (!*length)
+                *why = error;
+            break;
+        }
+        if (got == 0)
+            break;
+        *length += (size_t)got;
+    }
+    gzclose(file);
+    if (*why) {
+        free(bytes);
+        return NULL;
+    }
+    return bytes;
+}
+
+/* Whether BYTES (a file's first LENGTH) start a binary trace: 0x0a, a length
+ * and a whole packet. "\n[" or "\n{" begins a JSON trace too (a packet of 91
+ * or 123 bytes): those must hold a packet that parses. */
+static bool starts_a_pftrace(const unsigned char *bytes, size_t length)
+{
+    if (!length || bytes[0] != 0x0a)
+        return false;
+    size_t blank = 0;
+    while (blank < length && strchr(" \t\r\n", bytes[blank]) && bytes[blank])
+        blank++;
+    if (blank == length || (bytes[blank] != '[' && bytes[blank] != '{'))
+        return true;
+    struct bytes in = {bytes, bytes + length};
+    struct field field;
+    if (next_field(&in, &field) != FIELD_OK)
+        return false;
+    int got;
+    struct field inner;
+    FOR_EACH_FIELD(cursor, field.bytes, inner, got) {
+    }
+    return got == FIELD_END;
+}
+
+bool nvs_pftrace_is(const char *path)
+{
+    if (ends_with(path, ".pftrace") || ends_with(path, ".pftrace.gz"))
+        return true;
+    /* a pipe's bytes cannot be read twice: by its name only */
+    struct stat status;
+    if (stat(path, &status) != 0 || !S_ISREG(status.st_mode))
+        return false;
+    size_t length;
+    const char *why;
+    unsigned char *head = read_file(path, 1 << 16, &length, &why);
+    bool pftrace = head && starts_a_pftrace(head, length);
+    free(head);
+    return pftrace;
+}
+
+int nvs_pftrace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+{
+    size_t length;
+    const char *why;
+    errno = 0;
+    unsigned char *bytes = read_file(path, SIZE_MAX, &length, &why);
+    if (!bytes) {
+        nvs_events_say(options, "cannot read %s: %s", path,
+                       why ? why : errno ? strerror(errno) : "out of memory");
+        return -1;
+    }
+    int outcome = nvs_pftrace_parse(events, bytes, length, path, options);
+    free(bytes);
+    return outcome;
+}
