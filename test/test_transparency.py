@@ -142,6 +142,10 @@ CORPUS = [
     Case("test_config", ["test/test_config"]),
     Case("test_trace_json", ["test/test_trace_json"]),
     Case("test_cli_trace_json", ["test/test_cli_trace_json"]),
+    # The loaders' events of a file (test_cli_pftrace.py's tool), given a file that is no
+    # trace (a configuration fuzz seed): its one line and exit status.
+    Case("events_dump-not-a-trace", ["test/events_dump",
+                         os.path.join(ROOT, "test", "fuzz", "corpus", "seed-trace-100__.json")]),
     Case("secure_probe", ["test/secure_probe", "libc.so.6"]),
     Case("secure_probe-usage", ["test/secure_probe"]),
     Case("dlsym_next", ["test/dlsym_next"], env={"LD_PRELOAD": "@test/libpreload_probe.so"}),
@@ -256,7 +260,7 @@ def test_the_corpus_lists_every_program():
     files = subprocess.run(["git", "ls-files", "examples", "test/programs", "test/cuda",
                             "test/unit", "test/usbdev"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    libraries = {"preload_probe", "malloc_count", "stub_libcuda", "stub_libcudart"}
+    libraries = {"preload_probe", "malloc_count", "fakeclock", "stub_libcuda", "stub_libcudart"}
     wanted = set()
     for path in files:
         directory, base = os.path.split(path)
