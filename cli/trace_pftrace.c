@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "trace_json.h"
+#include "trace_reader.h"
 
 /* ---- the wire format ------------------------------------------------------------ */
 
@@ -258,13 +259,9 @@ struct sequence {
 };
 
 /* A range begun and not yet ended (or, on an async track, an end waiting for its begin). */
-struct half {
-    struct nvs_event range;
-    struct nvs_kernel_figures figures;
-};
 
 struct halves {
-    struct half *items;
+    struct nvs_trace_side *items;
     size_t count, capacity;
 };
 
@@ -275,16 +272,6 @@ struct track {
     struct halves ends;         /* an async track's ends read before their begin */
 };
 
-/* The categories that are not NVTX (events.h), and the kind of each, as trace_reader.c has them. */
-static const char *const category_names[] = {
-    NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
-    NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
-};
-static const enum nvs_event_kind category_kinds[] = {
-    NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
-    NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
-};
-#define CATEGORIES (sizeof category_names / sizeof category_names[0])
 
 /* The uuids the library gives its process and thread tracks (docs/pftrace.md: Tracks). */
 #define PROCESS_TRACK_BIT (1ull << 62)
@@ -294,7 +281,7 @@ struct reader {
     struct nvs_events *events;
     const struct nvs_load_options *options;
     const char *path;
-    const char *categories[CATEGORIES];     /* interned */
+    struct nvs_trace_kinds kinds;           /* the non-NVTX categories, interned */
     const char *empty;                      /* "", interned */
     struct sequence *sequences;
     size_t sequence_count, sequence_capacity;
@@ -329,25 +316,25 @@ static int corrupt(struct reader *reader, const char *problem)
     return -1;
 }
 
-static struct half *halves_add(struct halves *halves)
+static struct nvs_trace_side *halves_add(struct halves *halves)
 {
     if (halves->count == halves->capacity) {
         size_t capacity = halves->capacity ? halves->capacity * 2 : 8;
-        struct half *grown = realloc(halves->items, capacity * sizeof *grown);
+        struct nvs_trace_side *grown = realloc(halves->items, capacity * sizeof *grown);
         if (!grown)
             return NULL;
         halves->items = grown;
         halves->capacity = capacity;
     }
-    struct half *half = &halves->items[halves->count++];
+    struct nvs_trace_side *half = &halves->items[halves->count++];
     memset(half, 0, sizeof *half);
     return half;
 }
 
 /* Takes item I out, the ones after it moving down. */
-static struct half halves_take(struct halves *halves, size_t i)
+static struct nvs_trace_side halves_take(struct halves *halves, size_t i)
 {
-    struct half taken = halves->items[i];
+    struct nvs_trace_side taken = halves->items[i];
     memmove(&halves->items[i], &halves->items[i + 1], (halves->count - i - 1) * sizeof taken);
     halves->count--;
     return taken;
@@ -811,48 +798,12 @@ static int read_event_fields(struct reader *reader, uint32_t sequence_id, const 
     return got < 0 ? corrupt(reader, field_problem(got)) : 0;
 }
 
-/* A range added: NVTX, or the kind its category names; with the kernel
- * figures when the runnable and blocked times are both there (as
- * trace_reader.c's add_range). */
-static int add_range(struct reader *reader, const struct nvs_event *range,
-                     const struct nvs_kernel_figures *figures)
+/* BEGIN ended by END, added (nvs_trace_add_joined). */
+static int join(struct reader *reader, const struct nvs_trace_side *begin, const struct nvs_trace_side *end, bool async)
 {
-    struct nvs_event *event = nvs_events_add(reader->events);
-    if (!event)
+    if (!nvs_trace_add_joined(reader->events, &reader->kinds, begin, end, async))
         return out_of_memory(reader);
-    *event = *range;
-    event->kind = NVS_EVENT_RANGE;
-    for (size_t i = 0; i < CATEGORIES; i++)
-        if (event->domain == reader->categories[i])
-            event->kind = category_kinds[i];
-    unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
-    if ((figures->present & needed) != needed)
-        return 0;
-    if (!(event->offcpu = nvs_events_alloc(reader->events, sizeof *event->offcpu)))
-        return out_of_memory(reader);
-    *event->offcpu = nvs_offcpu_of(figures);
     return 0;
-}
-
-/* BEGIN ended by END: a range on BEGIN's thread, to END's time (never before
- * its start), with END's payload over BEGIN's and the figures of both, END's
- * winning; an async one ended on another thread says which. */
-static int join(struct reader *reader, const struct half *begin, const struct half *end, bool async)
-{
-    struct nvs_event range = begin->range;
-    range.end = end->range.start > range.start ? end->range.start : range.start;
-    range.end_tid = async && end->range.tid != range.tid ? end->range.tid : 0;
-    range.async = async;
-    if (end->range.has_payload) {
-        range.payload = end->range.payload;
-        range.has_payload = true;
-    }
-    struct nvs_kernel_figures figures = begin->figures;
-    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
-        if (end->figures.present & 1u << i)
-            figures.value[i] = end->figures.value[i];
-    figures.present |= end->figures.present;
-    return add_range(reader, &range, &figures);
 }
 
 /* The innermost open slice that END closes: of its name and category where
@@ -888,7 +839,7 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
         reader->trackless++;
         return 0;
     }
-    struct half half = {.figures = fields.figures};
+    struct nvs_trace_side half = {.figures = fields.figures};
     sequence_thread(reader, sequence, &half.range.pid, &half.range.tid);
     struct track *track = track_of(reader, uuid);
     if (!track)
@@ -914,10 +865,10 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
     if (fields.type == SLICE_BEGIN) {
         if (!thread && track->ends.count) {
             /* its end came first (another thread's buffer reached the file before) */
-            struct half end = halves_take(&track->ends, track->ends.count - 1);
+            struct nvs_trace_side end = halves_take(&track->ends, track->ends.count - 1);
             return join(reader, &half, &end, true);
         }
-        struct half *open = halves_add(&track->open);
+        struct nvs_trace_side *open = halves_add(&track->open);
         if (!open)
             return out_of_memory(reader);
         *open = half;
@@ -928,14 +879,14 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
         /* A slice closed under others still open crosses them: the JSON form
          * writes it as an async pair, and so it is one here too. */
         bool under = match + 1 < track->open.count;
-        struct half begin = halves_take(&track->open, match);
+        struct nvs_trace_side begin = halves_take(&track->open, match);
         return join(reader, &begin, &half, !thread || under);
     }
     if (thread) {
         reader->unbegun++;
         return 0;
     }
-    struct half *end = halves_add(&track->ends);
+    struct nvs_trace_side *end = halves_add(&track->ends);
     if (!end)
         return out_of_memory(reader);
     *end = half;
@@ -1097,10 +1048,8 @@ int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, siz
                       const char *path, const struct nvs_load_options *options)
 {
     struct reader reader = {.events = events, .options = options, .path = path};
-    for (size_t i = 0; i < CATEGORIES; i++)
-        reader.categories[i] = nvs_events_intern_string(events, category_names[i]);
     reader.empty = nvs_events_intern_string(events, "");
-    reader.failed = !reader.empty || !reader.categories[CATEGORIES - 1];
+    reader.failed = !reader.empty || !nvs_trace_kinds_init(&reader.kinds, events);
     struct bytes in = {bytes, bytes + length};
     while (!reader.failed && !reader.problem) {
         const unsigned char *at = in.at;

@@ -44,20 +44,71 @@ struct async_halves {
     uint64_t next_order;
 };
 
-/* The categories that are not NVTX (events.h), and the kind of each. */
-static const char *const category_names[] = {
-    NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
-    NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
-};
-static const enum nvs_event_kind category_kinds[] = {
-    NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
-    NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
-};
-#define CATEGORIES (sizeof category_names / sizeof category_names[0])
+/* ---- what both trace readers share (trace_reader.h) ---- */
+
+bool nvs_trace_kinds_init(struct nvs_trace_kinds *kinds, struct nvs_events *events)
+{
+    static const char *const names[NVS_TRACE_KINDS] = {
+        NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
+        NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
+    };
+    static const enum nvs_event_kind kind[NVS_TRACE_KINDS] = {
+        NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
+        NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
+    };
+    for (size_t i = 0; i < NVS_TRACE_KINDS; i++) {
+        kinds->kind[i] = kind[i];
+        if (!(kinds->category[i] = nvs_events_intern_string(events, names[i])))
+            return false;
+    }
+    return true;
+}
+
+bool nvs_trace_add_range(struct nvs_events *events, const struct nvs_trace_kinds *kinds,
+                         const struct nvs_event *range, const struct nvs_kernel_figures *figures)
+{
+    struct nvs_event *event = nvs_events_add(events);
+    if (!event)
+        return false;
+    *event = *range;
+    event->kind = NVS_EVENT_RANGE;
+    for (size_t i = 0; i < NVS_TRACE_KINDS; i++)
+        if (event->domain == kinds->category[i])
+            event->kind = kinds->kind[i];
+    unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
+    if ((figures->present & needed) != needed)
+        return true;
+    if (!(event->offcpu = nvs_events_alloc(events, sizeof *event->offcpu)))
+        return false;
+    *event->offcpu = nvs_offcpu_of(figures);
+    return true;
+}
+
+bool nvs_trace_add_joined(struct nvs_events *events, const struct nvs_trace_kinds *kinds,
+                          const struct nvs_trace_side *begin, const struct nvs_trace_side *end,
+                          bool async)
+{
+    struct nvs_event range = begin->range;
+    range.end = end->range.start > range.start ? end->range.start : range.start;
+    range.end_tid = async && end->range.tid != range.tid ? end->range.tid : 0;
+    range.async = async;
+    if (end->range.has_payload) {
+        range.payload = end->range.payload;
+        range.has_payload = true;
+    }
+    struct nvs_kernel_figures figures = begin->figures;
+    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
+        if (end->figures.present & 1u << i)
+            figures.value[i] = end->figures.value[i];
+    figures.present |= end->figures.present;
+    return nvs_trace_add_range(events, kinds, &range, &figures);
+}
+
+/* ---- the JSON form ---- */
 
 struct trace_reader {
     struct nvs_events *events;
-    const char *categories[CATEGORIES]; /* the non-NVTX categories, interned */
+    struct nvs_trace_kinds kinds;       /* the non-NVTX categories, interned */
     /* Each thread writes its own part of a trace file, so an end may come
      * before its begin in the file: either half waits for the other. */
     struct async_halves begins, ends;
@@ -199,28 +250,14 @@ static struct nvs_event *add_event(struct trace_reader *reader, const struct nvs
     return added;
 }
 
-/* A range (an X event, or an async pair joined): NVTX, or the kind its
- * category names; with the kernel figures when the runnable and blocked times
- * are both there (the others count as 0 when absent). */
+/* A range (an X event): nvs_trace_add_range's. */
 static int add_range(struct trace_reader *reader, const struct nvs_event *range,
                      const struct nvs_kernel_figures *figures)
 {
-    struct nvs_event *event = add_event(reader, range);
-    if (!event)
-        return 1;
-    event->kind = NVS_EVENT_RANGE;
-    for (size_t i = 0; i < CATEGORIES; i++)
-        if (event->domain == reader->categories[i])
-            event->kind = category_kinds[i];
-    unsigned needed = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS;
-    if ((figures->present & needed) != needed)
+    if (nvs_trace_add_range(reader->events, &reader->kinds, range, figures))
         return 0;
-    if (!(event->offcpu = nvs_events_alloc(reader->events, sizeof *event->offcpu))) {
-        reader->failed = true;
-        return 1;
-    }
-    *event->offcpu = nvs_offcpu_of(figures);
-    return 0;
+    reader->failed = true;
+    return 1;
 }
 
 /* The key of an async event at EVENT's pid and category; false when it has no
@@ -239,25 +276,15 @@ static bool read_async_key(struct trace_reader *reader, const struct nvs_json *j
     return key->id_text != NULL;
 }
 
-/* An async pair joined: the range from BEGIN to END, on the thread that began
- * it, with the figures of both (the end's winning). */
+/* An async pair joined (nvs_trace_add_joined). */
 static int join_async(struct trace_reader *reader, const struct async_half *begin,
                       const struct async_half *end)
 {
-    struct nvs_event range = begin->range;
-    range.end = end->range.start > range.start ? end->range.start : range.start;
-    range.end_tid = end->range.tid != range.tid ? end->range.tid : 0;
-    range.async = true;
-    if (end->range.has_payload) {
-        range.payload = end->range.payload;
-        range.has_payload = true;
-    }
-    struct nvs_kernel_figures figures = begin->figures;
-    for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++)
-        if (end->figures.present & 1u << i)
-            figures.value[i] = end->figures.value[i];
-    figures.present |= end->figures.present;
-    return add_range(reader, &range, &figures);
+    struct nvs_trace_side first = {begin->range, begin->figures}, last = {end->range, end->figures};
+    if (nvs_trace_add_joined(reader->events, &reader->kinds, &first, &last, true))
+        return 0;
+    reader->failed = true;
+    return 1;
 }
 
 /* A "b" (or, with END, an "e"): joined with its other half when that came
@@ -446,11 +473,10 @@ int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs
     if (nvs_pftrace_is(path))
         return nvs_pftrace_load(events, path, options);
     struct trace_reader reader = {.events = events};
-    for (size_t i = 0; i < CATEGORIES; i++)
-        if (!(reader.categories[i] = nvs_events_intern_string(events, category_names[i]))) {
-            nvs_events_say(options, "out of memory");
-            return -1;
-        }
+    if (!nvs_trace_kinds_init(&reader.kinds, events)) {
+        nvs_events_say(options, "out of memory");
+        return -1;
+    }
     struct nvs_trace_read result;
     char error[256];
     int status = is_gzip(path) ? read_gzip_trace(path, on_trace_event, &reader, &result, error, sizeof error)

@@ -13,4 +13,36 @@
  * "nvtxshim: COMMAND: ..." line on stderr. */
 int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options);
 
+/* ---- what both trace readers (JSON here, the binary form in trace_pftrace.c) share ---- */
+
+/* The Chrome categories that are not NVTX (events.h), interned in one event set: a range in one
+ * of them is of that kind. */
+#define NVS_TRACE_KINDS 7
+struct nvs_trace_kinds {
+    const char *category[NVS_TRACE_KINDS];
+    enum nvs_event_kind kind[NVS_TRACE_KINDS];
+};
+/* False when out of memory. */
+bool nvs_trace_kinds_init(struct nvs_trace_kinds *kinds, struct nvs_events *events);
+
+/* One side of a range as a trace file gives it: the range as far as that side says, and the
+ * kernel probe's figures on it. */
+struct nvs_trace_side {
+    struct nvs_event range;
+    struct nvs_kernel_figures figures;
+};
+
+/* Adds RANGE: NVTX, or the kind its category names; with the kernel figures when the runnable
+ * and blocked times are both there (the others count as 0 when absent). False when out of
+ * memory. */
+bool nvs_trace_add_range(struct nvs_events *events, const struct nvs_trace_kinds *kinds,
+                         const struct nvs_event *range, const struct nvs_kernel_figures *figures);
+
+/* BEGIN ended by END, added: a range on BEGIN's thread to END's time (never before its start),
+ * END's payload over BEGIN's, the figures of both (END's winning); an ASYNC one ended on
+ * another thread says which. False when out of memory. */
+bool nvs_trace_add_joined(struct nvs_events *events, const struct nvs_trace_kinds *kinds,
+                          const struct nvs_trace_side *begin, const struct nvs_trace_side *end,
+                          bool async);
+
 #endif
