@@ -36,18 +36,20 @@ MODES = {
 }
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
-def test_stress_under_tsan_is_clean_and_the_trace_complete(make_device, xserver, tmp_path, mode):
-    workers, reads, statuses, copies, x11_calls, queued = 6, 50, 50, 40, 25, 150
-    frames = workers * reads + queued
-    options = ["--workers", str(workers), "--reads", str(reads), "--statuses", str(statuses),
-               "--copies", str(copies), "--x11", str(x11_calls), "--async", str(queued),
+WORKERS, READS, STATUSES, COPIES, X11_CALLS, QUEUED = 6, 50, 50, 40, 25, 150
+FRAMES = WORKERS * READS + QUEUED
+
+
+def stress_under_tsan(make_device, xserver, trace, mode):
+    """The stress program built with TSan, the TSan shim recording to TRACE in MODE: no report,
+    its output as without the shim; the plain run's output."""
+    options = ["--workers", str(WORKERS), "--reads", str(READS), "--statuses", str(STATUSES),
+               "--copies", str(COPIES), "--x11", str(X11_CALLS), "--async", str(QUEUED),
                "--queue", "6"]
-    device = make_device(frames=frames)
+    device = make_device(frames=FRAMES)
     env = {"DISPLAY": xserver.display, "LD_LIBRARY_PATH": STUB}
     plain = run([program("test/stress")] + options, env=env, shim=False, device=device)
     assert plain.returncode == 0, plain.stderr
-    trace = tmp_path / "stress.json"
     tsan = dict(env, NVS_SANITIZER_SHIM=TSAN_SHIM, NVTXSHIM_TRACE=str(trace), **MODES[mode],
                 TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions="
                              + os.path.join(SUPPRESSIONS, "tsan.supp"))
@@ -60,6 +62,15 @@ def test_stress_under_tsan_is_clean_and_the_trace_complete(make_device, xserver,
         pytest.fail("exit status %d\n%s" % (result.returncode, report[-12000:]), pytrace=False)
     assert result.stdout == plain.stdout
     assert b"cuda: yes" in plain.stdout and b"x11: yes" in plain.stdout
+    return plain
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_stress_under_tsan_is_clean_and_the_trace_complete(make_device, xserver, tmp_path, mode):
+    workers, reads, statuses, x11_calls, queued = WORKERS, READS, STATUSES, X11_CALLS, QUEUED
+    frames = FRAMES
+    trace = tmp_path / "stress.json"
+    plain = stress_under_tsan(make_device, xserver, trace, mode)
 
     events = load_trace(trace)
     # One frame per bulk IN on 0x81, whichever thread read it or completed it; or
@@ -159,25 +170,9 @@ def test_stress_under_tsan_writing_the_binary_form(make_device, xserver, tmp_pat
     # interned ids from one counter, categories named while others record) under TSan, and
     # the file checked packet by packet against Perfetto's schema (test/pftrace_check.py).
     from test_trace_pftrace import check
-    workers, reads, statuses, copies, x11_calls, queued = 6, 50, 50, 40, 25, 150
-    frames = workers * reads + queued
-    options = ["--workers", str(workers), "--reads", str(reads), "--statuses", str(statuses),
-               "--copies", str(copies), "--x11", str(x11_calls), "--async", str(queued),
-               "--queue", "6"]
-    device = make_device(frames=frames)
-    env = {"DISPLAY": xserver.display, "LD_LIBRARY_PATH": STUB}
-    plain = run([program("test/stress")] + options, env=env, shim=False, device=device)
-    assert plain.returncode == 0, plain.stderr
+    workers, reads, statuses, frames = WORKERS, READS, STATUSES, FRAMES
     trace = tmp_path / "stress.pftrace"
-    tsan = dict(env, NVS_SANITIZER_SHIM=TSAN_SHIM, NVTXSHIM_TRACE=str(trace), **MODES["frames"],
-                TSAN_OPTIONS="halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions="
-                             + os.path.join(SUPPRESSIONS, "tsan.supp"))
-    result = run(["sh", "-c", APPEND, "sh", program("tsan/test/stress")] + options, env=tsan,
-                 shim=False, device=device, timeout=300)
-    report = result.stderr.decode(errors="replace")
-    if "ThreadSanitizer" in report or result.returncode != 0:
-        pytest.fail("exit status %d\n%s" % (result.returncode, report[-12000:]), pytrace=False)
-    assert result.stdout == plain.stdout
+    stress_under_tsan(make_device, xserver, trace, "frames")
     summary = check(trace)
     by_domain = collections.Counter((r["category"], r["name"].split(" ")[0]) for r in summary["ranges"])
     assert by_domain[("usb", "libusb_control_transfer")] == frames
