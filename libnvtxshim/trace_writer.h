@@ -18,7 +18,7 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 
-#define NVS_WRITER_BYTES (8u * 1024u)   /* a thread's whole events before they go to the file */
+#define NVS_WRITER_BYTES (32u * 1024u)  /* a thread's whole events before they go to the file */
 #define NVS_WRITER_ROOM (NVS_WRITER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a name and an event past it */
 /* Every encoded event is at least 16 bytes, so a buffer's bytes bound its events. */
 #define NVS_WRITER_EVENTS (NVS_WRITER_ROOM / 16u)
