@@ -16,6 +16,7 @@
 #define NVS_TRACE_TEXT_MAX 256u     /* a name, UTF-8, with its NUL; longer ones are cut */
 #define NVS_TRACE_CATEGORIES 64u    /* categories a domain can name (more are numbers) */
 #define NVS_TRACE_EVENT_MAX 2048u   /* one encoded event, at most */
+#define NVS_TRACE_EVENT_MIN 8u      /* ... and at least (a protobuf end packet is 12) */
 #define NVS_TRACE_ARGS_MAX 10u      /* numbers in the args of one end or interval */
 #define NVS_TRACE_KEY_MAX 32u       /* the length of their keys, at most */
 #define NVS_TRACE_STACK_DEPTH 1024  /* push/pop ranges open on one thread that are kept */
@@ -86,7 +87,7 @@ struct nvs_trace_thread_ids {
 };
 
 /* An encoder writes one whole event at OUT (room for NVS_TRACE_EVENT_MAX
- * bytes, and at least 16 written) and returns its end. Pure: no I/O, no
+ * bytes, and at least NVS_TRACE_EVENT_MIN written) and returns its end. Pure: no I/O, no
  * allocation, no lock. */
 struct nvs_trace_encoder {
     const char *name;

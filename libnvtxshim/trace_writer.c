@@ -619,7 +619,8 @@ char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
     if (atomic_load(&state.finished))
         goto drop;
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
-    if (atomic_load(&state.file) != FILE_OPEN || (published & 0xffffu) > NVS_WRITER_BYTES) {
+    if (atomic_load(&state.file) != FILE_OPEN || (published & 0xffffu) > NVS_WRITER_BYTES ||
+        (published >> 16) >= NVS_WRITER_EVENTS - 1) {
         int file = atomic_load(&state.file);
         bool room = file != FILE_REFUSED && file != FILE_STOPPED && make_room(thread);
         if (!room) {

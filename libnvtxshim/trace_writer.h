@@ -20,9 +20,12 @@
 
 #define NVS_WRITER_BYTES (32u * 1024u)  /* a thread's whole events before they go to the file */
 #define NVS_WRITER_ROOM (NVS_WRITER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a name and an event past it */
-/* Every encoded event is at least 16 bytes, so a buffer's bytes bound its events. */
-#define NVS_WRITER_EVENTS (NVS_WRITER_ROOM / 16u)
+/* Every encoded event is at least NVS_TRACE_EVENT_MIN bytes, so a buffer's bytes bound its
+ * events; a buffer that nonetheless holds this many is flushed before the next (a guard: an
+ * encoder's short event must never write past ends[]). */
+#define NVS_WRITER_EVENTS (NVS_WRITER_ROOM / NVS_TRACE_EVENT_MIN)
 _Static_assert(NVS_WRITER_ROOM < 65536u, "published packs bytes in 16 bits");
+_Static_assert(NVS_WRITER_EVENTS < 65536u, "published packs events in 16 bits");
 
 /* A thread's buffer. Its fields are the writer's (trace_writer.c); it is in
  * this header only so that an event's begin and commit are inlined. */
@@ -102,7 +105,8 @@ static inline char *nvs_writer_begin(struct nvs_writer_thread *thread)
     atomic_signal_fence(memory_order_seq_cst);
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
     if (__builtin_expect(!atomic_load_explicit(&nvs_writer_ready, memory_order_relaxed) ||
-                         (published & 0xffffu) > NVS_WRITER_BYTES, 0)) {
+                         (published & 0xffffu) > NVS_WRITER_BYTES ||
+                         (published >> 16) >= NVS_WRITER_EVENTS - 1, 0)) {
         atomic_signal_fence(memory_order_seq_cst);
         thread->writing = 0;
         return nvs_writer_begin_slow(thread);

@@ -84,3 +84,18 @@ def test_a_small_tmpfs_that_fills_keeps_whole_packets(small_tmpfs):  # noqa: F81
     packets, _ = walk(data)                 # nothing but whole packets and padding
     assert packets and packets[-1][1] == len(data), "the file ends inside padding"
     assert any(e.type == pftrace.BEGIN for e in pftrace.events(data))
+
+
+def test_a_buffer_of_the_smallest_events(tmp_path):
+    # Push/pop pairs of one registered name: 12 to 16 bytes an event, more events to a buffer
+    # than any before the binary form. The writer's table of where each event ends must hold
+    # them all (it once ran past its end into the events themselves, and the file was garbage
+    # from there).
+    trace = tmp_path / "short.pftrace"
+    result = run([program("test/trace_adversary"), "short", "30000"],
+                 env={"NVTXSHIM_TRACE": str(trace)})
+    assert result.returncode == 0 and result.stdout == b"30000 short ranges\n", result.stderr
+    data = trace.read_bytes()
+    walk(data)
+    begins = [e for e in pftrace.events(data) if e.type == pftrace.BEGIN]
+    assert len(begins) == 30000 and {e.name for e in begins} == {"w"}

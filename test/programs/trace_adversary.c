@@ -26,7 +26,10 @@
  *     trace_adversary unended N M
  *         N start ranges "open I" that never end, then M start/end pairs "pair I"
  *     trace_adversary deep N
- *         N push ranges "depth I" nested on one thread, then N pops */
+ *         N push ranges "depth I" nested on one thread, then N pops
+ *     trace_adversary short N
+ *         N push/pop pairs of one registered name in a domain: the smallest events
+ *         an encoder writes (the binary form's begin and end are 12 to 16 bytes) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -225,6 +228,22 @@ static int signal_loop(const char *mode)
     return 0;
 }
 
+static int short_events(long count)
+{
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("s");
+    nvtxEventAttributes_t attributes = {0};
+    attributes.version = NVTX_VERSION;
+    attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attributes.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attributes.message.registered = nvtxDomainRegisterStringA(domain, "w");
+    for (long i = 0; i < count; i++) {
+        nvtxDomainRangePushEx(domain, &attributes);
+        nvtxDomainRangePop(domain);
+    }
+    printf("%ld short ranges\n", count);
+    return 0;
+}
+
 static int unended(long open_count, long pairs)
 {
     char name[64];
@@ -270,8 +289,10 @@ int main(int argc, char **argv)
         return unended(number(argv[2]), number(argv[3]));
     if (!strcmp(mode, "deep") && argc == 3)
         return deep(number(argv[2]));
+    if (!strcmp(mode, "short") && argc == 3)
+        return short_events(number(argv[2]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
                     "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
-                    "unended N M | deep N\n");
+                    "unended N M | deep N | short N\n");
     return 2;
 }
