@@ -316,17 +316,28 @@ static int corrupt(struct reader *reader, const char *problem)
     return -1;
 }
 
+/* ITEMS (COUNT items of SIZE bytes, room for *CAPACITY) with room for one more:
+ * the same array, or a larger one (the capacity doubling from FIRST); NULL
+ * when out of memory, ITEMS untouched. */
+static void *room_for_one(void *items, size_t count, size_t *capacity, size_t size, size_t first)
+{
+    if (count < *capacity)
+        return items;
+    size_t grown_capacity = *capacity ? *capacity * 2 : first;
+    void *grown = realloc(items, grown_capacity * size);
+    if (grown)
+        *capacity = grown_capacity;
+    return grown;
+}
+
 static struct nvs_trace_side *halves_add(struct halves *halves)
 {
-    if (halves->count == halves->capacity) {
-        size_t capacity = halves->capacity ? halves->capacity * 2 : 8;
-        struct nvs_trace_side *grown = realloc(halves->items, capacity * sizeof *grown);
-        if (!grown)
-            return NULL;
-        halves->items = grown;
-        halves->capacity = capacity;
-    }
-    struct nvs_trace_side *half = &halves->items[halves->count++];
+    struct nvs_trace_side *items = room_for_one(halves->items, halves->count, &halves->capacity,
+                                                sizeof *items, 8);
+    if (!items)
+        return NULL;
+    halves->items = items;
+    struct nvs_trace_side *half = &items[halves->count++];
     memset(half, 0, sizeof *half);
     return half;
 }
@@ -349,16 +360,13 @@ static struct sequence *sequence_of(struct reader *reader, uint32_t id)
         return NULL;
     if (slot->value != SIZE_MAX)
         return &reader->sequences[slot->value];
-    if (reader->sequence_count == reader->sequence_capacity) {
-        size_t capacity = reader->sequence_capacity ? reader->sequence_capacity * 2 : 16;
-        struct sequence *grown = realloc(reader->sequences, capacity * sizeof *grown);
-        if (!grown)
-            return NULL;
-        reader->sequences = grown;
-        reader->sequence_capacity = capacity;
-    }
+    struct sequence *sequences = room_for_one(reader->sequences, reader->sequence_count,
+                                              &reader->sequence_capacity, sizeof *sequences, 16);
+    if (!sequences)
+        return NULL;
+    reader->sequences = sequences;
     slot->value = reader->sequence_count;
-    struct sequence *sequence = &reader->sequences[reader->sequence_count++];
+    struct sequence *sequence = &sequences[reader->sequence_count++];
     memset(sequence, 0, sizeof *sequence);
     return sequence;
 }
@@ -372,16 +380,13 @@ static struct track *track_of(struct reader *reader, uint64_t uuid)
         return NULL;
     if (slot->value != SIZE_MAX)
         return &reader->tracks[slot->value];
-    if (reader->track_count == reader->track_capacity) {
-        size_t capacity = reader->track_capacity ? reader->track_capacity * 2 : 64;
-        struct track *grown = realloc(reader->tracks, capacity * sizeof *grown);
-        if (!grown)
-            return NULL;
-        reader->tracks = grown;
-        reader->track_capacity = capacity;
-    }
+    struct track *tracks = room_for_one(reader->tracks, reader->track_count,
+                                        &reader->track_capacity, sizeof *tracks, 64);
+    if (!tracks)
+        return NULL;
+    reader->tracks = tracks;
     slot->value = reader->track_count;
-    struct track *track = &reader->tracks[reader->track_count++];
+    struct track *track = &tracks[reader->track_count++];
     memset(track, 0, sizeof *track);
     if ((uuid & ~(THREAD_TRACK_BIT - 1)) == THREAD_TRACK_BIT) {
         track->pid = reader->process_pid;
