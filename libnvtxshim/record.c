@@ -237,15 +237,8 @@ static void copy_event(struct nvs_trace_event *target, const struct nvs_trace_ev
         memcpy(target->text, source->text, source->text_length + 1);
 }
 
-/* THREAD's room for one event, or NULL (counted by the writer). */
-#define WRITE_EVENT(thread, encode_call)                                              \
-    do {                                                                              \
-        char *out_ = nvs_writer_begin(thread);                                        \
-        if (out_)                                                                     \
-            nvs_writer_commit((thread), encode_call);                                 \
-    } while (0)
-
-/* The same, as an expression: whether the event reached the buffer. */
+/* ENCODE_CALL writes one event at out_, THREAD's room for it (none: the
+ * event is dropped, counted by the writer); whether it reached the buffer. */
 #define WRITTEN_EVENT(thread, encode_call)                                            \
     __extension__({                                                                   \
         char *out_ = nvs_writer_begin(thread);                                        \
@@ -253,6 +246,7 @@ static void copy_event(struct nvs_trace_event *target, const struct nvs_trace_ev
             nvs_writer_commit((thread), encode_call);                                 \
         out_ != NULL;                                                                 \
     })
+#define WRITE_EVENT(thread, encode_call) ((void)WRITTEN_EVENT(thread, encode_call))
 
 /* Ids for an event about thread TID written in THREAD's sequence. */
 static struct nvs_trace_thread_ids ids_for(struct nvs_writer_thread *thread, uint32_t tid)
