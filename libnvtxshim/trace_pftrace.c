@@ -103,7 +103,6 @@
 
 struct pf_sequence {
     uint64_t last_ns;               /* clock 64's value */
-    uint64_t thread_uuid;
     uint32_t marked;                /* bytes of interned[] that may have a bit set */
     uint32_t head_length;
     unsigned char head[16];         /* sequence id and SEQ_NEEDS_INCREMENTAL_STATE */
@@ -632,7 +631,6 @@ static char *pf_start(char *text, struct nvs_trace_thread_ids *thread, const cha
     memset(sequence->interned, 0, sequence->marked);
     sequence->marked = 0;
     sequence->last_ns = now_ns;
-    sequence->thread_uuid = THREAD_UUID(thread->tid);
     memset(sequence->head, 0, sizeof sequence->head);
     byte *head = put_field_varint(sequence->head, TAG_SEQUENCE, thread->sequence_id);
     head = PUT(head, TAG_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
@@ -648,7 +646,7 @@ static char *pf_start(char *text, struct nvs_trace_thread_ids *thread, const cha
     out = PUT(defaults, TAG2_CLOCK_ID, CLOCK_SEQUENCE);
     *out++ = TAG_TRACK_EVENT;       /* TracePacketDefaults.track_event_defaults = 11 */
     byte *track = open_length(out);
-    out = put_field_varint(track, TE_TRACK, sequence->thread_uuid);
+    out = put_field_varint(track, TE_TRACK, THREAD_UUID(thread->tid));
     out = close_length(track, out);
     out = close_length(defaults, out);
     *out++ = TAG_CLOCK_SNAPSHOT;
