@@ -421,13 +421,15 @@ static void write_pending(struct nvs_writer_thread *thread)
         } else {
             event = events;
         }
+        uint32_t end = event > piece_first ? thread->ends[event - 1] : start;
         /* A gap too short for the encoder's padding (a page's last byte, before
          * an event or at the end) is never left: the piece's last event moves on
          * to the next page, and the gap with it. */
-        uint32_t gap = room - ((event > piece_first ? thread->ends[event - 1] : start) - start);
-        if (gap > 0 && gap < state.encoder->pad_min && event > piece_first)
+        uint32_t gap = room - (end - start);
+        if (gap > 0 && gap < state.encoder->pad_min && event > piece_first) {
             event--;
-        uint32_t end = event > piece_first ? thread->ends[event - 1] : start;
+            end = event > piece_first ? thread->ends[event - 1] : start;
+        }
         if (end > start) {
             data_at[count] = start;
             lengths[count] = end - start;
