@@ -12,6 +12,7 @@ import pytest
 import pftrace_twins as craft
 from conftest import STUB, Device, program, run
 from childenv import clean_env
+from test_cli_report import names_table
 
 MS = 1000000
 FIGURES = [("offcpu_runnable_ns", 2500000), ("offcpu_blocked_ns", 4000000), ("offcpu_preemptions", 3),
@@ -63,19 +64,6 @@ def write(tmp_path, trace, name="t"):
     pftrace.write_bytes(trace.pftrace())
     json_form.write_text(trace.json_text())
     return pftrace, json_form
-
-
-def names_table(output):
-    """{(domain, name): count} of the report's per-name table."""
-    lines = output.splitlines()
-    start = lines.index("== NVTX ranges per name (microseconds; p50 and p99 by nearest rank)")
-    counts = {}
-    for line in lines[start + 2:]:
-        if not line.strip():
-            break
-        fields = line.split()
-        counts[(fields[0], " ".join(fields[1:-5]))] = int(fields[-5])
-    return counts
 
 
 def dump(path):
