@@ -7,13 +7,17 @@
  *               handler for it, installed in main (after the shim has loaded),
  *               and prints how many times it ran;
  *   --sleep-us  sleep U microseconds in every frame;
- *   --compete   pin this thread and a busy thread to the same CPU, and spend
- *               2 ms of CPU time in every frame, so the two take turns. */
+ *   --compete   pin this thread and a busy thread to the same CPU (the first
+ *               one this process may run on), and in every frame spend CPU
+ *               time until the kernel has preempted this thread at least once
+ *               (2 ms at least, 1 s at most), so the two take turns however
+ *               long the scheduler's slices are on this machine. */
 #define _GNU_SOURCE
 #include <libusb.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,12 +38,35 @@ static void on_signal(int number)
     handled++;
 }
 
+static int first_cpu = -1;
+
+/* The first CPU in the process's own affinity mask: a container's cpuset may
+ * not include CPU 0. */
+static void find_first_cpu(void)
+{
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return;
+    for (int cpu = 0; cpu < CPU_SETSIZE && first_cpu < 0; cpu++)
+        if (CPU_ISSET(cpu, &allowed))
+            first_cpu = cpu;
+}
+
 static void pin_to_first_cpu(void)
 {
     cpu_set_t cpus;
     CPU_ZERO(&cpus);
-    CPU_SET(0, &cpus);
-    pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+    CPU_SET(first_cpu < 0 ? 0 : first_cpu, &cpus);
+    if (pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus) != 0)
+        fprintf(stderr, "frame_loop: could not pin to CPU %d\n", first_cpu);
+}
+
+static long involuntary_switches(void)
+{
+    struct rusage usage;
+    getrusage(RUSAGE_THREAD, &usage);
+    return usage.ru_nivcsw;
 }
 
 static void *spin(void *unused)
@@ -89,6 +116,7 @@ int main(int argc, char **argv)
     }
     pthread_t busy;
     if (compete) {
+        find_first_cpu();
         pin_to_first_cpu();
         pthread_create(&busy, NULL, spin, NULL);
     }
@@ -114,9 +142,13 @@ int main(int argc, char **argv)
             while (nanosleep(&pause, &pause) != 0)
                 continue;
         }
-        if (compete)
-            for (double start = cpu_seconds(); cpu_seconds() - start < 0.002;)
+        if (compete) {
+            long before = involuntary_switches();
+            for (double start = cpu_seconds(), spent = 0;
+                 spent < 1.0 && (spent < 0.002 || involuntary_switches() == before);
+                 spent = cpu_seconds() - start)
                 continue;
+        }
         for (int r = 0; r < raises; r++)
             if (raise_after[r] == i + 1)
                 raise(raise_signal[r]);
