@@ -1,7 +1,8 @@
 /* The call path every wrapper takes (ARCHITECTURE.md, "The way of a call"):
  *
- *   nvs_call_passes(group)      untraced or nested: tail-call the real function
- *   nvs_call_enter(group)       a program-level call of a traced library begins
+ *   nvs_call_begins(group)      false (untraced or nested): tail-call the real
+ *                               function; true: a program-level call of a
+ *                               traced library begins
  *   nvs_call_open(...)          its range, described by the wrapper, pushed; the
  *                               call dispatched to the kernel probe, capture
  *                               triggers and frames; errno kept
@@ -57,6 +58,20 @@ static inline bool nvs_call_passes(unsigned group)
 static inline bool nvs_call_enter(unsigned group)
 {
     if (nvs_hook_depth || !(nvs_traced_groups() & group))
+        return false;
+    nvs_hook_depth++;
+    return true;
+}
+
+/* The wrappers' test, nvs_call_passes and nvs_call_enter in one: true when
+ * a program-level call of traced GROUP begins (entered); false when the
+ * wrapper tail-calls the real function. */
+static inline bool nvs_call_begins(unsigned group)
+{
+    unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire);
+    if (__builtin_expect(!(groups & NVS_GROUPS_READY), 0))
+        return nvs_call_enter(group);
+    if (__builtin_expect(!(groups & group) || nvs_hook_depth, 1))
         return false;
     nvs_hook_depth++;
     return true;
@@ -168,7 +183,7 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
     __typeof__(&name) real = NVS_REAL(name);                                                 \
     if (!real)                                                                               \
         return missing;                                                                      \
-    if (nvs_call_passes(group) || !nvs_call_enter(group))                                    \
+    if (!nvs_call_begins(group))                                                             \
         return real arguments;                                                               \
     open;                                                                                    \
     __typeof__(real arguments) result = real arguments;                                      \

@@ -64,7 +64,7 @@ void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *func
         __typeof__(&name) real = NVS_REAL(name);                                            \
         if (!real)                                                                          \
             return missing;                                                                 \
-        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
+        if (!nvs_call_begins(NVS_HOOKS_CUDA))                                               \
             return real arguments;                                                          \
         const struct copy copy = description;                                               \
         nvs_copy_open(NVS_HOOK_ID(name), &copy);                                            \
@@ -89,7 +89,7 @@ void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *func
         __typeof__(&name) real = NVS_REAL(name);                                            \
         if (!real)                                                                          \
             return missing;                                                                 \
-        if (nvs_call_passes(NVS_HOOKS_CUDA) || !nvs_call_enter(NVS_HOOKS_CUDA))             \
+        if (!nvs_call_begins(NVS_HOOKS_CUDA))                                               \
             return real arguments;                                                          \
         open;                                                                               \
         type result = real arguments;                                                       \

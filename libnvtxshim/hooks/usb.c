@@ -113,8 +113,9 @@ static void short_mark(struct nvs_name name, uint64_t moved)
 /* ---- synchronous transfers ---------------------------------------------- */
 
 /* The range of a bulk or interrupt transfer: endpoint, direction, length. */
-static void describe_data(struct nvs_attributes *range, char *text, enum nvs_hook_id id,
-                          unsigned char endpoint, int length)
+static inline __attribute__((always_inline)) void describe_data(struct nvs_attributes *range,
+                                                                char *text, enum nvs_hook_id id,
+                                                                unsigned char endpoint, int length)
 {
     *range = (struct nvs_attributes){
         .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
@@ -132,13 +133,10 @@ static void describe_data(struct nvs_attributes *range, char *text, enum nvs_hoo
 }
 
 /* A bulk or interrupt transfer's range ends, MOVED of LENGTH bytes moved
- * (COMPLETED: without an error). */
-static void data_moved(enum nvs_hook_id id, unsigned char endpoint, int length, int moved,
-                       bool completed)
+ * (COMPLETED: without an error), fewer than asked for. */
+static void data_moved_short(enum nvs_hook_id id, unsigned char endpoint, int length, int moved,
+                             bool completed)
 {
-    /* All of it: the range's payload says so already. */
-    if (moved == length)
-        return;
     if (nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) || !completed || moved >= length)
         return;
     struct nvs_name name;
@@ -150,9 +148,14 @@ static void data_moved(enum nvs_hook_id id, unsigned char endpoint, int length, 
     short_mark(name, (uint64_t)moved);
 }
 
-static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real,
-                         libusb_device_handle *handle, unsigned char endpoint,
-                         unsigned char *data, int length, int *transferred, unsigned int timeout)
+/* Out of line: inlined into the exported function, it would make the
+ * untraced path save registers too (docs/ARCHITECTURE.md). */
+static __attribute__((noinline)) int data_transfer(enum nvs_hook_id id,
+                                                   __typeof__(&libusb_bulk_transfer) real,
+                                                   libusb_device_handle *handle,
+                                                   unsigned char endpoint, unsigned char *data,
+                                                   int length, int *transferred,
+                                                   unsigned int timeout)
 {
     struct nvs_attributes range;
     char text[NVS_CALL_TEXT_MAX];
@@ -176,7 +179,9 @@ static int data_transfer(enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) 
     if (result < 0)
         warn((uint64_t)moved, "%s %s ep=0x%02x %s %d/%dB", error_name(result), nvs_hook_name(id),
              endpoint, direction(endpoint), moved, length);
-    data_moved(id, endpoint, length, moved, result >= 0);
+    /* All of it: the range's payload says so already. */
+    if (moved != length)
+        data_moved_short(id, endpoint, length, moved, result >= 0);
     errno = saved_errno;
     nvs_call_close(NVS_DOMAIN_USB);
     return result;
@@ -189,7 +194,7 @@ EXPORT int LIBUSB_CALL libusb_bulk_transfer(libusb_device_handle *handle, unsign
     __typeof__(&libusb_bulk_transfer) real = NVS_REAL(libusb_bulk_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
+    if (!nvs_call_begins(NVS_HOOKS_USB))
         return real(handle, endpoint, data, length, transferred, timeout);
     return data_transfer(NVS_HOOK_ID(libusb_bulk_transfer), real, handle, endpoint, data, length,
                          transferred, timeout);
@@ -202,7 +207,7 @@ EXPORT int LIBUSB_CALL libusb_interrupt_transfer(libusb_device_handle *handle,
     __typeof__(&libusb_interrupt_transfer) real = NVS_REAL(libusb_interrupt_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
+    if (!nvs_call_begins(NVS_HOOKS_USB))
         return real(handle, endpoint, data, length, transferred, timeout);
     return data_transfer(NVS_HOOK_ID(libusb_interrupt_transfer), real, handle, endpoint, data,
                          length, transferred, timeout);
@@ -256,7 +261,7 @@ EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
     __typeof__(&libusb_control_transfer) real = NVS_REAL(libusb_control_transfer);
     if (!real)
         return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (nvs_call_passes(NVS_HOOKS_USB) || !nvs_call_enter(NVS_HOOKS_USB))
+    if (!nvs_call_begins(NVS_HOOKS_USB))
         return real(handle, request_type, request, value, index, data, length, timeout);
 
     struct nvs_attributes range;

@@ -491,7 +491,7 @@ EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
     __typeof__(&glXSwapBuffers) real = NVS_REAL(glXSwapBuffers);
     if (!real)
         return;
-    if (nvs_call_passes(NVS_HOOKS_X11) || !nvs_call_enter(NVS_HOOKS_X11)) {
+    if (!nvs_call_begins(NVS_HOOKS_X11)) {
         real(display, drawable);
         return;
     }
