@@ -15,28 +15,28 @@
 #include <unistd.h>
 
 
-static nvtxDomainHandle_t domains[NVS_DOMAIN_COUNT];
+nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
 static bool active;
 /* Set at load, before any NVTX call: the recorder, when it is the tool. */
 static const struct nvs_emit_direct *registered_direct;
 /* ... and once NVTX has handed it the calls: pushes and pops go to it directly. */
-static const struct nvs_emit_direct *direct;
+const struct nvs_emit_direct *nvs_emit_direct_tool;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_emit(void)
 {
     int saved_errno = errno;
     for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
-        domains[d] = nvtxDomainCreateA(nvs_domain_name((enum nvs_domain)d));
+        nvs_emit_domains[d] = nvtxDomainCreateA(nvs_domain_name((enum nvs_domain)d));
     /* nvtxDomainCreateA returns NULL only when no tool took the call. */
-    active = domains[NVS_DOMAIN_SHIM] != NULL;
-    direct = active ? registered_direct : NULL;
+    active = nvs_emit_domains[NVS_DOMAIN_SHIM] != NULL;
+    nvs_emit_direct_tool = active ? registered_direct : NULL;
     if (active) {
         for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
             for (uint32_t c = 1; c < NVS_CATEGORY_LIMIT; c++) {
                 const char *name = nvs_category_name((enum nvs_domain)d, c);
                 if (name)
-                    nvtxDomainNameCategoryA(domains[d], c, name);
+                    nvtxDomainNameCategoryA(nvs_emit_domains[d], c, name);
             }
     }
     errno = saved_errno;
@@ -49,8 +49,8 @@ void nvs_emit_set_direct(const struct nvs_emit_direct *tool)
 
 void nvs_emit_frame_ended(void)
 {
-    if (direct)
-        direct->flush();
+    if (nvs_emit_direct_tool)
+        nvs_emit_direct_tool->flush();
 }
 
 bool nvs_emit_active(void)
@@ -60,37 +60,15 @@ bool nvs_emit_active(void)
 }
 
 /* Registered names, keyed by hook and parameters: open addressing, insert-only,
- * lock-free. A full table only means later names go out as plain text. */
-#define NAME_SLOTS 8192u
-#define NAME_PROBES 32u
+ * lock-free (emit.h looks them up). A full table only means later names go
+ * out as plain text. */
+struct nvs_name_slot nvs_names[NVS_NAME_SLOTS];
 
-struct name_slot {
-    _Atomic uint64_t key;
-    _Atomic(nvtxStringHandle_t) handle;
-};
-
-static struct name_slot names[NAME_SLOTS];
-
-static uint64_t full_key(enum nvs_domain domain, uint64_t key)
-{
-    return key ^ ((uint64_t)(domain + 1) << 60);
-}
-
-static uint32_t slot_of(uint64_t key)
-{
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (uint32_t)key & (NAME_SLOTS - 1);
-}
-
-struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key)
+struct nvs_name nvs_name_lookup_probing(uint64_t key, uint32_t slot)
 {
     struct nvs_name name = { NULL, NULL };
-    key = full_key(domain, key);
-    uint32_t slot = slot_of(key);
-    for (uint32_t probe = 0; probe < NAME_PROBES; probe++) {
-        struct name_slot *entry = &names[(slot + probe) & (NAME_SLOTS - 1)];
+    for (uint32_t probe = 1; probe < NVS_NAME_PROBES; probe++) {
+        struct nvs_name_slot *entry = &nvs_names[(slot + probe) & (NVS_NAME_SLOTS - 1)];
         uint64_t found = atomic_load_explicit(&entry->key, memory_order_acquire);
         if (found == key) {
             name.registered = atomic_load_explicit(&entry->handle, memory_order_acquire);
@@ -110,14 +88,14 @@ struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char 
      * finds no slot - a control transfer whose wValue counts frames does that
      * after 8192 frames - and each registration is kept by the tool for good. */
     struct nvs_name name = { NULL, text };
-    key = full_key(domain, key);
-    uint32_t slot = slot_of(key);
-    for (uint32_t probe = 0; probe < NAME_PROBES; probe++) {
-        struct name_slot *entry = &names[(slot + probe) & (NAME_SLOTS - 1)];
+    key = nvs_name_full_key(domain, key);
+    uint32_t slot = nvs_name_slot_of(key);
+    for (uint32_t probe = 0; probe < NVS_NAME_PROBES; probe++) {
+        struct nvs_name_slot *entry = &nvs_names[(slot + probe) & (NVS_NAME_SLOTS - 1)];
         uint64_t expected = 0;
         if (atomic_compare_exchange_strong(&entry->key, &expected, key)) {
             int saved_errno = errno;
-            nvtxStringHandle_t handle = nvtxDomainRegisterStringA(domains[domain], text);
+            nvtxStringHandle_t handle = nvtxDomainRegisterStringA(nvs_emit_domains[domain], text);
             errno = saved_errno;
             atomic_store_explicit(&entry->handle, handle, memory_order_release);
             name.registered = handle;
@@ -153,75 +131,61 @@ static void fill(nvtxEventAttributes_t *event, const struct nvs_attributes *attr
     }
 }
 
-void nvs_range_push(const struct nvs_attributes *attributes)
+void nvs_range_push_nvtx(const struct nvs_attributes *attributes)
 {
-    if (direct) {
-        direct->push(domains[attributes->domain], attributes->name.registered,
-                     attributes->name.text, attributes->category, attributes->color,
-                     attributes->has_payload, attributes->payload);
-        return;
-    }
     nvtxEventAttributes_t event;
     fill(&event, attributes);
-    nvtxDomainRangePushEx(domains[attributes->domain], &event);
+    nvtxDomainRangePushEx(nvs_emit_domains[attributes->domain], &event);
 }
 
-void nvs_range_pop(enum nvs_domain domain)
+void nvs_range_pop_nvtx(enum nvs_domain domain)
 {
-    if (direct) {
-        direct->pop(domains[domain]);
-        return;
-    }
-    nvtxDomainRangePop(domains[domain]);
+    nvtxDomainRangePop(nvs_emit_domains[domain]);
 }
 
 bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload)
 {
-    if (!direct)
+    if (!nvs_emit_direct_tool)
         return false;
-    direct->set_payload(domains[domain], payload);
+    nvs_emit_direct_tool->set_payload(nvs_emit_domains[domain], payload);
     return true;
 }
 
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
 {
-    if (direct)
-        return direct->start(domains[attributes->domain], attributes->name.registered,
-                             attributes->name.text, attributes->category, attributes->color,
-                             attributes->has_payload, attributes->payload);
+    if (nvs_emit_direct_tool)
+        return nvs_emit_direct_tool->start(nvs_emit_domains[attributes->domain], attributes);
     nvtxEventAttributes_t event;
     fill(&event, attributes);
-    return nvtxDomainRangeStartEx(domains[attributes->domain], &event);
+    return nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &event);
 }
 
 void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
 {
-    if (direct) {
-        direct->end(domains[domain], id);
+    if (nvs_emit_direct_tool) {
+        nvs_emit_direct_tool->end(nvs_emit_domains[domain], id);
         return;
     }
-    nvtxDomainRangeEnd(domains[domain], id);
+    nvtxDomainRangeEnd(nvs_emit_domains[domain], id);
 }
 
 void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns)
 {
-    if (direct) {
-        direct->span(domains[attributes->domain], attributes->name.registered,
-                     attributes->name.text, attributes->category, attributes->color,
-                     attributes->payload, start_ns, end_ns);
+    if (nvs_emit_direct_tool) {
+        nvs_emit_direct_tool->span(nvs_emit_domains[attributes->domain], attributes, start_ns, end_ns);
         return;
     }
     nvtxEventAttributes_t event;
     fill(&event, attributes);
-    nvtxDomainRangeEnd(domains[attributes->domain],
-                       nvtxDomainRangeStartEx(domains[attributes->domain], &event));
+    nvtxDomainRangeEnd(nvs_emit_domains[attributes->domain],
+                       nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &event));
 }
 
 void nvs_mark(const struct nvs_attributes *attributes)
 {
     nvtxEventAttributes_t event;
     fill(&event, attributes);
-    nvtxDomainMarkEx(domains[attributes->domain], &event);
+    nvtxDomainMarkEx(nvs_emit_domains[attributes->domain], &event);
 }
 
 bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
@@ -233,7 +197,7 @@ bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
     range->domain = NULL;
     for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
         if (!strcmp(domain, nvs_domain_name((enum nvs_domain)d)))
-            range->domain = domains[d];
+            range->domain = nvs_emit_domains[d];
     if (!range->domain)
         range->domain = nvtxDomainCreateA(domain);
     range->message = range->domain ? nvtxDomainRegisterStringA(range->domain, message) : NULL;

@@ -4,6 +4,7 @@
 #ifndef NVS_EMIT_H
 #define NVS_EMIT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,8 +25,8 @@ bool nvs_emit_active(void);
 
 /* The cached name for KEY (unique per hook and formatted parameters) in
  * DOMAIN; on a miss .registered is NULL and the caller formats and calls
- * nvs_name_store. */
-struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key);
+ * nvs_name_store. Inline (below): most calls find it at the first probe. */
+static inline struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key);
 struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char *text);
 
 /* Looks NAME up by KEY, formatting it into BUFFER on the first use. */
@@ -47,8 +48,10 @@ struct nvs_attributes {
     bool has_payload;
 };
 
-void nvs_range_push(const struct nvs_attributes *attributes);
-void nvs_range_pop(enum nvs_domain domain);
+/* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
+ * innermost one. Inline (below): every traced call makes both. */
+static inline void nvs_range_push(const struct nvs_attributes *attributes);
+static inline void nvs_range_pop(enum nvs_domain domain);
 /* Sets the payload of DOMAIN's innermost open push/pop range on this thread,
  * where the tool writes a range when it ends (the recorder): true. False
  * where the tool took the payload with the push (nsys, any other NVTX tool):
@@ -76,25 +79,89 @@ void nvs_named_range_end(const struct nvs_named_range *range, nvtxRangeId_t id);
 
 /* A tool in this library that takes the library's own ranges directly,
  * without NVTX attributes being built for NVTX to hand over (the recorder);
- * FLUSH is told when a frame ends, so its events reach the file. */
+ * FLUSH is told when a frame ends, so its events reach the file. DOMAIN is
+ * the library's NVTX handle for ATTRIBUTES->domain. */
 struct nvs_emit_direct {
-    void (*push)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
-                 uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
+    void (*push)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes);
     void (*pop)(nvtxDomainHandle_t domain);
     void (*set_payload)(nvtxDomainHandle_t domain, uint64_t payload);
-    nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
-                           uint32_t category, uint32_t color, bool has_payload, uint64_t payload);
+    nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes);
     void (*end)(nvtxDomainHandle_t domain, nvtxRangeId_t id);
     /* A range that began in the past (nvs_range_span). */
-    void (*span)(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
-                 uint32_t category, uint32_t color, uint64_t payload, uint64_t start_ns,
-                 uint64_t end_ns);
+    void (*span)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes,
+                 uint64_t start_ns, uint64_t end_ns);
     void (*flush)(void);
 };
 void nvs_emit_set_direct(const struct nvs_emit_direct *tool);
 
 /* A frame ended: a direct tool's buffered events go to its file. */
 void nvs_emit_frame_ended(void);
+
+/* The direct tool once NVTX has handed it the calls (else NULL), and the
+ * library's domains: set once, before any hook traces a call. */
+extern const struct nvs_emit_direct *nvs_emit_direct_tool;
+extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
+void nvs_range_push_nvtx(const struct nvs_attributes *attributes);
+void nvs_range_pop_nvtx(enum nvs_domain domain);
+
+static inline void nvs_range_push(const struct nvs_attributes *attributes)
+{
+    const struct nvs_emit_direct *direct = nvs_emit_direct_tool;
+    if (direct)
+        direct->push(nvs_emit_domains[attributes->domain], attributes);
+    else
+        nvs_range_push_nvtx(attributes);
+}
+
+static inline void nvs_range_pop(enum nvs_domain domain)
+{
+    const struct nvs_emit_direct *direct = nvs_emit_direct_tool;
+    if (direct)
+        direct->pop(nvs_emit_domains[domain]);
+    else
+        nvs_range_pop_nvtx(domain);
+}
+
+/* The registered names' table (emit.c): open addressing, insert-only. */
+#define NVS_NAME_SLOTS 8192u
+#define NVS_NAME_PROBES 32u
+
+struct nvs_name_slot {
+    _Atomic uint64_t key;
+    _Atomic(nvtxStringHandle_t) handle;
+};
+extern struct nvs_name_slot nvs_names[NVS_NAME_SLOTS];
+struct nvs_name nvs_name_lookup_probing(uint64_t key, uint32_t slot);
+
+static inline uint64_t nvs_name_full_key(enum nvs_domain domain, uint64_t key)
+{
+    return key ^ ((uint64_t)(domain + 1) << 60);
+}
+
+static inline uint32_t nvs_name_slot_of(uint64_t key)
+{
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    return (uint32_t)key & (NVS_NAME_SLOTS - 1);
+}
+
+static inline struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key)
+{
+    key = nvs_name_full_key(domain, key);
+    uint32_t slot = nvs_name_slot_of(key);
+    struct nvs_name_slot *entry = &nvs_names[slot];
+    uint64_t found = atomic_load_explicit(&entry->key, memory_order_acquire);
+    if (__builtin_expect(found == key, 1)) {
+        struct nvs_name name = { atomic_load_explicit(&entry->handle, memory_order_acquire), NULL };
+        return name;
+    }
+    if (found == 0) {
+        struct nvs_name none = { NULL, NULL };
+        return none;
+    }
+    return nvs_name_lookup_probing(key, slot);
+}
 
 /* Names the calling OS thread in the timeline (not for the OS). */
 void nvs_name_thread(const char *name);

@@ -31,6 +31,7 @@
 #include "config.h"
 #include "emit.h"
 #include "trace.h"
+#include "trace_pftrace.h"
 #include "trace_writer.h"
 
 #define OPEN_CHUNK 1024u            /* start/end ranges: slots added this many at a time */
@@ -369,29 +370,28 @@ static int pop(const struct nvs_trace_domain *domain)
 
 /* EVENT as the library's own call describes it (its direct push and start). */
 static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_t domain,
-                                nvtxStringHandle_t name, const char *text, uint32_t category,
-                                uint32_t color, bool has_payload, uint64_t payload)
+                                const struct nvs_attributes *attributes)
 {
     event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
-    event->registered = (struct nvs_trace_string *)name;
-    event->category = category;
-    event->color = color & 0xffffffu;
-    event->payload_type = has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
-    event->payload = payload;
-    event->text_length = name ? 0 : copy_text(event->text, sizeof event->text, text);
+    event->registered = (struct nvs_trace_string *)attributes->name.registered;
+    event->category = attributes->category;
+    event->color = attributes->color & 0xffffffu;
+    event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
+    event->payload = attributes->payload;
+    event->text_length = attributes->name.registered
+                             ? 0 : copy_text(event->text, sizeof event->text, attributes->name.text);
 }
 
 /* The library's own ranges when this recorder is its NVTX tool: straight
  * here, without building NVTX attributes for NVTX to hand over. */
-static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
-                        uint32_t category, uint32_t color, bool has_payload, uint64_t payload)
+static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
     int level;
     struct nvs_writer_thread *thread;
     struct nvs_trace_event *event = next_stack_slot(&level, &thread);
     if (!event)
         return;
-    describe_own(event, domain, name, text, category, color, has_payload, payload);
+    describe_own(event, domain, attributes);
     event->start_ns = now_ns();
     pushed(thread, event);
 }
@@ -399,6 +399,67 @@ static void direct_push(nvtxDomainHandle_t domain, nvtxStringHandle_t name, cons
 static void direct_pop(nvtxDomainHandle_t domain)
 {
     pop((const struct nvs_trace_domain *)domain);
+}
+
+/* The same for the protobuf form, where nearly every range the library makes
+ * is a registered name on a thread that has its buffer: the stack slot, the
+ * clock, the buffer and the packet in one function (trace_pftrace.h). Any
+ * other case takes the general way above. */
+static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
+{
+    struct nvs_writer_thread *thread = nvs_writer_current;
+    if (__builtin_expect(!thread || !attributes->name.registered, 0)) {
+        direct_push(domain, attributes);
+        return;
+    }
+    struct range_stack *stack = stack_of(thread);
+    int level = stack->depth;
+    if (__builtin_expect(level >= NVS_TRACE_STACK_DEPTH, 0)) {
+        direct_push(domain, attributes);
+        return;
+    }
+    stack->depth = level + 1;
+    struct nvs_trace_event *event = &stack->ranges[level];
+    struct nvs_trace_string *name = (struct nvs_trace_string *)attributes->name.registered;
+    uint32_t category = attributes->category;
+    event->domain = (struct nvs_trace_domain *)domain;
+    event->registered = name;
+    event->category = category;
+    event->color = attributes->color & 0xffffffu;
+    event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
+    event->payload = attributes->payload;
+    event->text_length = 0;
+    uint64_t start_ns = event->start_ns = now_ns();     /* last: the range holds as little of
+                                                         * ours as can be */
+    char *out = nvs_writer_begin(thread);
+    if (__builtin_expect(out != NULL, 1)) {
+        char *end = pf_push_cached(out, thread->ids.sequence, name, event->domain, category,
+                                   start_ns);
+        nvs_writer_commit(thread, end ? end : state.encoder->push(out, &thread->ids, event));
+    }
+    event->begun = out != NULL;
+}
+
+static void direct_pop_pftrace(nvtxDomainHandle_t handle)
+{
+    uint64_t end_ns = now_ns();
+    const struct nvs_trace_domain *domain = (const struct nvs_trace_domain *)handle;
+    struct nvs_writer_thread *thread = nvs_writer_current;
+    if (__builtin_expect(thread != NULL, 1)) {
+        struct range_stack *stack = stack_of(thread);
+        int top = stack->depth - 1;
+        struct nvs_trace_event *event = &stack->ranges[top < 0 ? 0 : top];
+        if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH && event->domain == domain, 1)) {
+            if (event->begun) {
+                char *out = nvs_writer_begin(thread);
+                if (out)
+                    nvs_writer_commit(thread, pf_pop_end(out, thread->ids.sequence, event, end_ns));
+            }
+            stack->depth = top;
+            return;
+        }
+    }
+    pop(domain);
 }
 
 /* The payload of DOMAIN's innermost range on this thread, before its pop
@@ -509,9 +570,8 @@ static nvtxRangeId_t start(const struct nvs_trace_event *event)
 
 /* The library's own start/end ranges (asynchronous submissions, frames), as
  * its pushes: straight into the range's slot, without NVTX attributes. */
-static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain, nvtxStringHandle_t name,
-                                  const char *text, uint32_t category, uint32_t color,
-                                  bool has_payload, uint64_t payload)
+static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain,
+                                  const struct nvs_attributes *attributes)
 {
     uint64_t start_ns = now_ns();
     struct nvs_writer_thread *thread = nvs_writer_thread();
@@ -520,7 +580,7 @@ static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain, nvtxStringHandle_t 
     if (!slot)
         return 0;
     struct nvs_trace_event *event = &slot->event;
-    describe_own(event, domain, name, text, category, color, has_payload, payload);
+    describe_own(event, domain, attributes);
     event->start_ns = start_ns;
     return started(thread, slot, index);
 }
@@ -567,15 +627,15 @@ static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 
 /* A range of the library's that began in the past (a camera frame's age):
  * written whole, as an async pair, since it may overlap anything on the thread. */
-static void direct_span(nvtxDomainHandle_t domain, nvtxStringHandle_t name, const char *text,
-                        uint32_t category, uint32_t color, uint64_t payload, uint64_t start_ns,
-                        uint64_t end_ns)
+static void direct_span(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes,
+                        uint64_t start_ns, uint64_t end_ns)
 {
     struct nvs_writer_thread *thread = nvs_writer_thread();
     if (!thread)
         return;
     struct nvs_trace_event event;
-    describe_own(&event, domain, name, text, category, color, true, payload);
+    describe_own(&event, domain, attributes);
+    event.payload_type = NVS_PAYLOAD_U64;
     event.start_ns = start_ns;
     struct nvs_trace_args args = { .count = 0 };
     write_pair(thread, nvs_writer_ids(thread), &event, end_ns, &args);
@@ -713,6 +773,14 @@ static const struct nvs_emit_direct direct_tool = {
     .end = direct_end,
     .span = direct_span,
     .flush = flush,
+}, direct_tool_pftrace = {
+    .push = direct_push_pftrace,
+    .pop = direct_pop_pftrace,
+    .set_payload = direct_set_payload,
+    .start = direct_start,
+    .end = direct_end,
+    .span = direct_span,
+    .flush = flush,
 };
 
 /* PATH names the binary form by its extension. */
@@ -731,7 +799,7 @@ void nvs_record_enable(const char *path_template)
     memcpy(default_domain.name, "default", sizeof "default");
     state.encoder->prepare_domain(&default_domain);
     nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack));
-    nvs_emit_set_direct(&direct_tool);
+    nvs_emit_set_direct(state.encoder == &nvs_trace_pftrace ? &direct_tool_pftrace : &direct_tool);
     enabled = true;
 }
 

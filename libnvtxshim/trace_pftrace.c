@@ -11,7 +11,7 @@
  * TrackEvent has no complete event with a duration in nanoseconds.
  * Pure: no I/O, lock or allocation (the header reads the clocks). */
 #define _GNU_SOURCE
-#include "trace.h"
+#include "trace_pftrace.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -19,128 +19,10 @@
 
 #include "utf8.h"
 
-/* ---- Perfetto's field tags (protos/perfetto/trace/...) --------------------- */
-
-#define TAG_PACKET 0x0a                 /* Trace.packet = 1, bytes */
-#define TAG_PADDING 0x10                /* Trace field 2, varint: unknown, skipped */
-#define TAG_TIMESTAMP 0x40              /* TracePacket.timestamp = 8 */
-#define TAG_SEQUENCE 0x50               /* .trusted_packet_sequence_id = 10 */
-#define TAG_FLAGS 0x68                  /* .sequence_flags = 13 */
-#define TAG_TRACK_EVENT 0x5a            /* .track_event = 11 */
-#define TAG_INTERNED 0x62               /* .interned_data = 12 */
-#define TAG_CLOCK_SNAPSHOT 0x32         /* .clock_snapshot = 6 */
-#define TAG2_CLOCK_ID 0xd0, 0x03        /* .timestamp_clock_id = 58 (and in TracePacketDefaults) */
-#define TAG2_DEFAULTS 0xda, 0x03        /* .trace_packet_defaults = 59 */
-#define TAG2_DESCRIPTOR 0xe2, 0x03      /* .track_descriptor = 60 */
-
-#define SEQ_INCREMENTAL_STATE_CLEARED 1
-#define SEQ_NEEDS_INCREMENTAL_STATE 2
-
-#define TE_CATEGORY_IID 0x18            /* TrackEvent.category_iids = 3 */
-#define TE2_CATEGORY 0xb2, 0x01         /* .categories = 22 */
-#define TE_NAME_IID 0x50                /* .name_iid = 10 */
-#define TE2_NAME 0xba, 0x01             /* .name = 23 */
-#define TE_TYPE 0x48                    /* .type = 9 */
-#define TE_TRACK 0x58                   /* .track_uuid = 11 (and TrackEventDefaults) */
-#define TE_ANNOTATION 0x22              /* .debug_annotations = 4 */
-#define TYPE_BEGIN 1
-#define TYPE_END 2
-#define TYPE_INSTANT 3
-
-#define DA_NAME_IID 0x08                /* DebugAnnotation.name_iid = 1 */
-#define DA_NAME 0x52                    /* .name = 10 */
-#define DA_UINT 0x18                    /* .uint_value = 3 */
-#define DA_INT 0x20                     /* .int_value = 4 */
-#define DA_DOUBLE 0x29                  /* .double_value = 5, fixed64 */
-#define DA_STRING 0x32                  /* .string_value = 6 */
-
-#define IN_CATEGORIES 0x0a              /* InternedData.event_categories = 1 */
-#define IN_NAMES 0x12                   /* .event_names = 2 */
-#define IN_ANNOTATION_NAMES 0x1a        /* .debug_annotation_names = 3 */
-#define ENTRY_IID 0x08                  /* EventName, EventCategory, ...: iid = 1 */
-#define ENTRY_TEXT 0x12                 /* ... name (or str) = 2 */
-
-#define TD_UUID 0x08                    /* TrackDescriptor.uuid = 1 */
-#define TD_NAME 0x12                    /* .name = 2 */
-#define TD_PROCESS 0x1a                 /* .process = 3 */
-#define TD_THREAD 0x22                  /* .thread = 4 */
-#define TD_PARENT 0x28                  /* .parent_uuid = 5 */
-#define PD_PID 0x08                     /* ProcessDescriptor.pid = 1 */
-#define PD_NAME 0x32                    /* .process_name = 6 */
-#define THD_PID 0x08                    /* ThreadDescriptor.pid = 1 */
-#define THD_TID 0x10                    /* .tid = 2 */
-#define THD_NAME 0x2a                   /* .thread_name = 5 */
-
-#define CS_CLOCK 0x0a                   /* ClockSnapshot.clocks = 1 */
-#define CS_PRIMARY 0x10                 /* .primary_trace_clock = 2 */
-#define CK_ID 0x08                      /* Clock.clock_id = 1 */
-#define CK_TIMESTAMP 0x10               /* .timestamp = 2 */
-#define CK_INCREMENTAL 0x18             /* .is_incremental = 3 */
-#define CLOCK_REALTIME_ID 1
-#define CLOCK_MONOTONIC_ID 3
-#define CLOCK_BOOTTIME_ID 6
-#define CLOCK_SEQUENCE 64               /* the sequence's own, incremental */
-
-/* The annotation names every sequence defines in its first packet. */
-#define NAME_PAYLOAD 1
-#define NAME_CATEGORY 2
-#define NAME_COLOR 3
-
-#define HEADER_SEQUENCE 1
-/* Track uuids: the process's odd, an async range's even (twice its id), a
- * thread's above 2^61: short varints where they are written often. */
-#define PROCESS_UUID(pid) (2ull * (uint32_t)(pid) + 1)
-#define ASYNC_UUID(id) (2ull * (id))
-#define THREAD_UUID(tid) (1ull << 61 | (tid))
-
-#define INTERNED_BITS 65536u            /* iids a sequence keeps track of; later ones go inline */
-#define NAME_MAX_BYTES 768u             /* a name of NVS_TRACE_TEXT_MAX bytes, made UTF-8 */
-#define DOMAIN_NAME_MAX 256u
-#define CATEGORY_MAX 43u             /* a category name, UTF-8 (the JSON form keeps 47 escaped) */
-#define SHAPE_BYTES 24u
-
-/* ---- what this encoder keeps in the model's opaque areas ---------------- */
-
-struct pf_sequence {
-    uint64_t last_ns;               /* clock 64's value */
-    uint32_t marked;                /* bytes of interned[] that may have a bit set */
-    uint32_t head_length;
-    unsigned char head[16];         /* sequence id and SEQ_NEEDS_INCREMENTAL_STATE */
-    unsigned char interned[INTERNED_BITS / 8];  /* iids defined on the sequence */
-};
-
-struct pf_domain {
-    uint32_t iid;
-    uint32_t name_length;
-    char name[DOMAIN_NAME_MAX];
-    struct {
-        uint32_t iid;
-        uint8_t length;
-        char name[CATEGORY_MAX];
-    } categories[NVS_TRACE_CATEGORIES];
-};
-_Static_assert(sizeof(struct pf_domain) <= NVS_ENCODER_DOMAIN_BYTES, "domain cache");
-
-enum shape_state { SHAPE_UNMADE, SHAPE_MAKING, SHAPE_MADE };
-
-struct pf_string {
-    uint32_t iid;
-    uint32_t name_length;
-    char name[NAME_MAX_BYTES];      /* the name as UTF-8 */
-    _Atomic uint32_t state;         /* of the shape */
-    uint32_t shape_iid;             /* its bit: name, domain and category all defined */
-    const struct nvs_trace_domain *domain;
-    uint32_t category;
-    uint32_t generation;
-    uint32_t shape_length;
-    unsigned char shape[SHAPE_BYTES];   /* the begin's body: type, category, name, annotation */
-};
-_Static_assert(sizeof(struct pf_string) <= NVS_ENCODER_STRING_BYTES, "string cache");
-
 /* iids of every kind from one counter: 1..3 are the annotation names. */
 static _Atomic uint32_t next_iid = 16;
 /* Bumped when a category is named: shapes made before then are remade. */
-static _Atomic uint32_t category_generation;
+_Atomic uint32_t nvs_pftrace_category_generation;
 
 static inline struct pf_sequence *sequence_of(const struct nvs_trace_thread_ids *thread)
 {
@@ -163,43 +45,6 @@ static uint32_t new_iid(void)
 }
 
 /* ---- protobuf ------------------------------------------------------------ */
-
-typedef unsigned char byte;
-
-static inline __attribute__((always_inline)) byte *put_varint(byte *out, uint64_t value)
-{
-    /* Most are times between two events and byte counts: one or two bytes. */
-    if (__builtin_expect(value < 0x80, 1)) {
-        *out = (byte)value;
-        return out + 1;
-    }
-    if (value < 0x4000) {
-        out[0] = (byte)(value | 0x80);
-        out[1] = (byte)(value >> 7);
-        return out + 2;
-    }
-    while (value >= 0x80) {
-        *out++ = (byte)(value | 0x80);
-        value >>= 7;
-    }
-    *out++ = (byte)value;
-    return out;
-}
-
-static inline byte *put_bytes(byte *out, const void *data, size_t length)
-{
-    memcpy(out, data, length);
-    return out + length;
-}
-
-#define PUT(out, ...)                                                   \
-    put_bytes((out), (const byte[]){ __VA_ARGS__ }, sizeof((const byte[]){ __VA_ARGS__ }))
-
-static inline byte *put_field_varint(byte *out, byte tag, uint64_t value)
-{
-    *out++ = tag;
-    return put_varint(out, value);
-}
 
 /* A length-delimited field's length is written when it closes: one byte is
  * kept for it, and the body moves up where it needs more. */
@@ -255,13 +100,6 @@ static size_t copy_utf8(char *out, size_t size, const char *text, size_t length)
     return used;
 }
 
-/* ---- a sequence's interned ids -------------------------------------------- */
-
-static inline bool defined(const struct pf_sequence *sequence, uint32_t iid)
-{
-    return iid < INTERNED_BITS && (sequence->interned[iid / 8] >> (iid % 8) & 1);
-}
-
 static inline void define(struct pf_sequence *sequence, uint32_t iid)
 {
     if (iid >= INTERNED_BITS)
@@ -276,27 +114,9 @@ static inline bool internable(uint32_t iid)
     return iid != 0 && iid < INTERNED_BITS;
 }
 
-/* ---- the packet's head: sequence, flags and time --------------------------- */
-
-/* The sequence id and flags, then the time: on clock 64 as the delta from the
- * sequence's last time, or, for a time before it, on CLOCK_MONOTONIC whole. */
-static inline __attribute__((always_inline)) byte *put_head(struct pf_sequence *sequence,
-                                                            byte *out, uint64_t ns)
-{
-    memcpy(out, sequence->head, sizeof sequence->head);
-    out += sequence->head_length;
-    if (__builtin_expect(ns >= sequence->last_ns, 1)) {
-        out = put_field_varint(out, TAG_TIMESTAMP, ns - sequence->last_ns);
-        sequence->last_ns = ns;
-        return out;
-    }
-    out = PUT(out, TAG2_CLOCK_ID, CLOCK_MONOTONIC_ID);
-    return put_field_varint(out, TAG_TIMESTAMP, ns);
-}
-
 /* ---- annotations ------------------------------------------------------------ */
 
-static byte *put_payload(byte *out, const struct nvs_trace_event *event)
+byte *pf_put_payload(byte *out, const struct nvs_trace_event *event)
 {
     *out++ = TE_ANNOTATION;
     byte *body = open_length(out);
@@ -436,7 +256,7 @@ static inline __attribute__((always_inline)) const struct pf_string *shape_of(
     if (!event->registered)
         return NULL;
     struct pf_string *shape = string_of(event->registered);
-    uint32_t generation = atomic_load_explicit(&category_generation, memory_order_acquire);
+    uint32_t generation = atomic_load_explicit(&nvs_pftrace_category_generation, memory_order_acquire);
     uint32_t now = atomic_load_explicit(&shape->state, memory_order_acquire);
     if (__builtin_expect(now == SHAPE_UNMADE, 0)) {
         make_shape(shape, event, generation);
@@ -535,7 +355,7 @@ static byte *put_event(byte *out, struct nvs_trace_thread_ids *thread, int type,
         }
     }
     if ((with & WITH_PAYLOAD) && event->payload_type != NVS_PAYLOAD_NONE)
-        out = put_payload(out, event);
+        out = pf_put_payload(out, event);
     if ((with & WITH_COLOR) && event->color)
         out = put_color(out, event->color);
     if (args && args->count)
@@ -696,49 +516,19 @@ static __attribute__((noinline)) char *push_general(char *text, struct nvs_trace
 static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
                      const struct nvs_trace_event *event)
 {
-    struct pf_sequence *sequence = sequence_of(thread);
-    const struct pf_string *shape = shape_of(event);
-    if (__builtin_expect(shape != NULL && defined(sequence, shape->shape_iid), 1)) {
-        /* Every length here is below 128: one byte each. */
-        byte *out = (byte *)text, *packet = out + 2;
-        out[0] = TAG_PACKET;
-        out = put_head(sequence, packet, event->start_ns);
-        out[0] = TAG_TRACK_EVENT;
-        out[1] = (byte)shape->shape_length;
-        memcpy(out + 2, shape->shape, SHAPE_BYTES);
-        out += 2 + shape->shape_length;
-        packet[-1] = (byte)(out - packet);
-        return (char *)out;
-    }
-    return push_general(text, thread, event);
+    if (!event->registered)
+        return push_general(text, thread, event);
+    shape_of(event);            /* made here, the first time */
+    char *end = pf_push_cached(text, thread->sequence, event->registered, event->domain,
+                               event->category, event->start_ns);
+    return end ? end : push_general(text, thread, event);
 }
 
-/* A pop: the end of the innermost slice on the thread's track, with the
- * range's payload as it is now (a transfer's bytes moved). */
+/* A pop: the end of the innermost slice on the thread's track. */
 static char *pf_complete(char *text, struct nvs_trace_thread_ids *thread,
                          const struct nvs_trace_event *event, uint64_t end_ns)
 {
-    /* Every length here is below 128: one byte each. */
-    struct pf_sequence *sequence = sequence_of(thread);
-    byte *out = (byte *)text, *packet = out + 2;
-    out[0] = TAG_PACKET;
-    out = put_head(sequence, packet, end_ns);
-    byte *body = out + 2;
-    out[0] = TAG_TRACK_EVENT;
-    body[0] = TE_TYPE;
-    body[1] = TYPE_END;
-    out = body + 2;
-    if (event->payload_type == NVS_PAYLOAD_U64) {
-        memcpy(out, (const byte[]){ TE_ANNOTATION, 0, DA_NAME_IID, NAME_PAYLOAD, DA_UINT }, 5);
-        byte *end = put_varint(out + 5, event->payload);
-        out[1] = (byte)(end - out - 2);
-        out = end;
-    } else if (event->payload_type != NVS_PAYLOAD_NONE) {
-        out = put_payload(out, event);
-    }
-    body[-1] = (byte)(out - body);
-    packet[-1] = (byte)(out - packet);
-    return (char *)out;
+    return pf_pop_end(text, thread->sequence, event, end_ns);
 }
 
 /* The end of a slice that lies under others still open: named, so that it
@@ -827,7 +617,7 @@ static void pf_prepare_category(struct nvs_trace_domain *domain, uint32_t catego
         (uint8_t)copy_utf8(pf->categories[category].name, CATEGORY_MAX, name,
                            strnlen(name, NVS_TRACE_TEXT_MAX));
     pf->categories[category].iid = new_iid();
-    atomic_fetch_add_explicit(&category_generation, 1, memory_order_release);
+    atomic_fetch_add_explicit(&nvs_pftrace_category_generation, 1, memory_order_release);
 }
 
 static void pf_prepare_thread(struct nvs_trace_thread_ids *thread)
