@@ -328,10 +328,9 @@ static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *at
     return level;
 }
 
-/* Pops the innermost range of DOMAIN on this thread. */
-static int pop(const struct nvs_trace_domain *domain)
+/* Pops the innermost range of DOMAIN on this thread at END_NS. */
+static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
 {
-    uint64_t end_ns = now_ns();
     struct nvs_writer_thread *thread = nvs_writer_thread();
     if (!thread)
         return -1;
@@ -366,6 +365,11 @@ static int pop(const struct nvs_trace_domain *domain)
         return --stack->depth;
     }
     return -1;
+}
+
+static int pop(const struct nvs_trace_domain *domain)
+{
+    return pop_at(domain, now_ns());
 }
 
 /* EVENT as the library's own call describes it (its direct push and start). */
@@ -420,20 +424,16 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
     }
     stack->depth = level + 1;
     struct nvs_trace_event *event = &stack->ranges[level];
-    struct nvs_trace_string *name = (struct nvs_trace_string *)attributes->name.registered;
-    uint32_t category = attributes->category;
-    event->domain = (struct nvs_trace_domain *)domain;
-    event->registered = name;
-    event->category = category;
-    event->color = attributes->color & 0xffffffu;
-    event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
-    event->payload = attributes->payload;
-    event->text_length = 0;
+    describe_own(event, domain, attributes);
     uint64_t start_ns = event->start_ns = now_ns();     /* last: the range holds as little of
                                                          * ours as can be */
     char *out = nvs_writer_begin(thread);
     if (__builtin_expect(out != NULL, 1)) {
-        char *end = pf_push_cached(out, thread->ids.sequence, name, event->domain, category,
+        /* The values themselves, not the event's copies: those the clock's call made
+         * the compiler read again. */
+        char *end = pf_push_cached(out, thread->ids.sequence,
+                                   (const struct nvs_trace_string *)attributes->name.registered,
+                                   (const struct nvs_trace_domain *)domain, attributes->category,
                                    start_ns);
         nvs_writer_commit(thread, end ? end : state.encoder->push(out, &thread->ids, event));
     }
@@ -459,7 +459,7 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
             return;
         }
     }
-    pop(domain);
+    pop_at(domain, end_ns);
 }
 
 /* The payload of DOMAIN's innermost range on this thread, before its pop
