@@ -172,7 +172,8 @@ void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
 void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns)
 {
     if (nvs_emit_direct_tool) {
-        nvs_emit_direct_tool->span(nvs_emit_domains[attributes->domain], attributes, start_ns, end_ns);
+        nvs_emit_direct_tool->span(nvs_emit_domains[attributes->domain], attributes, start_ns,
+                                   end_ns);
         return;
     }
     nvtxEventAttributes_t event;

@@ -382,8 +382,8 @@ static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_
     event->color = attributes->color & 0xffffffu;
     event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
     event->payload = attributes->payload;
-    event->text_length = attributes->name.registered
-                             ? 0 : copy_text(event->text, sizeof event->text, attributes->name.text);
+    event->text_length = attributes->name.registered ? 0
+                         : copy_text(event->text, sizeof event->text, attributes->name.text);
 }
 
 /* The library's own ranges when this recorder is its NVTX tool: straight
@@ -449,7 +449,8 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
         struct range_stack *stack = stack_of(thread);
         int top = stack->depth - 1;
         struct nvs_trace_event *event = &stack->ranges[top < 0 ? 0 : top];
-        if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH && event->domain == domain, 1)) {
+        if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH && event->domain == domain,
+                             1)) {
             if (event->begun) {
                 char *out = nvs_writer_begin(thread);
                 if (out)

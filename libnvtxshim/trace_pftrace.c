@@ -256,7 +256,8 @@ static inline __attribute__((always_inline)) const struct pf_string *shape_of(
     if (!event->registered)
         return NULL;
     struct pf_string *shape = string_of(event->registered);
-    uint32_t generation = atomic_load_explicit(&nvs_pftrace_category_generation, memory_order_acquire);
+    uint32_t generation = atomic_load_explicit(&nvs_pftrace_category_generation,
+                                               memory_order_acquire);
     uint32_t now = atomic_load_explicit(&shape->state, memory_order_acquire);
     if (__builtin_expect(now == SHAPE_UNMADE, 0)) {
         make_shape(shape, event, generation);

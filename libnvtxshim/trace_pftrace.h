@@ -218,7 +218,8 @@ static inline __attribute__((always_inline)) char *pf_push_cached(
                                                memory_order_acquire);
     if (__builtin_expect(atomic_load_explicit(&shape->state, memory_order_acquire) != SHAPE_MADE ||
                          shape->domain != domain || shape->category != category ||
-                         shape->generation != generation || !defined(sequence, shape->shape_iid), 0))
+                         shape->generation != generation ||
+                         !defined(sequence, shape->shape_iid), 0))
         return NULL;
     /* Every length here is below 128: one byte each. */
     byte *out = (byte *)text, *packet = out + 2;
