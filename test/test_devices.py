@@ -191,7 +191,10 @@ def test_a_blocking_client_sees_the_configured_frame_age(tmp_path):
     _, log, events = run_camera_client(tmp_path, "v4l2-ctl", 8, True, fps=60, delays_ms=(5,))
     ages = check_camera_trace(events, log)
     assert len(ages) == 8
-    assert all(abs(e["args"]["payload"] - 5 * MS) < MS for e in ages), [e["args"]["payload"] for e in ages]
+    payloads = sorted(e["args"]["payload"] for e in ages)
+    # No frame is handed out before its delay; the typical one right after it. A client
+    # woken late (a loaded 2-core machine, an ASan build) sees an older frame, as it should.
+    assert payloads[0] > 5 * MS - MS and abs(payloads[len(payloads) // 2] - 5 * MS) < MS, payloads
 
 
 def test_without_the_v4l2_hooks_the_camera_is_not_traced(tmp_path):
