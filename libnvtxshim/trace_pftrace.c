@@ -26,7 +26,7 @@ _Atomic uint32_t nvs_pftrace_category_generation;
 
 static inline struct pf_sequence *sequence_of(const struct nvs_trace_thread_ids *thread)
 {
-    return (struct pf_sequence *)thread->sequence;
+    return pf_sequence_of(thread->sequence);
 }
 
 static inline struct pf_domain *domain_of(const struct nvs_trace_domain *domain)
