@@ -5,6 +5,7 @@
  * others, which only need its types). */
 #undef NVTX_NO_IMPL
 #include "emit.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -131,16 +132,21 @@ static void fill(nvtxEventAttributes_t *event, const struct nvs_attributes *attr
     }
 }
 
+/* Any NVTX tool may change errno (nsys makes system calls): kept here. */
 void nvs_range_push_nvtx(const struct nvs_attributes *attributes)
 {
+    int saved_errno = errno;
     nvtxEventAttributes_t event;
     fill(&event, attributes);
     nvtxDomainRangePushEx(nvs_emit_domains[attributes->domain], &event);
+    errno = saved_errno;
 }
 
 void nvs_range_pop_nvtx(enum nvs_domain domain)
 {
+    int saved_errno = errno;
     nvtxDomainRangePop(nvs_emit_domains[domain]);
+    errno = saved_errno;
 }
 
 bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload)
@@ -229,9 +235,9 @@ void nvs_name_thread(const char *name)
     nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), name);
 }
 
+/* The recorder's clock (clock.h): the times of frames, spans and triggers
+ * agree with its ranges'. */
 uint64_t nvs_now_ns(void)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    return nvs_clock_ns();
 }

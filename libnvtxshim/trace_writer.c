@@ -22,6 +22,7 @@
  *   got its number back for a file of its own never sees our bytes. */
 #define _GNU_SOURCE
 #include "trace_writer.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -140,9 +141,7 @@ static enum lock_result lock_file(bool bounded)
             return LOCK_HELD_HERE;
         expected = 0;
         if (bounded) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+            uint64_t ns = nvs_clock_read(CLOCK_MONOTONIC);
             if (!deadline)
                 deadline = ns + FINISH_WAIT_NS;
             else if (ns > deadline)
@@ -555,10 +554,8 @@ static void reset_thread(struct nvs_writer_thread *thread)
     /* The sequence's start, with the thread's name: its first event, there
      * before any other. */
     char name[17] = "";
-    prctl(PR_GET_NAME, name, 0, 0, 0);
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
+    uint64_t now_ns = nvs_clock_ns();
     uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
                                  thread->data);
     thread->ends[0] = (uint16_t)length;

@@ -12,7 +12,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
                  $(BUILD)/test/frame_loop \
                  $(BUILD)/test/process_life $(BUILD)/test/process_life_dl $(BUILD)/test/trace_adversary \
-                 $(BUILD)/test/secure_probe $(BUILD)/test/libfakeclock.so
+                 $(BUILD)/test/secure_probe $(BUILD)/test/libfakeclock.so $(BUILD)/test/clock_agree
 
 # The harness's GPU kernels, when nvcc is here: a fat binary (SASS for Turing
 # to Hopper, PTX for later GPUs) embedded in the program with .incbin.

@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../capture.h"
+#include "../clock.h"
 #include "../init.h"
 #include "../record.h"
 #include "../resolve.h"
@@ -176,4 +178,24 @@ EXPORT __sighandler_t signal(int number, __sighandler_t handler)
         return SIG_ERR;
     }
     return real(number, handler);
+}
+
+/* A thread that forbids itself the TSC (PR_SET_TSC, PR_TSC_SIGSEGV) would get
+ * SIGSEGV from the recorder's clock: its line goes first, whatever the
+ * request's outcome (clock_gettime serves it from then on). */
+EXPORT int prctl(int option, ...)
+{
+    va_list arguments;
+    va_start(arguments, option);
+    unsigned long second = va_arg(arguments, unsigned long);
+    unsigned long third = va_arg(arguments, unsigned long);
+    unsigned long fourth = va_arg(arguments, unsigned long);
+    unsigned long fifth = va_arg(arguments, unsigned long);
+    va_end(arguments);
+    if (option == PR_SET_TSC)
+        nvs_clock_refuse_thread();
+    __typeof__(&prctl) real = NVS_REAL(prctl);
+    if (!real)
+        return (int)syscall(SYS_prctl, option, second, third, fourth, fifth);
+    return real(option, second, third, fourth, fifth);
 }
