@@ -49,7 +49,8 @@ struct nvs_attributes {
 };
 
 /* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
- * innermost one. Inline (below): every traced call makes both. */
+ * innermost one. Both keep errno (a direct tool's push and pop must too).
+ * Inline (below): every traced call makes both. */
 static inline void nvs_range_push(const struct nvs_attributes *attributes);
 static inline void nvs_range_pop(enum nvs_domain domain);
 /* Sets the payload of DOMAIN's innermost open push/pop range on this thread,
@@ -80,7 +81,7 @@ void nvs_named_range_end(const struct nvs_named_range *range, nvtxRangeId_t id);
 /* A tool in this library that takes the library's own ranges directly,
  * without NVTX attributes being built for NVTX to hand over (the recorder);
  * FLUSH is told when a frame ends, so its events reach the file. DOMAIN is
- * the library's NVTX handle for ATTRIBUTES->domain. */
+ * the library's NVTX handle for ATTRIBUTES->domain. PUSH and POP keep errno. */
 struct nvs_emit_direct {
     void (*push)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes);
     void (*pop)(nvtxDomainHandle_t domain);

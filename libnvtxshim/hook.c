@@ -57,8 +57,10 @@ unsigned nvs_traced_groups_init(void)
 
 void nvs_call_do_after_work(void)
 {
+    int saved_errno = errno;
     nvs_call_after_work = false;
     nvs_capture_after_call();
+    errno = saved_errno;
 }
 
 /* A program-level call of hook ID begins, before its range: a pending
@@ -67,6 +69,7 @@ void nvs_call_do_after_work(void)
 void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
                        enum nvs_domain domain)
 {
+    int saved_errno = errno;
     unsigned work = atomic_load_explicit(&nvs_call_work, memory_order_relaxed);
     if ((work & WORK_CUDA_CAPTURE) && domain == NVS_DOMAIN_CUDA)
         nvs_capture_on_cuda_call();
@@ -76,6 +79,7 @@ void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int en
         nvs_capture_on_call(id);
     if (work & WORK_FRAMES)
         nvs_frames_count(id, marker, endpoint);
+    errno = saved_errno;
 }
 
 void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint)
@@ -91,10 +95,12 @@ _Atomic(nvtxStringHandle_t) nvs_call_hook_names[NVS_HOOK_COUNT];
  * out as the hook's own name: static text, valid until the push. */
 struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hook_id id)
 {
+    int saved_errno = errno;
     const char *hook = nvs_hook_name(id);
     char text[NVS_CALL_TEXT_MAX];
     snprintf(text, sizeof text, "%.*s", nvs_api_name_length(hook), hook);
     struct nvs_name name = nvs_name_store(domain, nvs_call_name_key(id, 0), text);
+    errno = saved_errno;
     if (name.registered)
         atomic_store_explicit(&nvs_call_hook_names[id], name.registered, memory_order_release);
     else

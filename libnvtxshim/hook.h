@@ -118,8 +118,10 @@ static inline struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nv
 /* Opens RANGE, the range of a program-level call of hook ID, and dispatches
  * the call (MARKER: the kind of frame marker it is; ENDPOINT: its USB endpoint
  * or -1). A RANGE without a name is named after the hook. errno is left as it
- * was; the wrapper builds RANGE without touching errno (nvs_name_store keeps
- * it). Inline, with the dispatch out of line: every traced call makes it. */
+ * was, without being read here: everything this calls keeps it (the dispatch
+ * and the name's registration save it themselves, nvs_range_push keeps it, and
+ * so does nvs_name_store when the wrapper builds RANGE). Inline, with the
+ * dispatch out of line: every traced call makes it. */
 static inline void nvs_call_name_and_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker,
                                               int endpoint, struct nvs_attributes *range)
 {
@@ -132,10 +134,8 @@ static inline void nvs_call_name_and_dispatch(enum nvs_hook_id id, enum nvs_fram
 static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
                                  struct nvs_attributes *range)
 {
-    int *error = &errno, saved_errno = *error;
     nvs_call_name_and_dispatch(id, marker, endpoint, range);
     nvs_range_push(range);
-    *error = saved_errno;
 }
 
 /* The same for an asynchronous call whose range ends elsewhere (a USB
@@ -151,13 +151,12 @@ static inline uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_m
 }
 
 /* Pops the call's range in DOMAIN and leaves the call; errno is left as it
- * was. Inline: it is two calls, and every traced call makes it. */
+ * was (nvs_range_pop and the after-work keep it). Inline: it is two calls, and
+ * every traced call makes it. */
 static inline void nvs_call_close(enum nvs_domain domain)
 {
-    int *error = &errno, saved_errno = *error;
     nvs_range_pop(domain);
     nvs_call_leave();
-    *error = saved_errno;
 }
 
 /* A registered name for the range of hook ID with these parameters: KEY's low

@@ -28,6 +28,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "clock.h"
 #include "config.h"
 #include "emit.h"
 #include "trace.h"
@@ -79,9 +80,7 @@ static struct nvs_trace_domain default_domain;
 
 static uint64_t now_ns(void)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    return nvs_clock_ns();
 }
 
 /* ---- text ------------------------------------------------------------------- */
@@ -390,77 +389,99 @@ static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_
  * here, without building NVTX attributes for NVTX to hand over. */
 static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
+    int saved_errno = errno;        /* a buffer claimed, a file opened or written */
     int level;
     struct nvs_writer_thread *thread;
     struct nvs_trace_event *event = next_stack_slot(&level, &thread);
-    if (!event)
-        return;
-    describe_own(event, domain, attributes);
-    event->start_ns = now_ns();
-    pushed(thread, event);
+    if (event) {
+        describe_own(event, domain, attributes);
+        event->start_ns = now_ns();
+        pushed(thread, event);
+    }
+    errno = saved_errno;
 }
 
 static void direct_pop(nvtxDomainHandle_t domain)
 {
+    int saved_errno = errno;
     pop((const struct nvs_trace_domain *)domain);
+    errno = saved_errno;
 }
 
 /* The same for the protobuf form, where nearly every range the library makes
- * is a registered name on a thread that has its buffer: the stack slot, the
- * clock, the buffer and the packet in one function (trace_pftrace.h). Any
- * other case takes the general way above. */
+ * is a registered name whose begin is ready to copy, on a thread with room in
+ * its buffer and a clock line (clock.h): the stack slot, the clock, the buffer
+ * and the packet in one function that calls nothing (trace_pftrace.h). Each
+ * condition is checked before anything is changed; where one fails, the
+ * general way above does it all. */
 static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
     struct nvs_writer_thread *thread = nvs_writer_current;
-    if (__builtin_expect(!thread || !attributes->name.registered, 0)) {
-        direct_push(domain, attributes);
-        return;
-    }
+    const struct nvs_trace_string *name = (const struct nvs_trace_string *)attributes->name.registered;
+    if (__builtin_expect(!thread || !name, 0))
+        goto general;
     struct range_stack *stack = stack_of(thread);
     int level = stack->depth;
-    if (__builtin_expect(level >= NVS_TRACE_STACK_DEPTH, 0)) {
-        direct_push(domain, attributes);
-        return;
+    struct pf_sequence *sequence = pf_sequence_of(thread->ids.sequence);
+    const struct pf_string *shape = pf_shape_ready(sequence, name,
+                                                   (const struct nvs_trace_domain *)domain,
+                                                   attributes->category);
+    if (__builtin_expect(level >= NVS_TRACE_STACK_DEPTH || !shape, 0))
+        goto general;
+    char *out = nvs_writer_try_begin(thread);
+    if (__builtin_expect(!out, 0))
+        goto general;
+    bool fast;
+    uint64_t start_ns = nvs_clock_try(&fast);   /* after the checks: the range holds as
+                                                 * little of ours as can be */
+    if (__builtin_expect(!fast, 0)) {
+        nvs_writer_abandon(thread);
+        goto general;
     }
     stack->depth = level + 1;
+    /* describe_own's, for a registered name; color only the JSON form writes */
     struct nvs_trace_event *event = &stack->ranges[level];
-    describe_own(event, domain, attributes);
-    uint64_t start_ns = event->start_ns = now_ns();     /* last: the range holds as little of
-                                                         * ours as can be */
-    char *out = nvs_writer_begin(thread);
-    if (__builtin_expect(out != NULL, 1)) {
-        /* The values themselves, not the event's copies: those the clock's call made
-         * the compiler read again. */
-        char *end = pf_push_cached(out, thread->ids.sequence,
-                                   (const struct nvs_trace_string *)attributes->name.registered,
-                                   (const struct nvs_trace_domain *)domain, attributes->category,
-                                   start_ns);
-        nvs_writer_commit(thread, end ? end : state.encoder->push(out, &thread->ids, event));
-    }
-    event->begun = out != NULL;
+    event->domain = (struct nvs_trace_domain *)domain;
+    event->registered = (struct nvs_trace_string *)name;
+    event->category = attributes->category;
+    event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
+    event->payload = attributes->payload;
+    event->start_ns = start_ns;
+    event->begun = true;
+    nvs_writer_commit(thread, pf_put_begin(out, sequence, shape, start_ns, true));
+    return;
+general:
+    direct_push(domain, attributes);
 }
 
 static void direct_pop_pftrace(nvtxDomainHandle_t handle)
 {
-    uint64_t end_ns = now_ns();
     const struct nvs_trace_domain *domain = (const struct nvs_trace_domain *)handle;
     struct nvs_writer_thread *thread = nvs_writer_current;
-    if (__builtin_expect(thread != NULL, 1)) {
-        struct range_stack *stack = stack_of(thread);
-        int top = stack->depth - 1;
-        struct nvs_trace_event *event = &stack->ranges[top < 0 ? 0 : top];
-        if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH && event->domain == domain,
-                             1)) {
-            if (event->begun) {
-                char *out = nvs_writer_begin(thread);
-                if (out)
-                    nvs_writer_commit(thread, pf_pop_end(out, thread->ids.sequence, event, end_ns));
-            }
-            stack->depth = top;
-            return;
-        }
+    if (__builtin_expect(!thread, 0))
+        goto general;
+    struct range_stack *stack = stack_of(thread);
+    int top = stack->depth - 1;
+    struct nvs_trace_event *event = &stack->ranges[top < 0 ? 0 : top];
+    /* Its payload none or the library's own (u64): the end needs no call. */
+    if (__builtin_expect(top < 0 || top >= NVS_TRACE_STACK_DEPTH || event->domain != domain ||
+                         !event->begun || event->payload_type > NVS_PAYLOAD_U64, 0))
+        goto general;
+    char *out = nvs_writer_try_begin(thread);
+    if (__builtin_expect(!out, 0))
+        goto general;
+    bool fast;
+    uint64_t end_ns = nvs_clock_try(&fast);
+    if (__builtin_expect(!fast, 0)) {
+        nvs_writer_abandon(thread);
+        goto general;
     }
-    pop_at(domain, end_ns);
+    nvs_writer_commit(thread, pf_pop_end_own(out, pf_sequence_of(thread->ids.sequence), event,
+                                             end_ns));
+    stack->depth = top;
+    return;
+general:
+    direct_pop(handle);
 }
 
 /* The payload of DOMAIN's innermost range on this thread, before its pop
@@ -797,6 +818,7 @@ void nvs_record_enable(const char *path_template)
 {
     state.encoder = binary_path(path_template) ? &nvs_trace_pftrace : &nvs_trace_json;
     state.pid = getpid();
+    nvs_clock_enable();
     memcpy(default_domain.name, "default", sizeof "default");
     state.encoder->prepare_domain(&default_domain);
     nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack));

@@ -12,6 +12,7 @@
  * Pure: no I/O, lock or allocation (the header reads the clocks). */
 #define _GNU_SOURCE
 #include "trace_pftrace.h"
+#include "clock.h"
 
 #include <stdatomic.h>
 #include <string.h>
@@ -243,8 +244,10 @@ static __attribute__((noinline, cold)) void make_shape(struct pf_string *shape,
     shape->category = event->category;
     shape->generation = generation;
     shape->shape_iid = new_iid();
-    if (internable(shape->shape_iid))
+    if (internable(shape->shape_iid)) {
+        atomic_store_explicit(&shape->made_for, event->domain, memory_order_release);
         atomic_store_explicit(&shape->state, SHAPE_MADE, memory_order_release);
+    }
 }
 
 /* The shape of EVENT, made when missing; NULL when its name is not registered,
@@ -374,9 +377,7 @@ static byte *put_event(byte *out, struct nvs_trace_thread_ids *thread, int type,
 
 static uint64_t clock_ns(clockid_t clock)
 {
-    struct timespec now;
-    clock_gettime(clock, &now);
-    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    return nvs_clock_read(clock);
 }
 
 static char *pf_header(char *text, int32_t pid, const char *process_name)
@@ -529,7 +530,7 @@ static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
 static char *pf_complete(char *text, struct nvs_trace_thread_ids *thread,
                          const struct nvs_trace_event *event, uint64_t end_ns)
 {
-    return pf_pop_end(text, thread->sequence, event, end_ns);
+    return pf_pop_end(text, thread->sequence, event, end_ns, false);
 }
 
 /* The end of a slice that lies under others still open: named, so that it

@@ -123,6 +123,9 @@ struct pf_string {
     uint32_t name_length;
     char name[NAME_MAX_BYTES];      /* the name as UTF-8 */
     _Atomic uint32_t state;         /* of the shape */
+    /* DOMAIN once the shape is made (and its shape_iid internable), else NULL:
+     * the fast path's one test of both */
+    _Atomic(const struct nvs_trace_domain *) made_for;
     uint32_t shape_iid;             /* its bit: name, domain and category all defined */
     const struct nvs_trace_domain *domain;
     uint32_t category;
@@ -205,26 +208,51 @@ static inline struct pf_sequence *pf_sequence_of(void *sequence)
     return (struct pf_sequence *)sequence;
 }
 
-/* The begin of a push of NAME in DOMAIN and CATEGORY at NS, at OUT, when the
- * name's shape is made, matches them and is defined on SEQUENCE; NULL
- * otherwise (the encoder's push then makes what is missing). */
-static inline __attribute__((always_inline)) char *pf_push_cached(
-    char *text, void *sequence_area, const struct nvs_trace_string *name,
-    const struct nvs_trace_domain *domain, uint32_t category, uint64_t ns)
+/* NAME's shape, when it is made, matches DOMAIN and CATEGORY and is defined
+ * on SEQUENCE: a push's begin can be copied from it. NULL otherwise (the
+ * encoder's push then makes what is missing). */
+static inline __attribute__((always_inline)) const struct pf_string *pf_shape_ready(
+    const struct pf_sequence *sequence, const struct nvs_trace_string *name,
+    const struct nvs_trace_domain *domain, uint32_t category)
 {
-    struct pf_sequence *sequence = pf_sequence_of(sequence_area);
     const struct pf_string *shape = (const struct pf_string *)name->encoded;
     uint32_t generation = atomic_load_explicit(&nvs_pftrace_category_generation,
                                                memory_order_acquire);
-    if (__builtin_expect(atomic_load_explicit(&shape->state, memory_order_acquire) != SHAPE_MADE ||
-                         shape->domain != domain || shape->category != category ||
-                         shape->generation != generation ||
-                         !defined(sequence, shape->shape_iid), 0))
+    uint32_t iid = shape->shape_iid;    /* below INTERNED_BITS once made */
+    if (__builtin_expect(atomic_load_explicit(&shape->made_for, memory_order_acquire) != domain ||
+                         shape->category != category || shape->generation != generation ||
+                         !(sequence->interned[iid / 8 % sizeof sequence->interned] >> (iid % 8) & 1),
+                         0))
         return NULL;
+    return shape;
+}
+
+/* The time of a packet that happens now (a push's begin, a pop's end) as the
+ * delta from the sequence's last: never before it. The recorder's clock
+ * (clock.h) can read a few nanoseconds behind a time it gave before, on
+ * another CPU or after a new anchor; the sequence keeps its order. */
+static inline __attribute__((always_inline)) byte *put_head_now(struct pf_sequence *sequence,
+                                                                byte *out, uint64_t ns)
+{
+    uint64_t last = sequence->last_ns;
+    ns = ns > last ? ns : last;
+    memcpy(out, sequence->head, sizeof sequence->head);
+    out += sequence->head_length;
+    out = put_field_varint(out, TAG_TIMESTAMP, ns - last);
+    sequence->last_ns = ns;
+    return out;
+}
+
+/* A push's begin at OUT from SHAPE (pf_shape_ready's) at NS. */
+static inline __attribute__((always_inline)) char *pf_put_begin(char *text,
+                                                                struct pf_sequence *sequence,
+                                                                const struct pf_string *shape,
+                                                                uint64_t ns, bool now)
+{
     /* Every length here is below 128: one byte each. */
     byte *out = (byte *)text, *packet = out + 2;
     out[0] = TAG_PACKET;
-    out = put_head(sequence, packet, ns);
+    out = now ? put_head_now(sequence, packet, ns) : put_head(sequence, packet, ns);
     out[0] = TAG_TRACK_EVENT;
     out[1] = (byte)shape->shape_length;
     memcpy(out + 2, shape->shape, SHAPE_BYTES);
@@ -233,20 +261,33 @@ static inline __attribute__((always_inline)) char *pf_push_cached(
     return (char *)out;
 }
 
+/* The begin of a push of NAME in DOMAIN and CATEGORY at NS, at OUT, when the
+ * name's shape is ready (above); NULL otherwise. */
+static inline char *pf_push_cached(char *text, void *sequence_area,
+                                   const struct nvs_trace_string *name,
+                                   const struct nvs_trace_domain *domain, uint32_t category,
+                                   uint64_t ns)
+{
+    struct pf_sequence *sequence = pf_sequence_of(sequence_area);
+    const struct pf_string *shape = pf_shape_ready(sequence, name, domain, category);
+    return shape ? pf_put_begin(text, sequence, shape, ns, false) : NULL;
+}
+
 /* EVENT's payload annotation, any type (trace_pftrace.c). */
 byte *pf_put_payload(byte *out, const struct nvs_trace_event *event);
 
 /* A pop: the end of the innermost slice on the thread's track at END_NS, with
- * the range's payload as it is now (a transfer's bytes moved). */
+ * the range's payload as it is now (a transfer's bytes moved); NOW: END_NS
+ * was just read (put_head_now). */
 static inline __attribute__((always_inline)) char *pf_pop_end(char *text, void *sequence_area,
                                                               const struct nvs_trace_event *event,
-                                                              uint64_t end_ns)
+                                                              uint64_t end_ns, bool now)
 {
     /* Every length here is below 128: one byte each. */
     struct pf_sequence *sequence = pf_sequence_of(sequence_area);
     byte *out = (byte *)text, *packet = out + 2;
     out[0] = TAG_PACKET;
-    out = put_head(sequence, packet, end_ns);
+    out = now ? put_head_now(sequence, packet, end_ns) : put_head(sequence, packet, end_ns);
     byte *body = out + 2;
     out[0] = TAG_TRACK_EVENT;
     body[0] = TE_TYPE;
@@ -265,4 +306,29 @@ static inline __attribute__((always_inline)) char *pf_pop_end(char *text, void *
     return (char *)out;
 }
 
+/* The same for a range whose payload is none or u64 (the library's own), END_NS
+ * just read: nothing here calls out. */
+static inline __attribute__((always_inline)) char *pf_pop_end_own(
+    char *text, struct pf_sequence *sequence, const struct nvs_trace_event *event, uint64_t end_ns)
+{
+    byte *out = (byte *)text, *packet = out + 2;
+    out[0] = TAG_PACKET;
+    out = put_head_now(sequence, packet, end_ns);
+    byte *body = out + 2;
+    out[0] = TAG_TRACK_EVENT;
+    body[0] = TE_TYPE;
+    body[1] = TYPE_END;
+    out = body + 2;
+    if (event->payload_type == NVS_PAYLOAD_U64) {
+        memcpy(out, (const byte[]){ TE_ANNOTATION, 0, DA_NAME_IID, NAME_PAYLOAD, DA_UINT }, 5);
+        byte *end = put_varint(out + 5, event->payload);
+        out[1] = (byte)(end - out - 2);
+        out = end;
+    }
+    body[-1] = (byte)(out - body);
+    packet[-1] = (byte)(out - packet);
+    return (char *)out;
+}
+
 #endif
+

@@ -95,10 +95,14 @@ static inline uint32_t nvs_writer_used(const struct nvs_writer_thread *thread)
  * this thread (counted). The caller encodes at the pointer, then commits the
  * end of what it wrote. */
 char *nvs_writer_begin_slow(struct nvs_writer_thread *thread);
-static inline char *nvs_writer_begin(struct nvs_writer_thread *thread)
+
+/* The same room where it is there at once; otherwise NULL and nothing done
+ * (the caller then takes the way that calls nvs_writer_begin). */
+static inline __attribute__((always_inline)) char *nvs_writer_try_begin(
+    struct nvs_writer_thread *thread)
 {
     if (__builtin_expect(thread->writing, 0))
-        return nvs_writer_begin_slow(thread);
+        return NULL;
     /* Taken before the buffer is read: a handler that runs from here on sees
      * it and drops its event, one that ran before has finished its own. */
     thread->writing = 1;
@@ -109,9 +113,22 @@ static inline char *nvs_writer_begin(struct nvs_writer_thread *thread)
                          (published >> 16) >= NVS_WRITER_EVENTS - 1, 0)) {
         atomic_signal_fence(memory_order_seq_cst);
         thread->writing = 0;
-        return nvs_writer_begin_slow(thread);
+        return NULL;
     }
     return thread->data + (published & 0xffffu);
+}
+
+/* Gives back the room nvs_writer_try_begin gave, nothing written. */
+static inline void nvs_writer_abandon(struct nvs_writer_thread *thread)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    thread->writing = 0;
+}
+
+static inline char *nvs_writer_begin(struct nvs_writer_thread *thread)
+{
+    char *out = nvs_writer_try_begin(thread);
+    return __builtin_expect(out != NULL, 1) ? out : nvs_writer_begin_slow(thread);
 }
 
 /* Publishes the event that ends at END: a flush or the finish may take it
