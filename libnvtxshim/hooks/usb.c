@@ -112,54 +112,69 @@ static void short_mark(struct nvs_name name, uint64_t moved)
 
 /* ---- synchronous transfers ---------------------------------------------- */
 
-/* The range of a bulk or interrupt transfer: endpoint, direction, length. */
+/* The name of a bulk or interrupt transfer's range, the first time it is
+ * used: endpoint, direction, length. Out of line, with its buffer: the
+ * traced call's frame stays small. */
+static __attribute__((noinline, cold)) struct nvs_name name_data(enum nvs_hook_id id,
+                                                                  unsigned char endpoint,
+                                                                  int length, uint64_t key)
+{
+    char text[NVS_CALL_TEXT_MAX];
+    snprintf(text, sizeof text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
+             direction(endpoint), length);
+    return nvs_name_store(NVS_DOMAIN_USB, key, text);
+}
+
+/* The range of a bulk or interrupt transfer. */
 static inline __attribute__((always_inline)) void describe_data(struct nvs_attributes *range,
-                                                                char *text, enum nvs_hook_id id,
+                                                                enum nvs_hook_id id,
                                                                 unsigned char endpoint, int length)
 {
     *range = (struct nvs_attributes){
         .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
         .payload = (uint64_t)(length > 0 ? length : 0), .has_payload = true,
     };
-    range->name = nvs_name_lookup(NVS_DOMAIN_USB,
-                                  nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length));
-    if (range->name.registered)
-        return;
-    snprintf(text, NVS_CALL_TEXT_MAX, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
-             direction(endpoint), length);
-    range->name = nvs_name_store(NVS_DOMAIN_USB,
-                                 nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length),
-                                 text);
+    uint64_t key = nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length);
+    range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    if (__builtin_expect(!range->name.registered, 0))
+        range->name = name_data(id, endpoint, length, key);
 }
 
-/* A bulk or interrupt transfer's range ends, MOVED of LENGTH bytes moved
- * (COMPLETED: without an error), fewer than asked for. */
-static void data_moved_short(enum nvs_hook_id id, unsigned char endpoint, int length, int moved,
-                             bool completed)
+/* A bulk or interrupt transfer's range ends unusually: it failed (RESULT),
+ * or MOVED of LENGTH bytes moved, fewer than asked for. errno is kept. */
+static __attribute__((noinline, cold)) void data_ended_unusually(enum nvs_hook_id id,
+                                                                  unsigned char endpoint,
+                                                                  int length, int moved,
+                                                                  int result)
 {
-    if (nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) || !completed || moved >= length)
-        return;
-    struct nvs_name name;
-    char text[NVS_CALL_TEXT_MAX];
-    NVS_NAME(name, NVS_DOMAIN_USB,
-             nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length) ^ SHORT_KEY, text,
-             "short transfer %s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
-             direction(endpoint), length);
-    short_mark(name, (uint64_t)moved);
+    int saved_errno = errno;
+    if (result < 0)
+        warn((uint64_t)moved, "%s %s ep=0x%02x %s %d/%dB", error_name(result), nvs_hook_name(id),
+             endpoint, direction(endpoint), moved, length);
+    /* All of it: the range's payload says so already. */
+    if (moved != length &&
+        !nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) && result >= 0 && moved < length) {
+        struct nvs_name name;
+        char text[NVS_CALL_TEXT_MAX];
+        NVS_NAME(name, NVS_DOMAIN_USB,
+                 nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length) ^ SHORT_KEY,
+                 text, "short transfer %s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
+                 direction(endpoint), length);
+        short_mark(name, (uint64_t)moved);
+    }
+    errno = saved_errno;
 }
 
-/* Out of line: inlined into the exported function, it would make the
- * untraced path save registers too (docs/ARCHITECTURE.md). */
-static __attribute__((noinline)) int data_transfer(enum nvs_hook_id id,
-                                                   __typeof__(&libusb_bulk_transfer) real,
-                                                   libusb_device_handle *handle,
-                                                   unsigned char endpoint, unsigned char *data,
-                                                   int length, int *transferred,
-                                                   unsigned int timeout)
+/* A traced bulk or interrupt transfer: inlined into one function per hook
+ * with the hook's own arguments, which its wrapper jumps to (a tail call:
+ * the wrapper saves no register and moves no argument). */
+static inline __attribute__((always_inline)) int data_transfer(
+    enum nvs_hook_id id, libusb_device_handle *handle, unsigned char endpoint, unsigned char *data,
+    int length, int *transferred, unsigned int timeout)
 {
+    __typeof__(&libusb_bulk_transfer) real = (__typeof__(&libusb_bulk_transfer))nvs_resolve(id);
     struct nvs_attributes range;
-    char text[NVS_CALL_TEXT_MAX];
-    describe_data(&range, text, id, endpoint, length);
+    describe_data(&range, id, endpoint, length);
     nvs_call_open(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
                   endpoint, &range);
 
@@ -171,47 +186,59 @@ static __attribute__((noinline)) int data_transfer(enum nvs_hook_id id,
      * only writes it), so the bytes moved are always known. */
     int moved = -1;
     int result = real(handle, endpoint, data, length, &moved, timeout);
-    int saved_errno = errno;
     if (transferred && moved >= 0)
         *transferred = moved;
     if (moved < 0)
         moved = 0;
-    if (result < 0)
-        warn((uint64_t)moved, "%s %s ep=0x%02x %s %d/%dB", error_name(result), nvs_hook_name(id),
-             endpoint, direction(endpoint), moved, length);
-    /* All of it: the range's payload says so already. */
-    if (moved != length)
-        data_moved_short(id, endpoint, length, moved, result >= 0);
-    errno = saved_errno;
+    if (__builtin_expect(result < 0 || moved != length, 0))
+        data_ended_unusually(id, endpoint, length, moved, result);
     nvs_call_close(NVS_DOMAIN_USB);
     return result;
 }
 
-EXPORT int LIBUSB_CALL libusb_bulk_transfer(libusb_device_handle *handle, unsigned char endpoint,
-                                            unsigned char *data, int length, int *transferred,
-                                            unsigned int timeout)
-{
-    __typeof__(&libusb_bulk_transfer) real = NVS_REAL(libusb_bulk_transfer);
-    if (!real)
-        return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (!nvs_call_begins(NVS_HOOKS_USB))
-        return real(handle, endpoint, data, length, transferred, timeout);
-    return data_transfer(NVS_HOOK_ID(libusb_bulk_transfer), real, handle, endpoint, data, length,
-                         transferred, timeout);
-}
+/* A bulk or interrupt transfer's wrapper, and the function its traced calls
+ * take (out of line: inlined, it would make the untraced path save registers
+ * too; docs/ARCHITECTURE.md). */
+#define DATA_TRANSFER(name)                                                                   \
+    static __attribute__((noinline)) int traced_##name(                                        \
+        libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length, \
+        int *transferred, unsigned int timeout)                                               \
+    {                                                                                         \
+        return data_transfer(NVS_HOOK_ID(name), handle, endpoint, data, length, transferred,   \
+                             timeout);                                                        \
+    }                                                                                         \
+                                                                                              \
+    /* Before libusb is resolved or the traced groups are known. */                          \
+    static __attribute__((noinline, cold)) int first_##name(                                   \
+        libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length, \
+        int *transferred, unsigned int timeout)                                               \
+    {                                                                                         \
+        __typeof__(&name) real = NVS_REAL(name);                                              \
+        if (!real)                                                                            \
+            return LIBUSB_ERROR_NOT_SUPPORTED;                                                \
+        if (!nvs_call_begins(NVS_HOOKS_USB))                                                  \
+            return real(handle, endpoint, data, length, transferred, timeout);                \
+        return traced_##name(handle, endpoint, data, length, transferred, timeout);           \
+    }                                                                                         \
+                                                                                              \
+    /* Every way on is a tail call with the arguments as they came. */                       \
+    EXPORT int LIBUSB_CALL name(libusb_device_handle *handle, unsigned char endpoint,         \
+                                unsigned char *data, int length, int *transferred,            \
+                                unsigned int timeout)                                         \
+    {                                                                                         \
+        __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                     \
+            &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                    \
+        unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire); \
+        if (__builtin_expect(!real || !(groups & NVS_GROUPS_READY), 0))                       \
+            return first_##name(handle, endpoint, data, length, transferred, timeout);        \
+        if (__builtin_expect(!(groups & NVS_HOOKS_USB) || nvs_hook_depth, 1))                 \
+            return real(handle, endpoint, data, length, transferred, timeout);                \
+        nvs_hook_depth++;                                                                     \
+        return traced_##name(handle, endpoint, data, length, transferred, timeout);           \
+    }
 
-EXPORT int LIBUSB_CALL libusb_interrupt_transfer(libusb_device_handle *handle,
-                                                 unsigned char endpoint, unsigned char *data,
-                                                 int length, int *transferred, unsigned int timeout)
-{
-    __typeof__(&libusb_interrupt_transfer) real = NVS_REAL(libusb_interrupt_transfer);
-    if (!real)
-        return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (!nvs_call_begins(NVS_HOOKS_USB))
-        return real(handle, endpoint, data, length, transferred, timeout);
-    return data_transfer(NVS_HOOK_ID(libusb_interrupt_transfer), real, handle, endpoint, data,
-                         length, transferred, timeout);
-}
+DATA_TRANSFER(libusb_bulk_transfer)
+DATA_TRANSFER(libusb_interrupt_transfer)
 
 /* The range of a control transfer: the setup packet's fields and length. */
 static void describe_control(struct nvs_attributes *range, char *text, uint8_t request_type,
@@ -531,7 +558,7 @@ static void name_event_thread(void)
     int saved_errno = errno;
     if (syscall(SYS_gettid) != getpid()) {
         char thread_name[16] = "", process_name[16] = "";
-        prctl(PR_GET_NAME, thread_name, 0, 0, 0);
+        syscall(SYS_prctl, PR_GET_NAME, thread_name, 0, 0, 0);  /* not through our prctl */
         snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
         if (!strcmp(thread_name, process_name))
             nvs_name_thread("libusb events");
