@@ -218,9 +218,11 @@ static inline __attribute__((always_inline)) const struct pf_string *pf_shape_re
     const struct pf_string *shape = (const struct pf_string *)name->encoded;
     uint32_t generation = atomic_load_explicit(&nvs_pftrace_category_generation,
                                                memory_order_acquire);
+    /* made_for first: it publishes the fields read after it */
+    if (__builtin_expect(atomic_load_explicit(&shape->made_for, memory_order_acquire) != domain, 0))
+        return NULL;
     uint32_t iid = shape->shape_iid;    /* below INTERNED_BITS once made */
-    if (__builtin_expect(atomic_load_explicit(&shape->made_for, memory_order_acquire) != domain ||
-                         shape->category != category || shape->generation != generation ||
+    if (__builtin_expect(shape->category != category || shape->generation != generation ||
                          !(sequence->interned[iid / 8 % sizeof sequence->interned] >> (iid % 8) & 1),
                          0))
         return NULL;

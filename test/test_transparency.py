@@ -133,6 +133,8 @@ CORPUS = [
          frame="call:cudaDeviceSynchronize"),
     # NVTX in the program itself, across fork, exec and _exit.
     Case("nvtx_user", ["test/nvtx_user"]),
+    # Ranges on a thread that forbids itself the TSC, and on one it starts (the recorder's clock).
+    Case("clock_agree-refuse", ["test/clock_agree", "20", "100", "refuse", "quiet"]),
     Case("nvtx_user-fork", ["test/nvtx_user", "fork"]),
     Case("nvtx_user-exec", ["test/nvtx_user", "exec", "/bin/echo", "after exec"]),
     Case("nvtx_user-failed-exec", ["test/nvtx_user", "exec", "/nonexistent/program"]),
@@ -211,7 +213,7 @@ def test_same_output_and_exit_code_with_and_without_the_shim(case, make_device, 
     check_traces(traces)
     # A run that got as far as its hooked calls (or its own NVTX) was traced: the shim was there.
     uses_hooks = (case.device is not None or case.display or "LD_LIBRARY_PATH" in case.env or
-                  case.argv[0] in ("test/nvtx_user", "test/secure_probe"))
+                  case.argv[0] in ("test/nvtx_user", "test/secure_probe", "test/clock_agree"))
     if uses_hooks and plain.returncode in (0, 3):
         assert os.listdir(traces), "no trace: was the shim loaded?"
 

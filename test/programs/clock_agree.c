@@ -9,7 +9,9 @@
  *                                      and does it again ("late N"), and so does a
  *                                      thread it starts then ("child N"): their
  *                                      clock reads are system calls, as the vDSO
- *                                      reads the TSC too */
+ *                                      reads the TSC too
+ *   ... quiet                          either, printing only "clock_agree: N ranges"
+ *                                      (the same with and without the library) */
 #define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -25,7 +27,8 @@
 
 static int rounds;
 static uint64_t gap_ns;
-static bool refused;
+static bool refused, quiet;
+static int ranges;
 
 static uint64_t now_ns(void)
 {
@@ -46,7 +49,10 @@ static void run_rounds(const char *label)
         nvtxRangePushA(name);
         nvtxRangePop();
         uint64_t after = now_ns();
-        printf("%s %llu %llu\n", name, (unsigned long long)before, (unsigned long long)after);
+        ranges++;
+        if (!quiet)
+            printf("%s %llu %llu\n", name, (unsigned long long)before,
+                   (unsigned long long)after);
         while (now_ns() < after + gap_ns)
             continue;
     }
@@ -62,13 +68,18 @@ static void *child(void *unused)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: clock_agree ROUNDS GAP_US [refuse]\n");
+        fprintf(stderr, "usage: clock_agree ROUNDS GAP_US [refuse] [quiet]\n");
         return 2;
     }
     rounds = atoi(argv[1]);
     gap_ns = strtoull(argv[2], NULL, 10) * 1000ull;
+    bool refuse = false;
+    for (int i = 3; i < argc; i++) {
+        refuse |= !strcmp(argv[i], "refuse");
+        quiet |= !strcmp(argv[i], "quiet");
+    }
     run_rounds("round");
-    if (argc > 3 && !strcmp(argv[3], "refuse")) {
+    if (refuse) {
         if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0) {
             perror("prctl");
             return 1;
@@ -79,6 +90,8 @@ int main(int argc, char **argv)
         if (pthread_create(&thread, NULL, child, NULL) != 0 || pthread_join(thread, NULL) != 0)
             return 1;
     }
+    if (quiet)
+        printf("clock_agree: %d ranges\n", ranges);
     fflush(stdout);
     return 0;
 }
