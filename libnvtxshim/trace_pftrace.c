@@ -530,7 +530,7 @@ static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
 static char *pf_complete(char *text, struct nvs_trace_thread_ids *thread,
                          const struct nvs_trace_event *event, uint64_t end_ns)
 {
-    return pf_pop_end(text, thread->sequence, event, end_ns, false);
+    return pf_pop_end(text, thread->sequence, event, end_ns);
 }
 
 /* The end of a slice that lies under others still open: named, so that it

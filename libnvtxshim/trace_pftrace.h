@@ -280,13 +280,14 @@ byte *pf_put_payload(byte *out, const struct nvs_trace_event *event);
 
 /* A pop: the end of the innermost slice on the thread's track at END_NS, with
  * the range's payload as it is now (a transfer's bytes moved); NOW: END_NS
- * was just read (put_head_now). */
-static inline __attribute__((always_inline)) char *pf_pop_end(char *text, void *sequence_area,
-                                                              const struct nvs_trace_event *event,
-                                                              uint64_t end_ns, bool now)
+ * was just read (put_head_now); OWN: the payload is none or u64 (the
+ * library's own), so nothing here calls out. */
+static inline __attribute__((always_inline)) char *pop_end(char *text,
+                                                           struct pf_sequence *sequence,
+                                                           const struct nvs_trace_event *event,
+                                                           uint64_t end_ns, bool now, bool own)
 {
     /* Every length here is below 128: one byte each. */
-    struct pf_sequence *sequence = pf_sequence_of(sequence_area);
     byte *out = (byte *)text, *packet = out + 2;
     out[0] = TAG_PACKET;
     out = now ? put_head_now(sequence, packet, end_ns) : put_head(sequence, packet, end_ns);
@@ -300,7 +301,7 @@ static inline __attribute__((always_inline)) char *pf_pop_end(char *text, void *
         byte *end = put_varint(out + 5, event->payload);
         out[1] = (byte)(end - out - 2);
         out = end;
-    } else if (event->payload_type != NVS_PAYLOAD_NONE) {
+    } else if (!own && event->payload_type != NVS_PAYLOAD_NONE) {
         out = pf_put_payload(out, event);
     }
     body[-1] = (byte)(out - body);
@@ -308,28 +309,18 @@ static inline __attribute__((always_inline)) char *pf_pop_end(char *text, void *
     return (char *)out;
 }
 
-/* The same for a range whose payload is none or u64 (the library's own), END_NS
- * just read: nothing here calls out. */
+/* The encoder's pop (any payload). */
+static inline char *pf_pop_end(char *text, void *sequence_area, const struct nvs_trace_event *event,
+                               uint64_t end_ns)
+{
+    return pop_end(text, pf_sequence_of(sequence_area), event, end_ns, false, false);
+}
+
+/* The recorder's own pop: END_NS just read, the payload none or u64. */
 static inline __attribute__((always_inline)) char *pf_pop_end_own(
     char *text, struct pf_sequence *sequence, const struct nvs_trace_event *event, uint64_t end_ns)
 {
-    byte *out = (byte *)text, *packet = out + 2;
-    out[0] = TAG_PACKET;
-    out = put_head_now(sequence, packet, end_ns);
-    byte *body = out + 2;
-    out[0] = TAG_TRACK_EVENT;
-    body[0] = TE_TYPE;
-    body[1] = TYPE_END;
-    out = body + 2;
-    if (event->payload_type == NVS_PAYLOAD_U64) {
-        memcpy(out, (const byte[]){ TE_ANNOTATION, 0, DA_NAME_IID, NAME_PAYLOAD, DA_UINT }, 5);
-        byte *end = put_varint(out + 5, event->payload);
-        out[1] = (byte)(end - out - 2);
-        out = end;
-    }
-    body[-1] = (byte)(out - body);
-    packet[-1] = (byte)(out - packet);
-    return (char *)out;
+    return pop_end(text, sequence, event, end_ns, true, true);
 }
 
 #endif
