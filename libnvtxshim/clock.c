@@ -35,10 +35,16 @@ static struct {
     uint64_t ns;
 } baseline;
 
-static uint64_t monotonic_ns(void)
+uint64_t nvs_clock_read(clockid_t clock)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
+    struct timespec now = { 0, 0 };
+    if (nvs_clock_line.refused == TSC_REFUSED) {
+        int saved_errno = errno;
+        syscall(SYS_clock_gettime, clock, &now);
+        errno = saved_errno;
+    } else {
+        clock_gettime(clock, &now);
+    }
     return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 }
 
@@ -56,7 +62,7 @@ static void read_together(uint64_t *tsc, uint64_t *ns)
     *tsc = *ns = 0;
     for (int i = 0; i < READ_TRIES; i++) {
         uint64_t before = __rdtsc();
-        uint64_t now = monotonic_ns();
+        uint64_t now = nvs_clock_read(CLOCK_MONOTONIC);
         uint64_t after = __rdtsc();
         if (after - before < best) {
             best = after - before;
@@ -104,19 +110,6 @@ void nvs_clock_enable(void)
     errno = saved_errno;
 }
 
-uint64_t nvs_clock_read(clockid_t clock)
-{
-    struct timespec now = { 0, 0 };
-    if (nvs_clock_line.refused == TSC_REFUSED) {
-        int saved_errno = errno;
-        syscall(SYS_clock_gettime, clock, &now);
-        errno = saved_errno;
-    } else {
-        clock_gettime(clock, &now);
-    }
-    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 void nvs_clock_refuse_thread(void)
 {
     struct nvs_clock_line *line = &nvs_clock_line;
@@ -140,19 +133,12 @@ static bool thread_may_read_tsc(struct nvs_clock_line *line)
     return may;
 }
 
-/* CLOCK_MONOTONIC the way this thread may read it: the vDSO reads the TSC
- * too, and faults where the thread forbade it; the system call does not. */
-static uint64_t thread_monotonic_ns(const struct nvs_clock_line *line)
-{
-    return line->refused != TSC_REFUSED ? monotonic_ns() : nvs_clock_read(CLOCK_MONOTONIC);
-}
-
 uint64_t nvs_clock_anchor(void)
 {
     struct nvs_clock_line *line = &nvs_clock_line;
     if (line->busy || !thread_may_read_tsc(line) ||
         !atomic_load_explicit(&baseline.usable, memory_order_acquire))
-        return thread_monotonic_ns(line);
+        return nvs_clock_read(CLOCK_MONOTONIC);
     /* A signal handler that interrupts from here on reads clock_gettime and
      * leaves the line alone; a reader sees ticks 0 until the line is whole. */
     line->busy = 1;
@@ -195,15 +181,9 @@ uint64_t nvs_clock_anchor(void)
 
 void nvs_clock_enable(void) {}
 void nvs_clock_refuse_thread(void) {}
-uint64_t nvs_clock_read(clockid_t clock)
-{
-    struct timespec now;
-    clock_gettime(clock, &now);
-    return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
 uint64_t nvs_clock_anchor(void)
 {
-    return monotonic_ns();
+    return nvs_clock_read(CLOCK_MONOTONIC);
 }
 
 #endif

@@ -240,14 +240,11 @@ static __attribute__((noinline, cold)) void make_shape(struct pf_string *shape,
         return;                 /* it stays "making": its events take the general way */
     memcpy(shape->shape, body, length);
     shape->shape_length = (uint32_t)length;
-    shape->domain = event->domain;
     shape->category = event->category;
     shape->generation = generation;
     shape->shape_iid = new_iid();
-    if (internable(shape->shape_iid)) {
+    if (internable(shape->shape_iid))
         atomic_store_explicit(&shape->made_for, event->domain, memory_order_release);
-        atomic_store_explicit(&shape->state, SHAPE_MADE, memory_order_release);
-    }
 }
 
 /* The shape of EVENT, made when missing; NULL when its name is not registered,
@@ -261,12 +258,10 @@ static inline __attribute__((always_inline)) const struct pf_string *shape_of(
     struct pf_string *shape = string_of(event->registered);
     uint32_t generation = atomic_load_explicit(&nvs_pftrace_category_generation,
                                                memory_order_acquire);
-    uint32_t now = atomic_load_explicit(&shape->state, memory_order_acquire);
-    if (__builtin_expect(now == SHAPE_UNMADE, 0)) {
+    if (__builtin_expect(atomic_load_explicit(&shape->state, memory_order_acquire) == SHAPE_UNMADE,
+                         0))
         make_shape(shape, event, generation);
-        now = atomic_load_explicit(&shape->state, memory_order_acquire);
-    }
-    if (now == SHAPE_MADE && shape->domain == event->domain &&
+    if (atomic_load_explicit(&shape->made_for, memory_order_acquire) == event->domain &&
         shape->category == event->category && shape->generation == generation)
         return shape;
     return NULL;

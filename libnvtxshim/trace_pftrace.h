@@ -116,18 +116,17 @@ struct pf_domain {
 };
 _Static_assert(sizeof(struct pf_domain) <= NVS_ENCODER_DOMAIN_BYTES, "domain cache");
 
-enum shape_state { SHAPE_UNMADE, SHAPE_MAKING, SHAPE_MADE };
+enum shape_state { SHAPE_UNMADE, SHAPE_MAKING };
 
 struct pf_string {
     uint32_t iid;
     uint32_t name_length;
     char name[NAME_MAX_BYTES];      /* the name as UTF-8 */
-    _Atomic uint32_t state;         /* of the shape */
-    /* DOMAIN once the shape is made (and its shape_iid internable), else NULL:
-     * the fast path's one test of both */
+    _Atomic uint32_t state;         /* of the shape: unmade, or taken by the one who makes it */
+    /* The domain it was made for, once made (its shape_iid internable), else
+     * NULL: published last, one test of both */
     _Atomic(const struct nvs_trace_domain *) made_for;
     uint32_t shape_iid;             /* its bit: name, domain and category all defined */
-    const struct nvs_trace_domain *domain;
     uint32_t category;
     uint32_t generation;
     uint32_t shape_length;
