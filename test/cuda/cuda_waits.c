@@ -11,7 +11,10 @@
  * point asked for with the per-thread flag); cuCtxSynchronize in its first
  * form and in CUDA 13's cuCtxSynchronize_v2 (cuGetProcAddress version 13000).
  * Prints what the driver did and what each call returned. A second argument
- * repeats the waits and launches that many times (results of the last). */
+ * repeats the waits and launches that many times (results of the last).
+ * On a real GPU, CUDA_WAITS_IMAGE names a cubin or fat binary holding kernels
+ * nvs_stub_kernel_a, _b and _c (test/gpu/waits_kernels.cu); the stand-in
+ * driver takes any image. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -94,6 +97,34 @@ static void link_directly(void)
     api.launch = cuLaunchKernel; api.launch_twin = cuLaunchKernel_ptsz;
 }
 
+/* The module image: the file CUDA_WAITS_IMAGE names, whole, or a token the
+ * stand-in accepts. NULL when the file cannot be read. */
+static const void *module_image(void)
+{
+    const char *path = getenv("CUDA_WAITS_IMAGE");
+    if (!path || !*path)
+        return "image";
+    FILE *file = fopen(path, "rb");
+    if (!file)
+        return NULL;
+    size_t size = 0, capacity = 1 << 16;
+    char *image = malloc(capacity);
+    size_t got;
+    while (image && (got = fread(image + size, 1, capacity - size - 1, file)) > 0) {
+        size += got;
+        if (capacity - size < 2) {
+            char *grown = realloc(image, capacity *= 2);
+            if (!grown)
+                free(image);
+            image = grown;
+        }
+    }
+    fclose(file);
+    if (image)
+        image[size] = 0;
+    return image;
+}
+
 static int load(const char *mode)
 {
     if (!strcmp(mode, "linked")) {
@@ -148,9 +179,10 @@ int main(int argc, char **argv)
     CUevent event;
     CUmodule module;
     CUfunction a, b, c;
-    if (api.init(0) || api.device_get(&device, 0) || api.retain(&context, device) ||
+    const void *image = module_image();
+    if (!image || api.init(0) || api.device_get(&device, 0) || api.retain(&context, device) ||
         api.set_current(context) || api.stream_create(&stream, 0) || api.event_create(&event, 0) ||
-        api.module_load(&module, "image") || api.get_function(&a, module, "nvs_stub_kernel_a") ||
+        api.module_load(&module, image) || api.get_function(&a, module, "nvs_stub_kernel_a") ||
         api.get_function(&b, module, "nvs_stub_kernel_b")) {
         fprintf(stderr, "cuda_waits: set-up failed\n");
         return 1;
@@ -176,7 +208,7 @@ int main(int argc, char **argv)
         kept = kept && errno == EDOM;
     }
     /* Another module's kernel at the address kernel a had (the stand-in reuses it). */
-    if (api.module_unload(module) || api.module_load(&module, "image") ||
+    if (api.module_unload(module) || api.module_load(&module, image) ||
         api.get_function(&c, module, "nvs_stub_kernel_c") ||
         api.launch(c, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL)) {
         fprintf(stderr, "cuda_waits: second module failed\n");

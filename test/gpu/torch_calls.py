@@ -1,0 +1,57 @@
+"""What a PyTorch program does with the GPU, for test/gpu/check.py to run with and without
+the shim: the output (checksums and results, never timings) must be the same.
+  copies  pageable/pinned x blocking/non_blocking round trips, then .cpu() and .item()
+  model   a small CNN's inference loop: each frame a pinned batch goes up
+          non_blocking, the forward pass runs, the classes come back with .cpu()
+  state   whether importing torch under the shim initialised CUDA (it must not)"""
+import sys
+
+import torch
+
+
+def copies():
+    x = torch.arange(1 << 18, dtype=torch.float32)
+    for pinned in (False, True):
+        for blocking in (True, False):
+            source = x.pin_memory() if pinned else x
+            on_gpu = source.to("cuda", non_blocking=not blocking)
+            back = (on_gpu * 2).to("cpu", non_blocking=not blocking)
+            torch.cuda.synchronize()
+            print("round trip pinned=%d blocking=%d: %.1f" % (pinned, blocking, back.sum().item() / 1e6))
+    y = torch.full((1024,), 3.0, device="cuda")
+    print("cpu: %.1f" % y.cpu().sum())
+    print("item: %.1f" % (y * 2).sum().item())
+
+
+def model(frames):
+    torch.manual_seed(0)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10)).cuda().eval()
+    batch = torch.empty((8, 3, 64, 64)).pin_memory()
+    results = []
+    with torch.inference_mode():
+        for frame in range(frames):
+            batch.copy_(torch.linspace(0, 1, batch.numel()).reshape(batch.shape) * (frame + 1))
+            scores = net(batch.to("cuda", non_blocking=True))
+            results.append(scores.argmax(dim=1).cpu().tolist())
+    print("model: %d frames, classes %s" % (frames, results[-1]))
+
+
+def state():
+    print("initialised after import: %s" % torch.cuda.is_initialized())
+    torch.zeros(1, device="cuda")
+    print("initialised after use: %s" % torch.cuda.is_initialized())
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "copies":
+        copies()
+    elif what == "model":
+        model(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    else:
+        state()
