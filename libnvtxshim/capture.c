@@ -111,7 +111,16 @@ static bool profiler_now(bool start)
     CUcontext context = NULL;
     if (current(&context) != CUDA_SUCCESS || !context)
         return false;
-    atomic_load_explicit(start ? &profiler_start : &profiler_stop, memory_order_relaxed)();
+    CUresult result = atomic_load_explicit(start ? &profiler_start : &profiler_stop, memory_order_relaxed)();
+    const char *name = start ? "cuProfilerStart" : "cuProfilerStop";
+    /* A refusal (the profiler disabled, a driver too old) means nsys -c
+     * cudaProfilerApi never sees the window: said once; every answer at debug. */
+    static atomic_bool refusal_said;
+    if (result != CUDA_SUCCESS && !atomic_exchange(&refusal_said, true))
+        nvs_log_info("NVTXSHIM_CAPTURE_VIA: the driver's %s returned CUDA error %d, so nsys -c "
+                     "cudaProfilerApi may not see the capture window\n", name, (int)result);
+    else
+        nvs_log_debug("capture: %s returned %d\n", name, (int)result);
     return true;
 }
 
