@@ -21,6 +21,10 @@ DRIVER = {
     ("cuLaunchKernel nvs_stub_kernel_a", "launch"): 3,
     ("cuLaunchKernel nvs_stub_kernel_b", "launch"): 1,
     ("cuLaunchKernel nvs_stub_kernel_c", "launch"): 1,
+    ("cuLaunchKernelEx nvs_stub_kernel_c", "launch"): 1,
+    # A CUkernel from a library, as the CUDA runtime launches every kernel: named by
+    # cuKernelGetName, as the driver gives it (a C program has no C++ runtime to demangle it).
+    ("cuLaunchKernel _Z17nvs_stub_kernel_dPi", "launch"): 1,
 }
 # The runtime calls the driver's waits and launches inside (through cuGetProcAddress, whose
 # answers the shim swaps for its wrappers): one range each all the same. A kernel launched
@@ -64,10 +68,21 @@ def test_every_way_to_the_driver_shows_each_wait_and_launch_once(tmp_path, mode)
     assert all(e["dur"] >= WAIT_US for e in ranges(events, "cuda") if e["args"]["category"] == "wait")
     # Return values (a failed cuEventSynchronize's 400 among them) and errno as without the shim.
     assert "%s: results 0 0 0 0 0 0 400 0 0 0 0 0\n" % mode in output
-    assert "errno kept: yes" in output and "launches: 5" in output
+    assert "errno kept: yes" in output and "launches: 7" in output
     # With the per-thread flag the plain forms are the driver's _ptsz variants too.
-    assert "per-thread variants: %d" % (7 if mode == "getproc-ptds" else 2) in output
+    assert "per-thread variants: %d" % (9 if mode == "getproc-ptds" else 2) in output
     assert "same handle for kernels a and c: yes" in output
+
+
+def test_a_cplusplus_kernel_name_is_demangled_by_the_programs_own_cplusplus_runtime(tmp_path):
+    """Found on a real GPU: the runtime launches with CUkernel handles (cuFuncGetName refuses
+    them) and kernels have C++ names. With libstdc++ in the process, as in every CUDA C++
+    program and PyTorch, the name is the one Nsight Systems shows."""
+    _, events = traced("cuda_waits", "getproc", tmp_path, {"LD_PRELOAD": "libstdc++.so.6"})
+    expected = dict(DRIVER)
+    expected[("cuLaunchKernel nvs_stub_kernel_d(int*)", "launch")] = expected.pop(
+        ("cuLaunchKernel _Z17nvs_stub_kernel_dPi", "launch"))
+    assert kinds(events) == expected
 
 
 @pytest.mark.parametrize("mode", RUNTIME_MODES)

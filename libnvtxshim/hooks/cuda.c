@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../emit.h"
@@ -290,7 +291,7 @@ __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the
  * function and the API that launched it: open addressing, insert-only,
  * lock-free, like emit.c's names. A key packs the function's address (48
- * bits), the module generation (15 bits) and the API (the top bit). A slot
+ * bits), the module generation (14 bits) and the API (the top two). A slot
  * claimed but not yet published, a full table, a kernel without a name: the
  * bare API name. cuModuleUnload and cuLibraryUnload bump the generation: a
  * function of another module may come back at the same address. */
@@ -318,13 +319,45 @@ static uint32_t kernel_slot_of(uint64_t key)
     return (uint32_t)key & (KERNEL_SLOTS - 1);
 }
 
+/* A C++ kernel's name as Nsight Systems shows it ("scale(unsigned char*, int)"
+ * for _Z5scalePhi), demangled by the program's own C++ runtime when one is
+ * loaded (CUDA programs and PyTorch have it; the library loads nothing for
+ * it); otherwise, or when it is not a mangled name, KERNEL as it was. What
+ * the demangler allocated is left in ALLOCATED for the caller to free. */
+static const char *readable_kernel_name(const char *kernel, char **allocated)
+{
+    typedef char *(*demangler)(const char *, char *, size_t *, int *);
+    static _Atomic(demangler) found;
+    *allocated = NULL;
+    if (strncmp(kernel, "_Z", 2))
+        return kernel;
+    demangler demangle = atomic_load_explicit(&found, memory_order_acquire);
+    if (!demangle) {
+        /* Not cached while absent: a program may load its C++ runtime later. */
+        demangle = (demangler)nvs_find_function("libstdc++.so.6", "__cxa_demangle");
+        if (!demangle)
+            return kernel;
+        atomic_store_explicit(&found, demangle, memory_order_release);
+    }
+    int saved_errno = errno, status = -1;
+    char *text = demangle(kernel, NULL, NULL, &status);
+    errno = saved_errno;
+    if (status || !text) {
+        free(text);
+        return kernel;
+    }
+    return *allocated = text;
+}
+
 /* "API KERNEL" registered under KEY, published in SLOT; the name for this call. */
 static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_hook_id api,
                                            uint64_t key, const char *kernel, char *text)
 {
     struct nvs_name name = { NULL, NULL };
     if (kernel) {
-        snprintf(text, NVS_CALL_TEXT_MAX, "%s %s", nvs_hook_name(api), kernel);
+        char *demangled;
+        snprintf(text, NVS_CALL_TEXT_MAX, "%s %s", nvs_hook_name(api), readable_kernel_name(kernel, &demangled));
+        free(demangled);
         name = nvs_name_store(NVS_DOMAIN_CUDA, nvs_call_name_key(api, key), text);
     }
     /* Without a name of its own (or a slot for it in emit.c), the bare API name from now on. */
@@ -342,8 +375,8 @@ static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
     if (!address || address >> 48)
         return name;
     unsigned modules = atomic_load_explicit(&module_generation, memory_order_acquire);
-    uint64_t key = address | (uint64_t)(modules & 0x7fff) << 48 |
-                   (uint64_t)(api == NVS_HOOK_ID(cudaLaunchKernel)) << 63;
+    uint64_t api_bits = api == NVS_HOOK_ID(cudaLaunchKernel) ? 1 : api == NVS_HOOK_ID(cuLaunchKernel) ? 0 : 2;
+    uint64_t key = address | (uint64_t)(modules & 0x3fff) << 48 | api_bits << 62;
     uint32_t first = kernel_slot_of(key);
     const char *kernel = NULL;
     bool asked = false;
@@ -390,13 +423,20 @@ __attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hoo
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
-/* The driver's name of a CUfunction (cuFuncGetName, CUDA 12.3 and later). */
+/* The driver's name of what cuLaunchKernel was given: a CUfunction
+ * (cuFuncGetName), or a CUkernel, which the launch takes as well and which
+ * the CUDA runtime passes for every kernel of a program since CUDA 12
+ * (cuKernelGetName); both CUDA 12.3 and later. Each refuses the other's
+ * handle. */
 static int driver_kernel_name(const void *function, const char **name)
 {
-    static _Atomic(void *) found;
-    __typeof__(&cuFuncGetName) get =
-        (__typeof__(&cuFuncGetName))nvs_cuda_function(&found, "libcuda.so.1", "cuFuncGetName");
-    if (!get || get(name, (CUfunction)(uintptr_t)function) != CUDA_SUCCESS)
+    static _Atomic(void *) found_function, found_kernel;
+    __typeof__(&cuFuncGetName) get_function =
+        (__typeof__(&cuFuncGetName))nvs_cuda_function(&found_function, "libcuda.so.1", "cuFuncGetName");
+    __typeof__(&cuKernelGetName) get_kernel =
+        (__typeof__(&cuKernelGetName))nvs_cuda_function(&found_kernel, "libcuda.so.1", "cuKernelGetName");
+    if ((!get_function || get_function(name, (CUfunction)(uintptr_t)function) != CUDA_SUCCESS) &&
+        (!get_kernel || get_kernel(name, (CUkernel)(uintptr_t)function) != CUDA_SUCCESS))
         *name = NULL;
     return 0;
 }
@@ -408,10 +448,10 @@ static int driver_kernel_name(const void *function, const char **name)
                   nvs_wait_open(NVS_HOOK_ID(name)))
 #define LAUNCH_PAIR(name, twin, parameters, arguments, function)                           \
     NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
-                  nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cuLaunchKernel),           \
+                  nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),                     \
                                   (const void *)(function), driver_kernel_name))            \
     NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, twin, parameters, arguments,              \
-                  nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(cuLaunchKernel),           \
+                  nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),                     \
                                   (const void *)(function), driver_kernel_name))
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
@@ -427,6 +467,14 @@ LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
              unsigned int shared_bytes, CUstream stream, void **parameters, void **extra),
             (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
              parameters, extra), function)
+
+/* cuLaunchKernelEx: the launch with attributes (clusters, cooperative, priority) that
+ * Triton and CUTLASS use, and the runtime's cudaLaunchKernelEx reaches. */
+#if NVS_CUDA_VERSION >= 12000
+LAUNCH_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
+            (const CUlaunchConfig *config, CUfunction function, void **parameters, void **extra),
+            (config, function, parameters, extra), function)
+#endif
 
 /* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
  * twin: the same parameters, the description and the range made alike. */

@@ -10,6 +10,9 @@
  * the per-thread-default-stream twin (the exported _ptsz name, or the entry
  * point asked for with the per-thread flag); cuCtxSynchronize in its first
  * form and in CUDA 13's cuCtxSynchronize_v2 (cuGetProcAddress version 13000).
+ * Last, kernel c once more through cuLaunchKernelEx, and a kernel with a C++ name
+ * from a library (cuLibraryGetKernel): a CUkernel handle, which cuLaunchKernel
+ * takes as the CUDA runtime passes it.
  * Prints what the driver did and what each call returned. A second argument
  * repeats the waits and launches that many times (results of the last).
  * On a real GPU, CUDA_WAITS_IMAGE names a cubin or fat binary holding kernels
@@ -43,11 +46,14 @@ static struct {
     __typeof__(&cuModuleLoadData) module_load;
     __typeof__(&cuModuleGetFunction) get_function;
     __typeof__(&cuModuleUnload) module_unload;
+    __typeof__(&cuLibraryLoadData) library_load;
+    __typeof__(&cuLibraryGetKernel) library_get_kernel;
     __typeof__(&cuStreamSynchronize) stream_sync, stream_sync_twin;
     __typeof__(&cuCtxSynchronize) context_sync;
     __typeof__(&cuCtxSynchronize_v2) context_sync_v2;
     __typeof__(&cuEventSynchronize) event_sync;
     __typeof__(&cuLaunchKernel) launch, launch_twin;
+    __typeof__(&cuLaunchKernelEx) launch_ex;
 } api;
 
 /* name and version: as cuGetProcAddress takes them; exported: the symbol;
@@ -72,6 +78,8 @@ static const struct entry {
     ENTRY(module_load, "cuModuleLoadData", "cuModuleLoadData", CUDA_VERSION),
     ENTRY(get_function, "cuModuleGetFunction", "cuModuleGetFunction", CUDA_VERSION),
     ENTRY(module_unload, "cuModuleUnload", "cuModuleUnload", CUDA_VERSION),
+    ENTRY(library_load, "cuLibraryLoadData", "cuLibraryLoadData", CUDA_VERSION),
+    ENTRY(library_get_kernel, "cuLibraryGetKernel", "cuLibraryGetKernel", CUDA_VERSION),
     ENTRY(stream_sync, "cuStreamSynchronize", "cuStreamSynchronize", CUDA_VERSION),
     TWIN(stream_sync_twin, "cuStreamSynchronize", "cuStreamSynchronize_ptsz"),
     ENTRY(context_sync, "cuCtxSynchronize", "cuCtxSynchronize", 2000),
@@ -79,6 +87,7 @@ static const struct entry {
     ENTRY(event_sync, "cuEventSynchronize", "cuEventSynchronize", CUDA_VERSION),
     ENTRY(launch, "cuLaunchKernel", "cuLaunchKernel", CUDA_VERSION),
     TWIN(launch_twin, "cuLaunchKernel", "cuLaunchKernel_ptsz"),
+    ENTRY(launch_ex, "cuLaunchKernelEx", "cuLaunchKernelEx", CUDA_VERSION),
 #undef ENTRY
 #undef TWIN
 };
@@ -91,10 +100,11 @@ static void link_directly(void)
     api.event_create = cuEventCreate; api.event_record = cuEventRecord;
     api.stream_wait_event = cuStreamWaitEvent; api.module_load = cuModuleLoadData;
     api.get_function = cuModuleGetFunction; api.module_unload = cuModuleUnload;
+    api.library_load = cuLibraryLoadData; api.library_get_kernel = cuLibraryGetKernel;
     api.stream_sync = cuStreamSynchronize; api.stream_sync_twin = cuStreamSynchronize_ptsz;
     api.context_sync = cuCtxSynchronize; api.context_sync_v2 = cuCtxSynchronize_v2;
     api.event_sync = cuEventSynchronize;
-    api.launch = cuLaunchKernel; api.launch_twin = cuLaunchKernel_ptsz;
+    api.launch = cuLaunchKernel; api.launch_twin = cuLaunchKernel_ptsz; api.launch_ex = cuLaunchKernelEx;
 }
 
 /* The module image: the file CUDA_WAITS_IMAGE names, whole, or a token the
@@ -189,7 +199,8 @@ int main(int argc, char **argv)
     }
     CUresult results[12];
     int n = 0, kept = 1;
-    void *parameters[] = { NULL };
+    void *nothing = NULL;               /* each kernel's one argument, a pointer it leaves alone */
+    void *parameters[] = { &nothing };
     for (int repeat = 0; repeat < repeats; repeat++) {
         n = 0;
         errno = EDOM;   /* every call leaves errno as it found it */
@@ -212,6 +223,17 @@ int main(int argc, char **argv)
         api.get_function(&c, module, "nvs_stub_kernel_c") ||
         api.launch(c, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL)) {
         fprintf(stderr, "cuda_waits: second module failed\n");
+        return 1;
+    }
+    CUlaunchConfig config = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32, .blockDimY = 1,
+                              .blockDimZ = 1, .hStream = stream };
+    CUlibrary library;
+    CUkernel d;
+    if (api.launch_ex(&config, c, parameters, NULL) ||
+        api.library_load(&library, image, NULL, NULL, 0, NULL, NULL, 0) ||
+        api.library_get_kernel(&d, library, "_Z17nvs_stub_kernel_dPi") ||
+        api.launch((CUfunction)d, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL)) {
+        fprintf(stderr, "cuda_waits: the library's kernel failed\n");
         return 1;
     }
     printf("%s: results", mode);

@@ -69,9 +69,31 @@ static void stub_log(const char *what)
     fclose(log);
 }
 
-EXPORT CUresult cuInit(unsigned int flags) { (void)flags; initialised = 1; stub_log("cuInit"); return CUDA_SUCCESS; }
-EXPORT CUresult cuProfilerStart(void) { stub_log("cuProfilerStart"); return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
-EXPORT CUresult cuProfilerStop(void) { stub_log("cuProfilerStop"); return current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+/* NVS_STUB_INIT_MS: cuInit takes that long, as a real GPU's start-up can
+ * (240 ms on an H200). */
+EXPORT CUresult cuInit(unsigned int flags)
+{
+    (void)flags;
+    const char *delay = getenv("NVS_STUB_INIT_MS");
+    if (delay) {
+        long ms = atol(delay);
+        struct timespec wait = { ms / 1000, (ms % 1000) * 1000000L };
+        while (nanosleep(&wait, &wait))
+            ;
+    }
+    initialised = 1;
+    stub_log("cuInit");
+    return CUDA_SUCCESS;
+}
+/* NVS_STUB_PROFILER_ERROR: the error the profiler calls return (a driver
+ * whose profiler is disabled), where they would succeed. */
+static CUresult profiler_result(void)
+{
+    const char *error = getenv("NVS_STUB_PROFILER_ERROR");
+    return !current ? CUDA_ERROR_INVALID_CONTEXT : error ? (CUresult)atoi(error) : CUDA_SUCCESS;
+}
+EXPORT CUresult cuProfilerStart(void) { stub_log("cuProfilerStart"); return profiler_result(); }
+EXPORT CUresult cuProfilerStop(void) { stub_log("cuProfilerStop"); return profiler_result(); }
 EXPORT CUresult cuCtxGetCurrent(CUcontext *context)
 {
     *context = initialised ? current : NULL;
@@ -231,6 +253,49 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const
     } else return CUDA_ERROR_NOT_FOUND;
     return CUDA_SUCCESS;
 }
+/* Libraries (CUDA 12's context-independent loading, which the runtime uses for
+ * every kernel of a program): their kernels are CUkernel handles, a table of
+ * their own, holding the names cuLibraryGetKernel was asked for. cuLaunchKernel
+ * takes them; cuKernelGetName names them and cuFuncGetName refuses them, as
+ * the driver does. */
+static int library_handle;
+static char library_kernels[8][64];
+static int library_kernel_count;
+EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit_options,
+                                  void **jit_values, unsigned jit_count, CUlibraryOption *options,
+                                  void **values, unsigned count)
+{
+    (void)jit_options; (void)jit_values; (void)jit_count; (void)options; (void)values; (void)count;
+    if (!code) return CUDA_ERROR_INVALID_VALUE;
+    *library = (CUlibrary)&library_handle;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuLibraryUnload(CUlibrary library) { (void)library; library_kernel_count = 0; return CUDA_SUCCESS; }
+EXPORT CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name)
+{
+    (void)library;
+    if (!strstr(name, "nvs_stub_") || strlen(name) >= sizeof library_kernels[0]) return CUDA_ERROR_NOT_FOUND;
+    int found = 0;
+    while (found < library_kernel_count && strcmp(library_kernels[found], name))
+        found++;
+    if (found == library_kernel_count) {
+        if (library_kernel_count == 8) return CUDA_ERROR_OUT_OF_MEMORY;
+        strcpy(library_kernels[library_kernel_count++], name);
+    }
+    *kernel = (CUkernel)library_kernels[found];
+    return CUDA_SUCCESS;
+}
+static int is_library_kernel(const void *handle)
+{
+    return (const char *)handle >= library_kernels[0] && (const char *)handle < library_kernels[library_kernel_count];
+}
+EXPORT CUresult cuKernelGetName(const char **name, CUkernel kernel)
+{
+    if (!name || !is_library_kernel(kernel)) return CUDA_ERROR_INVALID_HANDLE;
+    *name = (const char *)kernel;
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction function)
 {
     if (!name || !function) return CUDA_ERROR_INVALID_VALUE;
@@ -246,7 +311,8 @@ EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, un
                                CUstream stream, void **parameters, void **extra)
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream; (void)extra;
-    if ((char *)function >= stub_kernels[0] && (char *)function < stub_kernels[stub_kernel_count]) {
+    if (((char *)function >= stub_kernels[0] && (char *)function < stub_kernels[stub_kernel_count]) ||
+        is_library_kernel(function)) {
         launches++;
         return CUDA_SUCCESS;
     }
@@ -270,6 +336,20 @@ EXPORT CUresult cuLaunchKernel_ptsz(CUfunction function, unsigned gx, unsigned g
     return cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra);
 }
 
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction function, void **parameters, void **extra)
+{
+    if (!config) return CUDA_ERROR_INVALID_VALUE;
+    return cuLaunchKernel(function, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                          config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+                          parameters, extra);
+}
+EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction function, void **parameters,
+                                      void **extra)
+{
+    per_thread_calls++;
+    return cuLaunchKernelEx(config, function, parameters, extra);
+}
+
 /* A symbol may have several versions: the newest not above the version asked is handed out. */
 struct entry { const char *symbol; int version; void *function; void *per_thread; };
 static const struct entry entries[] = {
@@ -288,10 +368,15 @@ static const struct entry entries[] = {
     { "cuEventDestroy", 4000, (void *)cuEventDestroy_v2, NULL },
     { "cuStreamWaitEvent", 3020, (void *)cuStreamWaitEvent, NULL },
     { "cuFuncGetName", 12030, (void *)cuFuncGetName, NULL },
+    { "cuKernelGetName", 12030, (void *)cuKernelGetName, NULL },
+    { "cuLibraryLoadData", 12000, (void *)cuLibraryLoadData, NULL },
+    { "cuLibraryGetKernel", 12000, (void *)cuLibraryGetKernel, NULL },
+    { "cuLibraryUnload", 12000, (void *)cuLibraryUnload, NULL },
     { "cuModuleUnload", 2000, (void *)cuModuleUnload, NULL },
     { "cuModuleLoadData", 2000, (void *)cuModuleLoadData, NULL },
     { "cuModuleGetFunction", 2000, (void *)cuModuleGetFunction, NULL },
     { "cuLaunchKernel", 4000, (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz },
+    { "cuLaunchKernelEx", 11060, (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz },
     { "cuMemAlloc", 3020, (void *)cuMemAlloc_v2, NULL },
     { "cuMemFree", 3020, (void *)cuMemFree_v2, NULL },
     { "cuMemAllocHost", 3020, (void *)cuMemAllocHost_v2, NULL },
