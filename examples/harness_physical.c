@@ -434,7 +434,8 @@ static void v4l2_close(struct v4l2_camera *camera)
     camera->fd = -1;
 }
 
-/* Opens PATH and starts streaming; the size the driver chose in O's width and height. */
+/* Opens PATH, sets the format and queues the buffers; the size the driver chose
+ * in O's width and height. v4l2_start starts the stream. */
 static int v4l2_open(struct v4l2_camera *camera, struct options *o)
 {
     memset(camera, 0, sizeof *camera);
@@ -497,10 +498,6 @@ static int v4l2_open(struct v4l2_camera *camera, struct options *o)
         if ((step = "VIDIOC_QBUF", xioctl(camera->fd, VIDIOC_QBUF, &buffer) < 0))
             goto failed;
     }
-    enum v4l2_buf_type type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
-    if ((step = "VIDIOC_STREAMON", xioctl(camera->fd, VIDIOC_STREAMON, &type) < 0))
-        goto failed;
-    camera->streaming = true;
     o->width = (int)camera->width;
     o->height = (int)camera->height;
     return 0;
@@ -508,6 +505,20 @@ failed:
     fprintf(stderr, "%s: %s: %s failed: %s\n", program, o->camera, step, strerror(errno));
     v4l2_close(camera);
     return -1;
+}
+
+/* Starts the stream: once everything else is ready (the GPU's start-up can take
+ * longer than the camera's buffers last, and the frames it fills meanwhile
+ * would be dropped). */
+static int v4l2_start(struct v4l2_camera *camera)
+{
+    enum v4l2_buf_type type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
+    if (xioctl(camera->fd, VIDIOC_STREAMON, &type) < 0) {
+        fprintf(stderr, "%s: %s: VIDIOC_STREAMON failed: %s\n", program, camera->path, strerror(errno));
+        return -1;
+    }
+    camera->streaming = true;
+    return 0;
 }
 
 static unsigned char clamp_byte(int value)
@@ -1164,7 +1175,8 @@ int main(int argc, char **argv)
     struct loop loop = { .o = &o };
     parse(argc, argv, &o);
     crc_init();
-    /* The camera first: the frame's size is the one its driver gives. */
+    /* The camera first: the frame's size is the one its driver gives. Its stream
+     * starts last, when inference and the window are ready. */
     loop.camera.fd = loop.serial.fd = -1;
     bool use_usb = !o.camera || !o.actuator;
     if (o.camera && v4l2_open(&loop.camera, &o) < 0)
@@ -1198,6 +1210,10 @@ int main(int argc, char **argv)
         return 1;
     }
     loop.gui_on = o.gui && gui_open(&loop.gui, &o);
+    if (o.camera && v4l2_start(&loop.camera) < 0) {
+        rig_close(&loop);
+        return 1;
+    }
 
     printf("%s: %d frames of %dx%d from ", program, o.frames, o.width, o.height);
     if (o.camera) {

@@ -403,6 +403,32 @@ FRAME_LINE = re.compile(rb"^frame (\d+) seq=(\d+) capture_ns=(\d+) dequeue_ns=(\
                         rb"act_ns=(\d+) sent=(\d+)", re.M)
 
 
+def test_harness_rig_starts_its_camera_once_the_gpu_is_ready(tmp_path):
+    """Found on a real H200: CUDA's start-up took 240 ms, longer than the camera's four
+    buffers last at 30 fps, and the harness had started the stream first, so the first frames it
+    saw depended on how long start-up took (the summary's second line differed run to run). The
+    stand-in driver's cuInit takes 300 ms here: no frame is dropped, the summary is as fast."""
+    assert os.path.exists(HARNESS), "%s is not built" % HARNESS
+    summaries = []
+    for init_ms in ("0", "300"):
+        env, log = camera_env(tmp_path)
+        env = dict(env, LD_LIBRARY_PATH=STUB, NVS_STUB_INIT_MS=init_ms)
+        servo = subprocess.Popen([PYTHON, EMUSERVO, "--timeout", "30"], env=clean_env(),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            pts = servo.stdout.readline().decode().strip()
+            result = subprocess.run([HARNESS, "--frames", "8", "--inference=gpu", "--camera", "v4l2:" + DEVICE,
+                                     "--actuator", "serial:" + pts], env=clean_env(env), capture_output=True,
+                                    timeout=60)
+        finally:
+            servo.communicate(timeout=30)
+        assert result.returncode == 0, result.stderr
+        summaries.append(result.stdout.decode().splitlines()[1])
+        assert not [e for e in read_log(log) if e["event"] == "drop"], init_ms
+        os.unlink(log)
+    assert summaries[0] == summaries[1] and "frames=8 errors=0" in summaries[0], summaries
+
+
 def test_harness_rig_capture_to_actuation(tmp_path):
     assert os.path.exists(HARNESS), "%s is not built" % HARNESS
     delay_ms, count = 5, 12
