@@ -165,6 +165,24 @@ def test_cuda_mode_calls_the_profiler_at_the_window_in_the_programs_context(make
                                  "cuProfilerStop uploads=6 context=current"]
 
 
+def test_cuda_mode_says_once_when_the_driver_refuses_the_profiler(make_device, tmp_path):
+    """A driver whose profiler is off answers CUDA_ERROR_PROFILER_DISABLED (5): nsys -c
+    cudaProfilerApi would never see the window, so one line says so. On a real H200 both
+    calls returned 0 (docs/gpu-verification.md); NVTXSHIM_LOG=debug says each answer."""
+    device = make_device(frames=10)
+    env = dict(ON_ACT, NVTXSHIM_CAPTURE="frames:4+3", NVTXSHIM_CAPTURE_VIA="cuda", LD_LIBRARY_PATH=STUB,
+               NVS_STUB_PROFILER_ERROR="5")
+    result = run(harness(10), env=env, device=device)
+    assert result.returncode == 0 and b"frames=10 errors=0" in result.stdout
+    lines = [line for line in result.stderr.decode().splitlines() if "cuProfiler" in line]
+    assert lines == ["nvtxshim: NVTXSHIM_CAPTURE_VIA: the driver's cuProfilerStart returned CUDA error 5, "
+                     "so nsys -c cudaProfilerApi may not see the capture window"]
+    env.pop("NVS_STUB_PROFILER_ERROR")
+    result = run(harness(10), env=dict(env, NVTXSHIM_LOG="debug"), device=device)
+    assert [line for line in result.stderr.decode().splitlines() if "cuProfiler" in line] == [
+        "nvtxshim: capture: cuProfilerStart returned 0", "nvtxshim: capture: cuProfilerStop returned 0"]
+
+
 def test_cuda_mode_does_nothing_without_a_context(make_device, tmp_path):
     # libcuda loaded (preloaded here) but never initialised: no call reaches it.
     device = make_device(frames=6)
