@@ -124,6 +124,8 @@ WAITS = {
     ("cuLaunchKernel nvs_stub_kernel_a", "launch", None): 3,
     ("cuLaunchKernel nvs_stub_kernel_b", "launch", None): 1,
     ("cuLaunchKernel nvs_stub_kernel_c", "launch", None): 1,
+    ("cuLaunchKernelEx nvs_stub_kernel_c", "launch", None): 1,
+    ("cuLaunchKernel _Z17nvs_stub_kernel_dPi", "launch", None): 1,
 }
 
 
@@ -202,9 +204,11 @@ def main():
     rc, plain_out, _, _ = execute([os.path.join(KIT, "gpu_context")], environment())
     compare("context", [os.path.join(KIT, "gpu_context")])
     lines = {line.split(":")[0]: line for line in plain_out.splitlines() if line[:2] in ("1.", "2.", "3.")}
-    for step in ("1. after cuInit", "2. after a copy with no context", "3. after the program released it"):
+    for step, active in (("1. after cuInit", 0), ("2. after copies, context not current", 1),
+                         ("3. after the program released it", 0)):
         line = lines.get(step, "")
-        verdict("active=0" in line and "current=none" in line, "context " + step + ": no primary context, none current", line.strip())
+        verdict("active=%d" % active in line and "current=none" in line,
+                "context %s: primary context active=%d, none current" % (step, active), line.strip())
     rc, out, err, _ = execute([PYTHON, os.path.join(HERE, "torch_calls.py"), "state"],
                               environment(shim=True, trace=os.path.join(TRACES, "torch-state.json")))
     verdict(rc == 0 and "initialised after import: False" in out and "after use: True" in out,
@@ -245,6 +249,17 @@ def main():
         launches = [e for e in ranges if e["args"].get("category") == "launch"]
         verdict(len(launches) >= frames, "torch-model: the forward passes' kernel launches are ranges",
                 "%d launches" % len(launches))
+        unnamed = [e["name"] for e in launches if " " not in e["name"]]
+        verdict(not unnamed, "torch-model: every launch named after its kernel",
+                "%d of %d unnamed" % (len(unnamed), len(launches)))
+        for name, n in collections.Counter(e["name"] for e in launches).most_common(6):
+            say("     %4d  %s" % (n, name[:150]))
+
+    section("6b. a Triton kernel (Triton launches through the driver itself)")
+    ranges = compare("triton", [PYTHON, os.path.join(HERE, "torch_calls.py"), "triton"], timeout=300)
+    if ranges is not None:
+        launches = [e["name"] for e in ranges if "triton_add" in e["name"]]
+        verdict(len(launches) == 5, "triton: each of the 5 launches a range named after the kernel", "got %s" % launches)
 
     section("7. the example harness: GPU inference, V4L2 camera (emulated), serial actuator (emulated)")
     harness(frames=30)

@@ -2,11 +2,14 @@
  * Prints the primary context's state and the thread's current context at each
  * step, and what each driver call returned, so runs with and without the shim
  * can be compared byte for byte:
- *   1. after cuInit alone (no context may exist);
- *   2. after a copy made with no context current (it fails; the shim asks the
- *      driver about the host pointer all the same);
- *   3. after copies in the primary context, which is then released: the
- *      context must be gone, so nothing else holds a reference to it. */
+ *   1. after cuInit alone: no context may exist;
+ *   2. after copies (pageable and pinned: the shim asks the driver about each
+ *      host pointer) in the primary context, which the program then makes not
+ *      current: it exists, and no thread has it current;
+ *   3. after the program released it: it is gone, so nothing else holds a
+ *      reference to it.
+ * (A copy with no context current is left out: the real driver may fault on
+ * it, with or without the shim.) */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -67,6 +70,7 @@ int main(void)
         }
         memcpy(entries[i].slot, &entry, sizeof entry);
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each line out before the next call, should one fault */
     CUdevice device;
     printf("cuInit: %d\n", (int)api.init(0));
     printf("cuDeviceGet: %d\n", (int)api.device_get(&device, 0));
@@ -74,20 +78,27 @@ int main(void)
 
     unsigned char *pageable = malloc(BYTES);
     memset(pageable, 9, BYTES);
-    printf("cuMemcpyHtoD with no context: %d\n", (int)api.htod((CUdeviceptr)0x10000, pageable, BYTES));
-    state(device, "2. after a copy with no context:");
-
     CUcontext context;
     CUdeviceptr on_device;
     unsigned char *pinned = NULL;
-    printf("retain %d, set %d, alloc %d, alloc host %d\n", (int)api.retain(&context, device),
-           (int)api.set_current(context), (int)api.alloc(&on_device, BYTES),
-           (int)api.alloc_host((void **)&pinned, BYTES));
-    printf("copies %d %d %d\n", (int)api.htod(on_device, pageable, BYTES),
-           (int)api.dtoh(pinned, on_device, BYTES), (int)api.htod(on_device, pinned, BYTES));
+    CUresult results[7];
+    results[0] = api.retain(&context, device);
+    results[1] = api.set_current(context);
+    results[2] = api.alloc(&on_device, BYTES);
+    results[3] = api.alloc_host((void **)&pinned, BYTES);
+    results[4] = api.htod(on_device, pageable, BYTES);
+    results[5] = api.dtoh(pinned, on_device, BYTES);
+    results[6] = api.htod(on_device, pinned, BYTES);
+    printf("retain %d, set %d, alloc %d, alloc host %d, copies %d %d %d\n", (int)results[0],
+           (int)results[1], (int)results[2], (int)results[3], (int)results[4], (int)results[5],
+           (int)results[6]);
     printf("pinned[100] = %d\n", pinned[100]);
-    printf("free %d, free host %d, unset %d, release %d\n", (int)api.free(on_device),
-           (int)api.free_host(pinned), (int)api.set_current(NULL), (int)api.release(device));
+    results[0] = api.free(on_device);
+    results[1] = api.free_host(pinned);
+    results[2] = api.set_current(NULL);
+    printf("free %d, free host %d, unset %d\n", (int)results[0], (int)results[1], (int)results[2]);
+    state(device, "2. after copies, context not current:");
+    printf("release %d\n", (int)api.release(device));
     state(device, "3. after the program released it:");
     free(pageable);
     return 0;

@@ -3,7 +3,8 @@ the shim: the output (checksums and results, never timings) must be the same.
   copies  pageable/pinned x blocking/non_blocking round trips, then .cpu() and .item()
   model   a small CNN's inference loop: each frame a pinned batch goes up
           non_blocking, the forward pass runs, the classes come back with .cpu()
-  state   whether importing torch under the shim initialised CUDA (it must not)"""
+  state   whether importing torch under the shim initialised CUDA (it must not)
+  triton  a Triton kernel (Triton launches through the driver itself), five launches"""
 import sys
 
 import torch
@@ -47,11 +48,30 @@ def state():
     print("initialised after use: %s" % torch.cuda.is_initialized())
 
 
+def triton_launches():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def triton_add(x, y, out, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask)
+
+    x = torch.arange(4096, dtype=torch.float32, device="cuda")
+    out = torch.empty_like(x)
+    for _ in range(5):
+        triton_add[(4,)](x, x, out, x.numel(), BLOCK=1024)
+    print("triton: %.1f" % out.sum().item())
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     if what == "copies":
         copies()
     elif what == "model":
         model(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    elif what == "triton":
+        triton_launches()
     else:
         state()
