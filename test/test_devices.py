@@ -411,21 +411,21 @@ def test_harness_rig_starts_its_camera_once_the_gpu_is_ready(tmp_path):
     assert os.path.exists(HARNESS), "%s is not built" % HARNESS
     summaries = []
     for init_ms in ("0", "300"):
-        env, log = camera_env(tmp_path)
+        os.mkdir(tmp_path / init_ms)
+        env, log = camera_env(tmp_path / init_ms)
         env = dict(env, LD_LIBRARY_PATH=STUB, NVS_STUB_INIT_MS=init_ms)
         servo = subprocess.Popen([PYTHON, EMUSERVO, "--timeout", "30"], env=clean_env(),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             pts = servo.stdout.readline().decode().strip()
-            result = subprocess.run([HARNESS, "--frames", "8", "--inference=gpu", "--camera", "v4l2:" + DEVICE,
-                                     "--actuator", "serial:" + pts], env=clean_env(env), capture_output=True,
-                                    timeout=60)
+            result = run([HARNESS, "--frames", "8", "--inference=gpu", "--camera", "v4l2:" + DEVICE,
+                          "--actuator", "serial:" + pts], env, timeout=60)
         finally:
             servo.communicate(timeout=30)
         assert result.returncode == 0, result.stderr
         summaries.append(result.stdout.decode().splitlines()[1])
-        assert not [e for e in read_log(log) if e["event"] == "drop"], init_ms
-        os.unlink(log)
+        events = read_log(log)
+        assert events and not [e for e in events if e["event"] == "drop"], (init_ms, events)
     assert summaries[0] == summaries[1] and "frames=8 errors=0" in summaries[0], summaries
 
 
