@@ -242,7 +242,9 @@ static inline enum nvs_cuda_category nvs_cuda_category_of(const char *name)
         "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
         "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
     };
-    static const char *const launches[] = { "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernel" };
+    static const char *const launches[] = {
+        "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernel", "cuGraphLaunch", "cudaGraphLaunch",
+    };
     size_t length = 0;
     while (name[length] && name[length] != ' ')
         length++;

@@ -15,13 +15,15 @@ from conftest import STUB, load_trace, program, ranges, run
 # loaded after the first was unloaded, at the address kernel a had.
 DRIVER_MODES = ["linked", "dlsym", "getproc", "getproc-ptds", "getproc-v1", "loader"]
 DRIVER = {
-    ("cuStreamSynchronize", "wait"): 2,
+    ("cuStreamSynchronize", "wait"): 3,
     ("cuCtxSynchronize", "wait"): 2,
     ("cuEventSynchronize", "wait"): 2,
     ("cuLaunchKernel nvs_stub_kernel_a", "launch"): 3,
     ("cuLaunchKernel nvs_stub_kernel_b", "launch"): 1,
     ("cuLaunchKernel nvs_stub_kernel_c", "launch"): 1,
     ("cuLaunchKernelEx nvs_stub_kernel_c", "launch"): 1,
+    # A CUDA graph's launch (then a cuStreamSynchronize for it): named after the API.
+    ("cuGraphLaunch", "launch"): 1,
     # A CUkernel from a library, as the CUDA runtime launches every kernel: named by
     # cuKernelGetName, as the driver gives it (a C program has no C++ runtime to demangle it;
     # under ASan, whose runtime brings a demangler, it is demangled: kinds() reads both as one).
@@ -40,6 +42,7 @@ RUNTIME = {
     ("cudaLaunchKernel nvs_stub_kernel_a", "launch"): 3,
     ("cudaLaunchKernel nvs_stub_kernel_b", "launch"): 1,
     ("cudaLaunchKernel", "launch"): 3,
+    ("cudaGraphLaunch", "launch"): 2,      # and its _ptsz; the driver's inside is not shown again
 }
 WAIT_US = 200  # the stand-in's waits sleep this long
 
@@ -76,7 +79,7 @@ def test_every_way_to_the_driver_shows_each_wait_and_launch_once(tmp_path, mode)
     assert "%s: results 0 0 0 0 0 0 400 0 0 0 0 0\n" % mode in output
     assert "errno kept: yes" in output and "launches: 7" in output
     # With the per-thread flag the plain forms are the driver's _ptsz variants too.
-    assert "per-thread variants: %d" % (9 if mode == "getproc-ptds" else 2) in output
+    assert "per-thread variants: %d" % (11 if mode == "getproc-ptds" else 2) in output
     assert "same handle for kernels a and c: yes" in output
 
 
@@ -99,7 +102,7 @@ def test_runtime_waits_and_launches_are_one_range_each(tmp_path, mode):
     # without the shim, checked above): the stand-in answers like this.
     assert "pending 98, launch 0, then cudaGetLastError 98, launch 0, cudaGetLastError 0" in output
     assert "nameless: launch 0, cudaGetLastError 0" in output
-    assert "driver: launches 6, per-thread variants 2" in output
+    assert "graphs 0 0" in output and "driver: launches 6, per-thread variants 3" in output
 
 
 @pytest.mark.parametrize("name, mode", [("cuda_waits", "getproc"), ("runtime_waits", "linked")])

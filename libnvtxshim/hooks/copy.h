@@ -41,6 +41,9 @@ void *nvs_cuda_function(_Atomic(void *) *cache, const char *library, const char 
 /* Opens the range of a wait for the GPU, hook ID (category wait, named after
  * the API). Out of line, as nvs_copy_open; nvs_copy_close closes it. */
 void nvs_wait_open(enum nvs_hook_id id);
+/* Opens the range of a graph launch (category launch, named after the API: a
+ * graph has no one kernel's name). Out of line; nvs_copy_close closes it. */
+void nvs_graph_launch_open(enum nvs_hook_id id);
 /* Sets *NAME to the name of the kernel FUNCTION (NULL: it has none) and
  * returns 0, or returns -1 when it cannot be asked now (it is asked again at
  * the next launch). Asked once per kernel, errno kept around it. */

@@ -288,6 +288,16 @@ __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
+/* A graph launched (cuGraphLaunch, cudaGraphLaunch): the CPU's cost of
+ * starting every kernel and copy captured in it; named after the API. */
+__attribute__((noinline)) void nvs_graph_launch_open(enum nvs_hook_id id)
+{
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_LAUNCH, .color = NVS_COLOR_CUDA_LAUNCH,
+    };
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the
  * function and the API that launched it: open addressing, insert-only,
  * lock-free, like emit.c's names. A key packs the function's address (48
@@ -467,6 +477,14 @@ LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
              unsigned int shared_bytes, CUstream stream, void **parameters, void **extra),
             (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
              parameters, extra), function)
+
+/* A CUDA graph's launch: what PyTorch's CUDAGraph.replay and torch.compile's
+ * reduce-overhead mode run each step, in place of each kernel's launch. */
+#define GRAPH_LAUNCH(name)                                                                  \
+    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, (CUgraphExec graph, CUstream stream), \
+                  (graph, stream), nvs_graph_launch_open(NVS_HOOK_ID(name)))
+GRAPH_LAUNCH(cuGraphLaunch)
+GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 
 /* cuLaunchKernelEx: the launch with attributes (clusters, cooperative, priority) that
  * Triton and CUTLASS use, and the runtime's cudaLaunchKernelEx reaches. */

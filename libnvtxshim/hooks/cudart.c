@@ -135,12 +135,19 @@ static int runtime_kernel_name(const void *function, const char **name)
                   nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel),         \
                                   function, runtime_kernel_name))
 
+#define GRAPH_LAUNCH(name)                                                                  \
+    NVS_CUDA_CALL(cudaError_t, cudaErrorNotSupported, name,                                 \
+                  (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream),            \
+                  nvs_graph_launch_open(NVS_HOOK_ID(name)))
+
 WAIT(cudaDeviceSynchronize, (void), ())
 WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))
 WAIT(cudaStreamSynchronize_ptsz, (cudaStream_t stream), (stream))
 WAIT(cudaEventSynchronize, (cudaEvent_t event), (event))
 LAUNCH(cudaLaunchKernel)
 LAUNCH(cudaLaunchKernel_ptsz)
+GRAPH_LAUNCH(cudaGraphLaunch)
+GRAPH_LAUNCH(cudaGraphLaunch_ptsz)
 
 /* Driver entry points handed out by the runtime get the wrappers too. */
 #define ENTRY_POINT(name, parameters, arguments, symbol, function)                          \

@@ -10,9 +10,11 @@
  * the per-thread-default-stream twin (the exported _ptsz name, or the entry
  * point asked for with the per-thread flag); cuCtxSynchronize in its first
  * form and in CUDA 13's cuCtxSynchronize_v2 (cuGetProcAddress version 13000).
- * Last, kernel c once more through cuLaunchKernelEx, and a kernel with a C++ name
+ * Last, kernel c once more through cuLaunchKernelEx, a kernel with a C++ name
  * from a library (cuLibraryGetKernel): a CUkernel handle, which cuLaunchKernel
- * takes as the CUDA runtime passes it.
+ * takes as the CUDA runtime passes it, and a graph of one launch of kernel c
+ * (cuGraphLaunch; built with stream capture on a real driver, a token on the
+ * stand-in).
  * Prints what the driver did and what each call returned. A second argument
  * repeats the waits and launches that many times (results of the last).
  * On a real GPU, CUDA_WAITS_IMAGE names a cubin or fat binary holding kernels
@@ -54,6 +56,10 @@ static struct {
     __typeof__(&cuEventSynchronize) event_sync;
     __typeof__(&cuLaunchKernel) launch, launch_twin;
     __typeof__(&cuLaunchKernelEx) launch_ex;
+    __typeof__(&cuGraphLaunch) graph_launch;
+    __typeof__(&cuStreamBeginCapture_v2) begin_capture;
+    __typeof__(&cuStreamEndCapture) end_capture;
+    __typeof__(&cuGraphInstantiateWithFlags) instantiate;
 } api;
 
 /* name and version: as cuGetProcAddress takes them; exported: the symbol;
@@ -88,6 +94,7 @@ static const struct entry {
     ENTRY(launch, "cuLaunchKernel", "cuLaunchKernel", CUDA_VERSION),
     TWIN(launch_twin, "cuLaunchKernel", "cuLaunchKernel_ptsz"),
     ENTRY(launch_ex, "cuLaunchKernelEx", "cuLaunchKernelEx", CUDA_VERSION),
+    ENTRY(graph_launch, "cuGraphLaunch", "cuGraphLaunch", CUDA_VERSION),
 #undef ENTRY
 #undef TWIN
 };
@@ -105,6 +112,7 @@ static void link_directly(void)
     api.context_sync = cuCtxSynchronize; api.context_sync_v2 = cuCtxSynchronize_v2;
     api.event_sync = cuEventSynchronize;
     api.launch = cuLaunchKernel; api.launch_twin = cuLaunchKernel_ptsz; api.launch_ex = cuLaunchKernelEx;
+    api.graph_launch = cuGraphLaunch;
 }
 
 /* The module image: the file CUDA_WAITS_IMAGE names, whole, or a token the
@@ -234,6 +242,26 @@ int main(int argc, char **argv)
         api.library_get_kernel(&d, library, "_Z17nvs_stub_kernel_dPi") ||
         api.launch((CUfunction)d, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL)) {
         fprintf(stderr, "cuda_waits: the library's kernel failed\n");
+        return 1;
+    }
+    /* A graph: captured from the stream on a real driver (whose capture functions the
+     * stand-in lacks); the stand-in runs any handle. */
+    CUgraphExec graph = (CUgraphExec)&graph;
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    api.begin_capture = driver ? (__typeof__(api.begin_capture))dlsym(driver, "cuStreamBeginCapture_v2") : NULL;
+    api.end_capture = driver ? (__typeof__(api.end_capture))dlsym(driver, "cuStreamEndCapture") : NULL;
+    api.instantiate = driver ? (__typeof__(api.instantiate))dlsym(driver, "cuGraphInstantiateWithFlags") : NULL;
+    if (api.begin_capture && api.end_capture && api.instantiate) {
+        CUgraph captured;
+        if (api.begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) ||
+            api.launch(c, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL) ||
+            api.end_capture(stream, &captured) || api.instantiate(&graph, captured, 0)) {
+            fprintf(stderr, "cuda_waits: the graph's capture failed\n");
+            return 1;
+        }
+    }
+    if (api.graph_launch(graph, stream) || api.stream_sync(stream)) {
+        fprintf(stderr, "cuda_waits: the graph's launch failed\n");
         return 1;
     }
     printf("%s: results", mode);

@@ -350,6 +350,22 @@ EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f
     return cuLaunchKernelEx(config, function, parameters, extra);
 }
 
+/* A graph launch: any executable graph handle but NULL runs (nothing). */
+static int graph_launches;
+EXPORT int nvs_stub_graph_launches(void) { return graph_launches; }
+EXPORT CUresult cuGraphLaunch(CUgraphExec graph, CUstream stream)
+{
+    (void)stream;
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    graph_launches++;
+    return CUDA_SUCCESS;
+}
+EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream stream)
+{
+    per_thread_calls++;
+    return cuGraphLaunch(graph, stream);
+}
+
 /* A symbol may have several versions: the newest not above the version asked is handed out. */
 struct entry { const char *symbol; int version; void *function; void *per_thread; };
 static const struct entry entries[] = {
@@ -377,6 +393,7 @@ static const struct entry entries[] = {
     { "cuModuleGetFunction", 2000, (void *)cuModuleGetFunction, NULL },
     { "cuLaunchKernel", 4000, (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz },
     { "cuLaunchKernelEx", 11060, (void *)cuLaunchKernelEx, (void *)cuLaunchKernelEx_ptsz },
+    { "cuGraphLaunch", 10000, (void *)cuGraphLaunch, (void *)cuGraphLaunch_ptsz },
     { "cuMemAlloc", 3020, (void *)cuMemAlloc_v2, NULL },
     { "cuMemFree", 3020, (void *)cuMemFree_v2, NULL },
     { "cuMemAllocHost", 3020, (void *)cuMemAllocHost_v2, NULL },

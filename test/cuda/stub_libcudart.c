@@ -31,6 +31,7 @@ static struct {
     __typeof__(&cuEventSynchronize) event_sync;
     __typeof__(&cuModuleGetFunction) get_function;
     __typeof__(&cuLaunchKernel) launch, launch_ptsz;
+    __typeof__(&cuGraphLaunch) graph_launch, graph_launch_ptsz;
 } driver;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -56,6 +57,8 @@ static void load_driver(void)
     driver.lookup("cuModuleGetFunction", (void **)&driver.get_function, CUDA_VERSION, 0, NULL);
     driver.lookup("cuLaunchKernel", (void **)&driver.launch, CUDA_VERSION, 0, NULL);
     driver.lookup("cuLaunchKernel", (void **)&driver.launch_ptsz, CUDA_VERSION, per_thread, NULL);
+    driver.lookup("cuGraphLaunch", (void **)&driver.graph_launch, CUDA_VERSION, 0, NULL);
+    driver.lookup("cuGraphLaunch", (void **)&driver.graph_launch_ptsz, CUDA_VERSION, per_thread, NULL);
 }
 
 static cudaError_t ready(void)
@@ -168,6 +171,17 @@ EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
     if (ready()) return failed(cudaErrorInsufficientDriver);
     return failed(status(driver.stream_sync_ptsz((CUstream)stream)));
+}
+/* A graph launch goes to the driver's, as the real runtime's does. */
+EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t stream)
+{
+    if (ready()) return failed(cudaErrorInsufficientDriver);
+    return failed(status(driver.graph_launch((CUgraphExec)graph, (CUstream)stream)));
+}
+EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graph, cudaStream_t stream)
+{
+    if (ready()) return failed(cudaErrorInsufficientDriver);
+    return failed(status(driver.graph_launch_ptsz((CUgraphExec)graph, (CUstream)stream)));
 }
 EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
