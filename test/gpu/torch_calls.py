@@ -4,7 +4,9 @@ the shim: the output (checksums and results, never timings) must be the same.
   model   a small CNN's inference loop: each frame a pinned batch goes up
           non_blocking, the forward pass runs, the classes come back with .cpu()
   state   whether importing torch under the shim initialised CUDA (it must not)
-  triton  a Triton kernel (Triton launches through the driver itself), five launches"""
+  triton  a Triton kernel (Triton launches through the driver itself), five launches
+  graphs  a CUDA graph captured with a pinned upload inside it (the shim asks the driver
+          about the host pointer while the stream captures), then replayed five times"""
 import sys
 
 import torch
@@ -65,12 +67,38 @@ def triton_launches():
     print("triton: %.1f" % out.sum().item())
 
 
+def graphs():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).cuda().eval()
+    pinned = torch.empty((16, 64)).pin_memory()
+    static_in = torch.zeros((16, 64), device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.inference_mode():
+        for _ in range(3):                       # warm-up, as PyTorch asks before a capture
+            static_in.copy_(pinned, non_blocking=True)
+            net(static_in)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.inference_mode():
+        static_in.copy_(pinned, non_blocking=True)
+        static_out = net(static_in)
+    results = []
+    for frame in range(5):
+        pinned.copy_(torch.linspace(-1, 1, pinned.numel()).reshape(pinned.shape) * (frame + 1))
+        graph.replay()
+        results.append(round(static_out.sum().item(), 3))
+    print("graphs: %s" % results)
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     if what == "copies":
         copies()
     elif what == "model":
         model(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    elif what == "graphs":
+        graphs()
     elif what == "triton":
         triton_launches()
     else:
