@@ -543,16 +543,10 @@ static void release_thread(void *opaque)
     my_thread = NULL;
 }
 
-static void reset_thread(struct nvs_writer_thread *thread)
+/* The sequence's start, with the thread's name: its first event, there before
+ * any other, in an empty buffer. */
+static void put_start(struct nvs_writer_thread *thread)
 {
-    atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
-    thread->flushed_bytes = thread->flushed_events = 0;
-    thread->writing = 0;
-    thread->ids.pid = state.pid;
-    thread->ids.tid = (uint32_t)current_tid();
-    state.encoder->prepare_thread(&thread->ids);
-    /* The sequence's start, with the thread's name: its first event, there
-     * before any other. */
     char name[17] = "";
     syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
     uint64_t now_ns = nvs_clock_ns();
@@ -560,6 +554,23 @@ static void reset_thread(struct nvs_writer_thread *thread)
                                  thread->data);
     thread->ends[0] = (uint16_t)length;
     atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
+    thread->start_pending = false;
+}
+
+/* THREAD made new for its owner; its start written now (START_NOW, the owner
+ * is about to write an event) or before its first event (a forked child's
+ * thread, which may never write one: a start alone would need a file). */
+static void reset_thread(struct nvs_writer_thread *thread, bool start_now)
+{
+    atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
+    thread->flushed_bytes = thread->flushed_events = 0;
+    thread->writing = 0;
+    thread->ids.pid = state.pid;
+    thread->ids.tid = (uint32_t)current_tid();
+    state.encoder->prepare_thread(&thread->ids);
+    thread->start_pending = true;
+    if (start_now)
+        put_start(thread);
     /* Only the head: the rest of a block costs memory once it is touched. */
     memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
 }
@@ -598,7 +609,7 @@ struct nvs_writer_thread *nvs_writer_claim(void)
         atomic_store(&thread->claimed, false);
         return NULL;
     }
-    reset_thread(thread);
+    reset_thread(thread, true);
     unlock_file();
     pthread_setspecific(thread_key, thread);
     my_thread = thread;
@@ -628,6 +639,10 @@ char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
             goto drop;
         }
     }
+    /* A forked child's thread: its start first (make_room left the buffer empty,
+     * or nothing was written since the fork). */
+    if (__builtin_expect(thread->start_pending, 0))
+        put_start(thread);
     return thread->data + nvs_writer_used(thread);
 drop:
     atomic_signal_fence(memory_order_seq_cst);
@@ -792,5 +807,5 @@ void nvs_writer_fork_child(void)
         atomic_store(&thread->claimed, thread == my_thread);
     }
     if (my_thread)
-        reset_thread(my_thread);
+        reset_thread(my_thread, false);
 }

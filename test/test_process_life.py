@@ -11,7 +11,7 @@ import re
 import pytest
 
 import traceformat
-from conftest import load_trace, program, ranges, run
+from conftest import PYTHON, STUB, load_trace, program, ranges, run
 
 FRAME_ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
 CONTROL = re.compile(r"libusb_control_transfer type=0x40 req=0x01 val=0x([0-9a-f]{4}) OUT 0B$")
@@ -239,3 +239,46 @@ def test_a_fatal_signal_leaves_every_event_so_far_readable(make_device, tmp_path
     assert all(calls[name] >= count for name, count in complete.items()), calls
     assert frames[:2] == [1, 2], "every frame that ended before the signal"
     assert any("watcher" in given for given in names.values())
+
+
+# A parent that records copies (the stand-in driver through ctypes), then forks two workers
+# that run Python alone and end with os._exit, as multiprocessing's and PyTorch's DataLoader's do.
+QUIET_WORKERS = r"""
+import ctypes, multiprocessing
+cuda = ctypes.CDLL("libcuda.so.1")
+device, context, memory = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+cuda.cuInit(0)
+cuda.cuDeviceGet(ctypes.byref(device), 0)
+cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)
+cuda.cuCtxSetCurrent(context)
+cuda.cuMemAlloc_v2(ctypes.byref(memory), 4096)
+host = ctypes.create_string_buffer(4096)
+for _ in range(3):
+    cuda.cuMemcpyHtoD_v2(memory, host, 4096)
+def work(queue, i):
+    queue.put(i * i)
+fork = multiprocessing.get_context("fork")
+queue = fork.Queue()
+workers = [fork.Process(target=work, args=(queue, i)) for i in range(2)]
+for worker in workers:
+    worker.start()
+print(sorted(queue.get() for _ in workers))
+for worker in workers:
+    worker.join()
+"""
+
+
+@pytest.mark.parametrize("extension", ["json", "pftrace"])
+def test_forked_workers_that_record_nothing_say_nothing_and_write_no_file(tmp_path, extension):
+    """Found with PyTorch's DataLoader on a real GPU: each worker, forked after the parent had
+    recorded, said at exit that it had lost an event - its thread's start, written at the fork
+    with no file to go to. The start now goes in with a child's first event."""
+    trace = tmp_path / ("workers." + extension)
+    argv, env = [PYTHON, "-c", QUIET_WORKERS], {"LD_LIBRARY_PATH": STUB}
+    plain = run(argv, env=env, shim=False)
+    shimmed = run(argv, env=dict(env, NVTXSHIM_TRACE=str(trace)))
+    assert plain.returncode == 0 and plain.stdout == b"[0, 1]\n", plain.stderr
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (plain.stdout, plain.stderr, 0)
+    assert os.listdir(tmp_path) == [trace.name]
+    if extension == "json":
+        assert [e["name"] for e in ranges(load_trace(trace), "cuda")] == ["cuMemcpyHtoD 4KiB pageable"] * 3
