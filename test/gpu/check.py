@@ -158,8 +158,10 @@ def section(title):
 
 
 def main():
-    if os.environ.get("CHECK_ONLY") == "graphs":   # one section, for a short run
-        graphs_section()
+    only = os.environ.get("CHECK_ONLY")   # sections by name, for a short run: graphs,loader
+    if only:
+        for name in only.split(","):
+            {"graphs": graphs_section, "loader": loader_section}[name]()
         say("")
         say("RESULT: %d MATCH, %d DIFF" % (verdicts["MATCH"], verdicts["DIFF"]))
         return
@@ -270,6 +272,7 @@ def main():
         verdict(len(launches) == 5, "triton: each of the 5 launches a range named after the kernel", "got %s" % launches)
 
     graphs_section()
+    loader_section()
 
     section("7. the example harness: GPU inference, V4L2 camera (emulated), serial actuator (emulated)")
     harness(frames=30)
@@ -294,6 +297,19 @@ def main():
 
     say("")
     say("RESULT: %d MATCH, %d DIFF" % (verdicts["MATCH"], verdicts["DIFF"]))
+
+
+def loader_section():
+    section("6d. a DataLoader: worker processes forked after CUDA is up, pin_memory's thread")
+    ranges = compare("loader", [PYTHON, os.path.join(HERE, "torch_calls.py"), "loader"], timeout=300)
+    if ranges is not None:
+        uploads = [e for e in ranges if e["args"].get("category") == "copy" and copy_shape(e["name"])[1] == "HtoD"
+                   and e["args"].get("payload") == 8 * 3 * 32 * 32 * 4]
+        verdict(len(uploads) == 8 and all(copy_shape(e["name"])[3] == "pinned" for e in uploads),
+                "loader: each of the 8 batches one pinned 96 KiB upload",
+                "%d, %s" % (len(uploads), sorted(set(e["name"] for e in uploads))))
+        children = [name for name in os.listdir(TRACES) if name.startswith("loader.") and name != "loader.json"]
+        say("     other trace files (the workers'): %s" % (children or "none"))
 
 
 def graphs_section():

@@ -5,6 +5,8 @@ the shim: the output (checksums and results, never timings) must be the same.
           non_blocking, the forward pass runs, the classes come back with .cpu()
   state   whether importing torch under the shim initialised CUDA (it must not)
   triton  a Triton kernel (Triton launches through the driver itself), five launches
+  loader  a DataLoader with 2 worker processes (forked after CUDA is up) and pin_memory's
+          thread: each batch pinned, uploaded non_blocking, run through a small model
   graphs  a CUDA graph captured with a pinned upload inside it (the shim asks the driver
           about the host pointer while the stream captures), then replayed five times"""
 import sys
@@ -67,6 +69,28 @@ def triton_launches():
     print("triton: %.1f" % out.sum().item())
 
 
+class Frames(torch.utils.data.Dataset):
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, index):
+        return torch.linspace(0, 1, 3 * 32 * 32).reshape(3, 32, 32) * (index + 1)
+
+
+def loader():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
+                              torch.nn.Flatten(), torch.nn.Linear(8, 4)).cuda().eval()
+    torch.zeros(1, device="cuda")        # CUDA is up before the workers fork, as in most programs
+    batches = torch.utils.data.DataLoader(Frames(), batch_size=8, num_workers=2, pin_memory=True,
+                                          multiprocessing_context="fork")
+    classes = []
+    with torch.inference_mode():
+        for batch in batches:
+            classes += net(batch.to("cuda", non_blocking=True)).argmax(dim=1).cpu().tolist()
+    print("loader: %d batches, classes %s" % (len(classes) // 8, classes[:16]))
+
+
 def graphs():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).cuda().eval()
@@ -97,6 +121,8 @@ if __name__ == "__main__":
         copies()
     elif what == "model":
         model(int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    elif what == "loader":
+        loader()
     elif what == "graphs":
         graphs()
     elif what == "triton":
