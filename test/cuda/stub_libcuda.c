@@ -226,6 +226,20 @@ static int module_handle, harness_convolve_handle, harness_cell_argmax_handle;
 /* Kernels named nvs_stub_*: a handle each, holding its name. */
 static char stub_kernels[8][64];
 static int stub_kernel_count, launches;
+
+/* NAME's handle in TABLE (COUNT names so far), the name added when new: the
+ * handle is where the name is kept. NULL when the table is full. */
+static char *kernel_handle(char (*table)[64], int *count, const char *name)
+{
+    int found = 0;
+    while (found < *count && strcmp(table[found], name))
+        found++;
+    if (found == *count) {
+        if (*count == 8) return NULL;
+        strcpy(table[(*count)++], name);
+    }
+    return table[found];
+}
 EXPORT int nvs_stub_launches(void) { return launches; }
 EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
@@ -242,14 +256,9 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const
     if (!strcmp(name, "harness_convolve")) *function = (CUfunction)&harness_convolve_handle;
     else if (!strcmp(name, "harness_cell_argmax")) *function = (CUfunction)&harness_cell_argmax_handle;
     else if (!strncmp(name, "nvs_stub_", 9) && strlen(name) < sizeof stub_kernels[0]) {
-        int found = 0;
-        while (found < stub_kernel_count && strcmp(stub_kernels[found], name))
-            found++;
-        if (found == stub_kernel_count) {
-            if (stub_kernel_count == 8) return CUDA_ERROR_OUT_OF_MEMORY;
-            strcpy(stub_kernels[stub_kernel_count++], name);
-        }
-        *function = (CUfunction)stub_kernels[found];
+        char *handle = kernel_handle(stub_kernels, &stub_kernel_count, name);
+        if (!handle) return CUDA_ERROR_OUT_OF_MEMORY;
+        *function = (CUfunction)handle;
     } else return CUDA_ERROR_NOT_FOUND;
     return CUDA_SUCCESS;
 }
@@ -275,14 +284,9 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const ch
 {
     (void)library;
     if (!strstr(name, "nvs_stub_") || strlen(name) >= sizeof library_kernels[0]) return CUDA_ERROR_NOT_FOUND;
-    int found = 0;
-    while (found < library_kernel_count && strcmp(library_kernels[found], name))
-        found++;
-    if (found == library_kernel_count) {
-        if (library_kernel_count == 8) return CUDA_ERROR_OUT_OF_MEMORY;
-        strcpy(library_kernels[library_kernel_count++], name);
-    }
-    *kernel = (CUkernel)library_kernels[found];
+    char *handle = kernel_handle(library_kernels, &library_kernel_count, name);
+    if (!handle) return CUDA_ERROR_OUT_OF_MEMORY;
+    *kernel = (CUkernel)handle;
     return CUDA_SUCCESS;
 }
 static int is_library_kernel(const void *handle)
