@@ -65,10 +65,6 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:halt_on_error=1:
 #    shim (test_emuv4l2's run) as with it; OpenCV and v4l2-ctl cover the camera there.
 #  - test_harness_rig_capture_to_actuation: checks frame ages to 1 ms of the camera's
 #    delay, and under ASan's slowdown the harness falls behind the frame rate.
-#  - test_harness_rig_starts_its_camera_once_the_gpu_is_ready: reads the camera double's
-#    truth log, which stays empty in the ASan-built harness (v4l2-ctl under the same
-#    preloads writes it; the cause was not found). With the test above left out too, the
-#    harness's V4L2 path is not run under ASan.
 #  - test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable: asks the
 #    scheduler for preemptions in most frames, which ASan's slowdown changes; the
 #    probe's code runs under ASan in the other kernel tests.
@@ -96,7 +92,6 @@ ASAN_DESELECT := $(addprefix --deselect test/,\
                    test_devices.py::test_a_dqbuf_range_is_a_frame_handed_out[ffmpeg] \
                    test_devices.py::test_dropped_frames_are_red_marks[ffmpeg] \
                    test_devices.py::test_harness_rig_capture_to_actuation \
-                   test_devices.py::test_harness_rig_starts_its_camera_once_the_gpu_is_ready \
                    test_clock.py::test_a_thread_that_forbids_itself_the_tsc \
                    test_transparency.py::test_same_output_and_exit_code_with_and_without_the_shim[clock_agree-refuse]) \
                  --ignore test/test_inert_sweep.py \

@@ -232,7 +232,17 @@ static void init(void)
     }
 }
 
-__attribute__((constructor)) static void emuv4l2_load(void) { init(); }
+/* The configuration again, from the environment as it is once constructors run:
+ * a hook called earlier (ASan's runtime opens files before the program's
+ * environment is in place) read it too soon. Not once the device was opened. */
+__attribute__((constructor)) static void emuv4l2_load(void)
+{
+    init();
+    pthread_mutex_lock(&D.mu);
+    if (D.wakefd < 0)
+        parse_config();
+    pthread_mutex_unlock(&D.mu);
+}
 
 /* ---- small helpers ---- */
 
