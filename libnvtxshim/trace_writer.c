@@ -386,8 +386,12 @@ static void write_pending(struct nvs_writer_thread *thread)
         return;
     uint32_t first = thread->flushed_events;
     if (atomic_load(&state.file) != FILE_OPEN || !descriptor_is_ours()) {
-        /* A file never opened was said once; a thread's name is no loss there. */
-        if (atomic_load(&state.file) != FILE_REFUSED)
+        /* A file refused was said once; a thread's name is no loss there. A file
+         * still pending was never needed: an event opens it, so a buffer here
+         * holds its thread's start alone (a forked child that recorded nothing,
+         * a DataLoader worker: no file, no line). */
+        int file = atomic_load(&state.file);
+        if (file != FILE_REFUSED && file != FILE_PENDING)
             nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first);
         thread->flushed_bytes = used;
         thread->flushed_events = events;
@@ -543,24 +547,7 @@ static void release_thread(void *opaque)
     my_thread = NULL;
 }
 
-/* The sequence's start, with the thread's name: its first event, there before
- * any other, in an empty buffer. */
-static void put_start(struct nvs_writer_thread *thread)
-{
-    char name[17] = "";
-    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
-    uint64_t now_ns = nvs_clock_ns();
-    uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
-                                 thread->data);
-    thread->ends[0] = (uint16_t)length;
-    atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
-    thread->start_pending = false;
-}
-
-/* THREAD made new for its owner; its start written now (START_NOW, the owner
- * is about to write an event) or before its first event (a forked child's
- * thread, which may never write one: a start alone would need a file). */
-static void reset_thread(struct nvs_writer_thread *thread, bool start_now)
+static void reset_thread(struct nvs_writer_thread *thread)
 {
     atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
     thread->flushed_bytes = thread->flushed_events = 0;
@@ -568,9 +555,15 @@ static void reset_thread(struct nvs_writer_thread *thread, bool start_now)
     thread->ids.pid = state.pid;
     thread->ids.tid = (uint32_t)current_tid();
     state.encoder->prepare_thread(&thread->ids);
-    thread->start_pending = true;
-    if (start_now)
-        put_start(thread);
+    /* The sequence's start, with the thread's name: its first event, there
+     * before any other. */
+    char name[17] = "";
+    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
+    uint64_t now_ns = nvs_clock_ns();
+    uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
+                                 thread->data);
+    thread->ends[0] = (uint16_t)length;
+    atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
     /* Only the head: the rest of a block costs memory once it is touched. */
     memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
 }
@@ -609,7 +602,7 @@ struct nvs_writer_thread *nvs_writer_claim(void)
         atomic_store(&thread->claimed, false);
         return NULL;
     }
-    reset_thread(thread, true);
+    reset_thread(thread);
     unlock_file();
     pthread_setspecific(thread_key, thread);
     my_thread = thread;
@@ -639,10 +632,6 @@ char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
             goto drop;
         }
     }
-    /* A forked child's thread: its start first (make_room left the buffer empty,
-     * or nothing was written since the fork). */
-    if (__builtin_expect(thread->start_pending, 0))
-        put_start(thread);
     return thread->data + nvs_writer_used(thread);
 drop:
     atomic_signal_fence(memory_order_seq_cst);
@@ -807,5 +796,5 @@ void nvs_writer_fork_child(void)
         atomic_store(&thread->claimed, thread == my_thread);
     }
     if (my_thread)
-        reset_thread(my_thread, false);
+        reset_thread(my_thread);
 }

@@ -36,7 +36,6 @@ struct nvs_writer_thread {
     _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
     uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
     uint32_t flushed_events;
-    bool start_pending;             /* the sequence's start goes in before the next event */
     struct nvs_trace_thread_ids ids;
     uint16_t ends[NVS_WRITER_EVENTS];   /* where each published event ends in data */
     alignas(64) char data[NVS_WRITER_ROOM];
