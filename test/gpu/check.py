@@ -201,14 +201,12 @@ def main():
         launches = [e["name"].split(None, 1)[1] if " " in e["name"] else "(unnamed)"
                     for e in ranges if e["args"].get("category") == "launch"]
         want = ["gpu_calls_scale", "gpu_calls_scale", "gpu_calls_sum"]
-        named = [re.sub(r"^_Z\d+", "", n).split("P")[0] if n.startswith("_Z") else n.split("(")[0] for n in launches]
         verdict(len(launches) == 3 and all(w in n for w, n in zip(want, launches)),
                 label + ": three launch ranges, named after the kernels", "got %s" % launches)
         waits = [e["name"] for e in ranges if e["args"].get("category") == "wait"]
         say("     waits: %s" % waits)
         verdict(len(waits) >= 3, label + ": the three waits of the CPU (stream, event, device) are ranges",
                 "got %s" % waits)
-        del named
 
     section("4. the library neither initialises CUDA nor keeps a context (test/gpu/gpu_context.c)")
     rc, plain_out, _, _ = execute([os.path.join(KIT, "gpu_context")], environment())
