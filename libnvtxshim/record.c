@@ -8,10 +8,12 @@
  * makes the bytes and trace_writer.c takes them to the file. Push/pop ranges
  * nest on their thread: the JSON form writes each whole when it pops, and one
  * popped from under others still open (another domain's) would not nest, so it
- * goes out as an async pair instead; the protobuf form writes a begin at the
- * push and an end at the pop, and names the end of one popped from under
- * others. Start/end ranges, which may end on another thread, are async pairs
- * in both. */
+ * goes out as an async pair instead; the protobuf form writes a begin and an
+ * end, and names the end of one popped from under others. Its begin is
+ * pending at the push: the pop writes begin and end together, and any other
+ * event of the thread first writes the begins still pending under it, so the
+ * thread's sequence stays in order. Start/end ranges, which may end on
+ * another thread, are async pairs in both. */
 #define _GNU_SOURCE
 #include "record.h"
 
@@ -42,9 +44,19 @@
  * per-thread memory: its head is zeroed whenever a thread takes it over. */
 struct range_stack {
     int depth;                      /* may exceed NVS_TRACE_STACK_DEPTH: counted, not kept */
-    uint32_t unused[15];
+    /* Ranges from this level up may have a pending begin (NVS_BEGIN_PENDING);
+     * none below it has. */
+    int pending_from;
+    uint32_t unused[14];
     struct nvs_trace_event ranges[NVS_TRACE_STACK_DEPTH];
 };
+_Static_assert(offsetof(struct range_stack, ranges) <= NVS_WRITER_PRIVATE_ZEROED,
+               "the stack's head is zeroed when a thread takes the buffer over");
+
+/* A push/pop range's begin (event->begun), for an encoder that writes one:
+ * not written (lost), written, or pending; pending and the library's own (a
+ * registered name and a payload of none or u64: the pop's fast way). */
+enum { NVS_BEGIN_NONE, NVS_BEGIN_WRITTEN, NVS_BEGIN_PENDING, NVS_BEGIN_PENDING_OWN };
 
 struct open_range {
     _Atomic uint32_t state;         /* OPEN_FREE, OPEN_USED, OPEN_ENDING */
@@ -239,14 +251,56 @@ static void copy_event(struct nvs_trace_event *target, const struct nvs_trace_ev
 
 /* ENCODE_CALL writes one event at out_, THREAD's room for it (none: the
  * event is dropped, counted by the writer); whether it reached the buffer. */
-#define WRITTEN_EVENT(thread, encode_call)                                            \
+#define WRITTEN_EVENT_NOW(thread, encode_call)                                        \
     __extension__({                                                                   \
         char *out_ = nvs_writer_begin(thread);                                        \
         if (out_)                                                                     \
             nvs_writer_commit((thread), encode_call);                                 \
         out_ != NULL;                                                                 \
     })
+/* The same after the begins still pending on THREAD (settle, below). */
+#define WRITTEN_EVENT(thread, encode_call)                                            \
+    __extension__({                                                                   \
+        settle(thread);                                                               \
+        WRITTEN_EVENT_NOW(thread, encode_call);                                       \
+    })
 #define WRITE_EVENT(thread, encode_call) ((void)WRITTEN_EVENT(thread, encode_call))
+
+static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
+{
+    return nvs_writer_private(thread);
+}
+
+/* The begins still pending on THREAD, innermost last: before any other event
+ * of the thread, so that its sequence keeps time order and a slice's begin
+ * comes before what happens inside it. A slot whose push a signal handler
+ * interrupted is not pending yet and is left to its pop; one taken is marked
+ * before it is written, so that a handler interrupting here does not write
+ * it twice. */
+static __attribute__((noinline)) void write_pending(struct nvs_writer_thread *thread,
+                                                    struct range_stack *stack)
+{
+    int depth = stack->depth;
+    int kept = depth < NVS_TRACE_STACK_DEPTH ? depth : NVS_TRACE_STACK_DEPTH;
+    for (int i = stack->pending_from; i < kept; i++) {
+        struct nvs_trace_event *event = &stack->ranges[i];
+        if (event->begun < NVS_BEGIN_PENDING)
+            continue;
+        event->begun = NVS_BEGIN_NONE;
+        atomic_signal_fence(memory_order_seq_cst);
+        bool written = WRITTEN_EVENT_NOW(thread, state.encoder->push(out_, nvs_writer_ids(thread),
+                                                                     event));
+        event->begun = written ? NVS_BEGIN_WRITTEN : NVS_BEGIN_NONE;
+    }
+    stack->pending_from = depth;
+}
+
+static inline void settle(struct nvs_writer_thread *thread)
+{
+    struct range_stack *stack = stack_of(thread);
+    if (__builtin_expect(stack->pending_from < stack->depth, 0))
+        write_pending(thread, stack);
+}
 
 /* Ids for an event about thread TID written in THREAD's sequence. */
 static struct nvs_trace_thread_ids ids_for(struct nvs_writer_thread *thread, uint32_t tid)
@@ -280,14 +334,11 @@ static void write_pair(struct nvs_writer_thread *thread, struct nvs_trace_thread
 
 /* ---- push/pop ------------------------------------------------------------------ */
 
-static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
-{
-    return nvs_writer_private(thread);
-}
-
 /* The calling thread's next stack slot, its level in *LEVEL (-1 while not
  * recording), its buffer in *THREAD; NULL when deeper than the stack keeps
- * (the level still counts, for the pop). */
+ * (the level still counts, for the pop). The slot is taken before it is
+ * filled, and is not pending until pushed() says so: a signal handler that
+ * pushes meanwhile takes the next one, and leaves this one be. */
 static inline struct nvs_trace_event *next_stack_slot(int *level, struct nvs_writer_thread **out)
 {
     struct nvs_writer_thread *thread = *out = nvs_writer_thread();
@@ -296,18 +347,33 @@ static inline struct nvs_trace_event *next_stack_slot(int *level, struct nvs_wri
         return NULL;
     }
     struct range_stack *stack = stack_of(thread);
-    *level = stack->depth++;
-    if (*level < NVS_TRACE_STACK_DEPTH)
+    *level = stack->depth;
+    if (*level < NVS_TRACE_STACK_DEPTH) {
+        stack->ranges[*level].begun = NVS_BEGIN_NONE;
+        atomic_signal_fence(memory_order_seq_cst);
+        stack->depth = *level + 1;
+        atomic_signal_fence(memory_order_seq_cst);
         return &stack->ranges[*level];
+    }
+    stack->depth = *level + 1;
     nvs_writer_count(NVS_LOSS_TOO_DEEP, 1);
     return NULL;
 }
 
-/* An encoder that writes a range's begin at its push (the protobuf one). */
-static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_event *event)
+/* EVENT, filled at LEVEL of THREAD's stack: an encoder that writes a
+ * range's begin (the protobuf one) has it pending, written with the end or
+ * before the thread's next other event. */
+static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_event *event,
+                          int level)
 {
-    if (state.encoder->push)
-        event->begun = WRITTEN_EVENT(thread, state.encoder->push(out_, nvs_writer_ids(thread), event));
+    if (!state.encoder->push)
+        return;
+    struct range_stack *stack = stack_of(thread);
+    atomic_signal_fence(memory_order_seq_cst);
+    event->begun = NVS_BEGIN_PENDING;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(stack->pending_from > level, 0))
+        stack->pending_from = level;    /* a handler wrote the pending ones meanwhile */
 }
 
 static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *attributes,
@@ -322,8 +388,17 @@ static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *at
         else
             capture(event, domain, attributes);
         event->start_ns = now_ns();     /* last: the range holds as little of ours as can be */
-        pushed(thread, event);
+        pushed(thread, event, level);
     }
+    return level;
+}
+
+/* The stack is LEVEL deep again. */
+static inline int popped(struct range_stack *stack, int level)
+{
+    stack->depth = level;
+    if (stack->pending_from > level)
+        stack->pending_from = level;
     return level;
 }
 
@@ -338,30 +413,43 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
     /* The usual case first: the innermost range is DOMAIN's. */
     if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH &&
                          stack->ranges[top].domain == domain, 1)) {
-        if (!state.encoder->push || stack->ranges[top].begun)
-            WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
-                                                        &stack->ranges[top], end_ns));
-        stack->depth = top;
-        return top;
+        struct nvs_trace_event *event = &stack->ranges[top];
+        if (!state.encoder->push) {
+            WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread), event,
+                                                        end_ns));
+        } else {
+            /* Its begin may still be pending (one a handler's write passed
+             * over included): those under it, then its own. */
+            if (event->begun >= NVS_BEGIN_PENDING && stack->pending_from > top)
+                stack->pending_from = top;
+            settle(thread);
+            if (event->begun == NVS_BEGIN_WRITTEN)
+                WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread), event,
+                                                            end_ns));
+        }
+        return popped(stack, top);
     }
     if (stack->depth == 0)
         return -1;
     if (stack->depth > NVS_TRACE_STACK_DEPTH)
-        return --stack->depth;          /* deeper than we keep: counted at its push */
+        return popped(stack, stack->depth - 1);     /* deeper than we keep: counted at its push */
     /* DOMAIN's innermost range lies under others still open (another domain's):
      * as a complete event it would cross them, so it goes out as a pair. */
     for (int i = stack->depth - 2; i >= 0; i--) {
         struct nvs_trace_event *event = &stack->ranges[i];
         if (event->domain != domain)
             continue;
-        if (!state.encoder->close_under)
+        if (!state.encoder->close_under) {
             write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
-        else if (event->begun)
-            WRITE_EVENT(thread, state.encoder->close_under(out_, nvs_writer_ids(thread), event,
-                                                           end_ns));
+        } else {
+            settle(thread);
+            if (event->begun == NVS_BEGIN_WRITTEN)
+                WRITE_EVENT(thread, state.encoder->close_under(out_, nvs_writer_ids(thread),
+                                                               event, end_ns));
+        }
         memmove(&stack->ranges[i], &stack->ranges[i + 1],
                 (size_t)(stack->depth - 1 - i) * sizeof stack->ranges[0]);
-        return --stack->depth;
+        return popped(stack, stack->depth - 1);
     }
     return -1;
 }
@@ -396,7 +484,7 @@ static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *
     if (event) {
         describe_own(event, domain, attributes);
         event->start_ns = now_ns();
-        pushed(thread, event);
+        pushed(thread, event, level);
     }
     errno = saved_errno;
 }
@@ -409,11 +497,12 @@ static void direct_pop(nvtxDomainHandle_t domain)
 }
 
 /* The same for the protobuf form, where nearly every range the library makes
- * is a registered name whose begin is ready to copy, on a thread with room in
- * its buffer and a clock line (clock.h): the stack slot, the clock, the buffer
- * and the packet in one function that calls nothing (trace_pftrace.h). Each
- * condition is checked before anything is changed; where one fails, the
- * general way above does it all. */
+ * is a registered name pushed on a thread with a stack slot and a clock line
+ * (clock.h): the push only fills the slot, with its begin pending, and calls
+ * nothing; the pop then writes begin and end in one reservation of the
+ * buffer, from the name's cached shape (trace_pftrace.h). Each condition is
+ * checked before anything is changed; where one fails, the general way above
+ * does it all. */
 static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
     struct nvs_writer_thread *thread = nvs_writer_current;
@@ -422,33 +511,30 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
         goto general;
     struct range_stack *stack = stack_of(thread);
     int level = stack->depth;
-    struct pf_sequence *sequence = pf_sequence_of(thread->ids.sequence);
-    const struct pf_string *shape = pf_shape_ready(sequence, name,
-                                                   (const struct nvs_trace_domain *)domain,
-                                                   attributes->category);
-    if (__builtin_expect(level >= NVS_TRACE_STACK_DEPTH || !shape, 0))
-        goto general;
-    char *out = nvs_writer_try_begin(thread);
-    if (__builtin_expect(!out, 0))
+    if (__builtin_expect(level >= NVS_TRACE_STACK_DEPTH, 0))
         goto general;
     bool fast;
-    uint64_t start_ns = nvs_clock_try(&fast);   /* after the checks: the range holds as
-                                                 * little of ours as can be */
-    if (__builtin_expect(!fast, 0)) {
-        nvs_writer_abandon(thread);
+    uint64_t start_ns = nvs_clock_try(&fast);
+    if (__builtin_expect(!fast, 0))
         goto general;
-    }
-    stack->depth = level + 1;
-    /* describe_own's, for a registered name; color only the JSON form writes */
+    /* Taken, then filled, then pending (next_stack_slot, pushed) */
     struct nvs_trace_event *event = &stack->ranges[level];
+    event->begun = NVS_BEGIN_NONE;
+    atomic_signal_fence(memory_order_seq_cst);
+    stack->depth = level + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    /* describe_own's, for a registered name; color only the JSON form writes */
     event->domain = (struct nvs_trace_domain *)domain;
     event->registered = (struct nvs_trace_string *)name;
     event->category = attributes->category;
     event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
     event->payload = attributes->payload;
     event->start_ns = start_ns;
-    event->begun = true;
-    nvs_writer_commit(thread, pf_put_begin(out, sequence, shape, start_ns, true));
+    atomic_signal_fence(memory_order_seq_cst);
+    event->begun = NVS_BEGIN_PENDING_OWN;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(stack->pending_from > level, 0))
+        stack->pending_from = level;
     return;
 general:
     direct_push(domain, attributes);
@@ -461,12 +547,27 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
     if (__builtin_expect(!thread, 0))
         goto general;
     struct range_stack *stack = stack_of(thread);
-    int top = stack->depth - 1;
-    struct nvs_trace_event *event = &stack->ranges[top < 0 ? 0 : top];
-    /* Its payload none or the library's own (u64): the end needs no call. */
-    if (__builtin_expect(top < 0 || top >= NVS_TRACE_STACK_DEPTH || event->domain != domain ||
-                         !event->begun || event->payload_type > NVS_PAYLOAD_U64, 0))
+    unsigned top = (unsigned)stack->depth - 1;    /* none open: above the stack */
+    if (__builtin_expect(top >= NVS_TRACE_STACK_DEPTH, 0))
         goto general;
+    struct nvs_trace_event *event = &stack->ranges[top];
+    struct pf_sequence *sequence = pf_sequence_of(thread->ids.sequence);
+    const struct pf_string *shape = NULL;
+    if (__builtin_expect(event->domain != domain, 0))
+        goto general;
+    if (__builtin_expect((unsigned)stack->pending_from == top, 1)) {
+        /* The one pending begin is its own (set_payload keeps a u64), and its
+         * name's shape is ready */
+        if (__builtin_expect(event->begun != NVS_BEGIN_PENDING_OWN, 0))
+            goto general;
+        shape = pf_shape_ready(sequence, event->registered, domain, event->category);
+        if (__builtin_expect(!shape, 0))
+            goto general;
+    } else if (__builtin_expect((unsigned)stack->pending_from != top + 1 ||
+                                event->begun != NVS_BEGIN_WRITTEN ||
+                                event->payload_type > NVS_PAYLOAD_U64, 0)) {
+        goto general;   /* begins pending under it, its own not written, a payload to format */
+    }
     char *out = nvs_writer_try_begin(thread);
     if (__builtin_expect(!out, 0))
         goto general;
@@ -476,9 +577,12 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
         nvs_writer_abandon(thread);
         goto general;
     }
-    nvs_writer_commit(thread, pf_pop_end_own(out, pf_sequence_of(thread->ids.sequence), event,
-                                             end_ns));
-    stack->depth = top;
+    if (shape)
+        out = pf_put_begin(out, sequence, shape, event->start_ns, true);
+    event->begun = NVS_BEGIN_NONE;      /* a handler from here on leaves it be */
+    nvs_writer_commit(thread, pf_pop_end_own(out, sequence, event, end_ns));
+    stack->depth = (int)top;
+    stack->pending_from = (int)top;
     return;
 general:
     direct_pop(handle);
@@ -841,10 +945,32 @@ NVS_ONCE bool nvs_record_owns_process(void)
     return enabled && getpid() == state.pid;
 }
 
+/* The process ends on this thread: the begins still pending on it (a call
+ * that never returned, ended by a handler that exits) are written first, so
+ * that the protobuf form shows them as slices that did not end. Not where a
+ * handler interrupted this thread's own write, nor another thread's: they are
+ * its to change. */
 void nvs_record_finish(void)
 {
-    if (enabled)
-        nvs_writer_finish();
+    if (!enabled)
+        return;
+    struct nvs_writer_thread *thread = nvs_writer_current;
+    if (thread && state.encoder->push) {
+        /* Only into room the buffer has: the finish waits for no lock here */
+        struct range_stack *stack = stack_of(thread);
+        int kept = stack->depth < NVS_TRACE_STACK_DEPTH ? stack->depth : NVS_TRACE_STACK_DEPTH;
+        for (int i = stack->pending_from; i < kept; i++) {
+            struct nvs_trace_event *event = &stack->ranges[i];
+            if (event->begun < NVS_BEGIN_PENDING)
+                continue;
+            char *out = nvs_writer_try_begin(thread);
+            if (!out)
+                break;
+            event->begun = NVS_BEGIN_WRITTEN;
+            nvs_writer_commit(thread, state.encoder->push(out, nvs_writer_ids(thread), event));
+        }
+    }
+    nvs_writer_finish();
 }
 
 void nvs_record_resume(void)

@@ -68,8 +68,9 @@ struct nvs_trace_event {
     enum nvs_trace_payload payload_type;
     uint32_t text_length;
     uint64_t payload;               /* raw bits */
-    bool begun;                     /* a push whose begin reached the buffer (encoders that
-                                     * write at the push): its pop writes the end */
+    uint8_t begun;                  /* a push's begin, for encoders with one (record.c's
+                                     * NVS_BEGIN_*): not written, written (its pop writes
+                                     * the end), or pending (its pop writes both) */
     char text[NVS_TRACE_TEXT_MAX];
 };
 

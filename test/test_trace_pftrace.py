@@ -354,3 +354,57 @@ def test_sigkill_at_25_random_moments_leaves_every_whole_packet(tmp_path):
         assert abs(counts[("default", "work")] - ticks) <= 1 and abs(counts[("default", "span")] - ticks) <= 1, (
             where, counts, ticks)
         assert ticks > 0, where
+
+
+# ---- the end of the process ------------------------------------------------------------
+
+def test_ranges_open_on_the_thread_that_exits_are_slices_that_never_end(tmp_path):
+    # A push's begin waits for its pop (docs/pftrace.md); the thread that ends the process
+    # writes the begins still waiting, so a call that never returned shows as a slice
+    # without an end. The JSON form writes a range whole at its pop: nothing of these.
+    argv = [program("test/trace_adversary"), "exitinside", "3"]
+    trace, result = traced(tmp_path, argv)
+    assert result.stdout == b"exiting inside 3 ranges\n"
+    summary = check(trace, "--allow-open")
+    still_open = sorted(summary["open"], key=lambda r: r["start_ns"])
+    assert [r["name"] for r in still_open] == ["inside 0", "inside 1", "inside 2"]
+    main = {r["tid"] for r in still_open}
+    assert len(main) == 1 and main == {summary["process"]["pid"]}
+    assert range_names(summary)[("default", "work")] == 1
+    json_trace, _ = traced(tmp_path, argv, suffix=".json")
+    assert not [n for n in json_range_names(json_trace) if n[1].startswith("inside")]
+
+
+def test_exit_from_a_sigterm_handler_at_10_random_moments(tmp_path):
+    # Two threads make push/pop and start/end ranges and marks flat out; a SIGTERM handler
+    # calls exit(3) on whichever thread the kernel picks, at a moment set by how much of the
+    # file is written. The handler may land inside a push (its slot taken, not yet pending),
+    # inside a pop's write, or between: the file is whole and valid every time, and its
+    # ranges nest.
+    rng = random.Random(7003)
+    for run_index in range(10):
+        trace = tmp_path / ("exited-%d.pftrace" % run_index)
+        threshold = rng.randrange(0, 256 * 1024)
+        argv, env = command([program("test/trace_adversary"), "sigloop", "exit"],
+                            {"NVTXSHIM_TRACE": str(trace)})
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert proc.stdout.readline() == b"looping\n"
+            deadline = time.monotonic() + TIMEOUT
+            while not (trace.exists() and os.stat(trace).st_size >= threshold):
+                assert proc.poll() is None and time.monotonic() < deadline, run_index
+                os.sched_yield()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=TIMEOUT)
+        finally:
+            proc.kill()
+            proc.wait()
+        where = "run %d (threshold %d)" % (run_index, threshold)
+        assert proc.returncode == 3, (where, err[-2000:])
+        summary = check(trace, "--allow-open")
+        # Open at the end: at most one of each of the loop's ranges on each thread.
+        left = collections.Counter((r["tid"], r["name"], r["async"]) for r in summary["open"])
+        names = {"work", "span", 'needs "escapes" \\ \t here'}
+        assert len(summary["ranges"]) > 0 and set(n for _, n, _ in left) <= names, where
+        assert max(left.values(), default=1) == 1 and len({t for t, _, _ in left}) <= 2, (where, left)
+        trace.unlink()

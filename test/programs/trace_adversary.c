@@ -29,7 +29,10 @@
  *         N push ranges "depth I" nested on one thread, then N pops
  *     trace_adversary short N
  *         N push/pop pairs of one registered name in a domain: the smallest events
- *         an encoder writes (the binary form's begin and end are 12 to 16 bytes) */
+ *         an encoder writes (the binary form's begin and end are 12 to 16 bytes)
+ *     trace_adversary exitinside N
+ *         one iteration, then N push ranges "inside I" nested on the main thread,
+ *         and exit(0) inside them */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -272,6 +275,18 @@ static int deep(long depth)
     return 0;
 }
 
+static int exit_inside(long depth)
+{
+    char name[64];
+    iteration();
+    for (long i = 0; i < depth; i++) {
+        snprintf(name, sizeof name, "inside %ld", i);
+        nvtxRangePushA(name);
+    }
+    printf("exiting inside %ld ranges\n", depth);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -291,8 +306,10 @@ int main(int argc, char **argv)
         return deep(number(argv[2]));
     if (!strcmp(mode, "short") && argc == 3)
         return short_events(number(argv[2]));
+    if (!strcmp(mode, "exitinside") && argc == 3)
+        return exit_inside(number(argv[2]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
                     "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
-                    "unended N M | deep N | short N\n");
+                    "unended N M | deep N | short N | exitinside N\n");
     return 2;
 }
