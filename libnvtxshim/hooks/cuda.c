@@ -70,16 +70,10 @@ static enum pointer_kind ask_driver(CUdeviceptr pointer)
     return result == CUDA_ERROR_INVALID_VALUE ? KIND_PAGEABLE : KIND_UNKNOWN;
 }
 
-static enum pointer_kind kind_of(const void *pointer)
+/* A miss: the driver is asked, and its answer kept. */
+static __attribute__((noinline)) enum pointer_kind kind_asked(uintptr_t address, unsigned now,
+                                                               _Atomic uint64_t *slot)
 {
-    uintptr_t address = (uintptr_t)pointer;
-    if (!address || address >> 48)
-        return KIND_UNKNOWN;
-    unsigned now = atomic_load_explicit(&generation, memory_order_acquire);
-    _Atomic uint64_t *slot = &kinds[(address >> 4 ^ address >> 14) & (KIND_SLOTS - 1)];
-    uint64_t entry = atomic_load_explicit(slot, memory_order_relaxed);
-    if ((entry & ~3ull) == (pack(address, now, KIND_UNKNOWN) & ~3ull))
-        return (enum pointer_kind)(entry & 3);
     int saved_errno = errno;
     enum pointer_kind kind = ask_driver((CUdeviceptr)address);
     errno = saved_errno;
@@ -88,13 +82,33 @@ static enum pointer_kind kind_of(const void *pointer)
     return kind;
 }
 
-enum host_memory nvs_copy_host_memory(const void *host)
+/* Inline: every copy from or to host memory asks, and nearly every answer is
+ * in the cache. */
+static inline __attribute__((always_inline)) enum pointer_kind kind_of(const void *pointer)
+{
+    uintptr_t address = (uintptr_t)pointer;
+    if (!address || address >> 48)
+        return KIND_UNKNOWN;
+    unsigned now = atomic_load_explicit(&generation, memory_order_acquire);
+    _Atomic uint64_t *slot = &kinds[(address >> 4 ^ address >> 14) & (KIND_SLOTS - 1)];
+    uint64_t entry = atomic_load_explicit(slot, memory_order_relaxed);
+    if (__builtin_expect((entry & ~3ull) == (pack(address, now, KIND_UNKNOWN) & ~3ull), 1))
+        return (enum pointer_kind)(entry & 3);
+    return kind_asked(address, now, slot);
+}
+
+static inline enum host_memory host_memory(const void *host)
 {
     switch (kind_of(host)) {
     case KIND_PINNED: return HOST_PINNED;
     case KIND_PAGEABLE: return HOST_PAGEABLE;
     default: return HOST_UNKNOWN;
     }
+}
+
+enum host_memory nvs_copy_host_memory(const void *host)
+{
+    return host_memory(host);
 }
 
 static void forget_pointers(void)
@@ -106,12 +120,12 @@ static void forget_pointers(void)
 
 struct copy nvs_copy_host_to_device(size_t bytes, const void *host)
 {
-    return (struct copy){ bytes, HTOD, nvs_copy_host_memory(host), false };
+    return (struct copy){ bytes, HTOD, host_memory(host), false };
 }
 
 struct copy nvs_copy_device_to_host(size_t bytes, const void *host)
 {
-    return (struct copy){ bytes, DTOH, nvs_copy_host_memory(host), false };
+    return (struct copy){ bytes, DTOH, host_memory(host), false };
 }
 
 struct copy nvs_copy_between(size_t bytes, enum direction direction)
