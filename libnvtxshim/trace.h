@@ -100,9 +100,10 @@ struct nvs_trace_encoder {
                    uint64_t now_ns);
     /* Another thread's name, or this one's renamed. */
     char *(*thread_name)(char *out, const struct nvs_trace_thread_ids *thread, const char *name);
-    /* NULL, or the begin of a push/pop range, written at its push (then
-     * complete writes only its end); close_under then writes the end of one
-     * popped from under others still open. */
+    /* NULL, or the begin of a push/pop range (written before its end, and
+     * before any other event of its thread: record.c); complete then writes
+     * only its end, and close_under the end of one popped from under others
+     * still open. */
     char *(*push)(char *out, struct nvs_trace_thread_ids *thread, const struct nvs_trace_event *event);
     char *(*close_under)(char *out, struct nvs_trace_thread_ids *thread,
                          const struct nvs_trace_event *event, uint64_t end_ns);

@@ -6,9 +6,10 @@
  * names, domains and category names a thread uses are interned once on it and
  * then cost an id; its timestamps are deltas on the sequence's incremental
  * clock; and a registered name's TrackEvent body (type, category, name, the
- * category annotation) is made once and copied. A push/pop range is a begin at
- * the push and an end at the pop, both on the thread's track: Perfetto's
- * TrackEvent has no complete event with a duration in nanoseconds.
+ * category annotation) is made once and copied. A push/pop range is a begin and
+ * an end, both on the thread's track (Perfetto's TrackEvent has no complete
+ * event with a duration in nanoseconds), written by the recorder when it pops
+ * or before the thread's next other event (record.c).
  * Pure: no I/O, lock or allocation (the header reads the clocks). */
 #define _GNU_SOURCE
 #include "trace_pftrace.h"

@@ -1,8 +1,8 @@
 /* The protobuf encoder's wire constants and its per-sequence state, and the
  * two packets written for nearly every range: a push's begin, from its name's
  * cached shape, and a pop's end. They are inline here so that the recorder's
- * own push and pop (record.c) make them in one function with the range stack
- * and the buffer; trace_pftrace.c writes everything else, and these too when
+ * own pop (record.c) makes both in one function with the range stack and the
+ * buffer; trace_pftrace.c writes everything else, and these too when
  * the cached way does not apply. docs/pftrace.md has the layout. */
 #ifndef NVS_TRACE_PFTRACE_H
 #define NVS_TRACE_PFTRACE_H
@@ -228,8 +228,8 @@ static inline __attribute__((always_inline)) const struct pf_string *pf_shape_re
     return shape;
 }
 
-/* The time of a packet that happens now (a push's begin, a pop's end) as the
- * delta from the sequence's last: never before it. The recorder's clock
+/* The time of a packet written now (a pop's end, and the begin that waited for
+ * it) as the delta from the sequence's last: never before it. The recorder's clock
  * (clock.h) can read a few nanoseconds behind a time it gave before, on
  * another CPU or after a new anchor; the sequence keeps its order. */
 static inline __attribute__((always_inline)) byte *put_head_now(struct pf_sequence *sequence,
