@@ -366,9 +366,11 @@ static inline struct nvs_trace_event *next_stack_slot(int *level, struct nvs_wri
 static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_event *event,
                           int level)
 {
-    if (!state.encoder->push)
-        return;
     struct range_stack *stack = stack_of(thread);
+    if (!state.encoder->push) {
+        stack->pending_from = stack->depth;     /* nothing ever pending: settle stays one test */
+        return;
+    }
     atomic_signal_fence(memory_order_seq_cst);
     event->begun = NVS_BEGIN_PENDING;
     atomic_signal_fence(memory_order_seq_cst);
@@ -393,7 +395,7 @@ static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *at
     return level;
 }
 
-/* The stack is LEVEL deep again. */
+/* The stack is LEVEL deep again (nothing pending above it). */
 static inline int popped(struct range_stack *stack, int level)
 {
     stack->depth = level;
@@ -415,8 +417,10 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
                          stack->ranges[top].domain == domain, 1)) {
         struct nvs_trace_event *event = &stack->ranges[top];
         if (!state.encoder->push) {
-            WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread), event,
-                                                        end_ns));
+            /* Nothing is ever pending: pending_from may stay above the depth */
+            (void)WRITTEN_EVENT_NOW(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
+                                                                    event, end_ns));
+            return stack->depth = top;
         } else {
             /* Its begin may still be pending (one a handler's write passed
              * over included): those under it, then its own. */
