@@ -426,10 +426,20 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
              * over included): those under it, then its own. */
             if (event->begun >= NVS_BEGIN_PENDING && stack->pending_from > top)
                 stack->pending_from = top;
-            settle(thread);
-            if (event->begun == NVS_BEGIN_WRITTEN)
-                WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread), event,
-                                                            end_ns));
+            if (stack->pending_from == top && event->begun >= NVS_BEGIN_PENDING) {
+                /* Its own is the one pending: both in one reservation (an
+                 * event is below half the room past a buffer's bytes) */
+                event->begun = NVS_BEGIN_NONE;
+                atomic_signal_fence(memory_order_seq_cst);
+                struct nvs_trace_thread_ids *ids = nvs_writer_ids(thread);
+                (void)WRITTEN_EVENT_NOW(thread, state.encoder->complete(
+                    state.encoder->push(out_, ids, event), ids, event, end_ns));
+            } else {
+                settle(thread);
+                if (event->begun == NVS_BEGIN_WRITTEN)
+                    WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
+                                                                event, end_ns));
+            }
         }
         return popped(stack, top);
     }
