@@ -276,21 +276,30 @@ static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
  * comes before what happens inside it. A slot whose push a signal handler
  * interrupted is not pending yet and is left to its pop; one taken is marked
  * before it is written, so that a handler interrupting here does not write
- * it twice. */
-static __attribute__((noinline)) void write_pending(struct nvs_writer_thread *thread,
-                                                    struct range_stack *stack)
+ * it twice. ROOM_ONLY (the finish): only into the room the buffer has, which
+ * waits for no lock; the rest stay pending. */
+static __attribute__((noinline)) void write_pending_begins(struct nvs_writer_thread *thread,
+                                                           struct range_stack *stack,
+                                                           bool room_only)
 {
     int depth = stack->depth;
     int kept = depth < NVS_TRACE_STACK_DEPTH ? depth : NVS_TRACE_STACK_DEPTH;
     for (int i = stack->pending_from; i < kept; i++) {
         struct nvs_trace_event *event = &stack->ranges[i];
-        if (event->begun < NVS_BEGIN_PENDING)
+        uint8_t was = event->begun;
+        if (was < NVS_BEGIN_PENDING)
             continue;
         event->begun = NVS_BEGIN_NONE;
         atomic_signal_fence(memory_order_seq_cst);
-        bool written = WRITTEN_EVENT_NOW(thread, state.encoder->push(out_, nvs_writer_ids(thread),
-                                                                     event));
-        event->begun = written ? NVS_BEGIN_WRITTEN : NVS_BEGIN_NONE;
+        char *out = room_only ? nvs_writer_try_begin(thread) : nvs_writer_begin(thread);
+        if (!out) {
+            if (!room_only)
+                continue;       /* dropped, counted by the writer */
+            event->begun = was;
+            return;
+        }
+        nvs_writer_commit(thread, state.encoder->push(out, nvs_writer_ids(thread), event));
+        event->begun = NVS_BEGIN_WRITTEN;
     }
     stack->pending_from = depth;
 }
@@ -299,7 +308,7 @@ static inline void settle(struct nvs_writer_thread *thread)
 {
     struct range_stack *stack = stack_of(thread);
     if (__builtin_expect(stack->pending_from < stack->depth, 0))
-        write_pending(thread, stack);
+        write_pending_begins(thread, stack, false);
 }
 
 /* Ids for an event about thread TID written in THREAD's sequence. */
@@ -334,6 +343,31 @@ static void write_pair(struct nvs_writer_thread *thread, struct nvs_trace_thread
 
 /* ---- push/pop ------------------------------------------------------------------ */
 
+/* The slot at LEVEL (the depth, below NVS_TRACE_STACK_DEPTH), taken before it
+ * is filled: a signal handler that pushes meanwhile takes the next one, and
+ * one that writes passes over it (not pending yet). */
+static inline struct nvs_trace_event *take_slot(struct range_stack *stack, int level)
+{
+    struct nvs_trace_event *event = &stack->ranges[level];
+    event->begun = NVS_BEGIN_NONE;
+    atomic_signal_fence(memory_order_seq_cst);
+    stack->depth = level + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    return event;
+}
+
+/* EVENT, taken at LEVEL and filled, is pending (STATE) from now on: marked
+ * last, and pending_from lowered where a handler's write passed over it. */
+static inline void mark_pending(struct range_stack *stack, struct nvs_trace_event *event, int level,
+                                uint8_t state_now)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    event->begun = state_now;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(stack->pending_from > level, 0))
+        stack->pending_from = level;
+}
+
 /* The calling thread's next stack slot, its level in *LEVEL (-1 while not
  * recording), its buffer in *THREAD; NULL when deeper than the stack keeps
  * (the level still counts, for the pop). The slot is taken before it is
@@ -348,13 +382,8 @@ static inline struct nvs_trace_event *next_stack_slot(int *level, struct nvs_wri
     }
     struct range_stack *stack = stack_of(thread);
     *level = stack->depth;
-    if (*level < NVS_TRACE_STACK_DEPTH) {
-        stack->ranges[*level].begun = NVS_BEGIN_NONE;
-        atomic_signal_fence(memory_order_seq_cst);
-        stack->depth = *level + 1;
-        atomic_signal_fence(memory_order_seq_cst);
-        return &stack->ranges[*level];
-    }
+    if (*level < NVS_TRACE_STACK_DEPTH)
+        return take_slot(stack, *level);
     stack->depth = *level + 1;
     nvs_writer_count(NVS_LOSS_TOO_DEEP, 1);
     return NULL;
@@ -371,11 +400,7 @@ static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_eve
         stack->pending_from = stack->depth;     /* nothing ever pending: settle stays one test */
         return;
     }
-    atomic_signal_fence(memory_order_seq_cst);
-    event->begun = NVS_BEGIN_PENDING;
-    atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(stack->pending_from > level, 0))
-        stack->pending_from = level;    /* a handler wrote the pending ones meanwhile */
+    mark_pending(stack, event, level, NVS_BEGIN_PENDING);
 }
 
 static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *attributes,
@@ -531,12 +556,7 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
     uint64_t start_ns = nvs_clock_try(&fast);
     if (__builtin_expect(!fast, 0))
         goto general;
-    /* Taken, then filled, then pending (next_stack_slot, pushed) */
-    struct nvs_trace_event *event = &stack->ranges[level];
-    event->begun = NVS_BEGIN_NONE;
-    atomic_signal_fence(memory_order_seq_cst);
-    stack->depth = level + 1;
-    atomic_signal_fence(memory_order_seq_cst);
+    struct nvs_trace_event *event = take_slot(stack, level);
     /* describe_own's, for a registered name; color only the JSON form writes */
     event->domain = (struct nvs_trace_domain *)domain;
     event->registered = (struct nvs_trace_string *)name;
@@ -544,11 +564,7 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
     event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
     event->payload = attributes->payload;
     event->start_ns = start_ns;
-    atomic_signal_fence(memory_order_seq_cst);
-    event->begun = NVS_BEGIN_PENDING_OWN;
-    atomic_signal_fence(memory_order_seq_cst);
-    if (__builtin_expect(stack->pending_from > level, 0))
-        stack->pending_from = level;
+    mark_pending(stack, event, level, NVS_BEGIN_PENDING_OWN);
     return;
 general:
     direct_push(domain, attributes);
@@ -969,21 +985,8 @@ void nvs_record_finish(void)
     if (!enabled)
         return;
     struct nvs_writer_thread *thread = nvs_writer_current;
-    if (thread && state.encoder->push) {
-        /* Only into room the buffer has: the finish waits for no lock here */
-        struct range_stack *stack = stack_of(thread);
-        int kept = stack->depth < NVS_TRACE_STACK_DEPTH ? stack->depth : NVS_TRACE_STACK_DEPTH;
-        for (int i = stack->pending_from; i < kept; i++) {
-            struct nvs_trace_event *event = &stack->ranges[i];
-            if (event->begun < NVS_BEGIN_PENDING)
-                continue;
-            char *out = nvs_writer_try_begin(thread);
-            if (!out)
-                break;
-            event->begun = NVS_BEGIN_WRITTEN;
-            nvs_writer_commit(thread, state.encoder->push(out, nvs_writer_ids(thread), event));
-        }
-    }
+    if (thread && state.encoder->push && stack_of(thread)->pending_from < stack_of(thread)->depth)
+        write_pending_begins(thread, stack_of(thread), true);
     nvs_writer_finish();
 }
 
