@@ -309,32 +309,42 @@ def test_the_same_events_as_the_json_file_of_the_same_run(tmp_path):
 
 # ---- cut short ------------------------------------------------------------------------
 
+def signal_at_size(argv, trace, threshold, sig, first_line=None):
+    """Runs ARGV recording to TRACE and sends it SIG once TRACE holds THRESHOLD bytes (after
+    FIRST_LINE on its stdout, when given): the moment is set by what it wrote, not by a sleep.
+    Returns the finished process and its stderr."""
+    argv, env = command(argv, {"NVTXSHIM_TRACE": str(trace)})
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        if first_line is not None:
+            assert proc.stdout.readline() == first_line
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                size = os.stat(trace).st_size
+            except FileNotFoundError:
+                size = 0
+            if size >= threshold:
+                break
+            assert proc.poll() is None, "%s ended before writing %d bytes: %r" % (
+                argv[-2:], threshold, proc.stderr.read()[-2000:])
+            assert time.monotonic() < deadline, "%s stays at %d bytes" % (trace, size)
+            os.sched_yield()
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc, err
+
+
 def test_sigkill_at_25_random_moments_leaves_every_whole_packet(tmp_path):
     rng = random.Random(7002)
     for run_index in range(25):
         trace = tmp_path / ("killed-%d.pftrace" % run_index)
         threshold = rng.randrange(512, 256 * 1024)
-        argv, env = command([program("test/trace_adversary"), "loop", "100000000"],
-                            {"NVTXSHIM_TRACE": str(trace)})
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + TIMEOUT
-        try:
-            while True:
-                try:
-                    size = os.stat(trace).st_size
-                except FileNotFoundError:
-                    size = 0
-                if size >= threshold:
-                    break
-                assert proc.poll() is None, "the loop ended before writing %d bytes: %r" % (
-                    threshold, proc.stderr.read()[-2000:])
-                assert time.monotonic() < deadline, "%s stays at %d bytes" % (trace, size)
-                os.sched_yield()
-            proc.send_signal(signal.SIGKILL)
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stderr.close()
+        proc, _ = signal_at_size([program("test/trace_adversary"), "loop", "100000000"], trace,
+                                 threshold, signal.SIGKILL)
         assert proc.returncode == -signal.SIGKILL
         data = trace.read_bytes()
         summary = check(trace, "--cut")
@@ -385,20 +395,8 @@ def test_exit_from_a_sigterm_handler_at_10_random_moments(tmp_path):
     for run_index in range(10):
         trace = tmp_path / ("exited-%d.pftrace" % run_index)
         threshold = rng.randrange(0, 256 * 1024)
-        argv, env = command([program("test/trace_adversary"), "sigloop", "exit"],
-                            {"NVTXSHIM_TRACE": str(trace)})
-        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            assert proc.stdout.readline() == b"looping\n"
-            deadline = time.monotonic() + TIMEOUT
-            while not (trace.exists() and os.stat(trace).st_size >= threshold):
-                assert proc.poll() is None and time.monotonic() < deadline, run_index
-                os.sched_yield()
-            proc.send_signal(signal.SIGTERM)
-            out, err = proc.communicate(timeout=TIMEOUT)
-        finally:
-            proc.kill()
-            proc.wait()
+        proc, err = signal_at_size([program("test/trace_adversary"), "sigloop", "exit"], trace,
+                                   threshold, signal.SIGTERM, first_line=b"looping\n")
         where = "run %d (threshold %d)" % (run_index, threshold)
         assert proc.returncode == 3, (where, err[-2000:])
         summary = check(trace, "--allow-open")
