@@ -28,41 +28,12 @@ import pytest
 
 import traceformat
 from conftest import ROOT, STUB, command, program, run
+from pftracefile import check, pyenv_python
 
-PYENV = os.environ.get("NVS_PYENV", os.path.join(ROOT, "build", "pyenv"))
-CHECKER = os.path.join(ROOT, "test", "pftrace_check.py")
 CRAFTER = os.path.join(ROOT, "test", "pftrace_craft.py")
 FAKECLOCK = "test/libfakeclock.so"
 FAKE_BASE, FAKE_STEP = 1_000_000_000_000, 1000  # test/programs/fakeclock.c's
 TIMEOUT = 60
-
-
-def pyenv_python():
-    """build/pyenv's python; a failure that says why when make test did not make it."""
-    python = os.path.join(PYENV, "bin", "python")
-    if os.path.exists(python):
-        return python
-    failed = PYENV + ".failed"
-    if os.path.exists(failed):
-        with open(failed) as f:
-            why = f.read().strip()
-        pytest.fail("no %s: scripts/pyenv.sh failed: %s" % (PYENV, why))
-    pytest.fail("no %s: make test makes it (scripts/deps.sh runs scripts/pyenv.sh); run "
-                "scripts/pyenv.sh" % PYENV)
-
-
-def check(path, *options, expect_problems=False):
-    """pftrace_check.py's summary of PATH; with no problem unless EXPECT_PROBLEMS."""
-    done = subprocess.run([pyenv_python(), CHECKER] + list(options) + [str(path)],
-                          capture_output=True, timeout=TIMEOUT)
-    assert done.returncode in (0, 1), "pftrace_check.py failed to run (%d): %s" % (
-        done.returncode, done.stderr.decode(errors="replace")[-3000:])
-    summary = json.loads(done.stdout)
-    assert (done.returncode == 1) == bool(summary["problems"])
-    if not expect_problems:
-        assert summary["problems"] == [], "%s: %d problems:\n%s" % (
-            path, len(summary["problems"]), "\n".join(summary["problems"][:20]))
-    return summary
 
 
 def craft(variant, path):

@@ -8,6 +8,10 @@ or nest deeper than the writer keeps. The program is test/programs/trace_adversa
 In every case the program runs as it runs without the shim - the same stdout, the same stderr
 apart from `nvtxshim:` lines, the same exit code, no signal, no hang - and every trace file
 loads under the bare-array rule (test/traceformat.py), its `X` events nesting on their threads.
+The writer is the same for both forms, so each case that is not about signals runs in both:
+a .pftrace file passes test/pftrace_check.py (whole packets, interned ids, balanced slices)
+and holds the same events. The signals' cases for the binary form are in
+test_trace_pftrace.py.
 
 "A random moment": the program prints a line once its loop runs; the test reads it, then waits
 a random 0-20 ms (from a fixed seed per test, so a failure can be run again) before it signals."""
@@ -26,10 +30,12 @@ import time
 
 import pytest
 
+import pftracefile
 import traceformat
 from conftest import command, program, run
 
 TIMEOUT = 30  # seconds for one run: any run that takes longer hangs
+FORMATS = ["json", "pftrace"]
 IN_USE = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+) is in use by another process; "
                     r"this process writes (?P<new>.+)")
 NOT_REGULAR = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): not a regular file \(.+\); "
@@ -75,9 +81,20 @@ def load(path):
     return raw, joined, unended
 
 
+def binary(path):
+    return str(path).endswith(".pftrace")
+
+
 def work(path):
     """{pid: number of `work` iterations} in PATH: each is a push/pop `work`, a start/end
     `span` and a `tick` mark, all whole."""
+    if binary(path):
+        summary = pftracefile.check(path)   # no range left open, among others
+        ranges = collections.Counter((r["name"], r["async"]) for r in summary["ranges"])
+        marks = collections.Counter(m["name"] for m in summary["marks"])
+        iterations = ranges[("work", False)]
+        assert ranges[("span", True)] == marks["tick"] == iterations, (ranges, marks)
+        return {summary["process"]["pid"]: iterations} if iterations else {}
     _, joined, unended = load(path)
     assert not unended, "start/end ranges left open in a finished trace: %r" % unended[:3]
     counts = collections.defaultdict(collections.Counter)
@@ -181,26 +198,28 @@ def in_use_line(stderr, path):
 
 # ---- 1. another process records to the same path ----------------------------------------
 
-def test_a_child_run_by_system_records_to_a_file_of_its_own(tmp_path):
+@pytest.mark.parametrize("ext", FORMATS)
+def test_a_child_run_by_system_records_to_a_file_of_its_own(tmp_path, ext):
     # The child inherits LD_PRELOAD and NVTXSHIM_TRACE (no %p) while the parent's file is open;
     # the parent records on after the child ended.
-    trace = tmp_path / "trace.json"
+    trace = tmp_path / ("trace." + ext)
     argv = adversary("system", 1000, 10)
     plain = run(argv, shim=False, timeout=TIMEOUT)
     shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
     same_as_without(shimmed, plain)
     new = in_use_line(shimmed.stderr, str(trace))
     child = second_name(str(trace), new)
-    assert sorted(os.listdir(tmp_path)) == sorted(["trace.json", os.path.basename(new)])
+    assert sorted(os.listdir(tmp_path)) == sorted([trace.name, os.path.basename(new)])
     parent = work(trace)
     assert list(parent.values()) == [2000] and child not in parent
     assert work(new) == {child: 10}
 
 
-def test_two_runs_at_once_with_the_same_path(tmp_path, drive):
+@pytest.mark.parametrize("ext", FORMATS)
+def test_two_runs_at_once_with_the_same_path(tmp_path, drive, ext):
     # Both start together and record; the one that ends first (with no more iterations) may
     # leave the file under the other, which then records 5000 iterations more.
-    trace = tmp_path / "trace.json"
+    trace = tmp_path / ("trace." + ext)
     env = {"NVTXSHIM_TRACE": str(trace)}
     first, second = drive(adversary("pause", 500), env), drive(adversary("pause", 500), env)
     assert first.line() == second.line() == b"ready\n"
@@ -213,7 +232,7 @@ def test_two_runs_at_once_with_the_same_path(tmp_path, drive):
     [(moved, _)] = [(pid, lines) for pid, lines in said.items() if lines]
     new = in_use_line(results[moved].stderr, str(trace))
     assert second_name(str(trace), new) == moved
-    assert sorted(os.listdir(tmp_path)) == sorted(["trace.json", os.path.basename(new)])
+    assert sorted(os.listdir(tmp_path)) == sorted([trace.name, os.path.basename(new)])
     expected = {first.pid: 500, second.pid: 5500}
     [stayed] = set(results) - {moved}
     assert work(trace) == {stayed: expected[stayed]}
@@ -232,12 +251,13 @@ def pid_namespaces_work():
     return None
 
 
-def test_pid_in_the_path_in_two_pid_namespaces(tmp_path, drive):
-    # Two runs at once, each PID 1 of its own namespace: `%p` gives both trace.1.json.
+@pytest.mark.parametrize("ext", FORMATS)
+def test_pid_in_the_path_in_two_pid_namespaces(tmp_path, drive, ext):
+    # Two runs at once, each PID 1 of its own namespace: `%p` gives both trace.1.EXT.
     reason = pid_namespaces_work()
     if reason:
         pytest.skip(reason)
-    template = tmp_path / "trace.%p.json"
+    template = tmp_path / ("trace.%p." + ext)
     env = {"NVTXSHIM_TRACE": str(template)}
     if os.environ.get("ASAN_OPTIONS"):
         # make test-asan: LeakSanitizer cannot stop the world as PID 1 of a new PID namespace
@@ -250,13 +270,13 @@ def test_pid_in_the_path_in_two_pid_namespaces(tmp_path, drive):
     plain = [paused(drive, 0, shim=False), paused(drive, 5000, shim=False)]
     for shimmed, unshimmed in zip(results, plain):
         same_as_without(shimmed, unshimmed)
-    taken = str(tmp_path / "trace.1.json")
+    taken = str(tmp_path / ("trace.1." + ext))
     said = [shim_lines(result.stderr) for result in results]
     assert sorted(len(lines) for lines in said) == [0, 1], said
     moved = 0 if said[0] else 1
     new = in_use_line(results[moved].stderr, (taken, str(template)))
     assert second_name(taken, new) == 1, "PID 1 in its namespace"
-    assert sorted(os.listdir(tmp_path)) == sorted(["trace.1.json", os.path.basename(new)])
+    assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(taken), os.path.basename(new)])
     assert work(taken) == {1: [500, 5500][1 - moved]}
     assert work(new) == {1: [500, 5500][moved]}
 
@@ -331,15 +351,22 @@ def check_full_disk_run(shimmed, plain, trace):
     said = [line for line in shim_lines(shimmed.stderr) if WRITE_FAILED.match(line)]
     assert len(said) == 1, "one line saying the writes failed: %r" % shim_lines(shimmed.stderr)
     assert WRITE_FAILED.match(said[0])["path"] == str(trace), said[0]
+    if binary(trace):
+        # Whole packets only (a partial one is a problem without --cut); a range whose
+        # begin was written before the disk filled may have lost its end.
+        summary = pftracefile.check(trace, "--allow-open")
+        assert summary["tail"]["bytes"] == 0 and summary["last_whole_end"] == summary["bytes"]
+        return {summary["process"]["pid"]} if summary["packets"] else set()
     raw, _, _ = load(trace)  # whole events only: a cut one would not load
     return {e["pid"] for e in raw}
 
 
-def test_a_btrfs_filled_by_another_writer_during_the_run(small_btrfs, drive):
+@pytest.mark.parametrize("ext", FORMATS)
+def test_a_btrfs_filled_by_another_writer_during_the_run(small_btrfs, drive, ext):
     # The program records, the disk fills up and is synced (the file's written pages are
     # clean again: on a copy-on-write file system new writes to them need new space), then
     # the program records 20000 iterations more.
-    trace = small_btrfs / "trace.json"
+    trace = small_btrfs / ("trace." + ext)
     driven = drive(adversary("pause", 300), {"NVTXSHIM_TRACE": str(trace)})
     assert driven.line() == b"ready\n"
     fill(small_btrfs)
@@ -349,8 +376,9 @@ def test_a_btrfs_filled_by_another_writer_during_the_run(small_btrfs, drive):
     assert pids <= {driven.pid}
 
 
-def test_a_small_tmpfs_that_fills(small_tmpfs):
-    trace = small_tmpfs / "trace.json"
+@pytest.mark.parametrize("ext", FORMATS)
+def test_a_small_tmpfs_that_fills(small_tmpfs, ext):
+    trace = small_tmpfs / ("trace." + ext)
     argv = adversary("loop", 20000)
     shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
     assert len(check_full_disk_run(shimmed, run(argv, shim=False, timeout=TIMEOUT), trace)) <= 1
@@ -358,12 +386,13 @@ def test_a_small_tmpfs_that_fills(small_tmpfs):
 
 # ---- 3. the program closes every descriptor and opens its own file ------------------------
 
+@pytest.mark.parametrize("ext", FORMATS)
 @pytest.mark.parametrize("how", ["close_range", "loop"])
-def test_descriptors_closed_and_reused_by_the_program(tmp_path, how):
+def test_descriptors_closed_and_reused_by_the_program(tmp_path, how, ext):
     # Daemon style: NVTX calls (the trace file is open), every descriptor from 3 up closed,
     # then the program's own file (the lowest free descriptor) written between NVTX calls.
     plain = run(adversary("fdreuse", tmp_path / "plain.out", how), shim=False, timeout=TIMEOUT)
-    trace = tmp_path / "trace.json"
+    trace = tmp_path / ("trace." + ext)
     shimmed = run(adversary("fdreuse", tmp_path / "shim.out", how),
                   env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
     same_as_without(shimmed, plain)
@@ -438,9 +467,10 @@ def test_a_fatal_signal_at_a_random_moment(tmp_path, drive, sig, seed):
 
 # ---- 5. a path that is not a regular file -------------------------------------------------
 
+@pytest.mark.parametrize("ext", FORMATS)
 @pytest.mark.parametrize("kind", ["fifo", "socket", "directory"])
-def test_a_trace_path_that_is_not_a_regular_file(tmp_path, kind):
-    path = tmp_path / kind
+def test_a_trace_path_that_is_not_a_regular_file(tmp_path, kind, ext):
+    path = tmp_path / (kind + "." + ext)
     listener = None
     if kind == "fifo":
         os.mkfifo(path)  # and no reader
@@ -474,16 +504,24 @@ def test_a_trace_path_that_is_not_a_regular_file(tmp_path, kind):
 
 # ---- 7. what cannot be kept is said ---------------------------------------------------------
 
-def test_start_ranges_that_never_end_are_all_in_the_file(tmp_path):
+@pytest.mark.parametrize("ext", FORMATS)
+def test_start_ranges_that_never_end_are_all_in_the_file(tmp_path, ext):
     # 5000 start ranges never ended, then 100 start/end pairs: every begin is written when it
     # happens (no table of open ranges to fill up), and every end.
-    trace = tmp_path / "trace.json"
+    trace = tmp_path / ("trace." + ext)
     argv = adversary("unended", 5000, 100)
     shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
     same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    expected = ["open %d" % i for i in range(5000)] + ["pair %d" % i for i in range(100)]
+    if binary(trace):
+        summary = pftracefile.check(trace, "--allow-open")
+        assert sorted(r["name"] for r in summary["ranges"] if r["async"]) == sorted(expected[5000:])
+        assert sorted(r["name"] for r in summary["open"]) == sorted(expected[:5000]), \
+            "%d of 5000 begins without an end in the file" % len(summary["open"])
+        assert all(r["async"] for r in summary["open"])
+        return
     raw, joined, unended = load(trace)
     begins = collections.Counter(e["name"] for e in raw if e["ph"] == "b")
-    expected = ["open %d" % i for i in range(5000)] + ["pair %d" % i for i in range(100)]
     assert begins == collections.Counter(expected), "missing begins: %d of 5100 written" % sum(
         begins[name] for name in set(expected))
     assert sum(1 for e in raw if e["ph"] == "e") == 100
@@ -491,16 +529,20 @@ def test_start_ranges_that_never_end_are_all_in_the_file(tmp_path):
     assert sorted(e["name"] for e in unended) == sorted(expected[:5000])
 
 
-def test_push_pop_deeper_than_1024_is_said(tmp_path):
+@pytest.mark.parametrize("ext", FORMATS)
+def test_push_pop_deeper_than_1024_is_said(tmp_path, ext):
     # A stack 1100 deep on one thread: the outer 1024 ranges are in the file, and one line at
     # exit says how many were not.
-    trace = tmp_path / "trace.json"
+    trace = tmp_path / ("trace." + ext)
     argv = adversary("deep", 1100)
     shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
     same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
-    _, joined, _ = load(trace)
-    depths = sorted(int(e["name"].split()[1]) for e in joined
-                    if e["ph"] == "X" and e["name"].startswith("depth "))
+    if binary(trace):
+        names = [r["name"] for r in pftracefile.check(trace)["ranges"] if not r["async"]]
+    else:
+        _, joined, _ = load(trace)
+        names = [e["name"] for e in joined if e["ph"] == "X"]
+    depths = sorted(int(name.split()[1]) for name in names if name.startswith("depth "))
     assert len(depths) == 1024 and depths == list(range(1024)), \
         "%d of 1100 nested ranges in the file" % len(depths)
     said = [line for line in shim_lines(shimmed.stderr)
