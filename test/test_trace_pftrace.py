@@ -10,6 +10,8 @@ python3 has no protobuf 6.
   its last whole packet;
 - the test programs (NVTX of its own, USB on the emulated camera, Xlib on Xvfb, the
   stand-in CUDA driver, the harness) write files it passes with no problem;
+- fork (a file each, with %p in the path or without), exec, _exit and a failed exec after
+  which the process records on, as test_recorder.py has them for the JSON form;
 - one deterministic program run twice under a counter for CLOCK_MONOTONIC
   (test/programs/fakeclock.c), once with a .json and once with a .pftrace: the same
   ranges, marks, threads and process (names, domains, times to the ns, args);
@@ -159,6 +161,41 @@ def test_the_programs_own_nvtx(tmp_path):
     assert summary["process"]["name"] == "nvtx_user"
     json_trace, _ = traced(tmp_path, [program("test/nvtx_user")], suffix=".json")
     assert range_names(summary) == json_range_names(json_trace)
+
+
+def outer_ranges(path):
+    summary = check(path)
+    return summary["process"]["pid"], [r["name"] for r in summary["ranges"]
+                                       if r["name"].endswith(("outer", "exec"))]
+
+
+def test_fork_exec_and_exit(tmp_path):
+    # As test_recorder's for the JSON form: fork with and without %p in the path, exec,
+    # _exit, a failed exec after which the process records on.
+    user = program("test/nvtx_user")
+    forked = tmp_path / "forked"
+    forked.mkdir()
+    result = run([user, "fork"], env={"NVTXSHIM_TRACE": str(forked / "trace-%p.pftrace")})
+    assert result.returncode == 0 and result.stderr == b""
+    by_file = {f: outer_ranges(forked / f) for f in os.listdir(forked)}
+    assert sorted(names for _, names in by_file.values()) == [["child outer"], ["parent outer"]]
+    assert {"trace-%d.pftrace" % pid for pid, _ in by_file.values()} == set(by_file)
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    result = run([user, "fork"], env={"NVTXSHIM_TRACE": str(kept / "trace.pftrace")})
+    assert result.returncode == 0
+    assert outer_ranges(kept / "trace.pftrace")[1] == ["parent outer"]
+    [child] = [f for f in os.listdir(kept) if f != "trace.pftrace"]
+    assert re.fullmatch(r"trace\.\d+\.pftrace", child), child
+    assert outer_ranges(kept / child)[1] == ["child outer"]
+    for argv, code in ((["exec", "/bin/echo", "after exec"], 0), (["_exit"], 0),
+                       (["exec", "/nonexistent/program"], 1)):
+        trace = tmp_path / ("%s.pftrace" % argv[0])
+        result = run([user] + argv, env={"NVTXSHIM_TRACE": str(trace)})
+        assert result.returncode == code, (argv, result.stderr)
+        expected = ["parent outer"] + (["after the failed exec"] if code else [])
+        assert outer_ranges(trace)[1] == expected, argv
+        trace.unlink()
 
 
 def test_a_loop_of_traced_calls(tmp_path):
