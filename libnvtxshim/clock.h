@@ -20,6 +20,7 @@
 #ifndef NVS_CLOCK_H
 #define NVS_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -61,10 +62,19 @@ static inline __attribute__((always_inline)) uint64_t nvs_clock_try(_Bool *fast)
     struct nvs_clock_line *line = &nvs_clock_line;
     uint64_t window = line->ticks;
     if (__builtin_expect(window != 0, 1)) {
-        uint64_t ticks = __rdtsc() - line->tsc0;
+        uint64_t tsc0 = line->tsc0;
+        atomic_signal_fence(memory_order_seq_cst);
+        uint64_t ticks = __rdtsc() - tsc0;
         if (__builtin_expect(ticks < window, 1)) {
-            *fast = 1;
-            return line->ns0 + (uint64_t)(((unsigned __int128)ticks * line->rate) >> 32);
+            uint64_t ns = line->ns0 + (uint64_t)(((unsigned __int128)ticks * line->rate) >> 32);
+            atomic_signal_fence(memory_order_seq_cst);
+            /* A signal handler that made a new line meanwhile (nvs_clock_anchor)
+             * changed tsc0, a later TSC: the anchor and the rate read here could
+             * be of two lines, a time off by up to a window. */
+            if (__builtin_expect(line->tsc0 == tsc0, 1)) {
+                *fast = 1;
+                return ns;
+            }
         }
     }
 #endif
