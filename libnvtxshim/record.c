@@ -274,34 +274,69 @@ static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
 /* The begins still pending on THREAD, innermost last: before any other event
  * of the thread, so that its sequence keeps time order and a slice's begin
  * comes before what happens inside it. A slot whose push a signal handler
- * interrupted is not pending yet and is left to its pop; one taken is marked
- * before it is written, so that a handler interrupting here does not write
- * it twice. ROOM_ONLY (the finish): only into the room the buffer has, which
- * waits for no lock; the rest stay pending. */
+ * interrupted is not pending yet and is left to its pop.
+ *
+ * Each begin is looked at once the room for it is taken: from then on a
+ * handler on this thread writes nothing (it finds the buffer taken), so a
+ * begin a handler wrote was written before, and none is written twice. A
+ * handler that interrupted the thread's own write leaves the begins pending,
+ * for the thread or their pops: they are not lost, and not counted. ROOM_ONLY
+ * (the finish): only into the room the buffer has, which waits for no lock;
+ * the rest stay pending. */
 static __attribute__((noinline)) void write_pending_begins(struct nvs_writer_thread *thread,
                                                            struct range_stack *stack,
                                                            bool room_only)
 {
+    if (nvs_writer_busy(thread))
+        return;
     int depth = stack->depth;
     int kept = depth < NVS_TRACE_STACK_DEPTH ? depth : NVS_TRACE_STACK_DEPTH;
     for (int i = stack->pending_from; i < kept; i++) {
         struct nvs_trace_event *event = &stack->ranges[i];
-        uint8_t was = event->begun;
-        if (was < NVS_BEGIN_PENDING)
+        if (event->begun < NVS_BEGIN_PENDING)
             continue;
-        event->begun = NVS_BEGIN_NONE;
-        atomic_signal_fence(memory_order_seq_cst);
         char *out = room_only ? nvs_writer_try_begin(thread) : nvs_writer_begin(thread);
         if (!out) {
-            if (!room_only)
-                continue;       /* dropped, counted by the writer */
-            event->begun = was;
-            return;
+            if (room_only)
+                return;
+            event->begun = NVS_BEGIN_NONE;      /* dropped, counted by the writer */
+            continue;
         }
+        if (event->begun < NVS_BEGIN_PENDING) {
+            nvs_writer_abandon(thread);         /* a handler wrote it before the room was taken */
+            continue;
+        }
+        event->begun = NVS_BEGIN_NONE;
+        atomic_signal_fence(memory_order_seq_cst);
         nvs_writer_commit(thread, state.encoder->push(out, nvs_writer_ids(thread), event));
         event->begun = NVS_BEGIN_WRITTEN;
     }
     stack->pending_from = depth;
+}
+
+/* The innermost range, EVENT, ends at END_NS: its end, after its begin where
+ * that is still pending, both in one reservation (an event is below half the
+ * room past a buffer's bytes). The begin is looked at once the room is
+ * taken, as above: written once, by a handler or here. */
+static void write_own_range(struct nvs_writer_thread *thread, struct nvs_trace_event *event,
+                            uint64_t end_ns)
+{
+    char *out = nvs_writer_begin(thread);
+    if (!out) {
+        event->begun = NVS_BEGIN_NONE;          /* dropped, counted by the writer */
+        return;
+    }
+    struct nvs_trace_thread_ids *ids = nvs_writer_ids(thread);
+    uint8_t begun = event->begun;
+    if (begun >= NVS_BEGIN_PENDING) {
+        event->begun = NVS_BEGIN_NONE;
+        atomic_signal_fence(memory_order_seq_cst);
+        out = state.encoder->push(out, ids, event);
+    } else if (begun != NVS_BEGIN_WRITTEN) {
+        nvs_writer_abandon(thread);             /* its begin was dropped: its end goes too */
+        return;
+    }
+    nvs_writer_commit(thread, state.encoder->complete(out, ids, event, end_ns));
 }
 
 static inline void settle(struct nvs_writer_thread *thread)
@@ -448,23 +483,12 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
             return stack->depth = top;
         } else {
             /* Its begin may still be pending (one a handler's write passed
-             * over included): those under it, then its own. */
+             * over included): those under it first, then its own with its end. */
             if (event->begun >= NVS_BEGIN_PENDING && stack->pending_from > top)
                 stack->pending_from = top;
-            if (stack->pending_from == top && event->begun >= NVS_BEGIN_PENDING) {
-                /* Its own is the one pending: both in one reservation (an
-                 * event is below half the room past a buffer's bytes) */
-                event->begun = NVS_BEGIN_NONE;
-                atomic_signal_fence(memory_order_seq_cst);
-                struct nvs_trace_thread_ids *ids = nvs_writer_ids(thread);
-                (void)WRITTEN_EVENT_NOW(thread, state.encoder->complete(
-                    state.encoder->push(out_, ids, event), ids, event, end_ns));
-            } else {
+            if (stack->pending_from < top)
                 settle(thread);
-                if (event->begun == NVS_BEGIN_WRITTEN)
-                    WRITE_EVENT(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
-                                                                event, end_ns));
-            }
+            write_own_range(thread, event, end_ns);
         }
         return popped(stack, top);
     }
@@ -482,9 +506,14 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
             write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
         } else {
             settle(thread);
-            if (event->begun == NVS_BEGIN_WRITTEN)
+            if (event->begun == NVS_BEGIN_WRITTEN) {
                 WRITE_EVENT(thread, state.encoder->close_under(out_, nvs_writer_ids(thread),
                                                                event, end_ns));
+            } else if (event->begun >= NVS_BEGIN_PENDING) {
+                /* a handler inside this thread's write: its range is lost */
+                event->begun = NVS_BEGIN_NONE;
+                nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
+            }
         }
         memmove(&stack->ranges[i], &stack->ranges[i + 1],
                 (size_t)(stack->depth - 1 - i) * sizeof stack->ranges[0]);
@@ -581,32 +610,33 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
     if (__builtin_expect(top >= NVS_TRACE_STACK_DEPTH, 0))
         goto general;
     struct nvs_trace_event *event = &stack->ranges[top];
-    struct pf_sequence *sequence = pf_sequence_of(thread->ids.sequence);
-    const struct pf_string *shape = NULL;
     if (__builtin_expect(event->domain != domain, 0))
         goto general;
+    /* The room first: from here on a signal handler on this thread writes
+     * nothing (it finds the buffer taken), so the begin's state read below
+     * stays as read. One that ran before took what it wrote. */
+    char *out = nvs_writer_try_begin(thread);
+    if (__builtin_expect(!out, 0))
+        goto general;
+    struct pf_sequence *sequence = pf_sequence_of(thread->ids.sequence);
+    const struct pf_string *shape = NULL;
     if (__builtin_expect((unsigned)stack->pending_from == top, 1)) {
         /* The one pending begin is its own (set_payload keeps a u64), and its
          * name's shape is ready */
         if (__builtin_expect(event->begun != NVS_BEGIN_PENDING_OWN, 0))
-            goto general;
+            goto abandon;
         shape = pf_shape_ready(sequence, event->registered, domain, event->category);
         if (__builtin_expect(!shape, 0))
-            goto general;
+            goto abandon;
     } else if (__builtin_expect((unsigned)stack->pending_from != top + 1 ||
                                 event->begun != NVS_BEGIN_WRITTEN ||
                                 event->payload_type > NVS_PAYLOAD_U64, 0)) {
-        goto general;   /* begins pending under it, its own not written, a payload to format */
+        goto abandon;   /* begins pending under it, its own not written, a payload to format */
     }
-    char *out = nvs_writer_try_begin(thread);
-    if (__builtin_expect(!out, 0))
-        goto general;
     bool fast;
     uint64_t end_ns = nvs_clock_try(&fast);
-    if (__builtin_expect(!fast, 0)) {
-        nvs_writer_abandon(thread);
-        goto general;
-    }
+    if (__builtin_expect(!fast, 0))
+        goto abandon;
     if (shape)
         out = pf_put_begin(out, sequence, shape, event->start_ns, true);
     event->begun = NVS_BEGIN_NONE;      /* a handler from here on leaves it be */
@@ -614,6 +644,8 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
     stack->depth = (int)top;
     stack->pending_from = (int)top;
     return;
+abandon:
+    nvs_writer_abandon(thread);
 general:
     direct_pop(handle);
 }

@@ -118,7 +118,14 @@ static inline __attribute__((always_inline)) char *nvs_writer_try_begin(
     return thread->data + (published & 0xffffu);
 }
 
-/* Gives back the room nvs_writer_try_begin gave, nothing written. */
+/* True inside a signal handler that interrupted THREAD's own event (between
+ * its begin and commit): nothing the handler writes reaches the buffer. */
+static inline bool nvs_writer_busy(const struct nvs_writer_thread *thread)
+{
+    return thread->writing != 0;
+}
+/* Gives back the room nvs_writer_try_begin or nvs_writer_begin gave, nothing
+ * written. */
 static inline void nvs_writer_abandon(struct nvs_writer_thread *thread)
 {
     atomic_signal_fence(memory_order_seq_cst);
