@@ -2,8 +2,9 @@
 file: another process recording to the same path (a child run by system(), two runs at once,
 `%p` in PID namespaces), a full disk (btrfs filled by another writer, a small tmpfs), its
 descriptors closed and reused by the program, exit and _exit from a SIGTERM handler, SIGKILL
-and SIGTERM at any moment, a path that is not a regular file, and NVTX ranges that never end
-or nest deeper than the writer keeps. The program is test/programs/trace_adversary.c.
+and SIGTERM at any moment, signal handlers that record on the thread they interrupt, a path
+that is not a regular file, and NVTX ranges that never end or nest deeper than the writer
+keeps. The program is test/programs/trace_adversary.c.
 
 In every case the program runs as it runs without the shim - the same stdout, the same stderr
 apart from `nvtxshim:` lines, the same exit code, no signal, no hang - and every trace file
@@ -32,7 +33,7 @@ import pytest
 
 import pftracefile
 import traceformat
-from conftest import command, program, run
+from conftest import STUB, command, program, run
 
 TIMEOUT = 30  # seconds for one run: any run that takes longer hangs
 FORMATS = ["json", "pftrace"]
@@ -463,6 +464,66 @@ def test_a_fatal_signal_at_a_random_moment(tmp_path, drive, sig, seed):
             where, described(result.returncode), result.stderr[-2000:])
         assert result.stdout == b"looping\n", where
         check_signalled_trace(where, pid, trace, index)
+
+
+# ---- 4b. signal handlers that record on the thread they interrupt -----------------------------
+
+HANDLER_LOSS = re.compile(r"(\d+) made by signal handlers that interrupted an event on their thread")
+
+
+def recorded_counts(trace):
+    """{(kind, name): count} in TRACE, kind "range" (push/pop), "async" or "mark"."""
+    counts = collections.Counter()
+    if binary(trace):
+        summary = pftracefile.check(trace)
+        for r in summary["ranges"]:
+            counts[("async" if r["async"] else "range", r["name"])] += 1
+        for m in summary["marks"]:
+            counts[("mark", m["name"])] += 1
+        return counts
+    _, joined, unended = load(trace)
+    assert not unended
+    for e in joined:
+        kind = {"X": "async" if e.get("async") else "range", "i": "mark"}.get(e["ph"])
+        if kind:
+            counts[(kind, e["name"])] += 1
+    return counts
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_signal_handlers_that_record_on_the_thread_they_interrupt(tmp_path, ext):
+    # A second thread sends SIGUSR1 to the main thread as fast as it can, while the main
+    # thread makes ranges, marks and CUDA copies (the stand-in driver); the handler makes a
+    # range with a mark in it. So a handler lands anywhere in the recorder: in a push, in a
+    # pop between looking at its begin and writing it, inside the buffer's write, in the
+    # clock's read and in the making of the thread's next clock line. Five runs (three of the
+    # binary form, whose checker is slower): every file whole and nested, in time order,
+    # every iteration of the main thread in it, and each handler's range either in the file
+    # or counted as not recorded.
+    argv = adversary("handlers", 20000)
+    env = {"LD_LIBRARY_PATH": STUB}
+    plain = run(argv, env=env, shim=False, timeout=TIMEOUT)
+    assert plain.returncode == 0 and plain.stderr == b"", plain.stderr
+    first_line = plain.stdout.splitlines()[0]
+    for index in range(3 if ext == "pftrace" else 5):
+        trace = tmp_path / ("run%d.%s" % (index, ext))
+        result = run(argv, env=dict(env, NVTXSHIM_TRACE=str(trace)), timeout=TIMEOUT)
+        assert result.returncode == 0, "run %d: %s; stderr %r" % (
+            index, described(result.returncode), result.stderr[-2000:])
+        lines = result.stdout.splitlines()
+        assert len(lines) == 2 and lines[0] == first_line, result.stdout
+        handled = int(re.fullmatch(rb"handler ran (\d+) times", lines[1]).group(1))
+        assert handled >= 100, "the handler ran %d times: too few to test anything" % handled
+        said = shim_lines(result.stderr)
+        assert all(HANDLER_LOSS.search(line) for line in said), said
+        lost = sum(int(HANDLER_LOSS.search(line).group(1)) for line in said)
+        counts = recorded_counts(trace)
+        assert (counts[("range", "work")] == counts[("async", "span")] ==
+                counts[("range", "cuMemcpyHtoD 4KiB pageable")] == 20000), (index, counts)
+        in_file = counts[("range", "handler")]
+        assert in_file <= handled <= in_file + lost, (index, handled, in_file, lost)
+        assert counts[("mark", "tick")] - 20000 <= handled
+        trace.unlink()
 
 
 # ---- 5. a path that is not a regular file -------------------------------------------------

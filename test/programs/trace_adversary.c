@@ -32,8 +32,16 @@
  *         an encoder writes (the binary form's begin and end are 12 to 16 bytes)
  *     trace_adversary exitinside N
  *         one iteration, then N push ranges "inside I" nested on the main thread,
- *         and exit(0) inside them */
+ *         and exit(0) inside them
+ *     trace_adversary handlers N
+ *         N iterations on the main thread, each with a CUDA copy of 4 KiB when
+ *         libcuda.so.1 loads (the stand-in driver), while a second thread sends
+ *         SIGUSR1 to it as fast as it can; the handler makes a push "handler"
+ *         with a mark "tick" in it, so it interrupts the recorder anywhere in
+ *         a push, a pop, a mark or a copy's range; "handlers N done", then
+ *         "handler ran H times" (H is up to the scheduler) */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
@@ -287,6 +295,79 @@ static int exit_inside(long depth)
     exit(0);
 }
 
+static atomic_long handled;
+static atomic_int kicking;
+
+static void on_usr1(int signal_number)
+{
+    (void)signal_number;
+    int saved = errno;
+    atomic_fetch_add(&handled, 1);
+    nvtxRangePushA("handler");
+    nvtxMarkA("tick");
+    nvtxRangePop();
+    errno = saved;
+}
+
+static void *kicker(void *target)
+{
+    pthread_t main_thread = *(pthread_t *)target;
+    unsigned seed = 12345;
+    while (atomic_load(&kicking)) {
+        pthread_kill(main_thread, SIGUSR1);
+        /* a varying pause: the next signal lands somewhere else in an iteration */
+        seed = seed * 1103515245u + 12345u;
+        for (volatile unsigned i = 0; i < (seed >> 16) % 1500; i++)
+            ;
+    }
+    return NULL;
+}
+
+typedef int (*cu_init_fn)(unsigned);
+typedef int (*cu_alloc_fn)(unsigned long long *, size_t);
+typedef int (*cu_htod_fn)(unsigned long long, const void *, size_t);
+
+static int handlers(long count)
+{
+    cu_htod_fn htod = NULL;
+    unsigned long long device = 0;
+    void *library = dlopen("libcuda.so.1", RTLD_NOW);
+    if (library) {
+        cu_init_fn init = (cu_init_fn)dlsym(library, "cuInit");
+        cu_alloc_fn alloc = (cu_alloc_fn)dlsym(library, "cuMemAlloc_v2");
+        htod = (cu_htod_fn)dlsym(library, "cuMemcpyHtoD_v2");
+        if (!init || !alloc || !htod || init(0) != 0 || alloc(&device, 4096) != 0) {
+            fprintf(stderr, "trace_adversary: libcuda.so.1 has no usable copy\n");
+            return 2;
+        }
+    }
+    static char host[4096];
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_usr1;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGUSR1, &action, NULL);
+    pthread_t self = pthread_self(), thread;
+    atomic_store(&kicking, 1);
+    if (pthread_create(&thread, NULL, kicker, &self) != 0) {
+        fprintf(stderr, "trace_adversary: no thread\n");
+        return 2;
+    }
+    for (long i = 0; i < count; i++) {
+        iteration();
+        if (htod && htod(device, host, sizeof host) != 0) {
+            fprintf(stderr, "trace_adversary: the copy failed\n");
+            return 2;
+        }
+    }
+    atomic_store(&kicking, 0);
+    pthread_join(thread, NULL);
+    printf("handlers %ld done\n", count);
+    printf("handler ran %ld times\n", atomic_load(&handled));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -308,8 +389,10 @@ int main(int argc, char **argv)
         return short_events(number(argv[2]));
     if (!strcmp(mode, "exitinside") && argc == 3)
         return exit_inside(number(argv[2]));
+    if (!strcmp(mode, "handlers") && argc == 3)
+        return handlers(number(argv[2]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
                     "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
-                    "unended N M | deep N | short N | exitinside N\n");
+                    "unended N M | deep N | short N | exitinside N | handlers N\n");
     return 2;
 }
