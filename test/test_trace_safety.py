@@ -1,6 +1,6 @@
 """The trace writer (NVTXSHIM_TRACE) against what can happen to a recording process and its
 file: another process recording to the same path (a child run by system(), two runs at once,
-`%p` in PID namespaces), a full disk (btrfs filled by another writer, a small tmpfs), its
+`%p` in PID namespaces, children forked while other threads record), a full disk (btrfs filled by another writer, a small tmpfs), its
 descriptors closed and reused by the program, exit and _exit from a SIGTERM handler, SIGKILL
 and SIGTERM at any moment, signal handlers that record on the thread they interrupt, a path
 that is not a regular file, and NVTX ranges that never end or nest deeper than the writer
@@ -280,6 +280,25 @@ def test_pid_in_the_path_in_two_pid_namespaces(tmp_path, drive, ext):
     assert sorted(os.listdir(tmp_path)) == sorted([os.path.basename(taken), os.path.basename(new)])
     assert work(taken) == {1: [500, 5500][1 - moved]}
     assert work(new) == {1: [500, 5500][moved]}
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_forks_while_other_threads_record(tmp_path, ext):
+    # Two threads record (each buffer fills every few hundred iterations, taking the file's
+    # lock) while the main thread forks 60 children one at a time, inside a range; a child
+    # does not have those threads, and must not wait for a lock one of them held at the fork.
+    # Each child records 100 iterations and leaves by exit or _exit in turn.
+    trace = tmp_path / ("trace." + ext)
+    argv = adversary("forkbusy", 60)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT * 4)
+    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT * 4))
+    children = sorted(set(os.listdir(tmp_path)) - {trace.name})
+    assert len(children) == 60, children[:5]
+    for child in children:
+        pid = second_name(str(trace), str(tmp_path / child))
+        assert work(tmp_path / child) == {pid: 100}, child
+    parent = work(trace)
+    assert len(parent) == 1 and list(parent.values())[0] >= 60, parent
 
 
 # ---- 2. full disks ------------------------------------------------------------------------

@@ -39,7 +39,14 @@
  *         SIGUSR1 to it as fast as it can; the handler makes a push "handler"
  *         with a mark "tick" in it, so it interrupts the recorder anywhere in
  *         a push, a pop, a mark or a copy's range; "handlers N done", then
- *         "handler ran H times" (H is up to the scheduler) */
+ *         "handler ran H times" (H is up to the scheduler)
+ *     trace_adversary forkbusy N
+ *         two threads loop on iterations (ten, then a pause of 50 us) while the
+ *         main thread forks N
+ *         children, one at a time, inside a range of its own; each child makes
+ *         100 iterations and leaves by exit(0) or _exit(0) in turn; a child
+ *         that has not ended 10 s after it was forked hangs (killed, said,
+ *         exit 1); "forkbusy N done" */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -53,6 +60,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void iteration(void)
@@ -323,6 +331,70 @@ static void *kicker(void *target)
     return NULL;
 }
 
+/* Ten iterations, a pause of 50 us, again: the writer's lock is taken often
+ * (each thread's buffer fills every few hundred iterations), the file stays
+ * small enough to check. */
+static void *busy_thread(void *unused)
+{
+    (void)unused;
+    struct timespec pause = { 0, 50000 };
+    for (;;) {
+        iterations(10);
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
+
+static int fork_while_busy(long count)
+{
+    pthread_t threads[2];
+    for (int t = 0; t < 2; t++)
+        if (pthread_create(&threads[t], NULL, busy_thread, NULL) != 0) {
+            fprintf(stderr, "trace_adversary: no thread\n");
+            return 2;
+        }
+    for (long i = 0; i < count; i++) {
+        nvtxRangePushA("forking");
+        fflush(stdout);
+        pid_t child = fork();
+        if (child < 0) {
+            perror("fork");
+            return 2;
+        }
+        if (child == 0) {
+            iterations(100);
+            if (i % 2)
+                _exit(0);
+            exit(0);
+        }
+        nvtxRangePop();
+        struct timespec start, now, pause = { 0, 1000000 };
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        int status = 0;
+        for (;;) {
+            pid_t done = waitpid(child, &status, WNOHANG);
+            if (done == child)
+                break;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - start.tv_sec >= 10) {
+                kill(child, SIGKILL);
+                waitpid(child, &status, 0);
+                printf("child %ld hung\n", i);
+                return 1;
+            }
+            nanosleep(&pause, NULL);
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            printf("child %ld ended with status %#x\n", i, status);
+            return 1;
+        }
+        iteration();
+    }
+    printf("forkbusy %ld done\n", count);
+    fflush(stdout);
+    exit(0);
+}
+
 typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_alloc_fn)(unsigned long long *, size_t);
 typedef int (*cu_htod_fn)(unsigned long long, const void *, size_t);
@@ -391,8 +463,10 @@ int main(int argc, char **argv)
         return exit_inside(number(argv[2]));
     if (!strcmp(mode, "handlers") && argc == 3)
         return handlers(number(argv[2]));
+    if (!strcmp(mode, "forkbusy") && argc == 3)
+        return fork_while_busy(number(argv[2]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
                     "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
-                    "unended N M | deep N | short N | exitinside N | handlers N\n");
+                    "unended N M | deep N | short N | exitinside N | handlers N | forkbusy N\n");
     return 2;
 }
