@@ -1,6 +1,7 @@
 """The trace writer (NVTXSHIM_TRACE) against what can happen to a recording process and its
 file: another process recording to the same path (a child run by system(), two runs at once,
-`%p` in PID namespaces, children forked while other threads record), a full disk (btrfs filled by another writer, a small tmpfs), its
+`%p` in PID namespaces, children forked while other threads record), threads that come and
+go, a full disk (btrfs filled by another writer, a small tmpfs), its
 descriptors closed and reused by the program, exit and _exit from a SIGTERM handler, SIGKILL
 and SIGTERM at any moment, signal handlers that record on the thread they interrupt, a path
 that is not a regular file, and NVTX ranges that never end or nest deeper than the writer
@@ -299,6 +300,34 @@ def test_forks_while_other_threads_record(tmp_path, ext):
         assert work(tmp_path / child) == {pid: 100}, child
     parent = work(trace)
     assert len(parent) == 1 and list(parent.values())[0] >= 60, parent
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_threads_that_come_and_go(tmp_path, ext):
+    # 100 rounds of 8 threads at once, each named with nvtxNameOsThread, 20 iterations each,
+    # joined before the next round's take over their buffers: every thread's iterations on
+    # its own track, under its own name.
+    trace = tmp_path / ("trace." + ext)
+    argv = adversary("threads", 100, 8)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    if binary(trace):
+        summary = pftracefile.check(trace)
+        names = {int(tid): given for tid, given in summary["threads"].items()}
+        per_thread = collections.Counter(r["tid"] for r in summary["ranges"] if r["name"] == "work")
+    else:
+        raw, joined, _ = load(trace)
+        names = collections.defaultdict(list)
+        for e in raw:
+            if e["ph"] == "M" and e["name"] == "thread_name":
+                names[e["tid"]].append(e["args"]["name"])
+        per_thread = collections.Counter(e["tid"] for e in joined if e["name"] == "work")
+    workers = {tid: given for tid, given in names.items() if any(n.startswith("worker ") for n in given)}
+    assert sorted(n for given in workers.values() for n in given if n.startswith("worker ")) == \
+        sorted("worker %d.%d" % (r, t) for r in range(100) for t in range(8))
+    assert all(per_thread[tid] == 20 for tid in workers), collections.Counter(
+        per_thread[tid] for tid in workers)
+    assert sum(per_thread.values()) == 100 * 8 * 20 + 100
 
 
 # ---- 2. full disks ------------------------------------------------------------------------

@@ -46,7 +46,11 @@
  *         children, one at a time, inside a range of its own; each child makes
  *         100 iterations and leaves by exit(0) or _exit(0) in turn; a child
  *         that has not ended 10 s after it was forked hangs (killed, said,
- *         exit 1); "forkbusy N done" */
+ *         exit 1); "forkbusy N done"
+ *     trace_adversary threads N K
+ *         N rounds of K threads at once, each named "worker R.T" with
+ *         nvtxNameOsThread and making 20 iterations, then joined (the next
+ *         round's threads take over their buffers); "threads N K done" */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -395,6 +399,42 @@ static int fork_while_busy(long count)
     exit(0);
 }
 
+struct churn_worker {
+    pthread_t thread;
+    char name[32];
+};
+
+static void *churn_work(void *argument)
+{
+    struct churn_worker *worker = argument;
+    nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), worker->name);
+    iterations(20);
+    return NULL;
+}
+
+static int thread_churn(long rounds, long at_once)
+{
+    struct churn_worker workers[64];
+    if (at_once < 1 || at_once > 64) {
+        fprintf(stderr, "trace_adversary: 1 to 64 threads at once\n");
+        return 2;
+    }
+    for (long r = 0; r < rounds; r++) {
+        for (long t = 0; t < at_once; t++) {
+            snprintf(workers[t].name, sizeof workers[t].name, "worker %ld.%ld", r, t);
+            if (pthread_create(&workers[t].thread, NULL, churn_work, &workers[t]) != 0) {
+                fprintf(stderr, "trace_adversary: no thread\n");
+                return 2;
+            }
+        }
+        for (long t = 0; t < at_once; t++)
+            pthread_join(workers[t].thread, NULL);
+        iteration();
+    }
+    printf("threads %ld %ld done\n", rounds, at_once);
+    return 0;
+}
+
 typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_alloc_fn)(unsigned long long *, size_t);
 typedef int (*cu_htod_fn)(unsigned long long, const void *, size_t);
@@ -465,8 +505,11 @@ int main(int argc, char **argv)
         return handlers(number(argv[2]));
     if (!strcmp(mode, "forkbusy") && argc == 3)
         return fork_while_busy(number(argv[2]));
+    if (!strcmp(mode, "threads") && argc == 4)
+        return thread_churn(number(argv[2]), number(argv[3]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
                     "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
-                    "unended N M | deep N | short N | exitinside N | handlers N | forkbusy N\n");
+                    "unended N M | deep N | short N | exitinside N | handlers N | forkbusy N | "
+                    "threads N K\n");
     return 2;
 }
