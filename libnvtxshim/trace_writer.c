@@ -35,6 +35,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -268,8 +269,30 @@ static int move_up(int fd)
     return high;
 }
 
+/* Bytes that may be written at OFFSET under the process's file size limit
+ * (RLIMIT_FSIZE: `ulimit -f`, systemd's LimitFSIZE=, a batch system's). A
+ * write past it raises SIGXFSZ, which kills a program that never asked for a
+ * trace: the writer stops short of it instead, as at a full disk (EFBIG). Read
+ * at each write, a system call against a write of up to 32 KiB: the program
+ * may change its limit. */
+static uint64_t room_under_limit(uint64_t offset)
+{
+    struct rlimit limit;
+    int saved_errno = errno;
+    bool known = getrlimit(RLIMIT_FSIZE, &limit) == 0;
+    errno = saved_errno;
+    if (!known || limit.rlim_cur == RLIM_INFINITY)
+        return UINT64_MAX;
+    return limit.rlim_cur > offset ? limit.rlim_cur - offset : 0;
+}
+
+/* All of DATA at OFFSET, or nothing past the file size limit (EFBIG). */
 static bool write_all(const char *data, size_t length, uint64_t offset)
 {
+    if (length > room_under_limit(offset)) {
+        errno = EFBIG;
+        return false;
+    }
     while (length > 0) {
         ssize_t written = pwrite(state.fd, data, length, (off_t)offset);
         if (written < 0 && errno == EINTR)
@@ -455,12 +478,23 @@ static void write_pending(struct nvs_writer_thread *thread)
     int error = 0;
     struct iovec *next = pieces;
     size_t left = count;
+    /* Up to the file size limit only: the pieces past it are cut off, and the
+     * write ends as a short one at a full disk does. */
+    uint64_t room = room_under_limit(state.file_end);
+    if (at > room) {
+        uint64_t kept = 0;
+        for (left = 0; left < count && kept + pieces[left].iov_len <= room; left++)
+            kept += pieces[left].iov_len;
+        if (left < count && kept < room)
+            pieces[left++].iov_len = (size_t)(room - kept);
+        error = EFBIG;
+    }
     while (left > 0) {
         ssize_t done = pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written));
         if (done < 0 && errno == EINTR)
             continue;
         if (done <= 0) {
-            error = done < 0 ? errno : ENOSPC;
+            error = done < 0 ? errno : error ? error : ENOSPC;
             break;
         }
         written += (uint64_t)done;
@@ -498,7 +532,7 @@ counted:
         char lost[24];
         nvs_log_number(lost, events - first - whole);
         SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", reason(error ? error : ENOSPC),
-            "): ", lost, " events of this thread not written; recording stopped, the file ends "
+            error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost, " events of this thread not written; recording stopped, the file ends "
             "at its last whole event (later events are counted at exit)");
         stop();
     }
@@ -568,10 +602,8 @@ static void reset_thread(struct nvs_writer_thread *thread)
     memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
 }
 
-struct nvs_writer_thread *nvs_writer_claim(void)
+static struct nvs_writer_thread *claim(void)
 {
-    if (my_thread)
-        return my_thread;
     int file = atomic_load_explicit(&state.file, memory_order_relaxed);
     if (file == FILE_OFF || file == FILE_REFUSED)
         return NULL;
@@ -609,14 +641,22 @@ struct nvs_writer_thread *nvs_writer_claim(void)
     return thread;
 }
 
+/* The program's own NVTX calls come here too: errno is theirs (a mark between
+ * a failed call and the program's look at errno). */
+struct nvs_writer_thread *nvs_writer_claim(void)
+{
+    if (my_thread)
+        return my_thread;
+    int saved_errno = errno;
+    struct nvs_writer_thread *thread = claim();
+    errno = saved_errno;
+    return thread;
+}
+
 /* Everything nvs_writer_begin does not do inline: a handler that interrupted
  * an event, the file to open, a full buffer. */
-char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
+static char *begin_slow(struct nvs_writer_thread *thread)
 {
-    if (thread->writing) {
-        nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
-        return NULL;
-    }
     thread->writing = 1;
     atomic_signal_fence(memory_order_seq_cst);
     if (atomic_load(&state.finished))
@@ -637,6 +677,20 @@ drop:
     atomic_signal_fence(memory_order_seq_cst);
     thread->writing = 0;
     return NULL;
+}
+
+/* errno is kept, as in nvs_writer_claim: the file is opened (an lstat that
+ * finds nothing, a flock that finds it in use) and written here. */
+char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
+{
+    if (thread->writing) {
+        nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
+        return NULL;
+    }
+    int saved_errno = errno;
+    char *out = begin_slow(thread);
+    errno = saved_errno;
+    return out;
 }
 
 void nvs_writer_count(enum nvs_writer_loss why, uint64_t events)

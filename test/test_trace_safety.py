@@ -1,7 +1,8 @@
 """The trace writer (NVTXSHIM_TRACE) against what can happen to a recording process and its
 file: another process recording to the same path (a child run by system(), two runs at once,
 `%p` in PID namespaces, children forked while other threads record), threads that come and
-go, a full disk (btrfs filled by another writer, a small tmpfs), its
+go, a full disk (btrfs filled by another writer, a small tmpfs), a file size limit (RLIMIT_FSIZE),
+errno through the program's own NVTX calls, its
 descriptors closed and reused by the program, exit and _exit from a SIGTERM handler, SIGKILL
 and SIGTERM at any moment, signal handlers that record on the thread they interrupt, a path
 that is not a regular file, and NVTX ranges that never end or nest deeper than the writer
@@ -19,6 +20,7 @@ test_trace_pftrace.py.
 a random 0-20 ms (from a fixed seed per test, so a failure can be run again) before it signals."""
 import collections
 import errno
+import fcntl
 import os
 import random
 import re
@@ -44,6 +46,10 @@ NOT_REGULAR = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): not a regular 
                          r"no trace is recorded")
 WRITE_FAILED = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): write failed "
                           r"\(No space left on device\)")
+OVER_LIMIT = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): write failed \(File too large: "
+                        r"the process's file size limit, RLIMIT_FSIZE\): \d+ events of this thread "
+                        r"not written; recording stopped, the file ends at its last whole event "
+                        r"\(later events are counted at exit\)")
 
 
 def adversary(*args):
@@ -395,11 +401,11 @@ def fill(directory):
             assert error.errno == errno.ENOSPC, error
 
 
-def check_full_disk_run(shimmed, plain, trace):
+def check_full_disk_run(shimmed, plain, trace, failed=WRITE_FAILED):
     same_as_without(shimmed, plain)
-    said = [line for line in shim_lines(shimmed.stderr) if WRITE_FAILED.match(line)]
+    said = [line for line in shim_lines(shimmed.stderr) if failed.match(line)]
     assert len(said) == 1, "one line saying the writes failed: %r" % shim_lines(shimmed.stderr)
-    assert WRITE_FAILED.match(said[0])["path"] == str(trace), said[0]
+    assert failed.match(said[0])["path"] == str(trace), said[0]
     if binary(trace):
         # Whole packets only (a partial one is a problem without --cut); a range whose
         # begin was written before the disk filled may have lost its end.
@@ -431,6 +437,51 @@ def test_a_small_tmpfs_that_fills(small_tmpfs, ext):
     argv = adversary("loop", 20000)
     shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
     assert len(check_full_disk_run(shimmed, run(argv, shim=False, timeout=TIMEOUT), trace)) <= 1
+
+
+def with_file_limit(kib, argv):
+    """ARGV run under a file size limit of KIB KiB (RLIMIT_FSIZE, as `ulimit -f` sets it), shim
+    or not (prlimit(1), util-linux)."""
+    return ["prlimit", "--fsize=%d" % (kib * 1024)] + list(argv)
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_a_file_size_limit_below_what_the_trace_would_take(tmp_path, ext):
+    # A process may not write past RLIMIT_FSIZE: the write that tries is refused and raises
+    # SIGXFSZ, which kills the program (it killed it, exit 153, before the writer kept below
+    # the limit). The program writes nothing itself; its trace would take ~1.5 MB.
+    trace = tmp_path / ("trace." + ext)
+    argv = with_file_limit(200, adversary("loop", 20000))
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    check_full_disk_run(shimmed, run(argv, shim=False, timeout=TIMEOUT), trace, OVER_LIMIT)
+    assert 190 * 1024 < trace.stat().st_size <= 200 * 1024
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+@pytest.mark.parametrize("where", ["new file", "in use", "full disk", "file size limit"])
+def test_the_programs_own_nvtx_calls_keep_its_errno(tmp_path, request, ext, where):
+    # A program that marks between a failed call and its look at errno must see its own: the
+    # first event opens the file (an lstat that finds nothing, a flock that finds it taken),
+    # a write can fail. Every kind of NVTX call, errno set before and looked at after.
+    directory = request.getfixturevalue("small_tmpfs") if where == "full disk" else tmp_path
+    trace = directory / ("trace." + ext)
+    argv = adversary("errno", 3000)
+    if where == "file size limit":
+        argv = with_file_limit(64, argv)
+    holder = None
+    if where == "in use":
+        holder = open(trace, "w")
+        fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    finally:
+        if holder:
+            holder.close()
+    assert shimmed.stdout == b"errno kept\n" and shimmed.returncode == 0, (
+        shimmed.stdout, shim_lines(shimmed.stderr))
+    said = shim_lines(shimmed.stderr)
+    expected = {"new file": 0, "in use": 1, "full disk": 2, "file size limit": 2}[where]
+    assert len(said) == expected, said
 
 
 # ---- 3. the program closes every descriptor and opens its own file ------------------------

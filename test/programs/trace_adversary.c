@@ -50,7 +50,13 @@
  *     trace_adversary threads N K
  *         N rounds of K threads at once, each named "worker R.T" with
  *         nvtxNameOsThread and making 20 iterations, then joined (the next
- *         round's threads take over their buffers); "threads N K done" */
+ *         round's threads take over their buffers); "threads N K done"
+ *     trace_adversary errno N
+ *         N rounds of NVTX calls of every kind (mark, push, pop, start, end,
+ *         a domain's registered string, push and pop, a category and the
+ *         thread named), errno set to 1234 before each and looked at after it,
+ *         as a program that marks between a failed call and its look at errno
+ *         does; "errno kept" or "errno changed to E by CALL" (exit 1) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -435,6 +441,41 @@ static int thread_churn(long rounds, long at_once)
     return 0;
 }
 
+#define KEEPS_ERRNO(call)                                                              \
+    do {                                                                               \
+        errno = 1234;                                                                  \
+        call;                                                                          \
+        if (errno != 1234) {                                                           \
+            printf("errno changed to %d by %s\n", errno, #call);                        \
+            return 1;                                                                  \
+        }                                                                              \
+    } while (0)
+
+static int errno_kept(long rounds)
+{
+    for (long i = 0; i < rounds; i++) {
+        KEEPS_ERRNO(nvtxMarkA("tick"));
+        KEEPS_ERRNO(nvtxRangePushA("work"));
+        nvtxRangeId_t span;
+        KEEPS_ERRNO(span = nvtxRangeStartA("span"));
+        KEEPS_ERRNO(nvtxRangeEnd(span));
+        KEEPS_ERRNO(nvtxRangePop());
+        nvtxDomainHandle_t domain;
+        KEEPS_ERRNO(domain = nvtxDomainCreateA("errno"));
+        nvtxEventAttributes_t attributes = {0};
+        attributes.version = NVTX_VERSION;
+        attributes.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+        attributes.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        KEEPS_ERRNO(attributes.message.registered = nvtxDomainRegisterStringA(domain, "step"));
+        KEEPS_ERRNO(nvtxDomainRangePushEx(domain, &attributes));
+        KEEPS_ERRNO(nvtxDomainRangePop(domain));
+        KEEPS_ERRNO(nvtxNameCategoryA(7, "seven"));
+        KEEPS_ERRNO(nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), "errno main"));
+    }
+    printf("errno kept\n");
+    return 0;
+}
+
 typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_alloc_fn)(unsigned long long *, size_t);
 typedef int (*cu_htod_fn)(unsigned long long, const void *, size_t);
@@ -507,9 +548,11 @@ int main(int argc, char **argv)
         return fork_while_busy(number(argv[2]));
     if (!strcmp(mode, "threads") && argc == 4)
         return thread_churn(number(argv[2]), number(argv[3]));
+    if (!strcmp(mode, "errno") && argc == 3)
+        return errno_kept(number(argv[2]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
                     "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
                     "unended N M | deep N | short N | exitinside N | handlers N | forkbusy N | "
-                    "threads N K\n");
+                    "threads N K | errno N\n");
     return 2;
 }
