@@ -407,7 +407,7 @@ static int fork_while_busy(long count)
 
 struct churn_worker {
     pthread_t thread;
-    char name[32];
+    char name[64];
 };
 
 static void *churn_work(void *argument)
