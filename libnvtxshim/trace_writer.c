@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -37,6 +38,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -228,9 +230,35 @@ static enum candidate refuse_kind(const char *path, mode_t mode)
     return CANDIDATE_REFUSED;
 }
 
+/* The kernel's own file systems, whose regular files are the kernel's
+ * settings and switches (a sysfs attribute, /proc/self/comm, an EFI
+ * variable): a write there is an act, not a trace. Their name, or NULL. */
+static const char *kernel_file_system(int fd)
+{
+    static const struct {
+        unsigned long magic;
+        const char *name;
+    } kinds[] = {
+        { PROC_SUPER_MAGIC, "proc" }, { SYSFS_MAGIC, "sysfs" }, { DEBUGFS_MAGIC, "debugfs" },
+        { TRACEFS_MAGIC, "tracefs" }, { CGROUP_SUPER_MAGIC, "cgroup" },
+        { CGROUP2_SUPER_MAGIC, "cgroup2" }, { SECURITYFS_MAGIC, "securityfs" },
+        { SELINUX_MAGIC, "selinuxfs" }, { SMACK_MAGIC, "smackfs" }, { EFIVARFS_MAGIC, "efivarfs" },
+        { BPF_FS_MAGIC, "bpf" }, { PSTOREFS_MAGIC, "pstore" },
+        { 0x62656570, "configfs" }, { 0x65735543, "fusectl" },   /* not in linux/magic.h */
+    };
+    struct statfs about;
+    if (fstatfs(fd, &about) != 0)
+        return NULL;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if ((unsigned long)about.f_type == kinds[i].magic)
+            return kinds[i].name;
+    return NULL;
+}
+
 /* Opens PATH for writing without disturbing anything that is not ours to
  * write: what is there and is not a regular file is never opened (opening a
- * serial device can reset the board behind it), and a regular file is locked
+ * serial device can reset the board behind it), a regular file of the
+ * kernel's own file systems is closed unwritten, and a regular file is locked
  * before it is truncated. */
 static enum candidate open_candidate(const char *path, int *fd_out, struct stat *status)
 {
@@ -247,6 +275,13 @@ static enum candidate open_candidate(const char *path, int *fd_out, struct stat 
     if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || is_dev_null(status))) {
         close(fd);
         return refuse_kind(path, status->st_mode);
+    }
+    const char *kernel = S_ISREG(status->st_mode) ? kernel_file_system(fd) : NULL;
+    if (kernel) {
+        close(fd);
+        SAY("NVTXSHIM_TRACE=", path, ": a file of the kernel's (", kernel,
+            "), not for a trace; no trace is recorded");
+        return CANDIDATE_REFUSED;
     }
     if (S_ISREG(status->st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int error = errno;

@@ -667,6 +667,27 @@ def test_a_trace_path_that_is_not_a_regular_file(tmp_path, kind, ext):
         assert os.listdir(path) == []
 
 
+KERNEL_FILE = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): a file of the kernel's "
+                         r"\((?P<fs>[a-z0-9]+)\), not for a trace; no trace is recorded")
+
+
+@pytest.mark.parametrize("path,fs", [("/proc/self/comm", "proc"),
+                                     ("/sys/kernel/mm/transparent_hugepage/enabled", "sysfs")])
+def test_a_trace_path_in_the_kernels_own_file_systems(path, fs):
+    # Regular files, but the kernel's settings and switches (/proc/self/comm renames the
+    # program, a sysfs attribute is a device's or the kernel's; this one takes only
+    # always/madvise/never, so even a write would change nothing): never written, one line
+    # says why. Which form does not matter: neither is written past the check.
+    if not os.access(path, os.W_OK):
+        pytest.skip("%s is not here or not writable (root)" % path)
+    argv = adversary("loop", 100)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": path}, timeout=TIMEOUT)
+    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    lines = shim_lines(shimmed.stderr)
+    assert len(lines) == 1 and KERNEL_FILE.fullmatch(lines[0]), lines
+    assert KERNEL_FILE.fullmatch(lines[0])["fs"] == fs
+
+
 # ---- 7. what cannot be kept is said ---------------------------------------------------------
 
 @pytest.mark.parametrize("ext", FORMATS)
