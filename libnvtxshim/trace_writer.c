@@ -567,8 +567,9 @@ counted:
         char lost[24];
         nvs_log_number(lost, events - first - whole);
         SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", reason(error ? error : ENOSPC),
-            error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost, " events of this thread not written; recording stopped, the file ends "
-            "at its last whole event (later events are counted at exit)");
+            error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
+            " events of this thread not written; recording stopped, the file ends at its last "
+            "whole event (later events are counted at exit)");
         stop();
     }
     thread->flushed_bytes = used;
