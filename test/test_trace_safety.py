@@ -93,25 +93,34 @@ def binary(path):
     return str(path).endswith(".pftrace")
 
 
+def recorded(path):
+    """{pid: {(kind, name): count}} in PATH, kind "range" (push/pop), "async" (start/end) or
+    "mark"; every range ended (a finished trace)."""
+    counts = collections.defaultdict(collections.Counter)
+    if binary(path):
+        summary = pftracefile.check(path)   # no range left open, among others
+        pid = summary["process"] and summary["process"]["pid"]
+        for r in summary["ranges"]:
+            counts[pid][("async" if r["async"] else "range", r["name"])] += 1
+        for m in summary["marks"]:
+            counts[pid][("mark", m["name"])] += 1
+        return counts
+    _, joined, unended = load(path)
+    assert not unended, "start/end ranges left open in a finished trace: %r" % unended[:3]
+    for e in joined:
+        kind = {"X": "async" if e.get("async") else "range", "i": "mark"}.get(e["ph"])
+        if kind:
+            counts[e["pid"]][(kind, e["name"])] += 1
+    return counts
+
+
 def work(path):
     """{pid: number of `work` iterations} in PATH: each is a push/pop `work`, a start/end
     `span` and a `tick` mark, all whole."""
-    if binary(path):
-        summary = pftracefile.check(path)   # no range left open, among others
-        ranges = collections.Counter((r["name"], r["async"]) for r in summary["ranges"])
-        marks = collections.Counter(m["name"] for m in summary["marks"])
-        iterations = ranges[("work", False)]
-        assert ranges[("span", True)] == marks["tick"] == iterations, (ranges, marks)
-        return {summary["process"]["pid"]: iterations} if iterations else {}
-    _, joined, unended = load(path)
-    assert not unended, "start/end ranges left open in a finished trace: %r" % unended[:3]
-    counts = collections.defaultdict(collections.Counter)
-    for e in joined:
-        counts[e["pid"]][(e["ph"], e["name"])] += 1
     result = {}
-    for pid, seen in counts.items():
-        iterations = seen[("X", "work")]
-        assert seen[("X", "span")] == seen[("i", "tick")] == iterations, (pid, seen)
+    for pid, seen in recorded(path).items():
+        iterations = seen[("range", "work")]
+        assert seen[("async", "span")] == seen[("mark", "tick")] == iterations, (pid, seen)
         result[pid] = iterations
     return result
 
@@ -575,25 +584,6 @@ def test_a_fatal_signal_at_a_random_moment(tmp_path, drive, sig, seed):
 HANDLER_LOSS = re.compile(r"(\d+) made by signal handlers that interrupted an event on their thread")
 
 
-def recorded_counts(trace):
-    """{(kind, name): count} in TRACE, kind "range" (push/pop), "async" or "mark"."""
-    counts = collections.Counter()
-    if binary(trace):
-        summary = pftracefile.check(trace)
-        for r in summary["ranges"]:
-            counts[("async" if r["async"] else "range", r["name"])] += 1
-        for m in summary["marks"]:
-            counts[("mark", m["name"])] += 1
-        return counts
-    _, joined, unended = load(trace)
-    assert not unended
-    for e in joined:
-        kind = {"X": "async" if e.get("async") else "range", "i": "mark"}.get(e["ph"])
-        if kind:
-            counts[(kind, e["name"])] += 1
-    return counts
-
-
 @pytest.mark.parametrize("ext", FORMATS)
 def test_signal_handlers_that_record_on_the_thread_they_interrupt(tmp_path, ext):
     # A second thread sends SIGUSR1 to the main thread as fast as it can, while the main
@@ -621,7 +611,7 @@ def test_signal_handlers_that_record_on_the_thread_they_interrupt(tmp_path, ext)
         said = shim_lines(result.stderr)
         assert all(HANDLER_LOSS.search(line) for line in said), said
         lost = sum(int(HANDLER_LOSS.search(line).group(1)) for line in said)
-        counts = recorded_counts(trace)
+        [counts] = recorded(trace).values()
         assert (counts[("range", "work")] == counts[("async", "span")] ==
                 counts[("range", "cuMemcpyHtoD 4KiB pageable")] == 20000), (index, counts)
         in_file = counts[("range", "handler")]
