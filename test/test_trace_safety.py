@@ -79,6 +79,14 @@ def same_as_without(shimmed, plain):
     assert without_shim_lines(shimmed.stderr) == without_shim_lines(plain.stderr)
 
 
+def recorded_as_without(argv, trace):
+    """ARGV run recording to TRACE and run without the shim, the same (same_as_without); the
+    run with the shim."""
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
+    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    return shimmed
+
+
 def load(path):
     """PATH's events as written (the bare-array rule; nesting checked), and joined: (raw,
     events with b/e pairs as ranges, begins without an end)."""
@@ -329,8 +337,7 @@ def test_threads_that_come_and_go(tmp_path, ext):
     # its own track, under its own name.
     trace = tmp_path / ("trace." + ext)
     argv = adversary("threads", 100, 8)
-    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
-    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    recorded_as_without(argv, trace)
     if binary(trace):
         summary = pftracefile.check(trace)
         names = {int(tid): given for tid, given in summary["threads"].items()}
@@ -671,8 +678,7 @@ def test_a_trace_path_in_the_kernels_own_file_systems(path, fs):
     if not os.access(path, os.W_OK):
         pytest.skip("%s is not here or not writable (root)" % path)
     argv = adversary("loop", 100)
-    shimmed = run(argv, env={"NVTXSHIM_TRACE": path}, timeout=TIMEOUT)
-    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    shimmed = recorded_as_without(argv, path)
     lines = shim_lines(shimmed.stderr)
     assert len(lines) == 1 and KERNEL_FILE.fullmatch(lines[0]), lines
     assert KERNEL_FILE.fullmatch(lines[0])["fs"] == fs
@@ -686,8 +692,7 @@ def test_start_ranges_that_never_end_are_all_in_the_file(tmp_path, ext):
     # happens (no table of open ranges to fill up), and every end.
     trace = tmp_path / ("trace." + ext)
     argv = adversary("unended", 5000, 100)
-    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
-    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    recorded_as_without(argv, trace)
     expected = ["open %d" % i for i in range(5000)] + ["pair %d" % i for i in range(100)]
     if binary(trace):
         summary = pftracefile.check(trace, "--allow-open")
@@ -711,8 +716,7 @@ def test_push_pop_deeper_than_1024_is_said(tmp_path, ext):
     # exit says how many were not.
     trace = tmp_path / ("trace." + ext)
     argv = adversary("deep", 1100)
-    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, timeout=TIMEOUT)
-    same_as_without(shimmed, run(argv, shim=False, timeout=TIMEOUT))
+    shimmed = recorded_as_without(argv, trace)
     if binary(trace):
         names = [r["name"] for r in pftracefile.check(trace)["ranges"] if not r["async"]]
     else:
