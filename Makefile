@@ -41,6 +41,22 @@ DEPFLAGS = -MMD -MP -MF $@.d -MT $@
 DEPFILE = $$(if $$(wildcard $$@.d),,FORCE)
 .PHONY: FORCE
 
+# What decides how a target is built beyond its sources - the compiler, the
+# flags, what this Makefile found (the kernel probe's tools, nvcc, the headers'
+# directories) - is a dependency of that target too. Each class of targets (one
+# in FLAGS_CLASSES) has a file, $(call flags,CLASS) = $(BUILD)/flags/CLASS, that
+# holds the text of FLAGS_CLASS (a recursive variable: its value once every
+# mk/*.mk is read); the file is rewritten, and so made newer than the targets,
+# only when that text changes. Every compile, generate and link rule lists its
+# class's file (after its source, so that $< stays the source; a link rule that
+# passes $^ filters it out). So make with other CFLAGS, another CC, or after make
+# deps installed libbpf rebuilds exactly the targets whose commands change, and
+# no others. Nested builds (sanitize.mk) keep their own files in their $(BUILD).
+# The rule that writes the files is at the end of this file.
+FLAGS_DIR = $(BUILD)/flags
+flags = $(FLAGS_DIR)/$(1)
+FLAGS_CLASSES :=
+
 # WARNINGS for every compile; BASE_WARNINGS (no -Wmissing-prototypes) where
 # functions are defined for others to call that no header of the project
 # declares: the tests' stand-in libraries.
@@ -64,6 +80,10 @@ LIB_LIBS := -Wl,--as-needed -ldl -lpthread
 
 LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c)
 LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
+FLAGS_CLASSES += lib lib-link cpp
+FLAGS_lib = $(CC) $(LIB_CFLAGS)
+FLAGS_lib-link = $(CC) $(LIB_LDFLAGS) $(LIB_LIBS)
+FLAGS_cpp = $(CC) $(TABLE_FLAGS)
 # The configuration parser (config.c, and names.c for call:NAME) is compiled once,
 # for the library; the command and the unit test link the same objects
 # (position-independent code links into programs too).
@@ -75,30 +95,42 @@ BPFTOOL ?= $(firstword $(shell command -v bpftool 2>/dev/null) $(wildcard /usr/s
 CLANG ?= $(shell command -v clang 2>/dev/null)
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+# make KERNEL_PROBE=yes or KERNEL_PROBE=no decides instead of what is found.
+ifeq ($(origin KERNEL_PROBE),undefined)
 KERNEL_PROBE := $(if $(and $(BPFTOOL),$(CLANG),$(wildcard $(VMLINUX_BTF)),\
                   $(shell pkg-config --exists libbpf 2>/dev/null && echo yes)),yes)
+endif
+override KERNEL_PROBE := $(filter yes,$(KERNEL_PROBE))
+# The two objects the probe changes: kernel.c (the probe or its stubs) and
+# kernel_libbpf.c (libbpf's functions or nothing). Their class, kernel, holds
+# the decision; the other objects of the library do not depend on it.
+KERNEL_OBJECTS := $(BUILD)/obj/kernel.o $(BUILD)/obj/kernel_libbpf.o
+$(KERNEL_OBJECTS): $(call flags,kernel)
 ifeq ($(KERNEL_PROBE),yes)
-LIB_CFLAGS += -DNVS_KERNEL_PROBE -I$(BUILD)/kernel
+PROBE_CFLAGS := -DNVS_KERNEL_PROBE -I$(BUILD)/kernel
 # Generated: it must exist before kernel.c's first compile.
 $(BUILD)/obj/kernel.o: $(BUILD)/kernel/kernel.skel.h
 endif
+FLAGS_CLASSES += kernel bpf
+FLAGS_kernel = probe=$(if $(KERNEL_PROBE),yes,no) $(PROBE_CFLAGS)
+FLAGS_bpf = $(CLANG) $(BPF_ARCH) $(BPFTOOL) $(VMLINUX_BTF)
 
-.PHONY: all deps test demo install clean check-nvtx
+.PHONY: all deps test demo install clean check-nvtx programs
 all: check-nvtx $(BUILD)/libnvtxshim.so
-	@$(if $(KERNEL_PROBE),,echo "libnvtxshim: built without the kernel probe (it needs libbpf, bpftool, clang and $(VMLINUX_BTF): make deps, then make clean all)")
+	@$(if $(KERNEL_PROBE),,echo "libnvtxshim: built without the kernel probe (it needs libbpf, bpftool, clang and $(VMLINUX_BTF): make deps, then make)")
 
 # The probe: vmlinux.h from this kernel's BTF (CO-RE makes the object portable),
 # the BPF object, and its skeleton, which embeds the object in the library.
-$(BUILD)/kernel/vmlinux.h:
+$(BUILD)/kernel/vmlinux.h: $(call flags,bpf)
 	$(call say,GEN)
 	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c $(BUILD)/kernel/vmlinux.h $(DEPFILE)
+$(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c $(BUILD)/kernel/vmlinux.h $(call flags,bpf) $(DEPFILE)
 	$(call say,BPF)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
 	  $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o
+$(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o $(call flags,bpf)
 	$(call say,GEN)
 	$(Q)$(BPFTOOL) gen skeleton $< name nvs_kernel > $@.tmp && mv $@.tmp $@
 
@@ -107,19 +139,29 @@ check-nvtx:
 	  echo "nvtx3/nvToolsExt.h and cuda.h are needed from \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
 
 # The version script, from the hook tables.
-$(BUILD)/exports.map: libnvtxshim/exports.map.in $(DEPFILE)
+$(BUILD)/exports.map: libnvtxshim/exports.map.in $(call flags,cpp) $(DEPFILE)
 	$(call say,GEN)
 	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) -Ilibnvtxshim $(DEPFLAGS) $< -o $@
 
-$(BUILD)/obj/%.o: libnvtxshim/%.c $(DEPFILE)
+$(BUILD)/obj/%.o: libnvtxshim/%.c $(call flags,lib) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(LIB_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) $(if $(filter $@,$(KERNEL_OBJECTS)),$(PROBE_CFLAGS)) $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map
+# Before the link, the check that the library's own calls never reach its
+# exported wrappers (-Bsymbolic-functions would bind them inside): log lines,
+# the trace file and the clock go to the kernel (sys.h), lookups to glibc's
+# dlsym, the program's descriptors to NVS_REAL.
+$(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map $(call flags,lib-link) scripts/own_calls.sh
 	$(call say,LD)
+	$(Q)scripts/own_calls.sh $(BUILD)/exports.map $(LIB_OBJECTS)
 	$(Q)$(CC) $(LIB_LDFLAGS) $(LIB_OBJECTS) -o $@ $(LIB_LIBS)
 
 PROGRAM_CFLAGS := $(CFLAGS) -std=gnu11 -pthread $(WARNINGS) $(LIBUSB_CFLAGS)
+# The examples, the test programs and their test doubles, bench's programs: every
+# flag their rules use, and the headers' directories.
+FLAGS_CLASSES += program
+FLAGS_program = $(CC) $(CFLAGS) $(PROGRAM_CFLAGS) $(BASE_WARNINGS) $(TABLE_FLAGS) \
+                $(NVTX_INCLUDE) $(CUDA_INCLUDE)
 
 # Targets beyond the library (the command, the test programs, bench, sanitizers,
 # fuzz, soak) live in mk/*.mk; each may add to TEST_PROGRAMS, which make test
@@ -131,6 +173,10 @@ NESTED_BUILDS :=
 
 deps:
 	$(Q)scripts/deps.sh
+
+# Everything the pytest suite runs, without the installation (make BUILD=DIR
+# programs, then NVS_TEST_BUILD=DIR pytest test/...: a second build beside the first).
+programs: all $(TEST_PROGRAMS)
 
 # deps first, then a fresh make: what deps installed (libbpf, nvcc, the NVTX
 # headers) changes what this Makefile finds when it is read.
@@ -155,6 +201,15 @@ clean:
 ifneq ($(filter clean,$(MAKECMDGOALS)),)
 .NOTPARALLEL:
 endif
+
+# The flags files: each rewritten (FORCE) when its text is not the one it holds.
+# A static pattern rule, so that none is an intermediate file that make deletes.
+same_text = $(and $(findstring $(1),$(2)),$(findstring $(2),$(1)))
+flags_unchanged = $(call same_text,$(strip $(file <$(FLAGS_DIR)/$(1))),$(strip $(FLAGS_$(1))))
+squote = '$(subst ','\'',$(1))'
+$(addprefix $(FLAGS_DIR)/,$(FLAGS_CLASSES)): $(FLAGS_DIR)/%: $$(if $$(call flags_unchanged,$$*),,FORCE)
+	$(call say,FLAGS)
+	$(Q)printf '%s\n' $(call squote,$(strip $(FLAGS_$*))) > $@.tmp && mv $@.tmp $@
 
 # The dependency files of this build (those of the nested builds are theirs).
 -include $(shell find $(BUILD) $(foreach dir,$(NESTED_BUILDS),-path $(dir) -prune -o) \

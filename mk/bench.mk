@@ -1,7 +1,7 @@
 # make bench: what tracing a call costs, and the example harness's frame rate,
 # measured in one run and printed as one table (bench/README.md).
 # Knobs (environment): BENCH_QUICK=1 (a fast smoke run), BENCH_N, BENCH_R,
-# BENCH_SKIP (comma list: tools,harness,nsys,callgrind,starts), BENCH_STRICT=1 (fail on a
+# BENCH_SKIP (comma list: tools,harness,nsys,callgrind,starts,memory), BENCH_STRICT=1 (fail on a
 # target not met); the rest in bench/bench.py.
 
 BENCH_BUILD := $(BUILD)/bench
@@ -10,42 +10,47 @@ BENCH_SINK := $(BENCH_BUILD)/sink
 # function returns at once, so only the cost in front of it is measured.
 BENCH_SINKS := $(BENCH_SINK)/libusb-1.0.so.0 $(BENCH_SINK)/libX11.so.6 $(BENCH_SINK)/libcuda.so.1
 BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_tool.so \
-                  $(BENCH_BUILD)/starts $(BENCH_BUILD)/libempty.so
+                  $(BENCH_BUILD)/starts $(BENCH_BUILD)/libempty.so $(BENCH_BUILD)/thread_memory
 BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
 
-$(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c $(DEPFILE)
+$(BENCH_SINK)/libusb-1.0.so.0: bench/sink_usb.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) $(LIBUSB_CFLAGS) -Wl,-soname,libusb-1.0.so.0 $< -o $@
 
-$(BENCH_SINK)/libX11.so.6: bench/sink_x11.c $(DEPFILE)
+$(BENCH_SINK)/libX11.so.6: bench/sink_x11.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -Wl,-soname,libX11.so.6 $< -o $@
 
-$(BENCH_SINK)/libcuda.so.1: bench/sink_cuda.c $(DEPFILE)
+$(BENCH_SINK)/libcuda.so.1: bench/sink_cuda.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) -Wl,-soname,libcuda.so.1 $< -o $@
 
 # Linked against the sinks themselves (found through its RUNPATH, never
 # through LD_LIBRARY_PATH, so nsys never sees a stand-in libcuda).
-$(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS) $(DEPFILE)
+$(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS) $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $< -o $@ \
 	  -Wl,-rpath,'$$ORIGIN/sink' $(BENCH_SINKS) -ldl
 
 # An NVTX tool that drops everything: the cost of the NVTX calls themselves.
-$(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c $(DEPFILE)
+$(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
 
 # The start-up row: a program started many times with no preload, with an empty
 # preload library (the floor any preload library pays), and with the shim.
-$(BENCH_BUILD)/starts: bench/starts.c $(DEPFILE)
+$(BENCH_BUILD)/starts: bench/starts.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@
 
-$(BENCH_BUILD)/libempty.so: bench/empty.c $(DEPFILE)
+$(BENCH_BUILD)/libempty.so: bench/empty.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@
+
+# The memory row: N live threads that each recorded one range.
+$(BENCH_BUILD)/thread_memory: bench/thread_memory.c $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -ldl
 
 .PHONY: bench bench-programs
 bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS)

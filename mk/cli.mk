@@ -6,21 +6,24 @@
 # is checked exactly as the library checks the variable it sets; and its trace
 # schema (schema.c).
 CLI_OBJECTS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(sort $(wildcard cli/*.c)))
+FLAGS_CLASSES += cli
+FLAGS_cli = $(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS)
 
-$(BUILD)/cli/%.o: cli/%.c $(DEPFILE)
+$(BUILD)/cli/%.o: cli/%.c $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim -c $< -o $@
 
-$(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o
+$(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli)
 	$(call say,LD)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $^ -o $@ -lsqlite3 -lz -lm -ldl
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(filter %.o,$^) -o $@ -lsqlite3 -lz -lm -ldl
 
 all: $(BUILD)/nvtxshim
 TEST_PROGRAMS += $(BUILD)/nvtxshim
 
 # The unit tests of the command's JSON reader for trace files (cli/trace_json.c),
 # run by test/test_cli_trace_json.py.
-$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/trace_json.o $(DEPFILE)
+$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/trace_json.o \
+                                    $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli $< $(BUILD)/cli/trace_json.o -o $@ -lm
 
@@ -29,7 +32,7 @@ TEST_PROGRAMS += $(BUILD)/test/test_cli_trace_json
 # The events the loaders give for a file, one a line (test/unit/events_dump.c), which
 # test/test_cli_pftrace.py compares between a .pftrace and its JSON form.
 $(BUILD)/test/events_dump: test/unit/events_dump.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJECTS)) \
-                           $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(DEPFILE)
+                           $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \
 	  -lsqlite3 -lz -lm -ldl

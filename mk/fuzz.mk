@@ -15,20 +15,22 @@ FUZZ_CLANG ?= $(if $(CLANG),$(CLANG),clang)
 FUZZ_SOURCES := test/fuzz/config_fuzz.c libnvtxshim/config.c libnvtxshim/hooks/names.c
 FUZZ_FLAGS := -g -O1 -std=gnu11 $(WARNINGS) $(TABLE_FLAGS) -Ilibnvtxshim \
               -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FLAGS_CLASSES += fuzz
+FLAGS_fuzz = $(FUZZ_CLANG) $(CC) $(FUZZ_FLAGS)
 
 # Each linked from objects of its own (instrumented differently from the library's).
-$(BUILD)/fuzz/libfuzzer/%.o: %.c $(DEPFILE)
+$(BUILD)/fuzz/libfuzzer/%.o: %.c $(call flags,fuzz) $(DEPFILE)
 	$(call say,CLANG)
 	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(DEPFLAGS) -c $< -o $@
 
-$(BUILD)/fuzz/replay/%.o: %.c $(DEPFILE)
+$(BUILD)/fuzz/replay/%.o: %.c $(call flags,fuzz) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(FUZZ_FLAGS) $(DEPFLAGS) -c $< -o $@
 
 .PHONY: fuzz
-$(BUILD)/fuzz/config_fuzz: $(patsubst %.c,$(BUILD)/fuzz/libfuzzer/%.o,$(FUZZ_SOURCES))
+$(BUILD)/fuzz/config_fuzz: $(patsubst %.c,$(BUILD)/fuzz/libfuzzer/%.o,$(FUZZ_SOURCES)) $(call flags,fuzz)
 	$(call say,LD)
-	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer $^ -o $@
+	$(Q)$(FUZZ_CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer $(filter %.o,$^) -o $@
 
 fuzz: $(BUILD)/fuzz/config_fuzz
 	@mkdir -p $(BUILD)/fuzz/corpus
@@ -38,8 +40,9 @@ fuzz: $(BUILD)/fuzz/config_fuzz
 	$(Q)$(BUILD)/fuzz/config_fuzz -merge=1 test/fuzz/corpus $(BUILD)/fuzz/corpus 2>&1 | tail -1
 	@grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' $(BUILD)/fuzz/fuzz.log
 
-$(BUILD)/test/fuzz_replay: $(patsubst %.c,$(BUILD)/fuzz/replay/%.o,test/fuzz/replay.c $(FUZZ_SOURCES))
+$(BUILD)/test/fuzz_replay: $(patsubst %.c,$(BUILD)/fuzz/replay/%.o,test/fuzz/replay.c $(FUZZ_SOURCES)) \
+                          $(call flags,fuzz)
 	$(call say,LD)
-	$(Q)$(CC) $(FUZZ_FLAGS) $^ -o $@
+	$(Q)$(CC) $(FUZZ_FLAGS) $(filter %.o,$^) -o $@
 
 TEST_PROGRAMS += $(BUILD)/test/fuzz_replay

@@ -5,7 +5,9 @@ import shutil
 import subprocess
 import time
 
-from conftest import ROOT, SHIM
+import pytest
+
+from conftest import BUILD, ROOT, SHIM
 
 
 def hook_table(name):
@@ -19,7 +21,7 @@ def test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point():
     exported = {line.split()[-1] for line in output.splitlines() if line.strip()}
     # The version script is generated from the hook tables (cpp keeps the entry
     # points the installed cuda.h declares); it and the library must agree.
-    with open(os.path.join(ROOT, "build", "exports.map")) as f:
+    with open(os.path.join(BUILD, "exports.map")) as f:
         mapped = set(re.findall(r"^\s*(\w+);", f.read().split("local:")[0], re.M))
     assert exported == mapped
     tables = [f for f in os.listdir(os.path.join(ROOT, "libnvtxshim", "hooks")) if f.endswith(".def")]
@@ -106,6 +108,7 @@ def test_touching_a_header_rebuilds_exactly_what_includes_it(tmp_path):
     tree = str(tmp_path / "tree")
     shutil.copytree(ROOT, tree, symlinks=True, ignore=lambda d, names: [
         n for n in names if n in (".git", "__pycache__")
+        or (os.path.abspath(d) == ROOT and n.startswith("build-"))   # other builds beside it
         or (os.path.abspath(d) == os.path.join(ROOT, "build") and n in ("asan", "tsan", "bench"))])
     programs = _make(tree, "-s", "--eval", "print-%: ; @echo $($*)", "print-TEST_PROGRAMS").split()
     targets = ["all"] + [p for p in programs if p.startswith("build/")]
@@ -148,3 +151,91 @@ def test_touching_a_header_rebuilds_exactly_what_includes_it(tmp_path):
                 header, sorted({t for _, t in got - want}), sorted({t for _, t in want - got})))
     assert not wrong, "\n".join(wrong)
     assert included > len(headers) // 2  # the #include scan found them
+
+
+# ---- what decides how a target is built ------------------------------------------------------
+# The compiler, the flags and what the Makefile found (the kernel probe's tools, nvcc) are
+# dependencies of the targets they change: the files in $(BUILD)/flags.
+
+def _make_here(*args, check=True):
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "V")}
+    result = subprocess.run(["make", "--no-print-directory"] + list(args), cwd=ROOT, env=env,
+                            capture_output=True, text=True)
+    assert not check or result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _made(output, build):
+    """The targets under BUILD that make's lines ("  CC      build/obj/x.o") say it made."""
+    made = set()
+    for line in output.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0].isupper() and words[1].startswith(build + "/"):
+            made.add(os.path.relpath(words[1], build))
+    return made
+
+
+def test_the_kernel_probe_found_later_rebuilds_the_objects_it_changes(tmp_path):
+    # make on a machine without libbpf, make deps, make: the kernel probe is found now, and the
+    # two objects it changes (kernel.c's probe instead of its stubs, kernel_libbpf.c's libbpf
+    # functions instead of nothing) are rebuilt - not kernel.o alone, which left the link
+    # without bpf_object__destroy_skeleton - and no other object. And back again.
+    found = _make_here("-s", "--eval", "print-%: ; @echo $($*)", "print-KERNEL_PROBE").stdout.strip()
+    if found != "yes":
+        pytest.skip("this machine has no libbpf, bpftool, clang or BTF for the probe")
+    build = str(tmp_path / "build")
+    library = os.path.join(build, "libnvtxshim.so")
+    common = ["BUILD=" + build, "CFLAGS=-O0", library]
+
+    def has_probe():
+        with open(library, "rb") as f:
+            return b"libbpf.so.1" in f.read()
+
+    _make_here("-j2", "KERNEL_PROBE=no", *common)   # as where libbpf is missing
+    assert not has_probe()
+    probe_objects = {"obj/kernel.o", "obj/kernel_libbpf.o", "libnvtxshim.so"}
+    made = _made(_make_here(*common).stdout, build)   # found now
+    # The probe's object and skeleton (kernel/) are new; of the library's, exactly these two.
+    assert {m for m in made if not m.startswith(("kernel/", "flags/"))} == probe_objects, made
+    assert has_probe()
+    assert _make_here("-q", *common, check=False).returncode == 0   # and now up to date
+    made = _made(_make_here("KERNEL_PROBE=no", *common).stdout, build)
+    assert made == probe_objects | {"flags/kernel"}, made
+    assert not has_probe()
+    # Other flags rebuild every object of the library (a dry run).
+    dry = _make_here("-n", "BUILD=" + build, "CFLAGS=-O1", "KERNEL_PROBE=no", library).stdout
+    compiled = {os.path.relpath(o, build) for o in re.findall(r" -o (\S+\.o)\b", dry)}
+    sources = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "libnvtxshim"))
+               for d, _, names in os.walk(os.path.join(ROOT, "libnvtxshim"))
+               for n in names if n.endswith(".c") and not n.endswith(".bpf.c")}
+    assert compiled == {"obj/" + source[:-2] + ".o" for source in sources}
+
+
+def test_every_target_depends_on_the_file_of_its_flags():
+    # Every target make compiles, generates or links for make programs (the nested sanitizer
+    # builds' too) lists a flags file of its own build directory among its prerequisites. From
+    # make's database after a dry run that remakes everything (-p -n -B): nothing is written.
+    build = os.path.relpath(BUILD, ROOT)
+    result = _make_here("-p", "-n", "-B", "BUILD=" + build, "programs", "asan-programs")
+    made = set()
+    for line in result.stdout.splitlines():
+        for target in re.findall(r"(?:^|\s)(?:-o|>) (\S+)", line):
+            target = target[:-len(".tmp")] if target.endswith(".tmp") else target
+            if target.startswith(build + "/") and "/flags/" not in target:
+                made.add(target)
+    for target in ("obj/kernel_libbpf.o", "nvtxshim", "cli/main.o", "test/frame_loop",
+                   "exports.map", "asan/obj/kernel.o", "tsan/test/stress"):
+        assert os.path.join(build, target) in made, target
+    nested = re.findall(r"^NESTED_BUILDS :?= (.*)$", result.stdout, re.M)
+    nested = set(" ".join(nested).split())
+    prerequisites = {}
+    for line in result.stdout.splitlines():
+        match = re.match(r"^(\S+): (.*)$", line)
+        if match and match.group(1) in made:
+            prerequisites.setdefault(match.group(1), set()).update(match.group(2).split())
+    missing = []
+    for target in sorted(made):
+        home = max([d for d in nested if target.startswith(d + "/")] + [build], key=len)
+        if not any(p.startswith(home + "/flags/") for p in prerequisites.get(target, ())):
+            missing.append(target)
+    assert not missing, missing
