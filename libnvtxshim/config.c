@@ -43,18 +43,26 @@ static void report_line(struct report *report, const char *format, ...)
 }
 
 /* TEXT[0..LENGTH) as it may appear inside a one-line message: at most
- * SHOWN_MAX bytes of it, printable ASCII as is and every other byte (a newline,
- * an escape sequence, a byte of a UTF-8 or not-UTF-8 sequence) as \xNN, with
- * "..." when cut. A value may be a megabyte long or hold a newline; the line
- * must stay one line and still say what is accepted. */
+ * SHOWN_MAX bytes of it, printable ASCII as is, a newline, a carriage return
+ * and a tab as \n, \r and \t, and every other byte (an escape, a byte of a
+ * UTF-8 or not-UTF-8 sequence, the backslash and the quote around values) as
+ * \xNN, with "..." when cut. A value may be a megabyte long or hold a newline
+ * or a terminal's escape sequence; the line must stay one line, print nothing
+ * but itself, and still say what is accepted. Every value a message echoes goes
+ * through it (init.c's and the X11 hooks' too). */
 #define SHOWN_MAX 64
-static const char *shown(char out[SHOWN_MAX * 4 + 4], const char *text, size_t length)
+#define SHOWN_SIZE NVS_CONFIG_SHOWN_SIZE
+const char *nvs_config_shown(char out[NVS_CONFIG_SHOWN_SIZE], const char *text, size_t length)
 {
     static const char hex[] = "0123456789abcdef";
     size_t used = 0;
     for (size_t i = 0; i < length && i < SHOWN_MAX; i++) {
         unsigned char c = (unsigned char)text[i];
-        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
+        const char *named = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+        if (named) {
+            memcpy(out + used, named, 2);
+            used += 2;
+        } else if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') {
             out[used++] = (char)c;
         } else {
             out[used++] = '\\';
@@ -71,14 +79,74 @@ static const char *shown(char out[SHOWN_MAX * 4 + 4], const char *text, size_t l
     return out;
 }
 
-/* One line: the variable, the value, the accepted forms, what happens now. */
-static void report_bad(struct report *report, const char *variable, const char *value,
-                       const char *accepted, const char *consequence)
+/* A value whose feature prints it as it is (the capture range's name in the
+ * nsys options line, the trace path in the recorder's lines, a device path)
+ * holds no control character (C0, DEL): such a value is bad. */
+static bool printable(const char *text, size_t length)
 {
-    char value_shown[SHOWN_MAX * 4 + 4];
+    for (size_t i = 0; i < length; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+const char *nvs_glob_problem(const char *glob, size_t length)
+{
+    const char *end = glob + length;
+    if (length == 0 || glob[0] != '/')
+        return "not an absolute path";
+    if (length < 2)
+        return "the root directory, not a device";
+    if (!printable(glob, length))
+        return "a control character";
+    for (const char *p = glob; p < end; p++) {
+        if (*p != '[')
+            continue;
+        /* A bracket as nvs_glob_match (devices.c) reads it: '!' or '^' first
+         * negates; the first member may be ']'; "a-z" is a range unless the '-'
+         * is last. Each member is compared as a char, as there. */
+        const char *q = p + 1;
+        if (q < end && (*q == '!' || *q == '^'))
+            q++;
+        for (bool first = true; q < end && (first || *q != ']'); first = false) {
+            char low = *q, high = low;
+            if (q + 2 < end && q[1] == '-' && q[2] != ']') {
+                high = q[2];
+                q += 3;
+            } else {
+                q++;
+            }
+            if (low == '/' || high == '/')
+                return "a '/' inside [...], which never matches one";
+            if (low > high)
+                return "a range inside [...] from a higher character to a lower one";
+        }
+        if (q == end)
+            return "a '[' without its ']'";
+        p = q;
+    }
+    return NULL;
+}
+
+/* What is wrong with a bad value, where the accepted forms alone do not say:
+ * TEXT, a constant or BUFFER; NULL when they do. */
+struct why {
+    const char *text;
+    char buffer[SHOWN_SIZE + 96];
+};
+
+/* One line: the variable, the value, what is wrong with it (WHY, or NULL), the
+ * accepted forms, what happens now. */
+static void report_bad(struct report *report, const char *variable, const char *value,
+                       const struct why *why, const char *accepted, const char *consequence)
+{
+    char value_shown[SHOWN_SIZE];
     report->errors++;
-    report_line(report, "nvtxshim: %s='%s' is not valid (accepted: %s); %s",
-                variable, shown(value_shown, value, strlen(value)), accepted, consequence);
+    report_line(report, "nvtxshim: %s='%s' is not valid%s%s (accepted: %s); %s",
+                variable, nvs_config_shown(value_shown, value, strlen(value)), why->text ? ": " : "",
+                why->text ? why->text : "", accepted, consequence);
 }
 
 static bool parse_u64(const char *text, const char *end, uint64_t *out)
@@ -199,7 +267,7 @@ static bool parse_endpoint(const char *text, bool in, int *out)
     return true;
 }
 
-static bool parse_frame(const char *value, struct nvs_config *config)
+static bool parse_frame(const char *value, struct nvs_config *config, struct why *why)
 {
     static const struct { const char *name; enum nvs_frame_marker marker; } plain[] = {
         { "off", NVS_FRAME_OFF },           { "usb.in", NVS_FRAME_USB_IN },
@@ -230,8 +298,14 @@ static bool parse_frame(const char *value, struct nvs_config *config)
             continue;
         /* The device: a path or a glob, as the program opens it. */
         const char *path = value[length] ? value + length + 1 : "";
-        if (value[length] && (path[0] != '/' || strlen(path) >= sizeof config->frame_device))
-            return false;
+        if (value[length]) {
+            if (strlen(path) >= sizeof config->frame_device) {
+                why->text = "the path is too long";
+                return false;
+            }
+            if ((why->text = nvs_glob_problem(path, strlen(path))))
+                return false;
+        }
         strcpy(config->frame_device, path);
         config->frame = devices[i].marker;
         return true;
@@ -247,16 +321,30 @@ static bool parse_frame(const char *value, struct nvs_config *config)
     return false;
 }
 
-/* NVTXSHIM_DEVICES: a comma list of absolute path globs, none empty. */
-static bool parse_devices(const char *value, struct nvs_config *config)
+/* NVTXSHIM_DEVICES: a comma list of absolute path globs, none empty. A glob
+ * that nvs_glob_match would read otherwise than it looks is bad: the whole
+ * list is, and WHY says which entry and what. */
+static bool parse_devices(const char *value, struct nvs_config *config, struct why *why)
 {
-    if (strlen(value) >= sizeof config->devices)
+    if (strlen(value) >= sizeof config->devices) {
+        why->text = "the list is too long";
         return false;
+    }
     for (const char *item = value;;) {
         const char *comma = strchr(item, ',');
         size_t length = comma ? (size_t)(comma - item) : strlen(item);
-        if (length < 2 || item[0] != '/')
+        const char *problem = length ? nvs_glob_problem(item, length) : "an empty entry";
+        if (problem && item == value && !comma) {
+            why->text = problem;   /* the list's one entry */
             return false;
+        }
+        if (problem) {
+            char item_shown[SHOWN_SIZE];
+            snprintf(why->buffer, sizeof why->buffer, "'%s': %s", nvs_config_shown(item_shown, item, length),
+                     problem);
+            why->text = why->buffer;
+            return false;
+        }
         if (!comma)
             break;
         item = comma + 1;
@@ -362,11 +450,15 @@ static bool parse_capture(const char *value, struct nvs_config *config)
     return false;
 }
 
-static bool parse_capture_name(const char *value, struct nvs_config *config)
+static bool parse_capture_name(const char *value, struct nvs_config *config, struct why *why)
 {
     const char *at = strrchr(value, '@');
     if (!at || at == value || at[1] == '\0')
         return false;
+    if (!printable(value, strlen(value))) {
+        why->text = "a control character";
+        return false;
+    }
     size_t message_length = (size_t)(at - value);
     if (message_length >= sizeof config->capture_message ||
         strlen(at + 1) >= sizeof config->capture_domain)
@@ -377,10 +469,16 @@ static bool parse_capture_name(const char *value, struct nvs_config *config)
     return true;
 }
 
-static bool parse_trace(const char *value, struct nvs_config *config)
+static bool parse_trace(const char *value, struct nvs_config *config, struct why *why)
 {
-    if (strlen(value) >= sizeof config->trace_path - 32)
+    if (strlen(value) >= sizeof config->trace_path - 32) {
+        why->text = "the path is too long";
         return false;
+    }
+    if (!printable(value, strlen(value))) {
+        why->text = "a control character";
+        return false;
+    }
     for (const char *c = value; *c; c++) {
         if (*c == '%') {
             if (c[1] != 'p' && c[1] != '%')
@@ -474,8 +572,9 @@ static void set_defaults(struct nvs_config *config, bool zeroed)
 }
 
 /* Applies one variable's value; false means the value is bad and the
- * feature was put back to its default. */
-static bool apply(enum variable variable, const char *value, struct nvs_config *config)
+ * feature was put back to its default, and *WHY may say why. */
+static bool apply(enum variable variable, const char *value, struct nvs_config *config,
+                  struct why *why)
 {
     static const char *const log_levels[] = { "quiet", "info", "debug", NULL };
     static const char *const vias[] = { "both", "nvtx", "cuda", NULL };
@@ -493,12 +592,12 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
         if (!ok) config->hooks = 0;
         return ok;
     case V_FRAME:
-        ok = parse_frame(value, config);
+        ok = parse_frame(value, config, why);
         if (!ok) { config->frame = NVS_FRAME_OFF; config->frame_endpoint = -1; config->frame_call = -1;
                    config->frame_device[0] = '\0'; }
         return ok;
     case V_DEVICES:
-        ok = parse_devices(value, config);
+        ok = parse_devices(value, config, why);
         if (!ok) config->devices[0] = '\0';
         return ok;
     case V_FRAME_BUDGET:
@@ -515,11 +614,11 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
         if (ok) config->capture_via = (enum nvs_capture_via)choice;
         return ok;
     case V_CAPTURE_NAME:
-        ok = parse_capture_name(value, config);
+        ok = parse_capture_name(value, config, why);
         if (!ok) { strcpy(config->capture_message, "capture"); strcpy(config->capture_domain, "nvtxshim"); }
         return ok;
     case V_TRACE:
-        ok = parse_trace(value, config);
+        ok = parse_trace(value, config, why);
         if (!ok) config->trace_path[0] = '\0';
         return ok;
     case V_KERNEL:
@@ -579,10 +678,12 @@ static const char *group_name(unsigned group)
 static void report_untraced(struct report *report, const char *variable, const char *value,
                             unsigned group, const char *hooks, const char *consequence)
 {
+    char value_shown[SHOWN_SIZE], hooks_shown[SHOWN_SIZE];
     report->errors++;
     report_line(report, "nvtxshim: %s=%s counts %s calls, but NVTXSHIM_HOOKS=%s leaves them "
-                "untraced (add %s to it); %s", variable, value, group_name(group),
-                hooks ? hooks : "", group_name(group), consequence);
+                "untraced (add %s to it); %s", variable, nvs_config_shown(value_shown, value, strlen(value)),
+                group_name(group), hooks ? nvs_config_shown(hooks_shown, hooks, strlen(hooks)) : "",
+                group_name(group), consequence);
 }
 
 /* A frame marker or a calls: window whose calls NVTXSHIM_HOOKS switched off
@@ -612,7 +713,7 @@ static void report_unknown(struct report *report, const char *entry)
 {
     const char *equals = strchr(entry, '=');
     size_t name_length = equals ? (size_t)(equals - entry) : strlen(entry);
-    char name_shown[SHOWN_MAX * 4 + 4];
+    char name_shown[SHOWN_SIZE];
     /* ", _HOOKS, _FRAME, ...": the first is shown as NVTXSHIM_HOOKS. */
     static const char known[] =
 #define NVS_VARIABLE(id, name, option, argument, default_value, summary, accepted, if_bad, manual) \
@@ -622,7 +723,7 @@ static void report_unknown(struct report *report, const char *entry)
         ;
     report->errors++;
     report_line(report, "nvtxshim: %s is not a known variable (known: " PREFIX "%s); ignored",
-                shown(name_shown, entry, name_length), known + 3);
+                nvs_config_shown(name_shown, entry, name_length), known + 3);
 }
 
 NVS_ONCE static int parse(struct nvs_config *config, bool zeroed, char *const *envp,
@@ -655,16 +756,18 @@ NVS_ONCE static int parse(struct nvs_config *config, bool zeroed, char *const *e
         /* An empty value means the variable is unset, as in `NVTXSHIM_FRAME= prog`. */
         if (!values[v] || values[v][0] == '\0')
             continue;
-        if (!apply((enum variable)v, values[v], config))
-            report_bad(&report, variables[v].name, values[v], variables[v].accepted,
+        struct why why = { NULL, "" };
+        if (!apply((enum variable)v, values[v], config, &why))
+            report_bad(&report, variables[v].name, values[v], &why, variables[v].accepted,
                        variables[v].consequence);
     }
     check_markers(config, values, &report);
     if (config->capture == NVS_CAPTURE_FRAMES && config->frame == NVS_FRAME_OFF) {
+        char capture_shown[SHOWN_SIZE];
         report.errors++;
         report_line(&report, "nvtxshim: NVTXSHIM_CAPTURE=%s counts frames, but NVTXSHIM_FRAME "
                     "is off (set it to the call that begins a frame); capture stays off",
-                    values[V_CAPTURE]);
+                    nvs_config_shown(capture_shown, values[V_CAPTURE], strlen(values[V_CAPTURE])));
         config->capture = NVS_CAPTURE_OFF;
     }
     for (char *const *entry = envp; entry && *entry; entry++) {

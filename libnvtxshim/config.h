@@ -3,6 +3,7 @@
 #define NVS_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Code that runs once, at load or at exit, in every process that inherits
@@ -102,6 +103,20 @@ const struct nvs_config *nvs_config(void);
 
 /* Lines that nvs_config() produced, for the caller to print when it decides to. */
 const char *nvs_config_messages(void);
+
+/* What makes GLOB[0..LENGTH) no device path glob, or NULL: one that is not
+ * absolute, is "/", holds a control character, or that nvs_glob_match
+ * (devices.c) would read otherwise than it looks - a '[' without its ']'
+ * (matched as a plain '['), a '/' inside [...] (never matched), a range from
+ * a higher character to a lower one (matches nothing). NVTXSHIM_DEVICES'
+ * entries and the frame markers' PATH are checked with it. */
+const char *nvs_glob_problem(const char *glob, size_t length);
+
+/* TEXT[0..LENGTH) as a message may show it: one line, printable ASCII, at
+ * most 64 bytes of it (control and other bytes as \n, \t, \xNN; "..." when
+ * cut). Returns OUT. */
+#define NVS_CONFIG_SHOWN_SIZE (64 * 4 + 4)
+const char *nvs_config_shown(char out[NVS_CONFIG_SHOWN_SIZE], const char *text, size_t length);
 
 /* The reference printed for NVTXSHIM_HELP=1. */
 const char *nvs_config_help(void);

@@ -56,6 +56,9 @@ static void collect(const char *line, void *context)
         fail("a message is not exactly one line", line);
     if (length >= 1024)
         fail("a message is over 1023 bytes", line);
+    for (size_t i = 0; i + 1 < length; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            fail("a message holds a control character (a value not escaped)", line);
 }
 
 static bool terminated(const char *text, size_t size)
@@ -68,7 +71,7 @@ static void check_config(const struct nvs_config *c)
 {
     if (c->hooks & ~(unsigned)NVS_HOOKS_ALL)
         fail("hooks outside usb|x11|cuda", NULL);
-    if (c->frame > NVS_FRAME_CALL || c->capture > NVS_CAPTURE_SIGNAL ||
+    if (c->frame > NVS_FRAME_HID_OUT || c->capture > NVS_CAPTURE_SIGNAL ||
         c->capture_via > NVS_VIA_CUDA || c->log > NVS_LOG_DEBUG)
         fail("an enum out of range", NULL);
     if (c->frame_endpoint != -1) {
@@ -96,6 +99,8 @@ static void check_config(const struct nvs_config *c)
     if (!terminated(c->capture_message, sizeof c->capture_message) ||
         !terminated(c->capture_domain, sizeof c->capture_domain) ||
         !terminated(c->trace_path, sizeof c->trace_path) ||
+        !terminated(c->frame_device, sizeof c->frame_device) ||
+        !terminated(c->devices, sizeof c->devices) ||
         !terminated(c->display, sizeof c->display) ||
         !terminated(c->nvtx_injection_path, sizeof c->nvtx_injection_path))
         fail("a string without its terminating NUL", NULL);
@@ -103,6 +108,22 @@ static void check_config(const struct nvs_config *c)
         fail("an empty capture name", NULL);
     if (c->kernel && c->kernel_min_interval_ns == 0)
         fail("a zero kernel threshold", NULL);
+    /* What the library prints as it is: no control characters; globs nvs_glob_match reads
+     * as they look. */
+    for (const char *text = c->capture_message; *text; text++)
+        if ((unsigned char)*text < 0x20 || *text == 0x7f)
+            fail("a capture name with a control character", c->capture_message);
+    for (const char *text = c->trace_path; *text; text++)
+        if ((unsigned char)*text < 0x20 || *text == 0x7f)
+            fail("a trace path with a control character", c->trace_path);
+    if (c->frame_device[0] && nvs_glob_problem(c->frame_device, strlen(c->frame_device)))
+        fail("a frame marker's path that is no well-formed glob", c->frame_device);
+    for (const char *item = c->devices; *item;) {
+        size_t length = strcspn(item, ",");
+        if (nvs_glob_problem(item, length))
+            fail("an NVTXSHIM_DEVICES entry that is no well-formed glob", c->devices);
+        item += length + (item[length] == ',');
+    }
 }
 
 /* A bad value of VARIABLE must leave its feature as it is by default. */

@@ -216,6 +216,107 @@ static void test_bad_values_report(void)
     bad("NVTXSHIM_HELP=yes", "0, 1");
 }
 
+/* A value with control characters: one line, the value escaped in it (\\n, \\x1b...), no
+ * control character but the line's own newline, the feature at its default. */
+static void bad_escaped(const char *assignment, const char *escaped, const char *accepted_hint)
+{
+    struct nvs_config config;
+    int errors = parse1(&config, assignment);
+    bool clean = true;
+    for (const char *c = lines; *c; c++)
+        clean &= ((unsigned char)*c >= 0x20 && *c != 0x7f) || c == lines + strlen(lines) - 1;
+    bool ok = errors == 1 && line_count == 1 && !strncmp(lines, "nvtxshim: ", 10) && clean &&
+              strstr(lines, escaped) && strstr(lines, accepted_hint) &&
+              lines[strlen(lines) - 1] == '\n';
+    if (ok) passed++;
+    else { failed++; printf("FAIL escaped value %s: %d line(s): %s\n", escaped, line_count, lines); }
+}
+
+static void test_values_are_escaped_in_messages(void)
+{
+    struct nvs_config c;
+    bad_escaped("NVTXSHIM_CAPTURE_NAME=a\nb@rig", "'a\\nb@rig'", "no control characters");
+    parse1(&c, "NVTXSHIM_CAPTURE_NAME=\x1b[2Jgrab@rig");
+    CHECK(!strcmp(c.capture_message, "capture") && !strcmp(c.capture_domain, "nvtxshim"));
+    bad_escaped("NVTXSHIM_CAPTURE_NAME=\x1b[2Jgrab@rig", "'\\x1b[2Jgrab@rig'", "MESSAGE@DOMAIN");
+    bad_escaped("NVTXSHIM_CAPTURE_NAME=grab@r\tig", "'grab@r\\tig'", "MESSAGE@DOMAIN");
+    bad_escaped("NVTXSHIM_TRACE=/tmp/a\nb.json", "'/tmp/a\\nb.json'", "without control characters");
+    parse1(&c, "NVTXSHIM_TRACE=/tmp/a\rb.json"); CHECK(c.trace_path[0] == '\0');
+    bad_escaped("NVTXSHIM_DEVICES=/dev/pts/\x1b", "'/dev/pts/\\x1b'", "a control character");
+    bad_escaped("NVTXSHIM_FRAME=serial.in:/dev/tty\n", "'serial.in:/dev/tty\\n'", "serial.in[:PATH]");
+    bad_escaped("NVTXSHIM_LOG=\x7f\x01", "'\\x7f\\x01'", "quiet, info, debug");
+    /* A line that echoes a value besides a bad one's: a marker whose calls NVTXSHIM_HOOKS
+     * leaves untraced (here a bad list, which hooks nothing) echoes both. */
+    struct nvs_config config;
+    char *envp[] = { "NVTXSHIM_HOOKS=usb\x1b[2J", "NVTXSHIM_FRAME=v4l2.in", NULL };
+    lines[0] = '\0';
+    line_count = 0;
+    CHECK(nvs_config_parse(&config, envp, collect, NULL) == 2 && line_count == 2);
+    CHECK(strstr(lines, "NVTXSHIM_HOOKS=usb\\x1b[2J leaves them untraced") && !strchr(lines, 0x1b));
+    CHECK(parse1(&config, "NVTXSHIM_CAPTURE=frames:5\n") == 1 && line_count == 1 &&
+          !strstr(lines, "frames:5\n") && strstr(lines, "'frames:5\\n'"));
+}
+
+static void test_globs(void)
+{
+    static const char *const well_formed[] = {
+        "/dev/ttyACM0", "/dev/pts/*", "/dev/i2c-*", "/dev/spidev?.?", "/dev/ttyUSB[0-3]",
+        "/dev/tty[!0-9]x", "/dev/tty[^a]", "/dev/x[]]", "/dev/x[!]]", "/dev/x[]a-]", "/dev/x[a-]",
+        "/dev/[[]", "/dev/a]b", "/dev/x[-a]", NULL,
+    };
+    for (int i = 0; well_formed[i]; i++) {
+        const char *problem = nvs_glob_problem(well_formed[i], strlen(well_formed[i]));
+        if (problem) { failed++; printf("FAIL glob %s: %s\n", well_formed[i], problem); }
+        else passed++;
+    }
+    static const struct { const char *glob, *problem; } malformed[] = {
+        { "/dev/tty[", "without its ']'" },     { "/dev/tty[0-", "without its ']'" },
+        { "/dev/tty[]", "without its ']'" },    { "/dev/tty[!]", "without its ']'" },
+        { "/dev/tty[^", "without its ']'" },    { "/dev/tty[0-9]x[", "without its ']'" },
+        { "/dev/[a/b]", "'/' inside" },         { "/dev/tty[!/]", "'/' inside" },
+        { "/dev/tty[.-/]", "'/' inside" },      { "/dev/tty[9-0]", "higher character" },
+        { "/dev/tty[a-Z]", "higher character" }, { "dev/tty0", "absolute" },
+        { "", "absolute" },                     { "/", "root" },
+        { "/dev/tty\n", "control" },            { "/dev/\x1b[0]", "control" },
+        { NULL, NULL },
+    };
+    for (int i = 0; malformed[i].glob; i++) {
+        const char *problem = nvs_glob_problem(malformed[i].glob, strlen(malformed[i].glob));
+        if (problem && strstr(problem, malformed[i].problem)) passed++;
+        else { failed++; printf("FAIL glob %s: %s\n", malformed[i].glob, problem ? problem : "accepted"); }
+    }
+    /* Only LENGTH bytes count: an entry of a comma list. */
+    CHECK(nvs_glob_problem("/dev/tty[0],/x", 11) == NULL);
+    CHECK(nvs_glob_problem("/dev/tty[0],/x]", 10) != NULL);
+
+    struct nvs_config c;
+    good("NVTXSHIM_DEVICES=/dev/pts/*,/dev/ttyACM[0-3],/dev/x[]]");
+    bad("NVTXSHIM_DEVICES=/dev/tty[", "closed by its ]");
+    parse1(&c, "NVTXSHIM_DEVICES=/dev/tty[");
+    CHECK(c.devices[0] == '\0' && strstr(lines, "a '[' without its ']'"));
+    bad("NVTXSHIM_DEVICES=/dev/pts/*,/dev/ttyUSB[0-", "absolute path globs");
+    parse1(&c, "NVTXSHIM_DEVICES=/dev/pts/*,/dev/ttyUSB[0-,/dev/i2c-*");
+    CHECK(c.devices[0] == '\0' && strstr(lines, "'/dev/ttyUSB[0-': a '[' without its ']'"));
+    bad("NVTXSHIM_DEVICES=/dev/i2c-[9-0]", "absolute path globs");
+    bad("NVTXSHIM_DEVICES=/dev/[a/b]", "absolute path globs");
+    bad("NVTXSHIM_DEVICES=/dev/pts/0,", "absolute path globs");
+    good("NVTXSHIM_FRAME=serial.in:/dev/ttyACM[0-3]");
+    good("NVTXSHIM_FRAME=v4l2.in:/dev/video*");
+    static const char *const markers[] = {
+        "v4l2.in", "serial.in", "serial.out", "hid.in", "hid.out", NULL,
+    };
+    for (int i = 0; markers[i]; i++) {
+        char assignment[128];
+        snprintf(assignment, sizeof assignment, "NVTXSHIM_FRAME=%s:/dev/tty[", markers[i]);
+        bad(assignment, "closed by its ]");
+        parse1(&c, assignment);
+        CHECK(c.frame == NVS_FRAME_OFF && c.frame_device[0] == '\0' &&
+              strstr(lines, "a '[' without its ']'"));
+    }
+    bad("NVTXSHIM_FRAME=hid.in:/dev/hidraw[1-0]", "hid.in[:PATH]");
+    bad("NVTXSHIM_FRAME=v4l2.in:/dev/[a/b]", "v4l2.in[:PATH]");
+}
+
 static void test_unknown_variable(void)
 {
     struct nvs_config config;
@@ -244,6 +345,8 @@ int main(void)
     test_good_values_say_nothing();
     test_bad_values_fall_back();
     test_bad_values_report();
+    test_values_are_escaped_in_messages();
+    test_globs();
     test_unknown_variable();
     test_several_bad_variables_one_line_each();
     printf("config: %d passed, %d failed\n", passed, failed);
