@@ -60,7 +60,9 @@ def test_v4l2ctl_streams_the_frames_the_camera_logs(tmp_path, io):
     result = ok(run(["v4l2-ctl", "-d", DEVICE, "--stream-%s" % io, "--stream-count=8", "--verbose",
                      "--stream-to=%s" % out], env))
     seen = v4l2ctl_buffers(result.stdout + result.stderr)
-    events = read_log(log)
+    # Frames 0-7, each handed out and none dropped; frames after them (the camera goes on until
+    # v4l2-ctl stops the stream, and drops them once it holds no buffer) are not the stream's.
+    events = [e for e in read_log(log) if e["seq"] < 8]
     assert [e["event"] for e in events] == ["dqbuf"] * 8
     assert [(b[0], b[1], b[2], b[3]) for b in seen] == \
         [(e["index"], e["seq"], e["bytes"], e["timestamp_ns"]) for e in events]
@@ -76,7 +78,11 @@ def test_dropped_sequences_are_skipped_and_logged(tmp_path):
     seen = v4l2ctl_buffers(result.stdout + result.stderr)
     assert [b[1] for b in seen] == [0, 1, 4, 6, 7]
     assert b"dropped: 2" in seen[2][4] and b"dropped: 1" in seen[3][4]
-    events = read_log(log)
+    # In sequence order: a drop is logged as its frame comes, a dqbuf as the client takes the
+    # frame, so the log's own order of the two follows the client's pace. Up to the fifth frame
+    # handed out (7): the camera goes on until v4l2-ctl stops the stream, and drops frames once
+    # it holds no more buffers, how many depending on how soon that is.
+    events = sorted((e for e in read_log(log) if e["seq"] <= 7), key=lambda e: e["seq"])
     assert [(e["event"], e["seq"]) for e in events] == \
         [("dqbuf", 0), ("dqbuf", 1), ("drop", 2), ("drop", 3), ("dqbuf", 4), ("drop", 5), ("dqbuf", 6), ("dqbuf", 7)]
     assert all(e["reason"] == "config" for e in events if e["event"] == "drop")
@@ -95,7 +101,11 @@ def test_frame_age_is_the_injected_delay(tmp_path):
     for e in events:
         delay_ns = int(delays[e["seq"] % len(delays)] * 1000000)
         assert e["due_ns"] - e["timestamp_ns"] == delay_ns
-        assert abs(e["ready_ns"] - e["timestamp_ns"] - delay_ns) < 1000000, e
+        # Made ready at its due moment: never before it, and after it no later than a wake-up
+        # takes (1 ms) besides the time the producer spent waiting for a CPU (waited_ns, the
+        # scheduler's share: CPU-bound processes beside the test make that as long as they like).
+        assert e["ready_ns"] >= e["due_ns"], e
+        assert e["ready_ns"] - e["due_ns"] - e["waited_ns"] < 1000000, e
         assert e["dq_ns"] >= e["ready_ns"]
     # the client's timestamps are the log's, to the microsecond (struct timeval)
     seen = v4l2ctl_buffers(result.stdout + result.stderr)
@@ -211,8 +221,11 @@ def test_read_poll_and_stat(tmp_path):
 
 def test_v4l2_compliance_streaming(tmp_path):
     need("v4l2-compliance", "v4l-utils")
-    # 120 frames per second: the streaming tests capture 60 frames several times over
-    env, _ = camera_env(tmp_path, fps=120, fmt=SMALL)
+    # 120 frames per second: the streaming tests capture 60 frames several times over. The
+    # camera waits for a buffer rather than drop a frame that comes while none is queued:
+    # compliance fails a stream with a gap of two, which a client more than two periods
+    # behind makes (where CPU-bound processes run beside it), however right the camera is.
+    env, log = camera_env(tmp_path, fps=120, fmt=SMALL, nobuf="wait")
     result = run(["v4l2-compliance", "-d", DEVICE, "-s"], env, timeout=120)
     text = result.stdout.decode(errors="replace")
     assert result.returncode == 0, text[-4000:]
@@ -221,6 +234,7 @@ def test_v4l2_compliance_streaming(tmp_path):
     # The one warning: the camera has no VIDIOC_CREATE_BUFS (optional; REQBUFS is what
     # clients use), so compliance skips the CREATE_BUFS checks.
     assert re.findall(r"warn: \S+ (.*)", text) == ["VIDIOC_CREATE_BUFS not supported"]
+    assert [e for e in read_log(log) if e["event"] == "drop"] == []
     for test in ("read/write", "blocking wait", "MMAP \\(select\\)", "MMAP \\(epoll\\)", "USERPTR \\(select\\)"):
         assert re.search(r"test %s: OK\n" % test, text), test
 
@@ -234,3 +248,65 @@ def test_other_paths_are_untouched(tmp_path):
              "assert os.stat('/dev/null').st_rdev == os.makedev(1, 3)\n")
     ok(run([PYTHON, "-c", check], env))
     assert read_log(log) == []
+
+
+# A program that waits for a frame before its first read(), as a select()-driven read loop does.
+SELECT_FIRST_CHILD = r"""
+import os, select, sys
+path, size = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDWR)
+ready, _, _ = select.select([fd], [], [], 3)
+print("ready" if ready else "timed out")
+if ready:
+    print(len(os.read(fd, size)))
+"""
+
+
+def test_a_select_before_the_first_read_wakes_with_the_first_frame(tmp_path):
+    """A driver starts read() I/O when the program waits to read (vb2_poll), not only at its first
+    read(): the camera double waited out the select's timeout, hiding what a real camera does."""
+    env, log = camera_env(tmp_path, fps=60, fmt=SMALL)
+    result = ok(run([PYTHON, "-c", SELECT_FIRST_CHILD, DEVICE, str(160 * 120 * 2)], env))
+    assert result.stdout.decode().split() == ["ready", str(160 * 120 * 2)]
+    assert [e["event"] for e in handed_out(read_log(log))] == ["read"]
+
+
+# Streaming with MMAP buffers, then a forked child dequeues (a worker process given the camera).
+FORK_CHILD = r"""
+import fcntl, os, signal, struct, sys
+REQBUFS, QBUF, DQBUF, STREAMON = 0xc0145608, 0xc058560f, 0xc0585611, 0x40045612
+CAPTURE, MMAP = 1, 1
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.ioctl(fd, REQBUFS, bytearray(struct.pack("IIII4x", 2, CAPTURE, MMAP, 0)), True)
+def buffer(index=0):
+    b = bytearray(88)
+    struct.pack_into("II", b, 0, index, CAPTURE)
+    struct.pack_into("I", b, 60, MMAP)
+    return b
+for index in range(2):
+    fcntl.ioctl(fd, QBUF, buffer(index), True)
+fcntl.ioctl(fd, STREAMON, bytearray(struct.pack("I", CAPTURE)), True)
+child = os.fork()
+if child == 0:
+    signal.alarm(10)  # a hang is a failure, not a stuck test
+    b = buffer()
+    fcntl.ioctl(fd, DQBUF, b, True)
+    print("child dequeued sequence", struct.unpack_from("I", b, 56)[0], flush=True)
+    os._exit(0)
+_, status = os.waitpid(child, 0)
+print("child", "ok" if os.waitstatus_to_exitcode(status) == 0 else "failed")
+"""
+
+
+@pytest.mark.parametrize("shim", [False, True], ids=["plain", "shim"])
+def test_a_forked_child_dequeues_from_the_stream(tmp_path, shim):
+    """The stream is the device's: a child forked while it runs gets frames from a blocking
+    VIDIOC_DQBUF, with the library or without it. The double's capture thread did not cross the
+    fork, and the child waited for good."""
+    env, log = camera_env(tmp_path, fps=60, fmt=SMALL)
+    if shim:
+        from conftest import SHIM
+        env = dict(env, LD_PRELOAD=SHIM + ":" + env["LD_PRELOAD"],
+                   NVTXSHIM_TRACE=str(tmp_path / "trace-%p.json"))
+    result = ok(run([PYTHON, "-c", FORK_CHILD, DEVICE], env, timeout=60))
+    assert result.stdout.decode().splitlines() == ["child dequeued sequence 0", "child ok"]

@@ -213,18 +213,16 @@ def test_the_serial_actuator_talks_to_the_servo_with_pyserial(make_device, tmp_p
     # The twin acts through examples/emuservo.py on a pty after inference: once a frame, with
     # the action it chose from that frame, and reads the reply.
     import subprocess
-    import time
     from test_harness import check_servo_run
     device = make_device(frames=FRAMES)
     usb, usb_lines = harness(device)
-    path_file, log = tmp_path / "servo.path", tmp_path / "servo.log"
-    servo = subprocess.Popen([PYTHON, os.path.join(ROOT, "examples", "emuservo.py"), "--path-file",
-                              str(path_file), "--log", str(log)], stdout=subprocess.PIPE)
+    log = tmp_path / "servo.log"
+    # The servo says the pty's path on stdout, one line, once it is ready: the read waits.
+    servo = subprocess.Popen([PYTHON, os.path.join(ROOT, "examples", "emuservo.py"), "--log", str(log)],
+                             stdout=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 10
-        while not path_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        path = path_file.read_text().strip()
+        path = servo.stdout.readline().decode().strip()
+        assert path.startswith("/dev/"), path
         rig = run([PYTHON, HARNESS, "--frames", str(FRAMES), "--actuator", "serial:" + path, "--log"],
                   shim=False, device=device)
         check_servo_run(rig, (path, log, servo), FRAMES, usb_lines[1])

@@ -45,24 +45,43 @@ def built_with_the_probe():
 
 
 def test_a_frame_that_sleeps_shows_at_least_that_much_blocked(make_device, tmp_path):
-    device = make_device(frames=8)
-    result, events = traced(device, [program("test/frame_loop"), "8", "--sleep-us", "5000"], tmp_path)
-    assert result.returncode == 0, result.stderr
-    frames = frames_of(events)
-    assert len(frames) == 8
-    for frame in frames:
-        assert frame["args"]["offcpu_blocked_ns"] >= 5000000, frame
-        assert frame["args"]["offcpu_voluntary"] >= 1 and frame["args"]["offcpu_threads"] == 1
-    # The sleeps are longer than the 1 ms threshold: each is a range in domain kernel
-    # (other waits over 1 ms, opening the device say, may be there too). An interval
-    # runs from the switch out, a little after nanosleep began, to the timer's wake-up,
-    # due 5 ms after it began: so a hair under 5 ms at worst.
-    blocked = [e for e in ranges(events, "kernel") if e["name"] == "off CPU: blocked"]
-    assert sum(1 for e in blocked if e["dur"] >= 4900) >= 8, sorted(round(e["dur"]) for e in blocked)
-    marks = [e["name"] for e in events if e.get("ph") == "i" and e.get("cat") == "kernel"]
-    assert len(marks) == 8 and all(re.match(
-        r"frame \d+: runnable [\d.]+ ms \(\d+ preemptions?\), blocked [\d.]+ ms, \d+ faults?", m)
-        for m in marks), marks
+    # Every frame sleeps 5 ms, so it spends at least that off the CPU. A thread not preempted in
+    # the frame spends it blocked; one preempted between arming the sleep's timer and going to
+    # sleep may run again only after the timer has expired, and then never blocks: the time was
+    # runnable (where CPU-bound processes run beside the program). Runs again until 8 frames
+    # without a preemption have been seen, 20 runs at most.
+    clean = 0
+    for attempt in range(20):
+        device = make_device(frames=8)
+        result, events = traced(device, [program("test/frame_loop"), "8", "--sleep-us", "5000"],
+                                tmp_path, label="k%d" % attempt)
+        assert result.returncode == 0, result.stderr
+        frames = frames_of(events)
+        assert len(frames) == 8
+        unpreempted = 0
+        for frame in frames:
+            figures = frame["args"]
+            assert figures["offcpu_blocked_ns"] + figures["offcpu_runnable_ns"] >= 5000000, frame
+            assert figures["offcpu_threads"] == 1
+            if figures["offcpu_preemptions"] == 0:
+                assert figures["offcpu_blocked_ns"] >= 5000000, frame
+                assert figures["offcpu_voluntary"] >= 1
+                unpreempted += 1
+        # The sleeps are longer than the 1 ms threshold: each is a range in domain kernel
+        # (other waits over 1 ms, opening the device say, may be there too). An interval
+        # runs from the switch out, a little after nanosleep began, to the timer's wake-up,
+        # due 5 ms after it began: so a hair under 5 ms at worst.
+        blocked = [e for e in ranges(events, "kernel") if e["name"] == "off CPU: blocked"]
+        assert sum(1 for e in blocked if e["dur"] >= 4900) >= unpreempted, \
+            sorted(round(e["dur"]) for e in blocked)
+        marks = [e["name"] for e in events if e.get("ph") == "i" and e.get("cat") == "kernel"]
+        assert len(marks) == 8 and all(re.match(
+            r"frame \d+: runnable [\d.]+ ms \(\d+ preemptions?\), blocked [\d.]+ ms, \d+ faults?", m)
+            for m in marks), marks
+        clean += unpreempted
+        if clean >= 8:
+            break
+    assert clean >= 8, "only %d frames of 20 runs were not preempted" % clean
 
 
 def test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable(make_device, tmp_path):

@@ -24,11 +24,14 @@ def preload(*in_front):
     return ":".join(list(in_front) + [LIBRARY])
 
 
-def camera_env(tmp_path, delays_ms=(), drops=(), fps=30, fmt="YUYV:640x480", device=DEVICE, minor=0):
+def camera_env(tmp_path, delays_ms=(), drops=(), fps=30, fmt="YUYV:640x480", device=DEVICE, minor=0,
+               nobuf="drop"):
     """(the variables to merge into a child's environment, the path of the truth log).
     DELAYS_MS: frame of sequence s becomes ready delays_ms[s % len] after its timestamp;
-    DROPS: sequence numbers the camera drops. LD_PRELOAD holds the camera alone (preload()
-    puts other libraries in front of it)."""
+    DROPS: sequence numbers the camera drops; NOBUF: "drop" a frame that comes while no
+    buffer is queued (as a driver does), or "wait" for one (the camera's clock stops), for a
+    check that must not depend on the client keeping up. LD_PRELOAD holds the camera alone
+    (preload() puts other libraries in front of it)."""
     assert os.path.exists(LIBRARY), "%s is not built: run make test" % LIBRARY
     log = os.path.join(str(tmp_path), "emuv4l2.log")
     env = {
@@ -38,6 +41,7 @@ def camera_env(tmp_path, delays_ms=(), drops=(), fps=30, fmt="YUYV:640x480", dev
         "EMUV4L2_FORMAT": fmt,
         "EMUV4L2_FPS": str(fps),
         "EMUV4L2_LOG": log,
+        "EMUV4L2_NOBUF": nobuf,
     }
     if delays_ms:
         env["EMUV4L2_DELAY_MS"] = ",".join(repr(float(d)) for d in delays_ms)

@@ -24,15 +24,27 @@
  *                     moments, so a long delay followed by a short one reorders them.
  *   EMUV4L2_DROP      comma list of sequence numbers the camera drops: no buffer is used
  *                     and the next frame's sequence number skips it, as a driver's does.
+ *   EMUV4L2_NOBUF     what the camera does with a frame that comes while the program has no
+ *                     buffer queued: drop (the default, as a driver does: logged as a drop,
+ *                     reason nobuf) or wait: the camera's clock stops until a buffer is
+ *                     queued, and the frame and those after it come that much later (their
+ *                     timestamps too). For clients whose checks fail on a gap that only a
+ *                     client slower than the camera makes (v4l2-compliance), wherever they run.
  *   EMUV4L2_LOG       a file the library appends one line to, with one write(2), per event
  *                     (times are CLOCK_MONOTONIC nanoseconds):
- *       dqbuf seq=S index=I timestamp_ns=T due_ns=U ready_ns=R dq_ns=D bytes=B
- *       read seq=S index=I timestamp_ns=T due_ns=U ready_ns=R dq_ns=D bytes=B
+ *       dqbuf seq=S index=I timestamp_ns=T due_ns=U ready_ns=R waited_ns=W dq_ns=D bytes=B
+ *       read seq=S index=I timestamp_ns=T due_ns=U ready_ns=R waited_ns=W dq_ns=D bytes=B
  *       drop seq=S reason=config|nobuf timestamp_ns=T
  *     dqbuf: a buffer handed out by VIDIOC_DQBUF; read: a frame handed out by read() (its
  *     first bytes); T is the capture timestamp the program sees (a whole microsecond:
  *     struct timeval), U = T + the configured delay, R the moment the buffer was made ready
- *     (measured), D the moment it was handed out. drop: config when EMUV4L2_DROP named it,
+ *     (measured), W how much of the time before R went to the scheduler since the producer
+ *     thread last went to sleep (or the stream started): the producer's time runnable but
+ *     waiting for a CPU (the run_delay of /proc/thread-self/schedstat; 0 where the kernel
+ *     does not keep it), and the time the program's threads holding the camera's lock spent
+ *     off their CPU meanwhile (the producer waits for that lock). R - U - W is the camera's
+ *     own lateness; W is as long as CPU-bound processes beside the program make it. D the
+ *     moment it was handed out. drop: config when EMUV4L2_DROP named it,
  *     nobuf when no buffer was queued when the frame came (its buffer is claimed and filled
  *     min(3 ms, half a period) before the timestamp, so that filling never delays readiness).
  *
@@ -92,7 +104,7 @@ struct ofile {               /* one open file description (open(), shared by its
 struct buffer {
     int state;
     uint32_t seq, bytesused;
-    uint64_t ts_ns, due_ns, ready_ns;
+    uint64_t ts_ns, due_ns, ready_ns, waited_ns;
     unsigned long userptr;   /* USERPTR: where the program's memory is */
     uint32_t ulength;
     int mapped;              /* mappings of it alive in the program */
@@ -122,8 +134,12 @@ static struct {
     int queued[MAXBUF], nqueued;  /* FIFO of QBUF order */
     int done[MAXBUF], ndone;      /* FIFO of ready order */
     int streaming, reading;
+    int restart;             /* a forked child: its producer starts at its first camera call */
     int rd_index; uint32_t rd_pos; /* read(): the frame being read, and how far */
     uint32_t next_seq; uint64_t start_ns;
+    uint64_t held_off_cpu_ns;  /* camera_unlock: the program's threads' time off CPU holding mu */
+    int nobuf_wait;            /* EMUV4L2_NOBUF=wait */
+    int starved;               /* nobuf_wait: the producer waits for a buffer, its clock stopped */
     pthread_t thread; int thread_alive, stop;
     int wakefd;              /* kicks blocked DQBUF/read waiters at STREAMOFF and close */
     struct mapping maps[MAXMAPS]; int nmaps;
@@ -155,6 +171,11 @@ static int (*next_fcntl64)(int, int, ...);
 static int (*next_ioctl)(int, unsigned long, ...);
 static ssize_t (*next_read)(int, void *, size_t);
 static ssize_t (*next___read_chk)(int, void *, size_t, size_t);
+static int (*next_poll)(struct pollfd *, nfds_t, int);
+static int (*next_ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+static int (*next_select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+static int (*next_pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+                           const sigset_t *);
 static void *(*next_mmap)(void *, size_t, int, int, int, off_t);
 static void *(*next_mmap64)(void *, size_t, int, int, int, off_t);
 static int (*next_munmap)(void *, size_t);
@@ -192,6 +213,7 @@ static void resolve_all(void)
     RESOLVE(fopen); RESOLVE(fopen64); RESOLVE(fclose); RESOLVE(close);
     RESOLVE(dup); RESOLVE(dup2); RESOLVE(dup3); RESOLVE(fcntl); RESOLVE(fcntl64);
     RESOLVE(ioctl); RESOLVE(read); RESOLVE(__read_chk);
+    RESOLVE(poll); RESOLVE(ppoll); RESOLVE(select); RESOLVE(pselect);
     RESOLVE(mmap); RESOLVE(mmap64); RESOLVE(munmap);
     RESOLVE(stat); RESOLVE(stat64); RESOLVE(lstat); RESOLVE(lstat64);
     RESOLVE(fstat); RESOLVE(fstat64); RESOLVE(__fstat64); RESOLVE(fstatat); RESOLVE(fstatat64);
@@ -200,12 +222,52 @@ static void resolve_all(void)
     RESOLVE(access); RESOLVE(faccessat); RESOLVE(euidaccess); RESOLVE(eaccess);
 }
 
-/* fork: the state is taken whole (the lock held across it). The child has no producer: its
- * copy of a streaming queue delivers nothing more, and closing it there joins no thread. */
+/* The camera's lock, as the program's threads take it (the producer takes D.mu itself). A
+ * holder accounts the time it spent off its CPU while holding it - preempted by busier
+ * processes, or blocked in a system call - in D.held_off_cpu_ns, which the producer adds to a
+ * frame's waited_ns when it had to wait for the lock to make the frame ready. */
+static __thread uint64_t hold_wall_ns, hold_cpu_ns;
+static uint64_t now_ns(void);
+static int start_producer(void);
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec t;
+    if (syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+        return 0;
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void camera_lock(void)
+{
+    pthread_mutex_lock(&D.mu);
+    hold_wall_ns = now_ns();
+    hold_cpu_ns = thread_cpu_ns();
+    if (D.restart) {
+        D.restart = 0;
+        if (D.streaming && start_producer() < 0)
+            D.streaming = 0;
+    }
+}
+
+static void camera_unlock(void)
+{
+    uint64_t wall = now_ns() - hold_wall_ns, cpu = thread_cpu_ns() - hold_cpu_ns;
+    if (hold_cpu_ns && wall > cpu)
+        D.held_off_cpu_ns += wall - cpu;
+    pthread_mutex_unlock(&D.mu);
+}
+
+/* fork: the state is taken whole (the lock held across it). The child has no producer
+ * thread (threads do not cross a fork), but the stream a driver keeps is the device's, not a
+ * process's: a streaming child gets a producer of its own at its first camera call (a blocking
+ * DQBUF there waited for good before), and a child that never touches the camera starts none,
+ * so it writes nothing into the buffers the parent reads. */
 static void before_fork(void) { pthread_mutex_lock(&D.mu); }
 static void after_fork_parent(void) { pthread_mutex_unlock(&D.mu); }
 static void after_fork_child(void)
 {
+    D.restart = D.thread_alive;
     D.thread_alive = 0;
     pthread_mutex_init(&D.mu, NULL);
 }
@@ -238,10 +300,10 @@ static void init(void)
 __attribute__((constructor)) static void emuv4l2_load(void)
 {
     init();
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     if (D.wakefd < 0)
         parse_config();
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
 }
 
 /* ---- small helpers ---- */
@@ -379,6 +441,8 @@ static void parse_config(void)
     }
     D.ndelays = parse_list(getenv("EMUV4L2_DELAY_MS"), 1, D.delays_ms);
     D.ndrops = parse_list(getenv("EMUV4L2_DROP"), 0, D.drops);
+    v = getenv("EMUV4L2_NOBUF");
+    D.nobuf_wait = v && !strcmp(v, "wait");
     v = getenv("EMUV4L2_LOG");
     if (v && *v)
         snprintf(D.logpath, sizeof D.logpath, "%s", v);
@@ -504,11 +568,33 @@ static int earliest_active(void)
     return best;
 }
 
+/* The calling thread's time runnable but waiting for a CPU, in ns (the second figure of
+ * /proc/thread-self/schedstat, read through FD); 0 when it cannot be read. */
+static uint64_t run_delay_ns(int fd)
+{
+    char text[128];
+    long n = fd < 0 ? -1 : syscall(SYS_pread64, fd, text, sizeof text - 1, 0L);
+    unsigned long long on_cpu, waiting;
+    if (n <= 0)
+        return 0;
+    text[n] = '\0';
+    return sscanf(text, "%llu %llu", &on_cpu, &waiting) == 2 ? waiting : 0;
+}
+
 static void *producer(void *arg)
 {
     (void)arg;
     prctl(PR_SET_TIMERSLACK, 1UL);  /* wake at the deadline, not up to 50 us after it */
+    int schedstat = (int)syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/schedstat",
+                                 O_RDONLY | O_CLOEXEC);
     pthread_mutex_lock(&D.mu);
+    /* The stream starts when its producer runs, not when STREAMON made it: the thread may
+     * wait longer than the first frame's lead to run, or for the lock STREAMON holds, where
+     * CPU-bound processes are beside the program. */
+    D.start_ns = ((now_ns() + claim_lead()) / 1000 + 1) * 1000;
+    D.starved = 0;
+    /* As the last sleep began: the producer's run_delay, and the holders' time off CPU. */
+    uint64_t waited_before = run_delay_ns(schedstat) + D.held_off_cpu_ns;
     while (!D.stop) {
         uint64_t now = now_ns();
         int a = earliest_active();
@@ -516,45 +602,66 @@ static void *producer(void *arg)
             struct buffer *b = &D.bufs[a];
             b->state = B_DONE;
             b->ready_ns = now_ns();
+            b->waited_ns = run_delay_ns(schedstat) + D.held_off_cpu_ns - waited_before;
             D.done[D.ndone++] = a;
             evfd_add(D.owner ? D.owner->fd : -1);
             continue;
         }
-        if (capture_time(D.next_seq) - claim_lead() <= now) {
+        uint64_t claim = capture_time(D.next_seq) - claim_lead();
+        if (claim <= now && D.nobuf_wait && !D.nqueued && !dropped_by_config(D.next_seq)) {
+            D.starved = 1;   /* EMUV4L2_NOBUF=wait: the camera's clock stops for a buffer */
+        } else if (D.starved) {
+            D.starved = 0;   /* one came: the clock goes on from now, in whole microseconds */
+            D.start_ns += (now - claim) / 1000 * 1000;
+            claim = capture_time(D.next_seq) - claim_lead();
+        }
+        if (claim <= now && !D.starved) {
             capture(D.next_seq++);
             continue;
         }
-        uint64_t deadline = capture_time(D.next_seq) - claim_lead();
+        uint64_t deadline = D.starved ? UINT64_MAX : claim;
         if (a >= 0 && D.bufs[a].due_ns < deadline)
             deadline = D.bufs[a].due_ns;
         struct timespec ts = { (time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull) };
-        pthread_cond_timedwait(&D.cv, &D.mu, &ts);
+        waited_before = run_delay_ns(schedstat) + D.held_off_cpu_ns;
+        if (deadline == UINT64_MAX)
+            pthread_cond_wait(&D.cv, &D.mu);   /* until a buffer is queued, or the stream stops */
+        else
+            pthread_cond_timedwait(&D.cv, &D.mu, &ts);
     }
     pthread_mutex_unlock(&D.mu);
+    if (schedstat >= 0)
+        syscall(SYS_close, schedstat);
     return NULL;
+}
+
+/* The producer thread, for a stream that is on. Called locked. */
+static int start_producer(void)
+{
+    sigset_t all, old;
+    D.stop = 0;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);  /* the program's signals are not ours */
+    int err = pthread_create(&D.thread, NULL, producer, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err)
+        return -ENOMEM;
+    D.thread_alive = 1;
+    return 0;
 }
 
 /* Called locked; returns locked. */
 static int start_streaming(void)
 {
-    sigset_t all, old;
     uint64_t v;
     while (D.wakefd >= 0 && syscall(SYS_read, D.wakefd, &v, sizeof v) > 0)
         ;
     D.next_seq = 0;
-    D.start_ns = ((now_ns() + claim_lead()) / 1000 + 1) * 1000;
-    D.stop = 0;
     D.streaming = 1;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);  /* the program's signals are not ours */
-    int err = pthread_create(&D.thread, NULL, producer, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (err) {
+    int err = start_producer();
+    if (err)
         D.streaming = 0;
-        return -ENOMEM;
-    }
-    D.thread_alive = 1;
-    return 0;
+    return err;
 }
 
 /* Called locked; returns locked (the lock is let go while the producer ends). Every
@@ -566,9 +673,9 @@ static void stop_streaming(void)
         D.stop = 1;
         D.thread_alive = 0;
         pthread_cond_broadcast(&D.cv);
-        pthread_mutex_unlock(&D.mu);
+        camera_unlock();
         pthread_join(t, NULL);
-        pthread_mutex_lock(&D.mu);
+        camera_lock();
     }
     for (int k = 0; k < D.ndone; k++)
         evfd_take(D.owner ? D.owner->fd : -1);
@@ -592,6 +699,10 @@ static void free_buffers(void)
         D.memfd = -1;
     }
     memset(D.bufs, 0, sizeof D.bufs);
+    /* The queue goes with its buffers: entries left from QBUFs before a REQBUFS (as
+     * v4l2-compliance makes) would put one buffer in the queue twice, and a producer ahead
+     * of the program would capture into a buffer it had made ready and not handed out. */
+    D.nqueued = 0;
     D.nbufs = 0;
     D.memory = 0;
     D.nmaps = 0;  /* the program's mappings stay valid (memfd): orphaned */
@@ -690,13 +801,13 @@ static int device_open(int flags)
         errno = EMFILE;
         return -1;
     }
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     device_first_open();
     of->fd = (int)fd;
     of->prio = V4L2_PRIORITY_DEFAULT;
     D.prio_count[of->prio]++;
     register_fd((int)fd, of);
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
     return (int)fd;
 }
 
@@ -762,10 +873,10 @@ static int queue_busy_for(struct ofile *of)
 static int wait_ready(struct ofile *of)
 {
     struct pollfd p[2] = { { of->fd, POLLIN, 0 }, { D.wakefd, POLLIN, 0 } };
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
     long r = syscall(SYS_ppoll, p, 2, NULL, NULL, (size_t)8);
     int err = r < 0 ? errno : 0;
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     return err == EINTR ? -EINTR : 0;
 }
 
@@ -801,8 +912,9 @@ static int take_done(int fd, struct ofile *of)
 static void log_handout(const char *what, int i)
 {
     struct buffer *b = &D.bufs[i];
-    log_line("%s seq=%u index=%d timestamp_ns=%llu due_ns=%llu ready_ns=%llu dq_ns=%llu bytes=%u", what, b->seq, i,
-             (unsigned long long)b->ts_ns, (unsigned long long)b->due_ns, (unsigned long long)b->ready_ns,
+    log_line("%s seq=%u index=%d timestamp_ns=%llu due_ns=%llu ready_ns=%llu waited_ns=%llu dq_ns=%llu "
+             "bytes=%u", what, b->seq, i, (unsigned long long)b->ts_ns, (unsigned long long)b->due_ns,
+             (unsigned long long)b->ready_ns, (unsigned long long)b->waited_ns,
              (unsigned long long)now_ns(), b->bytesused);
 }
 
@@ -863,6 +975,8 @@ static int do_qbuf(struct ofile *of, struct v4l2_buffer *vb)
     }
     b->state = B_QUEUED;
     D.queued[D.nqueued++] = (int)vb->index;
+    if (D.starved)
+        pthread_cond_signal(&D.cv);
     fill_buffer(vb, (int)vb->index);
     return 0;
 }
@@ -1055,33 +1169,37 @@ static int do_ioctl(int fd, struct ofile *of, unsigned long req, void *arg)
     }
 }
 
+/* read() I/O begins: the driver's own buffers, all queued, and the stream on, for OF.
+ * Called locked; 0, or a negative errno. */
+static int start_reading(struct ofile *of)
+{
+    if (alloc_buffers(READ_BUFFERS, V4L2_MEMORY_MMAP) < 0)
+        return -ENOMEM;
+    D.owner = of;
+    D.reading = 1;
+    for (int i = 0; i < READ_BUFFERS; i++) {
+        D.bufs[i].state = B_QUEUED;
+        D.queued[D.nqueued++] = i;
+    }
+    if (start_streaming() < 0) {
+        free_buffers();
+        D.owner = NULL;
+        D.reading = 0;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 static ssize_t device_read(int fd, struct ofile *of, void *dst, size_t n)
 {
     ssize_t ret;
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     if (queue_busy_for(of) || (D.nbufs && !D.reading)) {
         ret = -EBUSY;
         goto out;
     }
-    if (!D.reading) {
-        if (alloc_buffers(READ_BUFFERS, V4L2_MEMORY_MMAP) < 0) {
-            ret = -ENOMEM;
-            goto out;
-        }
-        D.owner = of;
-        D.reading = 1;
-        for (int i = 0; i < READ_BUFFERS; i++) {
-            D.bufs[i].state = B_QUEUED;
-            D.queued[D.nqueued++] = i;
-        }
-        if (start_streaming() < 0) {
-            free_buffers();
-            D.owner = NULL;
-            D.reading = 0;
-            ret = -ENOMEM;
-            goto out;
-        }
-    }
+    if (!D.reading && (ret = start_reading(of)) < 0)
+        goto out;
     if (D.rd_index < 0) {
         int i = take_done(fd, of);
         if (i < 0) {
@@ -1101,11 +1219,13 @@ static ssize_t device_read(int fd, struct ofile *of, void *dst, size_t n)
     if (D.rd_pos >= b->bytesused) {
         b->state = B_QUEUED;
         D.queued[D.nqueued++] = D.rd_index;
+        if (D.starved)
+            pthread_cond_signal(&D.cv);
         D.rd_index = -1;
     }
     ret = (ssize_t)n;
 out:
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
     if (ret < 0) {
         errno = (int)-ret;
         return -1;
@@ -1233,10 +1353,10 @@ static void forget(int fd)
     struct ofile *of = lookup(fd);
     if (!of)
         return;
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     if (lookup(fd) == of)
         unregister_fd(fd, of);
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
 }
 
 EXPORT int fclose(FILE *f)
@@ -1258,10 +1378,10 @@ static int copied(int old, int fd)
 {
     struct ofile *of;
     if (fd >= 0 && (of = lookup(old))) {
-        pthread_mutex_lock(&D.mu);
+        camera_lock();
         if (fd < FDMAX && lookup(old) == of)
             register_fd(fd, of);
-        pthread_mutex_unlock(&D.mu);
+        camera_unlock();
     }
     return fd;
 }
@@ -1343,9 +1463,9 @@ EXPORT int ioctl(int fd, unsigned long req, ...)
         memcpy(copy.bytes, arg, size);
         work = copy.bytes;
     }
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     int r = lookup(fd) != of ? -EBADF : !implemented(req) ? -ENOTTY : !arg ? -EFAULT : do_ioctl(fd, of, req, work);
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
     if (work != arg && (_IOC_DIR(req) & _IOC_READ))
         memcpy(arg, work, size);
     if (r < 0) {
@@ -1376,10 +1496,70 @@ EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
     return next___read_chk(fd, buf, n, buflen);
 }
 
+/* A wait for a camera's frame: as a driver's poll does for read() I/O (vb2_poll), a
+ * camera with no buffers and no stream starts capturing for read() when the program waits
+ * to read from it, so a select() before the first read() wakes with the first frame, not at
+ * its timeout. */
+static void waiting_to_read(int fd)
+{
+    struct ofile *of = lookup(fd);
+    if (!of)
+        return;
+    camera_lock();
+    if (!queue_busy_for(of) && !D.nbufs && !D.streaming && !D.reading)
+        start_reading(of);
+    camera_unlock();
+}
+
+static void polling(const struct pollfd *fds, nfds_t count)
+{
+    for (nfds_t i = 0; fds && i < count && i < FDMAX; i++)
+        if (fds[i].events & (POLLIN | POLLRDNORM))
+            waiting_to_read(fds[i].fd);
+}
+
+static void selecting(int count, const fd_set *read_set)
+{
+    for (int fd = 0; read_set && fd < count && fd < FD_SETSIZE; fd++)
+        if (FD_ISSET(fd, read_set))
+            waiting_to_read(fd);
+}
+
+EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout)
+{
+    init();
+    polling(fds, count);
+    return next_poll(fds, count, timeout);
+}
+
+EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
+                 const sigset_t *mask)
+{
+    init();
+    polling(fds, count);
+    return next_ppoll(fds, count, timeout, mask);
+}
+
+EXPORT int select(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
+                  struct timeval *timeout)
+{
+    init();
+    selecting(count, read_set);
+    return next_select(count, read_set, write_set, except_set, timeout);
+}
+
+EXPORT int pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
+                   const struct timespec *timeout, const sigset_t *mask)
+{
+    init();
+    selecting(count, read_set);
+    return next_pselect(count, read_set, write_set, except_set, timeout, mask);
+}
+
 static void *device_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     long r = -EINVAL;
-    pthread_mutex_lock(&D.mu);
+    camera_lock();
     if (D.memory != V4L2_MEMORY_MMAP || D.reading || !D.buflen || off < 0 || off % (off_t)D.buflen ||
         (size_t)off / D.buflen >= D.nbufs || len == 0 || len > D.buflen || !(flags & MAP_SHARED) ||
         !(prot & PROT_READ))
@@ -1396,7 +1576,7 @@ static void *device_mmap(void *addr, size_t len, int prot, int flags, int fd, of
         atomic_store(&nmaps_alive, D.nmaps);
     }
 out:
-    pthread_mutex_unlock(&D.mu);
+    camera_unlock();
     (void)fd;
     if (r < 0 && r > -4096) {
         errno = (int)-r;
@@ -1425,7 +1605,7 @@ EXPORT int munmap(void *addr, size_t len)
 {
     if (atomic_load_explicit(&nmaps_alive, memory_order_relaxed)) {
         uintptr_t a = (uintptr_t)addr;
-        pthread_mutex_lock(&D.mu);
+        camera_lock();
         for (int k = 0; k < D.nmaps; k++) {
             struct mapping *m = &D.maps[k];
             if (a < m->addr + m->len && m->addr < a + len) {
@@ -1435,7 +1615,7 @@ EXPORT int munmap(void *addr, size_t len)
             }
         }
         atomic_store(&nmaps_alive, D.nmaps);
-        pthread_mutex_unlock(&D.mu);
+        camera_unlock();
     }
     init();
     return next_munmap(addr, len);
