@@ -80,38 +80,30 @@ static void unlock(void)
 enum { PROFILER_NONE, PROFILER_START, PROFILER_STOP };
 static _Atomic int profiler_pending;
 
-/* The driver's functions, looked up until libcuda is there, then kept. Two
- * threads may look them up at once (a frame boundary on a USB thread, a copy
- * on another): each finds the same functions, and get_current is published
- * last, with release, so a thread that sees it sees the other two
- * (ThreadSanitizer, test/test_sanitizers.py). */
+/* The driver's functions, looked up until libcuda is there, then kept, or
+ * kept as missing (nvs_find_function_once). */
 typedef CUresult (*get_current_fn)(CUcontext *);
 typedef CUresult (*profiler_fn)(void);
-static _Atomic(get_current_fn) get_current;
-static _Atomic(profiler_fn) profiler_start;
-static _Atomic(profiler_fn) profiler_stop;
+static _Atomic(void *) get_current, profiler_start, profiler_stop;
 
 static bool profiler_now(bool start)
 {
-    get_current_fn current = atomic_load_explicit(&get_current, memory_order_acquire);
-    if (!current) {
-        if (!nvs_library_loaded("libcuda.so"))
-            return false; /* not loaded: then there is no context either */
-        profiler_fn found_start = nvs_find_function("libcuda.so.1", "cuProfilerStart");
-        profiler_fn found_stop = nvs_find_function("libcuda.so.1", "cuProfilerStop");
-        if (!found_start || !found_stop)
-            return false;
-        current = nvs_find_function("libcuda.so.1", "cuCtxGetCurrent");
-        if (!current)
-            return false;
-        atomic_store_explicit(&profiler_start, found_start, memory_order_relaxed);
-        atomic_store_explicit(&profiler_stop, found_stop, memory_order_relaxed);
-        atomic_store_explicit(&get_current, current, memory_order_release);
-    }
+    /* Not loaded: then there is no context either. */
+    if (!atomic_load_explicit(&get_current, memory_order_relaxed) &&
+        !nvs_library_loaded("libcuda.so"))
+        return false;
+    get_current_fn current = (get_current_fn)
+        nvs_find_function_once(&get_current, "libcuda.so.1", "cuCtxGetCurrent");
+    profiler_fn found_start = (profiler_fn)
+        nvs_find_function_once(&profiler_start, "libcuda.so.1", "cuProfilerStart");
+    profiler_fn found_stop = (profiler_fn)
+        nvs_find_function_once(&profiler_stop, "libcuda.so.1", "cuProfilerStop");
+    if (!current || !found_start || !found_stop)
+        return false;
     CUcontext context = NULL;
     if (current(&context) != CUDA_SUCCESS || !context)
         return false;
-    CUresult result = atomic_load_explicit(start ? &profiler_start : &profiler_stop, memory_order_relaxed)();
+    CUresult result = (start ? found_start : found_stop)();
     const char *name = start ? "cuProfilerStart" : "cuProfilerStop";
     /* A refusal (the profiler disabled, a driver too old) means nsys -c
      * cudaProfilerApi never sees the window: said once; every answer at debug. */

@@ -46,10 +46,12 @@ static void print_messages(void)
     const struct nvs_config *config = nvs_config();
     nvs_capture_activate();
     nvs_kernel_activate();
+    char shown[NVS_CONFIG_SHOWN_SIZE];
     if (config->trace_path[0] && !nvs_record_enabled())
         nvs_log_info("NVTXSHIM_TRACE=%s is not written: another NVTX tool is attached "
                      "(NVTX_INJECTION64_PATH=%s)\n", config->trace_path,
-                     config->nvtx_injection_path);
+                     nvs_config_shown(shown, config->nvtx_injection_path,
+                                      strlen(config->nvtx_injection_path)));
 }
 
 bool nvs_init_activate(void)
@@ -103,8 +105,8 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
     if (config->nvtx_injection_path[0] && !stale) {
         Dl_info other;
         void *handle = dlopen(config->nvtx_injection_path, RTLD_LAZY | RTLD_NOLOAD);
-        bool ours = handle && dlsym(handle, "InitializeInjectionNvtx2") &&
-                    dladdr(dlsym(handle, "InitializeInjectionNvtx2"), &other) &&
+        void *entry = handle ? nvs_dlsym(handle, "InitializeInjectionNvtx2") : NULL;
+        bool ours = entry && dladdr(entry, &other) &&
                     other.dli_fbase == self.dli_fbase;
         if (handle)
             dlclose(handle);
@@ -115,9 +117,11 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
     }
     nvs_record_enable(config->trace_path);
     if (stale) {
-        char note[2 * NVS_PATH_MAX + 128];
+        char note[2 * NVS_PATH_MAX + 128], shown[NVS_CONFIG_SHOWN_SIZE];
         snprintf(note, sizeof note, "NVTX_INJECTION64_PATH=%s names no file: NVTXSHIM_TRACE=%s "
-                 "records instead", config->nvtx_injection_path, config->trace_path);
+                 "records instead", nvs_config_shown(shown, config->nvtx_injection_path,
+                                                     strlen(config->nvtx_injection_path)),
+                 config->trace_path);
         nvs_record_note(note);
     }
 }
@@ -153,6 +157,9 @@ static void fork_child(void)
 __attribute__((constructor))
 static void nvs_load(void)
 {
+    /* First: a signal handler may make the process's first libc call through
+     * a wrapper at any moment from here on (resolve.h). */
+    nvs_resolve_libc_hooks();
     const struct nvs_config *config = nvs_config();
     image_pid = getpid();
     inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);

@@ -288,8 +288,40 @@ void *nvs_find_function(const char *library, const char *name)
     return found;
 }
 
+/* Stands in a cache for "LIBRARY has no such function". */
+#define ABSENT ((void *)1)
+
+void *nvs_find_function_once(_Atomic(void *) *cache, const char *library, const char *name)
+{
+    void *found = atomic_load_explicit(cache, memory_order_acquire);
+    if (!found) {
+        found = nvs_find_function(library, name);
+        if (!found && !nvs_library_loaded(library))
+            return NULL;
+        atomic_store_explicit(cache, found ? found : ABSENT, memory_order_release);
+    }
+    return found == ABSENT ? NULL : found;
+}
+
+void *nvs_dlsym(void *handle, const char *name)
+{
+    dlsym_fn real = get_real_dlsym();
+    return real ? real(handle, name) : NULL;
+}
+
+/* The libc hooks whose function libc lacks (an older glibc's close_range),
+ * found at load: never asked for again. Written before the program runs. */
+static bool libc_lacks[NVS_HOOK_COUNT];
+
+static bool from_libc(enum nvs_hook_id id)
+{
+    return !strcmp(nvs_hook_table[id].library, "libc.so.6");
+}
+
 void *nvs_resolve_slow(enum nvs_hook_id id)
 {
+    if (libc_lacks[id])
+        return NULL;
     int saved_errno = errno;
     const char *name = nvs_hook_name(id);
     void *real = find_real(nvs_hook_table[id].library, name);
@@ -304,6 +336,13 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
     return real;
 }
 
+NVS_ONCE void nvs_resolve_libc_hooks(void)
+{
+    for (int id = 0; id < NVS_HOOK_COUNT; id++)
+        if (from_libc((enum nvs_hook_id)id) && !nvs_resolve((enum nvs_hook_id)id))
+            libc_lacks[id] = true;
+}
+
 /* Whether ADDRESS is still a function of a loaded object: false once the
  * library that held it was dlclose'd (and perhaps loaded again elsewhere). */
 static bool still_loaded(const void *address)
@@ -315,13 +354,16 @@ static bool still_loaded(const void *address)
 /* LIBRARY was unloaded: forget every real function found in it, so that each
  * is found again, in the copy now loaded. libusb's own calls between its
  * functions (libusb_bulk_transfer -> libusb_submit_transfer) reach our
- * wrappers through its PLT and would otherwise jump into unmapped memory. */
+ * wrappers through its PLT and would otherwise jump into unmapped memory.
+ * libc is never unloaded: a libc hook's function that dladdr does not know
+ * by its address is another interposer's (nsys's, whose functions have no
+ * symbol of their own), found at load and kept. */
 static void forget_unloaded(const char *library)
 {
     for (int id = 0; id < NVS_HOOK_COUNT; id++) {
         void *real = atomic_load(&nvs_real_functions[id]);
         if (real && !strcmp(nvs_hook_table[id].library, library) &&
-            !still_loaded(real))
+            !from_libc((enum nvs_hook_id)id) && !still_loaded(real))
             atomic_compare_exchange_strong(&nvs_real_functions[id], &real, NULL);
     }
 }
@@ -400,18 +442,45 @@ static void *next_by_dlvsym(const char *name, const char *version)
     return get_real_dlvsym()(RTLD_NEXT, name, version);
 }
 
-/* RTLD_NEXT is resolved relative to the caller's return address, so that case
- * is a plain tail call: glibc then sees the program's caller, not us. */
+/* Whether the code at ADDRESS belongs to an object that comes after this
+ * library in the loaded objects' list: another interposer preloaded after it
+ * (umockdev's, a test double), or a library loaded later. */
+NVS_UNINSTRUMENTED
+static bool after_this_library(const void *address)
+{
+    static struct link_map *_Atomic own;
+    struct link_map *self = atomic_load_explicit(&own, memory_order_acquire);
+    Dl_info info;
+    if (!self) {
+        if (!dladdr1((void *)after_this_library, &info, (void **)&self, RTLD_DL_LINKMAP) || !self)
+            return false;
+        atomic_store_explicit(&own, self, memory_order_release);
+    }
+    struct link_map *caller = NULL;
+    if (!dladdr1(address, &info, (void **)&caller, RTLD_DL_LINKMAP) || !caller)
+        return false;
+    for (const struct link_map *map = self->l_next; map; map = map->l_next)
+        if (map == caller)
+            return true;
+    return false;
+}
+
 /* Nothing is substituted before our constructor has run (no filter yet): a
  * sanitizer runtime starting up gets glibc's answer, and no instrumented code
  * runs before that runtime is ready. RTLD_NEXT is resolved relative to the
  * caller's return address, so for a name we do not hook it is a plain tail
- * call: glibc then sees the program's caller, not us. */
+ * call: glibc then sees the program's caller, not us. So it is for a caller
+ * that comes after this library (another interposer preloaded after it, a
+ * test double): what is next to it never includes our wrapper, and a lookup
+ * made from here would have handed it the next after us, its own function
+ * (every call of it then called itself). */
 __attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
 void *dlsym(void *handle, const char *name)
 {
     dlsym_fn real = get_real_dlsym();
-    if (!atomic_load(&hook_filter) || (handle == RTLD_NEXT && nvs_hook_find(name) < 0))
+    if (!atomic_load(&hook_filter) ||
+        (handle == RTLD_NEXT && (nvs_hook_find(name) < 0 ||
+                                 after_this_library(__builtin_return_address(0)))))
         return real(handle, name);
     void *symbol = real(handle, name);
     return truthful(name, symbol, next_by_dlsym, NULL);
@@ -421,7 +490,9 @@ __attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_U
 void *dlvsym(void *handle, const char *name, const char *version)
 {
     dlvsym_fn real = get_real_dlvsym();
-    if (!atomic_load(&hook_filter) || (handle == RTLD_NEXT && nvs_hook_find(name) < 0))
+    if (!atomic_load(&hook_filter) ||
+        (handle == RTLD_NEXT && (nvs_hook_find(name) < 0 ||
+                                 after_this_library(__builtin_return_address(0)))))
         return real(handle, name, version);
     void *symbol = real(handle, name, version);
     return truthful(name, symbol, next_by_dlvsym, version);

@@ -31,9 +31,26 @@ bool nvs_library_loaded(const char *prefix);
  * lookup; its path in PATH. */
 bool nvs_resolve_earlier_copy(char *path, size_t size);
 
-/* A function the shim calls but does not hook (cuPointerGetAttribute), found
- * the way real functions are; NULL when LIBRARY is not loaded. */
+/* A function the shim calls but does not hook (__cxa_demangle), found the way
+ * real functions are; NULL when LIBRARY is not loaded. Each call asks the
+ * loader (and waits for its lock): for what may be asked again, see below. */
 void *nvs_find_function(const char *library, const char *name);
+
+/* The same, asked once: CACHE keeps the function, or that LIBRARY (loaded)
+ * has none, so a missing function costs one load afterwards, not a pass
+ * through the loader on every call (cuPointerGetAttribute on each copy, where
+ * a driver lacks it). While LIBRARY is not loaded nothing is kept. */
+void *nvs_find_function_once(_Atomic(void *) *cache, const char *library, const char *name);
+
+/* Every hook whose real function is libc's, found now (at load): a libc
+ * wrapper may first be called by a signal handler that interrupted its thread
+ * inside the dynamic loader (dlopen, dlsym), and a lookup then would wait for
+ * the loader's lock that thread holds. Afterwards each is one atomic load. */
+void nvs_resolve_libc_hooks(void);
+
+/* glibc's dlsym, for the library's own lookups (its dlsym export is for the
+ * program). */
+void *nvs_dlsym(void *handle, const char *name);
 
 /* The real function behind hook ID, or NULL when no library defines it. */
 static inline void *nvs_resolve(enum nvs_hook_id id)

@@ -55,7 +55,7 @@ def test_another_preloaded_interposer_still_finds_rtld_next(order):
     probe = program("test/libpreload_probe.so")
     preload = [probe, SHIM] if order == "probe-first" else [SHIM, probe]
     result = run([program("test/dlsym_next")], env={"LD_PRELOAD": ":".join(preload)}, shim=False)
-    assert result.stdout == b"RTLD_NEXT found libc getpid\n"
+    assert result.stdout == b"RTLD_NEXT found libc getpid\nRTLD_NEXT found libc close\nclose returned\n"
     assert result.returncode == 0
 
 

@@ -34,9 +34,6 @@ void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy);
 void nvs_copy_close(void);
 /* The driver answered SYMBOL with FOUND: our wrapper when FOUND is a hooked function. */
 void *nvs_driver_entry_point(const char *symbol, void *found);
-/* NAME in LIBRARY, a function the shim calls but does not hook, found once
- * and kept in CACHE; NULL when the library has none. */
-void *nvs_cuda_function(_Atomic(void *) *cache, const char *library, const char *name);
 
 /* Opens the range of a wait for the GPU, hook ID (category wait, named after
  * the API). Out of line, as nvs_copy_open; nvs_copy_close closes it. */

@@ -53,15 +53,11 @@ static uint64_t pack(uintptr_t pointer, unsigned generation_now, enum pointer_ki
 
 static enum pointer_kind ask_driver(CUdeviceptr pointer)
 {
-    static _Atomic(__typeof__(&cuPointerGetAttribute)) query;
-    __typeof__(&cuPointerGetAttribute) get = atomic_load_explicit(&query, memory_order_acquire);
-    if (!get) {
-        get = (__typeof__(&cuPointerGetAttribute))nvs_find_function("libcuda.so.1",
-                                                                     "cuPointerGetAttribute");
-        if (!get)
-            return KIND_UNKNOWN;
-        atomic_store_explicit(&query, get, memory_order_release);
-    }
+    static _Atomic(void *) query;
+    __typeof__(&cuPointerGetAttribute) get = (__typeof__(&cuPointerGetAttribute))
+        nvs_find_function_once(&query, "libcuda.so.1", "cuPointerGetAttribute");
+    if (!get)
+        return KIND_UNKNOWN;
     CUmemorytype type = 0;
     CUresult result = get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer);
     if (result == CUDA_SUCCESS)
@@ -279,20 +275,6 @@ __attribute__((noinline)) void nvs_copy_close(void)
 
 /* ---- waits and launches --------------------------------------------------------------- */
 
-/* A function the shim calls but does not hook, found on first use; absent
- * (cached too) when its library has none. */
-#define ABSENT ((void *)1)
-
-void *nvs_cuda_function(_Atomic(void *) *cache, const char *library, const char *name)
-{
-    void *found = atomic_load_explicit(cache, memory_order_acquire);
-    if (!found) {
-        found = nvs_find_function(library, name);
-        atomic_store_explicit(cache, found ? found : ABSENT, memory_order_release);
-    }
-    return found == ABSENT ? NULL : found;
-}
-
 /* A wait for the GPU: named after the API (hook.c drops _ptsz and _v2). */
 __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
 {
@@ -456,9 +438,9 @@ static int driver_kernel_name(const void *function, const char **name)
 {
     static _Atomic(void *) found_function, found_kernel;
     __typeof__(&cuFuncGetName) get_function =
-        (__typeof__(&cuFuncGetName))nvs_cuda_function(&found_function, "libcuda.so.1", "cuFuncGetName");
+        (__typeof__(&cuFuncGetName))nvs_find_function_once(&found_function, "libcuda.so.1", "cuFuncGetName");
     __typeof__(&cuKernelGetName) get_kernel =
-        (__typeof__(&cuKernelGetName))nvs_cuda_function(&found_kernel, "libcuda.so.1", "cuKernelGetName");
+        (__typeof__(&cuKernelGetName))nvs_find_function_once(&found_kernel, "libcuda.so.1", "cuKernelGetName");
     if ((!get_function || get_function(name, (CUfunction)(uintptr_t)function) != CUDA_SUCCESS) &&
         (!get_kernel || get_kernel(name, (CUkernel)(uintptr_t)function) != CUDA_SUCCESS))
         *name = NULL;

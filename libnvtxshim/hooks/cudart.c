@@ -106,11 +106,11 @@ static int runtime_kernel_name(const void *function, const char **name)
 {
     static _Atomic(void *) get_name, peek, take;
     __typeof__(&cudaFuncGetName) get_name_fn =
-        (__typeof__(&cudaFuncGetName))nvs_cuda_function(&get_name, "libcudart.so", "cudaFuncGetName");
+        (__typeof__(&cudaFuncGetName))nvs_find_function_once(&get_name, "libcudart.so", "cudaFuncGetName");
     __typeof__(&cudaPeekAtLastError) peek_fn =
-        (__typeof__(&cudaPeekAtLastError))nvs_cuda_function(&peek, "libcudart.so", "cudaPeekAtLastError");
+        (__typeof__(&cudaPeekAtLastError))nvs_find_function_once(&peek, "libcudart.so", "cudaPeekAtLastError");
     __typeof__(&cudaGetLastError) take_fn =
-        (__typeof__(&cudaGetLastError))nvs_cuda_function(&take, "libcudart.so", "cudaGetLastError");
+        (__typeof__(&cudaGetLastError))nvs_find_function_once(&take, "libcudart.so", "cudaGetLastError");
     *name = NULL;
     if (!get_name_fn || !peek_fn || !take_fn)
         return 0;

@@ -47,7 +47,8 @@ static void report_display(const char *name, int fd, int (*has_shm)(void *), voi
 {
     struct sockaddr_storage address;
     socklen_t length = sizeof address;
-    char text[192];
+    char text[192], shown[NVS_CONFIG_SHOWN_SIZE];
+    name = nvs_config_shown(shown, name, strlen(name));     /* $DISPLAY may hold anything */
     bool remote = getsockname(fd, (struct sockaddr *)&address, &length) == 0 &&
                   (address.ss_family == AF_INET || address.ss_family == AF_INET6);
     if (remote) {
@@ -66,18 +67,19 @@ static void report_display(const char *name, int fd, int (*has_shm)(void *), voi
 static int xlib_has_shm(void *display)
 {
     int opcode, event, error;
-    __typeof__(&XQueryExtension) query =
-        (__typeof__(&XQueryExtension))nvs_find_function("libX11.so.6", "XQueryExtension");
+    static _Atomic(void *) found;
+    __typeof__(&XQueryExtension) query = (__typeof__(&XQueryExtension))
+        nvs_find_function_once(&found, "libX11.so.6", "XQueryExtension");
     return query && query(display, "MIT-SHM", &opcode, &event, &error);
 }
 
 static int xcb_has_shm(void *connection)
 {
-    __typeof__(&xcb_query_extension) query =
-        (__typeof__(&xcb_query_extension))nvs_find_function("libxcb.so.1", "xcb_query_extension");
-    __typeof__(&xcb_query_extension_reply) reply_of =
-        (__typeof__(&xcb_query_extension_reply))nvs_find_function("libxcb.so.1",
-                                                                   "xcb_query_extension_reply");
+    static _Atomic(void *) found_query, found_reply;
+    __typeof__(&xcb_query_extension) query = (__typeof__(&xcb_query_extension))
+        nvs_find_function_once(&found_query, "libxcb.so.1", "xcb_query_extension");
+    __typeof__(&xcb_query_extension_reply) reply_of = (__typeof__(&xcb_query_extension_reply))
+        nvs_find_function_once(&found_reply, "libxcb.so.1", "xcb_query_extension_reply");
     if (!query || !reply_of)
         return 1;
     xcb_query_extension_reply_t *reply =
@@ -100,9 +102,9 @@ static void check_xcb(xcb_connection_t *connection)
     if (!connection || atomic_load_explicit(&display_checked, memory_order_relaxed) ||
         atomic_exchange(&display_checked, true))
         return;
-    __typeof__(&xcb_get_file_descriptor) descriptor_of =
-        (__typeof__(&xcb_get_file_descriptor))nvs_find_function("libxcb.so.1",
-                                                                 "xcb_get_file_descriptor");
+    static _Atomic(void *) found;
+    __typeof__(&xcb_get_file_descriptor) descriptor_of = (__typeof__(&xcb_get_file_descriptor))
+        nvs_find_function_once(&found, "libxcb.so.1", "xcb_get_file_descriptor");
     if (descriptor_of)
         report_display(nvs_config()->display[0] ? nvs_config()->display : "(unknown)",
                        descriptor_of(connection), xcb_has_shm, connection);

@@ -181,6 +181,7 @@ EXPORT CUresult cuMemFreeHost(void *pointer) { forget(pointer); free(pointer); r
 EXPORT CUresult cuMemHostRegister_v2(void *pointer, size_t bytes, unsigned int flags) { (void)flags; remember(pointer, bytes, CU_MEMORYTYPE_HOST); return CUDA_SUCCESS; }
 EXPORT CUresult cuMemHostUnregister(void *pointer) { forget(pointer); return CUDA_SUCCESS; }
 
+#ifndef STUB_WITHOUT_POINTER_QUERY
 EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr pointer)
 {
     if (attribute != CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
@@ -198,6 +199,7 @@ EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
     pthread_mutex_unlock(&registry_lock);
     return result;
 }
+#endif
 
 /* Each copy, and its per-thread twin that also counts itself. */
 #define COPY(name, twin, parameters, body)                                                  \
@@ -404,7 +406,9 @@ static const struct entry entries[] = {
     { "cuMemFreeHost", 2000, (void *)cuMemFreeHost, NULL },
     { "cuMemHostRegister", 6050, (void *)cuMemHostRegister_v2, NULL },
     { "cuMemHostUnregister", 4000, (void *)cuMemHostUnregister, NULL },
+#ifndef STUB_WITHOUT_POINTER_QUERY
     { "cuPointerGetAttribute", 4000, (void *)cuPointerGetAttribute, NULL },
+#endif
     { "cuMemcpy", 4000, (void *)cuMemcpy, (void *)cuMemcpy_ptds },
     { "cuMemcpyAsync", 4000, (void *)cuMemcpyAsync, (void *)cuMemcpyAsync_ptsz },
     { "cuMemcpyHtoD", 3020, (void *)cuMemcpyHtoD_v2, (void *)cuMemcpyHtoD_v2_ptds },

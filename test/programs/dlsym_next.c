@@ -1,7 +1,10 @@
-/* Prints whether the preloaded probe's dlsym(RTLD_NEXT, "getpid") found libc's. */
+/* Prints whether the preloaded probe's dlsym(RTLD_NEXT, "getpid") and
+ * dlsym(RTLD_NEXT, "close") found libc's, then closes a descriptor through the
+ * probe's close. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
+#include <unistd.h>
 
 int main(void)
 {
@@ -17,5 +20,15 @@ int main(void)
         printf("RTLD_NEXT found libc getpid\n");
     else
         printf("RTLD_NEXT found %p, not libc's %p\n", found, real);
-    return found == real ? 0 : 1;
+    void *(*probe_close)(void) = (void *(*)(void))dlsym(RTLD_DEFAULT, "probe_next_close");
+    void *real_close = dlsym(libc, "close");
+    void *found_close = probe_close ? probe_close() : NULL;
+    if (found_close == real_close)
+        printf("RTLD_NEXT found libc close\n");
+    else
+        printf("RTLD_NEXT found %p, not libc's close %p\n", found_close, real_close);
+    fflush(stdout);
+    int closed = close(dup(1));
+    printf("close %s\n", closed == 0 ? "returned" : "failed");
+    return found == real && found_close == real_close && closed == 0 ? 0 : 1;
 }
