@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "resolve.h"
+#include "sys.h"
 
 __thread struct nvs_clock_line nvs_clock_line __attribute__((tls_model("initial-exec")));
 
@@ -76,13 +78,13 @@ static void read_together(uint64_t *tsc, uint64_t *ns)
  * invariant and in step across CPUs (it changes clocksource otherwise). */
 static bool kernel_clock_is_tsc(void)
 {
-    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-                  O_RDONLY | O_CLOEXEC);
+    int fd = nvs_sys_open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                          O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return false;
     char name[16] = { 0 };
-    ssize_t length = read(fd, name, sizeof name - 1);
-    close(fd);
+    ssize_t length = nvs_sys_read(fd, name, sizeof name - 1);
+    nvs_sys_close(fd);
     return length == 4 && !memcmp(name, "tsc\n", 4);
 }
 
@@ -93,9 +95,9 @@ static bool clock_interposed(void)
     void *libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
     if (!libc)
         return true;
-    void *own = dlsym(libc, "clock_gettime");
+    void *own = nvs_dlsym(libc, "clock_gettime");
     dlclose(libc);
-    return !own || dlsym(RTLD_DEFAULT, "clock_gettime") != own;
+    return !own || nvs_dlsym(RTLD_DEFAULT, "clock_gettime") != own;
 }
 
 void nvs_clock_enable(void)

@@ -16,6 +16,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "resolve.h"
+
 #define LIBBPF_FUNCTIONS(X)                                                            \
     X(libbpf_set_print) X(libbpf_find_vmlinux_btf_id) X(bpf_program__autoload)         \
     X(bpf_program__set_autoload) X(bpf_map__fd) X(bpf_map_update_elem)                 \
@@ -39,7 +41,7 @@ bool nvs_libbpf_open(char *why, size_t size)
         return false;
     }
 #define FIND(name)                                                                     \
-    if (!(libbpf.name = (__typeof__(&name))dlsym(handle, #name))) {                    \
+    if (!(libbpf.name = (__typeof__(&name))nvs_dlsym(handle, #name))) {                    \
         snprintf(why, size, "libbpf.so.1 has no %s (too old a libbpf)", #name);        \
         return false;                                                                  \
     }

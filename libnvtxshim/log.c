@@ -7,13 +7,14 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "sys.h"
 
 void nvs_log_raw(const char *text)
 {
     int saved_errno = errno;
     size_t length = strlen(text);
     while (length > 0) {
-        ssize_t written = write(STDERR_FILENO, text, length);
+        ssize_t written = nvs_sys_write(STDERR_FILENO, text, length);
         if (written <= 0 && errno != EINTR)
             break;
         if (written > 0) {
