@@ -14,6 +14,7 @@
 #include "hook.h"
 #include "hooks/device_calls.h"
 #include "log.h"
+#include "sys.h"
 
 struct nvs_device nvs_devices[NVS_DEVICE_SLOTS];
 _Atomic unsigned char nvs_fd_slots[NVS_FD_DIRECT];
@@ -355,7 +356,7 @@ static void set_markers(struct nvs_device *device, const struct nvs_config *conf
     device->out_marker = (this_device && config->frame == out) ? out : NVS_FRAME_OFF;
 }
 
-void nvs_device_opened(int fd, const char *path)
+void nvs_device_opened(int fd, const char *path, int flags)
 {
     int saved_errno = errno;
     const struct nvs_config *config = nvs_config();
@@ -386,6 +387,7 @@ void nvs_device_opened(int fd, const char *path)
         copy_path(device->path, path);
         atomic_store(&device->format, 0);
         atomic_store(&device->last_sequence, -1);
+        atomic_store(&device->nonblocking, (flags & O_NONBLOCK) != 0);
         set_markers(device, config);
         enter(fd, slot);
         nvs_log_debug("fd %d is %s device %s\n", fd, nvs_domain_name(device->domain), device->path);
@@ -421,6 +423,24 @@ void nvs_device_closing_range(unsigned first, unsigned last)
             if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last)
                 nvs_device_closing(fd);
         }
+    }
+}
+
+/* Whether FD is still open: asked of the kernel (a closed one is EBADF). */
+static bool still_open(int fd)
+{
+    return nvs_sys_fcntl(fd, F_GETFD, 0) >= 0 || errno != EBADF;
+}
+
+void nvs_device_forget_closed(void)
+{
+    for (int fd = 0; fd < NVS_FD_DIRECT; fd++)
+        if (atomic_load_explicit(&nvs_fd_slots[fd], memory_order_relaxed) && !still_open(fd))
+            nvs_device_closing(fd);
+    for (int i = 0; atomic_load(&nvs_fd_far_count) && i < FAR_FDS; i++) {
+        int fd = atomic_load(&far_fds[i].fd_plus_one) - 1;
+        if (fd >= 0 && !still_open(fd))
+            nvs_device_closing(fd);
     }
 }
 

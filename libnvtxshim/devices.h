@@ -44,6 +44,11 @@ struct nvs_device {
     _Atomic uint64_t format;
     /* The sequence number of the camera's last dequeued buffer; -1 after STREAMON. */
     _Atomic int64_t last_sequence;
+    /* O_NONBLOCK, as the program opened the device and set it since (fcntl
+     * F_SETFL, ioctl FIONBIO): a call on a non-blocking device that finds
+     * nothing (EAGAIN) is not drawn, and one that does is drawn when it
+     * returns. Shared by the duplicates, as the kernel's flag is. */
+    _Atomic bool nonblocking;
 };
 
 extern struct nvs_device nvs_devices[NVS_DEVICE_SLOTS];
@@ -94,13 +99,23 @@ static inline bool nvs_device_candidate(const char *path)
                     atomic_load_explicit(&nvs_device_globs, memory_order_relaxed));
 }
 
-/* FD was just opened at PATH: enters it when it is a traced device. errno kept. */
-void nvs_device_opened(int fd, const char *path);
+/* FD was just opened at PATH with FLAGS: enters it when it is a traced device.
+ * errno kept. */
+void nvs_device_opened(int fd, const char *path, int flags);
+/* The program set or cleared O_NONBLOCK on the device in SLOT. */
+static inline void nvs_device_set_nonblocking(unsigned slot, bool nonblocking)
+{
+    if (slot && slot < NVS_DEVICE_SLOTS)
+        atomic_store_explicit(&nvs_devices[slot].nonblocking, nonblocking, memory_order_relaxed);
+}
 /* NEW_FD is now a duplicate of the device in SLOT. */
 void nvs_device_duplicated(unsigned slot, int new_fd);
 /* FD is being closed (its entry goes first, so that a descriptor the kernel
  * hands out again at once is never taken for the old device). */
 void nvs_device_closing(int fd);
+/* Descriptors the table holds that are no longer open leave it (after
+ * fcloseall, which closes streams' descriptors inside libc). */
+void nvs_device_forget_closed(void);
 /* Descriptors FIRST..LAST are being closed. */
 void nvs_device_closing_range(unsigned first, unsigned last);
 /* The program added FD (a device) to the epoll instance EPFD. */

@@ -150,6 +150,22 @@ static inline uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_m
     return started;
 }
 
+/* The range of a program-level call drawn once it has returned, from BEGAN
+ * (nvs_now_ns before the call): for calls whose description lies in the
+ * program's memory, which the library reads only after the kernel accepted it
+ * (a bad pointer is the kernel's EFAULT, never a fault of ours), or that are
+ * drawn only when they found something. The recorder gets the range with its
+ * real start; NVTX, which cannot begin one in the past, a range at the return
+ * (nvs_range_span). errno is kept. */
+static inline void nvs_call_drawn(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
+                                  struct nvs_attributes *range, uint64_t began)
+{
+    int *error = &errno, saved_errno = *error;
+    nvs_call_name_and_dispatch(id, marker, endpoint, range);
+    nvs_range_span(range, began, nvs_now_ns());
+    *error = saved_errno;
+}
+
 /* Pops the call's range in DOMAIN and leaves the call; errno is left as it
  * was (nvs_range_pop and the after-work keep it). Inline: it is two calls, and
  * every traced call makes it. */

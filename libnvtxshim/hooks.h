@@ -15,6 +15,7 @@ enum nvs_hook_id {
 #include "hooks/cuda.def"
 #include "hooks/cudart.def"
 #include "hooks/devices.def"
+#include "hooks/descriptors.def"
     /* Hooks before this traced the program's work; the ones after it serve the recorder. */
     NVS_TRACED_HOOK_COUNT,
     NVS_PROCESS_HOOKS_BEFORE = NVS_TRACED_HOOK_COUNT - 1,

@@ -87,6 +87,7 @@ enum nvs_tty_category {
     NVS_TTY_WAIT = 3,           /* poll/select/epoll_wait before a read */
     NVS_TTY_WARNING = 4,
     NVS_TTY_DRAIN = 5,          /* tcdrain: waiting for the bytes to leave */
+    NVS_TTY_CONTROL = 6,        /* a HID node's descriptor, name or info asked for */
 };
 /* Raw usbfs ioctls (USBDEVFS_*) are in domain usb, with its categories and
  * ranges named like libusb's: "USBDEVFS_BULK ep=0x02 OUT 64B",
@@ -156,6 +157,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         case NVS_TTY_WAIT: return "wait";
         case NVS_TTY_WARNING: return "warning";
         case NVS_TTY_DRAIN: return "drain";
+        case NVS_TTY_CONTROL: return "control";
         }
         return NULL;
     case NVS_DOMAIN_KERNEL:
@@ -226,7 +228,8 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
     case NVS_DOMAIN_HID:
         return category == NVS_TTY_WRITE ? NVS_COLOR_TTY_WRITE
              : category == NVS_TTY_WAIT || category == NVS_TTY_DRAIN ? NVS_COLOR_DEVICE_WAIT
-             : category == NVS_TTY_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_TTY_READ;
+             : category == NVS_TTY_WARNING ? NVS_COLOR_ERROR
+             : category == NVS_TTY_CONTROL ? NVS_COLOR_V4L2_CONTROL : NVS_COLOR_TTY_READ;
     case NVS_DOMAIN_COUNT: break;
     }
     return 0;

@@ -18,7 +18,7 @@ packages=(
   usbutils fxload sigrok-cli python3-usb1
   # Real clients test/test_emuv4l2.py runs on the emulated V4L2 camera (test/v4l2dev/), and
   # the serial and HID tools for the device-file tests.
-  ffmpeg v4l-utils python3-opencv python3-serial python3-hid fido2-tools
+  ffmpeg v4l-utils python3-opencv python3-serial python3-hid fido2-tools libhidapi-hidraw0
   sqlite3 libsqlite3-dev zlib1g-dev
   # test/test_report_html.py renders nvtxshim report's page in headless Chromium and measures
   # the picture with PIL.

@@ -110,7 +110,7 @@ def run_camera_client(tmp_path, name, count, profiled, **camera):
     """Runs client NAME on the emulated camera, with the profiler when PROFILED. Returns (its
     output bytes, the camera's log events, the trace's events or None)."""
     where = tmp_path / ("profiled" if profiled else "plain")
-    where.mkdir()
+    where.mkdir(parents=True)
     env, log = camera_env(where, fmt=SMALL, **camera)
     trace = where / "trace.json"
     if profiled:
@@ -170,6 +170,23 @@ def test_camera_clients_see_the_same_frames_and_the_trace_matches_the_camera(tmp
     assert any(n.startswith("VIDIOC_QBUF /dev/video0 buf=") for n in names)
 
 
+@pytest.mark.parametrize("name", ["opencv", "ffmpeg"])
+def test_set_up_ranges_say_what_the_camera_granted(tmp_path, name):
+    """VIDIOC_S_FMT and VIDIOC_REQBUFS named from the driver's answer, not the request: ffmpeg
+    asks for YU12, 422P and YV12 and for 256 buffers, OpenCV for 640x480 BGR3; the camera
+    (160x120, YUYV, GREY or RGB3, at most 32 buffers) answers with what it has, and the names
+    say that. They used to say what was asked."""
+    _, log, events = run_camera_client(tmp_path, name, 3, True, fps=60)
+    names = {e["name"] for e in ranges(events, "v4l2")}
+    formats = {n[len("VIDIOC_S_FMT /dev/video0 "):] for n in names if n.startswith("VIDIOC_S_FMT ")}
+    assert formats and formats <= {"160x120 YUYV", "160x120 GREY", "160x120 RGB3"}, formats
+    # The format it streamed in is the one the last S_FMT set, as the dequeues are named.
+    dequeues = {n for n in names if n.startswith("VIDIOC_DQBUF ")}
+    assert len(dequeues) == 1 and dequeues.pop().split(" ", 2)[2] in formats
+    counts = [int(n.split()[2]) for n in names if n.startswith("VIDIOC_REQBUFS ")]
+    assert counts and all(count <= 32 for count in counts) and max(counts) > 0, counts
+
+
 @pytest.mark.parametrize("name", ["opencv", "ffmpeg", "v4l2-ctl"])
 def test_a_dqbuf_range_is_a_frame_handed_out(tmp_path, name):
     """Exactly one VIDIOC_DQBUF range per buffer handed out: non-blocking clients that ask
@@ -181,20 +198,33 @@ def test_a_dqbuf_range_is_a_frame_handed_out(tmp_path, name):
 @pytest.mark.parametrize("name", ["opencv", "ffmpeg", "v4l2-ctl"])
 def test_dropped_frames_are_red_marks(tmp_path, name):
     _, log, events = run_camera_client(tmp_path, name, 6, True, fps=60, drops=(2, 3, 5))
-    assert [e["seq"] for e in log if e["event"] == "drop"][:3] == [2, 3, 5]
+    # The camera drops 2, 3 and 5; a client a loaded machine keeps waiting may lose more (the
+    # camera had no buffer queued), and those are marked too: the marks are the gaps in what was
+    # handed out, as the camera logged it (check_camera_trace).
+    drops = [e for e in log if e["event"] == "drop"]
+    assert [e["seq"] for e in drops if e["reason"] != "nobuf"] == [2, 3, 5], drops
     check_camera_trace(events, log)
-    assert len(drop_marks(events)) == 2
+    if all(e["reason"] != "nobuf" for e in drops):
+        assert [m["args"]["payload"] for m in drop_marks(events)] == [2, 1]
 
 
 def test_a_blocking_client_sees_the_configured_frame_age(tmp_path):
-    """v4l2-ctl blocks in DQBUF until the frame is ready: the frame age is the camera's delay."""
-    _, log, events = run_camera_client(tmp_path, "v4l2-ctl", 8, True, fps=60, delays_ms=(5,))
-    ages = check_camera_trace(events, log)
-    assert len(ages) == 8
-    payloads = sorted(e["args"]["payload"] for e in ages)
-    # No frame is handed out before its delay; the typical one right after it. A client
-    # woken late (a loaded 2-core machine, an ASan build) sees an older frame, as it should.
-    assert payloads[0] > 5 * MS - MS and abs(payloads[len(payloads) // 2] - 5 * MS) < MS, payloads
+    """v4l2-ctl blocks in DQBUF until the frame is ready: the frame age is the camera's delay.
+    In every run no frame is handed out before its delay and each age is the camera's (its
+    log); that the typical one comes right after it needs a client woken on time, which a
+    loaded 2-core machine (or an ASan build) may not give: a run may be repeated, up to 6 times,
+    until the median is within 1 ms of the delay."""
+    for attempt in range(6):
+        _, log, events = run_camera_client(tmp_path / str(attempt), "v4l2-ctl", 8, True, fps=60,
+                                           delays_ms=(5,))
+        ages = check_camera_trace(events, log)
+        assert len(ages) == 8
+        payloads = sorted(e["args"]["payload"] for e in ages)
+        assert payloads[0] > 5 * MS - MS, payloads
+        if abs(payloads[len(payloads) // 2] - 5 * MS) < MS:
+            break
+    else:
+        pytest.fail("in 6 runs the median frame age was never within 1 ms of 5 ms: %r" % payloads)
 
 
 def test_without_the_v4l2_hooks_the_camera_is_not_traced(tmp_path):
@@ -288,6 +318,103 @@ def test_pyserial_writes_and_reads_on_a_named_pty(tmp_path):
 def test_a_pty_not_named_is_not_traced(tmp_path, settings):
     _, events = run_serial_client(tmp_path, **settings)
     assert device_events(events) == []
+
+
+# ---- bytes moved: one rule for every device call -------------------------------------------
+
+NONBLOCKING_SERIAL_CHILD = r"""
+import os, sys
+import serial
+port = serial.Serial(sys.argv[1], 115200, timeout=10)
+port.nonblocking()
+got, empty, reads = b"", 0, 0
+try:  # nothing was sent yet: found nothing, for certain
+    assert os.read(port.fd, 64) == b""
+except BlockingIOError:
+    pass
+empty += 1
+for message in sys.argv[2:]:
+    port.write(message.encode() + b"\n")
+    want = b"ok " + message.encode() + b"\n"
+    line = b""
+    while not line.endswith(b"\n"):
+        try:
+            chunk = os.read(port.fd, 64)
+        except BlockingIOError:
+            chunk = b""
+        if not chunk:  # EAGAIN, or 0 bytes: pyserial's raw mode (VMIN 0) reads nothing so
+            empty += 1
+            continue
+        reads += 1
+        line += chunk
+    assert line == want, line
+    got += line
+port.close()
+print(len(got), reads, empty)
+"""
+
+
+def test_a_non_blocking_serial_loop_draws_the_bytes_it_moved(tmp_path):
+    """pyserial's port (non-blocking) read in a loop, as a control loop polls its servo: each
+    read that found nothing (EAGAIN, or 0 bytes in pyserial's raw mode) is drawn nowhere, each that moved bytes is a
+    range whose payload is what it moved, and the payloads add up to what the program
+    received. It used to draw every EAGAIN as a 64-byte read."""
+    need_python_module("serial", "python3-serial")
+    peer = Peer(len(MESSAGES))
+    trace = tmp_path / "serial.json"
+    try:
+        result = run([PYTHON, "-c", NONBLOCKING_SERIAL_CHILD, peer.path] + MESSAGES,
+                     shimmed({}, trace, NVTXSHIM_DEVICES=peer.path))
+    finally:
+        peer.close()
+    assert result.returncode == 0, result.stderr
+    received, reads, empty = (int(v) for v in result.stdout.split())
+    assert received == peer.sent and empty > 0
+    events = load_trace(trace, complete=True)
+    drawn = [e for e in ranges(events, "serial") if e["args"]["category"] == "read"]
+    assert len(drawn) == reads
+    assert all(e["args"]["payload"] > 0 for e in drawn)
+    assert sum(e["args"]["payload"] for e in drawn) == received
+    writes = [e for e in ranges(events, "serial") if e["args"]["category"] == "write"]
+    assert [e["args"]["payload"] for e in writes] == [len(m) + 1 for m in MESSAGES]
+
+
+NONBLOCKING_READ_CHILD = r"""
+import os, sys
+path, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+got, reads, empty = 0, 0, 0
+while got < frames * size:
+    try:
+        data = os.read(fd, size)
+    except BlockingIOError:
+        empty += 1
+        continue
+    reads += 1
+    got += len(data)
+os.close(fd)
+print(got, reads, empty)
+"""
+
+
+def test_a_non_blocking_camera_read_loop_draws_the_bytes_it_moved(tmp_path):
+    """A camera read with read() on a non-blocking descriptor, in a loop that asks until a
+    frame is there: the reads that found none are not drawn (as a non-blocking VIDIOC_DQBUF
+    that finds none is not), and the drawn ones add up to the bytes the program received.
+    It used to draw 37 ranges claiming 1,420,800 B where 3 reads moved 115,200 B."""
+    env, log = camera_env(tmp_path, fmt=SMALL, fps=60)
+    trace = tmp_path / "trace.json"
+    size = 160 * 120 * 2
+    result = run([PYTHON, "-c", NONBLOCKING_READ_CHILD, DEVICE, str(size), "3"],
+                 shimmed(env, trace))
+    assert result.returncode == 0, result.stderr
+    received, reads, empty = (int(v) for v in result.stdout.split())
+    assert received == 3 * size and empty > 0
+    assert sum(e["bytes"] for e in handed_out(read_log(log))) == received
+    drawn = [e for e in ranges(load_trace(trace, complete=True), "v4l2")
+             if e["name"].startswith("read ")]
+    assert len(drawn) == reads
+    assert sum(e["args"]["payload"] for e in drawn) == received
 
 
 # ---- frame markers -------------------------------------------------------------------------
@@ -407,31 +534,45 @@ def test_harness_rig_starts_its_camera_once_the_gpu_is_ready(tmp_path):
     """Found on a real H200: CUDA's start-up took 240 ms, longer than the camera's four
     buffers last at 30 fps, and the harness had started the stream first, so the first frames it
     saw depended on how long start-up took (the summary's second line differed run to run). The
-    stand-in driver's cuInit takes 300 ms here: no frame is dropped, the summary is as fast."""
+    stand-in driver's cuInit takes 300 ms here: no frame is dropped before the first dequeue,
+    and, in a pair of runs where the harness kept up with the camera (no frame dropped at all: a
+    loaded machine may make it late; the pair is repeated, up to 6 times, until one does), the
+    summary is the same as with no start-up time."""
     assert os.path.exists(HARNESS), "%s is not built" % HARNESS
-    summaries = []
-    for init_ms in ("0", "300"):
-        os.mkdir(tmp_path / init_ms)
-        env, log = camera_env(tmp_path / init_ms)
-        env = dict(env, LD_LIBRARY_PATH=STUB, NVS_STUB_INIT_MS=init_ms)
-        servo = subprocess.Popen([PYTHON, EMUSERVO, "--timeout", "30"], env=clean_env(),
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            pts = servo.stdout.readline().decode().strip()
-            result = run([HARNESS, "--frames", "8", "--inference=gpu", "--camera", "v4l2:" + DEVICE,
-                          "--actuator", "serial:" + pts], env, timeout=60)
-        finally:
-            servo.communicate(timeout=30)
-        assert result.returncode == 0, result.stderr
-        summaries.append(result.stdout.decode().splitlines()[1])
-        events = read_log(log)
-        assert events and not [e for e in events if e["event"] == "drop"], (init_ms, events)
-    assert summaries[0] == summaries[1] and "frames=8 errors=0" in summaries[0], summaries
+    for attempt in range(6):
+        summaries, dropped = [], []
+        for init_ms in ("0", "300"):
+            where = tmp_path / str(attempt) / init_ms
+            os.makedirs(where)
+            env, log = camera_env(where)
+            env = dict(env, LD_LIBRARY_PATH=STUB, NVS_STUB_INIT_MS=init_ms)
+            servo = subprocess.Popen([PYTHON, EMUSERVO, "--timeout", "30"], env=clean_env(),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                pts = servo.stdout.readline().decode().strip()
+                result = run([HARNESS, "--frames", "8", "--inference=gpu", "--camera",
+                              "v4l2:" + DEVICE, "--actuator", "serial:" + pts], env, timeout=60)
+            finally:
+                servo.communicate(timeout=30)
+            assert result.returncode == 0, result.stderr
+            summaries.append(result.stdout.decode().splitlines()[1])
+            events = read_log(log)
+            first = min(e["dq_ns"] for e in events if e["event"] == "dqbuf")
+            drops = [e for e in events if e["event"] == "drop"]
+            assert not [e for e in drops if e["timestamp_ns"] < first], (init_ms, events)
+            dropped += drops
+        assert all("frames=8 errors=0" in summary for summary in summaries), summaries
+        if not dropped:
+            break
+    else:
+        pytest.fail("in 6 pairs of runs the harness never kept up with the camera: %r" % dropped)
+    assert summaries[0] == summaries[1], summaries
 
 
-def test_harness_rig_capture_to_actuation(tmp_path):
-    assert os.path.exists(HARNESS), "%s is not built" % HARNESS
-    delay_ms, count = 5, 12
+def rig_run(where, delay_ms, count):
+    """The harness as a rig on the camera (DELAY_MS) and the servo, COUNT frames, recording to
+    WHERE/rig.json: (harness rows, camera log, trace events, trace path)."""
+    os.mkdir(where)
     # --count 0: the servo stops when the harness closes the port (with --count it closes
     # the pty right after its last reply, which the harness may then never read). Without
     # --path-file it says the pty's path on stdout, one line, once it is ready.
@@ -440,44 +581,68 @@ def test_harness_rig_capture_to_actuation(tmp_path):
     try:
         pts = servo.stdout.readline().decode().strip()
         assert pts.startswith("/dev/"), pts
-        env, log = camera_env(tmp_path, delays_ms=(delay_ms,))
-        trace = tmp_path / "rig.json"
+        env, log = camera_env(where, delays_ms=(delay_ms,))
+        trace = where / "rig.json"
         env = shimmed(env, trace, NVTXSHIM_DEVICES=pts, NVTXSHIM_FRAME="v4l2.in",
                       LD_LIBRARY_PATH=STUB)
         result = run([HARNESS, "--frames", str(count), "--camera", "v4l2:" + DEVICE,
                       "--actuator", "serial:" + pts, "--log"], env)
     finally:
         rest, err = servo.communicate(timeout=30)
-    out = rest
-    assert b"answered %d commands" % count in out, (out, err)
+    assert b"answered %d commands" % count in rest, (rest, err)
     rows = [tuple(int(v) for v in m.groups()) for m in FRAME_LINE.finditer(result.stdout)]
     assert [r[0] for r in rows] == list(range(count))
     assert b"frames=%d errors=0 " % count in result.stdout, result.stdout[-2000:]
-    harness_latency = [r[5] - r[2] for r in rows]
+    return rows, read_log(log), load_trace(trace, complete=True), trace
 
-    events = load_trace(trace, complete=True)
-    ages = sorted(frame_ages(events), key=lambda e: e["ts"])
-    assert len(ages) == count
-    mean_age = sum(e["args"]["payload"] for e in ages) / count
-    assert abs(mean_age - delay_ms * MS) < MS, mean_age
-    # The trace's capture times are the harness's (the buffer's timestamp).
-    captures = [ns(e["ts"] + e["dur"]) - e["args"]["payload"] for e in ages]
-    assert [abs(c - r[2]) <= 1 for c, r in zip(captures, rows)] == [True] * count
 
-    # The report's pairing: per serial write, the newest frame dequeued before it began; the
-    # latency ends with the write's range. The harness's act_ns is read just after its write()
-    # returned, so it is a little later than the range's end, never earlier.
-    writes = sorted((e for e in ranges(events, "serial") if e["name"].startswith("write ")),
-                    key=lambda e: e["ts"])
-    assert len(writes) == count
-    dequeues = [ns(e["ts"] + e["dur"]) for e in ages]
-    trace_latency = []
-    for write in writes:
-        newest = max(i for i, d in enumerate(dequeues) if d <= ns(write["ts"]))
-        assert newest == len(trace_latency)
-        trace_latency.append(ns(write["ts"] + write["dur"]) - captures[newest])
-    differences = [h - t for h, t in zip(harness_latency, trace_latency)]
-    assert all(0 <= d < MS for d in differences), differences
+def test_harness_rig_capture_to_actuation(tmp_path):
+    """The trace's capture-to-actuation latency is the harness's own (its --log), and the
+    report prints it. What the trace holds must agree with the camera and the harness in every
+    run: each frame age is the camera's (its log), each latency ends no later than the harness
+    read its clock. How close the harness's clock reads come to the trace's is checked in a run
+    where no thread was kept off its CPU at those moments: on a loaded machine a run may be
+    repeated, up to 6 times, until one is."""
+    assert os.path.exists(HARNESS), "%s is not built" % HARNESS
+    delay_ms, count = 5, 12
+    for attempt in range(6):
+        rows, log, events, trace = rig_run(tmp_path / str(attempt), delay_ms, count)
+        harness_latency = [r[5] - r[2] for r in rows]
+        ages = sorted(frame_ages(events), key=lambda e: e["ts"])
+        assert len(ages) == count
+        dequeued = [e for e in log if e["event"] == "dqbuf"]
+        assert len(dequeued) == count
+        # No frame is handed out before its delay; each age is the camera's, from the buffer's
+        # timestamp to the dequeue, the library's clock read after the camera's.
+        late = []
+        for age, logged in zip(ages, dequeued):
+            assert logged["dq_ns"] - logged["timestamp_ns"] >= delay_ms * MS - MS
+            truth = logged["dq_ns"] - logged["timestamp_ns"]
+            assert age["args"]["payload"] >= truth, (age, logged)
+            late.append(age["args"]["payload"] - truth)
+        # The trace's capture times are the harness's (the buffer's timestamp).
+        captures = [ns(e["ts"] + e["dur"]) - e["args"]["payload"] for e in ages]
+        assert [abs(c - r[2]) <= 1 for c, r in zip(captures, rows)] == [True] * count
+
+        # The report's pairing: per serial write, the newest frame dequeued before it began;
+        # the latency ends with the write's range. The harness's act_ns is read just after its
+        # write() returned, so it is later than the range's end, never earlier.
+        writes = sorted((e for e in ranges(events, "serial") if e["name"].startswith("write ")),
+                        key=lambda e: e["ts"])
+        assert len(writes) == count
+        dequeues = [ns(e["ts"] + e["dur"]) for e in ages]
+        trace_latency = []
+        for write in writes:
+            newest = max(i for i, d in enumerate(dequeues) if d <= ns(write["ts"]))
+            assert newest == len(trace_latency)
+            trace_latency.append(ns(write["ts"] + write["dur"]) - captures[newest])
+        differences = [h - t for h, t in zip(harness_latency, trace_latency)]
+        assert all(d >= 0 for d in differences), differences
+        if all(d < MS for d in differences + late):
+            break
+    else:
+        pytest.fail("in 6 runs the library's clock and the harness's or the camera's were always "
+                    "1 ms or more apart somewhere: %r, %r" % (differences, late))
 
     report = subprocess.run([os.path.join(BUILD, "nvtxshim"), "report", str(trace), "--slowest", "100"],
                             env=clean_env(), capture_output=True, timeout=60)
@@ -494,14 +659,16 @@ def test_harness_rig_capture_to_actuation(tmp_path):
     assert "(%d camera frames dequeued, 0 not acted on; %d actuations, 0 on no new frame)" % (
         count, count) in section
     # per frame (--slowest lists them all): the latency column holds each pair's latency
-    rows_shown = re.findall(r"^  frame \d+ .* ([\d.]+|-)$", text, re.M)
+    # (a row may end with a note: "(9 camera frames dropped)" when a loaded machine lost some)
+    rows_shown = re.findall(r"^  frame \d+ .*? ([\d.]+|-)(?:  \(.*\))?$", text, re.M)
     assert len(rows_shown) == count, text
     shown = sorted(float(v) for v in rows_shown)
     assert all(abs(a - b / MS) <= 0.0015 for a, b in zip(shown, sorted(trace_latency))), (shown, trace_latency)
-    # the frame age's row in the per-name table: its mean is the configured delay
+    # the frame age's row in the per-name table: its mean is the trace's mean age (in us)
     age_row = re.search(r"^  v4l2 +frame age /dev/video0 +(\d+) +([\d.]+)", text, re.M)
     assert age_row and int(age_row.group(1)) == count
-    assert abs(float(age_row.group(2)) - delay_ms * 1000) < 1000
+    mean_age = sum(e["args"]["payload"] for e in ages) / count
+    assert abs(float(age_row.group(2)) - mean_age / 1000) < 1, (age_row.group(2), mean_age)
 
 
 # ---- HID: a recorded security key (test/hidraw) ------------------------------------------
@@ -513,11 +680,14 @@ HID_CLIENT = r"""
 import fcntl, os, select, struct
 fd = os.open("/dev/hidraw5", os.O_RDWR)
 size = struct.unpack("i", fcntl.ioctl(fd, 0x80044801, b"\0" * 4))[0]   # HIDIOCGRDESCSIZE
+descriptor = bytearray(struct.pack("I", size) + bytes(4096))
+fcntl.ioctl(fd, 0x90044802, descriptor, True)  # HIDIOCGRDESC
+assert struct.unpack("I", descriptor[:4])[0] == size
 packet = b"\x00\xff\xff\xff\xff\x86\x00\x08" + b"\x01" * 8 + b"\x00" * 49
 written = os.write(fd, packet)
 select.select([fd], [], [], 5)
 reply = os.read(fd, 64)
-print(size, written, len(reply), reply[:24].hex())
+print(size, written, len(reply), reply[:24].hex(), descriptor[4:4 + size].hex())
 os.close(fd)
 """
 
@@ -544,9 +714,109 @@ def test_a_hidraw_client_on_a_recorded_security_key(tmp_path):
     assert plain == profiled
     assert plain.split()[:3] == [b"34", b"65", b"64"], plain
     hid = [(e["name"], e["args"].get("payload")) for e in ranges(events, "hid")]
-    # The script's one write (65 bytes) and one read (64), and the wait before the read.
-    assert hid == [("write /dev/hidraw5 65B", 65), ("select /dev/hidraw5", None),
+    # The report descriptor's size (an int) and the descriptor (34 bytes, the recording's), the
+    # script's one write (65 bytes) and one read (64), and the wait before the read.
+    assert hid == [("HIDIOCGRDESCSIZE /dev/hidraw5", 4), ("HIDIOCGRDESC /dev/hidraw5", 34),
+                   ("write /dev/hidraw5 65B", 65), ("select /dev/hidraw5", None),
                    ("read /dev/hidraw5 64B", 64)], hid
+    assert [e["args"]["category"] for e in ranges(events, "hid")][:2] == ["control", "control"]
+
+
+def test_fido2_token_lists_the_recorded_key_and_its_hid_calls_are_drawn(tmp_path):
+    """fido2-token -L (libfido2) on the recorded key: it opens the node and reads the report
+    descriptor by ioctl, which were not drawn at all; now each is a range of domain hid whose
+    payload is what the recording answered (4 bytes of size, then the 34-byte descriptor), and
+    the listing is the same."""
+    need("umockdev-run", "umockdev")
+    need("fido2-token", "fido2-tools")
+    outputs, events = [], []
+    for shim in (False, True):
+        trace = tmp_path / ("fido-%d-%%p.json" % shim)
+        inner = "exec fido2-token -L"
+        if shim:
+            inner = 'LD_PRELOAD="%s:$LD_PRELOAD" ' % SHIM + inner
+        result = run(["umockdev-run", "--device", "fido2.umockdev", "--ioctl",
+                      "/dev/hidraw5=fido2.ioctl", "--", "sh", "-c", inner],
+                     dict(NVTXSHIM_TRACE=str(trace)), cwd=HIDRAW)
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+        events += [e for path in glob.glob(str(tmp_path / ("fido-%d-*.json" % shim)))
+                   for e in load_trace(path)]
+    assert outputs[0] == outputs[1] and b"/dev/hidraw5: vendor=0x1050" in outputs[0], outputs
+    hid = [(e["name"], e["args"].get("payload")) for e in ranges(events, "hid")]
+    assert hid == [("HIDIOCGRDESCSIZE /dev/hidraw5", 4), ("HIDIOCGRDESC /dev/hidraw5", 34)], hid
+
+
+# libhidapi-hidraw (hidapi's hidraw backend, as instruments' vendor tools use it) reading and
+# setting feature reports: the buffer's first byte is the report's number.
+FEATURE_CLIENT = r"""
+import ctypes
+hidapi = ctypes.CDLL("libhidapi-hidraw.so.0")
+hidapi.hid_open_path.restype = ctypes.c_void_p
+hidapi.hid_open_path.argtypes = [ctypes.c_char_p]
+for function in (hidapi.hid_send_feature_report, hidapi.hid_get_feature_report):
+    function.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+hidapi.hid_close.argtypes = [ctypes.c_void_p]
+assert hidapi.hid_init() == 0
+device = hidapi.hid_open_path(b"/dev/hidraw5")
+assert device, "no device"
+def get(report):
+    buffer = ctypes.create_string_buffer(bytes([report]) + bytes(8), 9)
+    got = hidapi.hid_get_feature_report(device, buffer, 9)
+    print("get", report, buffer.raw[:got].hex())
+get(1)
+get(2)
+setting = bytes([2]) + bytes(range(10, 18))
+print("set", hidapi.hid_send_feature_report(device, setting, len(setting)))
+get(2)
+hidapi.hid_close(device)
+"""
+
+
+def run_feature_client(tmp_path, shim, **settings):
+    """FEATURE_CLIENT on the recorded key, whose feature reports 1 (3 bytes) and 2 (8 bytes)
+    test/hidraw/emufeature.c answers (umockdev replays none): (its output, the reports as
+    the stand-in logged them, the trace's events)."""
+    need("umockdev-run", "umockdev")
+    if not glob.glob("/usr/lib/*/libhidapi-hidraw.so.0"):
+        pytest.skip("no libhidapi-hidraw0")
+    tmp_path.mkdir(exist_ok=True)
+    log, trace = tmp_path / "features.log", tmp_path / "hid-%p.json"
+    preload = os.path.join(BUILD, "test", "libemufeature.so")
+    if shim:
+        preload = SHIM + ":" + preload
+    inner = 'LD_PRELOAD="%s:$LD_PRELOAD" exec %s -c \'%s\'' % (preload, PYTHON, FEATURE_CLIENT)
+    env = dict(NVTXSHIM_TRACE=str(trace), EMUFEATURE_NODE="/dev/hidraw5",
+               EMUFEATURE_REPORTS="01:a1a2a3,02:b1b2b3b4b5b6b7b8", EMUFEATURE_LOG=str(log),
+               **settings)
+    result = run(["umockdev-run", "--device", "fido2.umockdev", "--ioctl",
+                  "/dev/hidraw5=fido2.ioctl", "--", "sh", "-c", inner], env, cwd=HIDRAW)
+    logged = [tuple(line.split()) for line in log.read_text().splitlines()]
+    events = [e for path in glob.glob(str(tmp_path / "hid-*.json")) for e in load_trace(path)]
+    return result.stdout, logged, events
+
+
+def test_feature_reports_are_hid_ranges_with_the_bytes_they_moved(tmp_path):
+    """An instrument that speaks only feature reports was invisible: HIDIOCGFEATURE and
+    HIDIOCSFEATURE are now ranges of domain hid (a get is a read, a set a write), named with the
+    buffer's size, whose payloads are the bytes the device answered, as its stand-in logged
+    them; hid.in counts the reports read in, hid.out the ones sent."""
+    plain, _, _ = run_feature_client(tmp_path / "plain", False)
+    profiled, logged, events = run_feature_client(tmp_path / "shim", True,
+                                                  NVTXSHIM_FRAME="hid.in:/dev/hidraw5")
+    assert plain == profiled
+    assert plain.decode().splitlines() == ["get 1 01a1a2a3", "get 2 02b1b2b3b4b5b6b7b8", "set 9",
+                                           "get 2 020a0b0c0d0e0f1011"]
+    assert logged == [("get", "id=1", "bytes=4"), ("get", "id=2", "bytes=9"),
+                      ("set", "id=2", "bytes=9"), ("get", "id=2", "bytes=9")]
+    features = [e for e in ranges(events, "hid") if "FEATURE" in e["name"]]
+    assert [(e["name"], e["args"]["category"], e["args"]["payload"]) for e in features] == [
+        ("HIDIOC%sFEATURE /dev/hidraw5 9B" % ("G" if what == "get" else "S"),
+         "read" if what == "get" else "write", int(bytes_.split("=")[1]))
+        for what, _, bytes_ in logged]
+    assert [e["name"] for e in frames(events)] == ["frame 1", "frame 2", "frame 3"]
+    for frame, call in zip(frames(events), [e for e in features if e["args"]["category"] == "read"]):
+        assert call["ts"] <= frame["ts"] <= call["ts"] + call["dur"]
 
 
 def test_hid_hooks_off_leave_the_key_untraced(tmp_path):

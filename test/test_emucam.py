@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from conftest import PYTHON, ROOT, run
+from conftest import PYTHON, ROOT, load_trace, ranges, run
 
 NODE = "/dev/bus/usb/001/007"
 TWO_HANDLES = os.path.join(ROOT, "test", "programs", "two_handles.py")
@@ -257,3 +257,43 @@ def test_fxload_downloads_firmware_into_an_fx2(make_device, tmp_path):
     refused = both(argv, make_device())
     assert refused.returncode != 0
     assert "can't modify CPUCS: Broken pipe" in refused.stderr.decode()
+
+
+# The truth for string requests: every device's strings 1-3, read by another libusb client.
+STRINGS_CHILD = r"""
+import usb1
+with usb1.USBContext() as context:
+    for device in context.getDeviceList(skip_on_error=True):
+        handle = device.open()
+        for index in (1, 2, 3):
+            try:
+                print(index, len(handle.getASCIIStringDescriptor(index) or ""))
+            except usb1.USBError:
+                pass
+"""
+
+
+def test_sigrok_cli_string_requests_carry_the_bytes_they_read(make_device, tmp_path):
+    """sigrok-cli --scan reads every device's strings with libusb_get_string_descriptor_ascii:
+    each range's payload is the length of the string it read (the strings as another libusb
+    client, python3-usb1, reads them on the same bus), not the program's buffer (255 or 256
+    bytes) as it was."""
+    need("sigrok-cli", "sigrok-cli")
+    device = make_device()
+    listing = run([PYTHON, "-c", STRINGS_CHILD], shim=False, device=device)
+    assert listing.returncode == 0, listing.stderr
+    strings = {}        # index -> the lengths of the devices' strings at that index
+    for line in listing.stdout.decode().splitlines():
+        index, length = (int(v) for v in line.split())
+        strings.setdefault(index, set()).add(length)
+    assert strings
+    trace = tmp_path / "scan.json"
+    result = run(["sigrok-cli", "--scan"], env=dict(leaky_host(), NVTXSHIM_TRACE=str(trace)),
+                 device=device)
+    assert result.returncode == 0, result.stderr
+    requests = [e for e in ranges(load_trace(trace), "usb")
+                if e["name"].startswith("libusb_get_string_descriptor_ascii idx=")]
+    assert requests
+    for request in requests:
+        index = int(request["name"].rsplit("=", 1)[1])
+        assert request["args"]["payload"] in strings[index], (request, strings)

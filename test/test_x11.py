@@ -1,12 +1,14 @@
 """X11 hooks (Xlib, XCB, GLX) against a real X server (Xvfb), through the recorder and nsys."""
 import collections
 import glob
+import os
+import re
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import PYTHON, SHIM, clean_env, load_trace, names, program, ranges, run
+from conftest import PYTHON, ROOT, SHIM, clean_env, load_trace, names, program, ranges, run
 from xserver import Xvfb
 from nsys import export_sqlite, nvtx_events, profile
 
@@ -420,3 +422,14 @@ def test_a_vulkan_layers_own_lookups_stay_its_own(tmp_path):
     assert after[2:4] == ["vkGetInstanceProcAddr libnvtxshim.so",
                           "loader vkGetInstanceProcAddr libnvtxshim.so"]
     assert after[4] == before[4] and before[4].startswith("vkEnumerateInstanceVersion 0 1")
+
+
+def test_the_readme_names_every_x11_call_the_library_draws():
+    """Each function in hooks/x11.def, `_XReply` (the name of Xlib's round trips) among them, is
+    named in the README, where a user reading a trace looks a range's name up."""
+    with open(os.path.join(ROOT, "libnvtxshim", "hooks", "x11.def")) as f:
+        hooked = re.findall(r"^NVS_HOOK\((\w+),", f.read(), re.M)
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    assert "_XReply" in hooked
+    assert [name for name in hooked if "`%s`" % name not in readme] == []

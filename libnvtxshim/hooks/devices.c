@@ -1,6 +1,6 @@
-/* libc calls on device files: the descriptor bookkeeping (open, dup, close...)
- * that keeps devices.c's table, and the I/O, ioctls and waits on the
- * descriptors in it, in domains v4l2, serial, hid and usb (schema.h).
+/* libc calls on device files: the I/O, ioctls and waits on the descriptors
+ * devices.c's table holds (hooks/descriptors.c keeps the table), in domains
+ * v4l2, serial, hid and usb (schema.h).
  *
  * Every process that inherits LD_PRELOAD makes these calls, on files, pipes
  * and sockets: for those a wrapper is a table lookup and a jump to the real
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/uio.h>
 #include <termios.h>
@@ -27,38 +28,11 @@
 #include "../hook.h"
 #include "device_calls.h"
 
-#define EXPORT __attribute__((visibility("default")))
-#define SLOW __attribute__((noinline, cold))
-
 /* glibc declares these only under _FORTIFY_SOURCE. */
-int __open_2(const char *path, int flags);
-int __open64_2(const char *path, int flags);
-int __openat_2(int dirfd, const char *path, int flags);
-int __openat64_2(int dirfd, const char *path, int flags);
 ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size);
 int __poll_chk(struct pollfd *fds, nfds_t count, int timeout, size_t fds_size);
 int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
                 const sigset_t *mask, size_t fds_size);
-
-/* The real function of a libc hook (always there: libc defines it). */
-#define REAL(name) NVS_REAL(name)
-
-/* The way straight through, for a call on any other descriptor: a jump
- * through REAL_NAME, which holds the real function once found and, until
- * then, NAME_first, which finds it (out of line) and makes the call. No test
- * on the way and no register saved: the jump is the wrapper's last
- * instruction. */
-#define PASS(name, arguments) return atomic_load_explicit(&real_##name, memory_order_relaxed) arguments
-
-#define RESOLVING(name, type, parameters, arguments)                                          \
-    SLOW static type name##_first parameters;                                                 \
-    static _Atomic(__typeof__(&name)) real_##name = name##_first;                             \
-    SLOW static type name##_first parameters                                                  \
-    {                                                                                         \
-        __typeof__(&name) real = REAL(name);                                                  \
-        atomic_store_explicit(&real_##name, real, memory_order_relaxed);                      \
-        return real arguments;                                                                \
-    }
 
 RESOLVING(read, ssize_t, (int fd, void *buffer, size_t count), (fd, buffer, count))
 RESOLVING(__read_chk, ssize_t, (int fd, void *buffer, size_t count, size_t size),
@@ -66,7 +40,6 @@ RESOLVING(__read_chk, ssize_t, (int fd, void *buffer, size_t count, size_t size)
 RESOLVING(write, ssize_t, (int fd, const void *buffer, size_t count), (fd, buffer, count))
 RESOLVING(readv, ssize_t, (int fd, const struct iovec *vector, int count), (fd, vector, count))
 RESOLVING(writev, ssize_t, (int fd, const struct iovec *vector, int count), (fd, vector, count))
-RESOLVING(close, int, (int fd), (fd))
 RESOLVING(tcdrain, int, (int fd), (fd))
 RESOLVING(poll, int, (struct pollfd *fds, nfds_t count, int timeout), (fds, count, timeout))
 RESOLVING(select, int, (int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
@@ -117,194 +90,16 @@ void nvs_device_warn(const struct nvs_device *device, const char *what, int erro
     nvs_mark(&mark);
 }
 
-/* ---- the table's bookkeeping ---------------------------------------------------------- */
-
-static inline int opened(int fd, const char *path)
-{
-    if (fd >= 0 && nvs_device_candidate(path))
-        nvs_device_opened(fd, path);
-    return fd;
-}
-
-EXPORT int nvs_open(const char *path, int flags, mode_t mode) __asm__("open");
-EXPORT int nvs_open(const char *path, int flags, mode_t mode)
-{
-    return opened(REAL(open)(path, flags, mode), path);
-}
-
-EXPORT int nvs_open64(const char *path, int flags, mode_t mode) __asm__("open64");
-EXPORT int nvs_open64(const char *path, int flags, mode_t mode)
-{
-    return opened(REAL(open64)(path, flags, mode), path);
-}
-
-EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat");
-EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode)
-{
-    return opened(REAL(openat)(dirfd, path, flags, mode), path);
-}
-
-EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat64");
-EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode)
-{
-    return opened(REAL(openat64)(dirfd, path, flags, mode), path);
-}
-
-EXPORT int __open_2(const char *path, int flags)
-{
-    return opened(REAL(__open_2)(path, flags), path);
-}
-
-EXPORT int __open64_2(const char *path, int flags)
-{
-    return opened(REAL(__open64_2)(path, flags), path);
-}
-
-EXPORT int __openat_2(int dirfd, const char *path, int flags)
-{
-    return opened(REAL(__openat_2)(dirfd, path, flags), path);
-}
-
-EXPORT int __openat64_2(int dirfd, const char *path, int flags)
-{
-    return opened(REAL(__openat64_2)(dirfd, path, flags), path);
-}
-
-/* A duplicate of a device's descriptor names the device too. */
-static inline int duplicated(int old_fd, unsigned slot, int new_fd)
-{
-    if (__builtin_expect(slot != 0, 0) && new_fd >= 0) {
-        int saved_errno = errno;
-        nvs_device_duplicated(nvs_device_slot(old_fd, slot), new_fd);
-        errno = saved_errno;
-    }
-    return new_fd;
-}
-
-/* NEW_FD is about to be replaced (dup2, dup3): it leaves the table first. */
-static inline void replacing(int old_fd, int new_fd)
-{
-    if (__builtin_expect(new_fd != old_fd && nvs_fd_slot(new_fd) != 0, 0))
-        nvs_device_closing(new_fd);
-}
-
-EXPORT int dup(int fd)
-{
-    unsigned slot = nvs_fd_slot(fd);
-    return duplicated(fd, slot, REAL(dup)(fd));
-}
-
-EXPORT int dup2(int old_fd, int new_fd)
-{
-    unsigned slot = nvs_fd_slot(old_fd);
-    int result = REAL(dup2)(old_fd, new_fd);
-    if (result >= 0 && new_fd != old_fd) {
-        int saved_errno = errno;
-        replacing(old_fd, new_fd);
-        errno = saved_errno;
-        duplicated(old_fd, slot, result);
-    }
-    return result;
-}
-
-EXPORT int dup3(int old_fd, int new_fd, int flags)
-{
-    unsigned slot = nvs_fd_slot(old_fd);
-    int result = REAL(dup3)(old_fd, new_fd, flags);
-    if (result >= 0) {
-        int saved_errno = errno;
-        replacing(old_fd, new_fd);
-        errno = saved_errno;
-        duplicated(old_fd, slot, result);
-    }
-    return result;
-}
-
-static inline int fcntl_done(int fd, int command, int result)
-{
-    if ((command == F_DUPFD || command == F_DUPFD_CLOEXEC) && result >= 0)
-        return duplicated(fd, nvs_fd_slot(fd), result);
-    return result;
-}
-
-EXPORT int nvs_fcntl(int fd, int command, void *argument) __asm__("fcntl");
-EXPORT int nvs_fcntl(int fd, int command, void *argument)
-{
-    return fcntl_done(fd, command, REAL(fcntl)(fd, command, argument));
-}
-
-EXPORT int nvs_fcntl64(int fd, int command, void *argument) __asm__("fcntl64");
-EXPORT int nvs_fcntl64(int fd, int command, void *argument)
-{
-    __typeof__(&fcntl) real = (__typeof__(&fcntl))nvs_resolve(NVS_HOOK_ID(fcntl64));
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    return fcntl_done(fd, command, real(fd, command, argument));
-}
-
-SLOW static void closing(int fd)
-{
-    int saved_errno = errno;
-    nvs_device_closing(fd);
-    errno = saved_errno;
-}
-
-EXPORT int close(int fd)
-{
-    /* Out of the table first: the kernel may give the number out again as
-     * soon as the real close has freed it. */
-    if (__builtin_expect(nvs_fd_slot(fd) != 0, 0))
-        closing(fd);
-    PASS(close, (fd));
-}
-
-EXPORT int close_range(unsigned first, unsigned last, int flags)
-{
-    __typeof__(&close_range) real = REAL(close_range);
-    if (!real) {
-        errno = ENOSYS;
-        return -1;
-    }
-    int result = real(first, last, flags);
-    if (result == 0 && !(flags & CLOSE_RANGE_CLOEXEC) && nvs_devices_open()) {
-        int saved_errno = errno;
-        nvs_device_closing_range(first, last);
-        errno = saved_errno;
-    }
-    return result;
-}
-
-EXPORT void closefrom(int lowest)
-{
-    __typeof__(&closefrom) real = REAL(closefrom);
-    if (nvs_devices_open() && lowest >= 0) {
-        int saved_errno = errno;
-        nvs_device_closing_range((unsigned)lowest, ~0u);
-        errno = saved_errno;
-    }
-    if (real)
-        real(lowest);
-}
-
-EXPORT int fclose(FILE *stream)
-{
-    if (__builtin_expect(nvs_devices_open(), 0) && stream) {
-        int fd = fileno(stream);
-        if (nvs_fd_slot(fd))
-            closing(fd);
-    }
-    return REAL(fclose)(stream);
-}
-
 /* ---- reads and writes --------------------------------------------------------------- */
 
 enum direction { IN, OUT };
 
-/* The range of a read or write of COUNT bytes on DEVICE. */
+/* The range of a read or write of COUNT bytes on DEVICE; of a vector read or
+ * write (readv, writev) when VECTOR: its size lies in the program's memory,
+ * not read before the kernel has accepted it, so the name has none and the
+ * payload is set when the call returns. */
 static void describe_io(struct nvs_attributes *range, const struct nvs_device *device,
-                        enum nvs_hook_id id, size_t count, enum direction direction)
+                        enum nvs_hook_id id, size_t count, enum direction direction, bool vector)
 {
     uint32_t category, color;
     if (device->domain == NVS_DOMAIN_V4L2) {
@@ -316,29 +111,14 @@ static void describe_io(struct nvs_attributes *range, const struct nvs_device *d
     }
     *range = (struct nvs_attributes){
         .domain = device->domain, .category = category, .color = color,
-        .payload = count, .has_payload = true,
+        .payload = count, .has_payload = !vector,
     };
-    range->name = nvs_device_name(device, id, (uint32_t)(count > 0xffffffffu ? 0xffffffffu : count),
-                                  "%s %s %zuB", nvs_hook_name(id), device->path, count);
-}
-
-/* After a read or write of COUNT bytes: the bytes moved when fewer (the trace
- * file), a mark when it failed, the frame when it is the marker. */
-static void io_done(const struct nvs_device *device, enum nvs_hook_id id, size_t count,
-                    ssize_t result, enum direction direction)
-{
-    int saved_errno = errno;
-    if (result >= 0 && (size_t)result != count)
-        nvs_range_set_payload(device->domain, (uint64_t)result);
-    if (result < 0 && !nvs_device_ordinary_failure(saved_errno)) {
-        char what[NVS_CALL_TEXT_MAX];
-        snprintf(what, sizeof what, "%s %s", nvs_hook_name(id), device->path);
-        nvs_device_warn(device, what, saved_errno);
-    }
-    enum nvs_frame_marker marker = direction == IN ? device->in_marker : device->out_marker;
-    if (result > 0 && marker != NVS_FRAME_OFF)
-        nvs_call_completed(id, marker, -1);
-    errno = saved_errno;
+    if (vector)
+        range->name = nvs_device_name(device, id, 0, "%s %s", nvs_hook_name(id), device->path);
+    else
+        range->name = nvs_device_name(device, id,
+                                      (uint32_t)(count > 0xffffffffu ? 0xffffffffu : count),
+                                      "%s %s %zuB", nvs_hook_name(id), device->path, count);
 }
 
 /* Whether a read or write on DEVICE is traced: cameras, serial ports and HID
@@ -349,110 +129,142 @@ static inline bool io_traced(const struct nvs_device *device)
            device->kind == NVS_DEVICE_HID;
 }
 
-SLOW static ssize_t device_read(unsigned slot, int fd, void *buffer, size_t count,
-                                size_t buffer_size, bool checked)
+/* Whether a failed call on a non-blocking device only found nothing to read
+ * (or no room to write): such a call is not drawn. */
+static inline bool found_nothing(int error)
 {
-    enum nvs_hook_id id = checked ? NVS_HOOK_ID(__read_chk) : NVS_HOOK_ID(read);
-    slot = nvs_device_slot(fd, slot);
+    return error == EAGAIN || error == EWOULDBLOCK;
+}
+
+/* A read or write on a device (hook ID; NAME_ID: the name's, read for
+ * __read_chk): one rule for every one. Its payload is the bytes it moved, 0
+ * when it failed. On a non-blocking device a call returns at once: one that
+ * found nothing (EAGAIN, or 0 bytes: a serial port in raw mode with VMIN 0
+ * reads nothing that way) is not drawn, any other is drawn when it returned,
+ * from its start. On a blocking one the range opens before the call, which
+ * may wait. A failure other than a signal's or EAGAIN gets a red mark; a call
+ * that moved bytes is the device's frame marker, in or out. */
+struct io_call {
+    enum nvs_hook_id id, name_id;
+    enum direction direction;
+    int fd;
+    void *buffer;
+    size_t count, buffer_size;      /* count: SIZE_MAX for a vector */
+    const struct iovec *vector;
+    int vector_count;
+};
+
+static ssize_t io_real(const struct io_call *call)
+{
+    switch (call->id) {
+    case NVS_HOOK_ID(__read_chk):
+        return REAL(__read_chk)(call->fd, call->buffer, call->count, call->buffer_size);
+    case NVS_HOOK_ID(write):
+        return REAL(write)(call->fd, call->buffer, call->count);
+    case NVS_HOOK_ID(readv):
+        return REAL(readv)(call->fd, call->vector, call->vector_count);
+    case NVS_HOOK_ID(writev):
+        return REAL(writev)(call->fd, call->vector, call->vector_count);
+    default:
+        return REAL(read)(call->fd, call->buffer, call->count);
+    }
+}
+
+SLOW static ssize_t device_io(unsigned slot, const struct io_call *call)
+{
+    slot = nvs_device_slot(call->fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    bool traced = slot && io_traced(device) && nvs_call_enter(device->group);
+    if (!slot || !io_traced(device) || !nvs_call_enter(device->group))
+        return io_real(call);
+    bool vector = call->count == SIZE_MAX;
     struct nvs_attributes range;
-    if (traced) {
-        describe_io(&range, device, NVS_HOOK_ID(read), count, IN);
-        nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+    describe_io(&range, device, call->name_id, vector ? 0 : call->count, call->direction, vector);
+    bool nonblocking = atomic_load_explicit(&device->nonblocking, memory_order_relaxed);
+    uint64_t began = 0;
+    if (nonblocking)
+        began = nvs_now_ns();
+    else
+        nvs_call_open(call->id, NVS_FRAME_OFF, -1, &range);
+    ssize_t result = io_real(call);
+    int saved_errno = errno;
+    uint64_t moved = result > 0 ? (uint64_t)result : 0;
+    /* The frame the call is the marker of begins inside its range, as it does
+     * in a range that opened before the call. */
+    enum nvs_frame_marker marker = call->direction == IN ? device->in_marker : device->out_marker;
+    if (result > 0 && marker != NVS_FRAME_OFF)
+        nvs_call_completed(call->id, marker, -1);
+    if (!nonblocking) {
+        nvs_range_set_payload(device->domain, moved);
+    } else if (result > 0 || (result < 0 && !found_nothing(saved_errno))) {
+        range.payload = moved;
+        range.has_payload = true;
+        nvs_call_drawn(call->id, NVS_FRAME_OFF, -1, &range, began);
     }
-    ssize_t result = checked ? REAL(__read_chk)(fd, buffer, count, buffer_size)
-                             : REAL(read)(fd, buffer, count);
-    if (traced) {
-        io_done(device, NVS_HOOK_ID(read), count, result, IN);
+    if (result < 0 && !nvs_device_ordinary_failure(saved_errno)) {
+        char what[NVS_CALL_TEXT_MAX];
+        snprintf(what, sizeof what, "%s %s", nvs_hook_name(call->name_id), device->path);
+        nvs_device_warn(device, what, saved_errno);
+    }
+    errno = saved_errno;
+    if (nonblocking)
+        nvs_call_leave();
+    else
         nvs_call_close(device->domain);
-    }
     return result;
 }
 
 EXPORT ssize_t read(int fd, void *buffer, size_t count)
 {
     unsigned slot = nvs_fd_slot(fd);
-    if (__builtin_expect(slot != 0, 0))
-        return device_read(slot, fd, buffer, count, 0, false);
+    if (__builtin_expect(slot != 0, 0)) {
+        struct io_call call = { NVS_HOOK_ID(read), NVS_HOOK_ID(read), IN, fd, buffer, count, 0,
+                                NULL, 0 };
+        return device_io(slot, &call);
+    }
     PASS(read, (fd, buffer, count));
 }
 
 EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size)
 {
     unsigned slot = nvs_fd_slot(fd);
-    if (__builtin_expect(slot != 0, 0))
-        return device_read(slot, fd, buffer, count, buffer_size, true);
+    if (__builtin_expect(slot != 0, 0)) {
+        struct io_call call = { NVS_HOOK_ID(__read_chk), NVS_HOOK_ID(read), IN, fd, buffer, count,
+                                buffer_size, NULL, 0 };
+        return device_io(slot, &call);
+    }
     PASS(__read_chk, (fd, buffer, count, buffer_size));
-}
-
-SLOW static ssize_t device_write(unsigned slot, int fd, const void *buffer, size_t count)
-{
-    enum nvs_hook_id id = NVS_HOOK_ID(write);
-    slot = nvs_device_slot(fd, slot);
-    const struct nvs_device *device = &nvs_devices[slot];
-    if (!slot || !io_traced(device) || !nvs_call_enter(device->group))
-        return REAL(write)(fd, buffer, count);
-    struct nvs_attributes range;
-    describe_io(&range, device, id, count, OUT);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
-    ssize_t result = REAL(write)(fd, buffer, count);
-    io_done(device, id, count, result, OUT);
-    nvs_call_close(device->domain);
-    return result;
 }
 
 EXPORT ssize_t write(int fd, const void *buffer, size_t count)
 {
     unsigned slot = nvs_fd_slot(fd);
-    if (__builtin_expect(slot != 0, 0))
-        return device_write(slot, fd, buffer, count);
+    if (__builtin_expect(slot != 0, 0)) {
+        struct io_call call = { NVS_HOOK_ID(write), NVS_HOOK_ID(write), OUT, fd, (void *)buffer,
+                                count, 0, NULL, 0 };
+        return device_io(slot, &call);
+    }
     PASS(write, (fd, buffer, count));
-}
-
-static size_t vector_bytes(const struct iovec *vector, int count)
-{
-    size_t total = 0;
-    for (int i = 0; vector && i < count; i++)
-        total += vector[i].iov_len;
-    return total;
-}
-
-SLOW static ssize_t device_vector(unsigned slot, int fd, const struct iovec *vector, int count,
-                                  enum direction direction)
-{
-    enum nvs_hook_id id = direction == IN ? NVS_HOOK_ID(readv) : NVS_HOOK_ID(writev);
-    slot = nvs_device_slot(fd, slot);
-    const struct nvs_device *device = &nvs_devices[slot];
-    bool traced = slot && io_traced(device) && nvs_call_enter(device->group);
-    size_t bytes = vector_bytes(vector, count);
-    struct nvs_attributes range;
-    if (traced) {
-        describe_io(&range, device, id, bytes, direction);
-        nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
-    }
-    ssize_t result = direction == IN ? REAL(readv)(fd, vector, count)
-                                     : REAL(writev)(fd, vector, count);
-    if (traced) {
-        io_done(device, id, bytes, result, direction);
-        nvs_call_close(device->domain);
-    }
-    return result;
 }
 
 EXPORT ssize_t readv(int fd, const struct iovec *vector, int count)
 {
     unsigned slot = nvs_fd_slot(fd);
-    if (__builtin_expect(slot != 0, 0))
-        return device_vector(slot, fd, vector, count, IN);
+    if (__builtin_expect(slot != 0, 0)) {
+        struct io_call call = { NVS_HOOK_ID(readv), NVS_HOOK_ID(readv), IN, fd, NULL, SIZE_MAX, 0,
+                                vector, count };
+        return device_io(slot, &call);
+    }
     PASS(readv, (fd, vector, count));
 }
 
 EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
 {
     unsigned slot = nvs_fd_slot(fd);
-    if (__builtin_expect(slot != 0, 0))
-        return device_vector(slot, fd, vector, count, OUT);
+    if (__builtin_expect(slot != 0, 0)) {
+        struct io_call call = { NVS_HOOK_ID(writev), NVS_HOOK_ID(writev), OUT, fd, NULL, SIZE_MAX,
+                                0, vector, count };
+        return device_io(slot, &call);
+    }
     PASS(writev, (fd, vector, count));
 }
 
@@ -463,11 +275,24 @@ SLOW static int device_ioctl(unsigned slot, int fd, unsigned long request, void 
     nvs_ioctl_fn real = (nvs_ioctl_fn)nvs_resolve(NVS_HOOK_ID(ioctl));
     slot = nvs_device_slot(fd, slot);
     struct nvs_device *device = &nvs_devices[slot];
+    if (request == FIONBIO && slot) {
+        /* Python's os.set_blocking: O_NONBLOCK by ioctl. Its int is read once the
+         * kernel accepted it. */
+        int result = real(fd, request, argument);
+        int on;
+        if (result == 0) {
+            memcpy(&on, argument, sizeof on);   /* the program's int may sit anywhere */
+            nvs_device_set_nonblocking(slot, on != 0);
+        }
+        return result;
+    }
     switch (slot ? device->kind : NVS_DEVICE_NONE) {
     case NVS_DEVICE_V4L2:
         return nvs_v4l2_ioctl(real, device, fd, request, argument);
     case NVS_DEVICE_USBFS:
         return nvs_usbfs_ioctl(real, device, slot, fd, request, argument);
+    case NVS_DEVICE_HID:
+        return nvs_hid_ioctl(real, device, fd, request, argument);
     default:
         return real(fd, request, argument);
     }
@@ -509,25 +334,32 @@ EXPORT int tcdrain(int fd)
 
 /* ---- waits ---------------------------------------------------------------------------- */
 
-/* The range of a wait (hook ID) for the device in SLOT: named after the first
- * device among the descriptors waited on. False when not traced. */
-static bool wait_begins(enum nvs_hook_id id, unsigned slot)
+/* The range of a wait (hook ID) for the device in SLOT, named after it. */
+static void describe_wait(struct nvs_attributes *range, enum nvs_hook_id id, unsigned slot)
 {
     const struct nvs_device *device = &nvs_devices[slot];
     enum nvs_device_kind kind = device->kind == NVS_DEVICE_EPOLL
                               ? (enum nvs_device_kind)atomic_load(&device->format) : device->kind;
-    if (!nvs_call_enter(device->group))
-        return false;
     uint32_t category = kind == NVS_DEVICE_V4L2 ? NVS_V4L2_WAIT
                       : kind == NVS_DEVICE_USBFS ? NVS_USB_EVENTS : NVS_TTY_WAIT;
     const char *hook = nvs_hook_name(id);
-    struct nvs_attributes range = {
+    *range = (struct nvs_attributes){
         .domain = device->domain, .category = category,
         .color = kind == NVS_DEVICE_USBFS ? NVS_COLOR_USB_EVENTS : NVS_COLOR_DEVICE_WAIT,
         .name = nvs_device_name(device, id, 0, "%s %s",
                                 hook[0] == '_' ? (id == NVS_HOOK_ID(__poll_chk) ? "poll" : "ppoll")
                                                : hook, device->path),
     };
+}
+
+/* A wait on an epoll instance that watches a device: its range opens before
+ * the call (nothing of the program's memory names it). False when not traced. */
+static bool wait_begins(enum nvs_hook_id id, unsigned slot)
+{
+    if (!nvs_call_enter(nvs_devices[slot].group))
+        return false;
+    struct nvs_attributes range;
+    describe_wait(&range, id, slot);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
     return true;
 }
@@ -537,9 +369,34 @@ static inline void wait_ends(unsigned slot)
     nvs_call_close(nvs_devices[slot].domain);
 }
 
+/* A poll or select (hook ID) that returned, drawn from BEGAN when the
+ * descriptors it waited on, as the kernel returned them, include a device:
+ * named after the first. Only what the call returned is read: a wait's sets
+ * and arrays lie in the program's memory, and a bad pointer or count must be
+ * the kernel's EFAULT or EINVAL, not a fault of ours. errno is kept. */
+static void wait_drawn(enum nvs_hook_id id, unsigned slot, uint64_t began)
+{
+    if (!nvs_call_enter(nvs_devices[slot].group))
+        return;
+    int saved_errno = errno;
+    struct nvs_attributes range;
+    describe_wait(&range, id, slot);
+    nvs_call_drawn(id, NVS_FRAME_OFF, -1, &range, began);
+    errno = saved_errno;
+    nvs_call_leave();
+}
+
+/* Whether a wait that returned RESULT has the program's sets or array as the
+ * kernel accepted them: it returned, or a signal cut it short (the kernel had
+ * read them to wait). */
+static inline bool wait_read(int result)
+{
+    return result >= 0 || errno == EINTR;
+}
+
 static unsigned first_device_polled(const struct pollfd *fds, nfds_t count)
 {
-    for (nfds_t i = 0; fds && i < count; i++) {
+    for (nfds_t i = 0; i < count; i++) {
         unsigned slot = nvs_device_slot(fds[i].fd, nvs_fd_slot(fds[i].fd));
         if (slot)
             return slot;
@@ -550,8 +407,7 @@ static unsigned first_device_polled(const struct pollfd *fds, nfds_t count)
 SLOW static int device_poll(enum nvs_hook_id id, struct pollfd *fds, nfds_t count, int timeout,
                             const struct timespec *timespec, const sigset_t *mask, size_t fds_size)
 {
-    unsigned slot = first_device_polled(fds, count);
-    bool traced = slot && wait_begins(id, slot);
+    uint64_t began = nvs_now_ns();
     int result;
     if (id == NVS_HOOK_ID(poll))
         result = REAL(poll)(fds, count, timeout);
@@ -561,8 +417,11 @@ SLOW static int device_poll(enum nvs_hook_id id, struct pollfd *fds, nfds_t coun
         result = REAL(ppoll)(fds, count, timespec, mask);
     else
         result = REAL(__ppoll_chk)(fds, count, timespec, mask, fds_size);
-    if (traced)
-        wait_ends(slot);
+    if (wait_read(result)) {
+        unsigned slot = first_device_polled(fds, count);
+        if (slot)
+            wait_drawn(id, slot, began);
+    }
     return result;
 }
 
@@ -596,8 +455,14 @@ EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *
     return REAL(__ppoll_chk)(fds, count, timeout, mask, fds_size);
 }
 
-static unsigned first_device_selected(int count, const fd_set *read_set, const fd_set *write_set)
+/* The first device among the descriptors select returned ready (or, cut short
+ * by a signal, was given: Linux leaves the sets as they were then). A select
+ * that timed out returns empty sets: it is not drawn. */
+static unsigned first_device_selected(int result, int count, const fd_set *read_set,
+                                      const fd_set *write_set)
 {
+    if (result == 0)
+        return 0;
     for (int fd = 0; fd < count && fd < FD_SETSIZE; fd++) {
         if ((read_set && FD_ISSET(fd, read_set)) || (write_set && FD_ISSET(fd, write_set))) {
             unsigned slot = nvs_device_slot(fd, nvs_fd_slot(fd));
@@ -611,11 +476,13 @@ static unsigned first_device_selected(int count, const fd_set *read_set, const f
 SLOW static int device_select(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
                               struct timeval *timeout)
 {
-    unsigned slot = first_device_selected(count, read_set, write_set);
-    bool traced = slot && wait_begins(NVS_HOOK_ID(select), slot);
+    uint64_t began = nvs_now_ns();
     int result = REAL(select)(count, read_set, write_set, except_set, timeout);
-    if (traced)
-        wait_ends(slot);
+    if (wait_read(result)) {
+        unsigned slot = first_device_selected(result, count, read_set, write_set);
+        if (slot)
+            wait_drawn(NVS_HOOK_ID(select), slot, began);
+    }
     return result;
 }
 
@@ -630,11 +497,13 @@ EXPORT int select(int count, fd_set *read_set, fd_set *write_set, fd_set *except
 SLOW static int device_pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
                                const struct timespec *timeout, const sigset_t *mask)
 {
-    unsigned slot = first_device_selected(count, read_set, write_set);
-    bool traced = slot && wait_begins(NVS_HOOK_ID(pselect), slot);
+    uint64_t began = nvs_now_ns();
     int result = REAL(pselect)(count, read_set, write_set, except_set, timeout, mask);
-    if (traced)
-        wait_ends(slot);
+    if (wait_read(result)) {
+        unsigned slot = first_device_selected(result, count, read_set, write_set);
+        if (slot)
+            wait_drawn(NVS_HOOK_ID(pselect), slot, began);
+    }
     return result;
 }
 

@@ -11,6 +11,7 @@ static const char *const hook_names[NVS_HOOK_COUNT] = {
 #include "cuda.def"
 #include "cudart.def"
 #include "devices.def"
+#include "descriptors.def"
 #include "process.def"
 #undef NVS_HOOK
 };
@@ -30,6 +31,7 @@ static const unsigned char hook_groups[NVS_HOOK_COUNT] = {
 /* The descriptor calls serve every device kind. */
 #define NVS_GROUP (NVS_HOOKS_DEVICE_FILES | NVS_HOOKS_USB)
 #include "devices.def"
+#include "descriptors.def"
 #undef NVS_GROUP
 #undef NVS_HOOK
 };

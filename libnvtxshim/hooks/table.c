@@ -10,6 +10,7 @@
 #include "cuda.def"
 #include "cudart.def"
 #include "devices.def"
+#include "descriptors.def"
 #include "process.def"
 #undef NVS_HOOK
 
@@ -20,6 +21,7 @@ const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
 #include "cuda.def"
 #include "cudart.def"
 #include "devices.def"
+#include "descriptors.def"
 #include "process.def"
 #undef NVS_HOOK
 };

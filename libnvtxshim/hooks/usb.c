@@ -634,10 +634,14 @@ static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_us
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
-/* The call returned RESULT: a libusb error gets a red mark beside the range. */
-static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result)
+/* The call returned RESULT: a libusb error gets a red mark beside the range.
+ * MOVES: RESULT is the bytes it moved (a string descriptor's length), the
+ * range's payload in the trace file, 0 when it failed. */
+static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result, bool moves)
 {
     int saved_errno = errno;
+    if (moves)
+        nvs_range_set_payload(NVS_DOMAIN_USB, result > 0 ? (uint64_t)result : 0);
     if (result < 0)
         warn(0, "%s %s", error_name(result), nvs_hook_name(id));
     errno = saved_errno;
@@ -653,7 +657,7 @@ static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result
         NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,            \
                          open_call(NVS_HOOK_ID(name), category, format, first, second,          \
                                    has_payload, payload),                                       \
-                         close_call(NVS_HOOK_ID(name), result));                                \
+                         close_call(NVS_HOOK_ID(name), result, has_payload));                   \
     }
 
 DEVICE_CALL(libusb_open, (libusb_device *device, libusb_device_handle **handle),

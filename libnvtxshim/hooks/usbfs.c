@@ -15,7 +15,7 @@
 
 /* Name keys: the request (top 3 bits of the 32) and its details; a transfer
  * whose details do not fit gets its name as text, unregistered. */
-enum { KEY_BULK = 1, KEY_SUBMIT, KEY_REAP };
+enum { KEY_BULK = 1, KEY_SUBMIT, KEY_REAP, KEY_FAILED };
 #define KEY(request, details) (((uint32_t)(request) << 29) | (details))
 
 static const char *direction(unsigned endpoint)
@@ -36,23 +36,33 @@ static const char *type_name(unsigned type)
 
 /* ---- URBs in flight: submission to reap ------------------------------------------- */
 
+/* A URB's slot is claimed by its address before the submission (nothing of
+ * the program's memory is read before the kernel accepts it) and its range is
+ * opened once the submission returned, from the URB the kernel accepted. A
+ * reap (or the node's close) on another thread may come in between: it finds
+ * the slot still OPENING, marks it ENDED, and the submitter ends the range it
+ * opened. */
+enum urb_state { URB_OPENING, URB_OPEN, URB_ENDED };
+
 #define URBS 256
 static struct {
     _Atomic(void *) urb;            /* the program's struct usbdevfs_urb; NULL: free */
+    _Atomic int state;
     nvtxRangeId_t range;
     unsigned char slot;
-    unsigned char endpoint;
-    bool in;
 } urbs[URBS];
 
-static int urb_claim(void *urb)
+static int urb_claim(void *urb, unsigned slot)
 {
     unsigned start = (unsigned)(((uintptr_t)urb >> 4) % URBS);
     for (unsigned i = 0; i < URBS; i++) {
         unsigned at = (start + i) % URBS;
         void *expected = NULL;
-        if (atomic_compare_exchange_strong(&urbs[at].urb, &expected, urb))
+        if (atomic_compare_exchange_strong(&urbs[at].urb, &expected, urb)) {
+            urbs[at].slot = (unsigned char)slot;
+            atomic_store(&urbs[at].state, URB_OPENING);
             return (int)at;
+        }
     }
     nvs_device_count_loss(NVS_DEVICE_LOSS_URBS);
     return -1;
@@ -69,18 +79,41 @@ static int urb_find(const void *urb)
     return -1;
 }
 
-/* URB came back from a reap: its range ends; an IN transfer's completion is
- * a usb.in frame marker, as libusb's are. */
-static void reaped(const struct usbdevfs_urb *urb)
+/* The URB at AT is done (reaped, or its node closed): its range ends here, or,
+ * while the submitter is still opening it, there. */
+static void urb_end(int at)
 {
-    int at = urb_find(urb);
-    if (at < 0)
+    int opening = URB_OPENING;
+    if (atomic_compare_exchange_strong(&urbs[at].state, &opening, URB_ENDED))
         return;
     nvtxRangeId_t range = urbs[at].range;
-    unsigned endpoint = urbs[at].endpoint;
-    bool in = urbs[at].in;
     atomic_store(&urbs[at].urb, NULL);
     nvs_range_end(NVS_DOMAIN_USB, range);
+}
+
+/* Whether URB (accepted by the kernel) moves data in: a control transfer's
+ * direction is in its setup packet. */
+static bool urb_in(const struct usbdevfs_urb *urb)
+{
+    if (urb->type == USBDEVFS_URB_TYPE_CONTROL && urb->buffer && urb->buffer_length >= 8)
+        return (*(const unsigned char *)urb->buffer & 0x80) != 0;
+    return (urb->endpoint & 0x80) != 0;
+}
+
+/* URB came back from a reap (the kernel handed it back: it is the program's
+ * to read): its range ends; an IN transfer's completion is a usb.in frame
+ * marker, as libusb's are. */
+static void reaped(const struct usbdevfs_urb *returned)
+{
+    int at = urb_find(returned);
+    if (at < 0)
+        return;
+    struct usbdevfs_urb copy;       /* the program's, read where it sits at any alignment */
+    memcpy(&copy, returned, sizeof copy);
+    const struct usbdevfs_urb *urb = &copy;
+    unsigned endpoint = urb->endpoint;
+    bool in = urb_in(urb);
+    urb_end(at);
     if (urb->status != 0 && urb->status != -ENOENT && urb->status != -ECONNRESET) {
         char what[NVS_CALL_TEXT_MAX];
         snprintf(what, sizeof what, "USBDEVFS_REAPURB ep=0x%02x %s %s %d/%dB", endpoint,
@@ -88,99 +121,129 @@ static void reaped(const struct usbdevfs_urb *urb)
         struct nvs_device device = { .domain = NVS_DOMAIN_USB };
         nvs_device_warn(&device, what, -urb->status);
     }
-    if (in && urb->status == 0)
+    if (in && urb->type != USBDEVFS_URB_TYPE_CONTROL && urb->status == 0)
         nvs_call_completed(NVS_HOOK_ID(ioctl), NVS_FRAME_USB_IN, (int)endpoint);
 }
 
 void nvs_usbfs_closed(unsigned slot)
 {
-    for (int at = 0; at < URBS; at++) {
-        if (atomic_load(&urbs[at].urb) && urbs[at].slot == slot) {
-            nvtxRangeId_t range = urbs[at].range;
-            atomic_store(&urbs[at].urb, NULL);
-            nvs_range_end(NVS_DOMAIN_USB, range);
-        }
-    }
+    for (int at = 0; at < URBS; at++)
+        if (atomic_load(&urbs[at].urb) && urbs[at].slot == slot)
+            urb_end(at);
 }
 
 /* ---- the requests ----------------------------------------------------------------- */
 
-static int bulk(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
-                struct usbdevfs_bulktransfer *transfer)
+/* A synchronous transfer's range, drawn once it returned: its endpoint and
+ * size lie in the program's struct, read only once the kernel accepted it
+ * (DETAILS, named under KEY, or as text where KEY is 0). One that failed is
+ * named after the node alone (the struct may be what the kernel refused) and
+ * has a red mark. MARKER: the frame marker it is, for ENDPOINT. */
+struct transfer {
+    const char *request;
+    char details[96];
+    uint32_t key;
+    enum nvs_frame_marker marker;
+    unsigned endpoint;
+};
+
+static void transfer_done(struct nvs_device *device, const struct transfer *transfer, int result,
+                          int error, uint64_t began)
 {
-    unsigned endpoint = transfer->ep & 0xff;
     char text[NVS_CALL_TEXT_MAX];
     struct nvs_attributes range = {
         .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = transfer->len, .has_payload = true,
+        .payload = result > 0 ? (uint64_t)result : 0, .has_payload = true,
     };
-    if (transfer->len < (1u << 21)) {
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
-                                     KEY(KEY_BULK, (endpoint << 21) | transfer->len),
-                                     "USBDEVFS_BULK ep=0x%02x %s %uB", endpoint,
-                                     direction(endpoint), transfer->len);
-    } else {
-        snprintf(text, sizeof text, "USBDEVFS_BULK ep=0x%02x %s %uB", endpoint,
-                 direction(endpoint), transfer->len);
+    enum nvs_frame_marker marker = NVS_FRAME_OFF;
+    if (result >= 0 && transfer->key) {
+        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->key, "%s %s",
+                                     transfer->request, transfer->details);
+        marker = transfer->marker;
+    } else if (result >= 0) {
+        snprintf(text, sizeof text, "%s %s", transfer->request, transfer->details);
         range.name.text = text;
+        marker = transfer->marker;
+    } else {
+        bool bulk = !strcmp(transfer->request, "USBDEVFS_BULK");
+        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), KEY(KEY_FAILED, bulk), "%s %s",
+                                     transfer->request, device->path);
+        snprintf(text, sizeof text, "%s %s", transfer->request, device->path);
+        nvs_device_warn(device, text, error);
     }
-    unsigned length = transfer->len;
-    nvs_call_open(NVS_HOOK_ID(ioctl), (endpoint & 0x80) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
-                  (int)endpoint, &range);
-    int result = real(fd, request, transfer);
+    nvs_call_drawn(NVS_HOOK_ID(ioctl), marker, marker != NVS_FRAME_OFF ? (int)transfer->endpoint : -1,
+                   &range, began);
+}
+
+static int bulk(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
+                void *program_argument)
+{
+    uint64_t began = nvs_now_ns();
+    int result = real(fd, request, program_argument);
     int saved_errno = errno;
-    if (result >= 0 && (unsigned)result != length)
-        nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)result);
-    if (result < 0) {
-        char what[NVS_CALL_TEXT_MAX];
-        snprintf(what, sizeof what, "USBDEVFS_BULK ep=0x%02x %s %uB", endpoint,
-                 direction(endpoint), length);
-        nvs_device_warn(device, what, saved_errno);
+    struct transfer transfer = { .request = "USBDEVFS_BULK" };
+    struct usbdevfs_bulktransfer copy, *argument = &copy;
+    if (result >= 0) {
+        memcpy(&copy, program_argument, sizeof copy);   /* accepted; at any alignment */
+        unsigned endpoint = argument->ep & 0xff;
+        snprintf(transfer.details, sizeof transfer.details, "ep=0x%02x %s %uB", endpoint,
+                 direction(endpoint), argument->len);
+        if (argument->len < (1u << 21))
+            transfer.key = KEY(KEY_BULK, (endpoint << 21) | argument->len);
+        transfer.marker = (endpoint & 0x80) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT;
+        transfer.endpoint = endpoint;
     }
+    transfer_done(device, &transfer, result, saved_errno, began);
     errno = saved_errno;
-    nvs_call_close(NVS_DOMAIN_USB);
     return result;
 }
 
+/* Control transfers are few (set-up, firmware downloads) and their fields
+ * many: the name goes as text. */
 static int control(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
-                   struct usbdevfs_ctrltransfer *transfer)
+                   void *program_argument)
 {
-    unsigned type = transfer->bRequestType, code = transfer->bRequest;
-    unsigned value = transfer->wValue, length = transfer->wLength;
-    /* Control transfers are few (set-up, firmware downloads) and their
-     * fields many: the name goes as text. */
-    char text[NVS_CALL_TEXT_MAX];
-    snprintf(text, sizeof text, "USBDEVFS_CONTROL type=0x%02x req=0x%02x val=0x%04x %s %uB", type,
-             code, value, direction(type), length);
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = length, .has_payload = true, .name = { NULL, text },
-    };
-    nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
-    int result = real(fd, request, transfer);
+    uint64_t began = nvs_now_ns();
+    int result = real(fd, request, program_argument);
     int saved_errno = errno;
-    if (result >= 0 && (unsigned)result != length)
-        nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)result);
-    if (result < 0) {
-        nvs_device_warn(device, text, saved_errno);
+    struct transfer transfer = { .request = "USBDEVFS_CONTROL", .marker = NVS_FRAME_OFF };
+    struct usbdevfs_ctrltransfer copy, *argument = &copy;
+    if (result >= 0) {
+        memcpy(&copy, program_argument, sizeof copy);   /* accepted; at any alignment */
+        snprintf(transfer.details, sizeof transfer.details,
+                 "type=0x%02x req=0x%02x val=0x%04x %s %uB", argument->bRequestType,
+                 argument->bRequest, argument->wValue, direction(argument->bRequestType),
+                 argument->wLength);
     }
+    transfer_done(device, &transfer, result, saved_errno, began);
     errno = saved_errno;
-    nvs_call_close(NVS_DOMAIN_USB);
     return result;
 }
 
 static int submit(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
-                  unsigned long request, struct usbdevfs_urb *urb)
+                  unsigned long request, struct usbdevfs_urb *program_urb)
 {
-    unsigned endpoint = urb->endpoint;
-    bool in = (endpoint & 0x80) != 0;
-    if (urb->type == USBDEVFS_URB_TYPE_CONTROL && urb->buffer && urb->buffer_length >= 8)
-        in = (*(const unsigned char *)urb->buffer & 0x80) != 0;
-    int at = urb_claim(urb);
-    if (at < 0) {
-        nvs_call_leave();
+    struct usbdevfs_urb *urb = program_urb;
+    int at = urb_claim(urb, slot);
+    if (at < 0)
         return real(fd, request, urb);
+    int result = real(fd, request, urb);
+    int saved_errno = errno;
+    if (result < 0) {
+        atomic_store(&urbs[at].urb, NULL);
+        char what[NVS_CALL_TEXT_MAX];
+        snprintf(what, sizeof what, "USBDEVFS_SUBMITURB %s", device->path);
+        nvs_device_warn(device, what, saved_errno);
+        errno = saved_errno;
+        return result;
     }
+    /* Accepted: the URB is the kernel's until it is reaped, and read now (copied:
+     * the program's may sit at any alignment). */
+    struct usbdevfs_urb copy;
+    memcpy(&copy, program_urb, sizeof copy);
+    urb = &copy;
+    unsigned endpoint = urb->endpoint;
+    bool in = urb_in(urb);
     int length = urb->buffer_length;
     char text[NVS_CALL_TEXT_MAX];
     struct nvs_attributes range = {
@@ -198,26 +261,17 @@ static int submit(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, i
                  type_name(urb->type), in ? "IN" : "OUT", length);
         range.name.text = text;
     }
-    urbs[at].slot = (unsigned char)slot;
-    urbs[at].endpoint = (unsigned char)endpoint;
-    urbs[at].in = in && urb->type != USBDEVFS_URB_TYPE_CONTROL;
-    /* Opened before the submission: another thread may reap it at once. */
     urbs[at].range = nvs_call_open_async(NVS_HOOK_ID(ioctl),
                                          !in && urb->type != USBDEVFS_URB_TYPE_CONTROL
                                              ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF,
                                          (int)endpoint, &range);
-    int result = real(fd, request, urb);
-    int saved_errno = errno;
-    if (result < 0) {
+    int opening = URB_OPENING;
+    if (!atomic_compare_exchange_strong(&urbs[at].state, &opening, URB_OPEN)) {
+        /* Reaped (or its node closed) on another thread meanwhile. */
         nvtxRangeId_t started = urbs[at].range;
         atomic_store(&urbs[at].urb, NULL);
         nvs_range_end(NVS_DOMAIN_USB, started);
-        char what[NVS_CALL_TEXT_MAX];
-        snprintf(what, sizeof what, "USBDEVFS_SUBMITURB ep=0x%02x %s %s %dB", endpoint,
-                 type_name(urb->type), in ? "IN" : "OUT", length);
-        nvs_device_warn(device, what, saved_errno);
     }
-    nvs_call_leave();
     errno = saved_errno;
     return result;
 }
@@ -237,13 +291,11 @@ static int reap(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned l
     }
     int result = real(fd, request, urb);
     int saved_errno = errno;
-    if (result == 0 && urb && *urb)
+    if (result == 0 && *urb)
         reaped(*urb);
     errno = saved_errno;
     if (blocking)
-        nvs_call_close(NVS_DOMAIN_USB);
-    else
-        nvs_call_leave();
+        nvs_range_pop(NVS_DOMAIN_USB);
     return result;
 }
 
@@ -258,11 +310,15 @@ int nvs_usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot,
                               command == (unsigned)USBDEVFS_REAPURBNDELAY);
     if (!known || !nvs_call_enter(device->group))
         return real(fd, request, argument);
+    int result;
     if (command == (unsigned)USBDEVFS_BULK)
-        return bulk(real, device, fd, request, argument);
-    if (command == (unsigned)USBDEVFS_CONTROL)
-        return control(real, device, fd, request, argument);
-    if (command == (unsigned)USBDEVFS_SUBMITURB)
-        return submit(real, device, slot, fd, request, argument);
-    return reap(real, device, fd, request, argument, command == (unsigned)USBDEVFS_REAPURB);
+        result = bulk(real, device, fd, request, argument);
+    else if (command == (unsigned)USBDEVFS_CONTROL)
+        result = control(real, device, fd, request, argument);
+    else if (command == (unsigned)USBDEVFS_SUBMITURB)
+        result = submit(real, device, slot, fd, request, argument);
+    else
+        result = reap(real, device, fd, request, argument, command == (unsigned)USBDEVFS_REAPURB);
+    nvs_call_leave();
+    return result;
 }

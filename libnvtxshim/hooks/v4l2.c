@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/videodev2.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,6 +82,25 @@ static const char *memory_name(uint32_t memory)
     }
 }
 
+/* What the kernel answered in the program's ARGUMENT to REQUEST, copied out: the
+ * kernel reads and writes it with no alignment asked (copy_from_user; Python's
+ * fcntl.ioctl hands a bytearray at any address), so its fields are never read
+ * in place. Only after the kernel accepted it. */
+union answer {
+    struct v4l2_buffer buffer;
+    struct v4l2_requestbuffers request;
+    struct v4l2_format format;
+};
+
+static union answer answer_of(unsigned long request, const void *argument)
+{
+    union answer copy;
+    size_t size = _IOC_SIZE(request) < sizeof copy ? _IOC_SIZE(request) : sizeof copy;
+    memset(&copy, 0, sizeof copy);
+    memcpy(&copy, argument, size);
+    return copy;
+}
+
 void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const void *argument,
                       int result)
 {
@@ -88,7 +108,8 @@ void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const vo
         return;
     unsigned command = (unsigned)request;
     if (command == (unsigned)VIDIOC_G_FMT || command == (unsigned)VIDIOC_S_FMT) {
-        uint64_t format = format_of(argument);
+        union answer answer = answer_of(request, argument);
+        uint64_t format = format_of(&answer.format);
         if (format)
             atomic_store_explicit(&device->format, format, memory_order_relaxed);
     } else if (command == (unsigned)VIDIOC_STREAMON) {
@@ -102,8 +123,11 @@ static uint64_t bytes_used(const struct v4l2_buffer *buffer)
     if (buffer->type == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE ||
         buffer->type == V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE) {
         uint64_t total = 0;
-        for (uint32_t i = 0; buffer->m.planes && i < buffer->length && i < VIDEO_MAX_PLANES; i++)
-            total += buffer->m.planes[i].bytesused;
+        for (uint32_t i = 0; buffer->m.planes && i < buffer->length && i < VIDEO_MAX_PLANES; i++) {
+            struct v4l2_plane plane;
+            memcpy(&plane, &buffer->m.planes[i], sizeof plane);
+            total += plane.bytesused;
+        }
         return total;
     }
     return buffer->bytesused;
@@ -160,55 +184,68 @@ static const char *request_name(unsigned command)
          : command == (unsigned)VIDIOC_REQBUFS ? "VIDIOC_REQBUFS" : "ioctl";
 }
 
-/* The range of a traced request, or false for the requests that are not. */
-static bool describe(struct nvs_attributes *range, struct nvs_device *device, unsigned command,
-                     const void *argument)
+/* Whether REQUEST is one the library draws. */
+static bool traced_request(unsigned command)
+{
+    return command == (unsigned)VIDIOC_DQBUF || command == (unsigned)VIDIOC_QBUF ||
+           command == (unsigned)VIDIOC_STREAMON || command == (unsigned)VIDIOC_STREAMOFF ||
+           command == (unsigned)VIDIOC_S_FMT || command == (unsigned)VIDIOC_REQBUFS;
+}
+
+static struct nvs_attributes control_range(void)
+{
+    return (struct nvs_attributes){
+        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_CONTROL, .color = NVS_COLOR_V4L2_CONTROL,
+    };
+}
+
+/* A dequeue's range: named from the camera's format as the library knows it,
+ * not from the program's buffer, which the kernel has not read yet. */
+static struct nvs_attributes dequeue_range(struct nvs_device *device)
+{
+    char format[48];
+    uint64_t known = atomic_load_explicit(&device->format, memory_order_relaxed);
+    describe_format(format, sizeof format, known);
+    struct nvs_attributes range = {
+        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_CAPTURE, .color = NVS_COLOR_V4L2_CAPTURE,
+        .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_DQBUF, format_hash(known)),
+                                "VIDIOC_DQBUF %s%s", device->path, format),
+    };
+    return range;
+}
+
+/* The range of a set-up or queueing request that succeeded, from what the
+ * driver answered in ARGUMENT (the kernel accepted it): the format it set,
+ * the buffers it granted. False for a request on a queue that is not a
+ * camera's (an output queue's buffers, an overlay format). */
+static bool describe_answer(struct nvs_attributes *range, struct nvs_device *device,
+                            unsigned command, const union answer *answer)
 {
     char format[48];
     enum nvs_hook_id id = NVS_HOOK_ID(ioctl);
-    *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_CONTROL, .color = NVS_COLOR_V4L2_CONTROL,
-    };
-    if (command == (unsigned)VIDIOC_DQBUF) {
-        const struct v4l2_buffer *buffer = argument;
-        if (!buffer || !is_capture(buffer->type))
-            return false;
-        uint64_t known = atomic_load_explicit(&device->format, memory_order_relaxed);
-        describe_format(format, sizeof format, known);
-        range->category = NVS_V4L2_CAPTURE;
-        range->color = NVS_COLOR_V4L2_CAPTURE;
-        range->name = nvs_device_name(device, id, key(KEY_DQBUF, format_hash(known)),
-                                      "VIDIOC_DQBUF %s%s", device->path, format);
-    } else if (command == (unsigned)VIDIOC_QBUF) {
-        const struct v4l2_buffer *buffer = argument;
-        if (!buffer || !is_capture(buffer->type))
+    *range = control_range();
+    if (command == (unsigned)VIDIOC_QBUF) {
+        const struct v4l2_buffer *buffer = &answer->buffer;
+        if (!is_capture(buffer->type))
             return false;
         range->name = nvs_device_name(device, id, key(KEY_QBUF, buffer->index),
                                       "VIDIOC_QBUF %s buf=%u", device->path, buffer->index);
-    } else if (command == (unsigned)VIDIOC_STREAMON) {
-        range->name = nvs_device_name(device, id, key(KEY_STREAMON, 0), "VIDIOC_STREAMON %s",
-                                      device->path);
-    } else if (command == (unsigned)VIDIOC_STREAMOFF) {
-        range->name = nvs_device_name(device, id, key(KEY_STREAMOFF, 0), "VIDIOC_STREAMOFF %s",
-                                      device->path);
     } else if (command == (unsigned)VIDIOC_S_FMT) {
-        uint64_t asked = format_of(argument);
-        if (!asked)
+        uint64_t granted = format_of(&answer->format);
+        if (!granted)
             return false;
-        describe_format(format, sizeof format, asked);
-        range->name = nvs_device_name(device, id, key(KEY_S_FMT, format_hash(asked)),
+        describe_format(format, sizeof format, granted);
+        range->name = nvs_device_name(device, id, key(KEY_S_FMT, format_hash(granted)),
                                       "VIDIOC_S_FMT %s%s", device->path, format);
-    } else if (command == (unsigned)VIDIOC_REQBUFS) {
-        const struct v4l2_requestbuffers *request = argument;
-        if (!request || !is_capture(request->type))
+    } else {
+        const struct v4l2_requestbuffers *request = &answer->request;
+        if (!is_capture(request->type))
             return false;
         range->name = nvs_device_name(device, id,
                                       key(KEY_REQBUFS, (request->count & 0xffffu) << 4 |
                                                        (request->memory & 0xfu)),
                                       "VIDIOC_REQBUFS %s %u %s", device->path, request->count,
                                       memory_name(request->memory));
-    } else {
-        return false;
     }
     return true;
 }
@@ -237,25 +274,75 @@ static void failed(const struct nvs_device *device, unsigned command, int error)
  * buffer, after the call, from when it began; a blocking one waits for the
  * frame inside and its range opens before, as every other call's. */
 static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int fd,
-                               unsigned long request, void *argument,
-                               const struct nvs_attributes *range)
+                               unsigned long request, void *argument)
 {
     uint64_t began = nvs_now_ns();
     int result = real(fd, request, argument);
     int saved_errno = errno;
-    if (result == 0) {
-        struct nvs_attributes done = *range;
-        uint64_t ended = nvs_now_ns();
-        done.payload = bytes_used(argument);
+    union answer answer;
+    if (result == 0 && is_capture((answer = answer_of(request, argument)).buffer.type)) {
+        struct nvs_attributes done = dequeue_range(device);
+        done.payload = bytes_used(&answer.buffer);
         done.has_payload = true;
-        nvs_call_name_and_dispatch(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done);
-        nvs_range_span(&done, began, ended);
-        handed_out(device, argument);
+        handed_out(device, &answer.buffer);     /* its frame begins inside its range */
+        nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done, began);
+    } else if (result != 0) {
+        failed(device, (unsigned)request, saved_errno);
+    }
+    errno = saved_errno;
+    return result;
+}
+
+/* A request quick to answer whose range is named from the answer (QBUF,
+ * S_FMT, REQBUFS): drawn once it has returned. */
+static int answered(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
+                    void *argument)
+{
+    uint64_t began = nvs_now_ns();
+    int result = real(fd, request, argument);
+    int saved_errno = errno;
+    struct nvs_attributes range;
+    if (result == 0) {
+        nvs_v4l2_observe(device, request, argument, result);
+        union answer answer = answer_of(request, argument);
+        if (describe_answer(&range, device, (unsigned)request, &answer))
+            nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range, began);
     } else {
         failed(device, (unsigned)request, saved_errno);
     }
-    nvs_call_leave();
     errno = saved_errno;
+    return result;
+}
+
+/* A request whose range opens before the call: a blocking dequeue (it waits
+ * for the frame), STREAMON and STREAMOFF. Nothing of the program's memory is
+ * read before the kernel has accepted it. */
+static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
+                  void *argument)
+{
+    unsigned command = (unsigned)request;
+    struct nvs_attributes range = control_range();
+    if (command == (unsigned)VIDIOC_DQBUF)
+        range = dequeue_range(device);
+    else
+        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
+                                     key(command == (unsigned)VIDIOC_STREAMON ? KEY_STREAMON
+                                                                              : KEY_STREAMOFF, 0),
+                                     "%s %s", request_name(command), device->path);
+    nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
+    int result = real(fd, request, argument);
+    int saved_errno = errno;
+    nvs_v4l2_observe(device, request, argument, result);
+    union answer answer;
+    if (command == (unsigned)VIDIOC_DQBUF && result == 0 &&
+        is_capture((answer = answer_of(request, argument)).buffer.type)) {
+        nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(&answer.buffer));
+        handed_out(device, &answer.buffer);
+    }
+    if (result != 0)
+        failed(device, command, saved_errno);
+    errno = saved_errno;
+    nvs_call_close(NVS_DOMAIN_V4L2);
     return result;
 }
 
@@ -263,8 +350,7 @@ int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigne
                    void *argument)
 {
     unsigned command = (unsigned)request;
-    struct nvs_attributes range;
-    if (!describe(&range, device, command, argument) || !nvs_call_enter(device->group)) {
+    if (!traced_request(command) || !nvs_call_enter(device->group)) {
         int result = real(fd, request, argument);
         if (command == (unsigned)VIDIOC_G_FMT) {
             int saved_errno = errno;
@@ -273,24 +359,16 @@ int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigne
         }
         return result;
     }
-    if (command == (unsigned)VIDIOC_DQBUF) {
-        int saved_errno = errno;
-        int flags = fcntl(fd, F_GETFL);
-        errno = saved_errno;
-        if (flags >= 0 && (flags & O_NONBLOCK))
-            return dequeue_nonblocking(real, device, fd, request, argument, &range);
+    if (command == (unsigned)VIDIOC_DQBUF &&
+        atomic_load_explicit(&device->nonblocking, memory_order_relaxed)) {
+        int result = dequeue_nonblocking(real, device, fd, request, argument);
+        nvs_call_leave();
+        return result;
     }
-    nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
-    int result = real(fd, request, argument);
-    int saved_errno = errno;
-    nvs_v4l2_observe(device, request, argument, result);
-    if (command == (unsigned)VIDIOC_DQBUF && result == 0) {
-        nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(argument));
-        handed_out(device, argument);
-    }
-    if (result != 0)
-        failed(device, command, saved_errno);
-    errno = saved_errno;
-    nvs_call_close(NVS_DOMAIN_V4L2);
+    if (command == (unsigned)VIDIOC_DQBUF || command == (unsigned)VIDIOC_STREAMON ||
+        command == (unsigned)VIDIOC_STREAMOFF)
+        return waited(real, device, fd, request, argument);
+    int result = answered(real, device, fd, request, argument);
+    nvs_call_leave();
     return result;
 }
