@@ -71,7 +71,11 @@ static const char manual[] =
     "      41.250 ms > 33.000 ms\" is of kind \"over budget frame N: N ms > N ms\"\n"
     "      and \"LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=0x81 IN 0/9216B\" of\n"
     "      kind \"LIBUSB_ERROR_PIPE libusb_bulk_transfer ep=N IN N/NB\" (the kernel\n"
-    "      probe's marks are one kind, \"frame N: off-CPU figures\"). Each kind\n"
+    "      probe's marks are one kind, \"frame N: off-CPU figures\"); a word of\n"
+    "      three or more small letters after a number (ending at a space,\n"
+    "      punctuation or the text's end) is written as its plural,\n"
+    "      so \"dropped 1 frame\" and \"dropped 3 frames\" are one kind,\n"
+    "      \"dropped N frame(s)\". Each kind\n"
     "      with its count, the most frequent first, then its first 3 texts in\n"
     "      time order, each with its count, and how many other texts it has; a\n"
     "      kind whose one text has no number is its own example;\n"
@@ -519,7 +523,11 @@ static void print_names(const struct nvs_report *report)
 
 /* A mark's kind: TEXT with each number written N. A number starts a word or
  * follows punctuation (the 2 of "cuMemcpy2D" or "H264" is no number): 0x and
- * its hex digits, or digits and their decimals. OUT has room for TEXT. */
+ * its hex digits, or digits and their decimals. A word of three or more small
+ * letters after a number, that ends at a space, punctuation or the text's end,
+ * is counted by it, singular or plural: "frame" and "frames" are both
+ * "frame(s)" ("ms", "IN" and the "req" of "req=0x01" are left as they are).
+ * OUT has room for TEXT and 3 bytes more a word. */
 static size_t mark_kind(const char *text, char *out)
 {
     size_t length = 0;
@@ -540,6 +548,18 @@ static size_t mark_kind(const char *text, char *out)
                     continue;
         }
         out[length++] = 'N';
+        size_t letters = 0;
+        while (c[0] == ' ' && islower(c[1 + letters]))
+            letters++;
+        /* a word of prose: it ends the text or is followed by a space or punctuation
+         * (not "req=", a name in a list of settings) */
+        if (letters >= 3 && (c[1 + letters] == '\0' || strchr(" ,.;:)", c[1 + letters]))) {
+            size_t kept = c[letters] == 's' ? letters - 1 : letters;
+            memcpy(out + length, c, kept + 1);
+            memcpy(out + length + kept + 1, "(s)", 3);
+            length += kept + 4;
+            c += letters + 1;
+        }
     }
     out[length] = '\0';
     return length;
@@ -612,7 +632,7 @@ static int print_marks(struct nvs_events *events)
     struct mark_row *rows = malloc(count * sizeof *rows);
     struct mark_group *kinds = malloc(count * sizeof *kinds);
     struct mark_group *texts = malloc(count * sizeof *texts);
-    char *kind = malloc(longest + 1);
+    char *kind = malloc(2 * longest + 1);     /* "1 abc" (5 bytes) is "N abc(s)" (8) */
     int status = kernel_figures && rows && kinds && texts && kind ? 0 : -1;
     size_t n = 0;
     for (size_t i = 0; status == 0 && i < events->count; i++) {
