@@ -13,7 +13,7 @@ for what each row and column means. Knobs (environment):
   BENCH_HARNESS_FRAMES=600
   BENCH_CONVERT_RUNS=5   runs of each converter on each export (interleaved)
   BENCH_CONVERT_CALLS=50000  libusb_submit_transfer calls in the large export (3 ranges each)
-  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts,convert
+  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts,memory,convert
   BENCH_BASELINE=        another build's libnvtxshim.so: its recording cost is measured in the
                          same run, interleaved with this build's, as the row "baseline build"
   BENCH_TIMEOUT=300      seconds one nsys run may take before it is ended (and retried once)
@@ -122,6 +122,9 @@ class Settings:
         self.calls = os.path.join(self.build, "bench", "calls")
         self.null_tool = os.path.join(self.build, "bench", "libnull_tool.so")
         self.starts = os.path.join(self.build, "bench", "starts")
+        self.thread_memory = os.path.join(self.build, "bench", "thread_memory")
+        self.memory_threads = env_int("BENCH_MEMORY_THREADS", 1000, 1000)
+        self.rounds_memory = env_int("BENCH_ROUNDS_MEMORY", 3, 1)
         self.empty = os.path.join(self.build, "bench", "libempty.so")
         self.sink = os.path.join(self.build, "bench", "sink")
         self.out = os.path.join(self.build, "bench")
@@ -522,6 +525,38 @@ def measure_starts(s, env, results):
         results["starts"][name] = entry
 
 
+def measure_memory(s, env, results):
+    """What N live threads that each recorded one range cost in resident memory
+    (bench/thread_memory.c): the growth from before the threads to all of them alive, without
+    the library, with it and nothing set, and recording each form; the rows interleaved."""
+    if "memory" in s.skip:
+        say("== memory: skipped")
+        return
+    os.makedirs(s.scratch, exist_ok=True)
+    rows = [("none", "no library", None, None), ("shim", "the shim, nothing set", s.shim, None),
+            ("json", "recording .json", s.shim, "memory.json"),
+            ("pftrace", "recording .pftrace", s.shim, "memory.pftrace")]
+    say("== memory: %d live threads that each recorded one range, %d rounds"
+        % (s.memory_threads, s.rounds_memory))
+    samples = {name: [] for name, _, _, _ in rows}
+    for _ in range(s.rounds_memory):
+        for name, _, library, trace in rows:
+            row_env = dict(env)
+            command = [s.thread_memory, str(s.memory_threads)]
+            if library:
+                command = append_shim_command(library) + command
+            if trace:
+                row_env["NVTXSHIM_TRACE"] = os.path.join(s.scratch, trace)
+            text = run(command, row_env, what="thread_memory")
+            found = re.search(r"rss_before_kib=(\d+) rss_live_kib=(\d+)", text)
+            samples[name].append(int(found.group(2)) - int(found.group(1)))
+    for name, label, _, _ in rows:
+        entry = {"label": label, "kib": summary(samples[name]), "samples": samples[name]}
+        if name != "none":
+            entry["over_none_kib"] = summary([a - b for a, b in zip(samples[name], samples["none"])])
+        results["memory"][name] = entry
+
+
 def measure_harness(s, env, results):
     if "harness" in s.skip:
         say("== harness: skipped")
@@ -889,6 +924,16 @@ def table(results, s):
                     "   nCompass takes %.1fx as long" % (ncompass_row["s"]["median"] / stat["median"])
                     if ncompass_row and row.startswith("nvtxshim") else ""))
         w("")
+    if results.get("memory"):
+        w("memory of %d live threads that each recorded one range: resident growth in MB, median "
+          "[min-max] of %d" % (s.memory_threads, s.rounds_memory))
+        for name, entry in results["memory"].items():
+            over = entry.get("over_none_kib")
+            w("  %-26s %6.1f [%.1f-%.1f]%s" % (
+                entry["label"], entry["kib"]["median"] / 1024, entry["kib"]["min"] / 1024,
+                entry["kib"]["max"] / 1024,
+                "" if not over else "   +%.1f MB over no library" % (over["median"] / 1024)))
+        w("")
     if results["starts"]:
         w("start-up of /bin/true (a process that uses no hooked library): us per start, median [min-max] of %d"
           % s.rounds_starts)
@@ -952,7 +997,7 @@ def main():
                  "cpu": "%s, %d CPUs, load %.1f" % (cpu, os.cpu_count(), os.getloadavg()[0]),
                  "nsys": s.nsys, "quick": s.quick},
         "settings": {k: v for k, v in vars(s).items() if isinstance(v, (int, str, bool))},
-        "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {}, "convert": {},
+        "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {}, "memory": {}, "convert": {},
         "trace_bytes": {}, "checks": [],
     }
     started = time.monotonic()
@@ -961,6 +1006,7 @@ def main():
     measure_tools(s, env, results)
     measure_harness(s, env, results)
     measure_starts(s, env, results)
+    measure_memory(s, env, results)
     measure_convert(s, env, results)
     results["meta"]["seconds"] = round(time.monotonic() - started, 1)
 
