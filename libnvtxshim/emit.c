@@ -4,7 +4,14 @@
 /* The one file with NVTX's implementation (the build sets NVTX_NO_IMPL for the
  * others, which only need its types). */
 #undef NVTX_NO_IMPL
+/* NVTX's implementation finds its tool's entry point with dlsym: glibc's, not
+ * this library's export, which is for the program. */
+#include <dlfcn.h>
+
+#include "resolve.h"
+#define dlsym nvs_dlsym
 #include "emit.h"
+#undef dlsym
 #include "clock.h"
 
 #include <errno.h>
@@ -157,22 +164,33 @@ bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload)
     return true;
 }
 
-nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
+nvtxRangeId_t nvs_range_start_at(const struct nvs_attributes *attributes, uint64_t start_ns)
 {
     if (nvs_emit_direct_tool)
-        return nvs_emit_direct_tool->start(nvs_emit_domains[attributes->domain], attributes);
+        return nvs_emit_direct_tool->start(nvs_emit_domains[attributes->domain], attributes,
+                                           start_ns);
     nvtxEventAttributes_t event;
     fill(&event, attributes);
     return nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &event);
 }
 
-void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
+nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
+{
+    return nvs_range_start_at(attributes, nvs_emit_direct_tool ? nvs_clock_ns() : 0);
+}
+
+void nvs_range_end_at(enum nvs_domain domain, nvtxRangeId_t id, uint64_t end_ns)
 {
     if (nvs_emit_direct_tool) {
-        nvs_emit_direct_tool->end(nvs_emit_domains[domain], id);
+        nvs_emit_direct_tool->end(nvs_emit_domains[domain], id, end_ns);
         return;
     }
     nvtxDomainRangeEnd(nvs_emit_domains[domain], id);
+}
+
+void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
+{
+    nvs_range_end_at(domain, id, nvs_emit_direct_tool ? nvs_clock_ns() : 0);
 }
 
 void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns)

@@ -60,6 +60,12 @@ static inline void nvs_range_pop(enum nvs_domain domain);
 bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload);
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes);
 void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id);
+/* The same at times given (nvs_now_ns): for a range whose length something else
+ * says too (a frame and its over-budget mark), so that both come from the same
+ * two clock reads. NVTX takes its own times: under nsys the range begins and
+ * ends when these are called. */
+nvtxRangeId_t nvs_range_start_at(const struct nvs_attributes *attributes, uint64_t start_ns);
+void nvs_range_end_at(enum nvs_domain domain, nvtxRangeId_t id, uint64_t end_ns);
 void nvs_mark(const struct nvs_attributes *attributes);
 /* A range from START_NS (CLOCK_MONOTONIC, in the past: a camera frame's
  * capture timestamp) to now. The recorder draws it from START_NS; NVTX has no
@@ -86,8 +92,9 @@ struct nvs_emit_direct {
     void (*push)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes);
     void (*pop)(nvtxDomainHandle_t domain);
     void (*set_payload)(nvtxDomainHandle_t domain, uint64_t payload);
-    nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes);
-    void (*end)(nvtxDomainHandle_t domain, nvtxRangeId_t id);
+    nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes,
+                           uint64_t start_ns);
+    void (*end)(nvtxDomainHandle_t domain, nvtxRangeId_t id, uint64_t end_ns);
     /* A range that began in the past (nvs_range_span). */
     void (*span)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes,
                  uint64_t start_ns, uint64_t end_ns);

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "capture.h"
 #include "emit.h"
@@ -33,17 +34,25 @@ static bool is_marker(const struct nvs_config *config, enum nvs_hook_id id,
            (config->frame_endpoint < 0 || config->frame_endpoint == endpoint);
 }
 
+/* The frame's range ends at END_NS, and its over-budget mark, where there is one, says
+ * how long it took from the same two times the range has: in the trace file there is
+ * a mark exactly for each frame range longer than the budget. A duration that only
+ * shows over the budget in more digits gets them ("5.000412 ms > 5.000 ms"). */
 static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t budget_ns)
 {
     if (!frame->open)
         return;
     nvs_kernel_frame_end(frame->number, frame->range);
-    nvs_range_end(NVS_DOMAIN_SHIM, frame->range);
+    nvs_range_end_at(NVS_DOMAIN_SHIM, frame->range, end_ns);
     uint64_t took_ns = end_ns - frame->start_ns;
     if (budget_ns && took_ns > budget_ns) {
-        char text[96];
-        snprintf(text, sizeof text, NVS_OVER_BUDGET_PREFIX "%" PRIu64 ": %.3f ms > %.3f ms",
-                 frame->number, (double)took_ns / 1e6, (double)budget_ns / 1e6);
+        char text[96], took[32], budget[32];
+        snprintf(took, sizeof took, "%.3f", (double)took_ns / 1e6);
+        snprintf(budget, sizeof budget, "%.3f", (double)budget_ns / 1e6);
+        if (!strcmp(took, budget))
+            snprintf(took, sizeof took, "%.6f", (double)took_ns / 1e6);
+        snprintf(text, sizeof text, NVS_OVER_BUDGET_PREFIX "%" PRIu64 ": %s ms > %s ms",
+                 frame->number, took, budget);
         struct nvs_attributes mark = {
             .domain = NVS_DOMAIN_SHIM, .name = { NULL, text },
             .category = NVS_SHIM_WARNING, .color = NVS_COLOR_ERROR,
@@ -80,7 +89,7 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
      * new frame starts after, as its range does. */
     if (config->capture != NVS_CAPTURE_OFF)
         current.start_ns = nvs_now_ns();
-    current.range = nvs_range_start(&range);
+    current.range = nvs_range_start_at(&range, current.start_ns);
     nvs_spin_unlock(&current_lock);
     /* What a crash can lose is bounded by the frame: the frame that ended is
      * in the file now. */

@@ -759,9 +759,8 @@ static nvtxRangeId_t start(const struct nvs_trace_event *event)
 /* The library's own start/end ranges (asynchronous submissions, frames), as
  * its pushes: straight into the range's slot, without NVTX attributes. */
 static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain,
-                                  const struct nvs_attributes *attributes)
+                                  const struct nvs_attributes *attributes, uint64_t start_ns)
 {
-    uint64_t start_ns = now_ns();
     struct nvs_writer_thread *thread = nvs_writer_thread();
     uint32_t index;
     struct open_range *slot = starting_slot(thread, &index);
@@ -794,9 +793,8 @@ static void free_slot(struct open_range *slot)
     atomic_fetch_sub(&state.open_count, 1);
 }
 
-static void end(nvtxRangeId_t id)
+static void end_at(nvtxRangeId_t id, uint64_t end_ns)
 {
-    uint64_t end_ns = now_ns();
     struct open_range *slot = ending_slot(id);
     if (!slot)
         return;
@@ -807,10 +805,15 @@ static void end(nvtxRangeId_t id)
     free_slot(slot);
 }
 
-static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
+static void end(nvtxRangeId_t id)
+{
+    end_at(id, now_ns());
+}
+
+static void direct_end(nvtxDomainHandle_t domain, nvtxRangeId_t id, uint64_t end_ns)
 {
     (void)domain;
-    end(id);
+    end_at(id, end_ns);
 }
 
 /* A range of the library's that began in the past (a camera frame's age):
@@ -823,7 +826,6 @@ static void direct_span(nvtxDomainHandle_t domain, const struct nvs_attributes *
         return;
     struct nvs_trace_event event;
     describe_own(&event, domain, attributes);
-    event.payload_type = NVS_PAYLOAD_U64;
     event.start_ns = start_ns;
     struct nvs_trace_args args = { .count = 0 };
     write_pair(thread, nvs_writer_ids(thread), &event, end_ns, &args);
