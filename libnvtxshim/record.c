@@ -271,6 +271,13 @@ static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
     return nvs_writer_private(thread);
 }
 
+/* The ranges of a stack DEPTH deep that it keeps (deeper ones were counted at
+ * their push). */
+static inline int kept_depth(int depth)
+{
+    return depth < 0 ? 0 : depth < NVS_TRACE_STACK_DEPTH ? depth : NVS_TRACE_STACK_DEPTH;
+}
+
 /* The begins still pending on THREAD, innermost last: before any other event
  * of the thread, so that its sequence keeps time order and a slice's begin
  * comes before what happens inside it. A slot whose push a signal handler
@@ -280,25 +287,35 @@ static inline struct range_stack *stack_of(struct nvs_writer_thread *thread)
  * handler on this thread writes nothing (it finds the buffer taken), so a
  * begin a handler wrote was written before, and none is written twice. A
  * handler that interrupted the thread's own write leaves the begins pending,
- * for the thread or their pops: they are not lost, and not counted. ROOM_ONLY
- * (the finish): only into the room the buffer has, which waits for no lock;
- * the rest stay pending. */
+ * for the thread or their pops: they are not lost, and not counted. FINAL
+ * (the finish): with the finish's room, which waits for no lock; what finds
+ * none is counted. Where taking the room started the thread's sequence again
+ * (the writer moved to another file), the begins written before it are
+ * pending again (sequence_restarted): the loop goes round again for them. */
 static __attribute__((noinline)) void write_pending_begins(struct nvs_writer_thread *thread,
                                                            struct range_stack *stack,
-                                                           bool room_only)
+                                                           bool final)
 {
     if (nvs_writer_busy(thread))
         return;
+    uint32_t restarts;
+again:
+    restarts = nvs_writer_restarts(thread);
     int depth = stack->depth;
     int kept = depth < NVS_TRACE_STACK_DEPTH ? depth : NVS_TRACE_STACK_DEPTH;
     for (int i = stack->pending_from; i < kept; i++) {
         struct nvs_trace_event *event = &stack->ranges[i];
         if (event->begun < NVS_BEGIN_PENDING)
             continue;
-        char *out = room_only ? nvs_writer_try_begin(thread) : nvs_writer_begin(thread);
+        char *out = final ? nvs_writer_begin_final(thread) : nvs_writer_begin(thread);
         if (!out) {
-            if (room_only)
+            if (final) {
+                uint64_t left = 0;
+                for (; i < kept; i++)
+                    left += stack->ranges[i].begun >= NVS_BEGIN_PENDING;
+                nvs_writer_count_final(NVS_LOSS_OPEN_AT_END, left);
                 return;
+            }
             event->begun = NVS_BEGIN_NONE;      /* dropped, counted by the writer */
             continue;
         }
@@ -311,6 +328,8 @@ static __attribute__((noinline)) void write_pending_begins(struct nvs_writer_thr
         nvs_writer_commit(thread, state.encoder->push(out, nvs_writer_ids(thread), event));
         event->begun = NVS_BEGIN_WRITTEN;
     }
+    if (nvs_writer_restarts(thread) != restarts)
+        goto again;
     stack->pending_from = depth;
 }
 
@@ -432,6 +451,9 @@ static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_eve
 {
     struct range_stack *stack = stack_of(thread);
     if (!state.encoder->push) {
+        /* No begin to write: "written" says the slot is filled, for the finish */
+        atomic_signal_fence(memory_order_seq_cst);
+        event->begun = NVS_BEGIN_WRITTEN;
         stack->pending_from = stack->depth;     /* nothing ever pending: settle stays one test */
         return;
     }
@@ -477,7 +499,11 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
                          stack->ranges[top].domain == domain, 1)) {
         struct nvs_trace_event *event = &stack->ranges[top];
         if (!state.encoder->push) {
-            /* Nothing is ever pending: pending_from may stay above the depth */
+            /* Nothing is ever pending: pending_from may stay above the depth.
+             * The range is this pop's from here on: a handler that ends the
+             * process meanwhile does not write it again (nvs_record_finish). */
+            event->begun = NVS_BEGIN_NONE;
+            atomic_signal_fence(memory_order_seq_cst);
             (void)WRITTEN_EVENT_NOW(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
                                                                     event, end_ns));
             return stack->depth = top;
@@ -503,16 +529,30 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
         if (event->domain != domain)
             continue;
         if (!state.encoder->close_under) {
+            event->begun = NVS_BEGIN_NONE;      /* this pop's, as above */
+            atomic_signal_fence(memory_order_seq_cst);
             write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
         } else {
             settle(thread);
-            if (event->begun == NVS_BEGIN_WRITTEN) {
-                WRITE_EVENT(thread, state.encoder->close_under(out_, nvs_writer_ids(thread),
-                                                               event, end_ns));
+            /* The room first, then the look, as in write_own_range: taking it
+             * may start the sequence again, its begin pending once more. */
+            char *out = nvs_writer_begin(thread);
+            struct nvs_trace_thread_ids *ids = nvs_writer_ids(thread);
+            if (!out) {
+                if (event->begun >= NVS_BEGIN_PENDING) {
+                    /* a handler inside this thread's write: its range is lost */
+                    event->begun = NVS_BEGIN_NONE;
+                    nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
+                }
             } else if (event->begun >= NVS_BEGIN_PENDING) {
-                /* a handler inside this thread's write: its range is lost */
                 event->begun = NVS_BEGIN_NONE;
-                nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
+                atomic_signal_fence(memory_order_seq_cst);
+                out = state.encoder->push(out, ids, event);
+                nvs_writer_commit(thread, state.encoder->close_under(out, ids, event, end_ns));
+            } else if (event->begun == NVS_BEGIN_WRITTEN) {
+                nvs_writer_commit(thread, state.encoder->close_under(out, ids, event, end_ns));
+            } else {
+                nvs_writer_abandon(thread);     /* its begin was dropped: its end goes too */
             }
         }
         memmove(&stack->ranges[i], &stack->ranges[i + 1],
@@ -671,6 +711,27 @@ static void direct_set_payload(nvtxDomainHandle_t domain, uint64_t payload)
     }
 }
 
+
+/* The writer moved to another file (the first stopped being this run's) and
+ * THREAD's sequence starts again there: the begins it wrote stayed with the
+ * file left behind, so they are pending again, for the new one, each written
+ * with its start time. None is left to the pop's fast way, which gives a begin
+ * the sequence's latest time at least. Runs on THREAD, inside its taking of
+ * room (nvs_writer_begin): callers look at a begin after that. */
+static void sequence_restarted(struct nvs_writer_thread *thread)
+{
+    if (!state.encoder->push)
+        return;
+    struct range_stack *stack = stack_of(thread);
+    for (int i = kept_depth(stack->depth) - 1; i >= 0; i--) {
+        struct nvs_trace_event *event = &stack->ranges[i];
+        if (event->begun == NVS_BEGIN_WRITTEN || event->begun == NVS_BEGIN_PENDING_OWN) {
+            event->begun = NVS_BEGIN_PENDING;
+            if (stack->pending_from > i)
+                stack->pending_from = i;
+        }
+    }
+}
 
 /* ---- start/end: a table that grows --------------------------------------------- */
 
@@ -989,7 +1050,7 @@ void nvs_record_enable(const char *path_template)
     nvs_clock_enable();
     memcpy(default_domain.name, "default", sizeof "default");
     state.encoder->prepare_domain(&default_domain);
-    nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack));
+    nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack), sequence_restarted);
     nvs_emit_set_direct(state.encoder == &nvs_trace_pftrace ? &direct_tool_pftrace : &direct_tool);
     enabled = true;
 }
@@ -1009,19 +1070,74 @@ NVS_ONCE bool nvs_record_owns_process(void)
     return enabled && getpid() == state.pid;
 }
 
-/* The process ends on this thread: the begins still pending on it (a call
- * that never returned, ended by a handler that exits) are written first, so
- * that the protobuf form shows them as slices that did not end. Not where a
- * handler interrupted this thread's own write, nor another thread's: they are
- * its to change. */
+/* The JSON form's ranges still open on THREAD, each a complete event ended
+ * now and marked as one that did not end. A slot not filled yet (a push a
+ * handler interrupted) or taken by its pop is left out: "written" is the
+ * filled one's mark (pushed). */
+static void write_unfinished(struct nvs_writer_thread *thread, struct range_stack *stack)
+{
+    int kept = kept_depth(stack->depth);
+    uint64_t end_ns = 0;
+    for (int i = 0; i < kept; i++) {
+        struct nvs_trace_event *event = &stack->ranges[i];
+        if (event->begun != NVS_BEGIN_WRITTEN)
+            continue;
+        if (!end_ns)
+            end_ns = now_ns();
+        char *out = nvs_writer_begin_final(thread);
+        if (!out) {
+            uint64_t left = 0;
+            for (; i < kept; i++)
+                left += stack->ranges[i].begun == NVS_BEGIN_WRITTEN;
+            nvs_writer_count_final(NVS_LOSS_OPEN_AT_END, left);
+            return;
+        }
+        nvs_writer_commit(thread, state.encoder->unfinished(out, nvs_writer_ids(thread), event,
+                                                            end_ns));
+    }
+}
+
+/* The process ends on THREAD (NULL: one that never recorded). Its push/pop
+ * ranges still open - a call that never returned, ended by a handler that
+ * exits - go into the file as ranges that did not end: the protobuf form
+ * writes the begins still pending, so that they are slices without an end;
+ * the JSON form, whose ranges are written whole at their pops, writes each as
+ * a complete event up to now, marked so. Other threads' stacks are theirs to
+ * change: their open ranges are counted (the depth alone is read), as are
+ * this thread's where a handler interrupted its own write. */
+static void end_open_ranges(struct nvs_writer_thread *thread)
+{
+    uint64_t left = 0;
+    for (struct nvs_writer_thread *other = nvs_writer_all(); other; other = other->next)
+        if (other != thread && atomic_load_explicit(&other->claimed, memory_order_relaxed))
+            left += (uint64_t)kept_depth(__atomic_load_n(&stack_of(other)->depth, __ATOMIC_RELAXED));
+    if (thread) {
+        struct range_stack *stack = stack_of(thread);
+        if (nvs_writer_busy(thread))
+            left += (uint64_t)kept_depth(stack->depth);
+        else if (state.encoder->push)
+            write_pending_begins(thread, stack, true);
+        else
+            write_unfinished(thread, stack);
+    }
+    nvs_writer_count_final(NVS_LOSS_OPEN_AT_END, left);
+}
+
+/* At exit, _exit and exec, on the thread that ends the process, perhaps in a
+ * signal handler: the writer's finish, with the ranges still open written or
+ * counted between its two halves (under its lock, with room that waits for no
+ * one). A failed exec takes the JSON form's back out of the file, since their
+ * pops write them whole. */
 void nvs_record_finish(void)
 {
     if (!enabled)
         return;
-    struct nvs_writer_thread *thread = nvs_writer_current;
-    if (thread && state.encoder->push && stack_of(thread)->pending_from < stack_of(thread)->depth)
-        write_pending_begins(thread, stack_of(thread), true);
-    nvs_writer_finish();
+    int saved_errno = errno;
+    if (nvs_writer_finish_start()) {
+        end_open_ranges(nvs_writer_current);
+        nvs_writer_finish_end(state.encoder->push == NULL);
+    }
+    errno = saved_errno;
 }
 
 void nvs_record_resume(void)

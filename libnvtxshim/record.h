@@ -19,7 +19,9 @@ void nvs_record_note(const char *line);
 bool nvs_record_enabled(void);
 
 /* Completes the file: at exit, before _exit, and before exec; async-signal-
- * safe, so a handler that calls exit or _exit leaves a whole file. */
+ * safe, so a handler that calls exit or _exit leaves a whole file. The push/pop
+ * ranges still open on the calling thread are written ended there, marked as
+ * ranges that did not end; those of other threads are counted. */
 void nvs_record_finish(void);
 /* exec failed: the process goes on, and so does its trace. */
 void nvs_record_resume(void);

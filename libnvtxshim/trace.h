@@ -94,6 +94,10 @@ struct nvs_trace_encoder {
     const char *name;
     /* The first bytes of a file: the container and the process's name. */
     char *(*header)(char *out, int32_t pid, const char *process_name);
+    /* After the header, the run's MARK (a random number): something readers
+     * pass over, which the writer reads back to know the file is still this
+     * run's before it writes to it again (trace_writer.c). */
+    char *(*stamp)(char *out, int32_t pid, uint64_t mark);
     /* The first event of a buffer a thread takes: its sequence (re)starts at
      * NOW_NS, and the thread is named NAME. */
     char *(*start)(char *out, struct nvs_trace_thread_ids *thread, const char *name,
@@ -110,6 +114,11 @@ struct nvs_trace_encoder {
     /* A range that nests on its thread (push/pop). */
     char *(*complete)(char *out, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t end_ns);
+    /* NULL, or a push/pop range still open when the process ends, ended at
+     * END_NS and marked as one that did not end; without it (the protobuf
+     * form) the finish writes such a range's begin alone. */
+    char *(*unfinished)(char *out, struct nvs_trace_thread_ids *thread,
+                        const struct nvs_trace_event *event, uint64_t end_ns);
     /* One side of a range that may end elsewhere or overlap others. */
     char *(*begin)(char *out, struct nvs_trace_thread_ids *thread,
                    const struct nvs_trace_event *event, uint64_t id);

@@ -414,6 +414,21 @@ static char *json_header(char *out, int32_t pid, const char *process_name)
     return PUT_LITERAL(out, "\"}},\n");
 }
 
+/* The run's mark: a metadata event of a name viewers do not know, which they
+ * pass over (Perfetto reads process_name and thread_name alone). */
+static char *json_stamp(char *out, int32_t pid, uint64_t mark)
+{
+    static const char hex[] = "0123456789abcdef";
+    out = PUT_LITERAL(out, "{\"name\":\"nvtxshim_run\",\"ph\":\"M\",\"pid\":");
+    out = put_i64(out, pid);
+    out = PUT_LITERAL(out, ",\"tid\":");
+    out = put_i64(out, pid);
+    out = PUT_LITERAL(out, ",\"args\":{\"mark\":\"");
+    for (int shift = 60; shift >= 0; shift -= 4)
+        *out++ = hex[(mark >> shift) & 15];
+    return PUT_LITERAL(out, "\"}},\n");
+}
+
 static char *json_thread_name(char *out, const struct nvs_trace_thread_ids *thread, const char *name)
 {
     out = PUT_LITERAL(out, "{\"name\":\"thread_name\",\"ph\":\"M\"");
@@ -453,6 +468,25 @@ static char *json_complete(char *out, struct nvs_trace_thread_ids *thread,
                                                      : put_payload(out, event);
     }
     return PUT_LITERAL(out, "}},\n");
+}
+
+/* A range still open when the process ended, as a complete event up to then
+ * whose args say it did not end: what Perfetto says of a slice of the binary
+ * form that has a begin and no end ("Did not end"). Rare: the general way. */
+static char *json_unfinished(char *out, struct nvs_trace_thread_ids *thread,
+                             const struct nvs_trace_event *event, uint64_t end_ns)
+{
+    uint64_t duration = end_ns > event->start_ns ? end_ns - event->start_ns : 0;
+    out = put_head(out, event);
+    out = PUT_LITERAL(out, "\"X\",\"ts\":");
+    out = put_time(out, event->start_ns);
+    out = PUT_LITERAL(out, ",\"dur\":");
+    out = put_time(out, duration);
+    out = put_ids(out, thread);
+    out = put_args(out, event, NULL, false) - 1;      /* its closing brace comes after the mark */
+    if (out[-1] != '{')
+        *out++ = ',';
+    return PUT_LITERAL(out, "\"did_not_end\":true}},\n");
 }
 
 /* The cached text of a complete event, made an async half: the phase that
@@ -576,9 +610,11 @@ static void json_prepare_thread(struct nvs_trace_thread_ids *thread)
 const struct nvs_trace_encoder nvs_trace_json = {
     .name = "json",
     .header = json_header,
+    .stamp = json_stamp,
     .start = json_start,
     .thread_name = json_thread_name,
     .complete = json_complete,
+    .unfinished = json_unfinished,
     .begin = json_begin,
     .end = json_end,
     .mark = json_mark,

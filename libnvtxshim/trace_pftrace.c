@@ -419,6 +419,17 @@ static char *pf_header(char *text, int32_t pid, const char *process_name)
     return (char *)close_length(packet, out);
 }
 
+/* The run's mark: Trace field 2, the field of the padding, which readers skip,
+ * holding MARK as a ten-byte varint (its top bit set): one length for every
+ * run. */
+static char *pf_stamp(char *text, int32_t pid, uint64_t mark)
+{
+    (void)pid;
+    byte *out = (byte *)text;
+    *out++ = TAG_PADDING;
+    return (char *)put_varint(out, mark | 1ull << 63);
+}
+
 /* A thread's track: its descriptor, with its name. */
 static byte *put_thread_track(byte *out, const struct nvs_trace_thread_ids *thread,
                               const char *name)
@@ -626,6 +637,7 @@ static void pf_prepare_thread(struct nvs_trace_thread_ids *thread)
 const struct nvs_trace_encoder nvs_trace_pftrace = {
     .name = "pftrace",
     .header = pf_header,
+    .stamp = pf_stamp,
     .start = pf_start,
     .thread_name = pf_thread_name,
     .push = pf_push,

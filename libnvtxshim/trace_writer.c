@@ -19,7 +19,16 @@
  *   a process that finds it locked writes NAME.PID.EXT instead of truncating
  *   the other's file. Its descriptor sits high, and before each write it must
  *   still be the file opened (device and inode): a program that closed it and
- *   got its number back for a file of its own never sees our bytes. */
+ *   got its number back for a file of its own never sees our bytes.
+ * - A file opened again by its path (the program closed our descriptor, and
+ *   our lock with it) is written only once it proves to be what this run
+ *   wrote: the same device and inode, locked again, at least as long as what
+ *   we wrote, and beginning with our header and the run's mark (a random
+ *   number). Meanwhile another run may have truncated it and written its own,
+ *   longer than ours, or the inode may be a new file's. Otherwise the rest
+ *   goes to NAME.PID.EXT, and every thread starts its sequence again there.
+ * - The library's own system calls go to the kernel (sys.h), never through
+ *   the wrappers it exports for the program. */
 #define _GNU_SOURCE
 #include "trace_writer.h"
 #include "clock.h"
@@ -36,6 +45,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -47,12 +57,15 @@
 
 #include "config.h"
 #include "log.h"
+#include "sys.h"
 
 #define FILE_PAGE 4096u
 #define WRITE_PIECES 32u
 #define DESCRIPTOR_FLOOR 200        /* the trace's descriptor: above the numbers programs reuse */
 #define FINISH_WAIT_NS 2000000000ull
 #define SUFFIX_TRIES 100
+#define HEADER_MAX (2 * NVS_TRACE_EVENT_MAX)   /* the header, then the run's mark */
+#define COMPARED 256u                           /* bytes of the header read back at once */
 
 _Static_assert(NVS_TRACE_EVENT_MAX < FILE_PAGE, "an event fits in a page of the file");
 /* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
@@ -68,15 +81,22 @@ static struct {
     _Atomic long lock_holder;       /* the file lock: the holding thread's id, 0 when free */
     _Atomic(struct nvs_writer_thread *) threads;
     _Atomic uint64_t lost[NVS_LOSS_KINDS];
+    _Atomic uint32_t stale;         /* claimed buffers that are stale: not ready meanwhile */
     pid_t pid;
+    void (*restarted)(struct nvs_writer_thread *thread);
     /* Under the file lock: */
     int fd;
     dev_t device;
     ino_t inode;
     uint64_t file_end;
     uint64_t end_before_tail;
+    uint64_t closing_from;          /* the finish's: where the caller's last events begin */
+    uint64_t taken_back_from;       /* where a resume cuts the file (end_before_tail: the tail) */
+    int finish_lock;                /* enum lock_result of the finish */
     bool tail_written;
     bool forked_child;
+    uint32_t header_length;
+    char header[HEADER_MAX];        /* as written at the file's start, with the run's mark */
     char path_template[NVS_PATH_MAX];
     char path[NVS_PATH_MAX];
     char padding[2 * FILE_PAGE];    /* a gap shorter than the encoder's pad_min takes a page more */
@@ -99,16 +119,25 @@ static long current_tid(void)
     return cached_tid;
 }
 
+/* Ready only while a buffer can take an event as it stands: no stale buffer,
+ * whose owner must start its sequence again first (nvs_writer_begin_slow does).
+ * It becomes true under the file lock only. */
+static void update_ready(void)
+{
+    atomic_store(&nvs_writer_ready, atomic_load(&state.file) == FILE_OPEN &&
+                                    !atomic_load(&state.finished) && !atomic_load(&state.stale));
+}
+
 static void set_file(int file)
 {
     atomic_store(&state.file, file);
-    atomic_store(&nvs_writer_ready, file == FILE_OPEN && !atomic_load(&state.finished));
+    update_ready();
 }
 
 static bool set_finished(bool finished)
 {
     bool was = atomic_exchange(&state.finished, finished);
-    atomic_store(&nvs_writer_ready, atomic_load(&state.file) == FILE_OPEN && !finished);
+    update_ready();
     return was;
 }
 
@@ -266,26 +295,26 @@ static enum candidate open_candidate(const char *path, int *fd_out, struct stat 
         !is_dev_null(status)) {
         return refuse_kind(path, status->st_mode);
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    int fd = nvs_sys_open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0) {
         SAY("NVTXSHIM_TRACE: cannot write ", path, ": ",
             errno == ELOOP ? "it is a symbolic link" : reason(errno), "; no trace is recorded");
         return CANDIDATE_REFUSED;
     }
     if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || is_dev_null(status))) {
-        close(fd);
+        nvs_sys_close(fd);
         return refuse_kind(path, status->st_mode);
     }
     const char *kernel = S_ISREG(status->st_mode) ? kernel_file_system(fd) : NULL;
     if (kernel) {
-        close(fd);
+        nvs_sys_close(fd);
         SAY("NVTXSHIM_TRACE=", path, ": a file of the kernel's (", kernel,
             "), not for a trace; no trace is recorded");
         return CANDIDATE_REFUSED;
     }
     if (S_ISREG(status->st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int error = errno;
-        close(fd);
+        nvs_sys_close(fd);
         if (error == EWOULDBLOCK)
             return CANDIDATE_IN_USE;
         SAY("NVTXSHIM_TRACE: cannot lock ", path, ": ", reason(error), "; no trace is recorded");
@@ -297,10 +326,10 @@ static enum candidate open_candidate(const char *path, int *fd_out, struct stat 
 
 static int move_up(int fd)
 {
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, DESCRIPTOR_FLOOR);
+    int high = nvs_sys_fcntl(fd, F_DUPFD_CLOEXEC, DESCRIPTOR_FLOOR);
     if (high < 0)
         return fd;
-    close(fd);
+    nvs_sys_close(fd);
     return high;
 }
 
@@ -341,15 +370,15 @@ static bool write_all(const char *data, size_t length, uint64_t offset)
     return true;
 }
 
-/* At the first event, with the file lock held. */
-static void open_file(void)
+/* The first of WANTED, NAME.PID.EXT, NAME.PID.1.EXT, ... from the FIRST on,
+ * passing over SKIP, that opens (CANDIDATE_OPEN: its name in CANDIDATE, FD
+ * and STATUS set); CANDIDATE_IN_USE when all are in use. */
+static enum candidate open_first_free(const char *wanted, int first, const char *skip,
+                                      char *candidate, int *fd, struct stat *status)
 {
-    char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX], suffix[48];
-    expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
-    struct stat status;
-    int fd = -1;
+    char suffix[48];
     enum candidate result = CANDIDATE_IN_USE;
-    for (int attempt = 0; attempt < SUFFIX_TRIES && result == CANDIDATE_IN_USE; attempt++) {
+    for (int attempt = first; attempt < SUFFIX_TRIES && result == CANDIDATE_IN_USE; attempt++) {
         if (attempt == 0) {
             memcpy(candidate, wanted, strlen(wanted) + 1);
         } else {
@@ -359,12 +388,63 @@ static void open_file(void)
                 suffix[length] = '.';
                 nvs_log_number(suffix + length + 1, (unsigned long long)(attempt - 1));
             }
-            with_suffix(candidate, sizeof candidate, wanted, suffix);
+            with_suffix(candidate, NVS_PATH_MAX, wanted, suffix);
             if (!candidate[0])
                 break;
         }
-        result = open_candidate(candidate, &fd, &status);
+        if (skip && strcmp(candidate, skip) == 0)
+            continue;
+        result = open_candidate(candidate, fd, status);
     }
+    return result;
+}
+
+/* A number no other run picks: what tells this run's file from one another
+ * run wrote at the same path, on the same inode, as long or longer. */
+static uint64_t run_mark(void)
+{
+    uint64_t mark = 0;
+    if (syscall(SYS_getrandom, &mark, sizeof mark, GRND_NONBLOCK) != (long)sizeof mark)
+        mark = nvs_clock_read(CLOCK_REALTIME) ^ (uint64_t)state.pid << 40 ^ (uintptr_t)&mark;
+    return mark;
+}
+
+/* FD, open and locked on PATH (STATUS), becomes the trace file: emptied,
+ * moved up, its header and the run's mark written and kept (descriptor_is_ours
+ * reads them back). False, said with THEN, when it cannot be written. */
+static bool start_file(int fd, const struct stat *status, const char *path, const char *then)
+{
+    memcpy(state.path, path, strlen(path) + 1);
+    if (S_ISREG(status->st_mode) && ftruncate(fd, 0) != 0) {
+        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ", reason(errno), then);
+        nvs_sys_close(fd);
+        return false;
+    }
+    state.fd = move_up(fd);
+    state.device = status->st_dev;
+    state.inode = status->st_ino;
+    state.file_end = 0;
+    state.tail_written = false;
+    state.closing_from = UINT64_MAX;    /* a finish under way wrote its last events elsewhere */
+    char *end = state.encoder->header(state.header, state.pid, program_invocation_short_name);
+    end = state.encoder->stamp(end, state.pid, run_mark());
+    state.header_length = (uint32_t)(end - state.header);
+    if (!write_all(state.header, state.header_length, 0)) {
+        SAY("NVTXSHIM_TRACE=", path, ": write failed (", reason(errno), ")", then);
+        return false;
+    }
+    state.file_end = state.header_length;
+    return true;
+}
+
+/* At the first event, with the file lock held. */
+static void open_file(void)
+{
+    char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX];
+    expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
+    struct stat status;
+    int fd = -1;
+    enum candidate result = open_first_free(wanted, 0, NULL, candidate, &fd, &status);
     if (result != CANDIDATE_OPEN) {
         if (result == CANDIDATE_IN_USE)
             SAY("NVTXSHIM_TRACE=", wanted, ": it and the names made from it by adding the process id "
@@ -374,26 +454,10 @@ static void open_file(void)
     }
     if (strcmp(candidate, wanted) != 0)
         SAY("NVTXSHIM_TRACE=", wanted, " is in use by another process; this process writes ", candidate);
-    memcpy(state.path, candidate, strlen(candidate) + 1);
-    if (S_ISREG(status.st_mode) && ftruncate(fd, 0) != 0) {
-        SAY("NVTXSHIM_TRACE: cannot write ", candidate, ": ", reason(errno), "; no trace is recorded");
-        close(fd);
+    if (!start_file(fd, &status, candidate, "; no trace is recorded")) {
         set_file(FILE_REFUSED);
         return;
     }
-    state.fd = move_up(fd);
-    state.device = status.st_dev;
-    state.inode = status.st_ino;
-    state.file_end = 0;
-    state.tail_written = false;
-    char header[NVS_TRACE_EVENT_MAX];
-    char *end = state.encoder->header(header, state.pid, program_invocation_short_name);
-    if (!write_all(header, (size_t)(end - header), 0)) {
-        SAY("NVTXSHIM_TRACE=", candidate, ": write failed (", reason(errno), "); no trace is recorded");
-        set_file(FILE_REFUSED);
-        return;
-    }
-    state.file_end = (uint64_t)(end - header);
     set_file(FILE_OPEN);
     if (state.note[0])
         SAY(state.note);
@@ -404,32 +468,95 @@ static void stop(void)
     set_file(FILE_STOPPED);
 }
 
-/* Whether the descriptor is still the file we opened; if the program closed
- * it (and perhaps got its number back for a file of its own), the file is
- * opened again by its path, or recording stops. The old number is the
- * program's now: never closed, never written. */
+/* Whether the file open at FD (STATUS) still holds what this run wrote there:
+ * at least as long, and, with READ, beginning with the header and mark this
+ * run wrote (read back through FD). The tail may have replaced the header's
+ * last bytes. */
+static bool holds_our_writing(int fd, const struct stat *status, bool read)
+{
+    if (!S_ISREG(status->st_mode))
+        return true;                    /* /dev/null */
+    if ((uint64_t)status->st_size < state.file_end)
+        return false;
+    if (!read)
+        return true;
+    size_t length = state.header_length - state.encoder->tail_overlap;
+    char seen[COMPARED];
+    for (size_t at = 0; at < length;) {
+        size_t want = length - at < COMPARED ? length - at : COMPARED;
+        ssize_t got = pread(fd, seen, want, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0 || memcmp(seen, state.header + at, (size_t)got) != 0)
+            return false;
+        at += (size_t)got;
+    }
+    return true;
+}
+
+/* The file is no longer this run's: the rest goes to NAME.PID.EXT (or
+ * NAME.PID.N.EXT), named as when the path is in use at the start, and the file
+ * left behind is never written again. WHY is said, in one line with the new
+ * name. Every claimed buffer is stale: its sequence was made for the file
+ * left behind, so its owner starts it again before it writes (make_room). */
+static bool move_elsewhere(const char *why)
+{
+    char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX];
+    expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
+    struct stat status;
+    int fd = -1;
+    if (open_first_free(wanted, 1, state.path, candidate, &fd, &status) != CANDIDATE_OPEN) {
+        SAY("NVTXSHIM_TRACE=", state.path, ": ", why, "; no other file could be opened, "
+            "recording stopped");
+        stop();
+        return false;
+    }
+    SAY("NVTXSHIM_TRACE=", state.path, ": ", why, "; this process writes the rest to ", candidate);
+    if (!start_file(fd, &status, candidate, "; recording stopped")) {
+        stop();
+        return false;
+    }
+    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+        if (atomic_load(&thread->claimed) && !atomic_exchange(&thread->stale, true))
+            atomic_fetch_add(&state.stale, 1);
+    update_ready();
+    return true;
+}
+
+/* Whether the descriptor is still the file we opened, and still as we left
+ * it. If the program closed it (and perhaps got its number back for a file of
+ * its own), the file is opened again by its path and written only if it
+ * proves to be ours (holds_our_writing); otherwise the rest goes to another
+ * file (move_elsewhere), or recording stops. The old number is the program's
+ * now: never closed, never written. */
 static bool descriptor_is_ours(void)
 {
     struct stat status;
-    if (fstat(state.fd, &status) == 0 && status.st_dev == state.device && status.st_ino == state.inode)
-        return true;
-    int fd = open(state.path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fstat(state.fd, &status) == 0 && status.st_dev == state.device && status.st_ino == state.inode) {
+        if (holds_our_writing(state.fd, &status, false))
+            return true;
+        /* Cut shorter than we wrote under our lock: not by a run of ours */
+        nvs_sys_close(state.fd);
+        state.fd = -1;
+        return move_elsewhere("the file was cut short by another writer");
+    }
+    /* Read and write: the mark is read back */
+    int fd = nvs_sys_open(state.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
     bool same = fd >= 0 && fstat(fd, &status) == 0 && status.st_dev == state.device &&
-                status.st_ino == state.inode &&
-                (!S_ISREG(status.st_mode) || flock(fd, LOCK_EX | LOCK_NB) == 0);
-    if (same) {
+                status.st_ino == state.inode;
+    if (same && (!S_ISREG(status.st_mode) ||
+                 (flock(fd, LOCK_EX | LOCK_NB) == 0 && holds_our_writing(fd, &status, true)))) {
         state.fd = move_up(fd);
         SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
             "descriptor; the file is opened again");
         return true;
     }
     if (fd >= 0)
-        close(fd);
+        nvs_sys_close(fd);
     state.fd = -1;
-    SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
-        "descriptor and the file cannot be opened again; recording stopped");
-    stop();
-    return false;
+    return move_elsewhere("the program closed or reused the trace file's descriptor, and the file "
+                          "is no longer this process's (another process took the path, or the file "
+                          "was removed or rewritten)");
 }
 
 /* ---- writing a thread's whole events ------------------------------------------- */
@@ -451,6 +578,14 @@ static void write_pending(struct nvs_writer_thread *thread)
         int file = atomic_load(&state.file);
         if (file != FILE_REFUSED && file != FILE_PENDING)
             nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first);
+        thread->flushed_bytes = used;
+        thread->flushed_events = events;
+        return;
+    }
+    if (atomic_load(&thread->stale) && state.encoder->sequence_bytes) {
+        /* Made for the file left behind, on a sequence that file had started:
+         * read elsewhere they would name what was interned there. */
+        nvs_writer_count(NVS_LOSS_MOVED, events - first);
         thread->flushed_bytes = used;
         thread->flushed_events = events;
         return;
@@ -569,27 +704,69 @@ counted:
         SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", reason(error ? error : ENOSPC),
             error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
             " events of this thread not written; recording stopped, the file ends at its last "
-            "whole event (later events are counted at exit)");
+            "whole event (the line at exit counts these with the events after them)");
         stop();
     }
     thread->flushed_bytes = used;
     thread->flushed_events = events;
 }
 
-/* The calling thread's buffer is full, or the file is not open yet. */
+/* THREAD's buffer holds its sequence's start alone, with the thread's name:
+ * its first event, there before any other. File lock held. */
+static void start_buffer(struct nvs_writer_thread *thread)
+{
+    thread->flushed_bytes = thread->flushed_events = 0;
+    char name[17] = "";
+    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
+    uint64_t now_ns = nvs_clock_ns();
+    uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
+                                 thread->data);
+    thread->ends[0] = (uint16_t)length;
+    atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
+}
+
+/* THREAD is not stale (any more). File lock held. */
+static void fresh(struct nvs_writer_thread *thread)
+{
+    if (atomic_exchange(&thread->stale, false)) {
+        atomic_fetch_sub(&state.stale, 1);
+        update_ready();
+    }
+}
+
+/* Everything published is out (or counted): THREAD's buffer starts again,
+ * and so does its sequence where the writer moved to another file since it
+ * began (the owner's stack hears of it). File lock held, on THREAD's owner. */
+static void empty_buffer(struct nvs_writer_thread *thread)
+{
+    if (atomic_load(&thread->stale) && atomic_load(&state.file) == FILE_OPEN) {
+        start_buffer(thread);
+        thread->restarts++;
+        fresh(thread);
+        if (state.restarted)
+            state.restarted(thread);
+        return;
+    }
+    atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
+    thread->flushed_bytes = thread->flushed_events = 0;
+}
+
+/* The calling thread's buffer is full, or stale, or the file is not open yet.
+ * False, the event counted, where a signal handler interrupted this thread
+ * while it held the lock (a claim, a frame's flush). */
 static bool make_room(struct nvs_writer_thread *thread)
 {
-    if (lock_file(false) != LOCK_TAKEN)
+    if (lock_file(false) != LOCK_TAKEN) {
+        nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
         return false;
+    }
     bool open = false;
     /* Finished while this thread waited: nothing more goes after the tail. */
     if (!atomic_load(&state.finished)) {
         if (atomic_load(&state.file) == FILE_PENDING)
             open_file();
         write_pending(thread);
-        /* Everything published is out (or counted): the buffer starts again. */
-        atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
-        thread->flushed_bytes = thread->flushed_events = 0;
+        empty_buffer(thread);
         open = atomic_load(&state.file) == FILE_OPEN;
     }
     unlock_file();
@@ -605,35 +782,31 @@ static size_t block_bytes(void)
     return (bytes + FILE_PAGE - 1) & ~(size_t)(FILE_PAGE - 1);
 }
 
+/* Unclaimed under the lock where it can be taken, so that a move to another
+ * file never marks stale a buffer no thread will start again. */
 static void release_thread(void *opaque)
 {
     struct nvs_writer_thread *thread = opaque;
     if (!thread->writing && lock_file(false) == LOCK_TAKEN) {
         if (!atomic_load(&state.finished))
             write_pending(thread);
+        fresh(thread);
+        atomic_store_explicit(&thread->claimed, false, memory_order_release);
         unlock_file();
+    } else {
+        atomic_store_explicit(&thread->claimed, false, memory_order_release);
     }
-    atomic_store_explicit(&thread->claimed, false, memory_order_release);
     my_thread = NULL;
 }
 
 static void reset_thread(struct nvs_writer_thread *thread)
 {
-    atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
-    thread->flushed_bytes = thread->flushed_events = 0;
     thread->writing = 0;
     thread->ids.pid = state.pid;
     thread->ids.tid = (uint32_t)current_tid();
     state.encoder->prepare_thread(&thread->ids);
-    /* The sequence's start, with the thread's name: its first event, there
-     * before any other. */
-    char name[17] = "";
-    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
-    uint64_t now_ns = nvs_clock_ns();
-    uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
-                                 thread->data);
-    thread->ends[0] = (uint16_t)length;
-    atomic_store_explicit(&thread->published, 1u << 16 | length, memory_order_relaxed);
+    start_buffer(thread);
+    fresh(thread);
     /* Only the head: the rest of a block costs memory once it is touched. */
     memset(thread->private, 0, NVS_WRITER_PRIVATE_ZEROED);
 }
@@ -665,9 +838,12 @@ static struct nvs_writer_thread *claim(void)
         while (!atomic_compare_exchange_weak(&state.threads, &thread->next, thread))
             continue;
     }
-    /* A finish or a frame's flush may be reading a buffer a thread left. */
+    /* A finish or a frame's flush may be reading a buffer a thread left. Held
+     * here: a signal handler interrupted this thread's own claim (or another
+     * time it held the lock), and what it records is lost, counted. */
     if (lock_file(false) != LOCK_TAKEN) {
         atomic_store(&thread->claimed, false);
+        nvs_writer_count(NVS_LOSS_IN_HANDLER, 1);
         return NULL;
     }
     reset_thread(thread);
@@ -690,7 +866,7 @@ struct nvs_writer_thread *nvs_writer_claim(void)
 }
 
 /* Everything nvs_writer_begin does not do inline: a handler that interrupted
- * an event, the file to open, a full buffer. */
+ * an event, the file to open, a full buffer, a stale one. */
 static char *begin_slow(struct nvs_writer_thread *thread)
 {
     thread->writing = 1;
@@ -699,7 +875,7 @@ static char *begin_slow(struct nvs_writer_thread *thread)
         goto drop;
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
     if (atomic_load(&state.file) != FILE_OPEN || (published & 0xffffu) > NVS_WRITER_BYTES ||
-        (published >> 16) >= NVS_WRITER_EVENTS - 1) {
+        (published >> 16) >= NVS_WRITER_EVENTS - 1 || atomic_load(&thread->stale)) {
         int file = atomic_load(&state.file);
         bool room = file != FILE_REFUSED && file != FILE_STOPPED && make_room(thread);
         if (!room) {
@@ -749,12 +925,13 @@ void nvs_writer_flush(void)
 /* ---- life cycle -------------------------------------------------------------------- */
 
 void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder *encoder,
-                       size_t private_bytes)
+                       size_t private_bytes, void (*restarted)(struct nvs_writer_thread *thread))
 {
     size_t length = strnlen(path_template, sizeof state.path_template - 1);
     memcpy(state.path_template, path_template, length);
     state.path_template[length] = '\0';
     state.encoder = encoder;
+    state.restarted = restarted;
     state.private_bytes = (private_bytes + 63) & ~(size_t)63;
     if (state.private_bytes < NVS_WRITER_PRIVATE_ZEROED)
         state.private_bytes = NVS_WRITER_PRIVATE_ZEROED;
@@ -777,13 +954,25 @@ bool nvs_writer_enabled(void)
     return atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OFF;
 }
 
+struct nvs_writer_thread *nvs_writer_all(void)
+{
+    return atomic_load(&state.threads);
+}
+
+/* One line, each loss counted once: a failed write's own line names the events
+ * of its thread that it took, and this one counts them again with the rest. */
 static void say_losses(void)
 {
     static const char *const why[NVS_LOSS_KINDS] = {
-        [NVS_LOSS_WRITE_FAILED] = " after the file could not be written",
+        [NVS_LOSS_WRITE_FAILED] = " because the file could not be written",
         [NVS_LOSS_TOO_DEEP] = " ranges nested deeper than " NVS_TRACE_STACK_DEPTH_TEXT " on one thread",
         [NVS_LOSS_IN_HANDLER] = " made by signal handlers that interrupted an event on their thread",
         [NVS_LOSS_NO_MEMORY] = " for want of memory",
+        [NVS_LOSS_MOVED] = " made for the file that stopped being this process's, which only that "
+                           "file could read",
+        [NVS_LOSS_OPEN_AT_END] = " push/pop ranges still open at the end that could not be ended "
+                                 "there (another thread's, or under a write a signal handler "
+                                 "interrupted)",
     };
     const char *pieces[4 + 3 * NVS_LOSS_KINDS];
     char numbers[NVS_LOSS_KINDS + 1][24];
@@ -810,35 +999,100 @@ static void say_losses(void)
     nvs_log_pieces(pieces, count);
 }
 
-void nvs_writer_finish(void)
+bool nvs_writer_finish_start(void)
 {
     if (atomic_load(&state.file) == FILE_OFF || set_finished(true))
-        return;
+        return false;
     int saved_errno = errno;
     enum lock_result lock = lock_file(true);
     if (lock == LOCK_TIMED_OUT) {
         SAY("NVTXSHIM_TRACE=", state.path, ": a thread kept the file past the finish; "
             "the file ends at its last whole event");
         errno = saved_errno;
-        return;
+        return false;
     }
+    state.finish_lock = lock;
     /* LOCK_HELD_HERE: this thread was inside the lock when a handler called
-     * exit or _exit; what it was writing is written again, identically. */
+     * exit or _exit; what it was writing is written again, identically. A file
+     * still pending is opened only if the last events need it: the buffers
+     * keep their starts for it meanwhile. */
+    if (atomic_load(&state.file) != FILE_PENDING)
+        for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+            write_pending(thread);
+    /* The finishing thread's sequence starts again now if it is stale, so
+     * that its stack has heard of it before its last events are written. */
+    if (my_thread && lock == LOCK_TAKEN && !my_thread->writing && atomic_load(&my_thread->stale))
+        empty_buffer(my_thread);
+    state.closing_from = state.file_end;
+    errno = saved_errno;
+    return true;
+}
+
+/* The finish's room: a file still pending is opened (the last events may be
+ * its first), a full or stale buffer goes out first - but only under a lock
+ * taken here: one this thread held when a handler ended the process guards a
+ * write of its that may not be over, so only the room there is is used. */
+char *nvs_writer_begin_final(struct nvs_writer_thread *thread)
+{
+    if (thread->writing)
+        return NULL;        /* a handler inside this thread's own event */
+    int saved_errno = errno;
+    bool taken = state.finish_lock == LOCK_TAKEN;
+    if (taken && atomic_load(&state.file) == FILE_PENDING) {
+        open_file();
+        state.closing_from = state.file_end;
+    }
+    uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+    bool full = (published & 0xffffu) > NVS_WRITER_BYTES || (published >> 16) >= NVS_WRITER_EVENTS - 1;
+    if (taken && atomic_load(&state.file) == FILE_OPEN && (full || atomic_load(&thread->stale))) {
+        write_pending(thread);
+        empty_buffer(thread);
+        published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+        full = false;
+    }
+    errno = saved_errno;
+    if (full || atomic_load(&thread->stale) || atomic_load(&state.file) != FILE_OPEN)
+        return NULL;
+    thread->writing = 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    return thread->data + (published & 0xffffu);
+}
+
+void nvs_writer_count_final(enum nvs_writer_loss why, uint64_t events)
+{
+    int file = atomic_load(&state.file);
+    if (file == FILE_STOPPED)
+        nvs_writer_count(NVS_LOSS_WRITE_FAILED, events);
+    else if (file == FILE_OPEN)
+        nvs_writer_count(why, events);
+    /* refused (said once) or never opened: no trace, no loss */
+}
+
+void nvs_writer_finish_end(bool taken_back)
+{
+    int saved_errno = errno;
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
         write_pending(thread);
     size_t overlap = state.encoder->tail_overlap, length = strlen(state.encoder->tail);
     if (atomic_load(&state.file) == FILE_OPEN && state.file_end >= overlap && descriptor_is_ours() &&
         write_all(state.encoder->tail, length, state.file_end - overlap)) {
         state.end_before_tail = state.file_end;
+        /* closing_from is past the end where the file changed meanwhile */
+        state.taken_back_from = taken_back && state.closing_from < state.file_end
+                                ? state.closing_from : state.end_before_tail;
         state.file_end = state.file_end - overlap + length;
         state.tail_written = true;
     }
     say_losses();
-    if (lock == LOCK_TAKEN)
+    if (state.finish_lock == LOCK_TAKEN)
         unlock_file();
     errno = saved_errno;
 }
 
+/* The tail comes off, and the finish's last events with it where they go
+ * again (the JSON form's ranges ended at the finish: their pops write them
+ * whole). Cut at the end of a whole event, the file needs no separator put
+ * back; where it cannot be cut, the tail's overlap is undone instead. */
 void nvs_writer_resume(void)
 {
     if (atomic_load(&state.file) == FILE_OFF || !atomic_load(&state.finished))
@@ -847,10 +1101,15 @@ void nvs_writer_resume(void)
     enum lock_result lock = lock_file(false);
     size_t overlap = state.encoder->tail_overlap;
     if (lock != LOCK_TIMED_OUT && state.tail_written && atomic_load(&state.file) == FILE_OPEN &&
-        descriptor_is_ours()) {
-        write_all(state.encoder->tail_undo, overlap, state.end_before_tail - overlap);
-        (void)ftruncate(state.fd, (off_t)state.end_before_tail);
-        state.file_end = state.end_before_tail;
+        descriptor_is_ours() && state.tail_written) {
+        if (state.taken_back_from < state.end_before_tail &&
+            ftruncate(state.fd, (off_t)state.taken_back_from) == 0) {
+            state.file_end = state.taken_back_from;
+        } else {
+            write_all(state.encoder->tail_undo, overlap, state.end_before_tail - overlap);
+            (void)ftruncate(state.fd, (off_t)state.end_before_tail);
+            state.file_end = state.end_before_tail;
+        }
         state.tail_written = false;
     }
     set_finished(false);
@@ -868,13 +1127,14 @@ void nvs_writer_fork_child(void)
     struct stat status;
     if (state.fd >= 0 && fstat(state.fd, &status) == 0 && status.st_dev == state.device &&
         status.st_ino == state.inode)
-        close(state.fd);    /* the parent's: its lock must not outlive the parent here */
+        nvs_sys_close(state.fd);    /* the parent's: its lock must not outlive the parent here */
     state.fd = -1;
     state.pid = getpid();
     state.forked_child = true;
     state.file_end = 0;
     state.tail_written = false;
     state.path[0] = '\0';
+    atomic_store(&state.stale, 0);
     set_finished(false);
     set_file(FILE_PENDING);
     for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
@@ -883,6 +1143,7 @@ void nvs_writer_fork_child(void)
         atomic_store(&thread->published, 0);
         thread->flushed_bytes = thread->flushed_events = 0;
         thread->writing = 0;
+        atomic_store(&thread->stale, false);
         atomic_store(&thread->claimed, thread == my_thread);
     }
     if (my_thread)

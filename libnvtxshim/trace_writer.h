@@ -36,6 +36,8 @@ struct nvs_writer_thread {
     _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
     uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
     uint32_t flushed_events;
+    _Atomic bool stale;             /* made for a file the writer left: starts again first */
+    uint32_t restarts;              /* times its sequence started again in another file */
     struct nvs_trace_thread_ids ids;
     uint16_t ends[NVS_WRITER_EVENTS];   /* where each published event ends in data */
     alignas(64) char data[NVS_WRITER_ROOM];
@@ -43,7 +45,8 @@ struct nvs_writer_thread {
 };
 
 extern __thread struct nvs_writer_thread *nvs_writer_current __attribute__((tls_model("initial-exec")));
-/* The file is open and not finished: events go straight into the buffer. */
+/* The file is open and not finished, and no buffer is stale (made for a file
+ * the writer left): events go straight into the buffer. */
 extern _Atomic bool nvs_writer_ready;
 
 /* Why an event is not in the file: counted, and said in one line at exit. */
@@ -52,16 +55,25 @@ enum nvs_writer_loss {
     NVS_LOSS_TOO_DEEP,          /* a push/pop range nested deeper than the stack keeps */
     NVS_LOSS_IN_HANDLER,        /* made by a signal handler that interrupted an event */
     NVS_LOSS_NO_MEMORY,         /* no memory for a thread's buffer or an open range */
+    NVS_LOSS_MOVED,             /* made for a file that stopped being this run's, and only
+                                 * readable there (the protobuf form's) */
+    NVS_LOSS_OPEN_AT_END,       /* push/pop ranges open at the end that were not ended in the
+                                 * file (other threads', whose stacks are theirs) */
     NVS_LOSS_KINDS,
 };
 
 /* Records to PATH_TEMPLATE (%p, %% expanded when the file is opened, at the
  * first event) with ENCODER; each thread gets PRIVATE_BYTES of memory for the
  * caller, zero when new, its first NVS_WRITER_PRIVATE_ZEROED bytes zeroed
- * again whenever a new thread takes it over; pages never touched cost nothing. */
+ * again whenever a new thread takes it over; pages never touched cost nothing.
+ * RESTARTED is called on a thread whose sequence starts again because the
+ * writer moved to another file (the first was no longer this run's): what the
+ * thread wrote before is not in the new file. It runs on that thread, in its
+ * nvs_writer_begin (or nvs_writer_begin_final), before the room is given. */
 #define NVS_WRITER_PRIVATE_ZEROED 64u
 void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder *encoder,
-                       size_t private_bytes);
+                       size_t private_bytes,
+                       void (*restarted)(struct nvs_writer_thread *thread));
 /* One line said when the file is opened (why this recorder records), or NULL. */
 void nvs_writer_note(const char *line);
 bool nvs_writer_enabled(void);
@@ -152,12 +164,34 @@ static inline void nvs_writer_commit(struct nvs_writer_thread *thread, char *end
 
 void nvs_writer_count(enum nvs_writer_loss why, uint64_t events);
 
+static inline uint32_t nvs_writer_restarts(const struct nvs_writer_thread *thread)
+{
+    return thread->restarts;
+}
+
+/* Every buffer, claimed or not, for a look at each (the finish's): never
+ * removed, linked by next. */
+struct nvs_writer_thread *nvs_writer_all(void);
+
 /* Every thread's whole events to the file now (a frame ended). */
 void nvs_writer_flush(void);
 
-/* Completes the file: every buffer written, the encoder's tail. Async-signal-
- * safe: from exit, _exit, exec, and from a signal handler on any thread. */
-void nvs_writer_finish(void);
+/* Completes the file, in two calls with the caller's last events between.
+ * Async-signal-safe: from exit, _exit, exec, and from a signal handler on any
+ * thread.
+ * nvs_writer_finish_start: recording ends, every buffer is written; true when
+ * the caller may then write with nvs_writer_begin_final and must call
+ * nvs_writer_finish_end (false: finished already, or not recording).
+ * nvs_writer_begin_final: room in THREAD's buffer (the finishing thread's)
+ * for one event, its buffer written out first when full; NULL when there is
+ * none, and then nvs_writer_count_final counts what was not written.
+ * nvs_writer_finish_end: what was written since the start goes to the file,
+ * then the encoder's tail. TAKEN_BACK: a resume after a failed exec takes
+ * those events out of the file again (their ranges go on). */
+bool nvs_writer_finish_start(void);
+char *nvs_writer_begin_final(struct nvs_writer_thread *thread);
+void nvs_writer_count_final(enum nvs_writer_loss why, uint64_t events);
+void nvs_writer_finish_end(bool taken_back);
 /* exec failed: the tail comes off and recording goes on. */
 void nvs_writer_resume(void);
 /* In a forked child: nothing of the parent's, a file of its own. */

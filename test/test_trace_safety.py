@@ -3,10 +3,12 @@ file: another process recording to the same path (a child run by system(), two r
 `%p` in PID namespaces, children forked while other threads record), threads that come and
 go, a full disk (btrfs filled by another writer, a small tmpfs), a file size limit (RLIMIT_FSIZE),
 errno through the program's own NVTX calls, its
-descriptors closed and reused by the program, exit and _exit from a SIGTERM handler, SIGKILL
+descriptors closed and reused by the program, its file taken by another run while it had
+closed the descriptor, exit and _exit from a SIGTERM handler, SIGKILL
 and SIGTERM at any moment, signal handlers that record on the thread they interrupt, a path
-that is not a regular file, and NVTX ranges that never end or nest deeper than the writer
-keeps. The program is test/programs/trace_adversary.c.
+that is not a regular file, and NVTX ranges that never end, are still open at exit or at a
+failed exec, or nest deeper than the writer keeps. The program is
+test/programs/trace_adversary.c.
 
 In every case the program runs as it runs without the shim - the same stdout, the same stderr
 apart from `nvtxshim:` lines, the same exit code, no signal, no hang - and every trace file
@@ -49,7 +51,7 @@ WRITE_FAILED = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): write failed 
 OVER_LIMIT = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): write failed \(File too large: "
                         r"the process's file size limit, RLIMIT_FSIZE\): \d+ events of this thread "
                         r"not written; recording stopped, the file ends at its last whole event "
-                        r"\(later events are counted at exit\)")
+                        r"\(the line at exit counts these with the events after them\)")
 
 
 def adversary(*args):
@@ -528,6 +530,66 @@ def test_descriptors_closed_and_reused_by_the_program(tmp_path, how, ext):
         "the file is opened again" % trace]
 
 
+MOVED = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): the program closed or reused the trace "
+                   r"file's descriptor, and the file is no longer this process's \(another process "
+                   r"took the path, or the file was removed or rewritten\); this process writes the "
+                   r"rest to (?P<new>.+)")
+MOVED_LOSS = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): events not recorded: (?P<count>\d+) "
+                        r"made for the file that stopped being this process's, which only that file "
+                        r"could read")
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+@pytest.mark.parametrize("before,other", [(30000, 500), (500, 10000)],
+                         ids=["other shorter", "other longer"])
+def test_a_file_another_run_took_while_the_program_had_closed_its_descriptor(tmp_path, drive, ext,
+                                                                              before, other):
+    # Run A records, closes every descriptor (its lock on the trace goes with the trace's) and
+    # waits; run B starts on the same path, finds it free, truncates it, records and exits; A
+    # records 1000 iterations more. The file B left may be shorter than what A wrote or
+    # longer, on the same inode: A reopening it must see that it is not its own any more (its
+    # mark, a random number in the header, is not there) and write the rest elsewhere, never
+    # into B's file. Before, A wrote at its old offsets: B's file no longer loaded.
+    trace = tmp_path / ("trace." + ext)
+    env = {"NVTXSHIM_TRACE": str(trace)}
+    first = drive(adversary("closepause", before), env)
+    assert first.line() == b"ready\n"
+    second = drive(adversary("loop", other), env)
+    taken = second.finish()
+    assert taken.returncode == 0 and shim_lines(taken.stderr) == [], taken.stderr
+    assert work(trace) == {second.pid: other}
+    result = first.finish(b"1000\n")
+    plain = drive(adversary("closepause", before), shim=False)
+    assert plain.line() == b"ready\n"
+    same_as_without(result, plain.finish(b"1000\n"))
+    # B's file is B's alone, whole, as B left it.
+    assert work(trace) == {second.pid: other}
+    said = shim_lines(result.stderr)
+    assert said and MOVED.fullmatch(said[0]) and MOVED.fullmatch(said[0])["path"] == str(trace), said
+    new = MOVED.fullmatch(said[0])["new"]
+    assert second_name(str(trace), new) == first.pid
+    assert sorted(os.listdir(tmp_path)) == sorted([trace.name, os.path.basename(new)])
+    # The rest is in NAME.PID.EXT: a file that starts in the middle of A's run, so a start/end
+    # range may have its end there and its begin in the file B took.
+    if binary(new):
+        # The binary form's events lean on what their sequence wrote before (interned names,
+        # the clock): those still in A's buffer when it moved are counted, not written.
+        summary = pftracefile.check(new, "--cut")
+        assert summary["tail"]["bytes"] == 0 and summary["process"]["pid"] == first.pid
+        assert not [n for n in summary["notes"] if "thread track" in n], summary["notes"]
+        iterations = sum(1 for r in summary["ranges"] if r["name"] == "work")
+        assert len(said) == 2 and MOVED_LOSS.fullmatch(said[1]), said
+        assert MOVED_LOSS.fullmatch(said[1])["path"] == new
+        assert 0 < iterations <= 1000 < iterations + int(MOVED_LOSS.fullmatch(said[1])["count"])
+    else:
+        # The JSON form's events stand alone: those still in A's buffer are there too.
+        raw = traceformat.read_complete_trace(new)
+        traceformat.check_nesting(raw, "%s: " % new)
+        assert {e["pid"] for e in raw} == {first.pid}
+        iterations = sum(1 for e in raw if e["ph"] == "X" and e["name"] == "work")
+        assert len(said) == 1 and 1000 <= iterations <= 1000 + before, (said, iterations)
+
+
 # ---- 4 and 6. signals at random moments ---------------------------------------------------
 
 def signalled_runs(drive, tmp_path, mode, sig, runs, seed):
@@ -589,6 +651,7 @@ def test_a_fatal_signal_at_a_random_moment(tmp_path, drive, sig, seed):
 # ---- 4b. signal handlers that record on the thread they interrupt -----------------------------
 
 HANDLER_LOSS = re.compile(r"(\d+) made by signal handlers that interrupted an event on their thread")
+HANDLER_RUNS = 300
 
 
 @pytest.mark.parametrize("ext", FORMATS)
@@ -600,8 +663,9 @@ def test_signal_handlers_that_record_on_the_thread_they_interrupt(tmp_path, ext)
     # clock's read and in the making of the thread's next clock line. Five runs (three of the
     # binary form, whose checker is slower): every file whole and nested, in time order,
     # every iteration of the main thread in it, and each handler's range either in the file
-    # or counted as not recorded.
-    argv = adversary("handlers", 20000)
+    # or counted as not recorded. The main thread goes on past 20000 iterations until the
+    # handler has run 300 times (the second thread may wait for a processor), within 15 s.
+    argv = adversary("handlers", 20000, HANDLER_RUNS)
     env = {"LD_LIBRARY_PATH": STUB}
     plain = run(argv, env=env, shim=False, timeout=TIMEOUT)
     assert plain.returncode == 0 and plain.stderr == b"", plain.stderr
@@ -613,17 +677,20 @@ def test_signal_handlers_that_record_on_the_thread_they_interrupt(tmp_path, ext)
             index, described(result.returncode), result.stderr[-2000:])
         lines = result.stdout.splitlines()
         assert len(lines) == 2 and lines[0] == first_line, result.stdout
-        handled = int(re.fullmatch(rb"handler ran (\d+) times", lines[1]).group(1))
-        assert handled >= 100, "the handler ran %d times: too few to test anything" % handled
+        ran = re.fullmatch(rb"handler ran (\d+) times in (\d+) iterations", lines[1])
+        handled, iterations = int(ran.group(1)), int(ran.group(2))
+        assert handled >= HANDLER_RUNS, \
+            "the handler ran %d times in 15 s: too few to test anything" % handled
+        assert iterations >= 20000, lines[1]
         said = shim_lines(result.stderr)
         assert all(HANDLER_LOSS.search(line) for line in said), said
         lost = sum(int(HANDLER_LOSS.search(line).group(1)) for line in said)
         [counts] = recorded(trace).values()
         assert (counts[("range", "work")] == counts[("async", "span")] ==
-                counts[("range", "cuMemcpyHtoD 4KiB pageable")] == 20000), (index, counts)
+                counts[("range", "cuMemcpyHtoD 4KiB pageable")] == iterations), (index, counts)
         in_file = counts[("range", "handler")]
         assert in_file <= handled <= in_file + lost, (index, handled, in_file, lost)
-        assert counts[("mark", "tick")] - 20000 <= handled
+        assert counts[("mark", "tick")] - iterations <= handled
         trace.unlink()
 
 
@@ -708,6 +775,73 @@ def test_start_ranges_that_never_end_are_all_in_the_file(tmp_path, ext):
     assert sum(1 for e in raw if e["ph"] == "e") == 100
     assert sorted(e["name"] for e in joined if e.get("async")) == sorted(expected[5000:])
     assert sorted(e["name"] for e in unended) == sorted(expected[:5000])
+
+
+OPEN_AT_END = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+): events not recorded: "
+                         r"(?P<count>\d+) push/pop ranges still open at the end that could not be "
+                         r"ended there \(another thread's, or under a write a signal handler "
+                         r"interrupted\)")
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+@pytest.mark.parametrize("depth", [1, 1024])
+def test_ranges_still_open_at_exit_are_written_ended_there_or_counted(tmp_path, ext, depth):
+    # A second thread pushes DEPTH ranges and waits; the main thread pushes DEPTH ranges and
+    # calls exit inside them. The main thread's are in the file, ended at the exit and marked
+    # as ranges that did not end: in the JSON form complete events with "did_not_end", in
+    # the binary form slices with a begin and no end, which Perfetto shows as "Did not end".
+    # The other thread's stack is its own to change, not read: its ranges are counted in
+    # the line at exit, the same line in both forms.
+    trace = tmp_path / ("trace." + ext)
+    argv = adversary("exitinside", depth, depth)
+    shimmed = recorded_as_without(argv, trace)
+    assert shimmed.stdout == b"exiting inside %d ranges, %d beside\n" % (depth, depth)
+    said = shim_lines(shimmed.stderr)
+    assert len(said) == 1 and OPEN_AT_END.fullmatch(said[0]), said
+    assert OPEN_AT_END.fullmatch(said[0])["count"] == str(depth)
+    assert OPEN_AT_END.fullmatch(said[0])["path"] == str(trace)
+    expected = ["inside %d" % i for i in range(depth)]
+    if binary(trace):
+        summary = pftracefile.check(trace, "--allow-open")
+        pid = summary["process"]["pid"]
+        still_open = sorted(summary["open"], key=lambda r: r["start_ns"])
+        assert [r["name"] for r in still_open] == expected
+        assert {r["tid"] for r in still_open} == {pid} and not any(r["async"] for r in still_open)
+        ended = [r["name"] for r in summary["ranges"]]
+    else:
+        raw, joined, unended = load(trace)
+        assert not unended
+        pid = raw[0]["pid"]
+        unfinished = sorted((e for e in raw if e.get("args", {}).get("did_not_end")),
+                            key=lambda e: e["ts"])
+        assert [e["name"] for e in unfinished] == expected
+        assert all(e["ph"] == "X" and e["tid"] == pid and e["args"] == {"did_not_end": True}
+                   for e in unfinished)
+        ends = {round((e["ts"] + e["dur"]) * 1000) for e in unfinished}
+        assert max(ends) - min(ends) <= 1, "the ranges end together, at the exit"
+        ended = [e["name"] for e in joined
+                 if e["ph"] == "X" and not e.get("args", {}).get("did_not_end")]
+    assert sorted(ended) == ["span", "work"], "the one whole iteration, and nothing beside"
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+def test_ranges_open_at_a_failed_exec_are_written_once_whole(tmp_path, ext):
+    # The exec finishes the file as the exit does, with the ranges still open ended there;
+    # it fails, and the ranges go on to their pops: each is in the file once, whole (the
+    # JSON form's ended at the exec come out of the file again, the binary form's begins
+    # written there get their ends).
+    trace = tmp_path / ("trace." + ext)
+    argv = adversary("execinside", 1024)
+    shimmed = recorded_as_without(argv, trace)
+    assert shim_lines(shimmed.stderr) == []
+    counts = recorded(trace)
+    [seen] = counts.values()
+    assert seen == collections.Counter(dict([(("range", "inside %d" % i), 1) for i in range(1024)] +
+                                            [(("range", "work"), 1), (("async", "span"), 1),
+                                             (("mark", "tick"), 1)]))
+    if not binary(trace):
+        raw, _, _ = load(trace)
+        assert not [e for e in raw if e.get("args", {}).get("did_not_end")]
 
 
 @pytest.mark.parametrize("ext", FORMATS)

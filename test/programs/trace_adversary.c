@@ -19,6 +19,11 @@
  *         system call, or close() on each up to the limit), as daemons do;
  *         PATH opened, 64 blocks of known text written to it with 100
  *         iterations after each; PATH closed; 100 more iterations
+ *     trace_adversary closepause N
+ *         N iterations; every descriptor from 3 up closed (close_range), so
+ *         the trace file's lock goes with its descriptor; "ready"; reads M
+ *         from stdin; M iterations; "done" (another run may take the path
+ *         meanwhile)
  *     trace_adversary sigloop default|exit|_exit
  *         with exit or _exit, a SIGTERM handler that calls exit(3) or _exit(3);
  *         then two threads loop on iterations (and a range whose name needs
@@ -30,23 +35,31 @@
  *     trace_adversary short N
  *         N push/pop pairs of one registered name in a domain: the smallest events
  *         an encoder writes (the binary form's begin and end are 12 to 16 bytes)
- *     trace_adversary exitinside N
- *         one iteration, then N push ranges "inside I" nested on the main thread,
+ *     trace_adversary exitinside N [M]
+ *         one iteration; with M, a second thread pushes M ranges "beside I"
+ *         and waits; then N push ranges "inside I" nested on the main thread,
  *         and exit(0) inside them
- *     trace_adversary handlers N
- *         N iterations on the main thread, each with a CUDA copy of 4 KiB when
+ *     trace_adversary execinside N
+ *         one iteration, then N push ranges "inside I" nested on the main thread,
+ *         an exec of a program that does not exist inside them (it fails, and
+ *         the trace goes on), then their N pops
+ *     trace_adversary handlers N H
+ *         iterations on the main thread, each with a CUDA copy of 4 KiB when
  *         libcuda.so.1 loads (the stand-in driver), while a second thread sends
  *         SIGUSR1 to it as fast as it can; the handler makes a push "handler"
  *         with a mark "tick" in it, so it interrupts the recorder anywhere in
- *         a push, a pop, a mark or a copy's range; "handlers N done", then
- *         "handler ran H times" (H is up to the scheduler)
+ *         a push, a pop, a mark or a copy's range. At least N iterations, and
+ *         on until the handler has run H times (how soon is the scheduler's:
+ *         the second thread may wait for a processor) or 15 s have passed;
+ *         "handlers N H done", then "handler ran R times in I iterations"
  *     trace_adversary forkbusy N
  *         two threads loop on iterations (ten, then a pause of 50 us) while the
  *         main thread forks N
  *         children, one at a time, inside a range of its own; each child makes
  *         100 iterations and leaves by exit(0) or _exit(0) in turn; a child
  *         that has not ended 10 s after it was forked hangs (killed, said,
- *         exit 1); "forkbusy N done"
+ *         exit 1); the two threads then finish the iteration they are in and
+ *         are joined; "forkbusy N done"
  *     trace_adversary threads N K
  *         N rounds of K threads at once, each named "worker R.T" with
  *         nvtxNameOsThread and making 20 iterations, then joined (the next
@@ -63,6 +76,7 @@
 #include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -198,6 +212,16 @@ static int reuse_descriptors(const char *path, const char *how)
     return 0;
 }
 
+/* The trace file's descriptor goes, and its lock with it, while the program
+ * waits: another run may truncate and rewrite the file before this one
+ * records again. */
+static int close_and_pause(long count)
+{
+    iterations(count);
+    close_from_3("close_range");
+    return pause_for_count(0);
+}
+
 static volatile sig_atomic_t underscore_exit;
 static atomic_int second_looping;
 
@@ -301,7 +325,46 @@ static int deep(long depth)
     return 0;
 }
 
-static int exit_inside(long depth)
+static atomic_long beside_pushed;
+
+static void *push_beside(void *count)
+{
+    char name[64];
+    for (long i = 0; i < *(long *)count; i++) {
+        snprintf(name, sizeof name, "beside %ld", i);
+        nvtxRangePushA(name);
+    }
+    atomic_store(&beside_pushed, 1);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static int exit_inside(long depth, long beside)
+{
+    char name[64];
+    iteration();
+    if (beside) {
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, push_beside, &beside) != 0) {
+            fprintf(stderr, "trace_adversary: no thread\n");
+            return 2;
+        }
+        while (!atomic_load(&beside_pushed))
+            sched_yield();
+    }
+    for (long i = 0; i < depth; i++) {
+        snprintf(name, sizeof name, "inside %ld", i);
+        nvtxRangePushA(name);
+    }
+    if (beside)
+        printf("exiting inside %ld ranges, %ld beside\n", depth, beside);
+    else
+        printf("exiting inside %ld ranges\n", depth);
+    exit(0);
+}
+
+static int exec_inside(long depth)
 {
     char name[64];
     iteration();
@@ -309,8 +372,13 @@ static int exit_inside(long depth)
         snprintf(name, sizeof name, "inside %ld", i);
         nvtxRangePushA(name);
     }
-    printf("exiting inside %ld ranges\n", depth);
-    exit(0);
+    char *const argv[] = { "/nonexistent/program", NULL };
+    execv(argv[0], argv);
+    int error = errno;
+    for (long i = 0; i < depth; i++)
+        nvtxRangePop();
+    printf("exec failed inside %ld ranges (%s)\n", depth, strerror(error));
+    return 0;
 }
 
 static atomic_long handled;
@@ -341,14 +409,16 @@ static void *kicker(void *target)
     return NULL;
 }
 
+static atomic_int busy_stop;
+
 /* Ten iterations, a pause of 50 us, again: the writer's lock is taken often
  * (each thread's buffer fills every few hundred iterations), the file stays
- * small enough to check. */
+ * small enough to check. Until told to stop, between two iterations. */
 static void *busy_thread(void *unused)
 {
     (void)unused;
     struct timespec pause = { 0, 50000 };
-    for (;;) {
+    while (!atomic_load(&busy_stop)) {
         iterations(10);
         nanosleep(&pause, NULL);
     }
@@ -400,6 +470,11 @@ static int fork_while_busy(long count)
         }
         iteration();
     }
+    /* Every iteration whole when the process ends: an exit while the threads
+     * are between a start and its end would leave a begin without an end. */
+    atomic_store(&busy_stop, 1);
+    for (int t = 0; t < 2; t++)
+        pthread_join(threads[t], NULL);
     printf("forkbusy %ld done\n", count);
     fflush(stdout);
     exit(0);
@@ -480,7 +555,14 @@ typedef int (*cu_init_fn)(unsigned);
 typedef int (*cu_alloc_fn)(unsigned long long *, size_t);
 typedef int (*cu_htod_fn)(unsigned long long, const void *, size_t);
 
-static int handlers(long count)
+static double seconds_since(const struct timespec *start)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static int handlers(long count, long wanted)
 {
     cu_htod_fn htod = NULL;
     unsigned long long device = 0;
@@ -507,17 +589,30 @@ static int handlers(long count)
         fprintf(stderr, "trace_adversary: no thread\n");
         return 2;
     }
-    for (long i = 0; i < count; i++) {
+    /* The second thread may wait for a processor (two busy ones beside): the
+     * loop goes on until its signals have landed often enough, not for a
+     * fixed count. Past COUNT, 64 iterations that no signal landed in are
+     * followed by a millisecond's sleep, which gives a processor this thread
+     * held to the second one and keeps the file from growing meanwhile. */
+    struct timespec start, nap = { 0, 1000000 };
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    long i = 0, seen = 0;
+    for (; i < count || (atomic_load(&handled) < wanted && seconds_since(&start) < 15); i++) {
         iteration();
         if (htod && htod(device, host, sizeof host) != 0) {
             fprintf(stderr, "trace_adversary: the copy failed\n");
             return 2;
         }
+        if (i >= count && i % 64 == 0) {
+            if (atomic_load(&handled) == seen)
+                nanosleep(&nap, NULL);
+            seen = atomic_load(&handled);
+        }
     }
     atomic_store(&kicking, 0);
     pthread_join(thread, NULL);
-    printf("handlers %ld done\n", count);
-    printf("handler ran %ld times\n", atomic_load(&handled));
+    printf("handlers %ld %ld done\n", count, wanted);
+    printf("handler ran %ld times in %ld iterations\n", atomic_load(&handled), i);
     return 0;
 }
 
@@ -532,6 +627,8 @@ int main(int argc, char **argv)
         return run_itself(number(argv[2]), number(argv[3]));
     if (!strcmp(mode, "fdreuse") && argc == 4)
         return reuse_descriptors(argv[2], argv[3]);
+    if (!strcmp(mode, "closepause") && argc == 3)
+        return close_and_pause(number(argv[2]));
     if (!strcmp(mode, "sigloop") && argc == 3)
         return signal_loop(argv[2]);
     if (!strcmp(mode, "unended") && argc == 4)
@@ -540,10 +637,12 @@ int main(int argc, char **argv)
         return deep(number(argv[2]));
     if (!strcmp(mode, "short") && argc == 3)
         return short_events(number(argv[2]));
-    if (!strcmp(mode, "exitinside") && argc == 3)
-        return exit_inside(number(argv[2]));
-    if (!strcmp(mode, "handlers") && argc == 3)
-        return handlers(number(argv[2]));
+    if (!strcmp(mode, "exitinside") && (argc == 3 || argc == 4))
+        return exit_inside(number(argv[2]), argc == 4 ? number(argv[3]) : 0);
+    if (!strcmp(mode, "execinside") && argc == 3)
+        return exec_inside(number(argv[2]));
+    if (!strcmp(mode, "handlers") && argc == 4)
+        return handlers(number(argv[2]), number(argv[3]));
     if (!strcmp(mode, "forkbusy") && argc == 3)
         return fork_while_busy(number(argv[2]));
     if (!strcmp(mode, "threads") && argc == 4)
@@ -551,8 +650,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "errno") && argc == 3)
         return errno_kept(number(argv[2]));
     fprintf(stderr, "usage: trace_adversary loop N | pause N | system N M | "
-                    "fdreuse PATH close_range|loop | sigloop default|exit|_exit | "
-                    "unended N M | deep N | short N | exitinside N | handlers N | forkbusy N | "
+                    "fdreuse PATH close_range|loop | closepause N | sigloop default|exit|_exit | "
+                    "unended N M | deep N | short N | exitinside N [M] | execinside N | handlers N H | "
+                    "forkbusy N | "
                     "threads N K | errno N\n");
     return 2;
 }
