@@ -62,6 +62,8 @@ struct open_range {
     _Atomic uint32_t state;         /* OPEN_FREE, OPEN_USED, OPEN_ENDING */
     uint32_t generation;
     uint64_t trace_id;              /* the id of its begin and end in the trace */
+    struct nvs_writer_thread *begun_on;     /* whose sequence wrote its begin, */
+    uint32_t begun_restarts;                /* and how often it had started again then */
     struct nvs_trace_event event;
     struct nvs_trace_args args;     /* added while it is open, written at its end */
 };
@@ -392,7 +394,7 @@ static void write_pair(struct nvs_writer_thread *thread, struct nvs_trace_thread
 {
     uint64_t id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
     WRITE_EVENT(thread, state.encoder->begin(out_, ids, event, id));
-    WRITE_EVENT(thread, state.encoder->end(out_, ids, event, id, end_ns, args));
+    WRITE_EVENT(thread, state.encoder->end(out_, ids, event, id, end_ns, args, false));
 }
 
 /* ---- push/pop ------------------------------------------------------------------ */
@@ -790,6 +792,8 @@ static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct open_range
     slot->generation++;
     slot->trace_id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
     slot->args.count = 0;
+    slot->begun_on = thread;
+    slot->begun_restarts = nvs_writer_restarts(thread);
     WRITE_EVENT(thread, state.encoder->begin(out_, nvs_writer_ids(thread), &slot->event,
                                              slot->trace_id));
     return ((uint64_t)slot->generation << 32) | (index + 1);
@@ -860,9 +864,12 @@ static void end_at(nvtxRangeId_t id, uint64_t end_ns)
     if (!slot)
         return;
     struct nvs_writer_thread *thread = nvs_writer_thread();
-    if (thread)
+    if (thread) {
+        bool describe = slot->begun_on != thread ||
+                        slot->begun_restarts != nvs_writer_restarts(thread);
         WRITE_EVENT(thread, state.encoder->end(out_, nvs_writer_ids(thread), &slot->event,
-                                               slot->trace_id, end_ns, &slot->args));
+                                               slot->trace_id, end_ns, &slot->args, describe));
+    }
     free_slot(slot);
 }
 

@@ -122,9 +122,14 @@ struct nvs_trace_encoder {
     /* One side of a range that may end elsewhere or overlap others. */
     char *(*begin)(char *out, struct nvs_trace_thread_ids *thread,
                    const struct nvs_trace_event *event, uint64_t id);
+    /* DESCRIBE: the end is written where the begin's track may not have
+     * been described before it in the file (another thread's sequence, or
+     * this thread's before it started again): the protobuf form describes the
+     * track again first, so that every track's descriptor precedes its events
+     * in file order. */
     char *(*end)(char *out, struct nvs_trace_thread_ids *thread,
                  const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
-                 const struct nvs_trace_args *args);
+                 const struct nvs_trace_args *args, bool describe);
     char *(*mark)(char *out, struct nvs_trace_thread_ids *thread,
                   const struct nvs_trace_event *event);
     /* LENGTH bytes that readers skip, between two events: PAD_MIN at least

@@ -530,8 +530,9 @@ static char *json_begin(char *out, struct nvs_trace_thread_ids *thread,
 
 static char *json_end(char *out, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
-                      const struct nvs_trace_args *args)
+                      const struct nvs_trace_args *args, bool describe)
 {
+    (void)describe;     /* JSON has no track descriptors */
     const struct json_string *shape = shape_of(event);
     if (shape) {
         out = put_shaped_head(out, shape, 'e');

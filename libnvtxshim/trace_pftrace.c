@@ -549,13 +549,11 @@ static char *pf_close_under(char *text, struct nvs_trace_thread_ids *thread,
                              WITH_NAME | WITH_PAYLOAD, NULL);
 }
 
-/* A range that may end elsewhere or overlap others: a track of its own,
- * named after its domain, then its begin there. */
-static char *pf_begin(char *text, struct nvs_trace_thread_ids *thread,
-                      const struct nvs_trace_event *event, uint64_t id)
+/* The descriptor packet of the async track of range ID (EVENT's domain). */
+static byte *put_async_track(byte *out, struct nvs_trace_thread_ids *thread,
+                             const struct nvs_trace_event *event, uint64_t id)
 {
     const struct pf_domain *domain = domain_of(event->domain);
-    byte *out = (byte *)text;
     *out++ = TAG_PACKET;
     byte *packet = open_length(out);
     out = put_bytes(packet, sequence_of(thread)->head, sequence_of(thread)->head_length);
@@ -565,16 +563,31 @@ static char *pf_begin(char *text, struct nvs_trace_thread_ids *thread,
     out = put_field_varint(out, TD_PARENT, PROCESS_UUID(thread->pid));
     out = put_text_field(out, (const byte[]){ TD_NAME }, 1, domain->name, domain->name_length);
     out = close_length(descriptor, out);
-    out = close_length(packet, out);
+    return close_length(packet, out);
+}
+
+/* A range that may end elsewhere or overlap others: a track of its own,
+ * named after its domain, then its begin there. */
+static char *pf_begin(char *text, struct nvs_trace_thread_ids *thread,
+                      const struct nvs_trace_event *event, uint64_t id)
+{
+    byte *out = put_async_track((byte *)text, thread, event, id);
     return (char *)put_event(out, thread, TYPE_BEGIN, event, event->start_ns, ASYNC_UUID(id),
                              WITH_NAME | WITH_PAYLOAD, NULL);
 }
 
+/* Its end; where the begin's sequence is not this one, the track is described
+ * again first: the other thread may write its begin (and descriptor) to the
+ * file after this end, and a reader in file order meets the track here first.
+ * Perfetto merges descriptors of the same uuid. */
 static char *pf_end(char *text, struct nvs_trace_thread_ids *thread,
                     const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
-                    const struct nvs_trace_args *args)
+                    const struct nvs_trace_args *args, bool describe)
 {
-    return (char *)put_event((byte *)text, thread, TYPE_END, event, end_ns, ASYNC_UUID(id), 0, args);
+    byte *out = (byte *)text;
+    if (describe)
+        out = put_async_track(out, thread, event, id);
+    return (char *)put_event(out, thread, TYPE_END, event, end_ns, ASYNC_UUID(id), 0, args);
 }
 
 static char *pf_mark(char *text, struct nvs_trace_thread_ids *thread,

@@ -42,7 +42,8 @@ What it checks, per packet in file order:
   file; thread descriptors carry pid and tid, T = 1<<61 | tid, parent P; the process's
   descriptor (P = 2 * pid + 1, process { pid, process_name }) is the first packet; an
   async track's (A = 2 * id, parent P, name = the domain) is on the sequence before its
-  begin, and the track holds one range;
+  begin, every event of an async track comes after a descriptor of it in file order (an
+  end on another sequence describes the track again), and the track holds one range;
 - categories: the first is the domain, a second the named NVTX category (given back as
   the `category` arg, as the JSON form has it); the NVTX category as a number is the
   annotation `category`;
@@ -564,6 +565,10 @@ class Checker:
         default = seq.defaults.track_event_defaults.track_uuid if seq.defaults else None
         if track_kind(track) == "async" and event.type == BEGIN and track not in seq.descriptors:
             self.problem("async track %#x's begin has no descriptor before it on its sequence" % track)
+        if track_kind(track) == "async" and track not in self.descriptors:
+            # docs/pftrace.md: descriptors first, in file order, for readers that do not sort
+            self.problem("async track %#x: a %s before any descriptor of the track in file order"
+                         % (track, pb.TrackEvent.Type.Name(event.type)))
         self.uses.append((track, self.index, seq.sid))
         self.events.append({"track": track, "time": time, "order": len(self.events),
                             "type": event.type, "name": name,

@@ -236,6 +236,9 @@ def test_the_stand_in_cuda_driver(tmp_path):
 
 
 def test_the_harness_with_threads_frames_and_async_transfers(make_device, xserver, tmp_path):
+    # Transfers submitted on the main thread end on libusb's event thread, whose buffer may
+    # reach the file first: the checker reads in file order and finds every async track
+    # described before its first event (an end on another sequence describes it again).
     device = make_device(frames=6)
     argv = [program("harness_physical"), "--frames", "6", "--async", "--threads", "--queue", "6",
             "--use_gui=1"]
