@@ -158,7 +158,7 @@ static void test_async_pair_of_a_registered_name(void)
                "{\"name\":\"libusb_submit_transfer ep=0x81 BULK IN 9216B\",\"cat\":\"usb\","
                "\"ph\":\"b\",\"ts\":5000000.000,\"pid\":42,\"tid\":43,\"id\":77,"
                "\"args\":{\"category\":1,\"payload\":9216}},\n");
-    check_text("end, registered", out, nvs_trace_json.end(out, &thread, &event, 77, 5000002000ull, NULL),
+    check_text("end, registered", out, nvs_trace_json.end(out, &thread, &event, 77, 5000002000ull, NULL, false),
                "{\"name\":\"libusb_submit_transfer ep=0x81 BULK IN 9216B\",\"cat\":\"usb\","
                "\"ph\":\"e\",\"ts\":5000002.000,\"pid\":42,\"tid\":43,\"id\":77},\n");
 }
@@ -174,10 +174,10 @@ static void test_async_pair(void)
                "{\"name\":\"frame 7\",\"cat\":\"usb\",\"ph\":\"b\",\"ts\":1234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":5,\"args\":{\"payload\":7}},\n");
     check_text("end with args", out,
-               nvs_trace_json.end(out, &thread, &event, 5, 2234567891, &figures),
+               nvs_trace_json.end(out, &thread, &event, 5, 2234567891, &figures, false),
                "{\"name\":\"frame 7\",\"cat\":\"usb\",\"ph\":\"e\",\"ts\":2234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":5,\"args\":{\"offcpu_blocked_ns\":12,\"usb_urbs\":0}},\n");
-    check_text("end without args", out, nvs_trace_json.end(out, &thread, &event, 5, 2234567891, &none),
+    check_text("end without args", out, nvs_trace_json.end(out, &thread, &event, 5, 2234567891, &none, false),
                "{\"name\":\"frame 7\",\"cat\":\"usb\",\"ph\":\"e\",\"ts\":2234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":5},\n");
 }
@@ -218,7 +218,7 @@ static void test_control_characters_and_long_names(void)
     struct nvs_trace_args most = { .count = NVS_TRACE_ARGS_MAX };
     for (unsigned i = 0; i < NVS_TRACE_ARGS_MAX; i++)
         most.member[i].key = key, most.member[i].value = UINT64_MAX;
-    char *end = nvs_trace_json.end(out, &thread, &event, 1, 1, &most);
+    char *end = nvs_trace_json.end(out, &thread, &event, 1, 1, &most, false);
     CHECK((size_t)(end - out) <= NVS_TRACE_EVENT_MAX);
     CHECK(memchr(out, '\n', (size_t)(end - out)) == end - 1);
 }
@@ -509,7 +509,7 @@ static void test_async_pair_with_a_named_category(void)
                "{\"name\":\"frame \\\"9\\\"\",\"cat\":\"usb\",\"ph\":\"b\",\"ts\":1234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":18446744073709551615,\"args\":{\"category\":\"events\"}},\n");
     check_text("end, other thread", out,
-               nvs_trace_json.end(out, &thread, &event, 18446744073709551615ull, 1234567891, NULL),
+               nvs_trace_json.end(out, &thread, &event, 18446744073709551615ull, 1234567891, NULL, false),
                "{\"name\":\"frame \\\"9\\\"\",\"cat\":\"usb\",\"ph\":\"e\",\"ts\":1234567.891,\"pid\":42,"
                "\"tid\":43,\"id\":18446744073709551615},\n");
     check_text("complete, no colour", out, nvs_trace_json.complete(out, &thread, &event, 1234567891),
