@@ -86,10 +86,10 @@ def test_time_window_counts_from_the_first_hooked_call(make_device, tmp_path):
     # Frame 1 begins when the first marker call does, before the call's own range starts.
     first_call = min(e["ts"] for e in ranges(events) if e["cat"] in ("usb", "cuda", "x11") or
                      e["name"] == "frame 1")
-    frames = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"].split()[1]))
+    frames = sorted((e["ts"], end_us(e), int(e["name"].split()[1]))
                     for e in ranges(events, "nvtxshim") if e["name"].startswith("frame "))
     (capture,) = [e for e in ranges(events, "nvtxshim") if e["name"] == "capture"]
-    opened, closed = capture["ts"], capture["ts"] + capture["dur"]
+    opened, closed = capture["ts"], end_us(capture)
     starts = [start for start, _, _ in frames]
     setup = 2000  # microseconds
 
@@ -136,7 +136,7 @@ def test_signal_without_frames_acts_at_the_next_hooked_call(make_device, tmp_pat
     events = load_trace(trace)
     (capture,) = [e for e in ranges(events, "nvtxshim") if e["name"] == "capture"]
     inside = [e["name"] for e in ranges(events, "usb")
-              if capture["ts"] <= e["ts"] and e["ts"] + e["dur"] <= capture["ts"] + capture["dur"]]
+              if capture["ts"] <= e["ts"] and end_us(e) <= end_us(capture)]
     # Raised after frame 2's last call: frames 3-5 (val=2..4) are inside.
     assert [n for n in inside if n.startswith("libusb_control")] == [
         "libusb_control_transfer type=0x40 req=0x01 val=0x%04x OUT 0B" % i for i in (2, 3, 4)]
@@ -216,6 +216,7 @@ def frames_and_budget_marks(trace):
 
 
 import pytest  # noqa: E402
+from traceformat import end_us
 
 
 def run_frames(make_device, where, form, count, budget_ns):

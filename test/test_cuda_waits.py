@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from conftest import STUB, load_trace, program, ranges, run
+from traceformat import end_us
 
 # Each form once, the plain one and its twin (_ptsz, or cuCtxSynchronize_v2); a failed
 # cuEventSynchronize is a wait too; cuStreamWaitEvent is not one. Kernel c comes from a module
@@ -121,7 +122,7 @@ def test_report_tells_waits_and_launches_apart_from_copies(tmp_path):
     calls = [dict(e, pid=1) for e in ranges(driver, "cuda")] + [
         dict(e, ts=e["ts"] + 1e6, pid=1) for e in ranges(runtime, "cuda")]
     start = min(e["ts"] for e in calls)
-    end = max(e["ts"] + e["dur"] for e in calls)
+    end = max(end_us(e) for e in calls)
     frame = {"name": "frame 1", "cat": "nvtxshim", "ph": "X", "ts": start, "dur": end - start,
              "pid": 1, "tid": 1}
     trace = tmp_path / "both.json"

@@ -14,6 +14,7 @@ import os
 import pytest
 
 from conftest import PYTHON, ROOT, STUB, load_trace, program, ranges, run
+from traceformat import end_us
 
 RED = "#d50000"
 FRAMES = 11
@@ -140,7 +141,7 @@ def test_each_fault_is_a_red_mark_and_the_program_sees_what_it_sees_without_the_
         if call == "libusb_submit_transfer":
             continue  # a completion is marked on the event thread
         assert any(c["tid"] == mark["tid"] and c["name"].startswith(call) and
-                   c["ts"] <= mark["ts"] <= c["ts"] + c["dur"] for c in calls), mark
+                   c["ts"] <= mark["ts"] <= end_us(c) for c in calls), mark
     # The frames the camera was asked for, with the bytes each moved, in the order they ended
     # (a stream's timed-out frame ends after the frames queued behind it): the short frame half of
     # one, the six whole frames all of one, the stalled, timed-out and lost ones none.

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from conftest import PYTHON, ROOT, STUB, load_trace, program, ranges, run
+from traceformat import end_us
 
 FRAMES = 12
 FRAME_ON_ACT = {"NVTXSHIM_FRAME": "call:libusb_control_transfer"}
@@ -34,7 +35,7 @@ def harness(device, options, tmp_path, display=None, gpu=True, shim=True, env=No
 
 
 def inside(frame, event):
-    return frame["ts"] <= event["ts"] < frame["ts"] + frame["dur"]
+    return frame["ts"] <= event["ts"] < end_us(frame)
 
 
 MODES = {

@@ -86,6 +86,9 @@ CORPUS = [
     Case("frame_loop-signals", ["test/frame_loop", "4", "--raise", "10", "1", "--raise", "12", "2"],
          DEVICE),
     Case("frame_loop-usage", ["test/frame_loop"]),
+    # A signal handler's first write while the loader is busy (test_harmless.py: no hang).
+    Case("harmless-handler", ["test/harmless", "handler", "write"]),
+    Case("harmless-usage", ["test/harmless"]),
     Case("usb_async_edges", ["test/usb_async_edges"], DEVICE),
     Case("usb_calls", ["test/usb_calls"], DEVICE),
     Case("usb_calls-no-device", ["test/usb_calls"]),

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import (CLOSE_CAMERA, OPEN_CAMERA, PYTHON, ROOT, device_calls, load_trace, names,
                       program, ranges, run)
+from traceformat import end_us
 
 RED = "#d50000"
 
@@ -32,7 +33,7 @@ def thread_names(events):
 
 def inside(inner, outer):
     return (inner["tid"] == outer["tid"] and inner["ts"] >= outer["ts"] and
-            inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + 0.002)
+            end_us(inner) <= end_us(outer) + 0.002)
 
 
 def test_sync_transfers_one_range_per_call_with_names_and_payloads(make_device, tmp_path):
@@ -65,10 +66,10 @@ def test_sync_transfers_one_range_per_call_with_names_and_payloads(make_device, 
     reads = sorted((e for e in usb_ranges if "ep=0x81" in e["name"]), key=lambda e: e["ts"])
     for frame, read, following in zip(frames, reads, frames[1:] + [None]):
         assert frame["ts"] <= read["ts"]
-        end = frame["ts"] + frame["dur"]
+        end = end_us(frame)
         if following:
             before_next = [e for e in usb_ranges if e["ts"] < following["ts"]]
-            assert max(e["ts"] + e["dur"] for e in before_next) <= end <= following["ts"]
+            assert max(end_us(e) for e in before_next) <= end <= following["ts"]
 
 
 @pytest.mark.parametrize("name", ["usb_capture_15c", "usb_capture_16ch", "a_usb_capture_program_named_at_length"])
@@ -113,7 +114,7 @@ def test_async_transfers_span_submission_to_callback_on_the_event_thread(make_de
         sent = sorted((e for e in submits if endpoint in e["name"]), key=lambda e: e["ts"])
         done = sorted((e for e in callbacks if endpoint in e["name"]), key=lambda e: e["ts"])
         for submit, callback, following in zip(sent, done, sent[1:] + [None]):
-            assert submit["ts"] + submit["dur"] <= callback["ts"]
+            assert end_us(submit) <= callback["ts"]
             assert following is None or callback["ts"] <= following["ts"]
     assert all(c["args"]["payload"] in (9216, 8) for c in callbacks)
 
@@ -287,4 +288,4 @@ def test_device_descriptor_and_event_calls_one_range_each_and_a_red_mark_for_eac
         assert mark["cat"] == "usb" and mark["args"]["category"] == "warning"
         assert mark["args"]["color"] == RED
         call = next(e for e in usb if e["name"].split()[0] == mark["name"].split()[1])
-        assert call["tid"] == mark["tid"] and call["ts"] <= mark["ts"] <= call["ts"] + call["dur"]
+        assert call["tid"] == mark["tid"] and call["ts"] <= mark["ts"] <= end_us(call)

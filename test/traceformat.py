@@ -31,6 +31,14 @@ def parse_trace_text(text):
     return whole
 
 
+def end_us(event):
+    """An X event's end in microseconds, as exactly as its own timestamps: the sum of "ts" and
+    "dur" in floating point may land a few picoseconds past the end a later event's "ts"
+    (parsed from the same decimal) states, so it is summed in whole nanoseconds, and the
+    quotient is the double that decimal parses to."""
+    return (round(event["ts"] * 1000) + round(event["dur"] * 1000)) / 1000
+
+
 def read_trace(path):
     with open(path, encoding="utf-8") as f:
         return parse_trace_text(f.read())
