@@ -792,10 +792,12 @@ static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct open_range
     slot->generation++;
     slot->trace_id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
     slot->args.count = 0;
-    slot->begun_on = thread;
-    slot->begun_restarts = nvs_writer_restarts(thread);
     WRITE_EVENT(thread, state.encoder->begin(out_, nvs_writer_ids(thread), &slot->event,
                                              slot->trace_id));
+    /* After the write, which may have started the sequence again; no one has
+     * the id to end it before this returns */
+    slot->begun_on = thread;
+    slot->begun_restarts = nvs_writer_restarts(thread);
     return ((uint64_t)slot->generation << 32) | (index + 1);
 }
 
@@ -858,18 +860,25 @@ static void free_slot(struct open_range *slot)
     atomic_fetch_sub(&state.open_count, 1);
 }
 
+/* Whether SLOT's begin is on a sequence other than THREAD's as it stands:
+ * another buffer's, or this one's before it started again in another file. */
+static inline bool begun_elsewhere(const struct open_range *slot, struct nvs_writer_thread *thread)
+{
+    return slot->begun_on != thread || slot->begun_restarts != nvs_writer_restarts(thread);
+}
+
 static void end_at(nvtxRangeId_t id, uint64_t end_ns)
 {
     struct open_range *slot = ending_slot(id);
     if (!slot)
         return;
     struct nvs_writer_thread *thread = nvs_writer_thread();
-    if (thread) {
-        bool describe = slot->begun_on != thread ||
-                        slot->begun_restarts != nvs_writer_restarts(thread);
+    /* begun_elsewhere is read in the encoder's call, after the room was taken:
+     * taking it may start this thread's sequence again in another file. */
+    if (thread)
         WRITE_EVENT(thread, state.encoder->end(out_, nvs_writer_ids(thread), &slot->event,
-                                               slot->trace_id, end_ns, &slot->args, describe));
-    }
+                                               slot->trace_id, end_ns, &slot->args,
+                                               begun_elsewhere(slot, thread)));
     free_slot(slot);
 }
 
