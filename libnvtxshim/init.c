@@ -78,18 +78,19 @@ static int hook_enabled(enum nvs_hook_id id)
  * file system for each, in every process that inherits LD_PRELOAD. */
 NVS_ONCE static bool any_hooked_library_loaded(void)
 {
-    const char *asked = "";
+    /* The table lists a library's hooks together: each library once. */
+    const char *libraries[NVS_TRACED_HOOK_COUNT];
+    int count = 0;
     for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
         const char *library = nvs_hook_table[id].library;
         /* libc is in every process: its device-file calls wake the library
          * only when the program opens a device of a rig (devices.c). */
-        if (!strcmp(library, asked) || !strcmp(library, "libc.so.6"))
+        if ((count && (library == libraries[count - 1] || !strcmp(library, libraries[count - 1]))) ||
+            !strcmp(library, "libc.so.6"))
             continue;
-        asked = library;
-        if (nvs_library_loaded(library))
-            return true;
+        libraries[count++] = library;
     }
-    return false;
+    return nvs_any_library_loaded(libraries, count);
 }
 
 /* With NVTXSHIM_TRACE and no other NVTX tool, this library becomes the tool:

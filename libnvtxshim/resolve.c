@@ -219,6 +219,26 @@ NVS_ONCE void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
 
 static int is_our_wrapper(const void *address)
 {
+    /* The wrappers' span, found once: an address outside it (every real
+     * function: 87 lookups at load) is answered without a walk of the table's
+     * 263 entries, which was two thirds of the library's start-up. Threads
+     * that race write the same values; a half-seen pair only widens the span. */
+    static _Atomic(uintptr_t) lowest, highest;
+    uintptr_t low = atomic_load_explicit(&lowest, memory_order_relaxed);
+    uintptr_t high = atomic_load_explicit(&highest, memory_order_relaxed);
+    if (!high) {
+        low = UINTPTR_MAX;
+        for (int id = 0; id < NVS_HOOK_COUNT; id++) {
+            uintptr_t wrapper = (uintptr_t)nvs_hook_table[id].wrapper;
+            low = wrapper < low ? wrapper : low;
+            high = wrapper > high ? wrapper : high;
+        }
+        atomic_store_explicit(&lowest, low, memory_order_relaxed);
+        atomic_store_explicit(&highest, high, memory_order_relaxed);
+    }
+    uintptr_t at = (uintptr_t)address;
+    if (at < low || at > high)
+        return 0;
     for (int id = 0; id < NVS_HOOK_COUNT; id++) {
         if (nvs_hook_table[id].wrapper == address)
             return 1;
@@ -278,6 +298,29 @@ NVS_ONCE bool nvs_library_loaded(const char *prefix)
     struct loaded_library loaded = { prefix, "" };
     dl_iterate_phdr(find_loaded, &loaded);
     return loaded.path[0] != '\0';
+}
+
+struct any_library {
+    const char *const *prefixes;
+    int count;
+};
+
+NVS_ONCE static int find_any(struct dl_phdr_info *info, size_t size, void *data)
+{
+    const struct any_library *any = data;
+    (void)size;
+    const char *base_name = strrchr(info->dlpi_name, '/');
+    base_name = base_name ? base_name + 1 : info->dlpi_name;
+    for (int i = 0; i < any->count; i++)
+        if (!strncmp(base_name, any->prefixes[i], strlen(any->prefixes[i])))
+            return 1;
+    return 0;
+}
+
+NVS_ONCE bool nvs_any_library_loaded(const char *const *prefixes, int count)
+{
+    struct any_library any = { prefixes, count };
+    return count > 0 && dl_iterate_phdr(find_any, &any) != 0;
 }
 
 void *nvs_find_function(const char *library, const char *name)

@@ -24,6 +24,8 @@ void *nvs_resolve_slow(enum nvs_hook_id id);
  * over the loaded objects, no file system access (unlike dlopen RTLD_NOLOAD
  * of a library that is not there). */
 bool nvs_library_loaded(const char *prefix);
+/* Whether one of COUNT such libraries is loaded: one walk for all. */
+bool nvs_any_library_loaded(const char *const *prefixes, int count);
 
 /* Whether another copy of this library (another path or build: an object that
  * defines InitializeInjectionNvtx2, dlvsym and libusb_bulk_transfer) comes
