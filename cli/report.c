@@ -996,17 +996,11 @@ static void attach_camera(const struct nvs_event **frames, struct nvs_report_pro
  * domain nvtxshim, in ns; 0 when EVENT is no such mark. */
 static int64_t budget_of_mark(const struct nvs_event *event)
 {
+    int64_t budget_ns;
     if (event->kind != NVS_EVENT_MARK || !in_domain(event, NVS_DOMAIN_SHIM) ||
-        !starts_with(event->name, NVS_OVER_BUDGET_PREFIX))
+        !nvs_over_budget_read(event->name, &budget_ns))
         return 0;
-    uint64_t number;
-    double took, budget;
-    int length = -1;
-    const char *text = event->name + sizeof NVS_OVER_BUDGET_PREFIX - 1;
-    if (sscanf(text, "%" SCNu64 ": %lf ms > %lf ms%n", &number, &took, &budget, &length) != 3 ||
-        length < 0 || text[length] || !(budget > 0 && budget < 1e9))
-        return 0;
-    return (int64_t)(budget * NS_PER_MS + 0.5);
+    return budget_ns;
 }
 
 /* The process of PID in REPORT's (by pid); NULL when it counts no frames. */

@@ -46,13 +46,8 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
     nvs_range_end_at(NVS_DOMAIN_SHIM, frame->range, end_ns);
     uint64_t took_ns = end_ns - frame->start_ns;
     if (budget_ns && took_ns > budget_ns) {
-        char text[96], took[32], budget[32];
-        snprintf(took, sizeof took, "%.3f", (double)took_ns / 1e6);
-        snprintf(budget, sizeof budget, "%.3f", (double)budget_ns / 1e6);
-        if (!strcmp(took, budget))
-            snprintf(took, sizeof took, "%.6f", (double)took_ns / 1e6);
-        snprintf(text, sizeof text, NVS_OVER_BUDGET_PREFIX "%" PRIu64 ": %s ms > %s ms",
-                 frame->number, took, budget);
+        char text[NVS_OVER_BUDGET_TEXT_MAX];
+        nvs_over_budget_text(text, frame->number, took_ns, budget_ns);
         struct nvs_attributes mark = {
             .domain = NVS_DOMAIN_SHIM, .name = { NULL, text },
             .category = NVS_SHIM_WARNING, .color = NVS_COLOR_ERROR,

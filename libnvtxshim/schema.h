@@ -5,9 +5,11 @@
 #ifndef NVS_SCHEMA_H
 #define NVS_SCHEMA_H
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- domains ----------------------------------------------------------------- */
@@ -269,8 +271,42 @@ static inline enum nvs_cuda_category nvs_cuda_category_of(const char *name)
 /* The camera's mark for frames the driver dropped (a gap in the buffers'
  * sequence numbers): "dropped N frames /dev/video0 at seq=S", payload N. */
 #define NVS_DROPPED_PREFIX "dropped "
-/* A frame over NVTXSHIM_FRAME_BUDGET: a mark "over budget frame N: T ms > B ms". */
+/* A frame over NVTXSHIM_FRAME_BUDGET: a mark "over budget frame N: T ms > B ms",
+ * T and B in ms with three decimals, T with six where three would print B. The
+ * library writes it with nvs_over_budget_text and the report reads it back
+ * with nvs_over_budget_read: the one spelling of the text. */
 #define NVS_OVER_BUDGET_PREFIX "over budget frame "
+#define NVS_OVER_BUDGET_TEXT_MAX 96
+
+/* The mark of frame NUMBER, which took TOOK_NS against BUDGET_NS, into OUT
+ * (NVS_OVER_BUDGET_TEXT_MAX bytes). */
+static inline void nvs_over_budget_text(char *out, uint64_t number, uint64_t took_ns,
+                                        uint64_t budget_ns)
+{
+    char took[32], budget[32];
+    snprintf(took, sizeof took, "%.3f", (double)took_ns / 1e6);
+    snprintf(budget, sizeof budget, "%.3f", (double)budget_ns / 1e6);
+    if (!strcmp(took, budget))
+        snprintf(took, sizeof took, "%.6f", (double)took_ns / 1e6);
+    snprintf(out, NVS_OVER_BUDGET_TEXT_MAX, NVS_OVER_BUDGET_PREFIX "%" PRIu64 ": %s ms > %s ms",
+             number, took, budget);
+}
+
+/* Whether TEXT is such a mark, whole; its budget in ns then. */
+static inline bool nvs_over_budget_read(const char *text, int64_t *budget_ns)
+{
+    uint64_t number;
+    double took, budget;
+    int length = -1;
+    if (strncmp(text, NVS_OVER_BUDGET_PREFIX, sizeof NVS_OVER_BUDGET_PREFIX - 1))
+        return false;
+    text += sizeof NVS_OVER_BUDGET_PREFIX - 1;
+    if (sscanf(text, "%" SCNu64 ": %lf ms > %lf ms%n", &number, &took, &budget, &length) != 3 ||
+        length < 0 || text[length] || !(budget > 0 && budget < 1e9))
+        return false;
+    *budget_ns = (int64_t)(budget * 1e6 + 0.5);
+    return true;
+}
 
 /* ---- the kernel probe's figures ------------------------------------------------ */
 
