@@ -6,6 +6,7 @@
  * crash or a loop. The file is read whole (it is compact), then packet by
  * packet: per sequence its interned names and its incremental clock, per track
  * its open slices. */
+#include "pftrace_proto.h"
 #include "trace_pftrace.h"
 
 #include <errno.h>
@@ -21,57 +22,7 @@
 
 /* ---- the wire format ------------------------------------------------------------ */
 
-/* Field numbers (Perfetto's protos/perfetto/trace/...). */
-enum {
-    TRACE_PACKET = 1,                   /* Trace; its field 2 is the writer's padding */
-    PACKET_CLOCK_SNAPSHOT = 6,          /* TracePacket */
-    PACKET_TIMESTAMP = 8,
-    PACKET_SEQUENCE = 10,               /* trusted_packet_sequence_id */
-    PACKET_TRACK_EVENT = 11,
-    PACKET_INTERNED = 12,
-    PACKET_FLAGS = 13,                  /* sequence_flags */
-    PACKET_STATE_CLEARED = 41,          /* incremental_state_cleared, the older flag */
-    PACKET_CLOCK = 58,                  /* timestamp_clock_id */
-    PACKET_DEFAULTS = 59,
-    PACKET_TRACK_DESCRIPTOR = 60,
-    DEFAULTS_CLOCK = 58,                /* TracePacketDefaults */
-    DEFAULTS_TRACK_EVENT = 11,
-    EVENT_DEFAULTS_TRACK = 11,          /* TrackEventDefaults.track_uuid */
-    SNAPSHOT_CLOCK = 1,                 /* ClockSnapshot.clocks */
-    CLOCK_ID = 1,                       /* ClockSnapshot.Clock */
-    CLOCK_TIMESTAMP = 2,
-    CLOCK_INCREMENTAL = 3,
-    INTERNED_CATEGORIES = 1,            /* InternedData: EventCategory */
-    INTERNED_NAMES = 2,                 /* EventName */
-    INTERNED_ANNOTATION_NAMES = 3,      /* DebugAnnotationName */
-    ENTRY_IID = 1,                      /* each of those three */
-    ENTRY_NAME = 2,
-    DESCRIPTOR_UUID = 1,                /* TrackDescriptor */
-    DESCRIPTOR_PROCESS = 3,
-    DESCRIPTOR_THREAD = 4,
-    PROCESS_PID = 1,                    /* ProcessDescriptor */
-    PROCESS_NAME = 6,
-    THREAD_PID = 1,                     /* ThreadDescriptor */
-    THREAD_TID = 2,
-    THREAD_NAME = 5,
-    EVENT_CATEGORY_IIDS = 3,            /* TrackEvent */
-    EVENT_ANNOTATIONS = 4,
-    EVENT_TYPE = 9,
-    EVENT_NAME_IID = 10,
-    EVENT_TRACK = 11,
-    EVENT_CATEGORIES = 22,
-    EVENT_NAME = 23,
-    ANNOTATION_NAME_IID = 1,            /* DebugAnnotation */
-    ANNOTATION_UINT = 3,
-    ANNOTATION_INT = 4,
-    ANNOTATION_DOUBLE = 5,
-    ANNOTATION_NAME = 10,
-};
-
-enum { SLICE_BEGIN = 1, SLICE_END = 2, INSTANT = 3 };          /* TrackEvent.Type */
-enum { SEQ_INCREMENTAL_STATE_CLEARED = 1 };
-enum { CLOCK_MONOTONIC = 3, CLOCK_BOOTTIME = 6, CLOCK_BUILTIN_LIMIT = 64 };
-enum { WIRE_VARINT = 0, WIRE_FIXED64 = 1, WIRE_LENGTH = 2, WIRE_FIXED32 = 5 };
+/* Field numbers, wire types and values: pftrace_proto.h, shared with the writer. */
 
 /* What next_field found. */
 enum {
@@ -125,11 +76,11 @@ static int next_field(struct bytes *in, struct field *field)
     field->wire = (unsigned)(key & 7);
     field->value = 0;
     switch (field->wire) {
-    case WIRE_VARINT:
+    case PF_WIRE_VARINT:
         return read_varint(in, &field->value);
-    case WIRE_FIXED64:
-    case WIRE_FIXED32: {
-        size_t size = field->wire == WIRE_FIXED64 ? 8 : 4;
+    case PF_WIRE_FIXED64:
+    case PF_WIRE_FIXED32: {
+        size_t size = field->wire == PF_WIRE_FIXED64 ? 8 : 4;
         if ((size_t)(in->end - in->at) < size)
             return FIELD_CUT;
         for (size_t i = size; i-- > 0;)
@@ -137,7 +88,7 @@ static int next_field(struct bytes *in, struct field *field)
         in->at += size;
         return FIELD_OK;
     }
-    case WIRE_LENGTH:
+    case PF_WIRE_LENGTH:
         if ((got = read_varint(in, &length)) != FIELD_OK)
             return got;
         if (length > (uint64_t)(in->end - in->at))
@@ -162,12 +113,12 @@ static const char *field_problem(int got)
 
 static bool is_varint(const struct field *field, uint32_t number)
 {
-    return field->number == number && field->wire == WIRE_VARINT;
+    return field->number == number && field->wire == PF_WIRE_VARINT;
 }
 
 static bool is_message(const struct field *field, uint32_t number)
 {
-    return field->number == number && field->wire == WIRE_LENGTH;
+    return field->number == number && field->wire == PF_WIRE_LENGTH;
 }
 
 /* ---- maps: two 64-bit words to a number -------------------------------------------- */
@@ -249,12 +200,12 @@ static struct map_slot *map_put(struct map *map, uint64_t a, uint64_t b)
 
 /* A writer sequence (a thread's buffer): its incremental state. */
 struct sequence {
-    uint32_t generation;        /* bumped by SEQ_INCREMENTAL_STATE_CLEARED: older interned entries are gone */
+    uint32_t generation;        /* bumped by PF_SEQ_INCREMENTAL_STATE_CLEARED: older interned entries are gone */
     uint32_t default_clock;     /* trace_packet_defaults.timestamp_clock_id, when has_default_clock */
     uint32_t clock_id;          /* the sequence's own clock (64...) from its snapshot, when has_clock */
     uint64_t default_track;     /* track_event_defaults.track_uuid, when has_default_track */
     uint64_t clock;             /* that clock's value now */
-    int64_t clock_offset;       /* CLOCK_MONOTONIC less that clock, from the same snapshot */
+    int64_t clock_offset;       /* PF_CLOCK_MONOTONIC less that clock, from the same snapshot */
     bool has_default_clock, has_default_track, has_clock, incremental;
 };
 
@@ -290,8 +241,8 @@ struct reader {
     struct map sequence_ids;                /* (sequence id, 0) -> index in sequences */
     struct map track_ids;                   /* (uuid, 0) -> index in tracks */
     struct map interned;                    /* (iid, sequence << 32 | generation << 2 | kind) -> interned text */
-    /* CLOCK_MONOTONIC less each builtin clock, from the latest snapshot that has both */
-    int64_t builtin_offset[CLOCK_BUILTIN_LIMIT];
+    /* PF_CLOCK_MONOTONIC less each builtin clock, from the latest snapshot that has both */
+    int64_t builtin_offset[PF_CLOCK_BUILTIN_LIMIT];
     uint64_t builtin_known;
     uint32_t process_pid;                   /* from the process descriptor */
     size_t packets;                         /* whole packets read */
@@ -491,12 +442,12 @@ static int read_defaults(struct reader *reader, struct sequence *sequence, struc
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (is_varint(&field, DEFAULTS_CLOCK)) {
+        if (is_varint(&field, PF_DEFAULTS_CLOCK)) {
             sequence->default_clock = (uint32_t)field.value;
             sequence->has_default_clock = true;
-        } else if (is_message(&field, DEFAULTS_TRACK_EVENT)) {
+        } else if (is_message(&field, PF_DEFAULTS_TRACK_EVENT)) {
             FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-                if (is_varint(&inner, EVENT_DEFAULTS_TRACK)) {
+                if (is_varint(&inner, PF_EVENT_DEFAULTS_TRACK)) {
                     sequence->default_track = inner.value;
                     sequence->has_default_track = true;
                 }
@@ -509,7 +460,7 @@ static int read_defaults(struct reader *reader, struct sequence *sequence, struc
 }
 
 /* A clock snapshot: the sequence's own clock (64 and up) set, with its offset
- * to CLOCK_MONOTONIC; the builtin clocks' offsets (the header's snapshot). */
+ * to PF_CLOCK_MONOTONIC; the builtin clocks' offsets (the header's snapshot). */
 static int read_snapshot(struct reader *reader, struct sequence *sequence, struct bytes message)
 {
     struct clock { uint32_t id; uint64_t timestamp; bool incremental; } clocks[16];
@@ -517,17 +468,17 @@ static int read_snapshot(struct reader *reader, struct sequence *sequence, struc
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (!is_message(&field, SNAPSHOT_CLOCK))
+        if (!is_message(&field, PF_SNAPSHOT_CLOCK))
             continue;
         uint32_t id = 0;
         uint64_t timestamp = 0;
         bool incremental = false;
         FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-            if (is_varint(&inner, CLOCK_ID))
+            if (is_varint(&inner, PF_CLOCK_ID))
                 id = (uint32_t)inner.value;
-            else if (is_varint(&inner, CLOCK_TIMESTAMP))
+            else if (is_varint(&inner, PF_CLOCK_TIMESTAMP))
                 timestamp = inner.value;
-            else if (is_varint(&inner, CLOCK_INCREMENTAL))
+            else if (is_varint(&inner, PF_CLOCK_INCREMENTAL))
                 incremental = inner.value != 0;
         }
         if (inner_got < 0)
@@ -540,13 +491,13 @@ static int read_snapshot(struct reader *reader, struct sequence *sequence, struc
     bool has_monotonic = false;
     uint64_t monotonic = 0;
     for (size_t i = 0; i < count; i++)
-        if (clocks[i].id == CLOCK_MONOTONIC) {
+        if (clocks[i].id == PF_CLOCK_MONOTONIC) {
             has_monotonic = true;
             monotonic = clocks[i].timestamp;
         }
     for (size_t i = 0; i < count; i++) {
         int64_t offset = has_monotonic ? (int64_t)(monotonic - clocks[i].timestamp) : 0;
-        if (clocks[i].id >= CLOCK_BUILTIN_LIMIT) {
+        if (clocks[i].id >= PF_CLOCK_BUILTIN_LIMIT) {
             sequence->clock_id = clocks[i].id;
             sequence->clock = clocks[i].timestamp;
             sequence->clock_offset = offset;
@@ -568,18 +519,18 @@ static int read_interned(struct reader *reader, uint32_t sequence_id, const stru
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (!is_message(&field, INTERNED_CATEGORIES) && !is_message(&field, INTERNED_NAMES) &&
-            !is_message(&field, INTERNED_ANNOTATION_NAMES))
+        if (!is_message(&field, PF_INTERNED_CATEGORIES) && !is_message(&field, PF_INTERNED_NAMES) &&
+            !is_message(&field, PF_INTERNED_ANNOTATION_NAMES))
             continue;
         uint64_t iid = 0;
         bool has_iid = false;
         struct bytes name = {0};
         bool has_name = false;
         FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-            if (is_varint(&inner, ENTRY_IID)) {
+            if (is_varint(&inner, PF_ENTRY_IID)) {
                 iid = inner.value;
                 has_iid = true;
-            } else if (is_message(&inner, ENTRY_NAME)) {
+            } else if (is_message(&inner, PF_ENTRY_NAME)) {
                 name = inner.bytes;
                 has_name = true;
             }
@@ -619,18 +570,18 @@ static int read_descriptor(struct reader *reader, struct bytes message)
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (is_varint(&field, DESCRIPTOR_UUID)) {
+        if (is_varint(&field, PF_DESCRIPTOR_UUID)) {
             uuid = field.value;
-        } else if (is_message(&field, DESCRIPTOR_PROCESS) || is_message(&field, DESCRIPTOR_THREAD)) {
-            bool is_process = field.number == DESCRIPTOR_PROCESS;
+        } else if (is_message(&field, PF_DESCRIPTOR_PROCESS) || is_message(&field, PF_DESCRIPTOR_THREAD)) {
+            bool is_process = field.number == PF_DESCRIPTOR_PROCESS;
             process |= is_process;
             thread |= !is_process;
             FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-                if (is_varint(&inner, is_process ? PROCESS_PID : THREAD_PID)) {
+                if (is_varint(&inner, is_process ? PF_PROCESS_PID : PF_THREAD_PID)) {
                     pid = (uint32_t)inner.value;
-                } else if (!is_process && is_varint(&inner, THREAD_TID)) {
+                } else if (!is_process && is_varint(&inner, PF_THREAD_TID)) {
                     tid = (uint32_t)inner.value;
-                } else if (is_message(&inner, is_process ? PROCESS_NAME : THREAD_NAME)) {
+                } else if (is_message(&inner, is_process ? PF_PROCESS_NAME : PF_THREAD_NAME)) {
                     name = inner.bytes;
                     has_name = true;
                 }
@@ -675,13 +626,13 @@ struct event_fields {
  * NaN or infinity); false when it would take none. */
 static bool annotation_number(unsigned number, uint64_t bits, int64_t *out)
 {
-    if (number == ANNOTATION_UINT) {
+    if (number == PF_ANNOTATION_UINT) {
         if (bits > (uint64_t)INT64_MAX)
             return false;
         *out = (int64_t)bits;
         return true;
     }
-    if (number == ANNOTATION_INT) {
+    if (number == PF_ANNOTATION_INT) {
         if (bits == (uint64_t)INT64_MIN)
             return false;
         *out = (int64_t)bits;
@@ -708,14 +659,14 @@ static int read_annotation(struct reader *reader, uint32_t sequence_id, const st
     struct field field;
     int got;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (is_varint(&field, ANNOTATION_NAME_IID)) {
-            key = interned(reader, sequence_id, sequence, INTERNED_ANNOTATION_NAMES, field.value);
+        if (is_varint(&field, PF_ANNOTATION_NAME_IID)) {
+            key = interned(reader, sequence_id, sequence, PF_INTERNED_ANNOTATION_NAMES, field.value);
             key_length = key ? strlen(key) : 0;
-        } else if (is_message(&field, ANNOTATION_NAME)) {
+        } else if (is_message(&field, PF_ANNOTATION_NAME)) {
             key = (const char *)field.bytes.at;
             key_length = (size_t)(field.bytes.end - field.bytes.at);
-        } else if (is_varint(&field, ANNOTATION_UINT) || is_varint(&field, ANNOTATION_INT) ||
-                   (field.number == ANNOTATION_DOUBLE && field.wire == WIRE_FIXED64)) {
+        } else if (is_varint(&field, PF_ANNOTATION_UINT) || is_varint(&field, PF_ANNOTATION_INT) ||
+                   (field.number == PF_ANNOTATION_DOUBLE && field.wire == PF_WIRE_FIXED64)) {
             value_field = field.number;
             bits = field.value;
         }
@@ -748,51 +699,51 @@ static int read_event_fields(struct reader *reader, uint32_t sequence_id, const 
     FOR_EACH_FIELD(cursor, message, field, got) {
         const char *text = NULL;
         switch (field.number) {
-        case EVENT_TYPE:
-            if (field.wire == WIRE_VARINT)
+        case PF_EVENT_TYPE:
+            if (field.wire == PF_WIRE_VARINT)
                 event->type = field.value;
             break;
-        case EVENT_TRACK:
-            if (field.wire == WIRE_VARINT) {
+        case PF_EVENT_TRACK:
+            if (field.wire == PF_WIRE_VARINT) {
                 event->track = field.value;
                 event->has_track = true;
             }
             break;
-        case EVENT_NAME_IID:
-            if (field.wire == WIRE_VARINT) {
-                event->name = interned(reader, sequence_id, sequence, INTERNED_NAMES, field.value);
+        case PF_EVENT_NAME_IID:
+            if (field.wire == PF_WIRE_VARINT) {
+                event->name = interned(reader, sequence_id, sequence, PF_INTERNED_NAMES, field.value);
                 event->undefined |= !event->name;
             }
             break;
-        case EVENT_NAME:
-            if (field.wire == WIRE_LENGTH && !(event->name = intern_bytes(reader, field.bytes)))
+        case PF_EVENT_NAME:
+            if (field.wire == PF_WIRE_LENGTH && !(event->name = intern_bytes(reader, field.bytes)))
                 return out_of_memory(reader);
             break;
-        case EVENT_CATEGORY_IIDS:
+        case PF_EVENT_CATEGORY_IIDS:
             /* repeated: the first is the domain; packed or not */
-            if (field.wire == WIRE_VARINT) {
-                text = interned(reader, sequence_id, sequence, INTERNED_CATEGORIES, field.value);
+            if (field.wire == PF_WIRE_VARINT) {
+                text = interned(reader, sequence_id, sequence, PF_INTERNED_CATEGORIES, field.value);
                 event->undefined |= !text;
-            } else if (field.wire == WIRE_LENGTH) {
+            } else if (field.wire == PF_WIRE_LENGTH) {
                 uint64_t iid;
                 struct bytes packed = field.bytes;
                 while (packed.at < packed.end && !text) {
                     if ((inner_got = read_varint(&packed, &iid)) != FIELD_OK)
                         return corrupt(reader, field_problem(inner_got));
-                    text = interned(reader, sequence_id, sequence, INTERNED_CATEGORIES, iid);
+                    text = interned(reader, sequence_id, sequence, PF_INTERNED_CATEGORIES, iid);
                     event->undefined |= !text;
                 }
             }
             if (!event->domain)
                 event->domain = text;
             break;
-        case EVENT_CATEGORIES:
-            if (field.wire == WIRE_LENGTH && !event->domain &&
+        case PF_EVENT_CATEGORIES:
+            if (field.wire == PF_WIRE_LENGTH && !event->domain &&
                 !(event->domain = intern_bytes(reader, field.bytes)))
                 return out_of_memory(reader);
             break;
-        case EVENT_ANNOTATIONS:
-            if (field.wire == WIRE_LENGTH &&
+        case PF_EVENT_ANNOTATIONS:
+            if (field.wire == PF_WIRE_LENGTH &&
                 read_annotation(reader, sequence_id, sequence, field.bytes, event) != 0)
                 return -1;
             break;
@@ -829,13 +780,13 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
     struct event_fields fields = {0};
     if (read_event_fields(reader, sequence_id, sequence, message, &fields) != 0)
         return -1;
-    if (fields.type != SLICE_BEGIN && fields.type != SLICE_END && fields.type != INSTANT)
+    if (fields.type != PF_SLICE_BEGIN && fields.type != PF_SLICE_END && fields.type != PF_INSTANT)
         return 0;
     if (!timed) {
         reader->untimed++;
         return 0;
     }
-    if (fields.undefined && fields.type != SLICE_END) {
+    if (fields.undefined && fields.type != PF_SLICE_END) {
         reader->unnamed++;
         return 0;
     }
@@ -859,7 +810,7 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
     half.range.domain = fields.domain ? fields.domain : reader->empty;
     half.range.payload = fields.payload;
     half.range.has_payload = fields.has_payload;
-    if (fields.type == INSTANT) {
+    if (fields.type == PF_INSTANT) {
         struct nvs_event *mark = nvs_events_add(reader->events);
         if (!mark)
             return out_of_memory(reader);
@@ -867,7 +818,7 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
         mark->kind = NVS_EVENT_MARK;
         return 0;
     }
-    if (fields.type == SLICE_BEGIN) {
+    if (fields.type == PF_SLICE_BEGIN) {
         if (!thread && track->ends.count) {
             /* its end came first (another thread's buffer reached the file before) */
             struct nvs_trace_side end = halves_take(&track->ends, track->ends.count - 1);
@@ -898,7 +849,7 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
     return 0;
 }
 
-/* The packet's time on CLOCK_MONOTONIC: its timestamp on its clock (the
+/* The packet's time on PF_CLOCK_MONOTONIC: its timestamp on its clock (the
  * sequence's default), the sequence's incremental clock moved by it; false
  * when it has none, or its clock is not known. */
 static bool packet_time(struct reader *reader, struct sequence *sequence, const struct packet *packet,
@@ -907,12 +858,12 @@ static bool packet_time(struct reader *reader, struct sequence *sequence, const 
     if (!packet->has_timestamp)
         return false;
     uint32_t clock = packet->has_clock ? packet->clock
-                   : sequence->has_default_clock ? sequence->default_clock : CLOCK_BOOTTIME;
-    if (clock == CLOCK_MONOTONIC) {
+                   : sequence->has_default_clock ? sequence->default_clock : PF_CLOCK_BOOTTIME;
+    if (clock == PF_CLOCK_MONOTONIC) {
         *time = (int64_t)packet->timestamp;
         return true;
     }
-    if (clock >= CLOCK_BUILTIN_LIMIT) {
+    if (clock >= PF_CLOCK_BUILTIN_LIMIT) {
         if (!sequence->has_clock || clock != sequence->clock_id)
             return false;
         uint64_t value = packet->timestamp;
@@ -934,44 +885,44 @@ static int read_packet(struct reader *reader, struct bytes message)
     int got;
     FOR_EACH_FIELD(cursor, message, field, got) {
         switch (field.number) {
-        case PACKET_TIMESTAMP:
-            packet.has_timestamp = field.wire == WIRE_VARINT;
+        case PF_PACKET_TIMESTAMP:
+            packet.has_timestamp = field.wire == PF_WIRE_VARINT;
             packet.timestamp = field.value;
             break;
-        case PACKET_CLOCK:
-            packet.has_clock = field.wire == WIRE_VARINT;
+        case PF_PACKET_CLOCK:
+            packet.has_clock = field.wire == PF_WIRE_VARINT;
             packet.clock = (uint32_t)field.value;
             break;
-        case PACKET_SEQUENCE:
-            if (field.wire == WIRE_VARINT)
+        case PF_PACKET_SEQUENCE:
+            if (field.wire == PF_WIRE_VARINT)
                 packet.sequence_id = (uint32_t)field.value;
             break;
-        case PACKET_FLAGS:
-            if (field.wire == WIRE_VARINT)
-                packet.cleared |= (field.value & SEQ_INCREMENTAL_STATE_CLEARED) != 0;
+        case PF_PACKET_FLAGS:
+            if (field.wire == PF_WIRE_VARINT)
+                packet.cleared |= (field.value & PF_SEQ_INCREMENTAL_STATE_CLEARED) != 0;
             break;
-        case PACKET_STATE_CLEARED:
-            if (field.wire == WIRE_VARINT)
+        case PF_PACKET_STATE_CLEARED:
+            if (field.wire == PF_WIRE_VARINT)
                 packet.cleared |= field.value != 0;
             break;
-        case PACKET_DEFAULTS:
-            if (field.wire == WIRE_LENGTH)
+        case PF_PACKET_DEFAULTS:
+            if (field.wire == PF_WIRE_LENGTH)
                 packet.defaults = field.bytes;
             break;
-        case PACKET_CLOCK_SNAPSHOT:
-            if (field.wire == WIRE_LENGTH)
+        case PF_PACKET_CLOCK_SNAPSHOT:
+            if (field.wire == PF_WIRE_LENGTH)
                 packet.snapshot = field.bytes;
             break;
-        case PACKET_INTERNED:
-            if (field.wire == WIRE_LENGTH)
+        case PF_PACKET_INTERNED:
+            if (field.wire == PF_WIRE_LENGTH)
                 packet.interned = field.bytes;
             break;
-        case PACKET_TRACK_DESCRIPTOR:
-            if (field.wire == WIRE_LENGTH)
+        case PF_PACKET_TRACK_DESCRIPTOR:
+            if (field.wire == PF_WIRE_LENGTH)
                 packet.descriptor = field.bytes;
             break;
-        case PACKET_TRACK_EVENT:
-            if (field.wire == WIRE_LENGTH)
+        case PF_PACKET_TRACK_EVENT:
+            if (field.wire == PF_WIRE_LENGTH)
                 packet.event = field.bytes;
             break;
         default:
@@ -1064,11 +1015,11 @@ int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, siz
         if (got == FIELD_END || got == FIELD_CUT)
             break;
         reader.problem_at = (size_t)(at - bytes);
-        if (got < 0 || (field.number == TRACE_PACKET && field.wire != WIRE_LENGTH)) {
+        if (got < 0 || (field.number == PF_TRACE_PACKET && field.wire != PF_WIRE_LENGTH)) {
             corrupt(&reader, got < 0 ? field_problem(got) : "a packet that is not a message");
             break;
         }
-        if (field.number != TRACE_PACKET)
+        if (field.number != PF_TRACE_PACKET)
             continue;       /* the writer's padding (field 2), or another writer's field */
         reader.packets++;
         read_packet(&reader, field.bytes);

@@ -12,69 +12,74 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "pftrace_proto.h"
 #include "trace.h"
 
-/* ---- Perfetto's field tags (protos/perfetto/trace/...) --------------------- */
+/* ---- Perfetto's field tags, from the numbers in pftrace_proto.h ------------- */
 
-#define TAG_PACKET 0x0a                 /* Trace.packet = 1, bytes */
-#define TAG_PADDING 0x10                /* Trace field 2, varint: unknown, skipped */
-#define TAG_TIMESTAMP 0x40              /* TracePacket.timestamp = 8 */
-#define TAG_SEQUENCE 0x50               /* .trusted_packet_sequence_id = 10 */
-#define TAG_FLAGS 0x68                  /* .sequence_flags = 13 */
-#define TAG_TRACK_EVENT 0x5a            /* .track_event = 11 */
-#define TAG_INTERNED 0x62               /* .interned_data = 12 */
-#define TAG_CLOCK_SNAPSHOT 0x32         /* .clock_snapshot = 6 */
-#define TAG2_CLOCK_ID 0xd0, 0x03        /* .timestamp_clock_id = 58 (and in TracePacketDefaults) */
-#define TAG2_DEFAULTS 0xda, 0x03        /* .trace_packet_defaults = 59 */
-#define TAG2_DESCRIPTOR 0xe2, 0x03      /* .track_descriptor = 60 */
+#define TAG_PACKET PF_TAG(PF_TRACE_PACKET, PF_WIRE_LENGTH)
+#define TAG_PADDING PF_TAG(PF_TRACE_PADDING, PF_WIRE_VARINT)   /* unknown: skipped */
+#define TAG_TIMESTAMP PF_TAG(PF_PACKET_TIMESTAMP, PF_WIRE_VARINT)
+#define TAG_SEQUENCE PF_TAG(PF_PACKET_SEQUENCE, PF_WIRE_VARINT)
+#define TAG_FLAGS PF_TAG(PF_PACKET_FLAGS, PF_WIRE_VARINT)
+#define TAG_TRACK_EVENT PF_TAG(PF_PACKET_TRACK_EVENT, PF_WIRE_LENGTH)
+#define TAG_INTERNED PF_TAG(PF_PACKET_INTERNED, PF_WIRE_LENGTH)
+#define TAG_CLOCK_SNAPSHOT PF_TAG(PF_PACKET_CLOCK_SNAPSHOT, PF_WIRE_LENGTH)
+/* TracePacket's and TracePacketDefaults' timestamp_clock_id: the same number */
+#define TAG2_CLOCK_ID PF_TAG2(PF_PACKET_CLOCK, PF_WIRE_VARINT)
+#define TAG2_DEFAULTS PF_TAG2(PF_PACKET_DEFAULTS, PF_WIRE_LENGTH)
+#define TAG2_DESCRIPTOR PF_TAG2(PF_PACKET_TRACK_DESCRIPTOR, PF_WIRE_LENGTH)
+_Static_assert(PF_PACKET_CLOCK == PF_DEFAULTS_CLOCK, "one tag for both clock ids");
 
-#define SEQ_INCREMENTAL_STATE_CLEARED 1
-#define SEQ_NEEDS_INCREMENTAL_STATE 2
+#define SEQ_INCREMENTAL_STATE_CLEARED PF_SEQ_INCREMENTAL_STATE_CLEARED
+#define SEQ_NEEDS_INCREMENTAL_STATE PF_SEQ_NEEDS_INCREMENTAL_STATE
 
-#define TE_CATEGORY_IID 0x18            /* TrackEvent.category_iids = 3 */
-#define TE2_CATEGORY 0xb2, 0x01         /* .categories = 22 */
-#define TE_NAME_IID 0x50                /* .name_iid = 10 */
-#define TE2_NAME 0xba, 0x01             /* .name = 23 */
-#define TE_TYPE 0x48                    /* .type = 9 */
-#define TE_TRACK 0x58                   /* .track_uuid = 11 (and TrackEventDefaults) */
-#define TE_ANNOTATION 0x22              /* .debug_annotations = 4 */
-#define TYPE_BEGIN 1
-#define TYPE_END 2
-#define TYPE_INSTANT 3
+#define TE_CATEGORY_IID PF_TAG(PF_EVENT_CATEGORY_IIDS, PF_WIRE_VARINT)
+#define TE2_CATEGORY PF_TAG2(PF_EVENT_CATEGORIES, PF_WIRE_LENGTH)
+#define TE_NAME_IID PF_TAG(PF_EVENT_NAME_IID, PF_WIRE_VARINT)
+#define TE2_NAME PF_TAG2(PF_EVENT_NAME, PF_WIRE_LENGTH)
+#define TE_TYPE PF_TAG(PF_EVENT_TYPE, PF_WIRE_VARINT)
+/* TrackEvent's and TrackEventDefaults' track_uuid: the same number */
+#define TE_TRACK PF_TAG(PF_EVENT_TRACK, PF_WIRE_VARINT)
+_Static_assert(PF_EVENT_TRACK == PF_EVENT_DEFAULTS_TRACK, "one tag for both track uuids");
+#define TE_ANNOTATION PF_TAG(PF_EVENT_ANNOTATIONS, PF_WIRE_LENGTH)
+#define TYPE_BEGIN PF_SLICE_BEGIN
+#define TYPE_END PF_SLICE_END
+#define TYPE_INSTANT PF_INSTANT
 
-#define DA_NAME_IID 0x08                /* DebugAnnotation.name_iid = 1 */
-#define DA_NAME 0x52                    /* .name = 10 */
-#define DA_UINT 0x18                    /* .uint_value = 3 */
-#define DA_INT 0x20                     /* .int_value = 4 */
-#define DA_DOUBLE 0x29                  /* .double_value = 5, fixed64 */
-#define DA_STRING 0x32                  /* .string_value = 6 */
+#define DA_NAME_IID PF_TAG(PF_ANNOTATION_NAME_IID, PF_WIRE_VARINT)
+#define DA_NAME PF_TAG(PF_ANNOTATION_NAME, PF_WIRE_LENGTH)
+#define DA_UINT PF_TAG(PF_ANNOTATION_UINT, PF_WIRE_VARINT)
+#define DA_INT PF_TAG(PF_ANNOTATION_INT, PF_WIRE_VARINT)
+#define DA_DOUBLE PF_TAG(PF_ANNOTATION_DOUBLE, PF_WIRE_FIXED64)
+#define DA_STRING PF_TAG(PF_ANNOTATION_STRING, PF_WIRE_LENGTH)
 
-#define IN_CATEGORIES 0x0a              /* InternedData.event_categories = 1 */
-#define IN_NAMES 0x12                   /* .event_names = 2 */
-#define IN_ANNOTATION_NAMES 0x1a        /* .debug_annotation_names = 3 */
-#define ENTRY_IID 0x08                  /* EventName, EventCategory, ...: iid = 1 */
-#define ENTRY_TEXT 0x12                 /* ... name (or str) = 2 */
+#define IN_CATEGORIES PF_TAG(PF_INTERNED_CATEGORIES, PF_WIRE_LENGTH)
+#define IN_NAMES PF_TAG(PF_INTERNED_NAMES, PF_WIRE_LENGTH)
+#define IN_ANNOTATION_NAMES PF_TAG(PF_INTERNED_ANNOTATION_NAMES, PF_WIRE_LENGTH)
+#define ENTRY_IID PF_TAG(PF_ENTRY_IID, PF_WIRE_VARINT)
+#define ENTRY_TEXT PF_TAG(PF_ENTRY_NAME, PF_WIRE_LENGTH)
 
-#define TD_UUID 0x08                    /* TrackDescriptor.uuid = 1 */
-#define TD_NAME 0x12                    /* .name = 2 */
-#define TD_PROCESS 0x1a                 /* .process = 3 */
-#define TD_THREAD 0x22                  /* .thread = 4 */
-#define TD_PARENT 0x28                  /* .parent_uuid = 5 */
-#define PD_PID 0x08                     /* ProcessDescriptor.pid = 1 */
-#define PD_NAME 0x32                    /* .process_name = 6 */
-#define THD_PID 0x08                    /* ThreadDescriptor.pid = 1 */
-#define THD_TID 0x10                    /* .tid = 2 */
-#define THD_NAME 0x2a                   /* .thread_name = 5 */
+#define TD_UUID PF_TAG(PF_DESCRIPTOR_UUID, PF_WIRE_VARINT)
+#define TD_NAME PF_TAG(PF_DESCRIPTOR_NAME, PF_WIRE_LENGTH)
+#define TD_PROCESS PF_TAG(PF_DESCRIPTOR_PROCESS, PF_WIRE_LENGTH)
+#define TD_THREAD PF_TAG(PF_DESCRIPTOR_THREAD, PF_WIRE_LENGTH)
+#define TD_PARENT PF_TAG(PF_DESCRIPTOR_PARENT, PF_WIRE_VARINT)
+#define PD_PID PF_TAG(PF_PROCESS_PID, PF_WIRE_VARINT)
+#define PD_NAME PF_TAG(PF_PROCESS_NAME, PF_WIRE_LENGTH)
+#define THD_PID PF_TAG(PF_THREAD_PID, PF_WIRE_VARINT)
+#define THD_TID PF_TAG(PF_THREAD_TID, PF_WIRE_VARINT)
+#define THD_NAME PF_TAG(PF_THREAD_NAME, PF_WIRE_LENGTH)
 
-#define CS_CLOCK 0x0a                   /* ClockSnapshot.clocks = 1 */
-#define CS_PRIMARY 0x10                 /* .primary_trace_clock = 2 */
-#define CK_ID 0x08                      /* Clock.clock_id = 1 */
-#define CK_TIMESTAMP 0x10               /* .timestamp = 2 */
-#define CK_INCREMENTAL 0x18             /* .is_incremental = 3 */
-#define CLOCK_REALTIME_ID 1
-#define CLOCK_MONOTONIC_ID 3
-#define CLOCK_BOOTTIME_ID 6
-#define CLOCK_SEQUENCE 64               /* the sequence's own, incremental */
+#define CS_CLOCK PF_TAG(PF_SNAPSHOT_CLOCK, PF_WIRE_LENGTH)
+#define CS_PRIMARY PF_TAG(PF_SNAPSHOT_PRIMARY, PF_WIRE_VARINT)
+#define CK_ID PF_TAG(PF_CLOCK_ID, PF_WIRE_VARINT)
+#define CK_TIMESTAMP PF_TAG(PF_CLOCK_TIMESTAMP, PF_WIRE_VARINT)
+#define CK_INCREMENTAL PF_TAG(PF_CLOCK_INCREMENTAL, PF_WIRE_VARINT)
+#define CLOCK_REALTIME_ID PF_CLOCK_REALTIME
+#define CLOCK_MONOTONIC_ID PF_CLOCK_MONOTONIC
+#define CLOCK_BOOTTIME_ID PF_CLOCK_BOOTTIME
+#define CLOCK_SEQUENCE PF_CLOCK_BUILTIN_LIMIT    /* the sequence's own, incremental */
 
 /* The annotation names every sequence defines in its first packet. */
 #define NAME_PAYLOAD 1
