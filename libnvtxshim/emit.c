@@ -193,6 +193,21 @@ void nvs_range_end(enum nvs_domain domain, nvtxRangeId_t id)
     nvs_range_end_at(domain, id, nvs_emit_direct_tool ? nvs_clock_ns() : 0);
 }
 
+/* Both on the probe's own thread, which may come before any hooked call: the
+ * tool is looked at once NVTX has been set up. */
+void nvs_range_args(nvtxRangeId_t id, const struct nvs_trace_args *args)
+{
+    if (nvs_emit_active() && nvs_emit_direct_tool)
+        nvs_emit_direct_tool->range_args(id, args);
+}
+
+void nvs_interval(enum nvs_domain domain, const char *name, uint32_t tid, uint64_t start_ns,
+                  uint64_t end_ns, const struct nvs_trace_args *args)
+{
+    if (nvs_emit_active() && nvs_emit_direct_tool)
+        nvs_emit_direct_tool->interval(nvs_emit_domains[domain], name, tid, start_ns, end_ns, args);
+}
+
 void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns)
 {
     if (nvs_emit_direct_tool) {

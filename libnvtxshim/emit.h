@@ -72,6 +72,13 @@ void nvs_mark(const struct nvs_attributes *attributes);
  * way to begin a range in the past, so any other tool (nsys) gets a start/end
  * range at now, and only the payload tells how long ago it began. */
 void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, uint64_t end_ns);
+/* What NVTX cannot express, for the recorder alone (nothing under any other
+ * tool): ARGS for the open start/end range ID, written at its end (a frame's
+ * kernel figures); and a range of thread TID (not the caller) at times given,
+ * with args (the kernel probe's off-CPU intervals). */
+void nvs_range_args(nvtxRangeId_t id, const struct nvs_trace_args *args);
+void nvs_interval(enum nvs_domain domain, const char *name, uint32_t tid, uint64_t start_ns,
+                  uint64_t end_ns, const struct nvs_trace_args *args);
 
 /* A range whose domain and message are named at run time (the capture
  * range): the domain is created, the message registered, once. */
@@ -98,6 +105,10 @@ struct nvs_emit_direct {
     /* A range that began in the past (nvs_range_span). */
     void (*span)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes,
                  uint64_t start_ns, uint64_t end_ns);
+    /* nvs_range_args and nvs_interval, which only this tool can record. */
+    void (*range_args)(nvtxRangeId_t id, const struct nvs_trace_args *args);
+    void (*interval)(nvtxDomainHandle_t domain, const char *name, uint32_t tid,
+                     uint64_t start_ns, uint64_t end_ns, const struct nvs_trace_args *args);
     void (*flush)(void);
 };
 void nvs_emit_set_direct(const struct nvs_emit_direct *tool);

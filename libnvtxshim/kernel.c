@@ -25,8 +25,6 @@
 #include "config.h"
 #include "emit.h"
 #include "log.h"
-#include "record.h"
-#include "trace.h"
 
 bool nvs_kernel_running NVS_ONCE_DATA;
 
@@ -111,10 +109,10 @@ static int on_interval(void *context, void *data, size_t size)
         return 0;
     const struct nvs_trace_args args = { 2, { { NVS_ARG_OFFCPU_NS, interval->end_ns - interval->start_ns },
                                                { NVS_ARG_TID, interval->tid } } };
-    nvs_record_interval("kernel",
-                        interval->state == NVS_THREAD_RUNNABLE ? "off CPU: runnable (waiting for a CPU)"
-                                                                : "off CPU: blocked",
-                        interval->tid, interval->start_ns, interval->end_ns, &args);
+    nvs_interval(NVS_DOMAIN_KERNEL,
+                 interval->state == NVS_THREAD_RUNNABLE ? "off CPU: runnable (waiting for a CPU)"
+                                                         : "off CPU: blocked",
+                 interval->tid, interval->start_ns, interval->end_ns, &args);
     return 0;
 }
 
@@ -295,7 +293,7 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
         args.member[i].key = nvs_kernel_figure_key((enum nvs_kernel_figure)i);
         args.member[i].value = figures.value[i];
     }
-    nvs_record_range_args(range, &args);
+    nvs_range_args(range, &args);
     errno = saved_errno;
 }
 

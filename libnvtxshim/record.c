@@ -908,7 +908,7 @@ static void direct_span(nvtxDomainHandle_t domain, const struct nvs_attributes *
     write_pair(thread, nvs_writer_ids(thread), &event, end_ns, &args);
 }
 
-void nvs_record_range_args(uint64_t id, const struct nvs_trace_args *args)
+static void direct_range_args(nvtxRangeId_t id, const struct nvs_trace_args *args)
 {
     uint32_t index = (uint32_t)id - 1;
     if (!enabled || id == 0 || index >= atomic_load(&state.open_capacity))
@@ -918,16 +918,16 @@ void nvs_record_range_args(uint64_t id, const struct nvs_trace_args *args)
         slot->args = *args;
 }
 
-void nvs_record_interval(const char *domain_name, const char *name, uint32_t tid,
-                         uint64_t start_ns, uint64_t end_ns, const struct nvs_trace_args *args)
+/* A range of thread TID at times given, on the calling thread's sequence. */
+static void direct_interval(nvtxDomainHandle_t domain, const char *name, uint32_t tid,
+                            uint64_t start_ns, uint64_t end_ns, const struct nvs_trace_args *args)
 {
     struct nvs_writer_thread *thread = enabled ? nvs_writer_thread() : NULL;
-    struct nvs_trace_domain *domain = thread ? create_domain(domain_name) : NULL;
-    if (!domain)
+    if (!thread)
         return;
     struct nvs_trace_event event;
     capture_text(&event, name);
-    event.domain = domain;
+    event.domain = (struct nvs_trace_domain *)domain;     /* one of the library's */
     event.start_ns = start_ns;
     struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     write_pair(thread, &ids, &event, end_ns, args);
@@ -1039,6 +1039,8 @@ static const struct nvs_emit_direct direct_tool = {
     .start = direct_start,
     .end = direct_end,
     .span = direct_span,
+    .range_args = direct_range_args,
+    .interval = direct_interval,
     .flush = flush,
 }, direct_tool_pftrace = {
     .push = direct_push_pftrace,
@@ -1047,6 +1049,8 @@ static const struct nvs_emit_direct direct_tool = {
     .start = direct_start,
     .end = direct_end,
     .span = direct_span,
+    .range_args = direct_range_args,
+    .interval = direct_interval,
     .flush = flush,
 };
 

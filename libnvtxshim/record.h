@@ -29,15 +29,6 @@ void nvs_record_resume(void);
  * which shares our memory and must leave the parent's trace alone). */
 bool nvs_record_owns_process(void);
 
-/* Args for the open start/end range ID (a frame's kernel figures), written
- * when it ends. */
-struct nvs_trace_args;
-void nvs_record_range_args(uint64_t id, const struct nvs_trace_args *args);
-/* A range with explicit times (CLOCK_MONOTONIC) on thread TID, in domain
- * DOMAIN: what NVTX cannot express (the kernel probe's off-CPU intervals). */
-void nvs_record_interval(const char *domain, const char *name, uint32_t tid, uint64_t start_ns,
-                         uint64_t end_ns, const struct nvs_trace_args *args);
-
 void nvs_record_fork_prepare(void);
 void nvs_record_fork_parent(void);
 void nvs_record_fork_child(void);

@@ -343,6 +343,18 @@ static inline const char *nvs_kernel_figure_key(enum nvs_kernel_figure figure)
     return NULL;
 }
 
+/* Numbers a range carries to its end (the kernel probe's figures of a frame, an
+ * interval's), written as its args in the order given, under keys that live as
+ * long as the program (these). */
+#define NVS_TRACE_ARGS_MAX 10u      /* numbers in the args of one end or interval */
+struct nvs_trace_args {
+    unsigned count;
+    struct {
+        const char *key;
+        uint64_t value;
+    } member[NVS_TRACE_ARGS_MAX];
+};
+
 /* The args of one long off-CPU interval of a thread (a range in domain kernel). */
 #define NVS_ARG_OFFCPU_NS "offcpu_ns"
 #define NVS_ARG_TID "tid"

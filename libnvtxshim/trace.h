@@ -13,11 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "schema.h"     /* struct nvs_trace_args */
+
 #define NVS_TRACE_TEXT_MAX 256u     /* a name, UTF-8, with its NUL; longer ones are cut */
 #define NVS_TRACE_CATEGORIES 64u    /* categories a domain can name (more are numbers) */
 #define NVS_TRACE_EVENT_MAX 2048u   /* one encoded event, at most */
 #define NVS_TRACE_EVENT_MIN 8u      /* ... and at least (a protobuf end packet is 12) */
-#define NVS_TRACE_ARGS_MAX 10u      /* numbers in the args of one end or interval */
 #define NVS_TRACE_KEY_MAX 32u       /* the length of their keys, at most */
 #define NVS_TRACE_STACK_DEPTH 1024  /* push/pop ranges open on one thread that are kept */
 #define NVS_TRACE_STACK_DEPTH_TEXT "1024"
@@ -26,17 +27,6 @@
 #define NVS_ENCODER_DOMAIN_BYTES 3584u
 #define NVS_ENCODER_STRING_BYTES 960u
 #define NVS_ENCODER_THREAD_BYTES 192u
-
-/* Numbers for the args of a range's end (the kernel probe's figures of a
- * frame) or of an interval, under keys that live as long as the program
- * (schema.h's). */
-struct nvs_trace_args {
-    unsigned count;
-    struct {
-        const char *key;
-        uint64_t value;
-    } member[NVS_TRACE_ARGS_MAX];
-};
 
 struct nvs_trace_domain {
     struct nvs_trace_domain *next;
