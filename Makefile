@@ -78,7 +78,8 @@ LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic-
 # LD_PRELOAD and must cost nothing there. libbpf is opened only for the probe.
 LIB_LIBS := -Wl,--as-needed -ldl -lpthread
 
-LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c)
+LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c) \
+               $(wildcard libnvtxshim/recorder/*.c)
 LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
 FLAGS_CLASSES += lib lib-link cpp
 FLAGS_lib = $(CC) $(LIB_CFLAGS)

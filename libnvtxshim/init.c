@@ -16,7 +16,7 @@
 #include "init.h"
 #include "kernel.h"
 #include "log.h"
-#include "record.h"
+#include "recorder/record.h"
 #include "resolve.h"
 
 static atomic_bool messages_printed NVS_ONCE_DATA;

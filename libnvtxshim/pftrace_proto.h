@@ -1,7 +1,7 @@
 /* Perfetto's wire format as the .pftrace form uses it, spelled once: the field
  * numbers of the messages docs/pftrace.md writes (protos/perfetto/trace/...),
  * their wire types, and the enumerations' values. The library's encoder
- * (trace_pftrace.h) makes its tags from these; the nvtxshim command's reader
+ * (recorder/encode_pftrace.h) makes its tags from these; the nvtxshim command's reader
  * (cli/) reads by them. No NVTX or CUDA header needed. */
 #ifndef NVS_PFTRACE_PROTO_H
 #define NVS_PFTRACE_PROTO_H

@@ -63,9 +63,9 @@ $(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c $(call flags,program) $(D
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -ldl
 
-$(BUILD)/test/test_trace_json: test/unit/test_trace_json.c $(BUILD)/obj/trace_json.o $(call flags,program) $(DEPFILE)
+$(BUILD)/test/test_trace_json: test/unit/test_trace_json.c $(BUILD)/obj/recorder/encode_json.o $(call flags,program) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Ilibnvtxshim $< $(BUILD)/obj/trace_json.o -o $@
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Ilibnvtxshim $< $(BUILD)/obj/recorder/encode_json.o -o $@
 
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)

@@ -13,7 +13,7 @@
 #include "../capture.h"
 #include "../clock.h"
 #include "../init.h"
-#include "../record.h"
+#include "../recorder/record.h"
 #include "../resolve.h"
 
 #define EXPORT __attribute__((visibility("default")))

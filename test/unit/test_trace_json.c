@@ -1,4 +1,4 @@
-/* Unit tests of the JSON trace encoder (libnvtxshim/trace_json.c), run alone:
+/* Unit tests of the JSON trace encoder (libnvtxshim/recorder/encode_json.c), run alone:
  * each event is encoded into a buffer and compared with the text a reader
  * must see. The encoder is pure, so no file and no NVTX are involved.
  *   test_trace_json        every case below but the next
@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "trace.h"
+#include "recorder/trace.h"
 
 static int passed, failed;
 

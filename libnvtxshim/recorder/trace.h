@@ -1,6 +1,6 @@
 /* The recorder's model of a trace, shared by its three layers: record.c (the
  * NVTX tool, which builds events), an encoder (events to bytes, pure:
- * trace_json.c for the JSON form, trace_pftrace.c for Perfetto's protobuf
+ * encode_json.c for the JSON form, encode_pftrace.c for Perfetto's protobuf
  * form) and trace_writer.c (per-thread buffers and the file). The model holds
  * raw text; each encoder keeps what it derives from it (escaped names, cached
  * event text, interned ids) in the opaque areas set aside for it here. */
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "schema.h"     /* struct nvs_trace_args */
+#include "../schema.h"     /* struct nvs_trace_args */
 
 #define NVS_TRACE_TEXT_MAX 256u     /* a name, UTF-8, with its NUL; longer ones are cut */
 #define NVS_TRACE_CATEGORIES 64u    /* categories a domain can name (more are numbers) */

@@ -4,7 +4,7 @@
  *
  * This file turns NVTX calls into trace events: domains, categories and
  * registered strings, each thread's push/pop stack, the table of start/end
- * ranges. An encoder (trace_json.c, or trace_pftrace.c for a .pftrace path)
+ * ranges. An encoder (encode_json.c, or encode_pftrace.c for a .pftrace path)
  * makes the bytes and trace_writer.c takes them to the file. Push/pop ranges
  * nest on their thread: the JSON form writes each whole when it pops, and one
  * popped from under others still open (another domain's) would not nest, so it
@@ -30,11 +30,11 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-#include "clock.h"
-#include "config.h"
-#include "emit.h"
+#include "../clock.h"
+#include "../config.h"
+#include "../emit.h"
 #include "trace.h"
-#include "trace_pftrace.h"
+#include "encode_pftrace.h"
 #include "trace_writer.h"
 
 #define OPEN_CHUNK 1024u            /* start/end ranges: slots added this many at a time */
@@ -610,7 +610,7 @@ static void direct_pop(nvtxDomainHandle_t domain)
  * is a registered name pushed on a thread with a stack slot and a clock line
  * (clock.h): the push only fills the slot, with its begin pending, and calls
  * nothing; the pop then writes begin and end in one reservation of the
- * buffer, from the name's cached shape (trace_pftrace.h). Each condition is
+ * buffer, from the name's cached shape (encode_pftrace.h). Each condition is
  * checked before anything is changed; where one fails, the general way above
  * does it all. */
 static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)

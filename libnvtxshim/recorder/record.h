@@ -1,5 +1,5 @@
 /* The NVTX tool behind NVTXSHIM_TRACE (record.c: NVTX to events;
- * trace_json.c: events to bytes; trace_writer.c: bytes to the file). */
+ * encode_json.c: events to bytes; trace_writer.c: bytes to the file). */
 #ifndef NVS_RECORD_H
 #define NVS_RECORD_H
 

@@ -12,8 +12,8 @@
  * or before the thread's next other event (record.c).
  * Pure: no I/O, lock or allocation (the header reads the clocks). */
 #define _GNU_SOURCE
-#include "trace_pftrace.h"
-#include "clock.h"
+#include "encode_pftrace.h"
+#include "../clock.h"
 
 #include <stdatomic.h>
 #include <string.h>

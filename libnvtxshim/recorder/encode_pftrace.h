@@ -2,7 +2,7 @@
  * two packets written for nearly every range: a push's begin, from its name's
  * cached shape, and a pop's end. They are inline here so that the recorder's
  * own pop (record.c) makes both in one function with the range stack and the
- * buffer; trace_pftrace.c writes everything else, and these too when
+ * buffer; encode_pftrace.c writes everything else, and these too when
  * the cached way does not apply. docs/pftrace.md has the layout. */
 #ifndef NVS_TRACE_PFTRACE_H
 #define NVS_TRACE_PFTRACE_H
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "pftrace_proto.h"
+#include "../pftrace_proto.h"
 #include "trace.h"
 
 /* ---- Perfetto's field tags, from the numbers in pftrace_proto.h ------------- */
@@ -279,7 +279,7 @@ static inline char *pf_push_cached(char *text, void *sequence_area,
     return shape ? pf_put_begin(text, sequence, shape, ns, false) : NULL;
 }
 
-/* EVENT's payload annotation, any type (trace_pftrace.c). */
+/* EVENT's payload annotation, any type (encode_pftrace.c). */
 byte *pf_put_payload(byte *out, const struct nvs_trace_event *event);
 
 /* A pop: the end of the innermost slice on the thread's track at END_NS, with

@@ -31,7 +31,7 @@
  *   the wrappers it exports for the program. */
 #define _GNU_SOURCE
 #include "trace_writer.h"
-#include "clock.h"
+#include "../clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,9 +55,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "log.h"
-#include "sys.h"
+#include "../config.h"
+#include "../log.h"
+#include "../sys.h"
 
 #define FILE_PAGE 4096u
 #define WRITE_PIECES 32u
