@@ -4,6 +4,7 @@
 #include "devices.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 
 #include "hook.h"
-#include "hooks/device_calls.h"
 #include "log.h"
 #include "sys.h"
 
@@ -268,14 +268,60 @@ static unsigned claim_slot(void)
     return 0;
 }
 
+/* What a kind of device needs done when its last descriptor goes
+ * (nvs_devices_on_last_close): set at load, read on every close after. */
+static void (*last_closed[NVS_DEVICE_EPOLL + 1])(unsigned slot) NVS_ONCE_DATA;
+
+NVS_ONCE void nvs_devices_on_last_close(enum nvs_device_kind kind, void (*closed)(unsigned slot))
+{
+    if ((unsigned)kind <= NVS_DEVICE_EPOLL)
+        last_closed[kind] = closed;
+}
+
 static void release_slot(unsigned slot)
 {
     struct nvs_device *device = &nvs_devices[slot];
     if (atomic_fetch_sub(&device->refs, 1) != 1)
         return;
-    if (device->kind == NVS_DEVICE_USBFS)
-        nvs_usbfs_closed(slot);
+    void (*closed)(unsigned slot) = last_closed[device->kind <= NVS_DEVICE_EPOLL ? device->kind : 0];
+    if (closed)
+        closed(slot);
 }
+
+/* ---- names and warnings ----------------------------------------------------------- */
+
+struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
+                                uint32_t parameter, const char *format, ...)
+{
+    uint64_t key = nvs_call_name_key(id, ((uint64_t)device->uid << 32) | parameter);
+    struct nvs_name name = nvs_name_lookup(device->domain, key);
+    if (name.registered)
+        return name;
+    char text[NVS_CALL_TEXT_MAX];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    return nvs_name_store(device->domain, key, text);
+}
+
+void nvs_device_warn(const struct nvs_device *device, const char *what, int error)
+{
+    char text[NVS_CALL_TEXT_MAX];
+    const char *name = strerrorname_np(error);
+    if (name)
+        snprintf(text, sizeof text, "%s failed: %s", what, name);
+    else
+        snprintf(text, sizeof text, "%s failed: error %d", what, error);
+    uint32_t category = device->domain == NVS_DOMAIN_V4L2 ? NVS_V4L2_WARNING
+                      : device->domain == NVS_DOMAIN_USB ? NVS_USB_WARNING : NVS_TTY_WARNING;
+    struct nvs_attributes mark = {
+        .domain = device->domain, .name = { NULL, text }, .category = category,
+        .color = NVS_COLOR_ERROR,
+    };
+    nvs_mark(&mark);
+}
+
 
 /* FD now names SLOT (whose reference the caller holds). */
 static void enter(int fd, unsigned slot)

@@ -17,6 +17,8 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "emit.h"
+#include "hooks.h"
 #include "schema.h"
 
 enum nvs_device_kind {
@@ -129,6 +131,20 @@ void nvs_devices_report(void);
 /* Counted losses (nvs_devices_report says them). */
 enum nvs_device_loss { NVS_DEVICE_LOSS_SLOTS, NVS_DEVICE_LOSS_URBS, NVS_DEVICE_LOSS_KINDS };
 void nvs_device_count_loss(enum nvs_device_loss loss);
+
+/* The usbfs node's URBs must end when its last descriptor goes: the table
+ * calls CLOSED with the slot of a device of KIND whose last descriptor went
+ * (set at load, before any device opens, by init.c: the table calls no
+ * protocol file of its own accord). */
+void nvs_devices_on_last_close(enum nvs_device_kind kind, void (*closed)(unsigned slot));
+
+/* A device's names and warnings, for every protocol (hooks/): a cached name
+ * for hook ID on DEVICE with PARAMETER (up to 32 bits), made by FORMAT on the
+ * first use; a red mark in the device's domain, "WHAT failed: EIO". */
+__attribute__((format(printf, 4, 5)))
+struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
+                                uint32_t parameter, const char *format, ...);
+void nvs_device_warn(const struct nvs_device *device, const char *what, int error);
 
 /* A glob as fnmatch(3) with FNM_PATHNAME takes it (*, ?, [...]), without
  * the locale and the allocation: it runs inside open. */

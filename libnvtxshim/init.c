@@ -10,6 +10,7 @@
 
 #include "capture.h"
 #include "devices.h"
+#include "hooks/device_calls.h"
 #include "config.h"
 #include "frames.h"
 #include "hook.h"
@@ -161,6 +162,8 @@ static void nvs_load(void)
     /* First: a signal handler may make the process's first libc call through
      * a wrapper at any moment from here on (resolve.h). */
     nvs_resolve_libc_hooks();
+    /* The table calls up to no protocol file: a usbfs node's URBs end through this */
+    nvs_devices_on_last_close(NVS_DEVICE_USBFS, nvs_usbfs_closed);
     const struct nvs_config *config = nvs_config();
     image_pid = getpid();
     inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);

@@ -19,6 +19,7 @@ import pytest
 from conftest import BUILD, PYTHON, ROOT, SHIM, STUB, load_trace, ranges
 from childenv import clean_env
 from v4l2dev import DEVICE, camera_env, handed_out, preload, read_log
+import traceformat
 from traceformat import end_us
 
 SMALL = "YUYV:160x120"
@@ -853,6 +854,27 @@ def test_fxload_firmware_download_is_usbfs_control_transfers(tmp_path):
                    ("USBDEVFS_CONTROL type=0x40 req=0xa0 val=0x0000 OUT 3B", 3),
                    ("USBDEVFS_CONTROL type=0x40 req=0xa0 val=0xe600 OUT 1B", 1)], usb
     assert len((tmp_path / "fx2.log").read_text().splitlines()) == 3
+
+
+USBFS_IOCTLS = os.path.join(ROOT, "test", "programs", "usbfs_ioctls.py")
+
+
+def test_a_closed_file_ends_the_ranges_of_the_urbs_it_discarded(tmp_path):
+    """usbfs_ioctls.py files: URBs 1, 2 and 4 are reaped; URB 3 is submitted on a file that is
+    then closed unreaped, which discards it. Each URB is a range from its submission: the reaped
+    ones end at their reap, URB 3 where its file was closed (the descriptor table tells usbfs
+    when a node's last descriptor goes). Without that its range never ends."""
+    result, _ = under_emucam([PYTHON, USBFS_IOCTLS, "files", NODE], tmp_path, {})
+    assert result.returncode == 0, result.stderr
+    [path] = glob.glob(str(tmp_path / "usb-*.json"))
+    raw = traceformat.read_complete_trace(path)
+    submits = sorted((e for e in raw if e["ph"] == "b" and "SUBMITURB" in e["name"]),
+                     key=lambda e: e["ts"])
+    ends = {e["id"]: e for e in raw if e["ph"] == "e"}
+    assert len(submits) == 4, [e["name"] for e in raw]
+    assert all(e["id"] in ends for e in submits), "a URB's range never ended"
+    # URB 3's range ends at the close, before URB 4 is submitted on a new file (not at exit).
+    assert ends[submits[2]["id"]]["ts"] <= submits[3]["ts"]
 
 
 def test_libusb_over_usbfs_is_drawn_once(tmp_path):

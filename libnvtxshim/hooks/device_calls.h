@@ -45,7 +45,8 @@ int nvs_hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
 void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const void *argument,
                       int result);
 
-/* The usbfs node in SLOT was closed: its URBs' ranges end. */
+/* The usbfs node in SLOT was closed: its URBs' ranges end. Called by the
+ * table (nvs_devices_on_last_close, set by init.c) when its last descriptor goes. */
 void nvs_usbfs_closed(unsigned slot);
 
 /* Whether a failed call failed the way a device's calls fail in normal use
@@ -54,14 +55,5 @@ static inline bool nvs_device_ordinary_failure(int error)
 {
     return error == EAGAIN || error == EWOULDBLOCK || error == EINTR;
 }
-
-/* A red mark in the device's domain: "TEXT failed: EIO". */
-void nvs_device_warn(const struct nvs_device *device, const char *what, int error);
-
-/* A cached name for hook ID on DEVICE with PARAMETER (up to 32 bits), made by
- * FORMAT (which gets the path first) on the first use. */
-__attribute__((format(printf, 4, 5)))
-struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
-                                uint32_t parameter, const char *format, ...);
 
 #endif

@@ -58,38 +58,6 @@ SLOW static int ioctl_first(int fd, unsigned long request, void *argument)
 
 /* ---- names and marks ------------------------------------------------------------ */
 
-struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
-                                uint32_t parameter, const char *format, ...)
-{
-    uint64_t key = nvs_call_name_key(id, ((uint64_t)device->uid << 32) | parameter);
-    struct nvs_name name = nvs_name_lookup(device->domain, key);
-    if (name.registered)
-        return name;
-    char text[NVS_CALL_TEXT_MAX];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    return nvs_name_store(device->domain, key, text);
-}
-
-void nvs_device_warn(const struct nvs_device *device, const char *what, int error)
-{
-    char text[NVS_CALL_TEXT_MAX];
-    const char *name = strerrorname_np(error);
-    if (name)
-        snprintf(text, sizeof text, "%s failed: %s", what, name);
-    else
-        snprintf(text, sizeof text, "%s failed: error %d", what, error);
-    uint32_t category = device->domain == NVS_DOMAIN_V4L2 ? NVS_V4L2_WARNING
-                      : device->domain == NVS_DOMAIN_USB ? NVS_USB_WARNING : NVS_TTY_WARNING;
-    struct nvs_attributes mark = {
-        .domain = device->domain, .name = { NULL, text }, .category = category,
-        .color = NVS_COLOR_ERROR,
-    };
-    nvs_mark(&mark);
-}
-
 /* ---- reads and writes --------------------------------------------------------------- */
 
 enum direction { IN, OUT };
