@@ -32,9 +32,10 @@
 
 #include "config.h"
 #include "emit.h"
-#include "hook.h"
 #include "log.h"
 #include "resolve.h"
+
+__thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
 
 
 static struct {

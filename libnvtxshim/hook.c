@@ -7,11 +7,10 @@
 
 #include "capture.h"
 #include "frames.h"
-#include "init.h"
+#include "activation.h"
 #include "kernel.h"
 
 __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
-__thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
 _Atomic unsigned nvs_traced_groups_state NVS_ONCE_DATA;
 
 /* What calls are dispatched to beyond their ranges: set once, when the
@@ -32,7 +31,7 @@ _Atomic unsigned nvs_call_work;
 unsigned nvs_traced_groups_init(void)
 {
     const struct nvs_config *config = nvs_config();
-    if (!nvs_init_activate()) {
+    if (!nvs_activate()) {
         atomic_store_explicit(&nvs_traced_groups_state, NVS_GROUPS_READY, memory_order_release);
         return 0;
     }
@@ -106,4 +105,10 @@ struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hoo
     else
         name.text = hook;
     return name;
+}
+
+NVS_ONCE void nvs_end_frames(void)
+{
+    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
+        nvs_frames_finish();
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture.h"
 #include "config.h"
 #include "emit.h"
 #include "hooks.h"
@@ -34,6 +35,10 @@ extern __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")
 #define NVS_GROUPS_READY (1u << 31)
 extern _Atomic unsigned nvs_traced_groups_state;
 unsigned nvs_traced_groups_init(void);
+
+/* What exit does before the trace is completed, for exec and _exit too: the
+ * open frame ends (and with it a capture window that holds it). */
+void nvs_end_frames(void);
 
 /* The enum nvs_hook_set bits of libraries whose calls are traced now: the
  * hook is on and an NVTX tool is attached (or a capture trigger counts calls). */
@@ -77,9 +82,7 @@ static inline bool nvs_call_begins(unsigned group)
     return true;
 }
 
-/* Set on a thread whose call must be followed by more work when it ends (a
- * capture that closes after its last counted call). */
-extern __thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
+/* nvs_call_after_work (capture.h): the thread's call must be followed by more work. */
 void nvs_call_do_after_work(void);
 
 /* The program-level call entered has returned. */

@@ -28,6 +28,8 @@ enum nvs_hook_id {
 
 /* The documented name of a hook, "libusb_bulk_transfer". */
 const char *nvs_hook_name(enum nvs_hook_id id);
+/* The soname of the library that defines the real function of hook ID. */
+const char *nvs_hook_library(enum nvs_hook_id id);
 /* The length of NAME without its version and stream suffixes: of
  * "cuMemcpyHtoDAsync_v2_ptsz", the documented "cuMemcpyHtoDAsync". */
 int nvs_api_name_length(const char *name);

@@ -8,63 +8,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "capture.h"
 #include "devices.h"
 #include "hooks/device_calls.h"
 #include "config.h"
 #include "frames.h"
 #include "hook.h"
-#include "init.h"
+#include "activation.h"
 #include "kernel.h"
 #include "log.h"
 #include "recorder/record.h"
 #include "resolve.h"
 
-static atomic_bool messages_printed NVS_ONCE_DATA;
-
-/* Another copy of the library came first (two paths in LD_PRELOAD, an
- * installed copy and a build's): this one stays out of the way. Its wrappers
- * pass every call straight through - the first copy's reach them through
- * RTLD_NEXT - so each call is traced once. */
-static bool inert NVS_ONCE_DATA;
+/* The path of another copy of the library loaded first (then this one is inert). */
 static char first_copy[NVS_PATH_MAX];
-
-/* Bad variables and notices, printed once per process: at load where a hooked
- * library is already there, else at the first hooked call, so that shells,
- * compilers and nsys itself, which inherit LD_PRELOAD, stay silent. */
-static void print_messages(void)
-{
-    if (atomic_exchange(&messages_printed, true))
-        return;
-    if (inert) {
-        Dl_info self;
-        nvs_log_info("another copy of the library is loaded first (%s): this one (%s) stays "
-                     "inert and passes every call through\n", first_copy,
-                     dladdr((void *)print_messages, &self) && self.dli_fname ? self.dli_fname : "?");
-        return;
-    }
-    nvs_log_raw(nvs_config_messages());
-    const struct nvs_config *config = nvs_config();
-    nvs_capture_activate();
-    nvs_kernel_activate();
-    char shown[NVS_CONFIG_SHOWN_SIZE];
-    if (config->trace_path[0] && !nvs_record_enabled())
-        nvs_log_info("NVTXSHIM_TRACE=%s is not written: another NVTX tool is attached "
-                     "(NVTX_INJECTION64_PATH=%s)\n", config->trace_path,
-                     nvs_config_shown(shown, config->nvtx_injection_path,
-                                      strlen(config->nvtx_injection_path)));
-}
-
-bool nvs_init_activate(void)
-{
-    print_messages();
-    return !inert;
-}
 
 static int hook_enabled(enum nvs_hook_id id)
 {
     const struct nvs_config *config = nvs_config();
-    if (inert)
+    if (nvs_activation_inert())
         return 0;
     if (id < NVS_TRACED_HOOK_COUNT)
         return (config->hooks & nvs_hook_group(id)) != 0;
@@ -83,7 +46,7 @@ NVS_ONCE static bool any_hooked_library_loaded(void)
     const char *libraries[NVS_TRACED_HOOK_COUNT];
     int count = 0;
     for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
-        const char *library = nvs_hook_table[id].library;
+        const char *library = nvs_hook_library((enum nvs_hook_id)id);
         /* libc is in every process: its device-file calls wake the library
          * only when the program opens a device of a rig (devices.c). */
         if ((count && (library == libraries[count - 1] || !strcmp(library, libraries[count - 1]))) ||
@@ -128,28 +91,11 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
     }
 }
 
-/* The process whose image this is: a vfork child shares our memory until it
- * execs or _exits, and must not end the parent's frame or trace. */
-static pid_t image_pid NVS_ONCE_DATA;
-
-bool nvs_owns_image(void)
-{
-    return getpid() == image_pid;
-}
-
-/* What exit does before the trace is completed, for exec and _exit too: the
- * open frame ends (and with it a capture window that holds it). */
-NVS_ONCE void nvs_end_frames(void)
-{
-    if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)
-        nvs_frames_finish();
-}
-
 static void fork_prepare(void) { nvs_record_fork_prepare(); }
 static void fork_parent(void) { nvs_record_fork_parent(); }
 static void fork_child(void)
 {
-    image_pid = getpid();
+    nvs_image_set(getpid());
     nvs_record_fork_child();
     nvs_frames_reset_after_fork();
     nvs_capture_reset_after_fork();
@@ -162,11 +108,13 @@ static void nvs_load(void)
     /* First: a signal handler may make the process's first libc call through
      * a wrapper at any moment from here on (resolve.h). */
     nvs_resolve_libc_hooks();
+    nvs_resolve_set_wrappers(nvs_hook_wrappers);
     /* The table calls up to no protocol file: a usbfs node's URBs end through this */
     nvs_devices_on_last_close(NVS_DEVICE_USBFS, nvs_usbfs_closed);
     const struct nvs_config *config = nvs_config();
-    image_pid = getpid();
-    inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);
+    nvs_image_set(getpid());
+    bool inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);
+    nvs_activation_set_inert(inert ? first_copy : NULL);
     if (config->help && !inert)
         nvs_log_raw(nvs_config_help());
     if (!inert)
@@ -180,7 +128,7 @@ static void nvs_load(void)
                    config->capture != NVS_CAPTURE_OFF || config->kernel))
         pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (any_hooked_library_loaded())
-        print_messages();
+        (void)nvs_activate();
 }
 
 __attribute__((destructor))

@@ -217,33 +217,30 @@ NVS_ONCE void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
     atomic_store(&hook_filter, enabled);
 }
 
+/* The library's own code: where RTLD_NEXT or a handle found one of our
+ * wrappers. The linker's marks of this object's start and the end of its
+ * text, hidden, so they are this object's whatever else is loaded. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char __etext[] __attribute__((visibility("hidden")));
+
 static int is_our_wrapper(const void *address)
 {
-    /* The wrappers' span, found once: an address outside it (every real
-     * function: 87 lookups at load) is answered without a walk of the table's
-     * 263 entries, which was two thirds of the library's start-up. Threads
-     * that race write the same values; a half-seen pair only widens the span. */
-    static _Atomic(uintptr_t) lowest, highest;
-    uintptr_t low = atomic_load_explicit(&lowest, memory_order_relaxed);
-    uintptr_t high = atomic_load_explicit(&highest, memory_order_relaxed);
-    if (!high) {
-        low = UINTPTR_MAX;
-        for (int id = 0; id < NVS_HOOK_COUNT; id++) {
-            uintptr_t wrapper = (uintptr_t)nvs_hook_table[id].wrapper;
-            low = wrapper < low ? wrapper : low;
-            high = wrapper > high ? wrapper : high;
-        }
-        atomic_store_explicit(&lowest, low, memory_order_relaxed);
-        atomic_store_explicit(&highest, high, memory_order_relaxed);
-    }
-    uintptr_t at = (uintptr_t)address;
-    if (at < low || at > high)
-        return 0;
-    for (int id = 0; id < NVS_HOOK_COUNT; id++) {
-        if (nvs_hook_table[id].wrapper == address)
-            return 1;
-    }
-    return 0;
+    return (const char *)address >= __ehdr_start && (const char *)address < __etext;
+}
+
+/* The wrappers, from init.c at load: read by dlsym's substitutions, which
+ * hand out our wrapper for a real function (none before the load). */
+static void *const *_Atomic wrappers;
+
+NVS_ONCE void nvs_resolve_set_wrappers(void *const *table)
+{
+    atomic_store(&wrappers, table);
+}
+
+void *nvs_resolve_wrapper(enum nvs_hook_id id)
+{
+    void *const *table = atomic_load_explicit(&wrappers, memory_order_acquire);
+    return table && (unsigned)id < NVS_HOOK_COUNT ? table[id] : NULL;
 }
 
 struct loaded_library {
@@ -358,7 +355,7 @@ static bool libc_lacks[NVS_HOOK_COUNT];
 
 static bool from_libc(enum nvs_hook_id id)
 {
-    return !strcmp(nvs_hook_table[id].library, "libc.so.6");
+    return !strcmp(nvs_hook_library(id), "libc.so.6");
 }
 
 void *nvs_resolve_slow(enum nvs_hook_id id)
@@ -367,7 +364,7 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
         return NULL;
     int saved_errno = errno;
     const char *name = nvs_hook_name(id);
-    void *real = find_real(nvs_hook_table[id].library, name);
+    void *real = find_real(nvs_hook_library(id), name);
     if (real) {
         void *expected = NULL;
         if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real))
@@ -405,7 +402,7 @@ static void forget_unloaded(const char *library)
 {
     for (int id = 0; id < NVS_HOOK_COUNT; id++) {
         void *real = atomic_load(&nvs_real_functions[id]);
-        if (real && !strcmp(nvs_hook_table[id].library, library) &&
+        if (real && !strcmp(nvs_hook_library((enum nvs_hook_id)id), library) &&
             !from_libc((enum nvs_hook_id)id) && !still_loaded(real))
             atomic_compare_exchange_strong(&nvs_real_functions[id], &real, NULL);
     }
@@ -422,12 +419,12 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
     int id = nvs_hook_find(name);
     if (id < 0)
         return symbol;
-    const struct nvs_hook_info *hook = &nvs_hook_table[id];
+    void *wrapper = nvs_resolve_wrapper((enum nvs_hook_id)id);
     nvs_hook_enabled_fn enabled = atomic_load(&hook_filter);
     bool on = enabled && enabled((enum nvs_hook_id)id);
-    if (symbol == hook->wrapper)
+    if (symbol == wrapper || is_our_wrapper(symbol))
         return symbol;
-    if (!on)
+    if (!on || !wrapper)
         return symbol;
     void *expected = NULL;
     if (any_entry_point) {
@@ -435,7 +432,7 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
          * SYMBOL stands in only when the library is not reachable that way. */
         if (!nvs_resolve((enum nvs_hook_id)id))
             atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol);
-        return hook->wrapper;
+        return wrapper;
     }
     /* The real function is the named library's where that is loaded (found once,
      * as a call would find it): another library that defines the name too (a
@@ -447,13 +444,13 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
         if (still_loaded(expected))
             return symbol; /* a second copy of the library: leave its calls alone */
         /* The library was unloaded and loaded again at another address. */
-        forget_unloaded(hook->library);
+        forget_unloaded(nvs_hook_library((enum nvs_hook_id)id));
         expected = NULL;
         if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
             expected != symbol)
             return symbol;
     }
-    return hook->wrapper;
+    return wrapper;
 }
 
 /* dlsym answers as without the library: where the scope asked found our own
@@ -466,10 +463,10 @@ static void *truthful(const char *name, void *symbol, void *(*next)(const char *
                       const char *version)
 {
     int id = symbol ? nvs_hook_find(name) : -1;
-    if (id < 0 || symbol != nvs_hook_table[id].wrapper)
+    if (id < 0 || !is_our_wrapper(symbol))
         return nvs_resolve_substitute(name, symbol, false);
     void *real = next(name, version);
-    if (!real || real == nvs_hook_table[id].wrapper)
+    if (!real || is_our_wrapper(real))
         return NULL;
     return nvs_resolve_substitute(name, real, false);
 }

@@ -8,12 +8,12 @@
 
 #include "hooks.h"
 
-struct nvs_hook_info {
-    void *wrapper;          /* our exported function of that name */
-    const char *library;    /* soname that defines the real one */
-};
-
-extern const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT];
+/* Each hook's wrapper, our exported function of its name (hooks/table.c),
+ * handed to resolve.c by init.c at load; nvs_resolve_wrapper(ID) gives it
+ * back, NULL before then. */
+extern void *const nvs_hook_wrappers[NVS_HOOK_COUNT];
+void nvs_resolve_set_wrappers(void *const *wrappers);
+void *nvs_resolve_wrapper(enum nvs_hook_id id);
 
 /* Real functions, by hook id; filled lazily and by handle lookups. */
 extern _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];

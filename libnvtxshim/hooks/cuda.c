@@ -623,8 +623,9 @@ void *nvs_driver_entry_point(const char *symbol, void *found)
         if (nvs_hook_group((enum nvs_hook_id)id) != NVS_HOOKS_CUDA ||
             (size_t)nvs_api_name_length(name) != length || strncmp(name, symbol, length))
             continue;
-        if (nvs_resolve((enum nvs_hook_id)id) == found)
-            return nvs_hook_table[id].wrapper;
+        void *wrapper = nvs_resolve_wrapper((enum nvs_hook_id)id);
+        if (wrapper && nvs_resolve((enum nvs_hook_id)id) == found)
+            return wrapper;
     }
     return found;
 }

@@ -36,6 +36,24 @@ static const unsigned char hook_groups[NVS_HOOK_COUNT] = {
 #undef NVS_HOOK
 };
 
+/* The soname that defines each hook's real function. */
+static const char *const hook_libraries[NVS_HOOK_COUNT] = {
+#define NVS_HOOK(name, library) [NVS_ID_##name] = library,
+#include "usb.def"
+#include "x11.def"
+#include "cuda.def"
+#include "cudart.def"
+#include "devices.def"
+#include "descriptors.def"
+#include "process.def"
+#undef NVS_HOOK
+};
+
+const char *nvs_hook_library(enum nvs_hook_id id)
+{
+    return (unsigned)id < NVS_HOOK_COUNT ? hook_libraries[id] : "";
+}
+
 unsigned nvs_hook_group(enum nvs_hook_id id)
 {
     return (unsigned)id < NVS_HOOK_COUNT ? hook_groups[id] : 0;

@@ -12,7 +12,8 @@
 
 #include "../capture.h"
 #include "../clock.h"
-#include "../init.h"
+#include "../activation.h"
+#include "../hook.h"
 #include "../recorder/record.h"
 #include "../resolve.h"
 

@@ -1,6 +1,8 @@
-/* The hook table, generated from the hooks/ tables: wrapper address and the
- * library that defines the real function. Kept free of library headers so
- * the wrappers can be declared by their assembler names alone. */
+/* The wrappers' table, generated from the hooks/ tables: each hook's wrapper,
+ * the function this library exports under its name. Kept free of library
+ * headers so the wrappers can be declared by their assembler names alone.
+ * init.c hands it to resolve.c at load (nvs_resolve_set_wrappers): resolve.c,
+ * which every wrapper calls, refers to no wrapper itself. */
 #include "../hooks.h"
 #include "../resolve.h"
 
@@ -14,8 +16,8 @@
 #include "process.def"
 #undef NVS_HOOK
 
-const struct nvs_hook_info nvs_hook_table[NVS_HOOK_COUNT] = {
-#define NVS_HOOK(name, library) [NVS_ID_##name] = { (void *)nvs_wrapper_##name, library },
+void *const nvs_hook_wrappers[NVS_HOOK_COUNT] = {
+#define NVS_HOOK(name, library) [NVS_ID_##name] = (void *)nvs_wrapper_##name,
 #include "usb.def"
 #include "x11.def"
 #include "cuda.def"
