@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "events.h"
+#include "load.h"
 #include "launches.h"
 #include "trace_json.h"
 

@@ -1,7 +1,5 @@
-/* The event model (events.h): interned strings, the event and name lists, and
- * loading a profile, which picks the reader for the file's kind: the SQLite
- * export's (sqlite_reader.c), after nsys export for a .nsys-rep (nsys.c), or
- * the trace file's (trace_reader.c). */
+/* The event model (events.h): interned strings, the event and name lists.
+ * The readers fill it; load.c picks the reader. */
 #define _GNU_SOURCE
 #include "events.h"
 
@@ -14,9 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nsys.h"
-#include "sqlite_reader.h"
-#include "trace_reader.h"
 
 struct nvs_offcpu nvs_offcpu_of(const struct nvs_kernel_figures *figures)
 {
@@ -275,69 +270,3 @@ void nvs_events_say(const struct nvs_load_options *options, const char *format, 
 
 /* ---- loading a file -------------------------------------------------------- */
 
-static bool ends_with(const char *text, const char *suffix)
-{
-    size_t length = strlen(text), suffix_length = strlen(suffix);
-    return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
-}
-
-enum nvs_file_kind nvs_events_file_kind(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat status;
-    if (fd < 0 || fstat(fd, &status) != 0) {
-        int error = errno;
-        if (fd >= 0)
-            close(fd);
-        errno = error;
-        return NVS_FILE_UNREADABLE;
-    }
-    if (S_ISDIR(status.st_mode)) {
-        close(fd);
-        errno = EISDIR;
-        return NVS_FILE_UNREADABLE;
-    }
-    char header[16] = {0};
-    ssize_t got = S_ISREG(status.st_mode) ? pread(fd, header, sizeof header, 0) : 0;
-    int error = errno;
-    close(fd);
-    if (got < 0) {
-        errno = error;
-        return NVS_FILE_UNREADABLE;
-    }
-    if (got == (ssize_t)sizeof header && memcmp(header, "SQLite format 3", 16) == 0)
-        return NVS_FILE_SQLITE;
-    if (ends_with(path, ".nsys-rep") || ends_with(path, ".qdrep"))
-        return NVS_FILE_NSYS_REPORT;
-    return NVS_FILE_TRACE;
-}
-
-int nvs_events_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
-{
-    switch (nvs_events_file_kind(path)) {
-    case NVS_FILE_UNREADABLE:
-        nvs_events_say(options, "cannot read %s: %s", path, strerror(errno));
-        return -1;
-    case NVS_FILE_SQLITE:
-        return nvs_sqlite_load(events, path, options);
-    case NVS_FILE_NSYS_REPORT: {
-        char database[4096], temporary[4096];
-        int outcome = nvs_nsys_export_report(path, options, database, sizeof database, temporary,
-                                             sizeof temporary);
-        if (outcome == 0)
-            outcome = nvs_sqlite_load(events, database, options);
-        if (temporary[0]) {
-            unlink(database);
-            rmdir(temporary);
-        }
-        return outcome;
-    }
-    case NVS_FILE_TRACE:
-    default:
-        if (ends_with(path, ".sqlite")) {
-            nvs_events_say(options, "cannot read %s: not an SQLite database", path);
-            return -1;
-        }
-        return nvs_trace_load(events, path, options);
-    }
-}

@@ -5,6 +5,7 @@
 #define NVS_CLI_EVENTS_H
 
 #include <stdbool.h>
+#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,25 +91,14 @@ struct nvs_load_options {
     bool say_skipped;            /* one line on stderr for each table or column not there */
 };
 
-enum nvs_file_kind {
-    NVS_FILE_UNREADABLE,         /* errno says why */
-    NVS_FILE_NSYS_REPORT,        /* .nsys-rep or .qdrep */
-    NVS_FILE_SQLITE,             /* any SQLite database, by its header */
-    NVS_FILE_TRACE,              /* anything else: read as a trace file */
-};
-
-/* What PATH holds, by its header, then by its name. */
-enum nvs_file_kind nvs_events_file_kind(const char *path);
-
-/* Loads PATH: an nsys report (.nsys-rep or .qdrep; exported with nsys export
- * first, or its up-to-date .sqlite beside it read instead; said on stderr), a
- * SQLite export (recognised by its header), or a trace file (anything else).
- * Returns 0, or -1 after one "nvtxshim: COMMAND: ..." line on stderr. The
- * events are in no particular order. */
-int nvs_events_load(struct nvs_events *events, const char *path,
-                    const struct nvs_load_options *options);
-
 void nvs_events_free(struct nvs_events *events);
+
+/* Whether TEXT ends with SUFFIX (a file's extension). */
+static inline bool nvs_ends_with(const char *text, const char *suffix)
+{
+    size_t length = strlen(text), suffix_length = strlen(suffix);
+    return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
+}
 
 /* The same string for the same text, valid until nvs_events_free: names
  * can be compared as pointers. NULL when out of memory. */

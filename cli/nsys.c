@@ -12,12 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static bool ends_with(const char *text, const char *suffix)
-{
-    size_t length = strlen(text), suffix_length = strlen(suffix);
-    return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
-}
-
 /* nsys export --type sqlite REPORT to DATABASE; 0, or -1 after a message. */
 static int run_export(const char *report, const char *database, const struct nvs_load_options *options)
 {
@@ -85,7 +79,7 @@ int nvs_nsys_export_report(const char *report, const struct nvs_load_options *op
         nvs_events_say(options, "cannot read %s: %s", report, strerror(errno));
         return -1;
     }
-    size_t stem = strlen(report) - (ends_with(report, ".nsys-rep") ? strlen(".nsys-rep") : strlen(".qdrep"));
+    size_t stem = strlen(report) - (nvs_ends_with(report, ".nsys-rep") ? strlen(".nsys-rep") : strlen(".qdrep"));
     if (snprintf(database, size, "%.*s.sqlite", (int)stem, report) >= (int)size) {
         nvs_events_say(options, "%s: path too long", report);
         return -1;

@@ -8,7 +8,7 @@
  * latency's summary; the capture windows. Per-frame times are unions of the
  * calls' intervals inside the frame, so nested or overlapping calls count once;
  * a frame is its process's, and counts that process's calls only.
- * Everything is worked out once into a struct nvs_report (report.h), which
+ * Everything is worked out once into a struct nvs_report (figures.h), which
  * the summary here and the HTML page print. */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -22,7 +22,8 @@
 #include "commands.h"
 #include "config.h"
 #include "events.h"
-#include "report.h"
+#include "load.h"
+#include "figures.h"
 #include "report_html.h"
 
 #define NS_PER_US 1000.0
@@ -724,10 +725,6 @@ static int64_t union_length(struct interval *intervals, size_t count)
     }
     return total;
 }
-
-const char *const nvs_report_column_names[NVS_COLUMNS] = {
-    "total", "usb", "cuda", "gpu wait", "launch", "x11", "camera", "serial", "hid", "rest",
-    "runnable", "blocked", "latency"};
 
 /* A launch column is shown once some frame's launches take 0.001 ms as printed. */
 #define LAUNCH_SHOWN_NS 500

@@ -3,7 +3,7 @@
 #ifndef NVS_CLI_REPORT_HTML_H
 #define NVS_CLI_REPORT_HTML_H
 
-#include "report.h"
+#include "figures.h"
 
 /* Writes REPORT's page to PATH (through a temporary file beside it, renamed
  * into place: a failure leaves no partial page). Returns 0, or -1 after one

@@ -1041,12 +1041,6 @@ int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, siz
     return outcome;
 }
 
-static bool ends_with(const char *text, const char *suffix)
-{
-    size_t length = strlen(text), suffix_length = strlen(suffix);
-    return length >= suffix_length && strcmp(text + length - suffix_length, suffix) == 0;
-}
-
 /* Up to LIMIT bytes of PATH (all of it with SIZE_MAX), gunzipped when
  * gzipped (zlib reads other files as they are). A gzip stream cut short gives
  * what it holds, as a trace cut short does. NULL with errno, or *WHY, set. */
@@ -1120,7 +1114,7 @@ static bool starts_a_pftrace(const unsigned char *bytes, size_t length)
 
 bool nvs_pftrace_is(const char *path)
 {
-    if (ends_with(path, ".pftrace") || ends_with(path, ".pftrace.gz"))
+    if (nvs_ends_with(path, ".pftrace") || nvs_ends_with(path, ".pftrace.gz"))
         return true;
     /* a pipe's bytes cannot be read twice: by its name only */
     struct stat status;

@@ -13,7 +13,6 @@
 #include <zlib.h>
 
 #include "trace_json.h"
-#include "trace_pftrace.h"
 
 /* The kernel probe's figures (schema.h) in a range's args, each there or
  * not: an async end's figures replace its begin's one by one. */
@@ -470,8 +469,6 @@ static int read_gzip_trace(const char *path, nvs_trace_event_fn callback, void *
 
 int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
-    if (nvs_pftrace_is(path))
-        return nvs_pftrace_load(events, path, options);
     struct trace_reader reader = {.events = events};
     if (!nvs_trace_kinds_init(&reader.kinds, events)) {
         nvs_events_say(options, "out of memory");

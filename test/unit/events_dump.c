@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "events.h"
+#include "load.h"
 
 int main(int argc, char **argv)
 {

@@ -1,11 +1,12 @@
-/* What nvtxshim report works out from a profile, once: the per-name table,
+/* The figures: what nvtxshim report works out from a profile, once: the per-name table,
  * each process's frames (their breakdown, the columns the data has, their
  * statistics, the budget), the capture-to-actuation summary and the capture
- * windows. report.c computes it and prints the text summary; report_html.c
- * draws the same figures as a page. Times are in nanoseconds; strings belong
+ * windows. report.c computes them and prints the text summary; report_html.c
+ * draws the same figures as a page; both include this, neither the other's
+ * header but report.c report_html.h. Times are in nanoseconds; strings belong
  * to the events the report was made from. */
-#ifndef NVS_CLI_REPORT_H
-#define NVS_CLI_REPORT_H
+#ifndef NVS_CLI_FIGURES_H
+#define NVS_CLI_FIGURES_H
 
 #include <stdbool.h>
 #include <stddef.h>
