@@ -93,6 +93,12 @@ struct nvs_load_options {
 
 void nvs_events_free(struct nvs_events *events);
 
+/* Two strings in order; interned ones that are the same pointer at once. */
+static inline int nvs_compare_interned(const char *a, const char *b)
+{
+    return a == b ? 0 : strcmp(a, b);
+}
+
 /* Whether TEXT ends with SUFFIX (a file's extension). */
 static inline bool nvs_ends_with(const char *text, const char *suffix)
 {

@@ -111,4 +111,12 @@ static inline bool nvs_report_over_budget(const struct nvs_report_process *proce
     return process->budget_ns > 0 && frame->value[NVS_COLUMN_TOTAL] > process->budget_ns;
 }
 
+struct nvs_events;
+
+/* Works out REPORT's figures from EVENTS (REPORT's path and slowest set by the
+ * caller). BUDGET_NS: --budget's, 0 for none (then each process's own from the
+ * library's over-budget marks, when it has them). 0, or -1 out of memory. */
+int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs_report *report);
+void nvs_figures_free(struct nvs_report *report);
+
 #endif
