@@ -71,6 +71,29 @@ struct query {
     size_t length;
 };
 
+/* What every loader asks first: TABLE's columns into COLUMNS when TABLE is
+ * there and has each of NEEDED; otherwise false, with (where skipped tables
+ * are said) one line: "no TABLE table: WHAT skipped (HINT)", or "TABLE has no
+ * C column: WHAT skipped". */
+static bool require_table(struct database *database, const char *table, struct columns *columns,
+                          const char *const *needed, size_t count, const char *what, const char *hint)
+{
+    const struct nvs_load_options *options = database->options;
+    if (!has_table(database, table)) {
+        if (options->say_skipped)
+            nvs_events_say(options, "no %s table: %s skipped (%s)", table, what, hint);
+        return false;
+    }
+    read_columns(database, table, columns);
+    for (size_t i = 0; i < count; i++)
+        if (!has_column(columns, needed[i])) {
+            if (options->say_skipped)
+                nvs_events_say(options, "%s has no %s column: %s skipped", table, needed[i], what);
+            return false;
+        }
+    return true;
+}
+
 static void query_column(struct query *query, const struct columns *columns, const char *name)
 {
     int written = snprintf(query->sql + query->length, sizeof query->sql - query->length,
@@ -456,22 +479,11 @@ static struct nvs_event *add_call(struct database *database, sqlite3_stmt *state
 /* OS runtime calls: name from StringIds, on the calling thread. */
 static int load_os_calls(struct database *database)
 {
-    const struct nvs_load_options *options = database->options;
-    if (!has_table(database, "OSRT_API")) {
-        if (options->say_skipped)
-            nvs_events_say(options, "no OSRT_API table: OS runtime calls skipped (profile with -t osrt "
-                           "for them)");
-        return 0;
-    }
     struct columns columns;
-    read_columns(database, "OSRT_API", &columns);
     static const char *const needed[] = {"start", "end", "nameId"};
-    for (size_t i = 0; i < 3; i++)
-        if (!has_column(&columns, needed[i])) {
-            if (options->say_skipped)
-                nvs_events_say(options, "OSRT_API has no %s column: OS runtime calls skipped", needed[i]);
-            return 0;
-        }
+    if (!require_table(database, "OSRT_API", &columns, needed, 3, "OS runtime calls",
+                       "profile with -t osrt for them"))
+        return 0;
     static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "returnValue"};
     sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
                                              "OSRT_API", "");
@@ -568,19 +580,11 @@ static int load_gpu(struct database *database, enum gpu_table which)
                                              NVS_CATEGORY_GPU_SET};
     const struct nvs_load_options *options = database->options;
     const char *table = tables[which];
-    if (!has_table(database, table)) {
-        if (options->say_skipped)
-            nvs_events_say(options, "no %s table: %s skipped (none ran, or not profiled with -t cuda)", table,
-                what[which]);
-        return 0;
-    }
     struct columns columns;
-    read_columns(database, table, &columns);
-    if (!has_column(&columns, "start") || !has_column(&columns, "end")) {
-        if (options->say_skipped)
-            nvs_events_say(options, "%s has no start or end column: %s skipped", table, what[which]);
+    static const char *const needed[] = {"start", "end"};
+    if (!require_table(database, table, &columns, needed, 2, what[which],
+                       "none ran, or not profiled with -t cuda"))
         return 0;
-    }
     if (options->say_skipped) {
         if (!has_column(&columns, "globalPid"))
             nvs_events_say(options, "%s has no globalPid column: %s shown in process 0", table, what[which]);
@@ -708,19 +712,11 @@ static int load_cuda_api(struct database *database)
 {
     static const char *const table = "CUPTI_ACTIVITY_KIND_RUNTIME";
     const struct nvs_load_options *options = database->options;
-    if (!has_table(database, table)) {
-        if (options->say_skipped)
-            nvs_events_say(options, "no %s table: CUDA API calls skipped (none made, or not profiled with "
-                           "-t cuda)", table);
-        return 0;
-    }
     struct columns columns;
-    read_columns(database, table, &columns);
-    if (!has_column(&columns, "start") || !has_column(&columns, "end")) {
-        if (options->say_skipped)
-            nvs_events_say(options, "%s has no start or end column: CUDA API calls skipped", table);
+    static const char *const needed[] = {"start", "end"};
+    if (!require_table(database, table, &columns, needed, 2, "CUDA API calls",
+                       "none made, or not profiled with -t cuda"))
         return 0;
-    }
     /* Each column missing, and what goes without it. */
     static const struct { const char *column, *without; } optional[] = {
         {"nameId", "CUDA API calls unnamed"},
@@ -902,21 +898,11 @@ static int load_sched(struct database *database)
     static const char *const table = "SCHED_EVENTS";
     const struct nvs_load_options *options = database->options;
     struct nvs_events *events = database->events;
-    if (!has_table(database, table)) {
-        if (options->say_skipped)
-            nvs_events_say(options, "no SCHED_EVENTS table: thread states skipped (profile with "
-                           "--cpuctxsw=process-tree for them)");
-        return 0;
-    }
     struct columns columns;
-    read_columns(database, table, &columns);
     static const char *const needed[] = {"start", "isSchedIn", "globalTid"};
-    for (size_t i = 0; i < 3; i++)
-        if (!has_column(&columns, needed[i])) {
-            if (options->say_skipped)
-                nvs_events_say(options, "SCHED_EVENTS has no %s column: thread states skipped", needed[i]);
-            return 0;
-        }
+    if (!require_table(database, table, &columns, needed, 3, "thread states",
+                       "profile with --cpuctxsw=process-tree for them"))
+        return 0;
     bool with_state = has_column(&columns, "threadState"), with_block = has_column(&columns, "threadBlock");
     if (options->say_skipped) {
         if (!with_state && !with_block)
