@@ -11,164 +11,13 @@
 
 #include "trace_json.h"
 
-#define MAX_COLUMNS 96
-
-struct columns {
-    int count;
-    char names[MAX_COLUMNS][48];
-};
-
-struct database {
-    sqlite3 *db;
-    const char *path;
-    const struct nvs_load_options *options;
-    struct nvs_events *events;
-    const char **strings;            /* StringIds: id -> interned text */
-    size_t string_count;
-};
-
-static bool has_table(struct database *database, const char *table)
-{
-    sqlite3_stmt *statement;
-    if (sqlite3_prepare_v2(database->db,
-                           "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?",
-                           -1, &statement, NULL) != SQLITE_OK)
-        return false;
-    sqlite3_bind_text(statement, 1, table, -1, SQLITE_STATIC);
-    bool found = sqlite3_step(statement) == SQLITE_ROW;
-    sqlite3_finalize(statement);
-    return found;
-}
-
-static void read_columns(struct database *database, const char *table, struct columns *columns)
-{
-    columns->count = 0;
-    char sql[128];
-    snprintf(sql, sizeof sql, "PRAGMA table_info(\"%s\")", table);
-    sqlite3_stmt *statement;
-    if (sqlite3_prepare_v2(database->db, sql, -1, &statement, NULL) != SQLITE_OK)
-        return;
-    while (sqlite3_step(statement) == SQLITE_ROW && columns->count < MAX_COLUMNS) {
-        const unsigned char *name = sqlite3_column_text(statement, 1);
-        if (name)
-            snprintf(columns->names[columns->count++], sizeof columns->names[0], "%s", name);
-    }
-    sqlite3_finalize(statement);
-}
-
-static bool has_column(const struct columns *columns, const char *name)
-{
-    for (int i = 0; i < columns->count; i++)
-        if (strcmp(columns->names[i], name) == 0)
-            return true;
-    return false;
-}
-
-/* A query built from the columns there: each wanted column, or NULL in its
- * place when this export has none. */
-struct query {
-    char sql[1024];
-    size_t length;
-};
-
-/* What every loader asks first: TABLE's columns into COLUMNS when TABLE is
- * there and has each of NEEDED; otherwise false, with (where skipped tables
- * are said) one line: "no TABLE table: WHAT skipped (HINT)", or "TABLE has no
- * C column: WHAT skipped". */
-static bool require_table(struct database *database, const char *table, struct columns *columns,
-                          const char *const *needed, size_t count, const char *what, const char *hint)
-{
-    const struct nvs_load_options *options = database->options;
-    if (!has_table(database, table)) {
-        if (options->say_skipped)
-            nvs_events_say(options, "no %s table: %s skipped (%s)", table, what, hint);
-        return false;
-    }
-    read_columns(database, table, columns);
-    for (size_t i = 0; i < count; i++)
-        if (!has_column(columns, needed[i])) {
-            if (options->say_skipped)
-                nvs_events_say(options, "%s has no %s column: %s skipped", table, needed[i], what);
-            return false;
-        }
-    return true;
-}
-
-static void query_column(struct query *query, const struct columns *columns, const char *name)
-{
-    int written = snprintf(query->sql + query->length, sizeof query->sql - query->length,
-                           "%s%s%s%s", query->length > 7 ? ", " : "",
-                           has_column(columns, name) ? "\"" : "",
-                           has_column(columns, name) ? name : "NULL",
-                           has_column(columns, name) ? "\"" : "");
-    if (written > 0)
-        query->length += (size_t)written;
-}
-
-static void query_start(struct query *query)
-{
-    strcpy(query->sql, "SELECT ");
-    query->length = 7;
-}
-
-static void query_end(struct query *query, const char *rest)
-{
-    snprintf(query->sql + query->length, sizeof query->sql - query->length, " %s", rest);
-}
-
-static sqlite3_stmt *prepare(struct database *database, const char *sql)
-{
-    sqlite3_stmt *statement = NULL;
-    if (sqlite3_prepare_v2(database->db, sql, -1, &statement, NULL) != SQLITE_OK) {
-        nvs_events_say(database->options, "%s: %s", database->path, sqlite3_errmsg(database->db));
-        return NULL;
-    }
-    return statement;
-}
-
-/* SELECT the WANTED columns (NULL for each this export lacks) FROM TABLE, then
- * REST (a WHERE or ORDER BY clause, or ""), prepared; NULL after a line on
- * stderr. */
-static sqlite3_stmt *select_columns(struct database *database, const struct columns *columns,
-                                    const char *const *wanted, size_t count, const char *table,
-                                    const char *rest)
-{
-    struct query query;
-    query_start(&query);
-    for (size_t i = 0; i < count; i++)
-        query_column(&query, columns, wanted[i]);
-    char from[256];
-    snprintf(from, sizeof from, "FROM \"%s\" %s", table, rest);
-    query_end(&query, from);
-    return prepare(database, query.sql);
-}
-
-static bool is_null(sqlite3_stmt *statement, int column)
-{
-    return sqlite3_column_type(statement, column) == SQLITE_NULL;
-}
-
-/* A string column: text as it is, or an id into StringIds. NULL when neither. */
-static const char *string_column(struct database *database, sqlite3_stmt *statement, int column)
-{
-    switch (sqlite3_column_type(statement, column)) {
-    case SQLITE_TEXT:
-        return nvs_events_intern(database->events, (const char *)sqlite3_column_text(statement, column),
-                                 (size_t)sqlite3_column_bytes(statement, column));
-    case SQLITE_INTEGER: {
-        sqlite3_int64 id = sqlite3_column_int64(statement, column);
-        return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
-    }
-    default:
-        return NULL;
-    }
-}
+#include "sqlite_tables.h"
 
 static int load_strings(struct database *database)
 {
-    if (!has_table(database, "StringIds"))
+    if (!nvs_sql_has_table(database, "StringIds"))
         return 0;
-    sqlite3_stmt *statement = prepare(database, "SELECT max(id) FROM StringIds");
+    sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT max(id) FROM StringIds");
     if (!statement)
         return -1;
     sqlite3_int64 largest = sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : -1;
@@ -186,7 +35,7 @@ static int load_strings(struct database *database)
         nvs_events_say(database->options, "out of memory");
         return -1;
     }
-    if (!(statement = prepare(database, "SELECT id, value FROM StringIds")))
+    if (!(statement = nvs_sql_prepare(database, "SELECT id, value FROM StringIds")))
         return -1;
     while (sqlite3_step(statement) == SQLITE_ROW) {
         sqlite3_int64 id = sqlite3_column_int64(statement, 0);
@@ -219,23 +68,10 @@ struct category_names {
     size_t count, capacity;
 };
 
-static bool grow(void **items, size_t *capacity, size_t count, size_t size)
-{
-    if (count < *capacity)
-        return true;
-    size_t more = *capacity ? *capacity * 2 : 16;
-    void *grown = realloc(*items, more * size);
-    if (!grown)
-        return false;
-    *items = grown;
-    *capacity = more;
-    return true;
-}
-
 static const char *domain_name(struct database *database, const struct domain_names *domains,
                                sqlite3_stmt *statement, int column)
 {
-    if (is_null(statement, column) || sqlite3_column_int64(statement, column) == 0)
+    if (nvs_sql_is_null(statement, column) || sqlite3_column_int64(statement, column) == 0)
         return nvs_events_intern_string(database->events, "default");
     int64_t id = sqlite3_column_int64(statement, column);
     for (size_t i = 0; i < domains->count; i++)
@@ -269,78 +105,78 @@ enum {
 static int load_nvtx(struct database *database)
 {
     const struct nvs_load_options *options = database->options;
-    if (!has_table(database, "NVTX_EVENTS")) {
+    if (!nvs_sql_has_table(database, "NVTX_EVENTS")) {
         if (options->say_skipped)
             nvs_events_say(options, "no NVTX_EVENTS table: no NVTX ranges or marks (profile with -t nvtx "
                            "for them)");
         return 0;
     }
     struct columns columns;
-    read_columns(database, "NVTX_EVENTS", &columns);
-    if (!has_column(&columns, "start") || !has_column(&columns, "eventType")) {
+    nvs_sql_read_columns(database, "NVTX_EVENTS", &columns);
+    if (!nvs_sql_has_column(&columns, "start") || !nvs_sql_has_column(&columns, "eventType")) {
         nvs_events_say(options, "%s: NVTX_EVENTS has no %s column: NVTX events skipped", database->path,
-            has_column(&columns, "start") ? "eventType" : "start");
+            nvs_sql_has_column(&columns, "start") ? "eventType" : "start");
         return 0;
     }
-    if (!has_column(&columns, "text") && !has_column(&columns, "textId")) {
+    if (!nvs_sql_has_column(&columns, "text") && !nvs_sql_has_column(&columns, "textId")) {
         nvs_events_say(options, "%s: NVTX_EVENTS has neither text nor textId: NVTX events skipped",
             database->path);
         return 0;
     }
     bool everything = options->what == NVS_LOAD_EVERYTHING;
     if (options->say_skipped) {
-        if (!has_column(&columns, "end"))
+        if (!nvs_sql_has_column(&columns, "end"))
             nvs_events_say(options, "NVTX_EVENTS has no end column: NVTX ranges skipped, marks kept");
-        if (!has_column(&columns, "domainId"))
+        if (!nvs_sql_has_column(&columns, "domainId"))
             nvs_events_say(options, "NVTX_EVENTS has no domainId column: every event in domain \"default\"");
-        if (!has_column(&columns, "globalTid"))
+        if (!nvs_sql_has_column(&columns, "globalTid"))
             nvs_events_say(options, "NVTX_EVENTS has no globalTid column: every event on thread 0");
-        if (everything && !has_column(&columns, "category"))
+        if (everything && !nvs_sql_has_column(&columns, "category"))
             nvs_events_say(options, "NVTX_EVENTS has no category column: categories skipped");
     }
     struct query query;
-    query_start(&query);
+    nvs_sql_query_start(&query);
     static const char *const wanted[] = {"start", "end", "eventType", "text", "textId",
                                          "globalTid", "domainId", "category", "color",
                                          "endGlobalTid"};
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
-        query_column(&query, &columns, wanted[i]);
+        nvs_sql_query_column(&query, &columns, wanted[i]);
     for (size_t i = 0; i < PAYLOADS; i++)
-        query_column(&query, &columns, payload_columns[i]);
-    query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (33, 75, 39) ORDER BY eventType DESC");
+        nvs_sql_query_column(&query, &columns, payload_columns[i]);
+    nvs_sql_query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (33, 75, 39) ORDER BY eventType DESC");
 
     /* Domains, category names and NVTX thread names first: ranges refer to them. */
     struct domain_names domains = {0};
     struct category_names categories = {0};
     int status = 0;
-    sqlite3_stmt *statement = prepare(database, query.sql);
+    sqlite3_stmt *statement = nvs_sql_prepare(database, query.sql);
     if (!statement)
         return -1;
     while (sqlite3_step(statement) == SQLITE_ROW) {
         int type = sqlite3_column_int(statement, N_TYPE);
-        const char *text = string_column(database, statement, N_TEXT);
+        const char *text = nvs_sql_string_column(database, statement, N_TEXT);
         if (!text)
-            text = string_column(database, statement, N_TEXT_ID);
+            text = nvs_sql_string_column(database, statement, N_TEXT_ID);
         if (!text)
             continue;
-        if (type == NVTX_DOMAIN_CREATE && !is_null(statement, N_DOMAIN)) {
-            if (!grow((void **)&domains.items, &domains.capacity, domains.count, sizeof *domains.items)) {
+        if (type == NVTX_DOMAIN_CREATE && !nvs_sql_is_null(statement, N_DOMAIN)) {
+            if (!nvs_sql_grow((void **)&domains.items, &domains.capacity, domains.count, sizeof *domains.items)) {
                 status = -1;
                 break;
             }
             domains.items[domains.count].id = sqlite3_column_int64(statement, N_DOMAIN);
             domains.items[domains.count++].name = text;
-        } else if (type == NVTX_CATEGORY_NAME && !is_null(statement, N_CATEGORY)) {
-            if (!grow((void **)&categories.items, &categories.capacity, categories.count,
+        } else if (type == NVTX_CATEGORY_NAME && !nvs_sql_is_null(statement, N_CATEGORY)) {
+            if (!nvs_sql_grow((void **)&categories.items, &categories.capacity, categories.count,
                       sizeof *categories.items)) {
                 status = -1;
                 break;
             }
             categories.items[categories.count].domain =
-                is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
+                nvs_sql_is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
             categories.items[categories.count].id = sqlite3_column_int64(statement, N_CATEGORY);
             categories.items[categories.count++].name = text;
-        } else if (type == NVTX_THREAD_NAME && everything && !is_null(statement, N_TID)) {
+        } else if (type == NVTX_THREAD_NAME && everything && !nvs_sql_is_null(statement, N_TID)) {
             int64_t global = sqlite3_column_int64(statement, N_TID);
             if (!nvs_events_add_name(database->events, nvs_global_pid(global), nvs_global_tid(global),
                                      text, true))
@@ -351,21 +187,21 @@ static int load_nvtx(struct database *database)
 
     size_t unnamed = 0, open = 0;
     query.sql[query.length] = '\0';
-    query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)");
-    if (status == 0 && !(statement = prepare(database, query.sql)))
+    nvs_sql_query_end(&query, "FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60)");
+    if (status == 0 && !(statement = nvs_sql_prepare(database, query.sql)))
         status = -1;
     struct nvs_json_text args = {0};
     while (status == 0 && sqlite3_step(statement) == SQLITE_ROW) {
         int type = sqlite3_column_int(statement, N_TYPE);
-        const char *name = string_column(database, statement, N_TEXT);
+        const char *name = nvs_sql_string_column(database, statement, N_TEXT);
         if (!name)
-            name = string_column(database, statement, N_TEXT_ID);
+            name = nvs_sql_string_column(database, statement, N_TEXT_ID);
         if (!name) {
             unnamed++;
             continue;
         }
         bool mark = type == NVTX_MARK;
-        if (!mark && is_null(statement, N_END)) {
+        if (!mark && nvs_sql_is_null(statement, N_END)) {
             open++;
             continue;
         }
@@ -379,18 +215,18 @@ static int load_nvtx(struct database *database)
         event->end = mark ? event->start : sqlite3_column_int64(statement, N_END);
         event->name = name;
         event->domain = domain_name(database, &domains, statement, N_DOMAIN);
-        int64_t global = is_null(statement, N_TID) ? 0 : sqlite3_column_int64(statement, N_TID);
+        int64_t global = nvs_sql_is_null(statement, N_TID) ? 0 : sqlite3_column_int64(statement, N_TID);
         event->pid = nvs_global_pid(global);
         event->tid = nvs_global_tid(global);
         event->async = type == NVTX_START_END;
         /* endGlobalTid: the thread that ended it (NULL, in the exports seen here, where that
          * is the thread that started it) */
-        if (event->async && !is_null(statement, N_END_TID))
+        if (event->async && !nvs_sql_is_null(statement, N_END_TID))
             event->end_tid = nvs_global_tid(sqlite3_column_int64(statement, N_END_TID));
         /* the payload: the first of its columns that is there (report reads it) */
         for (size_t i = 0; i < PAYLOADS; i++) {
             int column = N_PAYLOAD + (int)i;
-            if (is_null(statement, column))
+            if (nvs_sql_is_null(statement, column))
                 continue;
             if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
                 double value = sqlite3_column_double(statement, column);
@@ -407,8 +243,8 @@ static int load_nvtx(struct database *database)
             continue;
         /* args as the recorder writes them: category, payload, colour (marks only) */
         args.length = 0;
-        if (!is_null(statement, N_CATEGORY) && sqlite3_column_int64(statement, N_CATEGORY) != 0) {
-            int64_t domain = is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
+        if (!nvs_sql_is_null(statement, N_CATEGORY) && sqlite3_column_int64(statement, N_CATEGORY) != 0) {
+            int64_t domain = nvs_sql_is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
             int64_t id = sqlite3_column_int64(statement, N_CATEGORY);
             const char *category = category_name(&categories, domain, id);
             if (category)
@@ -418,7 +254,7 @@ static int load_nvtx(struct database *database)
         }
         for (size_t i = 0; i < PAYLOADS; i++) {
             int column = N_PAYLOAD + (int)i;
-            if (is_null(statement, column))
+            if (nvs_sql_is_null(statement, column))
                 continue;
             if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
                 double value = sqlite3_column_double(statement, column);
@@ -433,7 +269,7 @@ static int load_nvtx(struct database *database)
             }
             break;
         }
-        if (mark && !is_null(statement, N_COLOR)) {
+        if (mark && !nvs_sql_is_null(statement, N_COLOR)) {
             uint32_t color = (uint32_t)sqlite3_column_int64(statement, N_COLOR) & 0xFFFFFFu;
             nvs_json_text_add(&args, "%s\"color\":\"#%06x\"", args.length ? "," : "", color);
         }
@@ -468,9 +304,9 @@ static struct nvs_event *add_call(struct database *database, sqlite3_stmt *state
         return NULL;
     event->kind = kind;
     event->start = sqlite3_column_int64(statement, 0);
-    event->end = is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
+    event->end = nvs_sql_is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
     event->domain = category;
-    int64_t global = is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
+    int64_t global = nvs_sql_is_null(statement, 3) ? 0 : sqlite3_column_int64(statement, 3);
     event->pid = nvs_global_pid(global);
     event->tid = nvs_global_tid(global);
     return event;
@@ -481,11 +317,11 @@ static int load_os_calls(struct database *database)
 {
     struct columns columns;
     static const char *const needed[] = {"start", "end", "nameId"};
-    if (!require_table(database, "OSRT_API", &columns, needed, 3, "OS runtime calls",
+    if (!nvs_sql_require_table(database, "OSRT_API", &columns, needed, 3, "OS runtime calls",
                        "profile with -t osrt for them"))
         return 0;
     static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "returnValue"};
-    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+    sqlite3_stmt *statement = nvs_sql_select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
                                              "OSRT_API", "");
     if (!statement)
         return -1;
@@ -499,10 +335,10 @@ static int load_os_calls(struct database *database)
             status = -1;
             break;
         }
-        event->name = string_column(database, statement, 2);
+        event->name = nvs_sql_string_column(database, statement, 2);
         if (!event->name)
             event->name = unknown;
-        if (!is_null(statement, 4)) {
+        if (!nvs_sql_is_null(statement, 4)) {
             snprintf(args, sizeof args, "\"return\":%lld", (long long)sqlite3_column_int64(statement, 4));
             event->args = nvs_events_intern_string(database->events, args);
         }
@@ -582,28 +418,28 @@ static int load_gpu(struct database *database, enum gpu_table which)
     const char *table = tables[which];
     struct columns columns;
     static const char *const needed[] = {"start", "end"};
-    if (!require_table(database, table, &columns, needed, 2, what[which],
+    if (!nvs_sql_require_table(database, table, &columns, needed, 2, what[which],
                        "none ran, or not profiled with -t cuda"))
         return 0;
     if (options->say_skipped) {
-        if (!has_column(&columns, "globalPid"))
+        if (!nvs_sql_has_column(&columns, "globalPid"))
             nvs_events_say(options, "%s has no globalPid column: %s shown in process 0", table, what[which]);
-        if (which == GPU_KERNEL && !has_column(&columns, "demangledName") &&
-            !has_column(&columns, "shortName"))
+        if (which == GPU_KERNEL && !nvs_sql_has_column(&columns, "demangledName") &&
+            !nvs_sql_has_column(&columns, "shortName"))
             nvs_events_say(options, "%s has no demangledName or shortName column: kernels unnamed", table);
     }
     static const char *const wanted[] = {"start", "end", "globalPid", "deviceId", "streamId",
                                          "correlationId", "demangledName", "shortName", "bytes",
                                          "copyKind", "srcKind", "dstKind", "value"};
-    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+    sqlite3_stmt *statement = nvs_sql_select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
                                              table, "");
     if (!statement)
         return -1;
     const char *category = nvs_events_intern_string(database->events, categories[which]);
     struct labels copy_labels = {.table = "ENUM_CUDA_MEMCPY_OPER"};
     struct labels memory_labels = {.table = "ENUM_CUDA_MEM_KIND"};
-    copy_labels.present = has_table(database, copy_labels.table);
-    memory_labels.present = has_table(database, memory_labels.table);
+    copy_labels.present = nvs_sql_has_table(database, copy_labels.table);
+    memory_labels.present = nvs_sql_has_table(database, memory_labels.table);
     struct nvs_json_text args = {0};
     int status = 0;
     uint32_t last_pid = UINT32_MAX, last_row = UINT32_MAX;
@@ -618,7 +454,7 @@ static int load_gpu(struct database *database, enum gpu_table which)
         event->start = sqlite3_column_int64(statement, 0);
         event->end = sqlite3_column_int64(statement, 1);
         event->domain = category;
-        event->pid = is_null(statement, 2) ? 0 : nvs_global_pid(sqlite3_column_int64(statement, 2));
+        event->pid = nvs_sql_is_null(statement, 2) ? 0 : nvs_global_pid(sqlite3_column_int64(statement, 2));
         int64_t device = sqlite3_column_int64(statement, 3), stream = sqlite3_column_int64(statement, 4);
         event->tid = stream_row(device, stream);
         if (event->pid != last_pid || event->tid != last_row) {
@@ -632,19 +468,19 @@ static int load_gpu(struct database *database, enum gpu_table which)
         }
         args.length = 0;
         nvs_json_text_add(&args, "\"device\":%" PRId64 ",\"stream\":%" PRId64, device, stream);
-        if (!is_null(statement, 5)) {
+        if (!nvs_sql_is_null(statement, 5)) {
             event->correlation = (uint32_t)sqlite3_column_int64(statement, 5);
             nvs_json_text_add(&args, ",\"correlation\":%lld",
                               (long long)sqlite3_column_int64(statement, 5));
         }
         char name[160];
         if (which == GPU_KERNEL) {
-            const char *kernel = string_column(database, statement, 6);
+            const char *kernel = nvs_sql_string_column(database, statement, 6);
             if (!kernel)
-                kernel = string_column(database, statement, 7);
+                kernel = nvs_sql_string_column(database, statement, 7);
             event->name = kernel ? kernel : nvs_events_intern_string(database->events, "[CUDA kernel]");
         } else {
-            if (!is_null(statement, 8))
+            if (!nvs_sql_is_null(statement, 8))
                 nvs_json_text_add(&args, ",\"bytes\":%lld",
                                   (long long)sqlite3_column_int64(statement, 8));
             if (which == GPU_COPY) {
@@ -652,7 +488,7 @@ static int load_gpu(struct database *database, enum gpu_table which)
                 const char *label = cached_label(database, &copy_labels, kind);
                 snprintf(name, sizeof name, "CUDA memcpy %s", label ? label : copy_kind(kind));
                 for (int side = 0; side < 2; side++) {
-                    if (is_null(statement, 10 + side))
+                    if (nvs_sql_is_null(statement, 10 + side))
                         continue;
                     int64_t memory = sqlite3_column_int64(statement, 10 + side);
                     const char *memory_label = cached_label(database, &memory_labels, memory);
@@ -661,7 +497,7 @@ static int load_gpu(struct database *database, enum gpu_table which)
                 }
             } else {
                 snprintf(name, sizeof name, "CUDA memset");
-                if (!is_null(statement, 12))
+                if (!nvs_sql_is_null(statement, 12))
                     nvs_json_text_add(&args, ",\"value\":%lld",
                                       (long long)sqlite3_column_int64(statement, 12));
             }
@@ -714,7 +550,7 @@ static int load_cuda_api(struct database *database)
     const struct nvs_load_options *options = database->options;
     struct columns columns;
     static const char *const needed[] = {"start", "end"};
-    if (!require_table(database, table, &columns, needed, 2, "CUDA API calls",
+    if (!nvs_sql_require_table(database, table, &columns, needed, 2, "CUDA API calls",
                        "none made, or not profiled with -t cuda"))
         return 0;
     /* Each column missing, and what goes without it. */
@@ -727,19 +563,19 @@ static int load_cuda_api(struct database *database)
     };
     if (options->say_skipped)
         for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
-            if (!has_column(&columns, optional[i].column))
+            if (!nvs_sql_has_column(&columns, optional[i].column))
                 nvs_events_say(options, "%s has no %s column: %s", table, optional[i].column,
                                optional[i].without);
     static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "correlationId",
                                          "returnValue", "eventClass"};
-    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+    sqlite3_stmt *statement = nvs_sql_select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
                                              table, "");
     if (!statement)
         return -1;
     const char *category = nvs_events_intern_string(database->events, NVS_CATEGORY_CUDA_API);
     const char *unknown = nvs_events_intern_string(database->events, "[CUDA API call]");
     struct labels classes = {.table = "ENUM_NSYS_EVENT_CLASS"};
-    classes.present = has_table(database, classes.table);
+    classes.present = nvs_sql_has_table(database, classes.table);
     /* The names are few (one per entry point): each is cut once. */
     const char *last_name = NULL, *last_cut = NULL;
     struct nvs_json_text args = {0};
@@ -750,7 +586,7 @@ static int load_cuda_api(struct database *database)
             status = -1;
             break;
         }
-        const char *name = string_column(database, statement, 2);
+        const char *name = nvs_sql_string_column(database, statement, 2);
         if (name && name != last_name) {
             last_name = name;
             last_cut = nvs_events_intern(database->events, name, api_name_length(name));
@@ -761,14 +597,14 @@ static int load_cuda_api(struct database *database)
         }
         event->name = name ? last_cut : unknown;
         args.length = 0;
-        if (!is_null(statement, 4)) {
+        if (!nvs_sql_is_null(statement, 4)) {
             event->correlation = (uint32_t)sqlite3_column_int64(statement, 4);
             nvs_json_text_add(&args, "\"correlation\":%lld", (long long)sqlite3_column_int64(statement, 4));
         }
-        if (!is_null(statement, 5))
+        if (!nvs_sql_is_null(statement, 5))
             nvs_json_text_add(&args, "%s\"return\":%lld", args.length ? "," : "",
                               (long long)sqlite3_column_int64(statement, 5));
-        const char *class = is_null(statement, 6) ? NULL
+        const char *class = nvs_sql_is_null(statement, 6) ? NULL
                             : cached_label(database, &classes, sqlite3_column_int64(statement, 6));
         if (class)
             nvs_json_text_add_string_member(&args, "class", class);
@@ -790,15 +626,15 @@ static int load_names(struct database *database)
 {
     const struct nvs_load_options *options = database->options;
     struct nvs_events *events = database->events;
-    if (has_table(database, "ThreadNames")) {
+    if (nvs_sql_has_table(database, "ThreadNames")) {
         struct columns columns;
-        read_columns(database, "ThreadNames", &columns);
-        if (has_column(&columns, "nameId") && has_column(&columns, "globalTid")) {
-            sqlite3_stmt *statement = prepare(database, "SELECT globalTid, nameId FROM ThreadNames");
+        nvs_sql_read_columns(database, "ThreadNames", &columns);
+        if (nvs_sql_has_column(&columns, "nameId") && nvs_sql_has_column(&columns, "globalTid")) {
+            sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT globalTid, nameId FROM ThreadNames");
             if (!statement)
                 return -1;
             while (sqlite3_step(statement) == SQLITE_ROW) {
-                const char *name = string_column(database, statement, 1);
+                const char *name = nvs_sql_string_column(database, statement, 1);
                 int64_t global = sqlite3_column_int64(statement, 0);
                 /* an NVTX name (nvtxNameOsThread) read before stays */
                 if (name && !nvs_events_add_name(events, nvs_global_pid(global), nvs_global_tid(global),
@@ -812,17 +648,17 @@ static int load_names(struct database *database)
     } else if (options->say_skipped) {
         nvs_events_say(options, "no ThreadNames table: threads unnamed (NVTX thread names kept)");
     }
-    if (has_table(database, "PROCESSES")) {
+    if (nvs_sql_has_table(database, "PROCESSES")) {
         struct columns columns;
-        read_columns(database, "PROCESSES", &columns);
-        if (has_column(&columns, "name") && (has_column(&columns, "pid") || has_column(&columns, "globalPid"))) {
-            sqlite3_stmt *statement = prepare(database, has_column(&columns, "pid")
+        nvs_sql_read_columns(database, "PROCESSES", &columns);
+        if (nvs_sql_has_column(&columns, "name") && (nvs_sql_has_column(&columns, "pid") || nvs_sql_has_column(&columns, "globalPid"))) {
+            sqlite3_stmt *statement = nvs_sql_prepare(database, nvs_sql_has_column(&columns, "pid")
                                                             ? "SELECT pid, name FROM PROCESSES"
                                                             : "SELECT globalPid >> 24, name FROM PROCESSES");
             if (!statement)
                 return -1;
             while (sqlite3_step(statement) == SQLITE_ROW) {
-                const char *name = string_column(database, statement, 1);
+                const char *name = nvs_sql_string_column(database, statement, 1);
                 uint32_t pid = (uint32_t)sqlite3_column_int64(statement, 0) & 0xFFFFFFu;
                 if (name && !nvs_events_add_name(events, pid, 0, name, true))
                     return -1;
@@ -900,10 +736,10 @@ static int load_sched(struct database *database)
     struct nvs_events *events = database->events;
     struct columns columns;
     static const char *const needed[] = {"start", "isSchedIn", "globalTid"};
-    if (!require_table(database, table, &columns, needed, 3, "thread states",
+    if (!nvs_sql_require_table(database, table, &columns, needed, 3, "thread states",
                        "profile with --cpuctxsw=process-tree for them"))
         return 0;
-    bool with_state = has_column(&columns, "threadState"), with_block = has_column(&columns, "threadBlock");
+    bool with_state = nvs_sql_has_column(&columns, "threadState"), with_block = nvs_sql_has_column(&columns, "threadBlock");
     if (options->say_skipped) {
         if (!with_state && !with_block)
             nvs_events_say(options, "SCHED_EVENTS has no threadState or threadBlock column: time off the CPU "
@@ -914,13 +750,13 @@ static int load_sched(struct database *database)
         else if (!with_block)
             nvs_events_say(options, "SCHED_EVENTS has no threadBlock column: time off the CPU is shown "
                            "without what blocked the thread");
-        if (!has_column(&columns, "cpu"))
+        if (!nvs_sql_has_column(&columns, "cpu"))
             nvs_events_say(options, "SCHED_EVENTS has no cpu column: running time is shown without its CPU");
     }
     char state_table[128], block_table[128];
     struct labels states = {.table = state_table}, blocks = {.table = block_table};
     /* nsys's thread states, which its sampling rows (COMPOSITE_EVENTS) use too */
-    states.present = with_state && (has_table(database, "ENUM_SAMPLING_THREAD_STATE")
+    states.present = with_state && (nvs_sql_has_table(database, "ENUM_SAMPLING_THREAD_STATE")
                                         ? snprintf(state_table, sizeof state_table, "%s",
                                                    "ENUM_SAMPLING_THREAD_STATE") > 0
                                         : find_enum_table(database, "ENUM%THREAD_STATE%", state_table,
@@ -930,7 +766,7 @@ static int load_sched(struct database *database)
     static const char *const wanted[] = {"start", "cpu", "isSchedIn", "globalTid", "threadState",
                                          "threadBlock"};
     /* rowid: of two switches at one time, the one nsys wrote first */
-    sqlite3_stmt *statement = select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
+    sqlite3_stmt *statement = nvs_sql_select_columns(database, &columns, wanted, sizeof wanted / sizeof wanted[0],
                                              "SCHED_EVENTS",
                                              "WHERE globalTid IS NOT NULL ORDER BY globalTid, start, rowid");
     if (!statement)
@@ -1005,11 +841,11 @@ static int load_sched(struct database *database)
         in = switch_in;
         out = !switch_in;
         since = time;
-        has_cpu = !is_null(statement, S_CPU);
+        has_cpu = !nvs_sql_is_null(statement, S_CPU);
         cpu = sqlite3_column_int64(statement, S_CPU);
         /* the reason the thread left the CPU: on its switch out */
         state = block = NULL;
-        if (!switch_in && !is_null(statement, S_STATE)) {
+        if (!switch_in && !nvs_sql_is_null(statement, S_STATE)) {
             sqlite3_int64 id = sqlite3_column_int64(statement, S_STATE);
             state = cached_label(database, &states, id);
             if (!state) {
@@ -1017,7 +853,7 @@ static int load_sched(struct database *database)
                 state = nvs_events_intern_string(events, number);
             }
         }
-        if (!switch_in && !is_null(statement, S_BLOCK)) {
+        if (!switch_in && !nvs_sql_is_null(statement, S_BLOCK)) {
             sqlite3_int64 id = sqlite3_column_int64(statement, S_BLOCK);
             block = cached_label(database, &blocks, id);
             if (!block) {
@@ -1044,7 +880,7 @@ static void say_left_out(struct database *database)
         /* not events: descriptions of the session and the machine */
         "EXPORT_META_DATA", "ANALYSIS_DETAILS", "ProcessStreams", "UnwindMethodType",
     };
-    sqlite3_stmt *tables = prepare(database, "SELECT name FROM sqlite_master WHERE type = 'table' "
+    sqlite3_stmt *tables = nvs_sql_prepare(database, "SELECT name FROM sqlite_master WHERE type = 'table' "
                                              "AND name NOT LIKE 'ENUM_%' AND name NOT LIKE 'TARGET_INFO_%' "
                                              "AND name NOT LIKE 'sqlite_%' ORDER BY name");
     if (!tables)
@@ -1080,7 +916,7 @@ static void say_left_out(struct database *database)
  * rather than read as an export with every table missing. */
 static bool is_nsys_export(struct database *database)
 {
-    sqlite3_stmt *statement = prepare(database,
+    sqlite3_stmt *statement = nvs_sql_prepare(database,
         "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND (name IN ('NVTX_EVENTS', "
         "'OSRT_API', 'SCHED_EVENTS', 'StringIds', 'ThreadNames', 'PROCESSES', 'COMPOSITE_EVENTS', "
         "'EXPORT_META_DATA', 'ANALYSIS_DETAILS', 'PROFILER_OVERHEAD') OR name LIKE 'CUPTI\\_%' ESCAPE '\\' "
