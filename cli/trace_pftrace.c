@@ -6,7 +6,9 @@
  * crash or a loop. The file is read whole (it is compact), then packet by
  * packet: per sequence its interned names and its incremental clock, per track
  * its open slices. */
+#include "map.h"
 #include "pftrace_proto.h"
+#include "pftrace_wire.h"
 #include "trace_pftrace.h"
 
 #include <errno.h>
@@ -19,182 +21,6 @@
 
 #include "trace_json.h"
 #include "trace_reader.h"
-
-/* ---- the wire format ------------------------------------------------------------ */
-
-/* Field numbers, wire types and values: pftrace_proto.h, shared with the writer. */
-
-/* What next_field found. */
-enum {
-    FIELD_OK = 1,
-    FIELD_END = 0,              /* the bytes end between fields */
-    FIELD_CUT = -1,             /* ... inside one: a varint or a length runs past their end */
-    FIELD_LONG_VARINT = -2,     /* a varint of more than 10 bytes */
-    FIELD_BAD_WIRE = -3,        /* wire type 3, 4 (groups), 6 or 7 */
-    FIELD_NUMBER_ZERO = -4,
-};
-
-struct bytes {
-    const unsigned char *at, *end;
-};
-
-struct field {
-    uint32_t number;
-    unsigned wire;
-    uint64_t value;             /* a varint's, or a fixed64's or fixed32's bits */
-    struct bytes bytes;         /* a length-delimited one's */
-};
-
-static int read_varint(struct bytes *in, uint64_t *value)
-{
-    uint64_t result = 0;
-    for (unsigned shift = 0; shift < 70; shift += 7) {
-        if (in->at == in->end)
-            return FIELD_CUT;
-        unsigned byte = *in->at++;
-        result |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) {
-            *value = result;
-            return FIELD_OK;
-        }
-    }
-    return FIELD_LONG_VARINT;
-}
-
-/* The next field of IN, IN moved past it. */
-static int next_field(struct bytes *in, struct field *field)
-{
-    if (in->at == in->end)
-        return FIELD_END;
-    uint64_t key, length;
-    int got = read_varint(in, &key);
-    if (got != FIELD_OK)
-        return got;
-    if (key >> 3 == 0 || key >> 3 > UINT32_MAX)
-        return FIELD_NUMBER_ZERO;
-    field->number = (uint32_t)(key >> 3);
-    field->wire = (unsigned)(key & 7);
-    field->value = 0;
-    switch (field->wire) {
-    case PF_WIRE_VARINT:
-        return read_varint(in, &field->value);
-    case PF_WIRE_FIXED64:
-    case PF_WIRE_FIXED32: {
-        size_t size = field->wire == PF_WIRE_FIXED64 ? 8 : 4;
-        if ((size_t)(in->end - in->at) < size)
-            return FIELD_CUT;
-        for (size_t i = size; i-- > 0;)
-            field->value = field->value << 8 | in->at[i];
-        in->at += size;
-        return FIELD_OK;
-    }
-    case PF_WIRE_LENGTH:
-        if ((got = read_varint(in, &length)) != FIELD_OK)
-            return got;
-        if (length > (uint64_t)(in->end - in->at))
-            return FIELD_CUT;
-        field->bytes = (struct bytes){in->at, in->at + length};
-        in->at += length;
-        return FIELD_OK;
-    default:
-        return FIELD_BAD_WIRE;
-    }
-}
-
-static const char *field_problem(int got)
-{
-    switch (got) {
-    case FIELD_CUT: return "a field runs past the end of its message";
-    case FIELD_LONG_VARINT: return "a varint longer than 10 bytes";
-    case FIELD_BAD_WIRE: return "a field of an unknown wire type";
-    default: return "a field numbered 0";
-    }
-}
-
-static bool is_varint(const struct field *field, uint32_t number)
-{
-    return field->number == number && field->wire == PF_WIRE_VARINT;
-}
-
-static bool is_message(const struct field *field, uint32_t number)
-{
-    return field->number == number && field->wire == PF_WIRE_LENGTH;
-}
-
-/* ---- maps: two 64-bit words to a number -------------------------------------------- */
-
-struct map_slot {
-    uint64_t a, b;
-    size_t value;
-    bool used;
-};
-
-/* Open addressing with linear probing; nothing is ever removed. */
-struct map {
-    struct map_slot *slots;
-    size_t slot_count, used;
-};
-
-static uint64_t mix(uint64_t value)
-{
-    value ^= value >> 30;
-    value *= 0xBF58476D1CE4E5B9ull;
-    value ^= value >> 27;
-    value *= 0x94D049BB133111EBull;
-    return value ^ value >> 31;
-}
-
-static size_t map_home(uint64_t a, uint64_t b, size_t slot_count)
-{
-    return (size_t)mix(mix(a) ^ b) & (slot_count - 1);
-}
-
-static struct map_slot *map_find(const struct map *map, uint64_t a, uint64_t b)
-{
-    if (!map->slot_count)
-        return NULL;
-    size_t mask = map->slot_count - 1;
-    for (size_t slot = map_home(a, b, map->slot_count); map->slots[slot].used; slot = (slot + 1) & mask)
-        if (map->slots[slot].a == a && map->slots[slot].b == b)
-            return &map->slots[slot];
-    return NULL;
-}
-
-static bool map_grow(struct map *map)
-{
-    size_t count = map->slot_count ? map->slot_count * 2 : 64;
-    struct map_slot *slots = calloc(count, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < map->slot_count; i++) {
-        if (!map->slots[i].used)
-            continue;
-        size_t slot = map_home(map->slots[i].a, map->slots[i].b, count);
-        while (slots[slot].used)
-            slot = (slot + 1) & (count - 1);
-        slots[slot] = map->slots[i];
-    }
-    free(map->slots);
-    map->slots = slots;
-    map->slot_count = count;
-    return true;
-}
-
-/* The slot of (A, B), made with value SIZE_MAX when missing; NULL when out of memory. */
-static struct map_slot *map_put(struct map *map, uint64_t a, uint64_t b)
-{
-    struct map_slot *found = map_find(map, a, b);
-    if (found)
-        return found;
-    if ((map->used + 1) * 2 > map->slot_count && !map_grow(map))
-        return NULL;
-    size_t slot = map_home(a, b, map->slot_count);
-    while (map->slots[slot].used)
-        slot = (slot + 1) & (map->slot_count - 1);
-    map->slots[slot] = (struct map_slot){a, b, SIZE_MAX, true};
-    map->used++;
-    return &map->slots[slot];
-}
 
 /* ---- the reader's state ----------------------------------------------------------- */
 
@@ -306,7 +132,7 @@ static struct nvs_trace_side halves_take(struct halves *halves, size_t i)
  * until the next call. */
 static struct sequence *sequence_of(struct reader *reader, uint32_t id)
 {
-    struct map_slot *slot = map_put(&reader->sequence_ids, id, 0);
+    struct map_slot *slot = nvs_map_put(&reader->sequence_ids, id, 0);
     if (!slot)
         return NULL;
     if (slot->value != SIZE_MAX)
@@ -326,7 +152,7 @@ static struct sequence *sequence_of(struct reader *reader, uint32_t id)
  * described); NULL when out of memory. Valid until the next call. */
 static struct track *track_of(struct reader *reader, uint64_t uuid)
 {
-    struct map_slot *slot = map_put(&reader->track_ids, uuid, 0);
+    struct map_slot *slot = nvs_map_put(&reader->track_ids, uuid, 0);
     if (!slot)
         return NULL;
     if (slot->value != SIZE_MAX)
@@ -360,7 +186,7 @@ static void sequence_thread(struct reader *reader, const struct sequence *sequen
     *tid = 0;
     if (!sequence->has_default_track)
         return;
-    struct map_slot *slot = map_find(&reader->track_ids, sequence->default_track, 0);
+    struct map_slot *slot = nvs_map_find(&reader->track_ids, sequence->default_track, 0);
     if (slot) {
         *pid = reader->tracks[slot->value].pid;
         *tid = reader->tracks[slot->value].tid;
@@ -378,7 +204,7 @@ static uint64_t interned_key(uint32_t sequence_id, const struct sequence *sequen
 static const char *interned(const struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
                             unsigned kind, uint64_t iid)
 {
-    struct map_slot *slot = map_find(&reader->interned, iid, interned_key(sequence_id, sequence, kind & 3));
+    struct map_slot *slot = nvs_map_find(&reader->interned, iid, interned_key(sequence_id, sequence, kind & 3));
     return slot ? (const char *)(uintptr_t)slot->value : NULL;
 }
 
@@ -432,31 +258,26 @@ struct packet {
     struct bytes defaults, snapshot, interned, descriptor, event;
 };
 
-/* Each field of MESSAGE in turn as FIELD (CURSOR walks it); a corrupt one ends the
- * loop with GOT < 0. */
-#define FOR_EACH_FIELD(cursor, message, field, got) \
-    for (struct bytes cursor = (message); ((got) = next_field(&cursor, &(field))) > 0;)
-
 static int read_defaults(struct reader *reader, struct sequence *sequence, struct bytes message)
 {
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (is_varint(&field, PF_DEFAULTS_CLOCK)) {
+        if (nvs_pb_is_varint(&field, PF_DEFAULTS_CLOCK)) {
             sequence->default_clock = (uint32_t)field.value;
             sequence->has_default_clock = true;
-        } else if (is_message(&field, PF_DEFAULTS_TRACK_EVENT)) {
+        } else if (nvs_pb_is_message(&field, PF_DEFAULTS_TRACK_EVENT)) {
             FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-                if (is_varint(&inner, PF_EVENT_DEFAULTS_TRACK)) {
+                if (nvs_pb_is_varint(&inner, PF_EVENT_DEFAULTS_TRACK)) {
                     sequence->default_track = inner.value;
                     sequence->has_default_track = true;
                 }
             }
             if (inner_got < 0)
-                return corrupt(reader, field_problem(inner_got));
+                return corrupt(reader, nvs_pb_field_problem(inner_got));
         }
     }
-    return got < 0 ? corrupt(reader, field_problem(got)) : 0;
+    return got < 0 ? corrupt(reader, nvs_pb_field_problem(got)) : 0;
 }
 
 /* A clock snapshot: the sequence's own clock (64 and up) set, with its offset
@@ -468,26 +289,26 @@ static int read_snapshot(struct reader *reader, struct sequence *sequence, struc
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (!is_message(&field, PF_SNAPSHOT_CLOCK))
+        if (!nvs_pb_is_message(&field, PF_SNAPSHOT_CLOCK))
             continue;
         uint32_t id = 0;
         uint64_t timestamp = 0;
         bool incremental = false;
         FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-            if (is_varint(&inner, PF_CLOCK_ID))
+            if (nvs_pb_is_varint(&inner, PF_CLOCK_ID))
                 id = (uint32_t)inner.value;
-            else if (is_varint(&inner, PF_CLOCK_TIMESTAMP))
+            else if (nvs_pb_is_varint(&inner, PF_CLOCK_TIMESTAMP))
                 timestamp = inner.value;
-            else if (is_varint(&inner, PF_CLOCK_INCREMENTAL))
+            else if (nvs_pb_is_varint(&inner, PF_CLOCK_INCREMENTAL))
                 incremental = inner.value != 0;
         }
         if (inner_got < 0)
-            return corrupt(reader, field_problem(inner_got));
+            return corrupt(reader, nvs_pb_field_problem(inner_got));
         if (count < sizeof clocks / sizeof clocks[0])
             clocks[count++] = (struct clock){id, timestamp, incremental};
     }
     if (got < 0)
-        return corrupt(reader, field_problem(got));
+        return corrupt(reader, nvs_pb_field_problem(got));
     bool has_monotonic = false;
     uint64_t monotonic = 0;
     for (size_t i = 0; i < count; i++)
@@ -519,34 +340,34 @@ static int read_interned(struct reader *reader, uint32_t sequence_id, const stru
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (!is_message(&field, PF_INTERNED_CATEGORIES) && !is_message(&field, PF_INTERNED_NAMES) &&
-            !is_message(&field, PF_INTERNED_ANNOTATION_NAMES))
+        if (!nvs_pb_is_message(&field, PF_INTERNED_CATEGORIES) && !nvs_pb_is_message(&field, PF_INTERNED_NAMES) &&
+            !nvs_pb_is_message(&field, PF_INTERNED_ANNOTATION_NAMES))
             continue;
         uint64_t iid = 0;
         bool has_iid = false;
         struct bytes name = {0};
         bool has_name = false;
         FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-            if (is_varint(&inner, PF_ENTRY_IID)) {
+            if (nvs_pb_is_varint(&inner, PF_ENTRY_IID)) {
                 iid = inner.value;
                 has_iid = true;
-            } else if (is_message(&inner, PF_ENTRY_NAME)) {
+            } else if (nvs_pb_is_message(&inner, PF_ENTRY_NAME)) {
                 name = inner.bytes;
                 has_name = true;
             }
         }
         if (inner_got < 0)
-            return corrupt(reader, field_problem(inner_got));
+            return corrupt(reader, nvs_pb_field_problem(inner_got));
         if (!has_iid || !has_name)
             continue;
         const char *text = intern_bytes(reader, name);
-        struct map_slot *slot = text ? map_put(&reader->interned, iid,
+        struct map_slot *slot = text ? nvs_map_put(&reader->interned, iid,
                                                interned_key(sequence_id, sequence, field.number)) : NULL;
         if (!slot)
             return out_of_memory(reader);
         slot->value = (size_t)(uintptr_t)text;
     }
-    return got < 0 ? corrupt(reader, field_problem(got)) : 0;
+    return got < 0 ? corrupt(reader, nvs_pb_field_problem(got)) : 0;
 }
 
 /* NAME (or "" when the descriptor has none) for (PID, TID), as the JSON form's
@@ -570,28 +391,28 @@ static int read_descriptor(struct reader *reader, struct bytes message)
     struct field field, inner;
     int got, inner_got = 0;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (is_varint(&field, PF_DESCRIPTOR_UUID)) {
+        if (nvs_pb_is_varint(&field, PF_DESCRIPTOR_UUID)) {
             uuid = field.value;
-        } else if (is_message(&field, PF_DESCRIPTOR_PROCESS) || is_message(&field, PF_DESCRIPTOR_THREAD)) {
+        } else if (nvs_pb_is_message(&field, PF_DESCRIPTOR_PROCESS) || nvs_pb_is_message(&field, PF_DESCRIPTOR_THREAD)) {
             bool is_process = field.number == PF_DESCRIPTOR_PROCESS;
             process |= is_process;
             thread |= !is_process;
             FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
-                if (is_varint(&inner, is_process ? PF_PROCESS_PID : PF_THREAD_PID)) {
+                if (nvs_pb_is_varint(&inner, is_process ? PF_PROCESS_PID : PF_THREAD_PID)) {
                     pid = (uint32_t)inner.value;
-                } else if (!is_process && is_varint(&inner, PF_THREAD_TID)) {
+                } else if (!is_process && nvs_pb_is_varint(&inner, PF_THREAD_TID)) {
                     tid = (uint32_t)inner.value;
-                } else if (is_message(&inner, is_process ? PF_PROCESS_NAME : PF_THREAD_NAME)) {
+                } else if (nvs_pb_is_message(&inner, is_process ? PF_PROCESS_NAME : PF_THREAD_NAME)) {
                     name = inner.bytes;
                     has_name = true;
                 }
             }
             if (inner_got < 0)
-                return corrupt(reader, field_problem(inner_got));
+                return corrupt(reader, nvs_pb_field_problem(inner_got));
         }
     }
     if (got < 0)
-        return corrupt(reader, field_problem(got));
+        return corrupt(reader, nvs_pb_field_problem(got));
     if (thread) {
         struct track *track = track_of(reader, uuid);
         if (!track)
@@ -659,20 +480,20 @@ static int read_annotation(struct reader *reader, uint32_t sequence_id, const st
     struct field field;
     int got;
     FOR_EACH_FIELD(cursor, message, field, got) {
-        if (is_varint(&field, PF_ANNOTATION_NAME_IID)) {
+        if (nvs_pb_is_varint(&field, PF_ANNOTATION_NAME_IID)) {
             key = interned(reader, sequence_id, sequence, PF_INTERNED_ANNOTATION_NAMES, field.value);
             key_length = key ? strlen(key) : 0;
-        } else if (is_message(&field, PF_ANNOTATION_NAME)) {
+        } else if (nvs_pb_is_message(&field, PF_ANNOTATION_NAME)) {
             key = (const char *)field.bytes.at;
             key_length = (size_t)(field.bytes.end - field.bytes.at);
-        } else if (is_varint(&field, PF_ANNOTATION_UINT) || is_varint(&field, PF_ANNOTATION_INT) ||
+        } else if (nvs_pb_is_varint(&field, PF_ANNOTATION_UINT) || nvs_pb_is_varint(&field, PF_ANNOTATION_INT) ||
                    (field.number == PF_ANNOTATION_DOUBLE && field.wire == PF_WIRE_FIXED64)) {
             value_field = field.number;
             bits = field.value;
         }
     }
     if (got < 0)
-        return corrupt(reader, field_problem(got));
+        return corrupt(reader, nvs_pb_field_problem(got));
     int64_t value;
     if (!key || !value_field || !annotation_number(value_field, bits, &value))
         return 0;
@@ -728,8 +549,8 @@ static int read_event_fields(struct reader *reader, uint32_t sequence_id, const 
                 uint64_t iid;
                 struct bytes packed = field.bytes;
                 while (packed.at < packed.end && !text) {
-                    if ((inner_got = read_varint(&packed, &iid)) != FIELD_OK)
-                        return corrupt(reader, field_problem(inner_got));
+                    if ((inner_got = nvs_pb_read_varint(&packed, &iid)) != FIELD_OK)
+                        return corrupt(reader, nvs_pb_field_problem(inner_got));
                     text = interned(reader, sequence_id, sequence, PF_INTERNED_CATEGORIES, iid);
                     event->undefined |= !text;
                 }
@@ -751,7 +572,7 @@ static int read_event_fields(struct reader *reader, uint32_t sequence_id, const 
             break;
         }
     }
-    return got < 0 ? corrupt(reader, field_problem(got)) : 0;
+    return got < 0 ? corrupt(reader, nvs_pb_field_problem(got)) : 0;
 }
 
 /* BEGIN ended by END, added (nvs_trace_add_joined). */
@@ -930,7 +751,7 @@ static int read_packet(struct reader *reader, struct bytes message)
         }
     }
     if (got < 0)
-        return corrupt(reader, field_problem(got));
+        return corrupt(reader, nvs_pb_field_problem(got));
     struct sequence *sequence = sequence_of(reader, packet.sequence_id);
     if (!sequence)
         return out_of_memory(reader);
@@ -1010,13 +831,13 @@ int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, siz
     while (!reader.failed && !reader.problem) {
         const unsigned char *at = in.at;
         struct field field;
-        int got = next_field(&in, &field);
+        int got = nvs_pb_next_field(&in, &field);
         /* the end, or a packet (or padding) cut short: the file stops at the last whole packet */
         if (got == FIELD_END || got == FIELD_CUT)
             break;
         reader.problem_at = (size_t)(at - bytes);
         if (got < 0 || (field.number == PF_TRACE_PACKET && field.wire != PF_WIRE_LENGTH)) {
-            corrupt(&reader, got < 0 ? field_problem(got) : "a packet that is not a message");
+            corrupt(&reader, got < 0 ? nvs_pb_field_problem(got) : "a packet that is not a message");
             break;
         }
         if (field.number != PF_TRACE_PACKET)
@@ -1103,7 +924,7 @@ static bool starts_a_pftrace(const unsigned char *bytes, size_t length)
         return true;
     struct bytes in = {bytes, bytes + length};
     struct field field;
-    if (next_field(&in, &field) != FIELD_OK)
+    if (nvs_pb_next_field(&in, &field) != FIELD_OK)
         return false;
     int got;
     struct field inner;
