@@ -31,6 +31,7 @@
  *   the wrappers it exports for the program. */
 #define _GNU_SOURCE
 #include "trace_writer.h"
+#include "trace_file.h"
 #include "../clock.h"
 
 #include <errno.h>
@@ -61,9 +62,7 @@
 
 #define FILE_PAGE 4096u
 #define WRITE_PIECES 32u
-#define DESCRIPTOR_FLOOR 200        /* the trace's descriptor: above the numbers programs reuse */
 #define FINISH_WAIT_NS 2000000000ull
-#define SUFFIX_TRIES 100
 #define HEADER_MAX (2 * NVS_TRACE_EVENT_MAX)   /* the header, then the run's mark */
 #define COMPARED 256u                           /* bytes of the header read back at once */
 
@@ -141,20 +140,6 @@ static bool set_finished(bool finished)
     return was;
 }
 
-/* ---- messages: async-signal-safe --------------------------------------------- */
-
-#define SAY(...)                                                                    \
-    do {                                                                            \
-        const char *const pieces_[] = { __VA_ARGS__ };                              \
-        nvs_log_pieces(pieces_, sizeof pieces_ / sizeof pieces_[0]);                \
-    } while (0)
-
-static const char *reason(int error)
-{
-    const char *text = strerrordesc_np(error);
-    return text ? text : "unknown error";
-}
-
 /* ---- the file lock ------------------------------------------------------------- */
 
 enum lock_result { LOCK_TAKEN, LOCK_HELD_HERE, LOCK_TIMED_OUT };
@@ -190,148 +175,6 @@ static void unlock_file(void)
 }
 
 /* ---- opening ------------------------------------------------------------------ */
-
-static bool is_dev_null(const struct stat *status)
-{
-    return S_ISCHR(status->st_mode) && status->st_rdev == makedev(1, 3);
-}
-
-static const char *kind_of(mode_t mode)
-{
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
-    return "not a regular file";
-}
-
-/* PATH with SUFFIX before its extension: NAME.EXT -> NAME.SUFFIX.EXT. */
-static void with_suffix(char *out, size_t size, const char *path, const char *suffix)
-{
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    size_t length = strlen(path);
-    size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - path) : length;
-    if (length + strlen(suffix) + 2 >= size) {
-        out[0] = '\0';
-        return;
-    }
-    memcpy(out, path, stem);
-    out[stem] = '.';
-    memcpy(out + stem + 1, suffix, strlen(suffix));
-    memcpy(out + stem + 1 + strlen(suffix), path + stem, length - stem + 1);
-}
-
-/* %p -> pid, %% -> %; a forked child without %p writes NAME.PID.EXT. */
-static void expand_path(char *out, size_t size, const char *template, pid_t pid, bool child)
-{
-    size_t used = 0;
-    bool had_pid = false;
-    char number[24];
-    for (const char *c = template; *c && used + 24 < size; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            nvs_log_number(number, (unsigned long long)pid);
-            memcpy(out + used, number, strlen(number));
-            used += strlen(number);
-            had_pid = true;
-            c++;
-        } else if (c[0] == '%' && c[1] == '%') {
-            out[used++] = '%';
-            c++;
-        } else {
-            out[used++] = *c;
-        }
-    }
-    out[used] = '\0';
-    if (child && !had_pid && used < NVS_PATH_MAX) {
-        char expanded[NVS_PATH_MAX];
-        memcpy(expanded, out, used + 1);
-        with_suffix(out, size, expanded, nvs_log_number(number, (unsigned long long)pid));
-        if (!out[0])            /* no room for the suffix: the path as it was */
-            memcpy(out, expanded, used + 1);
-    }
-}
-
-enum candidate { CANDIDATE_OPEN, CANDIDATE_IN_USE, CANDIDATE_REFUSED };
-
-static enum candidate refuse_kind(const char *path, mode_t mode)
-{
-    SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(mode), "); no trace is recorded");
-    return CANDIDATE_REFUSED;
-}
-
-/* The kernel's own file systems, whose regular files are the kernel's
- * settings and switches (a sysfs attribute, /proc/self/comm, an EFI
- * variable): a write there is an act, not a trace. Their name, or NULL. */
-static const char *kernel_file_system(int fd)
-{
-    static const struct {
-        unsigned long magic;
-        const char *name;
-    } kinds[] = {
-        { PROC_SUPER_MAGIC, "proc" }, { SYSFS_MAGIC, "sysfs" }, { DEBUGFS_MAGIC, "debugfs" },
-        { TRACEFS_MAGIC, "tracefs" }, { CGROUP_SUPER_MAGIC, "cgroup" },
-        { CGROUP2_SUPER_MAGIC, "cgroup2" }, { SECURITYFS_MAGIC, "securityfs" },
-        { SELINUX_MAGIC, "selinuxfs" }, { SMACK_MAGIC, "smackfs" }, { EFIVARFS_MAGIC, "efivarfs" },
-        { BPF_FS_MAGIC, "bpf" }, { PSTOREFS_MAGIC, "pstore" },
-        { 0x62656570, "configfs" }, { 0x65735543, "fusectl" },   /* not in linux/magic.h */
-    };
-    struct statfs about;
-    if (fstatfs(fd, &about) != 0)
-        return NULL;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if ((unsigned long)about.f_type == kinds[i].magic)
-            return kinds[i].name;
-    return NULL;
-}
-
-/* Opens PATH for writing without disturbing anything that is not ours to
- * write: what is there and is not a regular file is never opened (opening a
- * serial device can reset the board behind it), a regular file of the
- * kernel's own file systems is closed unwritten, and a regular file is locked
- * before it is truncated. */
-static enum candidate open_candidate(const char *path, int *fd_out, struct stat *status)
-{
-    if (lstat(path, status) == 0 && !S_ISREG(status->st_mode) && !S_ISLNK(status->st_mode) &&
-        !is_dev_null(status)) {
-        return refuse_kind(path, status->st_mode);
-    }
-    int fd = nvs_sys_open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-    if (fd < 0) {
-        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ",
-            errno == ELOOP ? "it is a symbolic link" : reason(errno), "; no trace is recorded");
-        return CANDIDATE_REFUSED;
-    }
-    if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || is_dev_null(status))) {
-        nvs_sys_close(fd);
-        return refuse_kind(path, status->st_mode);
-    }
-    const char *kernel = S_ISREG(status->st_mode) ? kernel_file_system(fd) : NULL;
-    if (kernel) {
-        nvs_sys_close(fd);
-        SAY("NVTXSHIM_TRACE=", path, ": a file of the kernel's (", kernel,
-            "), not for a trace; no trace is recorded");
-        return CANDIDATE_REFUSED;
-    }
-    if (S_ISREG(status->st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int error = errno;
-        nvs_sys_close(fd);
-        if (error == EWOULDBLOCK)
-            return CANDIDATE_IN_USE;
-        SAY("NVTXSHIM_TRACE: cannot lock ", path, ": ", reason(error), "; no trace is recorded");
-        return CANDIDATE_REFUSED;
-    }
-    *fd_out = fd;
-    return CANDIDATE_OPEN;
-}
-
-static int move_up(int fd)
-{
-    int high = nvs_sys_fcntl(fd, F_DUPFD_CLOEXEC, DESCRIPTOR_FLOOR);
-    if (high < 0)
-        return fd;
-    nvs_sys_close(fd);
-    return high;
-}
 
 /* Bytes that may be written at OFFSET under the process's file size limit
  * (RLIMIT_FSIZE: `ulimit -f`, systemd's LimitFSIZE=, a batch system's). A
@@ -370,35 +213,6 @@ static bool write_all(const char *data, size_t length, uint64_t offset)
     return true;
 }
 
-/* The first of WANTED, NAME.PID.EXT, NAME.PID.1.EXT, ... from the FIRST on,
- * passing over SKIP, that opens (CANDIDATE_OPEN: its name in CANDIDATE, FD
- * and STATUS set); CANDIDATE_IN_USE when all are in use. */
-static enum candidate open_first_free(const char *wanted, int first, const char *skip,
-                                      char *candidate, int *fd, struct stat *status)
-{
-    char suffix[48];
-    enum candidate result = CANDIDATE_IN_USE;
-    for (int attempt = first; attempt < SUFFIX_TRIES && result == CANDIDATE_IN_USE; attempt++) {
-        if (attempt == 0) {
-            memcpy(candidate, wanted, strlen(wanted) + 1);
-        } else {
-            nvs_log_number(suffix, (unsigned long long)state.pid);
-            if (attempt > 1) {
-                size_t length = strlen(suffix);
-                suffix[length] = '.';
-                nvs_log_number(suffix + length + 1, (unsigned long long)(attempt - 1));
-            }
-            with_suffix(candidate, NVS_PATH_MAX, wanted, suffix);
-            if (!candidate[0])
-                break;
-        }
-        if (skip && strcmp(candidate, skip) == 0)
-            continue;
-        result = open_candidate(candidate, fd, status);
-    }
-    return result;
-}
-
 /* A number no other run picks: what tells this run's file from one another
  * run wrote at the same path, on the same inode, as long or longer. */
 static uint64_t run_mark(void)
@@ -416,11 +230,11 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
 {
     memcpy(state.path, path, strlen(path) + 1);
     if (S_ISREG(status->st_mode) && ftruncate(fd, 0) != 0) {
-        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ", reason(errno), then);
+        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ", nvs_file_reason(errno), then);
         nvs_sys_close(fd);
         return false;
     }
-    state.fd = move_up(fd);
+    state.fd = nvs_file_move_up(fd);
     state.device = status->st_dev;
     state.inode = status->st_ino;
     state.file_end = 0;
@@ -430,7 +244,7 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
     end = state.encoder->stamp(end, state.pid, run_mark());
     state.header_length = (uint32_t)(end - state.header);
     if (!write_all(state.header, state.header_length, 0)) {
-        SAY("NVTXSHIM_TRACE=", path, ": write failed (", reason(errno), ")", then);
+        SAY("NVTXSHIM_TRACE=", path, ": write failed (", nvs_file_reason(errno), ")", then);
         return false;
     }
     state.file_end = state.header_length;
@@ -441,12 +255,12 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
 static void open_file(void)
 {
     char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX];
-    expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
+    nvs_file_expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
     struct stat status;
     int fd = -1;
-    enum candidate result = open_first_free(wanted, 0, NULL, candidate, &fd, &status);
-    if (result != CANDIDATE_OPEN) {
-        if (result == CANDIDATE_IN_USE)
+    enum nvs_candidate result = nvs_file_open_first_free(wanted, 0, NULL, state.pid, candidate, &fd, &status);
+    if (result != NVS_CANDIDATE_OPEN) {
+        if (result == NVS_CANDIDATE_IN_USE)
             SAY("NVTXSHIM_TRACE=", wanted, ": it and the names made from it by adding the process id "
                 "are in use by other processes; no trace is recorded");
         set_file(FILE_REFUSED);
@@ -502,10 +316,10 @@ static bool holds_our_writing(int fd, const struct stat *status, bool read)
 static bool move_elsewhere(const char *why)
 {
     char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX];
-    expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
+    nvs_file_expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
     struct stat status;
     int fd = -1;
-    if (open_first_free(wanted, 1, state.path, candidate, &fd, &status) != CANDIDATE_OPEN) {
+    if (nvs_file_open_first_free(wanted, 1, state.path, state.pid, candidate, &fd, &status) != NVS_CANDIDATE_OPEN) {
         SAY("NVTXSHIM_TRACE=", state.path, ": ", why, "; no other file could be opened, "
             "recording stopped");
         stop();
@@ -546,7 +360,7 @@ static bool descriptor_is_ours(void)
                 status.st_ino == state.inode;
     if (same && (!S_ISREG(status.st_mode) ||
                  (flock(fd, LOCK_EX | LOCK_NB) == 0 && holds_our_writing(fd, &status, true)))) {
-        state.fd = move_up(fd);
+        state.fd = nvs_file_move_up(fd);
         SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
             "descriptor; the file is opened again");
         return true;
@@ -701,7 +515,7 @@ counted:
         nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
         char lost[24];
         nvs_log_number(lost, events - first - whole);
-        SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", reason(error ? error : ENOSPC),
+        SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", nvs_file_reason(error ? error : ENOSPC),
             error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
             " events of this thread not written; recording stopped, the file ends at its last "
             "whole event (the line at exit counts these with the events after them)");
