@@ -38,11 +38,14 @@ $(BUILD)/obj/harness_image.o: $(BUILD)/harness_kernels.fatbin $(call flags,progr
 	$(Q)printf '\t.section .rodata\n\t.globl harness_image\n\t.balign 16\nharness_image:\n\t.incbin "%s"\n\t.byte 0\n\t.section .note.GNU-stack,"",@progbits\n' \
 	  $< | $(CC) -c -x assembler - -o $@
 
-$(BUILD)/harness_physical: examples/harness_physical.c $(HARNESS_IMAGE) $(call flags,program) \
+# The example harness, one job to a file (examples/harness/harness.h lists them).
+HARNESS_SOURCES := $(sort $(wildcard examples/harness/*.c))
+
+$(BUILD)/harness_physical: $(HARNESS_SOURCES) $(HARNESS_IMAGE) $(call flags,program) \
                            $(call flags,harness) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $< $(HARNESS_IMAGE) -o $@ \
-	  -lusb-1.0 -lX11 -lXext -ldl -lpthread
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(HARNESS_FLAGS) -isystem $(CUDA_INCLUDE) $(HARNESS_SOURCES) \
+	  $(HARNESS_IMAGE) -o $@ -lusb-1.0 -lX11 -lXext -ldl -lpthread
 
 $(BUILD)/usb_capture: examples/usb_capture.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)

@@ -1,4 +1,4 @@
-"""The example harness (examples/harness_physical.c) end to end on the emulated
+"""The example harness (examples/harness/, build/harness_physical) end to end on the emulated
 device: the same summary with and without the shim, and with the shim every
 frame holds its USB, CUDA-copy and X11 ranges."""
 import collections
