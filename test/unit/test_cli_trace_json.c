@@ -11,15 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "trace_json.h"
-
-static int passed, failed;
-
-#define CHECK(condition)                                                                \
-    do {                                                                                \
-        if (condition) passed++;                                                        \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #condition); }  \
-    } while (0)
 
 /* ---- the events read, written back as text ------------------------------------ */
 
@@ -581,6 +574,5 @@ int main(void)
     test_callback_stops_the_reading();
     test_files();
     test_quote_and_text();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_summary(NULL);
 }

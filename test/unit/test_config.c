@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "config.h"
 #include "hooks.h"
 
-static int passed, failed;
 static char lines[4096];
 static int line_count;
 
@@ -16,12 +16,6 @@ static void collect(const char *line, void *context)
     strncat(lines, line, sizeof lines - strlen(lines) - 1);
     line_count++;
 }
-
-#define CHECK(condition)                                                                \
-    do {                                                                                \
-        if (condition) passed++;                                                        \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #condition); }  \
-    } while (0)
 
 /* Parses one variable assignment (or none) into CONFIG; returns the error count. */
 static int parse1(struct nvs_config *config, const char *assignment)
@@ -349,6 +343,5 @@ int main(void)
     test_globs();
     test_unknown_variable();
     test_several_bad_variables_one_line_each();
-    printf("config: %d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_summary("config");
 }

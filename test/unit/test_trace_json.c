@@ -10,15 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "recorder/trace.h"
-
-static int passed, failed;
-
-#define CHECK(condition)                                                                \
-    do {                                                                                \
-        if (condition) passed++;                                                        \
-        else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #condition); }  \
-    } while (0)
 
 /* OUT..END as text must equal WANTED. */
 static void check_text(const char *what, const char *out, const char *end, const char *wanted)
@@ -624,8 +617,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "utf8")) {
         test_names_that_are_not_utf8();
         test_a_long_name_is_cut_between_characters();
-        printf("%d passed, %d failed\n", passed, failed);
-        return failed != 0;
+        return check_summary(NULL);
     }
     test_header_and_thread_names();
     test_complete_inline_name();
@@ -645,6 +637,5 @@ int main(int argc, char **argv)
     test_async_pair_with_a_named_category();
     test_a_whole_file_and_its_tail();
     test_tail();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return check_summary(NULL);
 }
