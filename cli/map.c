@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-static uint64_t mix(uint64_t value)
+uint64_t nvs_map_mix(uint64_t value)
 {
     value ^= value >> 30;
     value *= 0xBF58476D1CE4E5B9ull;
@@ -14,7 +14,7 @@ static uint64_t mix(uint64_t value)
 
 static size_t map_home(uint64_t a, uint64_t b, size_t slot_count)
 {
-    return (size_t)mix(mix(a) ^ b) & (slot_count - 1);
+    return (size_t)nvs_map_mix(nvs_map_mix(a) ^ b) & (slot_count - 1);
 }
 
 struct map_slot *nvs_map_find(const struct map *map, uint64_t a, uint64_t b)

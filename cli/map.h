@@ -20,6 +20,10 @@ struct map {
     size_t slot_count, used;
 };
 
+/* VALUE's bits mixed (splitmix64's finaliser): a hash for the home slot of
+ * a key, here and in the command's other tables. */
+uint64_t nvs_map_mix(uint64_t value);
+
 /* The slot of (A, B), or NULL. */
 struct map_slot *nvs_map_find(const struct map *map, uint64_t a, uint64_t b);
 /* The slot of (A, B), made with value SIZE_MAX when missing; NULL when out of memory. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "map.h"
 #include "trace_json.h"
 
 /* The kernel probe's figures (schema.h) in a range's args, each there or
@@ -116,20 +117,11 @@ struct trace_reader {
     bool failed;
 };
 
-static uint64_t mix(uint64_t value)
-{
-    value ^= value >> 30;
-    value *= 0xBF58476D1CE4E5B9ull;
-    value ^= value >> 27;
-    value *= 0x94D049BB133111EBull;
-    return value ^ value >> 31;
-}
-
 static size_t key_home(const struct async_key *key, size_t slot_count)
 {
-    uint64_t hash = mix(key->pid ^ (uint64_t)(uintptr_t)key->domain);
-    hash = mix(hash ^ (uint64_t)(uintptr_t)key->id_text);
-    return (size_t)mix(hash ^ (uint64_t)key->id) & (slot_count - 1);
+    uint64_t hash = nvs_map_mix(key->pid ^ (uint64_t)(uintptr_t)key->domain);
+    hash = nvs_map_mix(hash ^ (uint64_t)(uintptr_t)key->id_text);
+    return (size_t)nvs_map_mix(hash ^ (uint64_t)key->id) & (slot_count - 1);
 }
 
 static bool same_key(const struct async_key *a, const struct async_key *b)
