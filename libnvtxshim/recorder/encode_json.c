@@ -438,21 +438,28 @@ static char *json_thread_name(char *out, const struct nvs_trace_thread_ids *thre
     return PUT_LITERAL(out, "\"}},\n");
 }
 
+/* A complete event written the general way, from its name to the args'
+ * closing brace: what json_complete writes without a cached shape, and
+ * json_unfinished always. */
+static char *put_complete_general(char *out, struct nvs_trace_thread_ids *thread,
+                                  const struct nvs_trace_event *event, uint64_t duration)
+{
+    out = put_head(out, event);
+    out = PUT_LITERAL(out, "\"X\",\"ts\":");
+    out = put_time(out, event->start_ns);
+    out = PUT_LITERAL(out, ",\"dur\":");
+    out = put_time(out, duration);
+    out = put_ids(out, thread);
+    return put_args(out, event, NULL, false);
+}
+
 static char *json_complete(char *out, struct nvs_trace_thread_ids *thread,
                            const struct nvs_trace_event *event, uint64_t end_ns)
 {
     uint64_t duration = end_ns > event->start_ns ? end_ns - event->start_ns : 0;
     const struct json_string *shape = shape_of(event);
-    if (!shape) {
-        out = put_head(out, event);
-        out = PUT_LITERAL(out, "\"X\",\"ts\":");
-        out = put_time(out, event->start_ns);
-        out = PUT_LITERAL(out, ",\"dur\":");
-        out = put_time(out, duration);
-        out = put_ids(out, thread);
-        out = put_args(out, event, NULL, false);
-        return PUT_LITERAL(out, "},\n");
-    }
+    if (!shape)
+        return PUT_LITERAL(put_complete_general(out, thread, event, duration), "},\n");
     struct json_thread *ids = thread_of(thread);
     out = copy_padded(out, shape->prefix, shape->prefix_length);
     out = put_timestamp(ids, out, event->start_ns);
@@ -477,13 +484,8 @@ static char *json_unfinished(char *out, struct nvs_trace_thread_ids *thread,
                              const struct nvs_trace_event *event, uint64_t end_ns)
 {
     uint64_t duration = end_ns > event->start_ns ? end_ns - event->start_ns : 0;
-    out = put_head(out, event);
-    out = PUT_LITERAL(out, "\"X\",\"ts\":");
-    out = put_time(out, event->start_ns);
-    out = PUT_LITERAL(out, ",\"dur\":");
-    out = put_time(out, duration);
-    out = put_ids(out, thread);
-    out = put_args(out, event, NULL, false) - 1;      /* its closing brace comes after the mark */
+    /* the args' closing brace comes after the mark */
+    out = put_complete_general(out, thread, event, duration) - 1;
     if (out[-1] != '{')
         *out++ = ',';
     return PUT_LITERAL(out, "\"did_not_end\":true}},\n");
