@@ -20,16 +20,12 @@ static atomic_bool messages_printed NVS_ONCE_DATA;
  * pass every call straight through - the first copy's reach them through
  * RTLD_NEXT - so each call is traced once. */
 static bool inert NVS_ONCE_DATA;
-static char first_copy[NVS_PATH_MAX];
+static const char *first_copy NVS_ONCE_DATA;       /* init.c's, which lives as long */
 
 NVS_ONCE void nvs_activation_set_inert(const char *first)
 {
     inert = first != NULL;
-    if (first) {
-        size_t length = strnlen(first, sizeof first_copy - 1);
-        memcpy(first_copy, first, length);
-        first_copy[length] = '\0';
-    }
+    first_copy = first;
 }
 
 bool nvs_activation_inert(void)

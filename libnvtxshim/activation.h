@@ -10,8 +10,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* At load: another copy of the library came first (FIRST_COPY, its path), or
- * not (NULL); this one then stays inert. */
+/* At load: another copy of the library came first (FIRST_COPY, its path,
+ * kept by the caller for the process's life), or not (NULL); this one then
+ * stays inert. */
 void nvs_activation_set_inert(const char *first_copy);
 bool nvs_activation_inert(void);
 

@@ -422,7 +422,7 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
     void *wrapper = nvs_resolve_wrapper((enum nvs_hook_id)id);
     nvs_hook_enabled_fn enabled = atomic_load(&hook_filter);
     bool on = enabled && enabled((enum nvs_hook_id)id);
-    if (symbol == wrapper || is_our_wrapper(symbol))
+    if (is_our_wrapper(symbol))
         return symbol;
     if (!on || !wrapper)
         return symbol;
