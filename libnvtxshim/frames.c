@@ -63,9 +63,12 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
     if (config->frame == NVS_FRAME_OFF || !is_marker(config, id, event, endpoint))
         return;
 
-    uint64_t now = nvs_now_ns();
     if (!nvs_spin_lock(&current_lock))
         return;
+    /* Read under the lock: a time read before it could be older than the start
+     * of a frame another thread began in between, and the frame would end
+     * before it began. */
+    uint64_t now = nvs_now_ns();
     struct frame previous = current;
     current.number = previous.number + 1;
     current.start_ns = now;

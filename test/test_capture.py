@@ -250,3 +250,29 @@ def test_a_budget_mark_for_exactly_the_frames_longer_than_the_budget(make_device
     assert marks == over
     # The budget splits the frames: the check is about the ones near it.
     assert 0 < len(over) < len(frames), (len(over), len(frames))
+
+
+def test_frames_marked_from_several_threads_at_once_each_end_after_they_begin(make_device, tmp_path):
+    """Six threads each making host-to-device copies (the frame marker, cuda.htod) as fast as the
+    stand-in driver takes them, so that they meet at the frame lock: every frame range ends at or
+    after it begins, and the frames are numbered 1..N without a gap. The marker's time used to be
+    read before the lock was taken: a thread that read it and then waited ended a frame that
+    another thread had begun later (a fresh clone's CI saw frame 6 end 657 us before it began,
+    under ThreadSanitizer). Repeated, bounded in time, until enough frames have met."""
+    import time
+    workers, copies = 6, 3000
+    device = make_device(frames=1)
+    argv = [program("test/stress"), "--workers", str(workers), "--reads", "0", "--statuses", "0",
+            "--copies", str(copies), "--x11", "0", "--async", "0"]
+    deadline, runs = time.monotonic() + 60, 0
+    while runs < 3 or (runs < 12 and time.monotonic() < deadline):
+        trace = tmp_path / ("frames%d.json" % runs)
+        result = run(argv, env={"NVTXSHIM_FRAME": "cuda.htod", "NVTXSHIM_TRACE": str(trace),
+                                "LD_LIBRARY_PATH": STUB}, device=device)
+        assert result.returncode == 0, result.stderr[-4000:]
+        made = int(result.stdout.split(b"cuda: yes, ")[1].split(b" ")[0])
+        # load_trace joins each frame's begin and end and refuses an end before its begin.
+        numbers = sorted(int(e["name"].split()[1]) for e in ranges(load_trace(trace), "nvtxshim")
+                         if re.fullmatch(r"frame \d+", e["name"]))
+        assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= made // 2
+        runs += 1
