@@ -577,6 +577,13 @@ static int handlers(long count, long wanted)
         }
     }
     static char host[4096];
+    /* NVTX's headers initialise on the first call, once, and a second call
+     * waits for the first to finish: a handler's push that interrupted the
+     * first call (which loads the injection library) would wait for itself
+     * forever, with or without this library. Real programs that call NVTX in
+     * handlers meet that too; this one makes its first call before any
+     * handler can run. */
+    nvtxMarkA("before handlers");
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = on_usr1;
