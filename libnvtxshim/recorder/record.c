@@ -2,9 +2,10 @@
  * (ours and the program's) finds this library through NVTX_INJECTION64_PATH
  * and calls InitializeInjectionNvtx2, where we fill its function table.
  *
- * This file turns NVTX calls into trace events: domains, categories and
- * registered strings, each thread's push/pop stack, the table of start/end
- * ranges. An encoder (encode_json.c, or encode_pftrace.c for a .pftrace path)
+ * This file turns NVTX calls into trace events: each thread's push/pop stack
+ * and the start/end ranges, with NVTX's arguments (names, domains, categories,
+ * registered strings) read by nvtx_args.c and the open start/end ranges kept
+ * in open_ranges.c's table. An encoder (encode_json.c, or encode_pftrace.c for a .pftrace path)
  * makes the bytes and trace_writer.c takes them to the file. Push/pop ranges
  * nest on their thread: the JSON form writes each whole when it pops, and one
  * popped from under others still open (another domain's) would not nest, so it
@@ -18,11 +19,9 @@
 #include "record.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,10 +34,9 @@
 #include "../emit.h"
 #include "trace.h"
 #include "encode_pftrace.h"
+#include "nvtx_args.h"
+#include "open_ranges.h"
 #include "trace_writer.h"
-
-#define OPEN_CHUNK 1024u            /* start/end ranges: slots added this many at a time */
-#define OPEN_CHUNKS 1024u           /* ... up to a million open at once */
 
 /* The calling thread's stack of open push/pop ranges, in the writer's
  * per-thread memory: its head is zeroed whenever a thread takes it over. */
@@ -58,190 +56,21 @@ _Static_assert(offsetof(struct range_stack, ranges) <= NVS_WRITER_PRIVATE_ZEROED
  * registered name and a payload of none or u64: the pop's fast way). */
 enum { NVS_BEGIN_NONE, NVS_BEGIN_WRITTEN, NVS_BEGIN_PENDING, NVS_BEGIN_PENDING_OWN };
 
-struct open_range {
-    _Atomic uint32_t state;         /* OPEN_FREE, OPEN_USED, OPEN_ENDING */
-    uint32_t generation;
-    uint64_t trace_id;              /* the id of its begin and end in the trace */
-    struct nvs_writer_thread *begun_on;     /* whose sequence wrote its begin, */
-    uint32_t begun_restarts;                /* and how often it had started again then */
-    struct nvs_trace_event event;
-    struct nvs_trace_args args;     /* added while it is open, written at its end */
-};
-
-enum { OPEN_FREE, OPEN_USED, OPEN_ENDING };
-
 /* Whether this library is the process's NVTX tool, read at exit. */
 static bool enabled NVS_ONCE_DATA;
 
 static struct {
     pid_t pid;
     const struct nvs_trace_encoder *encoder;
-    pthread_mutex_t lock;           /* domains and category names: set-up calls, not events */
-    struct nvs_trace_domain *domains;
-    uint32_t domain_count;
-    _Atomic(struct nvs_trace_string *) strings;
-    _Atomic(struct open_range *) open_chunks[OPEN_CHUNKS];
-    _Atomic uint32_t open_capacity;
-    _Atomic uint32_t open_count;
-    _Atomic uint32_t open_cursor;
     _Atomic uint64_t next_trace_id;
-} state = {
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-/* Named at enable: a zero-initialised object costs no page at load. */
-static struct nvs_trace_domain default_domain;
+} state;
 
 static uint64_t now_ns(void)
 {
     return nvs_clock_ns();
 }
 
-/* ---- text ------------------------------------------------------------------- */
-
-/* TEXT into OUT (SIZE with the NUL), cut at a character boundary. */
-static uint32_t copy_text(char *out, size_t size, const char *text)
-{
-    size_t length = text ? strnlen(text, size - 1) : 0;
-    if (text && text[length] != '\0')
-        while (length > 0 && ((unsigned char)text[length] & 0xc0) == 0x80)
-            length--;
-    if (length)
-        memcpy(out, text, length);
-    out[length] = '\0';
-    return (uint32_t)length;
-}
-
-/* wchar_t is UTF-32 on Linux; NVTX's W functions take it. */
-static void wide_to_utf8(char *out, size_t size, const wchar_t *text)
-{
-    size_t used = 0;
-    for (; text && *text; text++) {
-        uint32_t c = (uint32_t)*text;
-        unsigned char bytes[4];
-        size_t length;
-        if (c < 0x80) { bytes[0] = (unsigned char)c; length = 1; }
-        else if (c < 0x800) { bytes[0] = 0xc0 | (c >> 6); bytes[1] = 0x80 | (c & 0x3f); length = 2; }
-        else if (c < 0x10000) { bytes[0] = 0xe0 | (c >> 12); bytes[1] = 0x80 | ((c >> 6) & 0x3f);
-                                bytes[2] = 0x80 | (c & 0x3f); length = 3; }
-        else { bytes[0] = 0xf0 | (c >> 18); bytes[1] = 0x80 | ((c >> 12) & 0x3f);
-               bytes[2] = 0x80 | ((c >> 6) & 0x3f); bytes[3] = 0x80 | (c & 0x3f); length = 4; }
-        if (used + length + 1 > size)
-            break;
-        memcpy(out + used, bytes, length);
-        used += length;
-    }
-    out[used] = '\0';
-}
-
-/* ---- domains, categories, strings --------------------------------------------- */
-
-static struct nvs_trace_domain *create_domain(const char *name)
-{
-    char text[NVS_TRACE_TEXT_MAX];
-    copy_text(text, sizeof text, name);
-    pthread_mutex_lock(&state.lock);
-    struct nvs_trace_domain *domain = state.domains;
-    while (domain && strcmp(domain->name, text))
-        domain = domain->next;
-    if (!domain && (domain = calloc(1, sizeof *domain))) {
-        memcpy(domain->name, text, strlen(text) + 1);
-        domain->index = ++state.domain_count;
-        state.encoder->prepare_domain(domain);
-        domain->next = state.domains;
-        state.domains = domain;
-    }
-    pthread_mutex_unlock(&state.lock);
-    return domain;
-}
-
-static struct nvs_trace_domain *domain_of(nvtxDomainHandle_t handle)
-{
-    return handle ? (struct nvs_trace_domain *)handle : &default_domain;
-}
-
-/* The first name given to a category is the one written. */
-static void name_category(struct nvs_trace_domain *domain, uint32_t number, const char *name)
-{
-    if (number >= NVS_TRACE_CATEGORIES)
-        return;
-    pthread_mutex_lock(&state.lock);
-    uint64_t named = atomic_load_explicit(&domain->named_categories, memory_order_relaxed);
-    if (!(named >> number & 1)) {
-        state.encoder->prepare_category(domain, number, name ? name : "");
-        atomic_fetch_or_explicit(&domain->named_categories, 1ull << number, memory_order_release);
-    }
-    pthread_mutex_unlock(&state.lock);
-}
-
-/* NVTX has no call that releases a registered string: each stays, on a list,
- * for the life of the process (reachable, for leak checkers). */
-static struct nvs_trace_string *register_string(const char *text)
-{
-    struct nvs_trace_string *string = calloc(1, sizeof *string);
-    if (!string)
-        return NULL;
-    string->length = copy_text(string->text, sizeof string->text, text);
-    state.encoder->prepare_string(string);
-    string->next = atomic_load(&state.strings);
-    while (!atomic_compare_exchange_weak(&state.strings, &string->next, string))
-        continue;
-    return string;
-}
-
 /* ---- events ------------------------------------------------------------------ */
-
-static enum nvs_trace_payload payload_type(int32_t nvtx)
-{
-    switch (nvtx) {
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: return NVS_PAYLOAD_U64;
-    case NVTX_PAYLOAD_TYPE_INT64:          return NVS_PAYLOAD_I64;
-    case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return NVS_PAYLOAD_U32;
-    case NVTX_PAYLOAD_TYPE_INT32:          return NVS_PAYLOAD_I32;
-    case NVTX_PAYLOAD_TYPE_DOUBLE:         return NVS_PAYLOAD_DOUBLE;
-    case NVTX_PAYLOAD_TYPE_FLOAT:          return NVS_PAYLOAD_FLOAT;
-    default:                               return NVS_PAYLOAD_NONE;
-    }
-}
-
-static void capture(struct nvs_trace_event *event, struct nvs_trace_domain *domain,
-                    const nvtxEventAttributes_t *attributes)
-{
-    event->domain = domain ? domain : &default_domain;
-    event->registered = NULL;
-    event->category = 0;
-    event->color = 0;
-    event->payload_type = NVS_PAYLOAD_NONE;
-    event->payload = 0;
-    event->text_length = 0;
-    event->text[0] = '\0';
-    if (!attributes)
-        return;
-    event->category = attributes->category;
-    event->color = attributes->colorType == NVTX_COLOR_ARGB ? attributes->color & 0xffffffu : 0;
-    event->payload_type = payload_type(attributes->payloadType);
-    event->payload = attributes->payload.ullValue;
-    switch (attributes->messageType) {
-    case NVTX_MESSAGE_TYPE_REGISTERED:
-        event->registered = (struct nvs_trace_string *)attributes->message.registered;
-        break;
-    case NVTX_MESSAGE_TYPE_ASCII:
-        event->text_length = copy_text(event->text, sizeof event->text, attributes->message.ascii);
-        break;
-    case NVTX_MESSAGE_TYPE_UNICODE:
-        wide_to_utf8(event->text, sizeof event->text, attributes->message.unicode);
-        event->text_length = (uint32_t)strlen(event->text);
-        break;
-    default:
-        break;
-    }
-}
-
-static void capture_text(struct nvs_trace_event *event, const char *text)
-{
-    capture(event, NULL, NULL);
-    event->text_length = copy_text(event->text, sizeof event->text, text);
-}
 
 /* The part of SOURCE that is set: the text only when the name is inline. */
 static void copy_event(struct nvs_trace_event *target, const struct nvs_trace_event *source)
@@ -470,9 +299,9 @@ static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *at
     struct nvs_trace_event *event = next_stack_slot(&level, &thread);
     if (event) {
         if (text)
-            capture_text(event, text);
+            nvs_args_capture_text(event, text);
         else
-            capture(event, domain, attributes);
+            nvs_args_capture(event, domain, attributes);
         event->start_ns = now_ns();     /* last: the range holds as little of ours as can be */
         pushed(thread, event, level);
     }
@@ -580,7 +409,7 @@ static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_
     event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
     event->payload = attributes->payload;
     event->text_length = attributes->name.registered ? 0
-                         : copy_text(event->text, sizeof event->text, attributes->name.text);
+                         : nvs_args_copy_text(event->text, sizeof event->text, attributes->name.text);
 }
 
 /* The library's own ranges when this recorder is its NVTX tool: straight
@@ -735,58 +564,8 @@ static void sequence_restarted(struct nvs_writer_thread *thread)
     }
 }
 
-/* ---- start/end: a table that grows --------------------------------------------- */
-
-static struct open_range *open_slot(uint32_t index)
-{
-    struct open_range *chunk = atomic_load_explicit(&state.open_chunks[index / OPEN_CHUNK],
-                                                    memory_order_acquire);
-    return chunk ? &chunk[index % OPEN_CHUNK] : NULL;
-}
-
-/* Another chunk of slots beyond CAPACITY; false when there can be no more. */
-static bool grow_open_ranges(uint32_t capacity)
-{
-    uint32_t chunk = capacity / OPEN_CHUNK;
-    if (chunk >= OPEN_CHUNKS)
-        return false;
-    if (!atomic_load(&state.open_chunks[chunk])) {
-        void *memory = mmap(NULL, OPEN_CHUNK * sizeof(struct open_range), PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (memory == MAP_FAILED)
-            return false;
-        struct open_range *expected = NULL;
-        if (!atomic_compare_exchange_strong(&state.open_chunks[chunk], &expected, memory))
-            munmap(memory, OPEN_CHUNK * sizeof(struct open_range));
-    }
-    uint32_t seen = capacity;
-    while (seen < (chunk + 1) * OPEN_CHUNK &&
-           !atomic_compare_exchange_weak(&state.open_capacity, &seen, (chunk + 1) * OPEN_CHUNK))
-        continue;
-    return true;
-}
-
-/* A free slot, kept under half full so that a free one is found in a probe
- * or two; NULL only when no memory is left for more. */
-static struct open_range *claim_open_range(uint32_t *index)
-{
-    uint32_t open = atomic_fetch_add(&state.open_count, 1) + 1;
-    uint32_t capacity = atomic_load(&state.open_capacity);
-    if (open * 2 > capacity && grow_open_ranges(capacity))
-        capacity = atomic_load(&state.open_capacity);
-    for (uint32_t attempt = 0; attempt < capacity; attempt++) {
-        *index = atomic_fetch_add_explicit(&state.open_cursor, 1, memory_order_relaxed) % capacity;
-        struct open_range *slot = open_slot(*index);
-        uint32_t expected = OPEN_FREE;
-        if (slot && atomic_compare_exchange_strong(&slot->state, &expected, OPEN_USED))
-            return slot;
-    }
-    atomic_fetch_sub(&state.open_count, 1);
-    return NULL;
-}
-
 /* SLOT, claimed at INDEX and its event filled, opens: its begin goes out. */
-static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct open_range *slot,
+static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct nvs_open_range *slot,
                              uint32_t index)
 {
     slot->generation++;
@@ -802,11 +581,11 @@ static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct open_range
 }
 
 /* A slot for a range that starts now on THREAD, or NULL (counted). */
-static struct open_range *starting_slot(struct nvs_writer_thread *thread, uint32_t *index)
+static struct nvs_open_range *starting_slot(struct nvs_writer_thread *thread, uint32_t *index)
 {
     if (!thread)
         return NULL;
-    struct open_range *slot = claim_open_range(index);
+    struct nvs_open_range *slot = nvs_open_claim(index);
     if (!slot)
         nvs_writer_count(NVS_LOSS_NO_MEMORY, 1);
     return slot;
@@ -816,7 +595,7 @@ static nvtxRangeId_t start(const struct nvs_trace_event *event)
 {
     struct nvs_writer_thread *thread = nvs_writer_thread();
     uint32_t index;
-    struct open_range *slot = starting_slot(thread, &index);
+    struct nvs_open_range *slot = starting_slot(thread, &index);
     if (!slot)
         return 0;
     copy_event(&slot->event, event);
@@ -830,7 +609,7 @@ static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain,
 {
     struct nvs_writer_thread *thread = nvs_writer_thread();
     uint32_t index;
-    struct open_range *slot = starting_slot(thread, &index);
+    struct nvs_open_range *slot = starting_slot(thread, &index);
     if (!slot)
         return 0;
     struct nvs_trace_event *event = &slot->event;
@@ -839,37 +618,16 @@ static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain,
     return started(thread, slot, index);
 }
 
-/* The slot of ID while it is open, taken for its end; NULL for a stale or
- * unknown id. */
-static struct open_range *ending_slot(nvtxRangeId_t id)
-{
-    uint32_t index = (uint32_t)id - 1;
-    if (id == 0 || index >= atomic_load(&state.open_capacity))
-        return NULL;
-    struct open_range *slot = open_slot(index);
-    uint32_t expected = OPEN_USED;
-    if (!slot || slot->generation != (uint32_t)(id >> 32) ||
-        !atomic_compare_exchange_strong(&slot->state, &expected, OPEN_ENDING))
-        return NULL;
-    return slot;
-}
-
-static void free_slot(struct open_range *slot)
-{
-    atomic_store(&slot->state, OPEN_FREE);
-    atomic_fetch_sub(&state.open_count, 1);
-}
-
 /* Whether SLOT's begin is on a sequence other than THREAD's as it stands:
  * another buffer's, or this one's before it started again in another file. */
-static inline bool begun_elsewhere(const struct open_range *slot, struct nvs_writer_thread *thread)
+static inline bool begun_elsewhere(const struct nvs_open_range *slot, struct nvs_writer_thread *thread)
 {
     return slot->begun_on != thread || slot->begun_restarts != nvs_writer_restarts(thread);
 }
 
 static void end_at(nvtxRangeId_t id, uint64_t end_ns)
 {
-    struct open_range *slot = ending_slot(id);
+    struct nvs_open_range *slot = nvs_open_ending(id);
     if (!slot)
         return;
     struct nvs_writer_thread *thread = nvs_writer_thread();
@@ -879,7 +637,7 @@ static void end_at(nvtxRangeId_t id, uint64_t end_ns)
         WRITE_EVENT(thread, state.encoder->end(out_, nvs_writer_ids(thread), &slot->event,
                                                slot->trace_id, end_ns, &slot->args,
                                                begun_elsewhere(slot, thread)));
-    free_slot(slot);
+    nvs_open_free(slot);
 }
 
 static void end(nvtxRangeId_t id)
@@ -911,10 +669,10 @@ static void direct_span(nvtxDomainHandle_t domain, const struct nvs_attributes *
 static void direct_range_args(nvtxRangeId_t id, const struct nvs_trace_args *args)
 {
     uint32_t index = (uint32_t)id - 1;
-    if (!enabled || id == 0 || index >= atomic_load(&state.open_capacity))
+    if (!enabled || id == 0 || index >= atomic_load(&nvs_open_table.capacity))
         return;
-    struct open_range *slot = open_slot(index);
-    if (slot && atomic_load(&slot->state) == OPEN_USED && slot->generation == (uint32_t)(id >> 32))
+    struct nvs_open_range *slot = nvs_open_slot(index);
+    if (slot && atomic_load(&slot->state) == NVS_OPEN_USED && slot->generation == (uint32_t)(id >> 32))
         slot->args = *args;
 }
 
@@ -926,7 +684,7 @@ static void direct_interval(nvtxDomainHandle_t domain, const char *name, uint32_
     if (!thread)
         return;
     struct nvs_trace_event event;
-    capture_text(&event, name);
+    nvs_args_capture_text(&event, name);
     event.domain = (struct nvs_trace_domain *)domain;     /* one of the library's */
     event.start_ns = start_ns;
     struct nvs_trace_thread_ids ids = ids_for(thread, tid);
@@ -940,19 +698,42 @@ static void flush(void)
 
 /* ---- the NVTX entry points we provide --------------------------------------------- */
 
-static void NVTX_API mark_ex(const nvtxEventAttributes_t *a) { struct nvs_trace_event e; capture(&e, NULL, a); e.start_ns = now_ns(); mark(&e); }
-static void NVTX_API mark_a(const char *m) { struct nvs_trace_event e; capture_text(&e, m); e.start_ns = now_ns(); mark(&e); }
-static void NVTX_API mark_w(const wchar_t *m) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, m); mark_a(t); }
-static nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t *a) { struct nvs_trace_event e; capture(&e, NULL, a); e.start_ns = now_ns(); return start(&e); }
-static nvtxRangeId_t NVTX_API start_a(const char *m) { struct nvs_trace_event e; capture_text(&e, m); e.start_ns = now_ns(); return start(&e); }
-static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, m); return start_a(t); }
+typedef nvtxDomainHandle_t domain_t;
+typedef const nvtxEventAttributes_t *attributes_t;
+typedef char wide_text_t[NVS_TRACE_TEXT_MAX];
+
+/* EVENT described by A in domain D (NULL: the default one), from now. */
+static inline void timed(struct nvs_trace_event *event, domain_t d, attributes_t a)
+{
+    nvs_args_capture(event, nvs_args_domain(d), a);
+    event->start_ns = now_ns();
+}
+
+static inline void timed_text(struct nvs_trace_event *event, const char *text)
+{
+    nvs_args_capture_text(event, text);
+    event->start_ns = now_ns();
+}
+
+static inline const char *utf8(char *out, const wchar_t *text)
+{
+    nvs_args_wide_to_utf8(out, NVS_TRACE_TEXT_MAX, text);
+    return out;
+}
+
+static void NVTX_API mark_ex(attributes_t a) { struct nvs_trace_event e; timed(&e, NULL, a); mark(&e); }
+static void NVTX_API mark_a(const char *m) { struct nvs_trace_event e; timed_text(&e, m); mark(&e); }
+static void NVTX_API mark_w(const wchar_t *m) { wide_text_t t; mark_a(utf8(t, m)); }
+static nvtxRangeId_t NVTX_API start_ex(attributes_t a) { struct nvs_trace_event e; timed(&e, NULL, a); return start(&e); }
+static nvtxRangeId_t NVTX_API start_a(const char *m) { struct nvs_trace_event e; timed_text(&e, m); return start(&e); }
+static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { wide_text_t t; return start_a(utf8(t, m)); }
 static void NVTX_API end_id(nvtxRangeId_t id) { end(id); }
-static int NVTX_API push_ex(const nvtxEventAttributes_t *a) { return push(NULL, a, NULL); }
+static int NVTX_API push_ex(attributes_t a) { return push(NULL, a, NULL); }
 static int NVTX_API push_a(const char *m) { return push(NULL, NULL, m ? m : ""); }
-static int NVTX_API push_w(const wchar_t *m) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, m); return push_a(t); }
-static int NVTX_API pop_default(void) { return pop(&default_domain); }
-static void NVTX_API category_a(uint32_t c, const char *n) { name_category(&default_domain, c, n); }
-static void NVTX_API category_w(uint32_t c, const wchar_t *n) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, n); category_a(c, t); }
+static int NVTX_API push_w(const wchar_t *m) { wide_text_t t; return push_a(utf8(t, m)); }
+static int NVTX_API pop_default(void) { return pop(nvs_args_domain(NULL)); }
+static void NVTX_API category_a(uint32_t c, const char *n) { nvs_args_name_category(nvs_args_domain(NULL), c, n); }
+static void NVTX_API category_w(uint32_t c, const wchar_t *n) { wide_text_t t; category_a(c, utf8(t, n)); }
 
 static void NVTX_API name_thread_a(uint32_t tid, const char *name)
 {
@@ -962,20 +743,20 @@ static void NVTX_API name_thread_a(uint32_t tid, const char *name)
     struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     WRITE_EVENT(thread, state.encoder->thread_name(out_, &ids, name ? name : ""));
 }
-static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, n); name_thread_a(tid, t); }
+static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n) { wide_text_t t; name_thread_a(tid, utf8(t, n)); }
 
-static void NVTX_API domain_mark(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct nvs_trace_event e; capture(&e, domain_of(d), a); e.start_ns = now_ns(); mark(&e); }
-static nvtxRangeId_t NVTX_API domain_start(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { struct nvs_trace_event e; capture(&e, domain_of(d), a); e.start_ns = now_ns(); return start(&e); }
-static void NVTX_API domain_end(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d; end(id); }
-static int NVTX_API domain_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) { return push(domain_of(d), a, NULL); }
-static int NVTX_API domain_pop(nvtxDomainHandle_t d) { return pop(domain_of(d)); }
-static void NVTX_API domain_category_a(nvtxDomainHandle_t d, uint32_t c, const char *n) { name_category(domain_of(d), c, n); }
-static void NVTX_API domain_category_w(nvtxDomainHandle_t d, uint32_t c, const wchar_t *n) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, n); domain_category_a(d, c, t); }
-static nvtxStringHandle_t NVTX_API register_a(nvtxDomainHandle_t d, const char *text) { (void)d; return (nvtxStringHandle_t)register_string(text); }
-static nvtxStringHandle_t NVTX_API register_w(nvtxDomainHandle_t d, const wchar_t *text) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, text); return register_a(d, t); }
-static nvtxDomainHandle_t NVTX_API domain_create_a(const char *name) { return (nvtxDomainHandle_t)create_domain(name); }
-static nvtxDomainHandle_t NVTX_API domain_create_w(const wchar_t *name) { char t[NVS_TRACE_TEXT_MAX]; wide_to_utf8(t, sizeof t, name); return domain_create_a(t); }
-static void NVTX_API domain_destroy(nvtxDomainHandle_t d) { (void)d; /* kept: events may still name it */ }
+static void NVTX_API domain_mark(domain_t d, attributes_t a) { struct nvs_trace_event e; timed(&e, d, a); mark(&e); }
+static nvtxRangeId_t NVTX_API domain_start(domain_t d, attributes_t a) { struct nvs_trace_event e; timed(&e, d, a); return start(&e); }
+static void NVTX_API domain_end(domain_t d, nvtxRangeId_t id) { (void)d; end(id); }
+static int NVTX_API domain_push(domain_t d, attributes_t a) { return push(nvs_args_domain(d), a, NULL); }
+static int NVTX_API domain_pop(domain_t d) { return pop(nvs_args_domain(d)); }
+static void NVTX_API domain_category_a(domain_t d, uint32_t c, const char *n) { nvs_args_name_category(nvs_args_domain(d), c, n); }
+static void NVTX_API domain_category_w(domain_t d, uint32_t c, const wchar_t *n) { wide_text_t t; domain_category_a(d, c, utf8(t, n)); }
+static nvtxStringHandle_t NVTX_API register_a(domain_t d, const char *text) { (void)d; return (nvtxStringHandle_t)nvs_args_register_string(text); }
+static nvtxStringHandle_t NVTX_API register_w(domain_t d, const wchar_t *text) { wide_text_t t; return register_a(d, utf8(t, text)); }
+static domain_t NVTX_API domain_create_a(const char *name) { return (domain_t)nvs_args_domain_create(name); }
+static domain_t NVTX_API domain_create_w(const wchar_t *name) { wide_text_t t; return domain_create_a(utf8(t, name)); }
+static void NVTX_API domain_destroy(domain_t d) { (void)d; /* kept: events may still name it */ }
 static void NVTX_API initialize(const void *reserved) { (void)reserved; }
 
 static void attach(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunctionPointer function)
@@ -1068,8 +849,7 @@ void nvs_record_enable(const char *path_template)
     state.encoder = binary_path(path_template) ? &nvs_trace_pftrace : &nvs_trace_json;
     state.pid = getpid();
     nvs_clock_enable();
-    memcpy(default_domain.name, "default", sizeof "default");
-    state.encoder->prepare_domain(&default_domain);
+    nvs_args_enable(state.encoder);
     nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack), sequence_restarted);
     nvs_emit_set_direct(state.encoder == &nvs_trace_pftrace ? &direct_tool_pftrace : &direct_tool);
     enabled = true;
@@ -1170,18 +950,12 @@ void nvs_record_resume(void)
  * ranges, a file of its own. */
 void nvs_record_fork_child(void)
 {
-    pthread_mutex_init(&state.lock, NULL);
+    nvs_args_fork_child();
     if (!enabled)
         return;
     state.pid = getpid();
     nvs_writer_fork_child();
-    uint32_t capacity = atomic_load(&state.open_capacity);
-    for (uint32_t i = 0; i < capacity; i++) {
-        struct open_range *slot = open_slot(i);
-        if (slot)
-            atomic_store(&slot->state, OPEN_FREE);
-    }
-    atomic_store(&state.open_count, 0);
+    nvs_open_reset_after_fork();
 }
 
 /* Before a fork: this thread's events reach the file (the child starts
@@ -1190,10 +964,10 @@ void nvs_record_fork_prepare(void)
 {
     if (enabled)
         nvs_writer_flush();
-    pthread_mutex_lock(&state.lock);
+    nvs_args_fork_prepare();
 }
 
 void nvs_record_fork_parent(void)
 {
-    pthread_mutex_unlock(&state.lock);
+    nvs_args_fork_parent();
 }
