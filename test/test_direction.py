@@ -5,6 +5,7 @@ it (but by init.c), no call from the descriptor table into a protocol file, no c
 includes in cli/ and no private header of the library included there. Each rule is also seen
 to catch a back edge put in on purpose."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -85,3 +86,60 @@ def test_a_cycle_in_cli_is_caught(tmp_path):
     done = direction(root=sources_with(tmp_path, "cli/events.h", '#include "load.h"'))
     assert done.returncode == 1
     assert "a cycle of includes in cli/ among events, load" in done.stderr, done.stderr
+
+
+# ---- the wrappers' macros ------------------------------------------------------------------
+
+HOOK_MACROS = ("NVS_WRAPPER_BODY", "NVS_SPLIT_WRAPPER")
+# The call path's tests, which only hook.h's two macros and hand-written wrappers make.
+CALL_TESTS = ("nvs_call_begins(", "nvs_call_passes(", "nvs_call_enter(", "&nvs_real_functions[")
+# Written out by hand, and why (docs/ARCHITECTURE.md): the synchronous transfers give libusb a
+# transferred count of their own, so their real call is not the program's.
+BESPOKE = {"DATA_TRANSFER"}
+
+
+def macros(paths):
+    """{name: body} of every #define in PATHS, continuation lines joined."""
+    found = {}
+    for path in paths:
+        with open(path) as f:
+            text = f.read().replace("\\\n", " ")
+        for line in text.splitlines():
+            words = line.split(None, 2)
+            if len(words) >= 2 and words[0] == "#define":
+                name = words[1].split("(")[0]
+                found[name] = line
+    return found
+
+
+def wrapper_macro_problems(directory):
+    """What breaks the rule: a macro outside hook.h that tests the call itself (a second
+    wrapper body), or a chain of three macros from a wrapper's line to its body."""
+    import glob
+    family = macros(sorted(glob.glob(os.path.join(directory, "*.c")) +
+                           glob.glob(os.path.join(directory, "*.h"))))
+    problems = ["%s tests the call itself: a second wrapper body" % name
+                for name, body in family.items()
+                if name not in BESPOKE and any(test in body for test in CALL_TESTS)]
+    makers = {name for name, body in family.items() if any(m in body for m in HOOK_MACROS)}
+    for name, body in family.items():
+        for maker in makers - {name}:
+            if re.search(r"\b%s\s*\(" % maker, body):
+                problems.append("%s expands to %s, which expands to hook.h's: three levels"
+                                % (name, maker))
+    return problems
+
+
+def test_every_generated_wrapper_comes_from_hook_h_within_two_macro_levels():
+    assert wrapper_macro_problems(os.path.join(ROOT, "libnvtxshim", "hooks")) == []
+
+
+def test_a_third_macro_level_or_a_second_body_is_caught(tmp_path):
+    hooks = tmp_path / "hooks"
+    shutil.copytree(os.path.join(ROOT, "libnvtxshim", "hooks"), hooks)
+    with open(hooks / "cuda.c", "a") as f:
+        f.write("\n#define WAIT_TWICE(a, b, p, x) WAIT(a, p, x) WAIT(b, p, x)\n"
+                "#define MY_BODY(name) if (!nvs_call_begins(1)) return 0;\n")
+    problems = wrapper_macro_problems(str(hooks))
+    assert any(p.startswith("WAIT_TWICE expands to WAIT") for p in problems), problems
+    assert any(p.startswith("MY_BODY tests the call itself") for p in problems), problems

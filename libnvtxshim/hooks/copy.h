@@ -51,58 +51,11 @@ typedef int nvs_kernel_namer(const void *function, const char **name);
 void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *function,
                      nvs_kernel_namer *name_of);
 
-/* A copy wrapper, TYPE NAME PARAMETERS, that passes ARGUMENTS to the real
- * function and says what it moves with DESCRIPTION, an expression of type
- * struct copy over the parameters. MISSING: the API's "not found". The
- * per-thread-default-stream twins (_ptds, _ptsz) have the prototype of the
- * function they are twins of; cuda.h declares them only for programs built
- * with --default-stream per-thread, so the declaration comes first. */
-#define NVS_COPY(type, missing, name, parameters, arguments, description)                   \
-    extern type name parameters;                                                            \
-    __attribute__((visibility("default"))) type name parameters                             \
-    {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return missing;                                                                 \
-        if (!nvs_call_begins(NVS_HOOKS_CUDA))                                               \
-            return real arguments;                                                          \
-        const struct copy copy = description;                                               \
-        nvs_copy_open(NVS_HOOK_ID(name), &copy);                                            \
-        type result = real arguments;                                                       \
-        nvs_copy_close();                                                                   \
-        return result;                                                                      \
-    }
-
-/* A wait or a launch, TYPE NAME PARAMETERS, that passes ARGUMENTS to the
- * real function; OPEN opens its range (nvs_wait_open, nvs_launch_open). The
- * exported function is the real function when it is resolved and the call
- * untraced, else a tail call into a function of its own with the same
- * parameters (the first call's resolving and the traced path). Both ways out
- * need nothing kept, so the compiler saves no register for them: in the
- * NVS_COPY form an untraced call cost 10 instructions more for a wait and 19
- * more for a launch, whose eleven parameters put five on the stack
- * (callgrind, make bench). The twins are declared as for NVS_COPY. */
-#define NVS_CUDA_CALL(type, missing, name, parameters, arguments, open)                     \
-    extern type name parameters;                                                            \
-    __attribute__((noinline)) static type nvs_traced_##name parameters                      \
-    {                                                                                       \
-        __typeof__(&name) real = NVS_REAL(name);                                            \
-        if (!real)                                                                          \
-            return missing;                                                                 \
-        if (!nvs_call_begins(NVS_HOOKS_CUDA))                                               \
-            return real arguments;                                                          \
-        open;                                                                               \
-        type result = real arguments;                                                       \
-        nvs_copy_close();                                                                   \
-        return result;                                                                      \
-    }                                                                                       \
-    __attribute__((visibility("default"))) type name parameters                             \
-    {                                                                                       \
-        __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                   \
-            &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                  \
-        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_CUDA))           \
-            return real arguments;                                                          \
-        return nvs_traced_##name arguments;                                                 \
-    }
+/* Opens the range of copy hook ID described by COPY (a value): the wrappers'
+ * OPEN, so that the description is made only on the traced path. */
+static inline void nvs_copy_begin(enum nvs_hook_id id, struct copy copy)
+{
+    nvs_copy_open(id, &copy);
+}
 
 #endif

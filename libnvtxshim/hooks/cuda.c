@@ -25,7 +25,6 @@ _Static_assert(CUDA_VERSION == NVS_CUDA_VERSION, "the hook table was made for an
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
                                   cuuint64_t flags);
 
-#define EXPORT __attribute__((visibility("default")))
 
 #include "copy.h"
 
@@ -448,17 +447,22 @@ static int driver_kernel_name(const void *function, const char **name)
 }
 
 /* A wait for the GPU (copy.h), and a launch with its per-thread twin: the same
- * parameters, the range made alike. */
+ * parameters, the range made alike. Both in two halves (hook.h). */
 #define WAIT(name, parameters, arguments)                                                   \
-    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
-                  nvs_wait_open(NVS_HOOK_ID(name)))
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments,                \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND, arguments, \
+                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close()))
 #define LAUNCH_PAIR(name, twin, parameters, arguments, function)                           \
-    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments,              \
-                  nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),                     \
-                                  (const void *)(function), driver_kernel_name))            \
-    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, twin, parameters, arguments,              \
-                  nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),                     \
-                                  (const void *)(function), driver_kernel_name))
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments,                \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND, arguments, \
+                         nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),              \
+                                         (const void *)(function), driver_kernel_name),    \
+                         nvs_copy_close()))                                                 \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, twin, parameters, arguments,                \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, CUDA_ERROR_NOT_FOUND, arguments, \
+                         nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),              \
+                                         (const void *)(function), driver_kernel_name),    \
+                         nvs_copy_close()))
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
 WAIT(cuStreamSynchronize_ptsz, (CUstream stream), (stream))
@@ -477,8 +481,11 @@ LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
 /* A CUDA graph's launch: what PyTorch's CUDAGraph.replay and torch.compile's
  * reduce-overhead mode run each step, in place of each kernel's launch. */
 #define GRAPH_LAUNCH(name)                                                                  \
-    NVS_CUDA_CALL(CUresult, CUDA_ERROR_NOT_FOUND, name, (CUgraphExec graph, CUstream stream), \
-                  (graph, stream), nvs_graph_launch_open(NVS_HOOK_ID(name)))
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, (CUgraphExec graph, CUstream stream),  \
+                      (graph, stream),                                                      \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND,           \
+                         (graph, stream), nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
+                         nvs_copy_close()))
 GRAPH_LAUNCH(cuGraphLaunch)
 GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 
@@ -490,12 +497,22 @@ LAUNCH_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
             (config, function, parameters, extra), function)
 #endif
 
-/* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
- * twin: the same parameters, the description and the range made alike. */
-#define COPY(...) NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, __VA_ARGS__)
+/* A copy wrapper (copy.h describes the copy), and a copy with its
+ * per-thread-default-stream twin: the same parameters, the description and
+ * the range made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
 #define COPY_PAIR(name, twin, parameters, arguments, description)                            \
-    NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, name, parameters, arguments, description)                  \
-    NVS_COPY(CUresult, CUDA_ERROR_NOT_FOUND, twin, parameters, arguments, description)
+    extern CUresult name parameters;                                                        \
+    NVS_EXPORT CUresult name parameters                                                         \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
+    }                                                                                       \
+    extern CUresult twin parameters;                                                        \
+    NVS_EXPORT CUresult twin parameters                                                         \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, CUDA_ERROR_NOT_FOUND, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close()); \
+    }
 
 COPY_PAIR(cuMemcpy, cuMemcpy_ptds,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
@@ -580,7 +597,7 @@ COPY_PAIR(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
 
 /* Passed straight through, then the cache forgets (traced or not). */
 #define FORGETS(name, parameters, arguments)                                                \
-    EXPORT CUresult CUDAAPI name parameters                                                 \
+    NVS_EXPORT CUresult CUDAAPI name parameters                                                 \
     {                                                                                       \
         NVS_PASS_THEN(name, CUDA_ERROR_NOT_FOUND, arguments, forget_pointers());            \
     }
@@ -595,13 +612,13 @@ FORGETS(cuMemHostRegister_v2, (void *pointer, size_t bytes, unsigned int flags),
 FORGETS(cuMemHostUnregister, (void *pointer), (pointer))
 
 /* Passed straight through, then the kernel names are forgotten. */
-EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule module)
+NVS_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule module)
 {
     NVS_PASS_THEN(cuModuleUnload, CUDA_ERROR_NOT_FOUND, (module), forget_kernels());
 }
 
 #if NVS_CUDA_VERSION >= 12000
-EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
+NVS_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
 {
     NVS_PASS_THEN(cuLibraryUnload, CUDA_ERROR_NOT_FOUND, (library), forget_kernels());
 }
@@ -630,7 +647,7 @@ void *nvs_driver_entry_point(const char *symbol, void *found)
     return found;
 }
 
-EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
+NVS_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
                                          cuuint64_t flags)
 {
     PFN_cuGetProcAddress_v11030 real =
@@ -644,7 +661,7 @@ EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, in
 }
 
 #if NVS_CUDA_VERSION >= 12000
-EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **function, int version,
+NVS_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **function, int version,
                                             cuuint64_t flags,
                                             CUdriverProcAddressQueryResult *status)
 {

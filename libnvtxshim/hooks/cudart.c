@@ -9,7 +9,6 @@
 #include "../hook.h"
 #include "copy.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 /* A runtime copy of BYTES between DESTINATION and SOURCE of KIND. */
 static struct copy runtime_copy(size_t bytes, const void *destination, const void *source,
@@ -42,12 +41,29 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
     return nvs_copy_between(p ? p->extent.width * p->extent.height * p->extent.depth : 0, PEER);
 }
 
-/* A copy wrapper (copy.h), and a copy with its per-thread-default-stream
- * twin: the same parameters, the description and the range made alike. */
-#define COPY(...) NVS_COPY(cudaError_t, cudaErrorNotSupported, __VA_ARGS__)
+/* A copy wrapper (copy.h describes the copy), and a copy with its
+ * per-thread-default-stream twin: the same parameters, the description and
+ * the range made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
+#define COPY(name, parameters, arguments, description)                                      \
+    extern cudaError_t name parameters;                                                     \
+    NVS_EXPORT cudaError_t name parameters                                                      \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
+    }
 #define COPY_PAIR(name, twin, parameters, arguments, description)                            \
-    NVS_COPY(cudaError_t, cudaErrorNotSupported, name, parameters, arguments, description)                  \
-    NVS_COPY(cudaError_t, cudaErrorNotSupported, twin, parameters, arguments, description)
+    extern cudaError_t name parameters;                                                     \
+    NVS_EXPORT cudaError_t name parameters                                                      \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
+    }                                                                                       \
+    extern cudaError_t twin parameters;                                                     \
+    NVS_EXPORT cudaError_t twin parameters                                                      \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, cudaErrorNotSupported, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close()); \
+    }
 
 COPY_PAIR(cudaMemcpy, cudaMemcpy_ptds,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind),
@@ -123,22 +139,28 @@ static int runtime_kernel_name(const void *function, const char **name)
     return 0;
 }
 
-/* A wait for the GPU and a launch (copy.h). */
+/* A wait for the GPU and a launch (copy.h), in two halves (hook.h). */
 #define WAIT(name, parameters, arguments)                                                   \
-    NVS_CUDA_CALL(cudaError_t, cudaErrorNotSupported, name, parameters, arguments,          \
-                  nvs_wait_open(NVS_HOOK_ID(name)))
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name, parameters, arguments,             \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
+                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close()))
 #define LAUNCH(name)                                                                        \
-    NVS_CUDA_CALL(cudaError_t, cudaErrorNotSupported, name,                                 \
-                  (const void *function, dim3 grid, dim3 block, void **arguments,           \
-                   size_t shared_bytes, cudaStream_t stream),                               \
-                  (function, grid, block, arguments, shared_bytes, stream),                 \
-                  nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel),         \
-                                  function, runtime_kernel_name))
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                    \
+                      (const void *function, dim3 grid, dim3 block, void **arguments,       \
+                       size_t shared_bytes, cudaStream_t stream),                           \
+                      (function, grid, block, arguments, shared_bytes, stream),             \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported,          \
+                         (function, grid, block, arguments, shared_bytes, stream),          \
+                         nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel),  \
+                                         function, runtime_kernel_name),                    \
+                         nvs_copy_close()))
 
 #define GRAPH_LAUNCH(name)                                                                  \
-    NVS_CUDA_CALL(cudaError_t, cudaErrorNotSupported, name,                                 \
-                  (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream),            \
-                  nvs_graph_launch_open(NVS_HOOK_ID(name)))
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                    \
+                      (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream),        \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported,          \
+                         (graph, stream), nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
+                         nvs_copy_close()))
 
 WAIT(cudaDeviceSynchronize, (void), ())
 WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))
@@ -151,7 +173,7 @@ GRAPH_LAUNCH(cudaGraphLaunch_ptsz)
 
 /* Driver entry points handed out by the runtime get the wrappers too. */
 #define ENTRY_POINT(name, parameters, arguments, symbol, function)                          \
-    EXPORT cudaError_t CUDARTAPI name parameters                                            \
+    NVS_EXPORT cudaError_t CUDARTAPI name parameters                                            \
     {                                                                                       \
         NVS_PASS_THEN(name, cudaErrorNotSupported, arguments,                               \
                       if (result == cudaSuccess && function)                                \

@@ -62,46 +62,46 @@ static inline int opened(int fd, const char *path, int flags)
     return fd;
 }
 
-EXPORT int nvs_open(const char *path, int flags, mode_t mode) __asm__("open");
-EXPORT int nvs_open(const char *path, int flags, mode_t mode)
+NVS_EXPORT int nvs_open(const char *path, int flags, mode_t mode) __asm__("open");
+NVS_EXPORT int nvs_open(const char *path, int flags, mode_t mode)
 {
     return opened(REAL(open)(path, flags, mode), path, flags);
 }
 
-EXPORT int nvs_open64(const char *path, int flags, mode_t mode) __asm__("open64");
-EXPORT int nvs_open64(const char *path, int flags, mode_t mode)
+NVS_EXPORT int nvs_open64(const char *path, int flags, mode_t mode) __asm__("open64");
+NVS_EXPORT int nvs_open64(const char *path, int flags, mode_t mode)
 {
     return opened(REAL(open64)(path, flags, mode), path, flags);
 }
 
-EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat");
-EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode)
+NVS_EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat");
+NVS_EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
     return opened(REAL(openat)(dirfd, path, flags, mode), path, flags);
 }
 
-EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat64");
-EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode)
+NVS_EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat64");
+NVS_EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode)
 {
     return opened(REAL(openat64)(dirfd, path, flags, mode), path, flags);
 }
 
-EXPORT int __open_2(const char *path, int flags)
+NVS_EXPORT int __open_2(const char *path, int flags)
 {
     return opened(REAL(__open_2)(path, flags), path, flags);
 }
 
-EXPORT int __open64_2(const char *path, int flags)
+NVS_EXPORT int __open64_2(const char *path, int flags)
 {
     return opened(REAL(__open64_2)(path, flags), path, flags);
 }
 
-EXPORT int __openat_2(int dirfd, const char *path, int flags)
+NVS_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
     return opened(REAL(__openat_2)(dirfd, path, flags), path, flags);
 }
 
-EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+NVS_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
     return opened(REAL(__openat64_2)(dirfd, path, flags), path, flags);
 }
@@ -125,13 +125,13 @@ static inline void replacing(int old_fd, int new_fd)
         nvs_device_closing(new_fd);
 }
 
-EXPORT int dup(int fd)
+NVS_EXPORT int dup(int fd)
 {
     unsigned slot = nvs_fd_slot(fd);
     return duplicated(fd, slot, REAL(dup)(fd));
 }
 
-EXPORT int dup2(int old_fd, int new_fd)
+NVS_EXPORT int dup2(int old_fd, int new_fd)
 {
     unsigned slot = nvs_fd_slot(old_fd);
     int result = REAL(dup2)(old_fd, new_fd);
@@ -144,7 +144,7 @@ EXPORT int dup2(int old_fd, int new_fd)
     return result;
 }
 
-EXPORT int dup3(int old_fd, int new_fd, int flags)
+NVS_EXPORT int dup3(int old_fd, int new_fd, int flags)
 {
     unsigned slot = nvs_fd_slot(old_fd);
     int result = REAL(dup3)(old_fd, new_fd, flags);
@@ -167,14 +167,14 @@ static inline int fcntl_done(int fd, int command, void *argument, int result)
     return result;
 }
 
-EXPORT int nvs_fcntl(int fd, int command, void *argument) __asm__("fcntl");
-EXPORT int nvs_fcntl(int fd, int command, void *argument)
+NVS_EXPORT int nvs_fcntl(int fd, int command, void *argument) __asm__("fcntl");
+NVS_EXPORT int nvs_fcntl(int fd, int command, void *argument)
 {
     return fcntl_done(fd, command, argument, REAL(fcntl)(fd, command, argument));
 }
 
-EXPORT int nvs_fcntl64(int fd, int command, void *argument) __asm__("fcntl64");
-EXPORT int nvs_fcntl64(int fd, int command, void *argument)
+NVS_EXPORT int nvs_fcntl64(int fd, int command, void *argument) __asm__("fcntl64");
+NVS_EXPORT int nvs_fcntl64(int fd, int command, void *argument)
 {
     __typeof__(&fcntl) real = (__typeof__(&fcntl))nvs_resolve(NVS_HOOK_ID(fcntl64));
     if (!real) {
@@ -191,7 +191,7 @@ SLOW static void closing(int fd)
     errno = saved_errno;
 }
 
-EXPORT int close(int fd)
+NVS_EXPORT int close(int fd)
 {
     /* Out of the table first: the kernel may give the number out again as
      * soon as the real close has freed it. */
@@ -200,7 +200,7 @@ EXPORT int close(int fd)
     PASS(close, (fd));
 }
 
-EXPORT int close_range(unsigned first, unsigned last, int flags)
+NVS_EXPORT int close_range(unsigned first, unsigned last, int flags)
 {
     __typeof__(&close_range) real = REAL(close_range);
     if (!real) {
@@ -216,7 +216,7 @@ EXPORT int close_range(unsigned first, unsigned last, int flags)
     return result;
 }
 
-EXPORT void closefrom(int lowest)
+NVS_EXPORT void closefrom(int lowest)
 {
     __typeof__(&closefrom) real = REAL(closefrom);
     if (nvs_devices_open() && lowest >= 0) {
@@ -228,7 +228,7 @@ EXPORT void closefrom(int lowest)
         real(lowest);
 }
 
-EXPORT int fclose(FILE *stream)
+NVS_EXPORT int fclose(FILE *stream)
 {
     if (__builtin_expect(nvs_devices_open(), 0) && stream) {
         int fd = fileno(stream);
@@ -243,7 +243,7 @@ EXPORT int fclose(FILE *stream)
 
 /* A call that returns a new descriptor (or -1). */
 #define NEW_DESCRIPTOR(name, parameters, arguments)                                          \
-    EXPORT int name parameters                                                               \
+    NVS_EXPORT int name parameters                                                               \
     {                                                                                        \
         int given = REAL(name) arguments;                                                    \
         if (__builtin_expect(nvs_devices_open(), 0))                                         \
@@ -253,7 +253,7 @@ EXPORT int fclose(FILE *stream)
 
 /* One that returns a stream (or a directory) over one. */
 #define NEW_STREAM(type, name, descriptor_of, parameters, arguments)                          \
-    EXPORT type *name parameters                                                             \
+    NVS_EXPORT type *name parameters                                                             \
     {                                                                                        \
         type *stream = REAL(name) arguments;                                                 \
         if (__builtin_expect(nvs_devices_open(), 0) && stream)                               \
@@ -264,7 +264,7 @@ EXPORT int fclose(FILE *stream)
 /* One that writes two into ITS FDS (pipe, socketpair): read after the call, when
  * the kernel has written them. */
 #define NEW_PAIR(name, parameters, arguments)                                                \
-    EXPORT int name parameters                                                               \
+    NVS_EXPORT int name parameters                                                               \
     {                                                                                        \
         int result = REAL(name) arguments;                                                   \
         if (__builtin_expect(nvs_devices_open(), 0) && result == 0) {                        \
@@ -313,7 +313,7 @@ NEW_PAIR(pipe2, (int fds[2], int flags), (fds, flags))
 NEW_PAIR(socketpair, (int domain, int type, int protocol, int fds[2]),
          (domain, type, protocol, fds))
 
-EXPORT int openpty(int *master, int *slave, char *name, const struct termios *settings,
+NVS_EXPORT int openpty(int *master, int *slave, char *name, const struct termios *settings,
                    const struct winsize *size)
 {
     static _Atomic(void *) in_libutil;
@@ -344,7 +344,7 @@ static inline void reopening(const char *path, FILE *stream)
 }
 
 #define REOPEN(name)                                                                         \
-    EXPORT FILE *name(const char *path, const char *mode, FILE *stream)                      \
+    NVS_EXPORT FILE *name(const char *path, const char *mode, FILE *stream)                      \
     {                                                                                        \
         reopening(path, stream);                                                             \
         FILE *result = REAL(name)(path, mode, stream);                                       \
@@ -359,7 +359,7 @@ REOPEN(freopen64)
 /* fcloseall closes every stream's descriptor inside libc: a device opened
  * with fopen leaves the table with them. Which they were is not known
  * afterwards, so each device descriptor is asked whether it is still open. */
-EXPORT int fcloseall(void)
+NVS_EXPORT int fcloseall(void)
 {
     int result = REAL(fcloseall)();
     if (__builtin_expect(nvs_devices_open(), 0)) {
@@ -397,7 +397,7 @@ static void received(const struct msghdr *program_message)
     }
 }
 
-EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
+NVS_EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
 {
     ssize_t result = REAL(recvmsg)(fd, message, flags);
     if (__builtin_expect(nvs_devices_open(), 0) && result >= 0)
@@ -405,7 +405,7 @@ EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
     return result;
 }
 
-EXPORT int recvmmsg(int fd, struct mmsghdr *messages, unsigned int count, int flags,
+NVS_EXPORT int recvmmsg(int fd, struct mmsghdr *messages, unsigned int count, int flags,
                     struct timespec *timeout)
 {
     int result = REAL(recvmmsg)(fd, messages, count, flags, timeout);

@@ -10,7 +10,6 @@
 
 typedef int (*nvs_ioctl_fn)(int fd, unsigned long request, void *argument);
 
-#define EXPORT __attribute__((visibility("default")))
 #define SLOW __attribute__((noinline, cold))
 
 /* The real function of a libc hook (always there: libc defines it). */

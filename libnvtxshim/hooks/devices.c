@@ -181,7 +181,7 @@ SLOW static ssize_t device_io(unsigned slot, const struct io_call *call)
     return result;
 }
 
-EXPORT ssize_t read(int fd, void *buffer, size_t count)
+NVS_EXPORT ssize_t read(int fd, void *buffer, size_t count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
@@ -192,7 +192,7 @@ EXPORT ssize_t read(int fd, void *buffer, size_t count)
     PASS(read, (fd, buffer, count));
 }
 
-EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size)
+NVS_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
@@ -203,7 +203,7 @@ EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size
     PASS(__read_chk, (fd, buffer, count, buffer_size));
 }
 
-EXPORT ssize_t write(int fd, const void *buffer, size_t count)
+NVS_EXPORT ssize_t write(int fd, const void *buffer, size_t count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
@@ -214,7 +214,7 @@ EXPORT ssize_t write(int fd, const void *buffer, size_t count)
     PASS(write, (fd, buffer, count));
 }
 
-EXPORT ssize_t readv(int fd, const struct iovec *vector, int count)
+NVS_EXPORT ssize_t readv(int fd, const struct iovec *vector, int count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
@@ -225,7 +225,7 @@ EXPORT ssize_t readv(int fd, const struct iovec *vector, int count)
     PASS(readv, (fd, vector, count));
 }
 
-EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
+NVS_EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
@@ -266,8 +266,8 @@ SLOW static int device_ioctl(unsigned slot, int fd, unsigned long request, void 
     }
 }
 
-EXPORT int nvs_ioctl(int fd, unsigned long request, void *argument) __asm__("ioctl");
-EXPORT int nvs_ioctl(int fd, unsigned long request, void *argument)
+NVS_EXPORT int nvs_ioctl(int fd, unsigned long request, void *argument) __asm__("ioctl");
+NVS_EXPORT int nvs_ioctl(int fd, unsigned long request, void *argument)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
@@ -292,7 +292,7 @@ SLOW static int device_tcdrain(unsigned slot, int fd)
     return result;
 }
 
-EXPORT int tcdrain(int fd)
+NVS_EXPORT int tcdrain(int fd)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0))
@@ -393,21 +393,21 @@ SLOW static int device_poll(enum nvs_hook_id id, struct pollfd *fds, nfds_t coun
     return result;
 }
 
-EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout)
+NVS_EXPORT int poll(struct pollfd *fds, nfds_t count, int timeout)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_poll(NVS_HOOK_ID(poll), fds, count, timeout, NULL, NULL, 0);
     PASS(poll, (fds, count, timeout));
 }
 
-EXPORT int __poll_chk(struct pollfd *fds, nfds_t count, int timeout, size_t fds_size)
+NVS_EXPORT int __poll_chk(struct pollfd *fds, nfds_t count, int timeout, size_t fds_size)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_poll(NVS_HOOK_ID(__poll_chk), fds, count, timeout, NULL, NULL, fds_size);
     return REAL(__poll_chk)(fds, count, timeout, fds_size);
 }
 
-EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
+NVS_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
                  const sigset_t *mask)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
@@ -415,7 +415,7 @@ EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeou
     return REAL(ppoll)(fds, count, timeout, mask);
 }
 
-EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
+NVS_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
                        const sigset_t *mask, size_t fds_size)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
@@ -454,7 +454,7 @@ SLOW static int device_select(int count, fd_set *read_set, fd_set *write_set, fd
     return result;
 }
 
-EXPORT int select(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
+NVS_EXPORT int select(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
                   struct timeval *timeout)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
@@ -475,7 +475,7 @@ SLOW static int device_pselect(int count, fd_set *read_set, fd_set *write_set, f
     return result;
 }
 
-EXPORT int pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
+NVS_EXPORT int pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
                    const struct timespec *timeout, const sigset_t *mask)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
@@ -492,7 +492,7 @@ SLOW static void watching(int epfd, int fd, unsigned slot)
     errno = saved_errno;
 }
 
-EXPORT int epoll_ctl(int epfd, int operation, int fd, struct epoll_event *event)
+NVS_EXPORT int epoll_ctl(int epfd, int operation, int fd, struct epoll_event *event)
 {
     unsigned slot = nvs_fd_slot(fd);
     int result = REAL(epoll_ctl)(epfd, operation, fd, event);
@@ -514,7 +514,7 @@ SLOW static int device_epoll_wait(unsigned slot, int epfd, struct epoll_event *e
     return result;
 }
 
-EXPORT int epoll_wait(int epfd, struct epoll_event *events, int count, int timeout)
+NVS_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int count, int timeout)
 {
     unsigned slot = nvs_fd_slot(epfd);
     if (__builtin_expect(slot != 0, 0))
@@ -522,7 +522,7 @@ EXPORT int epoll_wait(int epfd, struct epoll_event *events, int count, int timeo
     PASS(epoll_wait, (epfd, events, count, timeout));
 }
 
-EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int count, int timeout,
+NVS_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int count, int timeout,
                        const sigset_t *mask)
 {
     unsigned slot = nvs_fd_slot(epfd);

@@ -17,7 +17,6 @@
 #include "../recorder/record.h"
 #include "../resolve.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 /* A vfork child shares our memory: it must leave the parent's frame and trace
  * alone. The open frame ends here as it would at exit; after a failed exec the
@@ -40,35 +39,35 @@ static int after_failed_exec(bool finished, int result)
     return result;
 }
 
-EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+NVS_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
     __typeof__(&execve) real = NVS_REAL(execve);
     bool finished = before_exec();
     return after_failed_exec(finished, real(path, argv, envp));
 }
 
-EXPORT int execv(const char *path, char *const argv[])
+NVS_EXPORT int execv(const char *path, char *const argv[])
 {
     __typeof__(&execv) real = NVS_REAL(execv);
     bool finished = before_exec();
     return after_failed_exec(finished, real(path, argv));
 }
 
-EXPORT int execvp(const char *file, char *const argv[])
+NVS_EXPORT int execvp(const char *file, char *const argv[])
 {
     __typeof__(&execvp) real = NVS_REAL(execvp);
     bool finished = before_exec();
     return after_failed_exec(finished, real(file, argv));
 }
 
-EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+NVS_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
     __typeof__(&execvpe) real = NVS_REAL(execvpe);
     bool finished = before_exec();
     return after_failed_exec(finished, real(file, argv, envp));
 }
 
-EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+NVS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
     __typeof__(&fexecve) real = NVS_REAL(fexecve);
     bool finished = before_exec();
@@ -76,7 +75,7 @@ EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* glibc 2.34 and later; where libc has none, it fails as the missing system call would. */
-EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+NVS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
     __typeof__(&execveat) real = NVS_REAL(execveat);
     if (!real) {
@@ -103,19 +102,19 @@ EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const
     after;                                                                               \
     va_end(arguments)
 
-EXPORT int execl(const char *path, const char *arg, ...)
+NVS_EXPORT int execl(const char *path, const char *arg, ...)
 {
     GATHER_ARGUMENTS(arg, arguments, argv, (void)0);
     return execv(path, argv);
 }
 
-EXPORT int execlp(const char *file, const char *arg, ...)
+NVS_EXPORT int execlp(const char *file, const char *arg, ...)
 {
     GATHER_ARGUMENTS(arg, arguments, argv, (void)0);
     return execvp(file, argv);
 }
 
-EXPORT int execle(const char *path, const char *arg, ...)
+NVS_EXPORT int execle(const char *path, const char *arg, ...)
 {
     char *const *envp;
     GATHER_ARGUMENTS(arg, arguments, argv, envp = va_arg(arguments, char *const *));
@@ -135,18 +134,18 @@ __attribute__((noreturn)) static void finish_and_exit(void (*real)(int), int sta
         syscall(SYS_exit_group, status);
 }
 
-EXPORT void _exit(int status)
+NVS_EXPORT void _exit(int status)
 {
     finish_and_exit(NVS_REAL(_exit), status);
 }
 
-EXPORT void _Exit(int status)
+NVS_EXPORT void _Exit(int status)
 {
     finish_and_exit(NVS_REAL(_Exit), status);
 }
 
 /* The signal trigger's signal: the program's handler goes behind ours. */
-EXPORT int sigaction(int number, const struct sigaction *action, struct sigaction *old)
+NVS_EXPORT int sigaction(int number, const struct sigaction *action, struct sigaction *old)
 {
     if (nvs_capture_keeps_signal(number))
         return nvs_capture_program_sigaction(number, action, old);
@@ -159,7 +158,7 @@ EXPORT int sigaction(int number, const struct sigaction *action, struct sigactio
 }
 
 /* glibc's signal() calls its sigaction internally, past the one above. */
-EXPORT __sighandler_t signal(int number, __sighandler_t handler)
+NVS_EXPORT __sighandler_t signal(int number, __sighandler_t handler)
 {
     if (nvs_capture_keeps_signal(number)) {
         /* glibc's semantics: BSD, with SA_RESTART and the signal blocked in its handler. */
@@ -184,7 +183,7 @@ EXPORT __sighandler_t signal(int number, __sighandler_t handler)
 /* A thread that forbids itself the TSC (PR_SET_TSC, PR_TSC_SIGSEGV) would get
  * SIGSEGV from the recorder's clock: its line goes first, whatever the
  * request's outcome (clock_gettime serves it from then on). */
-EXPORT int prctl(int option, ...)
+NVS_EXPORT int prctl(int option, ...)
 {
     va_list arguments;
     va_start(arguments, option);

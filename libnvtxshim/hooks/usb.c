@@ -12,7 +12,6 @@
 #include "../emit.h"
 #include "../hook.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 static const char *direction(unsigned char endpoint)
 {
@@ -222,7 +221,7 @@ static inline __attribute__((always_inline)) int data_transfer(
     }                                                                                         \
                                                                                               \
     /* Every way on is a tail call with the arguments as they came. */                       \
-    EXPORT int LIBUSB_CALL name(libusb_device_handle *handle, unsigned char endpoint,         \
+    NVS_EXPORT int LIBUSB_CALL name(libusb_device_handle *handle, unsigned char endpoint,         \
                                 unsigned char *data, int length, int *transferred,            \
                                 unsigned int timeout)                                         \
     {                                                                                         \
@@ -279,7 +278,7 @@ static void control_moved(uint8_t request_type, uint8_t request, uint16_t value,
     short_mark(name, (uint64_t)moved);
 }
 
-EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
+NVS_EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
                                                uint8_t request_type, uint8_t request,
                                                uint16_t value, uint16_t index,
                                                unsigned char *data, uint16_t length,
@@ -530,7 +529,7 @@ static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) 
     return result;
 }
 
-EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
+NVS_EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
 {
     __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
     if (!real)
@@ -584,9 +583,10 @@ static __attribute__((noinline)) void close_events(void)
 
 /* Each event function: pass through when untraced, otherwise one range. */
 #define EVENTS_WRAPPER(name, parameters, arguments)                                        \
-    EXPORT int LIBUSB_CALL name parameters                                                 \
+    NVS_EXPORT int LIBUSB_CALL name parameters                                                 \
     {                                                                                      \
-        NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED,     \
+                         arguments,                                                        \
                          open_events(NVS_HOOK_ID(name)),                                   \
                          close_events());                                                  \
     }
@@ -652,9 +652,10 @@ static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result
  * SECOND: the numbers in its name; PAYLOAD: the bytes it asks for, if any). */
 #define DEVICE_CALL(name, parameters, arguments, category, format, first, second, has_payload, \
                     payload)                                                                    \
-    EXPORT int LIBUSB_CALL name parameters                                                      \
+    NVS_EXPORT int LIBUSB_CALL name parameters                                                      \
     {                                                                                           \
-        NVS_WRAPPER_BODY(NVS_HOOKS_USB, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,            \
+        NVS_WRAPPER_BODY(NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED,          \
+                         arguments,                                                             \
                          open_call(NVS_HOOK_ID(name), category, format, first, second,          \
                                    has_payload, payload),                                       \
                          close_call(NVS_HOOK_ID(name), result, has_payload));                   \

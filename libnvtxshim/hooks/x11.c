@@ -25,7 +25,6 @@
 #include "../hook.h"
 #include "../log.h"
 
-#define EXPORT __attribute__((visibility("default")))
 
 /* ---- where the display is ------------------------------------------------- */
 
@@ -173,62 +172,20 @@ static unsigned bytes_per_pixel(unsigned depth)
 /* Pass through when untraced, else one range around the real call. CHECK
  * looks at the display once; OPENING opens the range. */
 #define X11_CALL(name, check, opening, arguments)                                          \
-    NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, (__typeof__(real arguments)){ 0 }, arguments,      \
-                     check; opening, end())
+    NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, (__typeof__(real arguments)){ 0 },    \
+                     arguments, check; opening, end())
 
-/* The RENDER, GL upload and Vulkan present wrappers come in two halves. The
- * exported half passes the call straight to the real function when that is
- * known and the call untraced: two loads, two tests and a jump, nothing kept
- * for the traced path (GCC still copies arguments passed on the stack, past
- * the sixth, back to where they were). Otherwise it jumps, the arguments where
- * they are, to the traced half (out of line), which finds the real function
- * with FIND(id) (and returns when there is none), enters the call, does CHECK
- * and OPENING, makes the call and ends the range. */
-#define X11_LOADED(name)                                                                     \
-    ((__typeof__(&name))atomic_load_explicit(&nvs_real_functions[NVS_HOOK_ID(name)],         \
-                                             memory_order_acquire))
-
-#define X11_SPLIT(type, name, parameters, arguments, missing, check, opening)                \
-    static __attribute__((noinline)) type traced_##name parameters                           \
-    {                                                                                        \
-        NVS_WRAPPER_BODY(NVS_HOOKS_X11, name, missing, arguments, check; opening, end());    \
-    }                                                                                        \
-    EXPORT type name parameters                                                              \
-    {                                                                                        \
-        __typeof__(&name) real = X11_LOADED(name);                                           \
-        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_X11))             \
-            return real arguments;                                                           \
-        return traced_##name arguments;                                                      \
-    }
-
-#define X11_SPLIT_VOID(name, parameters, arguments, find, check, opening)                    \
-    static __attribute__((noinline)) void traced_##name parameters                           \
-    {                                                                                        \
-        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
-        if (!real)                                                                           \
-            return;                                                                          \
-        if (!nvs_call_enter(NVS_HOOKS_X11)) {                                                \
-            real arguments;                                                                  \
-            return;                                                                          \
-        }                                                                                    \
-        check;                                                                               \
-        opening;                                                                             \
-        real arguments;                                                                      \
-        end();                                                                               \
-    }                                                                                        \
-    EXPORT void name parameters                                                              \
-    {                                                                                        \
-        __typeof__(&name) real = X11_LOADED(name);                                           \
-        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(NVS_HOOKS_X11)) {           \
-            real arguments;                                                                  \
-            return;                                                                          \
-        }                                                                                    \
-        traced_##name arguments;                                                             \
-    }
+/* The RENDER, GL upload and Vulkan present wrappers come in two halves
+ * (NVS_SPLIT_WRAPPER, hook.h): the traced half finds the real function with
+ * FIND(id) (MISSING when there is none; nothing for a void function), does
+ * CHECK and OPENING, makes the call and ends the range. */
+#define X11_SPLIT(type, name, parameters, arguments, find, missing, check, opening)         \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, type, name, parameters, arguments,                      \
+        NVS_WRAPPER_BODY(NVS_HOOKS_X11, find, name, missing, arguments, check; opening, end()))
 
 /* ---- Xlib ------------------------------------------------------------------ */
 
-EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
+NVS_EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
                      int source_y, int x, int y, unsigned int width, unsigned int height)
 {
     X11_CALL(XPutImage, check_xlib(display),
@@ -236,7 +193,7 @@ EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, 
              (display, drawable, gc, image, source_x, source_y, x, y, width, height));
 }
 
-EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
+NVS_EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
                          int source_y, int x, int y, unsigned int width, unsigned int height,
                          Bool send_event)
 {
@@ -246,7 +203,7 @@ EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *ima
 }
 
 /* A copy inside the server: no image data crosses the connection. */
-EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC gc, int source_x,
+NVS_EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC gc, int source_x,
                      int source_y, unsigned int width, unsigned int height, int x, int y)
 {
     X11_CALL(XCopyArea, check_xlib(display),
@@ -254,7 +211,7 @@ EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC
              (display, source, destination, gc, source_x, source_y, width, height, x, y));
 }
 
-EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsigned int width,
+NVS_EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsigned int width,
                          unsigned int height, unsigned long plane_mask, int format)
 {
     /* The reply's size is known only afterwards: the payload counts 4 bytes a pixel. */
@@ -263,13 +220,13 @@ EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsi
              (display, drawable, x, y, width, height, plane_mask, format));
 }
 
-EXPORT int XFlush(Display *display)
+NVS_EXPORT int XFlush(Display *display)
 {
     X11_CALL(XFlush, check_xlib(display),
              begin(NVS_HOOK_ID(XFlush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH), (display));
 }
 
-EXPORT int XSync(Display *display, Bool discard)
+NVS_EXPORT int XSync(Display *display, Bool discard)
 {
     X11_CALL(XSync, check_xlib(display),
              begin(NVS_HOOK_ID(XSync), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF), (display, discard));
@@ -279,38 +236,38 @@ EXPORT int XSync(Display *display, Bool discard)
  * XGetGeometry, XQueryPointer... and XSync, whose own range holds it): the
  * xcb_wait_for_reply64 calls it makes inside (two a round trip, one of them
  * for a reply already read) are below it and pass through. */
-EXPORT Status _XReply(Display *display, xReply *reply, int extra, Bool discard)
+NVS_EXPORT Status _XReply(Display *display, xReply *reply, int extra, Bool discard)
 {
     X11_CALL(_XReply, (void)0, begin(NVS_HOOK_ID(_XReply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
              (display, reply, extra, discard));
 }
 
-EXPORT int XNextEvent(Display *display, XEvent *event)
+NVS_EXPORT int XNextEvent(Display *display, XEvent *event)
 {
     X11_CALL(XNextEvent, check_xlib(display),
              begin(NVS_HOOK_ID(XNextEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, event));
 }
 
-EXPORT int XPeekEvent(Display *display, XEvent *event)
+NVS_EXPORT int XPeekEvent(Display *display, XEvent *event)
 {
     X11_CALL(XPeekEvent, check_xlib(display),
              begin(NVS_HOOK_ID(XPeekEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, event));
 }
 
-EXPORT int XWindowEvent(Display *display, Window window, long mask, XEvent *event)
+NVS_EXPORT int XWindowEvent(Display *display, Window window, long mask, XEvent *event)
 {
     X11_CALL(XWindowEvent, check_xlib(display),
              begin(NVS_HOOK_ID(XWindowEvent), NVS_X11_WAIT, NVS_FRAME_OFF),
              (display, window, mask, event));
 }
 
-EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
+NVS_EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
 {
     X11_CALL(XMaskEvent, check_xlib(display),
              begin(NVS_HOOK_ID(XMaskEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, mask, event));
 }
 
-EXPORT int XIfEvent(Display *display, XEvent *event,
+NVS_EXPORT int XIfEvent(Display *display, XEvent *event,
                     Bool (*predicate)(Display *, XEvent *, XPointer), XPointer argument)
 {
     /* The predicate is the program's code, called from inside Xlib: its calls are its own. */
@@ -319,7 +276,7 @@ EXPORT int XIfEvent(Display *display, XEvent *event,
              (display, event, predicate, argument));
 }
 
-EXPORT int XPending(Display *display)
+NVS_EXPORT int XPending(Display *display)
 {
     X11_CALL(XPending, check_xlib(display),
              begin(NVS_HOOK_ID(XPending), NVS_X11_FLUSH, NVS_FRAME_OFF), (display));
@@ -327,19 +284,19 @@ EXPORT int XPending(Display *display)
 
 /* ---- XCB -------------------------------------------------------------------- */
 
-EXPORT int xcb_flush(xcb_connection_t *connection)
+NVS_EXPORT int xcb_flush(xcb_connection_t *connection)
 {
     X11_CALL(xcb_flush, check_xcb(connection),
              begin(NVS_HOOK_ID(xcb_flush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH), (connection));
 }
 
-EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *connection)
+NVS_EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *connection)
 {
     X11_CALL(xcb_wait_for_event, check_xcb(connection),
              begin(NVS_HOOK_ID(xcb_wait_for_event), NVS_X11_WAIT, NVS_FRAME_OFF), (connection));
 }
 
-EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int request,
+NVS_EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int request,
                                 xcb_generic_error_t **error)
 {
     X11_CALL(xcb_wait_for_reply, check_xcb(connection),
@@ -350,7 +307,7 @@ EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int reque
 /* Xlib (1.8) waits for its replies here: every Xlib round trip. The display
  * is not looked at from inside Xlib's wait (that would send requests on the
  * connection Xlib is reading); the next Xlib call does it. */
-EXPORT void *xcb_wait_for_reply64(xcb_connection_t *connection, uint64_t request,
+NVS_EXPORT void *xcb_wait_for_reply64(xcb_connection_t *connection, uint64_t request,
                                   xcb_generic_error_t **error)
 {
     X11_CALL(xcb_wait_for_reply64, (void)0,
@@ -359,14 +316,14 @@ EXPORT void *xcb_wait_for_reply64(xcb_connection_t *connection, uint64_t request
 }
 
 /* The round trip that asks whether a checked request failed. */
-EXPORT xcb_generic_error_t *xcb_request_check(xcb_connection_t *connection, xcb_void_cookie_t cookie)
+NVS_EXPORT xcb_generic_error_t *xcb_request_check(xcb_connection_t *connection, xcb_void_cookie_t cookie)
 {
     X11_CALL(xcb_request_check, (void)0,
              begin(NVS_HOOK_ID(xcb_request_check), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
              (connection, cookie));
 }
 
-EXPORT xcb_void_cookie_t xcb_put_image(xcb_connection_t *connection, uint8_t format,
+NVS_EXPORT xcb_void_cookie_t xcb_put_image(xcb_connection_t *connection, uint8_t format,
                                        xcb_drawable_t drawable, xcb_gcontext_t gc, uint16_t width,
                                        uint16_t height, int16_t x, int16_t y, uint8_t left_pad,
                                        uint8_t depth, uint32_t data_length, const uint8_t *data)
@@ -377,7 +334,7 @@ EXPORT xcb_void_cookie_t xcb_put_image(xcb_connection_t *connection, uint8_t for
               data));
 }
 
-EXPORT xcb_void_cookie_t xcb_shm_put_image(xcb_connection_t *connection, xcb_drawable_t drawable,
+NVS_EXPORT xcb_void_cookie_t xcb_shm_put_image(xcb_connection_t *connection, xcb_drawable_t drawable,
                                            xcb_gcontext_t gc, uint16_t total_width,
                                            uint16_t total_height, uint16_t source_x,
                                            uint16_t source_y, uint16_t source_width,
@@ -398,48 +355,51 @@ EXPORT xcb_void_cookie_t xcb_shm_put_image(xcb_connection_t *connection, xcb_dra
  * one size has it in the name; the ones that take a list (rectangles,
  * trapezoids, glyphs) are named after the function. */
 
-X11_SPLIT_VOID(XRenderComposite,
+X11_SPLIT(void, XRenderComposite,
                (Display *display, int op, Picture source, Picture mask, Picture destination,
                 int source_x, int source_y, int mask_x, int mask_y, int x, int y,
                 unsigned int width, unsigned int height),
                (display, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
                 width, height),
-               nvs_resolve, check_xlib(display),
+               nvs_resolve, , check_xlib(display),
                begin_area(NVS_HOOK_ID(XRenderComposite), width, height, false, 0))
 
-X11_SPLIT_VOID(XRenderFillRectangle,
+X11_SPLIT(void, XRenderFillRectangle,
                (Display *display, int op, Picture destination, const XRenderColor *color, int x,
                 int y, unsigned int width, unsigned int height),
                (display, op, destination, color, x, y, width, height),
-               nvs_resolve, check_xlib(display),
+               nvs_resolve, , check_xlib(display),
                begin_area(NVS_HOOK_ID(XRenderFillRectangle), width, height, false, 0))
 
-X11_SPLIT_VOID(XRenderFillRectangles,
+X11_SPLIT(void, XRenderFillRectangles,
                (Display *display, int op, Picture destination, const XRenderColor *color,
                 const XRectangle *rectangles, int count),
                (display, op, destination, color, rectangles, count),
-               nvs_resolve, check_xlib(display),
+               nvs_resolve, , check_xlib(display),
                begin(NVS_HOOK_ID(XRenderFillRectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
 
-X11_SPLIT_VOID(XRenderCompositeTrapezoids,
+X11_SPLIT(void, XRenderCompositeTrapezoids,
                (Display *display, int op, Picture source, Picture destination,
                 const XRenderPictFormat *mask_format, int source_x, int source_y,
                 const XTrapezoid *trapezoids, int count),
                (display, op, source, destination, mask_format, source_x, source_y, trapezoids,
                 count),
-               nvs_resolve, check_xlib(display),
+               nvs_resolve, , check_xlib(display),
                begin(NVS_HOOK_ID(XRenderCompositeTrapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
 
 /* Text: glyphs the server holds, composited (cairo's Xlib text). */
-#define RENDER_TEXT(name, item)                                                                 \
-    X11_SPLIT_VOID(name,                                                                        \
-                   (Display *display, int op, Picture source, Picture destination,              \
-                    const XRenderPictFormat *mask_format, int source_x, int source_y, int x,     \
-                    int y, const item *items, int count),                                       \
-                   (display, op, source, destination, mask_format, source_x, source_y, x, y,    \
-                    items, count),                                                              \
-                   nvs_resolve, check_xlib(display),                                            \
-                   begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF))
+#define RENDER_TEXT(name, item)                                                              \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, void, name,                                             \
+                      (Display *display, int op, Picture source, Picture destination,        \
+                       const XRenderPictFormat *mask_format, int source_x, int source_y,     \
+                       int x, int y, const item *items, int count),                          \
+                      (display, op, source, destination, mask_format, source_x, source_y, x, \
+                       y, items, count),                                                     \
+        NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, ,                                 \
+                         (display, op, source, destination, mask_format, source_x, source_y, \
+                          x, y, items, count),                                               \
+                         check_xlib(display);                                                \
+                         begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF), end()))
 
 RENDER_TEXT(XRenderCompositeText8, XGlyphElt8)
 RENDER_TEXT(XRenderCompositeText16, XGlyphElt16)
@@ -452,14 +412,14 @@ X11_SPLIT(xcb_void_cookie_t, xcb_render_composite,
            uint16_t height),
           (connection, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
            width, height),
-          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          nvs_resolve, (xcb_void_cookie_t){ 0 }, check_xcb(connection),
           begin_area(NVS_HOOK_ID(xcb_render_composite), width, height, false, 0))
 
 X11_SPLIT(xcb_void_cookie_t, xcb_render_fill_rectangles,
           (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t destination,
            xcb_render_color_t color, uint32_t count, const xcb_rectangle_t *rectangles),
           (connection, op, destination, color, count, rectangles),
-          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          nvs_resolve, (xcb_void_cookie_t){ 0 }, check_xcb(connection),
           begin(NVS_HOOK_ID(xcb_render_fill_rectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
 
 X11_SPLIT(xcb_void_cookie_t, xcb_render_trapezoids,
@@ -468,19 +428,22 @@ X11_SPLIT(xcb_void_cookie_t, xcb_render_trapezoids,
            int16_t source_y, uint32_t count, const xcb_render_trapezoid_t *trapezoids),
           (connection, op, source, destination, mask_format, source_x, source_y, count,
            trapezoids),
-          (xcb_void_cookie_t){ 0 }, check_xcb(connection),
+          nvs_resolve, (xcb_void_cookie_t){ 0 }, check_xcb(connection),
           begin(NVS_HOOK_ID(xcb_render_trapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
 
-#define RENDER_GLYPHS(name)                                                                      \
-    X11_SPLIT(xcb_void_cookie_t, name,                                                           \
-              (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source,            \
-               xcb_render_picture_t destination, xcb_render_pictformat_t mask_format,            \
-               xcb_render_glyphset_t glyphset, int16_t source_x, int16_t source_y,               \
-               uint32_t length, const uint8_t *commands),                                        \
-              (connection, op, source, destination, mask_format, glyphset, source_x, source_y,   \
-               length, commands),                                                                \
-              (xcb_void_cookie_t){ 0 }, check_xcb(connection),                                   \
-              begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF))
+#define RENDER_GLYPHS(name)                                                                  \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, xcb_void_cookie_t, name,                                \
+                      (xcb_connection_t *connection, uint8_t op, xcb_render_picture_t source, \
+                       xcb_render_picture_t destination, xcb_render_pictformat_t mask_format, \
+                       xcb_render_glyphset_t glyphset, int16_t source_x, int16_t source_y,   \
+                       uint32_t length, const uint8_t *commands),                            \
+                      (connection, op, source, destination, mask_format, glyphset, source_x, \
+                       source_y, length, commands),                                          \
+        NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, (xcb_void_cookie_t){ 0 },          \
+                         (connection, op, source, destination, mask_format, glyphset,        \
+                          source_x, source_y, length, commands),                             \
+                         check_xcb(connection);                                              \
+                         begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF), end()))
 
 RENDER_GLYPHS(xcb_render_composite_glyphs_8)
 RENDER_GLYPHS(xcb_render_composite_glyphs_16)
@@ -488,22 +451,14 @@ RENDER_GLYPHS(xcb_render_composite_glyphs_32)
 
 /* ---- GLX and EGL --------------------------------------------------------------- */
 
-EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
+NVS_EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
 {
-    __typeof__(&glXSwapBuffers) real = NVS_REAL(glXSwapBuffers);
-    if (!real)
-        return;
-    if (!nvs_call_begins(NVS_HOOKS_X11)) {
-        real(display, drawable);
-        return;
-    }
-    check_xlib(display);
-    begin(NVS_HOOK_ID(glXSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP);
-    real(display, drawable);
-    end();
+    NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, glXSwapBuffers, , (display, drawable),
+                     check_xlib(display);
+                     begin(NVS_HOOK_ID(glXSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP), end());
 }
 
-EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
+NVS_EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
 {
     X11_CALL(eglSwapBuffers, (void)0,
              begin(NVS_HOOK_ID(eglSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP),
@@ -528,7 +483,7 @@ static void *own_entry_point(const char *name, void *found, const char *prefix)
     return nvs_resolve_substitute(name, found, true);
 }
 
-EXPORT __GLXextFuncPtr glXGetProcAddressARB(const GLubyte *name)
+NVS_EXPORT __GLXextFuncPtr glXGetProcAddressARB(const GLubyte *name)
 {
     __typeof__(&glXGetProcAddressARB) real = NVS_REAL(glXGetProcAddressARB);
     if (!real)
@@ -536,7 +491,7 @@ EXPORT __GLXextFuncPtr glXGetProcAddressARB(const GLubyte *name)
     return (__GLXextFuncPtr)own_entry_point((const char *)name, (void *)real(name), "glX");
 }
 
-EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
+NVS_EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
 {
     __typeof__(&glXGetProcAddressARB) real =
         (__typeof__(&glXGetProcAddressARB))nvs_resolve(NVS_HOOK_ID(glXGetProcAddress));
@@ -545,7 +500,7 @@ EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
     return (__GLXextFuncPtr)own_entry_point((const char *)name, (void *)real(name), "glX");
 }
 
-EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *name)
+NVS_EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *name)
 {
     __typeof__(&eglGetProcAddress) real = NVS_REAL(eglGetProcAddress);
     if (!real)
@@ -655,33 +610,33 @@ static void *gl_resolve(enum nvs_hook_id id)
     return found;
 }
 
-X11_SPLIT_VOID(glTexImage2D,
+X11_SPLIT(void, glTexImage2D,
                (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
                 GLint border, GLenum format, GLenum type, const void *pixels),
                (target, level, internal_format, width, height, border, format, type, pixels),
-               gl_resolve, (void)0,
+               gl_resolve, , (void)0,
                begin_upload(NVS_HOOK_ID(glTexImage2D), width, height, 0, format, type, pixels))
 
-X11_SPLIT_VOID(glTexSubImage2D,
+X11_SPLIT(void, glTexSubImage2D,
                (GLenum target, GLint level, GLint x, GLint y, GLsizei width, GLsizei height,
                 GLenum format, GLenum type, const void *pixels),
                (target, level, x, y, width, height, format, type, pixels),
-               gl_resolve, (void)0,
+               gl_resolve, , (void)0,
                begin_upload(NVS_HOOK_ID(glTexSubImage2D), width, height, 0, format, type, pixels))
 
-X11_SPLIT_VOID(glTexImage3D,
+X11_SPLIT(void, glTexImage3D,
                (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
                 GLsizei depth, GLint border, GLenum format, GLenum type, const void *pixels),
                (target, level, internal_format, width, height, depth, border, format, type,
                 pixels),
-               gl_resolve, (void)0,
+               gl_resolve, , (void)0,
                begin_upload(NVS_HOOK_ID(glTexImage3D), width, height, depth, format, type, pixels))
 
-X11_SPLIT_VOID(glTexSubImage3D,
+X11_SPLIT(void, glTexSubImage3D,
                (GLenum target, GLint level, GLint x, GLint y, GLint z, GLsizei width,
                 GLsizei height, GLsizei depth, GLenum format, GLenum type, const void *pixels),
                (target, level, x, y, z, width, height, depth, format, type, pixels),
-               gl_resolve, (void)0,
+               gl_resolve, , (void)0,
                begin_upload(NVS_HOOK_ID(glTexSubImage3D), width, height, depth, format, type,
                             pixels))
 
@@ -693,7 +648,7 @@ X11_SPLIT_VOID(glTexSubImage3D,
  * loader's exported vkQueuePresentKHR, which dispatches by the queue. */
 
 X11_SPLIT(VkResult, vkQueuePresentKHR, (VkQueue queue, const VkPresentInfoKHR *info),
-          (queue, info), VK_ERROR_INITIALIZATION_FAILED, (void)0,
+          (queue, info), nvs_resolve, VK_ERROR_INITIALIZATION_FAILED, (void)0,
           begin(NVS_HOOK_ID(vkQueuePresentKHR), NVS_X11_SWAP, NVS_FRAME_X11_SWAP))
 
 /* The loader's answer FOUND for NAME, or the wrapper where NAME is hooked (the
@@ -708,7 +663,7 @@ static void *own_vulkan_entry_point(const char *name, void *found)
     return nvs_resolve_substitute(name, found, true);
 }
 
-EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char *name)
+NVS_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char *name)
 {
     __typeof__(&vkGetInstanceProcAddr) real = NVS_REAL(vkGetInstanceProcAddr);
     if (!real)
@@ -716,7 +671,7 @@ EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char 
     return (PFN_vkVoidFunction)own_vulkan_entry_point(name, (void *)real(instance, name));
 }
 
-EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char *name)
+NVS_EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char *name)
 {
     __typeof__(&vkGetDeviceProcAddr) real = NVS_REAL(vkGetDeviceProcAddr);
     if (!real)
