@@ -16,6 +16,7 @@
 #include "events.h"
 #include "load.h"
 #include "launches.h"
+#include "map.h"
 #include "trace_json.h"
 
 static const char manual[] =
@@ -155,23 +156,23 @@ static const char manual[] =
 
 /* ---- output ------------------------------------------------------------------ */
 
-/* An interned string (events.h: the same text is the same pointer) and its
- * JSON form, made once: a file names each of its few hundred names thousands
+/* The JSON form of an interned string (events.h: the same text is the same
+ * pointer), made once: a file names each of its few hundred names thousands
  * of times. */
 struct quoted_name {
-    const char *text;
     char *json;
     size_t length;
 };
 
-#define QUOTED_SLOTS 4096              /* a power of two; past 3/4 full, names are quoted each time */
+#define QUOTED_NAMES 3072              /* past so many, names are quoted each time */
 
 struct writer {
     FILE *out;
     char *quoted;
     size_t quoted_size;
-    struct quoted_name *names;       /* QUOTED_SLOTS, open addressing; NULL: none kept */
+    struct quoted_name *names;       /* QUOTED_NAMES of them; NULL: none kept */
     size_t name_count;
+    struct map by_text;              /* (text, 0) -> its place in names */
     size_t items;                    /* written so far: each after the first follows a comma */
     bool failed;
 };
@@ -207,24 +208,22 @@ static void put_interned(struct writer *writer, const char *text)
         put_string(writer, text);
         return;
     }
-    size_t slot = ((uintptr_t)text >> 3) * 0x9E3779B97F4A7C15u >> 20 & (QUOTED_SLOTS - 1);
-    while (writer->names[slot].text && writer->names[slot].text != text)
-        slot = (slot + 1) & (QUOTED_SLOTS - 1);
-    struct quoted_name *name = &writer->names[slot];
-    if (!name->text) {
-        if (writer->name_count >= QUOTED_SLOTS / 4 * 3) {
-            put_string(writer, text);
-            return;
-        }
-        size_t need = strlen(text) * 6 + 3;
-        if (!(name->json = malloc(need))) {
-            put_string(writer, text);
-            return;
-        }
-        name->length = nvs_json_quote(name->json, need, text);
-        name->text = text;
-        writer->name_count++;
+    struct map_slot *slot = nvs_map_find(&writer->by_text, (uint64_t)(uintptr_t)text, 0);
+    if (slot) {
+        const struct quoted_name *name = &writer->names[slot->value];
+        fwrite(name->json, 1, name->length, writer->out);
+        return;
     }
+    size_t need = strlen(text) * 6 + 3;
+    char *json = writer->name_count < QUOTED_NAMES ? malloc(need) : NULL;
+    if (!json || !(slot = nvs_map_add(&writer->by_text, (uint64_t)(uintptr_t)text, 0))) {
+        free(json);
+        put_string(writer, text);
+        return;
+    }
+    struct quoted_name *name = &writer->names[writer->name_count];
+    *name = (struct quoted_name){json, nvs_json_quote(json, need, text)};
+    slot->value = writer->name_count++;
     fwrite(name->json, 1, name->length, writer->out);
 }
 
@@ -864,7 +863,7 @@ static int convert(const char *input, const char *output, const struct filter *f
 
     bool to_stdout = strcmp(output, "-") == 0;
     struct writer writer = {.out = to_stdout ? stdout : open_output(output),
-                            .names = calloc(QUOTED_SLOTS, sizeof(struct quoted_name))};
+                            .names = calloc(QUOTED_NAMES, sizeof(struct quoted_name))};
     if (!writer.out) {
         fprintf(stderr, "nvtxshim: convert: cannot write %s: %s\n", output, strerror(errno));
         free(writer.names);
@@ -893,9 +892,10 @@ static int convert(const char *input, const char *output, const struct filter *f
     if (to_stdout ? fflush(stdout) != 0 : fclose(writer.out) != 0)
         error = error ? error : (errno ? errno : EIO);
     free(writer.quoted);
-    for (size_t i = 0; writer.names && i < QUOTED_SLOTS; i++)
+    for (size_t i = 0; i < writer.name_count; i++)
         free(writer.names[i].json);
     free(writer.names);
+    nvs_map_free(&writer.by_text);
     free(arrows.items);
     free(arrows.by_call);
     if (error) {

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "map.h"
 
 struct nvs_offcpu nvs_offcpu_of(const struct nvs_kernel_figures *figures)
 {
@@ -34,10 +35,10 @@ struct pool_block {
     max_align_t data[];
 };
 
+/* The strings by their text: (a hash of the text, its length) to the string. */
 struct nvs_string_pool {
     struct pool_block *blocks;
-    const char **slots;
-    size_t slot_count, used;
+    struct map strings;
 };
 
 static void *pool_alloc(struct nvs_string_pool *pool, size_t size)
@@ -74,51 +75,28 @@ static uint64_t hash_text(const char *text, size_t length)
     return hash;
 }
 
-static bool pool_grow(struct nvs_string_pool *pool)
-{
-    size_t count = pool->slot_count ? pool->slot_count * 2 : 1024;
-    const char **slots = calloc(count, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < pool->slot_count; i++) {
-        const char *text = pool->slots[i];
-        if (!text)
-            continue;
-        size_t slot = hash_text(text, strlen(text)) & (count - 1);
-        while (slots[slot])
-            slot = (slot + 1) & (count - 1);
-        slots[slot] = text;
-    }
-    free(pool->slots);
-    pool->slots = slots;
-    pool->slot_count = count;
-    return true;
-}
-
 const char *nvs_events_intern(struct nvs_events *events, const char *text, size_t length)
 {
     struct nvs_string_pool *pool = events->strings;
     if (!pool && !(pool = events->strings = calloc(1, sizeof *pool)))
         return NULL;
-    if ((pool->used + 1) * 2 > pool->slot_count && !pool_grow(pool))
-        return NULL;
     const char *end = memchr(text, '\0', length);
     if (end)
         length = (size_t)(end - text);
-    size_t mask = pool->slot_count - 1;
-    size_t slot = hash_text(text, length) & mask;
-    for (; pool->slots[slot]; slot = (slot + 1) & mask) {
-        const char *candidate = pool->slots[slot];
-        if (memcmp(candidate, text, length) == 0 && candidate[length] == '\0')
+    uint64_t hash = hash_text(text, length);
+    for (struct map_slot *slot = nvs_map_find(&pool->strings, hash, length); slot;
+         slot = nvs_map_next(&pool->strings, slot)) {
+        const char *candidate = (const char *)(uintptr_t)slot->value;
+        if (memcmp(candidate, text, length) == 0)
             return candidate;
     }
     char *copy = pool_alloc(pool, length + 1);
-    if (!copy)
+    struct map_slot *slot = copy ? nvs_map_add(&pool->strings, hash, length) : NULL;
+    if (!slot)
         return NULL;
     memcpy(copy, text, length);
     copy[length] = '\0';
-    pool->slots[slot] = copy;
-    pool->used++;
+    slot->value = (size_t)(uintptr_t)copy;
     return copy;
 }
 
@@ -184,7 +162,7 @@ void nvs_events_free(struct nvs_events *events)
             free(pool->blocks);
             pool->blocks = next;
         }
-        free(pool->slots);
+        nvs_map_free(&pool->strings);
         free(pool);
     }
     free(events->events);

@@ -816,9 +816,9 @@ static void reader_free(struct reader *reader)
     }
     free(reader->tracks);
     free(reader->sequences);
-    free(reader->sequence_ids.slots);
-    free(reader->track_ids.slots);
-    free(reader->interned.slots);
+    nvs_map_free(&reader->sequence_ids);
+    nvs_map_free(&reader->track_ids);
+    nvs_map_free(&reader->interned);
 }
 
 int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,

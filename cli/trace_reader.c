@@ -32,15 +32,18 @@ struct async_half {
     struct nvs_event range;          /* the range as far as this half says */
     struct nvs_kernel_figures figures;
     uint64_t order;                  /* of halves with one key, the latest is taken first */
-    bool used;
+    size_t next_free;                /* a free place: the next free one (SIZE_MAX: none) */
 };
 
-/* The halves waiting, by key: open addressing with linear probing, an entry
- * removed by moving back the ones after it, so that memory is that of the
- * pairs open at once, not of the whole trace. */
+/* The halves waiting: each in a place of ITEMS, found by its key in INDEX
+ * (the key hashed to two words, compared whole here), the place of one taken
+ * reused, so that memory is that of the pairs open at once, not of the whole
+ * trace. */
 struct async_halves {
-    struct async_half *slots;
-    size_t slot_count, used;
+    struct map index;                /* (key_hash, id) -> a place in items */
+    struct async_half *items;
+    size_t count, capacity;          /* places made */
+    size_t free;                     /* the first free place (SIZE_MAX: none) */
     uint64_t next_order;
 };
 
@@ -117,11 +120,11 @@ struct trace_reader {
     bool failed;
 };
 
-static size_t key_home(const struct async_key *key, size_t slot_count)
+/* The key's words in the index: its pid, category and text id hashed, and its id. */
+static uint64_t key_hash(const struct async_key *key)
 {
     uint64_t hash = nvs_map_mix(key->pid ^ (uint64_t)(uintptr_t)key->domain);
-    hash = nvs_map_mix(hash ^ (uint64_t)(uintptr_t)key->id_text);
-    return (size_t)nvs_map_mix(hash ^ (uint64_t)key->id) & (slot_count - 1);
+    return nvs_map_mix(hash ^ (uint64_t)(uintptr_t)key->id_text);
 }
 
 static bool same_key(const struct async_key *a, const struct async_key *b)
@@ -129,74 +132,62 @@ static bool same_key(const struct async_key *a, const struct async_key *b)
     return a->pid == b->pid && a->domain == b->domain && a->id_text == b->id_text && a->id == b->id;
 }
 
-static bool halves_grow(struct async_halves *halves)
-{
-    size_t count = halves->slot_count ? halves->slot_count * 2 : 256;
-    struct async_half *slots = calloc(count, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < halves->slot_count; i++) {
-        if (!halves->slots[i].used)
-            continue;
-        size_t slot = key_home(&halves->slots[i].key, count);
-        while (slots[slot].used)
-            slot = (slot + 1) & (count - 1);
-        slots[slot] = halves->slots[i];
-    }
-    free(halves->slots);
-    halves->slots = slots;
-    halves->slot_count = count;
-    return true;
-}
-
 /* A new entry for KEY (another with that key may be waiting: it stays); NULL
  * when out of memory. */
 static struct async_half *halves_add(struct async_halves *halves, const struct async_key *key)
 {
-    if ((halves->used + 1) * 2 > halves->slot_count && !halves_grow(halves))
+    size_t place = halves->free;
+    if (place == SIZE_MAX && halves->count == halves->capacity) {
+        size_t capacity = halves->capacity ? halves->capacity * 2 : 128;
+        struct async_half *grown = realloc(halves->items, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        halves->items = grown;
+        halves->capacity = capacity;
+    }
+    struct map_slot *slot = nvs_map_add(&halves->index, key_hash(key), (uint64_t)key->id);
+    if (!slot)
         return NULL;
-    size_t slot = key_home(key, halves->slot_count);
-    while (halves->slots[slot].used)
-        slot = (slot + 1) & (halves->slot_count - 1);
-    struct async_half *half = &halves->slots[slot];
+    if (place == SIZE_MAX)
+        place = halves->count++;
+    else
+        halves->free = halves->items[place].next_free;
+    slot->value = place;
+    struct async_half *half = &halves->items[place];
     memset(half, 0, sizeof *half);
     half->key = *key;
     half->order = halves->next_order++;
-    half->used = true;
-    halves->used++;
     return half;
 }
 
-/* The latest half waiting with KEY, or NULL. */
-static struct async_half *halves_find(struct async_halves *halves, const struct async_key *key)
+/* The index's slot of the latest half waiting with KEY, or NULL. */
+static struct map_slot *halves_find(const struct async_halves *halves, const struct async_key *key)
 {
-    if (!halves->slot_count)
-        return NULL;
-    struct async_half *latest = NULL;
-    size_t mask = halves->slot_count - 1;
-    size_t slot = key_home(key, halves->slot_count);
-    for (; halves->slots[slot].used; slot = (slot + 1) & mask) {
-        struct async_half *candidate = &halves->slots[slot];
-        if (same_key(&candidate->key, key) && (!latest || candidate->order > latest->order))
-            latest = candidate;
+    struct map_slot *latest = NULL;
+    for (struct map_slot *slot = nvs_map_find(&halves->index, key_hash(key), (uint64_t)key->id); slot;
+         slot = nvs_map_next(&halves->index, slot)) {
+        const struct async_half *candidate = &halves->items[slot->value];
+        if (same_key(&candidate->key, key) && (!latest || candidate->order > halves->items[latest->value].order))
+            latest = slot;
     }
     return latest;
 }
 
-/* Empties HALF's slot; an entry after it that probed past that slot moves
- * back into it, so that every entry stays reachable from its home. */
-static void halves_remove(struct async_halves *halves, struct async_half *half)
+/* The half at SLOT taken out: its place is free again. */
+static struct async_half halves_take(struct async_halves *halves, struct map_slot *slot)
 {
-    size_t mask = halves->slot_count - 1, hole = (size_t)(half - halves->slots);
-    for (size_t slot = (hole + 1) & mask; halves->slots[slot].used; slot = (slot + 1) & mask) {
-        size_t home = key_home(&halves->slots[slot].key, halves->slot_count);
-        if (((slot - home) & mask) >= ((slot - hole) & mask)) {
-            halves->slots[hole] = halves->slots[slot];
-            hole = slot;
-        }
-    }
-    halves->slots[hole].used = false;
-    halves->used--;
+    size_t place = slot->value;
+    struct async_half half = halves->items[place];
+    nvs_map_remove(&halves->index, slot);
+    halves->items[place].next_free = halves->free;
+    halves->free = place;
+    return half;
+}
+
+static void halves_free(struct async_halves *halves)
+{
+    nvs_map_free(&halves->index);
+    free(halves->items);
 }
 
 static bool args_number(const struct nvs_json *args, const char *key, uint64_t *out)
@@ -291,10 +282,9 @@ static int read_async_half(struct trace_reader *reader, const struct nvs_json *j
     read_figures(nvs_json_get(json, "args"), &half.figures);
     read_payload(nvs_json_get(json, "args"), &half.range);
     struct async_halves *others = end ? &reader->begins : &reader->ends;
-    struct async_half *other = halves_find(others, &half.key);
+    struct map_slot *other = halves_find(others, &half.key);
     if (other) {
-        struct async_half found = *other;
-        halves_remove(others, other);
+        struct async_half found = halves_take(others, other);
         return join_async(reader, end ? &found : &half, end ? &half : &found);
     }
     struct async_half *waiting = halves_add(end ? &reader->ends : &reader->begins, &half.key);
@@ -380,11 +370,11 @@ static void say_trace_left_out(const struct nvs_load_options *options, const cha
                        "through _exit before NVTXSHIM_TRACE could finish it): read %zu events%s",
                        path, result->bare_array ? "]" : "]}", result->events,
                        result->last_incomplete ? ", the last one incomplete and left out" : "");
-    size_t unended = reader->begins.used;
+    size_t unended = reader->begins.index.used;
     if (unended)
         nvs_events_say(options, "%s: %zu async range%s (\"ph\":\"b\") never ended, left out (open "
                        "when the trace stopped)", path, unended, plural(unended));
-    size_t unbegun = reader->ends.used;
+    size_t unbegun = reader->ends.index.used;
     if (unbegun)
         nvs_events_say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out", path,
                        unbegun, plural(unbegun));
@@ -461,7 +451,7 @@ static int read_gzip_trace(const char *path, nvs_trace_event_fn callback, void *
 
 int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
-    struct trace_reader reader = {.events = events};
+    struct trace_reader reader = {.events = events, .begins.free = SIZE_MAX, .ends.free = SIZE_MAX};
     if (!nvs_trace_kinds_init(&reader.kinds, events)) {
         nvs_events_say(options, "out of memory");
         return -1;
@@ -476,7 +466,7 @@ int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs
         nvs_events_say(options, "cannot read %s: %s", path, error);
     else
         say_trace_left_out(options, path, &reader, &result);
-    free(reader.begins.slots);
-    free(reader.ends.slots);
+    halves_free(&reader.begins);
+    halves_free(&reader.ends);
     return reader.failed || status ? -1 : 0;
 }
