@@ -195,6 +195,180 @@ static bool parse_kernel_mark(const struct nvs_event *event, struct kernel_mark 
     return true;
 }
 
+/* ---- marks by kind --------------------------------------------------------------- */
+
+/* A mark's kind: TEXT with each number written N. A number starts a word or
+ * follows punctuation (the 2 of "cuMemcpy2D" or "H264" is no number): 0x and
+ * its hex digits, or digits and their decimals. A word of three or more small
+ * letters after a number, that ends at a space, punctuation or the text's end,
+ * is counted by it, singular or plural: "frame" and "frames" are both
+ * "frame(s)" ("ms", "IN" and the "req" of "req=0x01" are left as they are).
+ * OUT has room for TEXT and 3 bytes more a word. */
+static size_t mark_kind(const char *text, char *out)
+{
+    size_t length = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c;) {
+        bool starts = c == (const unsigned char *)text || !(isalnum(c[-1]) || c[-1] == '_');
+        if (!isdigit(*c) || !starts) {
+            out[length++] = (char)*c++;
+            continue;
+        }
+        if (c[0] == '0' && (c[1] == 'x' || c[1] == 'X') && isxdigit(c[2])) {
+            for (c += 2; isxdigit(*c); c++)
+                continue;
+        } else {
+            while (isdigit(*c))
+                c++;
+            if (c[0] == '.' && isdigit(c[1]))
+                for (c++; isdigit(*c); c++)
+                    continue;
+        }
+        out[length++] = 'N';
+        size_t letters = 0;
+        while (c[0] == ' ' && islower(c[1 + letters]))
+            letters++;
+        /* a word of prose: it ends the text or is followed by a space or punctuation
+         * (not "req=", a name in a list of settings) */
+        if (letters >= 3 && (c[1 + letters] == '\0' || strchr(" ,.;:)", c[1 + letters]))) {
+            size_t kept = c[letters] == 's' ? letters - 1 : letters;
+            memcpy(out + length, c, kept + 1);
+            memcpy(out + length + kept + 1, "(s)", 3);
+            length += kept + 4;
+            c += letters + 1;
+        }
+    }
+    out[length] = '\0';
+    return length;
+}
+
+struct mark_row {
+    const char *domain, *kind, *text;
+    int64_t start;
+    size_t order;                    /* position in the events, for a stable sort */
+};
+
+/* By domain, kind, text, then time. */
+static int compare_mark_rows(const void *a, const void *b)
+{
+    const struct mark_row *x = a, *y = b;
+    int order = nvs_compare_interned(x->domain, y->domain);
+    if (!order)
+        order = nvs_compare_interned(x->kind, y->kind);
+    if (!order)
+        order = nvs_compare_interned(x->text, y->text);
+    if (!order && x->start != y->start)
+        order = (x->start > y->start) - (x->start < y->start);
+    if (!order)
+        order = (x->order > y->order) - (x->order < y->order);
+    return order;
+}
+
+/* A kind: rows FIRST..LAST (sorted by text); a text: rows FIRST..LAST, its
+ * first at ROWS[FIRST]. */
+struct mark_group {
+    const char *domain;
+    size_t first, last;
+    int64_t start;
+};
+
+/* By domain, then the most marks first, then kind. */
+static int compare_kinds(const void *a, const void *b, void *rows_argument)
+{
+    const struct mark_group *x = a, *y = b;
+    const struct mark_row *rows = rows_argument;
+    int order = nvs_compare_interned(x->domain, y->domain);
+    if (!order && x->last - x->first != y->last - y->first)
+        order = (x->last - x->first < y->last - y->first) - (x->last - x->first > y->last - y->first);
+    if (!order)
+        order = nvs_compare_interned(rows[x->first].kind, rows[y->first].kind);
+    return order;
+}
+
+/* By the time of the first mark. */
+static int compare_texts(const void *a, const void *b)
+{
+    const struct mark_group *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* The marks by kind (figures.h): each mark's kind, the marks sorted by domain,
+ * kind, text and time, a group per kind and, in each, per text. */
+static int compute_marks(struct nvs_events *events, struct nvs_report *report)
+{
+    size_t count = 0, longest = 0;
+    for (size_t i = 0; i < events->count; i++)
+        if (events->events[i].kind == NVS_EVENT_MARK) {
+            size_t length = strlen(events->events[i].name);
+            count++;
+            longest = length > longest ? length : longest;
+        }
+    if (!count)
+        return 0;
+    const char *kernel_figures = nvs_events_intern(events, "frame N: off-CPU figures", 24);
+    struct mark_row *rows = malloc(count * sizeof *rows);
+    struct mark_group *kinds = malloc(count * sizeof *kinds);
+    struct mark_group *texts = malloc(count * sizeof *texts);
+    char *kind = malloc(2 * longest + 1);     /* "1 abc" (5 bytes) is "N abc(s)" (8) */
+    int status = kernel_figures && rows && kinds && texts && kind ? 0 : -1;
+    size_t n = 0;
+    for (size_t i = 0; status == 0 && i < events->count; i++) {
+        const struct nvs_event *event = &events->events[i];
+        if (event->kind != NVS_EVENT_MARK)
+            continue;
+        /* the kernel probe's mark at each frame's end: one kind, its figures
+         * are in the per-frame table */
+        struct kernel_mark mark;
+        const char *interned = kernel_figures;
+        if (!parse_kernel_mark(event, &mark))
+            interned = nvs_events_intern(events, kind, mark_kind(event->name, kind));
+        if (!interned)
+            status = -1;
+        rows[n++] = (struct mark_row){event->domain, interned, event->name, event->start, i};
+    }
+    size_t kind_count = 0;
+    if (status == 0) {
+        qsort(rows, n, sizeof *rows, compare_mark_rows);
+        for (size_t first = 0; first < n;) {
+            size_t last = first + 1;
+            while (last < n && !nvs_compare_interned(rows[last].domain, rows[first].domain) &&
+                   !nvs_compare_interned(rows[last].kind, rows[first].kind))
+                last++;
+            kinds[kind_count++] = (struct mark_group){rows[first].domain, first, last, 0};
+            first = last;
+        }
+        qsort_r(kinds, kind_count, sizeof *kinds, compare_kinds, rows);
+        if (!(report->marks = malloc(kind_count * sizeof *report->marks)))
+            status = -1;
+    }
+    for (size_t k = 0; status == 0 && k < kind_count; k++) {
+        const struct mark_group *group = &kinds[k];
+        size_t text_count = 0;
+        for (size_t first = group->first; first < group->last;) {
+            size_t last = first + 1;
+            while (last < group->last && !nvs_compare_interned(rows[last].text, rows[first].text))
+                last++;
+            texts[text_count++] = (struct mark_group){NULL, first, last, rows[first].start};
+            first = last;
+        }
+        struct nvs_report_mark_kind *out = &report->marks[report->mark_kind_count++];
+        *out = (struct nvs_report_mark_kind){group->domain, rows[group->first].kind,
+                                             group->last - group->first, text_count, 0, {{0}}};
+        if (text_count == 1 && !nvs_compare_interned(rows[group->first].text, rows[group->first].kind))
+            continue;
+        qsort(texts, text_count, sizeof *texts, compare_texts);
+        for (size_t t = 0; t < text_count && t < NVS_MARK_EXAMPLES; t++)
+            out->examples[out->example_count++] = (struct nvs_report_mark_text){
+                rows[texts[t].first].text, texts[t].last - texts[t].first};
+    }
+    free(rows);
+    free(kinds);
+    free(texts);
+    free(kind);
+    return status;
+}
+
 /* ---- per range name ------------------------------------------------------------ */
 
 struct named_duration {
@@ -857,6 +1031,7 @@ static void free_report(struct nvs_report *report)
     }
     free(report->processes);
     free(report->names);
+    free(report->marks);
     free(report->windows);
 }
 
@@ -866,6 +1041,8 @@ int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs
     int status = pair_captures(events, &latency);
     if (status == 0)
         status = compute_names(events, report);
+    if (status == 0)
+        status = compute_marks(events, report);
     if (status == 0)
         status = build_frames(events, &latency, budget_ns, report);
     if (status == 0)

@@ -1,7 +1,7 @@
 /* The figures: what nvtxshim report works out from a profile, once: the per-name table,
- * each process's frames (their breakdown, the columns the data has, their
- * statistics, the budget), the capture-to-actuation summary and the capture
- * windows. report.c computes them and prints the text summary; report_html.c
+ * the marks by kind, each process's frames (their breakdown, the columns the
+ * data has, their statistics, the budget), the capture-to-actuation summary
+ * and the capture windows. report.c computes them and prints the text summary; report_html.c
  * draws the same figures as a page; both include this, neither the other's
  * header but report.c report_html.h. Times are in nanoseconds; strings belong
  * to the events the report was made from. */
@@ -11,6 +11,28 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The first texts a kind of marks lists, at most. */
+#define NVS_MARK_EXAMPLES 3
+
+/* A text of a kind of marks, and how many marks have it. */
+struct nvs_report_mark_text {
+    const char *text;
+    size_t count;
+};
+
+/* A kind of marks: per domain, the marks whose text is the same with each
+ * number written N (the kernel probe's marks are one kind, "frame N: off-CPU
+ * figures"). */
+struct nvs_report_mark_kind {
+    const char *domain, *kind;
+    size_t count;                    /* marks of this kind */
+    size_t text_count;               /* their different texts */
+    /* the first texts in time order, at most NVS_MARK_EXAMPLES; none where
+     * the kind's one text is the kind itself (it has no number) */
+    size_t example_count;
+    struct nvs_report_mark_text examples[NVS_MARK_EXAMPLES];
+};
 
 /* A frame's columns: its time, then the parts it is made of (USB to REST, in
  * the order the page stacks them, each the union of its calls' intervals in
@@ -96,6 +118,8 @@ struct nvs_report {
     const char *path;                /* the file read */
     struct nvs_report_name *names;   /* by domain, then name */
     size_t name_count;
+    struct nvs_report_mark_kind *marks; /* by domain, then the most marks first, then kind */
+    size_t mark_kind_count;
     struct nvs_report_process *processes; /* by pid */
     size_t process_count;
     struct nvs_report_latency latency;

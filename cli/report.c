@@ -9,7 +9,6 @@
  * a struct nvs_report (figures.c), which the summary here and the HTML page
  * (report_html.c) print. */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,20 +26,11 @@
 #define NS_PER_US 1000.0
 #define NS_PER_MS 1e6
 #define DEFAULT_SLOWEST 5
-#define MARK_EXAMPLES 3
 /* Said in each heading over a p50 and p99, which are the nearest rank's. */
 #define NEAREST_RANK "p50 and p99 by nearest rank"
 
 /* Frames dropped listed by loop frame, at most. */
 #define DROP_EXAMPLES 10
-
-/* The parts of a frame's calls, in the order of their columns: the cuda
- * domain's calls split by category (copies, waits for the GPU, launches),
- * then the device files' domains (camera: v4l2, serial, hid). Two more lists
- * of intervals: copies and launches together (the cuda column when launches
- * have none), and every call (for the rest). */
-enum part { PART_USB, PART_CUDA, PART_WAIT, PART_LAUNCH, PART_X11, PART_CAMERA, PART_SERIAL,
-            PART_HID, PARTS, PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
 
 static const char manual[] =
     "NAME\n"
@@ -178,7 +168,8 @@ static const char manual[] =
     "        bin of consecutive ones. Then a histogram of frame time, the\n"
     "        statistics, the slowest frames, the kernel probe's time off the\n"
     "        CPU and the latency per frame where the data has them; the\n"
-    "        latency's summary, the per-name table and the capture windows.\n"
+    "        latency's summary, the per-name table, the marks by kind and the\n"
+    "        capture windows.\n"
     "        Written beside OUT.html and renamed into place: a page that cannot\n"
     "        be written leaves no file, and one line says why.\n"
     "\n"
@@ -258,191 +249,27 @@ static void print_names(const struct nvs_report *report)
     }
 }
 
-/* The kernel probe's mark at a frame's end ("frame N: runnable X ms ..."). */
-static bool is_kernel_mark(const struct nvs_event *event)
+static void print_marks(const struct nvs_report *report)
 {
-    uint64_t number;
-    struct nvs_kernel_figures figures;
-    return strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0 &&
-           nvs_kernel_mark_parse(event->name, &number, &figures);
-}
-
-/* ---- marks by kind --------------------------------------------------------------- */
-
-/* A mark's kind: TEXT with each number written N. A number starts a word or
- * follows punctuation (the 2 of "cuMemcpy2D" or "H264" is no number): 0x and
- * its hex digits, or digits and their decimals. A word of three or more small
- * letters after a number, that ends at a space, punctuation or the text's end,
- * is counted by it, singular or plural: "frame" and "frames" are both
- * "frame(s)" ("ms", "IN" and the "req" of "req=0x01" are left as they are).
- * OUT has room for TEXT and 3 bytes more a word. */
-static size_t mark_kind(const char *text, char *out)
-{
-    size_t length = 0;
-    for (const unsigned char *c = (const unsigned char *)text; *c;) {
-        bool starts = c == (const unsigned char *)text || !(isalnum(c[-1]) || c[-1] == '_');
-        if (!isdigit(*c) || !starts) {
-            out[length++] = (char)*c++;
-            continue;
+    if (!report->mark_kind_count)
+        return;
+    puts("\n== NVTX marks per kind (each number as N), with the first texts of each");
+    printf("  %-9s %7s  %s\n", "domain", "count", "kind");
+    for (size_t k = 0; k < report->mark_kind_count; k++) {
+        const struct nvs_report_mark_kind *kind = &report->marks[k];
+        fputs("  ", stdout);
+        put_padded(kind->domain, 9, 0);
+        printf(" %7zu  %s\n", kind->count, kind->kind);
+        for (size_t t = 0; t < kind->example_count; t++) {
+            printf("  %-9s %7s    ", "", "");
+            put_repr(kind->examples[t].text);
+            printf(" x%zu\n", kind->examples[t].count);
         }
-        if (c[0] == '0' && (c[1] == 'x' || c[1] == 'X') && isxdigit(c[2])) {
-            for (c += 2; isxdigit(*c); c++)
-                continue;
-        } else {
-            while (isdigit(*c))
-                c++;
-            if (c[0] == '.' && isdigit(c[1]))
-                for (c++; isdigit(*c); c++)
-                    continue;
-        }
-        out[length++] = 'N';
-        size_t letters = 0;
-        while (c[0] == ' ' && islower(c[1 + letters]))
-            letters++;
-        /* a word of prose: it ends the text or is followed by a space or punctuation
-         * (not "req=", a name in a list of settings) */
-        if (letters >= 3 && (c[1 + letters] == '\0' || strchr(" ,.;:)", c[1 + letters]))) {
-            size_t kept = c[letters] == 's' ? letters - 1 : letters;
-            memcpy(out + length, c, kept + 1);
-            memcpy(out + length + kept + 1, "(s)", 3);
-            length += kept + 4;
-            c += letters + 1;
-        }
+        if (kind->text_count > NVS_MARK_EXAMPLES)
+            printf("  %-9s %7s    ... and %zu other text%s\n", "", "", kind->text_count - NVS_MARK_EXAMPLES,
+                   kind->text_count - NVS_MARK_EXAMPLES == 1 ? "" : "s");
     }
-    out[length] = '\0';
-    return length;
 }
-
-struct mark_row {
-    const char *domain, *kind, *text;
-    int64_t start;
-    size_t order;                    /* position in the events, for a stable sort */
-};
-
-/* By domain, kind, text, then time. */
-static int compare_mark_rows(const void *a, const void *b)
-{
-    const struct mark_row *x = a, *y = b;
-    int order = nvs_compare_interned(x->domain, y->domain);
-    if (!order)
-        order = nvs_compare_interned(x->kind, y->kind);
-    if (!order)
-        order = nvs_compare_interned(x->text, y->text);
-    if (!order && x->start != y->start)
-        order = (x->start > y->start) - (x->start < y->start);
-    if (!order)
-        order = (x->order > y->order) - (x->order < y->order);
-    return order;
-}
-
-/* A kind: rows FIRST..LAST (sorted by text); a text: rows FIRST..LAST, its
- * first at ROWS[FIRST]. */
-struct mark_group {
-    const char *domain;
-    size_t first, last;
-    int64_t start;
-};
-
-/* By domain, then the most marks first, then kind. */
-static int compare_kinds(const void *a, const void *b, void *rows_argument)
-{
-    const struct mark_group *x = a, *y = b;
-    const struct mark_row *rows = rows_argument;
-    int order = nvs_compare_interned(x->domain, y->domain);
-    if (!order && x->last - x->first != y->last - y->first)
-        order = (x->last - x->first < y->last - y->first) - (x->last - x->first > y->last - y->first);
-    if (!order)
-        order = nvs_compare_interned(rows[x->first].kind, rows[y->first].kind);
-    return order;
-}
-
-/* By the time of the first mark. */
-static int compare_texts(const void *a, const void *b)
-{
-    const struct mark_group *x = a, *y = b;
-    if (x->start != y->start)
-        return (x->start > y->start) - (x->start < y->start);
-    return (x->first > y->first) - (x->first < y->first);
-}
-
-static int print_marks(struct nvs_events *events)
-{
-    size_t count = 0, longest = 0;
-    for (size_t i = 0; i < events->count; i++)
-        if (events->events[i].kind == NVS_EVENT_MARK) {
-            size_t length = strlen(events->events[i].name);
-            count++;
-            longest = length > longest ? length : longest;
-        }
-    if (!count)
-        return 0;
-    const char *kernel_figures = nvs_events_intern(events, "frame N: off-CPU figures", 24);
-    struct mark_row *rows = malloc(count * sizeof *rows);
-    struct mark_group *kinds = malloc(count * sizeof *kinds);
-    struct mark_group *texts = malloc(count * sizeof *texts);
-    char *kind = malloc(2 * longest + 1);     /* "1 abc" (5 bytes) is "N abc(s)" (8) */
-    int status = kernel_figures && rows && kinds && texts && kind ? 0 : -1;
-    size_t n = 0;
-    for (size_t i = 0; status == 0 && i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        if (event->kind != NVS_EVENT_MARK)
-            continue;
-        /* the kernel probe's mark at each frame's end: one kind, its figures
-         * are in the per-frame table */
-        const char *interned = kernel_figures;
-        if (!is_kernel_mark(event))
-            interned = nvs_events_intern(events, kind, mark_kind(event->name, kind));
-        if (!interned)
-            status = -1;
-        rows[n++] = (struct mark_row){event->domain, interned, event->name, event->start, i};
-    }
-    if (status == 0) {
-        qsort(rows, n, sizeof *rows, compare_mark_rows);
-        size_t kind_count = 0;
-        for (size_t first = 0; first < n;) {
-            size_t last = first + 1;
-            while (last < n && !nvs_compare_interned(rows[last].domain, rows[first].domain) &&
-                   !nvs_compare_interned(rows[last].kind, rows[first].kind))
-                last++;
-            kinds[kind_count++] = (struct mark_group){rows[first].domain, first, last, 0};
-            first = last;
-        }
-        qsort_r(kinds, kind_count, sizeof *kinds, compare_kinds, rows);
-        puts("\n== NVTX marks per kind (each number as N), with the first texts of each");
-        printf("  %-9s %7s  %s\n", "domain", "count", "kind");
-        for (size_t k = 0; k < kind_count; k++) {
-            const struct mark_group *group = &kinds[k];
-            fputs("  ", stdout);
-            put_padded(group->domain, 9, 0);
-            printf(" %7zu  %s\n", group->last - group->first, rows[group->first].kind);
-            size_t text_count = 0;
-            for (size_t first = group->first; first < group->last;) {
-                size_t last = first + 1;
-                while (last < group->last && !nvs_compare_interned(rows[last].text, rows[first].text))
-                    last++;
-                texts[text_count++] = (struct mark_group){NULL, first, last, rows[first].start};
-                first = last;
-            }
-            if (text_count == 1 && !nvs_compare_interned(rows[group->first].text, rows[group->first].kind))
-                continue;
-            qsort(texts, text_count, sizeof *texts, compare_texts);
-            for (size_t t = 0; t < text_count && t < MARK_EXAMPLES; t++) {
-                printf("  %-9s %7s    ", "", "");
-                put_repr(rows[texts[t].first].text);
-                printf(" x%zu\n", texts[t].last - texts[t].first);
-            }
-            if (text_count > MARK_EXAMPLES)
-                printf("  %-9s %7s    ... and %zu other text%s\n", "", "", text_count - MARK_EXAMPLES,
-                       text_count - MARK_EXAMPLES == 1 ? "" : "s");
-        }
-    }
-    free(rows);
-    free(kinds);
-    free(texts);
-    free(kind);
-    return status;
-}
-
 
 static void print_process(const struct nvs_report *report, const struct nvs_report_process *process)
 {
@@ -696,9 +523,7 @@ int nvs_cli_report(int argc, char **argv)
     int status = nvs_figures_compute(&events, budget_ns, &report);
     if (status == 0) {
         print_names(&report);
-        status = print_marks(&events);
-    }
-    if (status == 0) {
+        print_marks(&report);
         print_frames(&report);
         print_latency(&report);
         print_captures(&report);

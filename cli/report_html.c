@@ -5,7 +5,7 @@
  * stacked bars with the budget line and the frames over it on a band, a
  * histogram, the per-frame statistics, the slowest frames, the kernel probe's
  * time off the CPU and the capture-to-actuation latency; then the latency's
- * summary, the per-name table and the capture windows.
+ * summary, the per-name table, the marks by kind and the capture windows.
  *
  * Every shape lies on whole pixels and is drawn with crisp edges, so that a
  * bar's segment is exactly its column's colour and the picture can be
@@ -122,7 +122,7 @@ static void put_style(FILE *out)
           "table{border-collapse:collapse;margin:6px 0}th,td{padding:1px 8px;text-align:right;"
           "white-space:nowrap}\n"
           "th{border-bottom:1px solid #999;font-weight:600}td.t,th.t{text-align:left}\n"
-          "tr.over td{background:" OVER_BUDGET_BAND "}\n"
+          "tr.over td{background:" OVER_BUDGET_BAND "}tr.kind td{border-top:1px solid #e0e0e0}\n"
           ".legend{margin:4px 0;padding:0}.legend li{display:inline-block;margin:0 14px 0 0}\n"
           ".key{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}\n"
           ".key.line{height:2px;vertical-align:4px}\n"
@@ -665,6 +665,52 @@ static void put_names(FILE *out, const struct nvs_report *report)
     fputs("</table>\n", out);
 }
 
+/* A row of the marks' table: a kind's DOMAIN, COUNT and KIND (blank after its
+ * first row: NULL), then a text of it, or the note that ends its texts. */
+static void open_mark_row(FILE *out, const struct nvs_report_mark_kind *kind)
+{
+    if (!kind) {
+        fputs("<tr><td class=\"t\"></td><td></td><td class=\"t\"></td>", out);
+        return;
+    }
+    fputs("<tr class=\"kind\"><td class=\"t\">", out);
+    put_text(out, kind->domain);
+    fprintf(out, "</td><td>%zu</td><td class=\"t\">", kind->count);
+    put_text(out, kind->kind);
+    fputs("</td>", out);
+}
+
+/* The marks by kind, as the summary gives them: per kind its domain, count
+ * and kind, then its first texts in time order, a row each with its count. */
+static void put_marks(FILE *out, const struct nvs_report *report)
+{
+    if (!report->mark_kind_count)
+        return;
+    fputs("<h2>NVTX marks per kind (each number as N), with the first texts of each</h2>\n<table>\n"
+          "<tr><th class=\"t\">domain</th><th>count</th><th class=\"t\">kind</th>"
+          "<th class=\"t\">first texts</th><th>marks</th></tr>\n", out);
+    for (size_t k = 0; k < report->mark_kind_count; k++) {
+        const struct nvs_report_mark_kind *kind = &report->marks[k];
+        open_mark_row(out, kind);
+        if (!kind->example_count)
+            fputs("<td class=\"t\"></td><td></td></tr>\n", out);
+        for (size_t t = 0; t < kind->example_count; t++) {
+            if (t)
+                open_mark_row(out, NULL);
+            fputs("<td class=\"t\"><code>", out);
+            put_text(out, kind->examples[t].text);
+            fprintf(out, "</code></td><td>%zu</td></tr>\n", kind->examples[t].count);
+        }
+        if (kind->text_count > NVS_MARK_EXAMPLES) {
+            size_t others = kind->text_count - NVS_MARK_EXAMPLES;
+            open_mark_row(out, NULL);
+            fprintf(out, "<td class=\"t note\">... and %zu other text%s</td><td></td></tr>\n", others,
+                    plural(others));
+        }
+    }
+    fputs("</table>\n", out);
+}
+
 static void put_windows(FILE *out, const struct nvs_report *report)
 {
     if (!report->window_count)
@@ -716,6 +762,7 @@ static int put_page(FILE *out, const struct nvs_report *report)
     }
     put_latency(out, report);
     put_names(out, report);
+    put_marks(out, report);
     put_windows(out, report);
     fputs("</body>\n</html>\n", out);
     return 0;

@@ -7,9 +7,11 @@ at the budget. The page's tables hold the text summary's numbers; names from the
 text, not markup; the page refers to nothing outside itself; the summary on stdout is the same
 with or without the page; many frames give a small page; a page that cannot be written leaves
 nothing behind."""
+import ast
 import html.parser
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -384,6 +386,66 @@ def test_names_from_the_program_are_text(tmp_path):
     assert ["app", nasty] in [row[:2] for row in names]
     assert 'Frames of process 7 (<b>rig</b> & "co"): 3' in dom.headings
     assert dom.tables["Capture windows: 1"][1][0] == "capture <u>window</u> &amp;@app"
+
+
+MARKS_HEADING = "NVTX marks per kind (each number as N), with the first texts of each"
+
+
+def summary_marks(summary):
+    """The summary's marks by kind: [(domain, count, kind, [(text, count)], other texts)]."""
+    lines = summary.splitlines() + [""]
+    start = lines.index("== " + MARKS_HEADING)
+    kinds = []
+    for line in lines[start + 2:lines.index("", start)]:
+        example = re.fullmatch(r""" +(['"].*['"]) x(\d+)""", line)
+        others = re.fullmatch(r" +\.\.\. and (\d+) other texts?", line)
+        if example:
+            kinds[-1][3].append((ast.literal_eval(example.group(1)), int(example.group(2))))
+        elif others:
+            kinds[-1][4] = int(others.group(1))
+        else:
+            domain, count, kind = re.fullmatch(r"  (\S+) +(\d+)  (.*)", line).groups()
+            kinds.append([domain, int(count), kind, [], 0])
+    return kinds
+
+
+def page_marks(page):
+    """The same from the page's table: a row per kind, then a row per further text, and one that
+    counts the other texts."""
+    rows = Page(page.read_text()).tables.get(MARKS_HEADING)
+    assert rows, "no table under %r on the page" % MARKS_HEADING
+    assert rows[0] == ["domain", "count", "kind", "first texts", "marks"]
+    kinds = []
+    for domain, count, kind, text, marks in rows[1:]:
+        if domain:
+            kinds.append([domain, int(count), kind, [], 0])
+        others = re.fullmatch(r"\.\.\. and (\d+) other texts?", text)
+        if others:
+            kinds[-1][4] = int(others.group(1))
+        elif text:
+            kinds[-1][3].append((text, int(marks)))
+    return kinds
+
+
+def test_the_page_lists_the_marks_by_kind_as_the_summary_does(tmp_path):
+    # kinds of one text (no number: no examples), of two (a word singular and plural), of five (three
+    # listed, two more counted), the kernel probe's, and one with markup in it: the page's table
+    # has the summary's kinds, counts and first texts, in its order, the markup as text
+    def mark(name, ms, domain="app"):
+        return {"name": name, "cat": domain, "ph": "i", "s": "t", "ts": ms * 1000.0, "pid": 7, "tid": 7}
+    nasty = '<b>alarm</b> & 3 "faults"'
+    marks = [mark("usb reset", 1, "usb"), mark("usb reset", 2, "usb"), mark("dropped 1 frame", 3, "v4l2"),
+             mark("dropped 3 frames", 4, "v4l2"), mark("dropped 3 frames", 5, "v4l2"), mark(nasty, 6),
+             mark("frame 2: runnable 1.5 ms (2 preemptions), blocked 0.3 ms, 1 fault", 40, "kernel")]
+    marks += [mark("retry %d of 9" % n, 10 + i) for i, n in enumerate((5, 1, 4, 2, 3, 1))]
+    result, page = report(known_trace(tmp_path / "marks.json", known_frames(3), extra=marks))
+    summary = summary_marks(result.stdout)
+    assert [kind[:3] for kind in summary] == [
+        ["app", 6, "retry N of N"], ["app", 1, '<b>alarm</b> & N "faults"'],
+        ["kernel", 1, "frame N: off-CPU figures"], ["usb", 2, "usb reset"], ["v4l2", 3, "dropped N frame(s)"]]
+    assert summary[0][3:] == [[("retry 5 of 9", 1), ("retry 1 of 9", 2), ("retry 4 of 9", 1)], 2]
+    assert page_marks(page) == summary
+    assert "<b>" not in page.read_text()
 
 
 def test_the_page_refers_to_nothing_outside_itself(known):
