@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "commands.h"
-#include "process.h"
 
 #define CAP_SYS_ADMIN_NUMBER 21
 #define CAP_PERFMON_NUMBER 38

@@ -1,5 +1,5 @@
 /* nvtxshim profile: the program started as nvtxshim run starts it (run.h), under
- * nsys profile with the matching options, bounded by a watchdog (process.h);
+ * nsys profile with the matching options, bounded by a watchdog (child.h);
  * then each report exported and summarised as nvtxshim report prints it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "commands.h"
 #include "config.h"
-#include "process.h"
 #include "run.h"
 
 #define CAP_SYS_ADMIN_NUMBER 21

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "commands.h"
-#include "process.h"
 
 extern char **environ;
 

@@ -1,8 +1,8 @@
 /* What run, profile and check share: finding the library and programs, and
  * running a child under a watchdog (nsys 2022.4 can hang after the program it
  * profiles has exited, and its agent outlives a killed nsys). */
-#ifndef NVS_CLI_PROCESS_H
-#define NVS_CLI_PROCESS_H
+#ifndef NVS_CLI_CHILD_H
+#define NVS_CLI_CHILD_H
 
 #include <stdbool.h>
 #include <stddef.h>

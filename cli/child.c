@@ -1,6 +1,6 @@
-/* Finding things and running children under a watchdog (process.h). */
+/* Finding things and running children under a watchdog (child.h). */
 #define _GNU_SOURCE
-#include "process.h"
+#include "child.h"
 
 #include <dirent.h>
 #include <errno.h>
