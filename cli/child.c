@@ -119,6 +119,25 @@ pid_t nvs_cli_start(char *const argv[], int output_fd)
     return pid;
 }
 
+/* The start of /proc/PID/FILE, ENTRY being PID's entry in /proc, in TEXT
+ * (SIZE bytes, NUL-terminated): its length; 0 or -1 when it is empty or
+ * cannot be read, or ENTRY is no process's. */
+static ssize_t read_proc_file(const struct dirent *entry, const char *file, char *text, size_t size)
+{
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9')
+        return -1;
+    char path[300];
+    snprintf(path, sizeof path, "/proc/%s/%s", entry->d_name, file);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, text, size - 1);
+    close(fd);
+    if (n > 0)
+        text[n] = '\0';
+    return n;
+}
+
 struct proc_entry {
     pid_t pid, parent;
     char state;
@@ -139,18 +158,9 @@ static size_t read_processes(struct proc_entry **out)
     }
     struct dirent *entry;
     while ((entry = readdir(proc))) {
-        if (entry->d_name[0] < '1' || entry->d_name[0] > '9')
+        char text[512];
+        if (read_proc_file(entry, "stat", text, sizeof text) <= 0)
             continue;
-        char path[300], text[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, text, sizeof text - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        text[n] = '\0';
         /* "pid (comm) S ppid ...": comm may hold spaces and parentheses. */
         char *close_paren = strrchr(text, ')');
         char state;
@@ -313,18 +323,10 @@ int nvs_cli_kill_nsys_agents(pid_t nsys_pid)
         return 0;
     struct dirent *entry;
     while ((entry = readdir(proc))) {
-        if (entry->d_name[0] < '1' || entry->d_name[0] > '9')
-            continue;
-        char path[300], cmdline[8192];
-        snprintf(path, sizeof path, "/proc/%s/cmdline", entry->d_name);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        ssize_t n = read(fd, cmdline, sizeof cmdline - 1);
-        close(fd);
+        char cmdline[8192];
+        ssize_t n = read_proc_file(entry, "cmdline", cmdline, sizeof cmdline);
         if (n <= 0)
             continue;
-        cmdline[n] = '\0';
         bool agent = false, ours = false;
         for (char *arg = cmdline; arg < cmdline + n; arg += strlen(arg) + 1) {
             size_t length = strlen(arg);

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "events.h"
+#include "grow.h"
 #include "load.h"
 #include "launches.h"
 #include "map.h"
@@ -321,14 +322,10 @@ static bool earlier(const struct pending_end *a, const struct pending_end *b)
 
 static bool pending_push(struct pending_ends *heap, struct pending_end end)
 {
-    if (heap->count == heap->capacity) {
-        size_t capacity = heap->capacity ? heap->capacity * 2 : 256;
-        struct pending_end *grown = realloc(heap->items, capacity * sizeof *grown);
-        if (!grown)
-            return false;
-        heap->items = grown;
-        heap->capacity = capacity;
-    }
+    struct pending_end *grown = nvs_room_for_one(heap->items, heap->count, &heap->capacity, sizeof *grown, 256);
+    if (!grown)
+        return false;
+    heap->items = grown;
     size_t at = heap->count++;
     for (; at && earlier(&end, &heap->items[(at - 1) / 2]); at = (at - 1) / 2)
         heap->items[at] = heap->items[(at - 1) / 2];

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "map.h"
 
 struct nvs_offcpu nvs_offcpu_of(const struct nvs_kernel_figures *figures)
@@ -117,14 +118,11 @@ void *nvs_events_alloc(struct nvs_events *events, size_t size)
 
 struct nvs_event *nvs_events_add(struct nvs_events *events)
 {
-    if (events->count == events->capacity) {
-        size_t capacity = events->capacity ? events->capacity * 2 : 4096;
-        struct nvs_event *grown = realloc(events->events, capacity * sizeof *grown);
-        if (!grown)
-            return NULL;
-        events->events = grown;
-        events->capacity = capacity;
-    }
+    struct nvs_event *grown = nvs_room_for_one(events->events, events->count, &events->capacity,
+                                               sizeof *grown, 4096);
+    if (!grown)
+        return NULL;
+    events->events = grown;
     struct nvs_event *event = &events->events[events->count++];
     memset(event, 0, sizeof *event);
     return event;
@@ -141,14 +139,11 @@ bool nvs_events_add_name(struct nvs_events *events, uint32_t pid, uint32_t tid, 
             return true;
         }
     }
-    if (events->name_count == events->name_capacity) {
-        size_t capacity = events->name_capacity ? events->name_capacity * 2 : 64;
-        struct nvs_thread_name *grown = realloc(events->names, capacity * sizeof *grown);
-        if (!grown)
-            return false;
-        events->names = grown;
-        events->name_capacity = capacity;
-    }
+    struct nvs_thread_name *grown = nvs_room_for_one(events->names, events->name_count,
+                                                     &events->name_capacity, sizeof *grown, 64);
+    if (!grown)
+        return false;
+    events->names = grown;
     events->names[events->name_count++] = (struct nvs_thread_name){pid, tid, name};
     return true;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "grow.h"
 #include "map.h"
 #include "trace_json.h"
 
@@ -137,13 +138,12 @@ static bool same_key(const struct async_key *a, const struct async_key *b)
 static struct async_half *halves_add(struct async_halves *halves, const struct async_key *key)
 {
     size_t place = halves->free;
-    if (place == SIZE_MAX && halves->count == halves->capacity) {
-        size_t capacity = halves->capacity ? halves->capacity * 2 : 128;
-        struct async_half *grown = realloc(halves->items, capacity * sizeof *grown);
+    if (place == SIZE_MAX) {
+        struct async_half *grown = nvs_room_for_one(halves->items, halves->count, &halves->capacity,
+                                                    sizeof *grown, 128);
         if (!grown)
             return NULL;
         halves->items = grown;
-        halves->capacity = capacity;
     }
     struct map_slot *slot = nvs_map_add(&halves->index, key_hash(key), (uint64_t)key->id);
     if (!slot)
