@@ -6,6 +6,7 @@
  * crash or a loop. The file is read whole (it is compact), then packet by
  * packet: per sequence its interned names and its incremental clock, per track
  * its open slices. */
+#include "grow.h"
 #include "map.h"
 #include "pftrace_proto.h"
 #include "pftrace_wire.h"
@@ -93,24 +94,10 @@ static int corrupt(struct reader *reader, const char *problem)
     return -1;
 }
 
-/* ITEMS (COUNT items of SIZE bytes, room for *CAPACITY) with room for one more:
- * the same array, or a larger one (the capacity doubling from FIRST); NULL
- * when out of memory, ITEMS untouched. */
-static void *room_for_one(void *items, size_t count, size_t *capacity, size_t size, size_t first)
-{
-    if (count < *capacity)
-        return items;
-    size_t grown_capacity = *capacity ? *capacity * 2 : first;
-    void *grown = realloc(items, grown_capacity * size);
-    if (grown)
-        *capacity = grown_capacity;
-    return grown;
-}
-
 static struct nvs_trace_side *halves_add(struct halves *halves)
 {
-    struct nvs_trace_side *items = room_for_one(halves->items, halves->count, &halves->capacity,
-                                                sizeof *items, 8);
+    struct nvs_trace_side *items = nvs_room_for_one(halves->items, halves->count, &halves->capacity,
+                                                    sizeof *items, 8);
     if (!items)
         return NULL;
     halves->items = items;
@@ -137,8 +124,8 @@ static struct sequence *sequence_of(struct reader *reader, uint32_t id)
         return NULL;
     if (slot->value != SIZE_MAX)
         return &reader->sequences[slot->value];
-    struct sequence *sequences = room_for_one(reader->sequences, reader->sequence_count,
-                                              &reader->sequence_capacity, sizeof *sequences, 16);
+    struct sequence *sequences = nvs_room_for_one(reader->sequences, reader->sequence_count,
+                                                  &reader->sequence_capacity, sizeof *sequences, 16);
     if (!sequences)
         return NULL;
     reader->sequences = sequences;
@@ -157,8 +144,8 @@ static struct track *track_of(struct reader *reader, uint64_t uuid)
         return NULL;
     if (slot->value != SIZE_MAX)
         return &reader->tracks[slot->value];
-    struct track *tracks = room_for_one(reader->tracks, reader->track_count,
-                                        &reader->track_capacity, sizeof *tracks, 64);
+    struct track *tracks = nvs_room_for_one(reader->tracks, reader->track_count,
+                                            &reader->track_capacity, sizeof *tracks, 64);
     if (!tracks)
         return NULL;
     reader->tracks = tracks;
