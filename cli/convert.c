@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "events.h"
 #include "grow.h"
+#include "input.h"
 #include "load.h"
 #include "launches.h"
 #include "map.h"
@@ -25,7 +26,8 @@ static const char manual[] =
     "    nvtxshim convert - an nsys export as a trace for Perfetto or chrome://tracing\n"
     "\n"
     "SYNOPSIS\n"
-    "    nvtxshim convert [--only KINDS] [--nvtx-prefix P[,P...]] IN.sqlite OUT.json\n"
+    "    nvtxshim convert [--only KINDS] [--nvtx-prefix P[,P...]] [--max-input SIZE]\n"
+    "                     IN.sqlite OUT.json\n"
     "    nvtxshim convert [OPTIONS] IN.nsys-rep OUT.json.gz\n"
     "    nvtxshim convert --help\n"
     "\n"
@@ -123,8 +125,10 @@ static const char manual[] =
     "    categories that are not NVTX out.\n"
     "\n"
     "OPTIONS\n"
-    "    OUT.json may be - for stdout. An OUT whose name ends .gz is written\n"
-    "    gzipped; nvtxshim report and Perfetto read it as it is.\n"
+    "    IN may be - for standard input, or a pipe: an SQLite export that comes\n"
+    "    that way, or gzipped, is written to a temporary file for SQLite to\n"
+    "    read. OUT.json may be - for stdout. An OUT whose name ends .gz is\n"
+    "    written gzipped; nvtxshim report and Perfetto read it as it is.\n"
     "\n"
     "    --only KINDS\n"
     "        Writes the events of these kinds only, a comma list of the names\n"
@@ -138,6 +142,11 @@ static const char manual[] =
     "        Keeps only the NVTX ranges and marks whose name starts with one of\n"
     "        these prefixes; only those ranges are projected onto the GPU.\n"
     "        Given twice, the lists add up.\n"
+    "\n"
+    "    --max-input SIZE\n"
+    "        The most memory IN may take once read from a pipe or decompressed\n"
+    "        (bytes, or with k, M, G or T: 512M, 8G; default 4G), as for\n"
+    "        nvtxshim report.\n"
     "\n"
     "    --help, -h\n"
     "        Print this page and exit.\n"
@@ -799,9 +808,12 @@ static int out_of_memory(void)
 
 /* The events of INPUT that FILTER keeps, made ready to write: sorted, the
  * crossing ranges async, the projections made; false after a message. */
-static bool prepare_events(struct nvs_events *events, const char *input, const struct filter *filter)
+static bool prepare_events(struct nvs_events *events, const char *input, uint64_t max_input,
+                           const struct filter *filter)
 {
-    struct nvs_load_options options = {.command = "convert", .what = NVS_LOAD_EVERYTHING, .say_skipped = true};
+    struct nvs_load_options options = {.command = "convert", .what = NVS_LOAD_EVERYTHING,
+                                       .say_skipped = true, .exports_only = true,
+                                       .max_input = max_input};
     if (nvs_events_load(events, input, &options) != 0)
         return false;
     /* The names first: only the ranges kept are projected. */
@@ -827,21 +839,11 @@ static bool prepare_events(struct nvs_events *events, const char *input, const s
     return true;
 }
 
-static int convert(const char *input, const char *output, const struct filter *filter)
+static int convert(const char *input, const char *output, uint64_t max_input,
+                   const struct filter *filter)
 {
-    switch (nvs_events_file_kind(input)) {
-    case NVS_FILE_UNREADABLE:
-        fprintf(stderr, "nvtxshim: convert: cannot read %s: %s\n", input, strerror(errno));
-        return 1;
-    case NVS_FILE_TRACE:
-        fprintf(stderr, "nvtxshim: convert: %s is not an nsys export (an SQLite file from nsys export "
-                "--type sqlite, or a .nsys-rep report)\n", input);
-        return 1;
-    default:
-        break;
-    }
     struct nvs_events events = {0};
-    if (!prepare_events(&events, input, filter)) {
+    if (!prepare_events(&events, input, max_input, filter)) {
         nvs_events_free(&events);
         return 1;
     }
@@ -928,6 +930,7 @@ int nvs_cli_convert(int argc, char **argv)
             return 0;
         }
     struct filter filter = {0};
+    uint64_t max_input = 0;
     bool options_end = false;
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
@@ -941,6 +944,12 @@ int nvs_cli_convert(int argc, char **argv)
                                     strncmp(argument, "--nvtx-prefix=", 14) == 0)) {
             status = each_item("--nvtx-prefix", argument[13] ? argument + 14 : (i + 1 < argc ? argv[++i] : NULL),
                                &filter, add_prefix);
+        } else if (!options_end && (strcmp(argument, "--max-input") == 0 ||
+                                    strncmp(argument, "--max-input=", 12) == 0)) {
+            const char *value = argument[11] ? argument + 12 : (i + 1 < argc ? argv[++i] : "");
+            if (!nvs_input_parse_size(value, &max_input))
+                status = usage_error("--max-input needs a size in bytes, with k, M, G or T if you "
+                                     "like (512M, 8G): '%s'", value);
         } else if (!options_end && argument[0] == '-' && argument[1]) {
             status = usage_error("unknown option %s", argument);
         } else if (given < 2) {
@@ -958,7 +967,7 @@ int nvs_cli_convert(int argc, char **argv)
         return usage_error("%swhich files? nvtxshim convert IN.sqlite OUT.json", "");
     }
     const char *input = paths[0], *output = paths[1];
-    int outcome = convert(input, output, &filter);
+    int outcome = convert(input, output, max_input, &filter);
     filter_free(&filter);
     return outcome;
 }

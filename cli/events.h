@@ -89,6 +89,8 @@ struct nvs_load_options {
     const char *command;         /* for messages: "nvtxshim: COMMAND: ..." */
     enum nvs_load_what what;
     bool say_skipped;            /* one line on stderr for each table or column not there */
+    bool exports_only;           /* an nsys export or report, never a trace file (convert) */
+    uint64_t max_input;          /* memory an input may take read or decompressed; 0: input.h's default */
 };
 
 void nvs_events_free(struct nvs_events *events);

@@ -1,80 +1,117 @@
-/* Loading a profile (load.h): the SQLite export's reader (sqlite_reader.c),
- * after nsys export for a .nsys-rep (nsys.c), the binary trace's
- * (trace_pftrace.c) or the JSON trace's (trace_reader.c). */
+/* Loading a profile (load.h): an input read once (input.c), then the reader
+ * its content needs: the SQLite export's (sqlite_reader.c), after nsys export
+ * for a .nsys-rep (nsys.c), the binary trace's (trace_pftrace.c) or the JSON
+ * trace's (trace_reader.c). */
 #define _GNU_SOURCE
 #include "load.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "input.h"
 #include "nsys.h"
 #include "sqlite_reader.h"
 #include "trace_pftrace.h"
 #include "trace_reader.h"
 
-enum nvs_file_kind nvs_events_file_kind(const char *path)
+static int load_report(struct nvs_events *events, const char *path,
+                       const struct nvs_load_options *options)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat status;
-    if (fd < 0 || fstat(fd, &status) != 0) {
-        int error = errno;
-        if (fd >= 0)
+    char database[4096], temporary[4096];
+    int outcome = nvs_nsys_export_report(path, options, database, sizeof database, temporary,
+                                         sizeof temporary);
+    if (outcome == 0)
+        outcome = nvs_sqlite_load(events, database, options);
+    if (temporary[0]) {
+        unlink(database);
+        rmdir(temporary);
+    }
+    return outcome;
+}
+
+/* An SQLite export that came through a pipe or gzip: SQLite reads files, so
+ * its bytes go to a temporary one first, removed after. */
+static int load_sqlite_bytes(struct nvs_events *events, const char *path,
+                             const struct nvs_input *input, const struct nvs_load_options *options)
+{
+    const char *directory = getenv("TMPDIR");
+    char name[4096];
+    snprintf(name, sizeof name, "%s/nvtxshim-export-XXXXXX.sqlite",
+             directory && *directory ? directory : "/tmp");
+    int fd = mkostemps(name, strlen(".sqlite"), O_CLOEXEC);
+    if (fd < 0) {
+        nvs_events_say(options, "cannot read %s: no temporary file for the database: %s", path,
+                       strerror(errno));
+        return -1;
+    }
+    size_t done = 0;
+    while (done < input->length) {
+        ssize_t wrote = write(fd, input->bytes + done, input->length - done);
+        if (wrote < 0 && errno == EINTR)
+            continue;
+        if (wrote <= 0) {
+            nvs_events_say(options, "cannot read %s: writing %s: %s", path, name,
+                           strerror(wrote < 0 ? errno : ENOSPC));
             close(fd);
-        errno = error;
-        return NVS_FILE_UNREADABLE;
+            unlink(name);
+            return -1;
+        }
+        done += (size_t)wrote;
     }
-    if (S_ISDIR(status.st_mode)) {
-        close(fd);
-        errno = EISDIR;
-        return NVS_FILE_UNREADABLE;
-    }
-    char header[16] = {0};
-    ssize_t got = S_ISREG(status.st_mode) ? pread(fd, header, sizeof header, 0) : 0;
-    int error = errno;
     close(fd);
-    if (got < 0) {
-        errno = error;
-        return NVS_FILE_UNREADABLE;
-    }
-    if (got == (ssize_t)sizeof header && memcmp(header, "SQLite format 3", 16) == 0)
-        return NVS_FILE_SQLITE;
-    if (nvs_ends_with(path, ".nsys-rep") || nvs_ends_with(path, ".qdrep"))
-        return NVS_FILE_NSYS_REPORT;
-    return NVS_FILE_TRACE;
+    int outcome = nvs_sqlite_load(events, name, options);
+    unlink(name);
+    return outcome;
 }
 
 int nvs_events_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
-    switch (nvs_events_file_kind(path)) {
-    case NVS_FILE_UNREADABLE:
-        nvs_events_say(options, "cannot read %s: %s", path, strerror(errno));
+    bool named_report = nvs_ends_with(path, ".nsys-rep") || nvs_ends_with(path, ".qdrep");
+    if (named_report && strcmp(path, "-") != 0 && access(path, R_OK) == 0) {
+        /* nsys reads the report itself, by its name; SQLite's header says otherwise */
+        char head[16] = {0};
+        FILE *file = fopen(path, "rbe");
+        bool sqlite = file && fread(head, 1, sizeof head, file) == sizeof head &&
+                      memcmp(head, "SQLite format 3", 16) == 0;
+        if (file)
+            fclose(file);
+        if (!sqlite)
+            return load_report(events, path, options);
+    }
+    struct nvs_input input;
+    char why[256];
+    if (nvs_input_read(&input, path, options->max_input ? options->max_input : NVS_INPUT_MAX_DEFAULT,
+                       why, sizeof why) != 0) {
+        nvs_events_say(options, "cannot read %s: %s", path, why);
         return -1;
-    case NVS_FILE_SQLITE:
-        return nvs_sqlite_load(events, path, options);
-    case NVS_FILE_NSYS_REPORT: {
-        char database[4096], temporary[4096];
-        int outcome = nvs_nsys_export_report(path, options, database, sizeof database, temporary,
-                                             sizeof temporary);
-        if (outcome == 0)
-            outcome = nvs_sqlite_load(events, database, options);
-        if (temporary[0]) {
-            unlink(database);
-            rmdir(temporary);
-        }
-        return outcome;
     }
-    case NVS_FILE_TRACE:
-    default:
-        if (nvs_ends_with(path, ".sqlite")) {
-            nvs_events_say(options, "cannot read %s: not an SQLite database", path);
-            return -1;
-        }
-        if (nvs_pftrace_is(path))
-            return nvs_pftrace_load(events, path, options);
-        return nvs_trace_load(events, path, options);
+    int outcome = -1;
+    if (input.kind == NVS_INPUT_SQLITE) {
+        outcome = input.from_file && !input.gzipped
+                      ? nvs_sqlite_load(events, path, options)
+                      : load_sqlite_bytes(events, path, &input, options);
+    } else if (options->exports_only) {
+        nvs_events_say(options, "%s is not an nsys export (an SQLite file from nsys export "
+                       "--type sqlite, or a .nsys-rep report)", path);
+    } else if (nvs_ends_with(path, ".sqlite")) {
+        nvs_events_say(options, "cannot read %s: not an SQLite database", path);
+    } else if (input.kind == NVS_INPUT_PFTRACE ||
+               (input.kind != NVS_INPUT_JSON &&
+                (nvs_ends_with(path, ".pftrace") || nvs_ends_with(path, ".pftrace.gz")))) {
+        /* by its content; by its name only where the content is no trace at
+         * all, so that the binary reader says what is wrong with it */
+        outcome = nvs_pftrace_parse(events, input.bytes, input.length, path, options);
+    } else if (input.kind == NVS_INPUT_OTHER) {
+        nvs_events_say(options, "cannot read %s: not a trace (JSON or .pftrace) or an nsys export",
+                       path);
+    } else {
+        /* JSON, or nothing at all: the JSON reader says what an empty trace is */
+        outcome = nvs_trace_parse(events, (const char *)input.bytes, input.length, path, options);
     }
+    nvs_input_free(&input);
+    return outcome;
 }

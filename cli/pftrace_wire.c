@@ -2,6 +2,7 @@
 #include "pftrace_wire.h"
 
 #include <stddef.h>
+#include <string.h>
 
 int nvs_pb_read_varint(struct bytes *in, uint64_t *value)
 {
@@ -76,4 +77,27 @@ bool nvs_pb_is_varint(const struct field *field, uint32_t number)
 bool nvs_pb_is_message(const struct field *field, uint32_t number)
 {
     return field->number == number && field->wire == PF_WIRE_LENGTH;
+}
+
+/* Whether BYTES (a file's first LENGTH) start a binary trace: 0x0a, a length
+ * and a whole packet. "\n[" or "\n{" begins a JSON trace too (a packet of 91
+ * or 123 bytes): those must hold a packet that parses. */
+bool nvs_pb_starts_trace(const unsigned char *bytes, size_t length)
+{
+    if (!length || bytes[0] != 0x0a)
+        return false;
+    size_t blank = 0;
+    while (blank < length && strchr(" \t\r\n", bytes[blank]) && bytes[blank])
+        blank++;
+    if (blank == length || (bytes[blank] != '[' && bytes[blank] != '{'))
+        return true;
+    struct bytes in = {bytes, bytes + length};
+    struct field field;
+    if (nvs_pb_next_field(&in, &field) != FIELD_OK)
+        return false;
+    int got;
+    struct field inner;
+    FOR_EACH_FIELD(cursor, field.bytes, inner, got) {
+    }
+    return got == FIELD_END;
 }

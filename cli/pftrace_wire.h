@@ -6,6 +6,7 @@
 #define NVS_CLI_PFTRACE_WIRE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pftrace_proto.h"
@@ -39,6 +40,10 @@ int nvs_pb_next_field(struct bytes *in, struct field *field);
 const char *nvs_pb_field_problem(int got);
 bool nvs_pb_is_varint(const struct field *field, uint32_t number);
 bool nvs_pb_is_message(const struct field *field, uint32_t number);
+
+/* Whether BYTES (the first LENGTH of a file) start a Perfetto Trace: field 1
+ * (0x0a), a length and a whole packet. */
+bool nvs_pb_starts_trace(const unsigned char *bytes, size_t length);
 
 /* Each field of MESSAGE in turn as FIELD (CURSOR walks it); a corrupt one ends the
  * loop with GOT < 0. */

@@ -21,6 +21,7 @@
 #include "events.h"
 #include "load.h"
 #include "figures.h"
+#include "input.h"
 #include "report_html.h"
 
 #define NS_PER_US 1000.0
@@ -38,6 +39,7 @@ static const char manual[] =
     "\n"
     "SYNOPSIS\n"
     "    nvtxshim report FILE [--slowest N] [--budget DURATION] [--html OUT.html]\n"
+    "                         [--max-input SIZE]\n"
     "    nvtxshim report --help\n"
     "\n"
     "DESCRIPTION\n"
@@ -112,7 +114,10 @@ static const char manual[] =
     "      frames never acted on and the actuations that had no new frame;\n"
     "    - the capture windows (NVTXSHIM_CAPTURE) and the frames inside them.\n"
     "\n"
-    "    FILE is one of:\n"
+    "    FILE is one of the following, or - for standard input; a pipe or\n"
+    "    standard input is read as a file is. What it holds is found from its\n"
+    "    first bytes, never from its name (a name only helps a .pftrace that\n"
+    "    is not readable at all to be told what is wrong with it):\n"
     "\n"
     "    REPORT.nsys-rep   an Nsight Systems report. It is exported first with\n"
     "                      nsys export --type sqlite to REPORT.sqlite beside it\n"
@@ -143,7 +148,9 @@ static const char manual[] =
     "                      closing to miss. Ranges never ended and ends without\n"
     "                      a begin are left out and counted on stderr.\n"
     "                      Either form may be gzipped (TRACE.json.gz,\n"
-    "                      TRACE.pftrace.gz).\n"
+    "                      TRACE.pftrace.gz, or any name: gzip is known by its\n"
+    "                      first bytes). What does not begin as a trace once\n"
+    "                      decompressed is refused at its first bytes.\n"
     "\n"
     "    Everything else it says goes to stderr, each line starting with\n"
     "    \"nvtxshim: report: \".\n"
@@ -172,6 +179,11 @@ static const char manual[] =
     "        capture windows.\n"
     "        Written beside OUT.html and renamed into place: a page that cannot\n"
     "        be written leaves no file, and one line says why.\n"
+    "\n"
+    "    --max-input SIZE\n"
+    "        The most memory FILE may take once read from a pipe or\n"
+    "        decompressed (bytes, or with k, M, G or T: 512M, 8G; default 4G).\n"
+    "        A plain file is mapped and not counted. Past it, one line says so.\n"
     "\n"
     "    --help, -h\n"
     "        Print this page and exit.\n"
@@ -464,6 +476,7 @@ int nvs_cli_report(int argc, char **argv)
     const char *path = NULL, *html = NULL, *value;
     long slowest = DEFAULT_SLOWEST;
     int64_t budget_ns = 0;
+    uint64_t max_input = 0;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(manual, stdout);
@@ -481,6 +494,10 @@ int nvs_cli_report(int argc, char **argv)
             if (!*value)
                 return usage_error("%s--html needs the page's file name", "");
             html = value;
+        } else if ((value = option_value("--max-input", argc, argv, &i))) {
+            if (!nvs_input_parse_size(value, &max_input))
+                return usage_error("--max-input needs a size in bytes, with k, M, G or T if you like "
+                                   "(512M, 8G): '%s'", value);
         } else if ((value = option_value("--budget", argc, argv, &i))) {
             budget_ns = parse_budget(value);
             if (!budget_ns)
@@ -498,14 +515,15 @@ int nvs_cli_report(int argc, char **argv)
     }
     if (!path)
         return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION] "
-                           "[--html OUT.html]", "");
+                           "[--html OUT.html] [--max-input SIZE]", "");
     struct stat file, page;
     if (html && stat(path, &file) == 0 && stat(html, &page) == 0 && file.st_dev == page.st_dev &&
         file.st_ino == page.st_ino)
         return usage_error("--html %s is FILE itself", html);
 
     struct nvs_events events = {0};
-    struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX};
+    struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX,
+                                       .max_input = max_input};
     if (nvs_events_load(&events, path, &options) != 0) {
         nvs_events_free(&events);
         return 1;

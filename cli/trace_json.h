@@ -103,7 +103,7 @@ typedef int (*nvs_trace_event_fn)(const struct nvs_json *event, void *context);
 int nvs_trace_json_read(const char *path, nvs_trace_event_fn callback, void *context,
                         struct nvs_trace_read *result, char *error, size_t error_size);
 
-/* The same over a buffer in memory (for tests and small inputs). */
+/* The same over LENGTH bytes of TEXT in memory (what load.c read). */
 int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn callback,
                          void *context, struct nvs_trace_read *result, char *error,
                          size_t error_size);

@@ -8,21 +8,13 @@
 
 #include "events.h"
 
-/* Whether PATH is a binary trace: by its name (.pftrace, .pftrace.gz), else
- * by its first bytes (gzipped or not): field 1 of a Trace (0x0a) holding a
- * whole packet, where a JSON trace has blanks and then [ or {. */
-bool nvs_pftrace_is(const char *path);
-
-/* Adds the events of the binary trace at PATH (gzipped or not): thread-track
- * slices as ranges, async tracks' begin and end as async ranges, instants as
- * marks, thread and process names; the same events as the JSON form of the
- * same run gives. A file cut short is read up to its last whole packet.
- * Returns 0 (what was left out said on stderr), or -1 after one
- * "nvtxshim: COMMAND: ..." line on stderr: no whole packet, a corrupt one, or
- * out of memory. */
-int nvs_pftrace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options);
-
-/* The same over LENGTH bytes in memory; PATH is for messages. */
+/* Adds the events of the binary trace BYTES (LENGTH of them; PATH names it in
+ * messages): thread-track slices as ranges, async tracks' begin and end as
+ * async ranges, instants as marks, thread and process names; the same events
+ * as the JSON form of the same run gives. A trace cut short is read up to its
+ * last whole packet. Returns 0 (what was left out said on stderr), or -1 after
+ * one "nvtxshim: COMMAND: ..." line on stderr: no whole packet, a corrupt one,
+ * or out of memory. */
 int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
                       const char *path, const struct nvs_load_options *options);
 

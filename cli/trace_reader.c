@@ -387,69 +387,8 @@ static void say_trace_left_out(const struct nvs_load_options *options, const cha
                        path, reader->begin_end);
 }
 
-/* Whether PATH starts with gzip's magic bytes (nvtxshim convert writes
- * OUT.gz gzipped), whatever its name. */
-static bool is_gzip(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    unsigned char magic[2] = {0};
-    bool gzip = fd >= 0 && pread(fd, magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic[0] == 0x1f &&
-                magic[1] == 0x8b;
-    if (fd >= 0)
-        close(fd);
-    return gzip;
-}
-
-/* A gzipped trace, decompressed whole into memory and read as text: the
- * JSON reader wants the text in one piece (a plain file is mapped). */
-static int read_gzip_trace(const char *path, nvs_trace_event_fn callback, void *context,
-                           struct nvs_trace_read *result, char *error, size_t error_size)
-{
-    memset(result, 0, sizeof *result);
-    gzFile file = gzopen(path, "rb");
-    if (!file) {
-        snprintf(error, error_size, "%s", errno ? strerror(errno) : "out of memory");
-        return -1;
-    }
-    gzbuffer(file, 1 << 18);
-    char *text = NULL;
-    size_t length = 0, capacity = 0;
-    for (;;) {
-        if (capacity - length < (1 << 20)) {
-            size_t more = capacity ? capacity * 2 : 1 << 22;
-            char *grown = realloc(text, more);
-            if (!grown) {
-                snprintf(error, error_size, "out of memory");
-                free(text);
-                gzclose(file);
-                return -1;
-            }
-            text = grown;
-            capacity = more;
-        }
-        unsigned want = capacity - length > (1u << 30) ? 1u << 30 : (unsigned)(capacity - length);
-        int got = gzread(file, text + length, want);
-        if (got < 0) {
-            int code;
-            const char *why = gzerror(file, &code);
-            snprintf(error, error_size, "not a whole gzip file: %s",
-                     code == Z_ERRNO ? strerror(errno) : why);
-            free(text);
-            gzclose(file);
-            return -1;
-        }
-        if (got == 0)
-            break;
-        length += (size_t)got;
-    }
-    /* A gzip file cut short reads as far as it goes, like a trace cut short. */
-    gzclose(file);
-    int outcome = nvs_trace_json_parse(text, length, callback, context, result, error, error_size);
-    free(text);
-    return outcome;
-}
-
-int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+int nvs_trace_parse(struct nvs_events *events, const char *text, size_t length, const char *path,
+                    const struct nvs_load_options *options)
 {
     struct trace_reader reader = {.events = events, .begins.free = SIZE_MAX, .ends.free = SIZE_MAX};
     if (!nvs_trace_kinds_init(&reader.kinds, events)) {
@@ -458,8 +397,8 @@ int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs
     }
     struct nvs_trace_read result;
     char error[256];
-    int status = is_gzip(path) ? read_gzip_trace(path, on_trace_event, &reader, &result, error, sizeof error)
-                               : nvs_trace_json_read(path, on_trace_event, &reader, &result, error, sizeof error);
+    int status = nvs_trace_json_parse(text, length, on_trace_event, &reader, &result, error,
+                                      sizeof error);
     if (reader.failed)
         nvs_events_say(options, "out of memory reading %s", path);
     else if (status)

@@ -6,12 +6,14 @@
 
 #include "events.h"
 
-/* Adds the events of the JSON trace file at PATH (plain or gzip): complete events ("X") and async
- * pairs ("b"/"e", joined) as ranges, with the kernel probe's figures when
- * there; instant events as marks; thread and process names. Returns 0 (what
- * was left out, or a file cut short, said on stderr), or -1 after one
- * "nvtxshim: COMMAND: ..." line on stderr. */
-int nvs_trace_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options);
+/* Adds the events of the JSON trace TEXT (LENGTH bytes; PATH names it in
+ * messages): complete events ("X") and async pairs ("b"/"e", joined) as
+ * ranges, with the kernel probe's figures when there; instant events as marks;
+ * thread and process names. Returns 0 (what was left out, or a trace cut
+ * short, said on stderr), or -1 after one "nvtxshim: COMMAND: ..." line on
+ * stderr. */
+int nvs_trace_parse(struct nvs_events *events, const char *text, size_t length, const char *path,
+                    const struct nvs_load_options *options);
 
 /* ---- what both trace readers (JSON here, the binary form in trace_pftrace.c) share ---- */
 

@@ -664,6 +664,29 @@ def test_convert_refuses_what_is_not_an_nsys_export(runs, tmp_path):
                                              "directory" % (tmp_path / "no" / "such" / "dir.json")
 
 
+def test_convert_and_report_read_an_export_from_a_pipe_and_gzipped(runs, tmp_path):
+    # SQLite reads files: an export that comes through a pipe, or gzipped, goes to a temporary
+    # file first (removed after); the result is the same as from the file itself.
+    import gzip
+    expected_out = tmp_path / "from-file.json"
+    assert nvtxshim("convert", runs["database"], expected_out).returncode == 0
+    packed = tmp_path / "export.sqlite.gz"
+    with open(runs["database"], "rb") as plain, gzip.open(packed, "wb") as f:
+        shutil.copyfileobj(plain, f)
+    leftovers_before = set(os.listdir(tmp_path))
+    for source in ("cat '%s'" % runs["database"], "cat '%s'" % packed):
+        out = tmp_path / "piped.json"
+        done = subprocess.run("%s | '%s' convert - '%s'" % (source, program("nvtxshim"), out),
+                              shell=True, env=dict(clean_env(), TMPDIR=str(tmp_path)),
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert out.read_bytes() == expected_out.read_bytes(), source
+        assert set(os.listdir(tmp_path)) == leftovers_before | {"piped.json"}
+        report = subprocess.run("%s | '%s' report -" % (source, program("nvtxshim")), shell=True,
+                                env=clean_env(), capture_output=True, text=True, timeout=300)
+        assert report.returncode == 0 and report.stdout == nvtxshim("report", runs["database"]).stdout
+
+
 def test_report_reads_both_forms_of_the_trace_format_and_decodes_strings(tmp_path):
     # {"traceEvents":[...]} with other members around it, and the bare array form; escapes,
     # surrogate pairs and nested args; events that are not ranges or marks are passed over.

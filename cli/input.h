@@ -1,0 +1,53 @@
+/* An input of the command (report, convert, diff, top) read once into memory:
+ * a file, a pipe, or standard input ("-"); gzipped or not, which is found from
+ * its first bytes, never from its name; and what it holds, by its content. */
+#ifndef NVS_CLI_INPUT_H
+#define NVS_CLI_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What an input holds, from its (decompressed) first bytes. */
+enum nvs_input_kind {
+    NVS_INPUT_JSON,              /* blanks, then [ or {: a JSON trace */
+    NVS_INPUT_PFTRACE,           /* a Perfetto Trace: field 1 holding a whole packet */
+    NVS_INPUT_SQLITE,            /* an SQLite database (an nsys export) */
+    NVS_INPUT_EMPTY,             /* nothing at all */
+    NVS_INPUT_OTHER,             /* none of those */
+};
+
+/* The default of --max-input: how much an input may take in memory once read
+ * from a pipe or decompressed (a plain file is mapped, and not counted). */
+#define NVS_INPUT_MAX_DEFAULT (4ull << 30)
+
+struct nvs_input {
+    const unsigned char *bytes;
+    size_t length;
+    enum nvs_input_kind kind;
+    bool gzipped;
+    bool from_file;              /* a regular file, which a reader may also open by name */
+    /* private */
+    void *mapped;
+    unsigned char *owned;
+};
+
+/* Reads PATH ("-": standard input) into INPUT, gunzipped where it is gzipped,
+ * taking at most MAX bytes of memory for it. A plain regular file is mapped.
+ * Decompressed data that does not begin as a trace or a database is refused
+ * at its first bytes, without reading the rest. Returns 0, or -1 with one
+ * reason in WHY (WHY_SIZE bytes): the system's error, "more than N bytes",
+ * "not a trace...", "not a whole gzip file: ...". */
+int nvs_input_read(struct nvs_input *input, const char *path, uint64_t max, char *why,
+                   size_t why_size);
+
+void nvs_input_free(struct nvs_input *input);
+
+/* What BYTES (the first LENGTH of an input, after decompression) hold. */
+enum nvs_input_kind nvs_input_kind_of(const unsigned char *bytes, size_t length);
+
+/* SIZE as a count of bytes: digits with an optional k, M, G or T (powers of
+ * 1024) and an optional "B" or "iB". False when it is not one, or 0. */
+bool nvs_input_parse_size(const char *text, uint64_t *size);
+
+#endif

@@ -1,0 +1,163 @@
+"""What the command reads (cli/input.c, cli/load.c): a trace file, JSON or .pftrace, plain or
+gzipped, is known by its content whatever its name, from a file, a pipe or standard input
+("-"); an input that is not a trace is refused at its first bytes, without inflating a gzip
+bomb; what may be held in memory is capped, and the cap says how to raise it. The traces are
+recorded from the emulated camera's frame loop."""
+import gzip
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import Device, clean_env, program, run
+
+FRAMES = 250          # the emulated camera numbers its frames in a byte
+FORMS = ["json", "pftrace"]
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    """{form: a recorded trace of FRAMES frames in that form}."""
+    where = tmp_path_factory.mktemp("input")
+    made = {}
+    for form in FORMS:
+        path = where / ("loop." + form)
+        result = run([program("test/frame_loop"), str(FRAMES), "--sleep-us", "200"],
+                     env={"NVTXSHIM_FRAME": "call:libusb_control_transfer",
+                          "NVTXSHIM_TRACE": str(path)},
+                     device=Device(FRAMES, []))
+        assert result.returncode == 0, result.stderr[-2000:]
+        made[form] = path
+    return made
+
+
+def nvtxshim(*args, stdin=None):
+    return subprocess.run([program("nvtxshim")] + [str(a) for a in args], env=clean_env(),
+                          capture_output=True, stdin=stdin, timeout=300)
+
+
+def report_of(path):
+    """report's output on PATH (it does not name its input: the same for every way in)."""
+    result = nvtxshim("report", path)
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    return result.stdout
+
+
+def gzipped(path, into):
+    with open(path, "rb") as plain, gzip.open(into, "wb") as packed:
+        shutil.copyfileobj(plain, packed)
+    return into
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("form", FORMS)
+def test_report_reads_each_form_from_standard_input_and_from_a_pipe(traces, tmp_path, form, packed):
+    path = traces[form]
+    if packed:
+        path = gzipped(path, tmp_path / (path.name + ".gz"))
+    expected = report_of(path)
+    assert re.search(rb"\n  nvtxshim  frame N +%d " % FRAMES, expected), expected[:400]
+    with open(path, "rb") as f:
+        dash = nvtxshim("report", "-", stdin=f)
+    assert (dash.returncode, dash.stderr, dash.stdout) == (0, b"", expected)
+    for way in ("cat '%s' | '%s' report -", "cat '%s' | '%s' report /dev/stdin"):
+        piped = subprocess.run(way % (path, program("nvtxshim")), shell=True, env=clean_env(),
+                               capture_output=True, timeout=300)
+        assert (piped.returncode, piped.stderr, piped.stdout) == (0, b"", expected), way
+
+
+def test_the_content_decides_the_form_not_the_name(traces, tmp_path):
+    json_named_pftrace = tmp_path / "really-json.pftrace"
+    shutil.copy(traces["json"], json_named_pftrace)
+    pftrace_named_json = tmp_path / "really-pftrace.json"
+    shutil.copy(traces["pftrace"], pftrace_named_json)
+    gzip_named_plain = gzipped(traces["json"], tmp_path / "packed.json")
+    assert report_of(json_named_pftrace) == report_of(traces["json"])
+    assert report_of(pftrace_named_json) == report_of(traces["pftrace"])
+    assert report_of(gzip_named_plain) == report_of(traces["json"])
+
+
+def peak_memory_kib(argv):
+    """The exit status, stderr and peak resident memory (KiB) of ARGV, run alone."""
+    probe = ("import resource, subprocess, sys\n"
+             "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
+             "sys.stderr.buffer.write(done.stderr)\n"
+             "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    result = subprocess.run([sys.executable, "-c", probe] + [str(a) for a in argv],
+                            env=clean_env(), capture_output=True, timeout=300)
+    status, peak = result.stdout.split()
+    return int(status), result.stderr.decode(), int(peak)
+
+
+def test_a_gzip_of_zeros_is_refused_at_its_first_bytes(tmp_path):
+    # 1 GiB of zeros, 4.6 MB gzipped: it used to be inflated whole (1 GB of memory) before
+    # the reader said it was not JSON.
+    bomb = tmp_path / "zeros.json.gz"
+    block = bytes(1 << 20)
+    with gzip.open(bomb, "wb", compresslevel=1) as packed:
+        for _ in range(1024):
+            packed.write(block)
+    assert bomb.stat().st_size < 8 << 20
+    for argv in (["report", bomb], ["sh", "-c", "exec '%s' report - < '%s'" % (program("nvtxshim"), bomb)]):
+        if argv[0] == "report":
+            argv = [program("nvtxshim")] + argv
+        status, stderr, peak = peak_memory_kib(argv)
+        assert status == 1 and stderr.count("\n") == 1, stderr
+        assert stderr.startswith("nvtxshim: report: cannot read ") and \
+            stderr.rstrip().endswith(": not a trace (JSON or .pftrace) or an nsys export"), stderr
+        assert peak < 64 * 1024, "%d KiB at its peak" % peak
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_what_an_input_takes_in_memory_has_a_cap_a_user_can_raise(traces, tmp_path, form):
+    packed = gzipped(traces[form], tmp_path / ("loop.%s.gz" % form))
+    size = os.path.getsize(traces[form])
+    assert size > 20 * 1024, size
+    capped = nvtxshim("report", "--max-input", "16k", packed)
+    assert capped.returncode == 1 and capped.stdout == b""
+    assert capped.stderr.decode() == (
+        "nvtxshim: report: cannot read %s: more than 16384 bytes once decompressed "
+        "(--max-input SIZE raises the limit)\n" % packed)
+    # From a pipe (standard input that is a file is mapped, as a file is).
+    piped = subprocess.run("cat '%s' | '%s' report --max-input 16KiB -" % (traces[form],
+                           program("nvtxshim")), shell=True, env=clean_env(), capture_output=True,
+                           timeout=300)
+    assert piped.returncode == 1 and piped.stderr.decode() == (
+        "nvtxshim: report: cannot read -: more than 16384 bytes "
+        "(--max-input SIZE raises the limit)\n")
+    raised = nvtxshim("report", "--max-input", "%d" % size, packed)
+    assert raised.returncode == 0, raised.stderr
+    assert raised.stdout == report_of(traces[form])
+    # A plain file is mapped, not read into memory: the cap does not apply to it.
+    assert nvtxshim("report", "--max-input", "16k", traces[form]).returncode == 0
+
+
+@pytest.mark.parametrize("value", ["0", "12q", "-5", "k", ""])
+def test_a_bad_max_input_is_one_line(traces, value):
+    result = nvtxshim("report", "--max-input", value, traces["json"])
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.decode().startswith("nvtxshim: report: --max-input ") and \
+        result.stderr.count(b"\n") == 1, result.stderr
+
+
+def test_an_empty_pipe_and_a_pipe_of_garbage_say_why(tmp_path):
+    empty = subprocess.run("'%s' report - < /dev/null" % program("nvtxshim"), shell=True,
+                           env=clean_env(), capture_output=True, timeout=60)
+    assert empty.returncode == 1 and empty.stderr.count(b"\n") == 1, empty.stderr
+    garbage = subprocess.run("head -c 200000 /dev/urandom | tr -d '[{\\n\\t\\r ' | '%s' report -"
+                             % program("nvtxshim"), shell=True, env=clean_env(),
+                             capture_output=True, timeout=60)
+    assert garbage.returncode == 1 and garbage.stderr.decode().endswith(
+        "not a trace (JSON or .pftrace) or an nsys export\n"), garbage.stderr
+
+
+def test_zlib_concatenated_members_are_read_whole(traces, tmp_path):
+    # gzip files concatenate (cat a.gz b.gz): the whole text is what is read.
+    text = traces["json"].read_bytes()
+    half = len(text) // 2
+    joined = tmp_path / "two-members.json.gz"
+    joined.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
+    assert report_of(joined) == report_of(traces["json"])
