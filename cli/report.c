@@ -178,7 +178,9 @@ static const char manual[] =
     "        latency's summary, the per-name table, the marks by kind and the\n"
     "        capture windows.\n"
     "        Written beside OUT.html and renamed into place: a page that cannot\n"
-    "        be written leaves no file, and one line says why.\n"
+    "        be written leaves no file, and one line says why. An OUT.html that\n"
+    "        is there and is not a regular file (a device node, a FIFO, a socket,\n"
+    "        a directory, a symbolic link) is left as it is: one line, exit 1.\n"
     "\n"
     "    --max-input SIZE\n"
     "        The most memory FILE may take once read from a pipe or\n"
@@ -520,6 +522,9 @@ int nvs_cli_report(int argc, char **argv)
     if (html && stat(path, &file) == 0 && stat(html, &page) == 0 && file.st_dev == page.st_dev &&
         file.st_ino == page.st_ino)
         return usage_error("--html %s is FILE itself", html);
+
+    if (html && nvs_report_html_refused(html) != 0)
+        return 1;
 
     struct nvs_events events = {0};
     struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX,

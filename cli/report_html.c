@@ -770,8 +770,34 @@ static int put_page(FILE *out, const struct nvs_report *report)
 
 /* ---- the file ---------------------------------------------------------------------- */
 
+/* What is at PATH, for a refusal: NULL where it is nothing or a regular file. */
+static const char *not_a_page(const char *path)
+{
+    struct stat status;
+    if (lstat(path, &status) != 0 || S_ISREG(status.st_mode))
+        return NULL;
+    return S_ISLNK(status.st_mode) ? "a symbolic link" : S_ISDIR(status.st_mode) ? "a directory"
+         : S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
+         : S_ISCHR(status.st_mode) ? "a character device" : S_ISBLK(status.st_mode) ? "a block device"
+         : "not a regular file";
+}
+
+int nvs_report_html_refused(const char *path)
+{
+    const char *what = not_a_page(path);
+    if (!what)
+        return 0;
+    fprintf(stderr, "nvtxshim: report: will not write %s: it is %s, and the page replaces only a "
+            "regular file\n", path, what);
+    return -1;
+}
+
 int nvs_report_write_html(const struct nvs_report *report, const char *path)
 {
+    /* Asked again here: the summary took a while, and a rename would replace
+     * whatever is at PATH by then (a device node, a FIFO, a link). */
+    if (nvs_report_html_refused(path) != 0)
+        return -1;
     /* beside PATH, so that the rename stays on its file system */
     size_t length = strlen(path);
     char *temporary = malloc(length + sizeof ".XXXXXX");

@@ -527,8 +527,7 @@ def test_the_kernel_probes_figures_and_the_latency_have_charts(tmp_path):
 def test_a_page_that_cannot_be_written_leaves_nothing(tmp_path):
     trace = known_trace(tmp_path / "t.json", known_frames(3))
     before = sorted(os.listdir(tmp_path)), sorted(os.listdir(tmp_path.parent))
-    for out, why in ((tmp_path / "no" / "such" / "page.html", "No such file or directory"),
-                     (tmp_path, "Is a directory")):
+    for out, why in ((tmp_path / "no" / "such" / "page.html", "No such file or directory"),):
         result = nvtxshim("report", trace, "--html", out)
         assert result.returncode == 1
         assert result.stderr == "nvtxshim: report: cannot write %s: %s\n" % (out, why)
@@ -536,3 +535,43 @@ def test_a_page_that_cannot_be_written_leaves_nothing(tmp_path):
         assert (sorted(os.listdir(tmp_path)), sorted(os.listdir(tmp_path.parent))) == before
     result = nvtxshim("report", trace, "--html", trace)
     assert result.returncode == 2 and "is FILE itself" in result.stderr
+
+
+def test_a_page_never_replaces_what_is_not_a_regular_file(tmp_path):
+    # The page used to be renamed over OUT whatever it was: as root, --html /dev/null made
+    # /dev/null a regular file. Every kind of node is made here, in a temporary folder, and
+    # each is refused with one line and left as it was; a regular file is still replaced.
+    import socket
+    import stat
+    trace = known_trace(tmp_path / "t.json", known_frames(3))
+    nodes = tmp_path / "nodes"
+    nodes.mkdir()
+    target = nodes / "target.html"
+    target.write_text("the link's target")
+    os.symlink(target, nodes / "link.html")
+    os.mkfifo(nodes / "fifo.html")
+    os.mknod(nodes / "null.html", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(nodes / "socket.html"))
+    (nodes / "directory.html").mkdir()
+    kinds = {"link.html": ("a symbolic link", stat.S_ISLNK), "fifo.html": ("a FIFO", stat.S_ISFIFO),
+             "null.html": ("a character device", stat.S_ISCHR),
+             "socket.html": ("a socket", stat.S_ISSOCK),
+             "directory.html": ("a directory", stat.S_ISDIR)}
+    try:
+        before = sorted(os.listdir(nodes))
+        for name, (what, is_kind) in kinds.items():
+            out = nodes / name
+            result = nvtxshim("report", trace, "--html", out)
+            assert (result.returncode, result.stdout) == (1, ""), result.stderr
+            assert result.stderr == ("nvtxshim: report: will not write %s: it is %s, and the page "
+                                     "replaces only a regular file\n" % (out, what))
+            assert is_kind(os.lstat(out).st_mode), name
+            assert sorted(os.listdir(nodes)) == before
+        assert target.read_text() == "the link's target"
+    finally:
+        listener.close()
+    regular = nodes / "page.html"
+    regular.write_text("an old page")
+    result = nvtxshim("report", trace, "--html", regular)
+    assert result.returncode == 0 and regular.read_text().startswith("<!DOCTYPE html>")
