@@ -21,4 +21,7 @@ int nvs_cli_report(int argc, char **argv);
 /* cli/convert.c: converts between nsys exports and trace files. */
 int nvs_cli_convert(int argc, char **argv);
 
+/* cli/diff.c: two profiles compared frame for frame. */
+int nvs_cli_diff(int argc, char **argv);
+
 #endif

@@ -17,11 +17,11 @@
 #include <sys/stat.h>
 
 #include "commands.h"
-#include "config.h"
 #include "events.h"
 #include "load.h"
 #include "figures.h"
 #include "input.h"
+#include "options.h"
 #include "report_html.h"
 
 #define NS_PER_US 1000.0
@@ -439,40 +439,6 @@ static int usage_error(const char *format, const char *what)
     return 2;
 }
 
-static void ignore_config_line(const char *line, void *context)
-{
-    (void)line, (void)context;
-}
-
-/* TEXT as a budget, checked as the library checks NVTXSHIM_FRAME_BUDGET (its
- * own parser: "33ms", "500us", "16.7ms", "2s"); 0 when it is none. */
-static int64_t parse_budget(const char *text)
-{
-    char variable[128];
-    if (snprintf(variable, sizeof variable, "NVTXSHIM_FRAME_BUDGET=%s", text) >= (int)sizeof variable)
-        return 0;
-    char *environment[] = {variable, NULL};
-    struct nvs_config config;
-    if (nvs_config_parse(&config, environment, ignore_config_line, NULL) != 0 ||
-        config.frame_budget_ns > INT64_MAX)
-        return 0;
-    return (int64_t)config.frame_budget_ns;
-}
-
-/* The value of option NAME at ARGV[*I] ("--name VALUE" or "--name=VALUE");
- * NULL when ARGV[*I] is another argument, "" when the value is missing. */
-static const char *option_value(const char *name, int argc, char **argv, int *i)
-{
-    size_t length = strlen(name);
-    if (strncmp(argv[*i], name, length) != 0)
-        return NULL;
-    if (argv[*i][length] == '=')
-        return argv[*i] + length + 1;
-    if (argv[*i][length])
-        return NULL;
-    return *i + 1 < argc ? argv[++*i] : "";
-}
-
 int nvs_cli_report(int argc, char **argv)
 {
     const char *path = NULL, *html = NULL, *value;
@@ -486,22 +452,22 @@ int nvs_cli_report(int argc, char **argv)
         }
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
-        if ((value = option_value("--slowest", argc, argv, &i))) {
+        if ((value = nvs_option_value("--slowest", argc, argv, &i))) {
             char *end;
             errno = 0;
             slowest = strtol(value, &end, 10);
             if (!*value || *end || errno || slowest < 0)
                 return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value);
-        } else if ((value = option_value("--html", argc, argv, &i))) {
+        } else if ((value = nvs_option_value("--html", argc, argv, &i))) {
             if (!*value)
                 return usage_error("%s--html needs the page's file name", "");
             html = value;
-        } else if ((value = option_value("--max-input", argc, argv, &i))) {
+        } else if ((value = nvs_option_value("--max-input", argc, argv, &i))) {
             if (!nvs_input_parse_size(value, &max_input))
                 return usage_error("--max-input needs a size in bytes, with k, M, G or T if you like "
                                    "(512M, 8G): '%s'", value);
-        } else if ((value = option_value("--budget", argc, argv, &i))) {
-            budget_ns = parse_budget(value);
+        } else if ((value = nvs_option_value("--budget", argc, argv, &i))) {
+            budget_ns = nvs_option_budget(value);
             if (!budget_ns)
                 return usage_error("--budget needs a duration with its unit (33ms, 500us, 16.7ms, 2s): '%s'",
                                    value);
@@ -523,7 +489,7 @@ int nvs_cli_report(int argc, char **argv)
         file.st_ino == page.st_ino)
         return usage_error("--html %s is FILE itself", html);
 
-    if (html && nvs_report_html_refused(html) != 0)
+    if (html && nvs_html_refused("report", html) != 0)
         return 1;
 
     struct nvs_events events = {0};

@@ -68,11 +68,16 @@ static const struct {
 #define HISTOGRAM_BAR "#546e7a"
 #define AXIS "#616161"
 
+const char *nvs_html_column_colour(int column)
+{
+    return column > NVS_COLUMN_TOTAL && column < NVS_COLUMNS ? parts[column].colour : AXIS;
+}
+
 /* ---- text ---------------------------------------------------------------------- */
 
 /* TEXT as HTML text or attribute value: markup characters as references,
  * control characters (no place in HTML text) as U+FFFD. */
-static void put_text(FILE *out, const char *text)
+void nvs_html_text(FILE *out, const char *text)
 {
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
         switch (*c) {
@@ -106,14 +111,14 @@ static void put_process(FILE *out, const struct nvs_report_process *process)
     fprintf(out, "process %" PRIu32, process->pid);
     if (process->name) {
         fputs(" (", out);
-        put_text(out, process->name);
+        nvs_html_text(out, process->name);
         fputc(')', out);
     }
 }
 
 /* ---- the page's frame ------------------------------------------------------------ */
 
-static void put_style(FILE *out)
+void nvs_html_style(FILE *out)
 {
     fputs("<style>\n"
           "body{font:14px/1.45 sans-serif;color:#212121;background:#fff;margin:16px 24px;max-width:1200px}\n"
@@ -181,7 +186,7 @@ static void open_chart(FILE *out, const struct plot *plot, const char *label, bo
 {
     fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", CHART_WIDTH,
             plot->top + plot->height + AXIS_ROOM, CHART_WIDTH, plot->top + plot->height + AXIS_ROOM);
-    put_text(out, label);
+    nvs_html_text(out, label);
     fputs("\">\n", out);
     if (background)
         fprintf(out, "<rect class=\"f-plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", plot->left,
@@ -654,9 +659,9 @@ static void put_names(FILE *out, const struct nvs_report *report)
     for (size_t i = 0; i < report->name_count; i++) {
         const struct nvs_report_name *row = &report->names[i];
         fputs("<tr><td class=\"t\">", out);
-        put_text(out, row->domain);
+        nvs_html_text(out, row->domain);
         fputs("</td><td class=\"t\">", out);
-        put_text(out, row->name);
+        nvs_html_text(out, row->name);
         fprintf(out, "</td><td>%zu</td>", row->count);
         for (int s = 0; s < NVS_STATS; s++)
             fprintf(out, "<td>%.1f</td>", row->stats[s] / NS_PER_US);
@@ -674,9 +679,9 @@ static void open_mark_row(FILE *out, const struct nvs_report_mark_kind *kind)
         return;
     }
     fputs("<tr class=\"kind\"><td class=\"t\">", out);
-    put_text(out, kind->domain);
+    nvs_html_text(out, kind->domain);
     fprintf(out, "</td><td>%zu</td><td class=\"t\">", kind->count);
-    put_text(out, kind->kind);
+    nvs_html_text(out, kind->kind);
     fputs("</td>", out);
 }
 
@@ -698,7 +703,7 @@ static void put_marks(FILE *out, const struct nvs_report *report)
             if (t)
                 open_mark_row(out, NULL);
             fputs("<td class=\"t\"><code>", out);
-            put_text(out, kind->examples[t].text);
+            nvs_html_text(out, kind->examples[t].text);
             fprintf(out, "</code></td><td>%zu</td></tr>\n", kind->examples[t].count);
         }
         if (kind->text_count > NVS_MARK_EXAMPLES) {
@@ -720,9 +725,9 @@ static void put_windows(FILE *out, const struct nvs_report *report)
     for (size_t w = 0; w < report->window_count; w++) {
         const struct nvs_report_window *window = &report->windows[w];
         fputs("<tr><td class=\"t\">", out);
-        put_text(out, window->name);
+        nvs_html_text(out, window->name);
         fputc('@', out);
-        put_text(out, window->domain);
+        nvs_html_text(out, window->domain);
         fputs("</td><td>", out);
         put_ms(out, window->duration);
         if (window->first)
@@ -737,11 +742,11 @@ static void put_windows(FILE *out, const struct nvs_report *report)
 static int put_page(FILE *out, const struct nvs_report *report)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>nvtxshim report: ", out);
-    put_text(out, report->path);
+    nvs_html_text(out, report->path);
     fputs("</title>\n", out);
-    put_style(out);
+    nvs_html_style(out);
     fputs("</head>\n<body>\n<h1>nvtxshim report: <code>", out);
-    put_text(out, report->path);
+    nvs_html_text(out, report->path);
     fputs("</code></h1>\n", out);
     size_t frames = 0;
     for (size_t p = 0; p < report->process_count; p++)
@@ -782,21 +787,22 @@ static const char *not_a_page(const char *path)
          : "not a regular file";
 }
 
-int nvs_report_html_refused(const char *path)
+int nvs_html_refused(const char *command, const char *path)
 {
     const char *what = not_a_page(path);
     if (!what)
         return 0;
-    fprintf(stderr, "nvtxshim: report: will not write %s: it is %s, and the page replaces only a "
-            "regular file\n", path, what);
+    fprintf(stderr, "nvtxshim: %s: will not write %s: it is %s, and the page replaces only a "
+            "regular file\n", command, path, what);
     return -1;
 }
 
-int nvs_report_write_html(const struct nvs_report *report, const char *path)
+int nvs_html_write(const char *command, const char *path, int (*put)(FILE *out, const void *context),
+                   const void *context)
 {
     /* Asked again here: the summary took a while, and a rename would replace
      * whatever is at PATH by then (a device node, a FIFO, a link). */
-    if (nvs_report_html_refused(path) != 0)
+    if (nvs_html_refused(command, path) != 0)
         return -1;
     /* beside PATH, so that the rename stays on its file system */
     size_t length = strlen(path);
@@ -822,7 +828,7 @@ int nvs_report_write_html(const struct nvs_report *report, const char *path)
         }
         if (out) {
             errno = 0;
-            if (put_page(out, report) != 0)
+            if (put(out, context) != 0)
                 error = ENOMEM;
             else if (fflush(out) != 0 || ferror(out))
                 error = errno ? errno : EIO;
@@ -836,8 +842,18 @@ int nvs_report_write_html(const struct nvs_report *report, const char *path)
     }
     free(temporary);
     if (error) {
-        fprintf(stderr, "nvtxshim: report: cannot write %s: %s\n", path, strerror(error));
+        fprintf(stderr, "nvtxshim: %s: cannot write %s: %s\n", command, path, strerror(error));
         return -1;
     }
     return 0;
+}
+
+static int put_report_page(FILE *out, const void *report)
+{
+    return put_page(out, report);
+}
+
+int nvs_report_write_html(const struct nvs_report *report, const char *path)
+{
+    return nvs_html_write("report", path, put_report_page, report);
 }

@@ -1,8 +1,8 @@
 /* emucam: the emulated camera + actuator, live.
  *
  *     emucam [--width W] [--height H] [--stall-frame K]... [--short-frame K]...
- *            [--timeout-frame K]... [--disconnect-frame K] [--bus B] [--address A]
- *            [--fx2 LOG] -- PROGRAM [ARGS...]
+ *            [--timeout-frame K]... [--disconnect-frame K] [--frame-time-us U]
+ *            [--bus B] [--address A] [--fx2 LOG] -- PROGRAM [ARGS...]
  *
  * Runs PROGRAM with a full-speed USB device 1209:0001, under a root hub, that
  * the real libusb (and pyusb, lsusb, usb-devices) can open, through umockdev's
@@ -18,7 +18,9 @@
  * in the line printed at exit when there were any. Faults can be put on given
  * frames: a stall, a short frame, a frame the camera never sends (the URB stays
  * pending until the program's timeout discards it), and a disconnect, after
- * which every request fails as usbfs fails it (ENODEV). With --fx2 the device
+ * which every request fails as usbfs fails it (ENODEV). --frame-time-us makes
+ * the camera take U microseconds to send each frame (a slower camera: the bulk
+ * IN is answered that long after it was asked for). With --fx2 the device
  * also takes an EZ-USB FX2's firmware download (vendor request 0xA0: its RAM and
  * CPUCS register), as fxload sends it, and logs every write to LOG.
  *
@@ -36,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <umockdev.h>
 #include <unistd.h>
 
@@ -89,6 +92,7 @@ struct camera {
     int stall[MAX_MARKED], stalls, shorts[MAX_MARKED], short_count;
     int timeouts[MAX_MARKED], timeout_count;
     long disconnect_at;       /* the frame whose request finds the device gone; -1: never */
+    long frame_time_us;       /* --frame-time-us: how long a frame takes to send */
     bool gone;                /* unplugged: every request but a reap fails with ENODEV */
     unsigned next_frame;      /* index of the next frame bulk IN delivers */
     unsigned last_frame;      /* index of the frame delivered last (status reports it) */
@@ -437,6 +441,12 @@ static int transfer(unsigned char endpoint, unsigned char *buffer, int length, i
             return NO_ANSWER;
         if (marked(camera.stall, camera.stalls, index))
             return -EPIPE;
+        if (camera.frame_time_us) {
+            struct timespec sending = { camera.frame_time_us / 1000000,
+                                        camera.frame_time_us % 1000000 * 1000 };
+            while (nanosleep(&sending, &sending) != 0 && errno == EINTR)
+                continue;
+        }
         render(index, camera.frame, camera.width, camera.height);
         if (marked(camera.shorts, camera.short_count, index))
             bytes /= 2;
@@ -951,6 +961,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: emucam [--width W] [--height H] [--stall-frame K]... "
                     "[--short-frame K]... [--timeout-frame K]... [--disconnect-frame K] "
+                    "[--frame-time-us U] "
                     "[--bus B] [--address A] [--fx2 LOG] -- PROGRAM [ARGS...]\n");
     exit(2);
 }
@@ -989,6 +1000,8 @@ int main(int argc, char **argv)
             camera.timeouts[camera.timeout_count++] = number(value, 0, 1 << 30);
         else if (!strcmp(option, "--disconnect-frame"))
             camera.disconnect_at = number(value, 0, 1 << 30);
+        else if (!strcmp(option, "--frame-time-us"))
+            camera.frame_time_us = number(value, 0, 10000000);
         else if (!strcmp(option, "--fx2") && *value) fx2_log = value;
         else usage();
     }
