@@ -21,6 +21,9 @@ int nvs_cli_report(int argc, char **argv);
 /* cli/convert.c: converts between nsys exports and trace files. */
 int nvs_cli_convert(int argc, char **argv);
 
+/* cli/top.c: a live view of a trace being written. */
+int nvs_cli_top(int argc, char **argv);
+
 /* cli/diff.c: two profiles compared frame for frame. */
 int nvs_cli_diff(int argc, char **argv);
 

@@ -91,6 +91,7 @@ struct nvs_load_options {
     bool say_skipped;            /* one line on stderr for each table or column not there */
     bool exports_only;           /* an nsys export or report, never a trace file (convert) */
     uint64_t max_input;          /* memory an input may take read or decompressed; 0: input.h's default */
+    bool live;                   /* a trace still being written (top): what it leaves out, unsaid */
 };
 
 void nvs_events_free(struct nvs_events *events);

@@ -18,6 +18,7 @@ static const struct subcommand subcommands[] = {
     {"check", nvs_cli_check, "what will and will not work on this machine, and the command that fixes it"},
     {"report", nvs_cli_report, "summarise an nsys SQLite export or a trace file"},
     {"convert", nvs_cli_convert, "convert between nsys exports and trace files"},
+    {"top", nvs_cli_top, "a live view of a recording in progress: the frames so far, the slowest and its calls"},
     {"diff", nvs_cli_diff, "compare two profiles frame for frame; --fail-over gates a CI on the p99 frame"},
 };
 

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "child.h"
 #include "commands.h"
+#include "top.h"
 
 extern char **environ;
 
@@ -45,6 +47,7 @@ enum {
     OPTION_TIMEOUT,
     OPTION_FINISH_TIMEOUT,
     OPTION_BARE,
+    OPTION_TOP,
 };
 
 static void print_indented(FILE *out, const char *text, const char *indent)
@@ -114,6 +117,11 @@ static void help_run(void)
           "    -n, --dry-run\n"
           "        Print the command, as a shell line with its environment, and exit 0.\n"
           "\n"
+          "    --top\n"
+          "        Run PROGRAM as a child instead, and show its trace live until it ends\n"
+          "        (nvtxshim top --help): the trace is --trace's file, else a temporary\n"
+          "        .pftrace removed at the end. The exit status is still PROGRAM's.\n"
+          "\n"
           "    -h, --help\n"
           "        This page.\n"
           "\n"
@@ -162,6 +170,8 @@ int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
     }
     options[n++] = (struct option){"library", required_argument, NULL, OPTION_LIBRARY};
     options[n++] = (struct option){"dry-run", no_argument, NULL, 'n'};
+    if (!launch->profile)
+        options[n++] = (struct option){"top", no_argument, NULL, OPTION_TOP};
     options[n++] = (struct option){"help", no_argument, NULL, 'h'};
     if (launch->profile) {
         options[n++] = (struct option){"output", required_argument, NULL, 'o'};
@@ -187,6 +197,9 @@ int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
             return 0;
         case 'n':
             launch->dry_run = true;
+            break;
+        case OPTION_TOP:
+            launch->top = true;
             break;
         case 'o':
             launch->output = optarg;
@@ -365,6 +378,69 @@ int nvs_launch_find_library(const struct nvs_launch *launch, char *library, size
     return 125;
 }
 
+/* NVTXSHIM_TRACE's value with %p as PID (the library's own expansion). */
+static void trace_path_of(const char *template, pid_t pid, char *path, size_t size)
+{
+    size_t used = 0;
+    for (const char *c = template; *c && used + 1 < size; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            int wrote = snprintf(path + used, size - used, "%d", (int)pid);
+            used += wrote > 0 ? (size_t)wrote : 0;
+            c++;
+        } else {
+            path[used++] = *c;
+        }
+    }
+    path[used < size ? used : size - 1] = '\0';
+}
+
+/* run --top: PROGRAM as a child, its trace shown live (top.c) until it ends;
+ * PROGRAM's exit status. Without a trace file of the user's, a temporary one. */
+static int run_with_top(struct nvs_launch *launch)
+{
+    char directory[PATH_MAX] = "", made[PATH_MAX + 32] = "";
+    const char *template = getenv("NVTXSHIM_TRACE");
+    if (!template || !*template) {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(directory, sizeof directory, "%s/nvtxshim-top-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(directory)) {
+            fprintf(stderr, "nvtxshim run: --top: no temporary directory for the trace: %s\n",
+                    strerror(errno));
+            return 125;
+        }
+        snprintf(made, sizeof made, "%s/trace.pftrace", directory);
+        setenv("NVTXSHIM_TRACE", made, 1);
+        template = made;
+    }
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "nvtxshim run: cannot start %s: %s\n", launch->program[0], strerror(errno));
+        return 126;
+    }
+    if (child == 0) {
+        execvp(launch->program[0], launch->program);
+        int error = errno;
+        fprintf(stderr, "nvtxshim run: cannot run %s: %s\n", launch->program[0], strerror(error));
+        _exit(error == ENOENT ? 127 : 126);
+    }
+    char path[PATH_MAX];
+    trace_path_of(template, child, path, sizeof path);
+    struct nvs_top_options top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0};
+    int status = 0;
+    nvs_top_watch(path, child, &top, &status);
+    if (waitpid(child, &status, WNOHANG) == 0) {
+        /* interrupted: the program has the same signal, and is waited for */
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+            continue;
+    }
+    if (directory[0]) {
+        unlink(made);
+        rmdir(directory);
+    }
+    return nvs_cli_exit_status(status);
+}
+
 int nvs_cli_run(int argc, char **argv)
 {
     struct nvs_launch launch = {.command = "run", .help = help_run};
@@ -397,6 +473,8 @@ int nvs_cli_run(int argc, char **argv)
     free(combined);
     if (launch.dry_run)
         return 0;
+    if (launch.top)
+        return run_with_top(&launch);
     fflush(NULL);
     execvp(launch.program[0], launch.program);
     int error = errno;

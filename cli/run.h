@@ -21,6 +21,7 @@ struct nvs_launch {
     const char *values[NVS_LAUNCH_VARIABLES_MAX];
     const char *library;
     bool dry_run;
+    bool top;                       /* run --top: the trace shown live (top.c) until it ends */
     /* profile */
     const char *output;
     bool force;

@@ -773,6 +773,8 @@ static const char *plural(size_t count)
  * how every trace of a process that was killed ends, and reads whole. */
 static void say_left_out(const struct reader *reader)
 {
+    if (reader->options->live)
+        return;
     size_t unended = 0, unbegun = reader->unbegun;
     for (size_t i = 0; i < reader->track_count; i++) {
         unended += reader->tracks[i].open.count;

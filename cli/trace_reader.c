@@ -365,6 +365,8 @@ static const char *plural(size_t count)
 static void say_trace_left_out(const struct nvs_load_options *options, const char *path,
                                const struct trace_reader *reader, const struct nvs_trace_read *result)
 {
+    if (options->live)
+        return;
     if (result->cut_short)
         nvs_events_say(options, "%s ends before its closing %s (the process was killed, or left "
                        "through _exit before NVTXSHIM_TRACE could finish it): read %zu events%s",

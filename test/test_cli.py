@@ -39,7 +39,7 @@ def nvtxshim(*args, env=None, timeout=120, cwd=None):
 def test_help_lists_the_commands_and_each_has_a_manual_page():
     result = nvtxshim("--help")
     assert result.returncode == 0 and result.stderr == b""
-    for command in ("run", "profile", "check", "report", "convert", "diff"):
+    for command in ("run", "profile", "check", "report", "convert", "diff", "top"):
         assert re.search(rb"^    %s " % command.encode(), result.stdout, re.M)
     for command in ("run", "profile", "check"):
         page = nvtxshim(command, "--help")

@@ -510,7 +510,7 @@ def test_report_says_why_it_cannot_read_a_file(tmp_path):
         assert result.stderr.startswith("nvtxshim: %s: " % args[0]) and "--help)" in result.stderr
 
 
-@pytest.mark.parametrize("command", ["report", "convert", "diff"])
+@pytest.mark.parametrize("command", ["report", "convert", "diff", "top"])
 def test_help_is_a_manual_page_on_stdout(command):
     result = nvtxshim(command, "--help")
     assert result.returncode == 0 and result.stderr == ""
