@@ -303,7 +303,8 @@ int nvs_input_read(struct nvs_input *input, const char *path, uint64_t max, char
             snprintf(why, why_size, "out of memory");
             outcome = -1;
         } else {
-            memcpy(out.bytes, first, first_length);
+            if (first_length)
+                memcpy(out.bytes, first, first_length);
             out.length = first_length;
             if (first_length == sizeof first)
                 outcome = read_from(fd, &out, why, why_size);
@@ -315,8 +316,9 @@ int nvs_input_read(struct nvs_input *input, const char *path, uint64_t max, char
         free(out.bytes);
         return -1;
     }
+    static const unsigned char nothing[1];
     input->owned = out.bytes;
-    input->bytes = out.bytes;
+    input->bytes = out.bytes ? out.bytes : nothing;     /* an empty input: no buffer was made */
     input->length = out.length;
     input->kind = nvs_input_kind_of(input->bytes, input->length);
     return 0;
