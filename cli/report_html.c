@@ -66,6 +66,8 @@ static const struct {
 #define OVER_BUDGET_BAND "#ffcdd2"
 #define BUDGET_LINE "#d50000"
 #define HISTOGRAM_BAR "#546e7a"
+#define BIN_P99 "#263238"            /* a bin's p99: a dark tick across its bar */
+#define BIN_MAX "#78909c"            /* its slowest frame: a light one */
 #define AXIS "#616161"
 
 const char *nvs_html_column_colour(int column)
@@ -132,7 +134,7 @@ void nvs_html_style(FILE *out)
           ".key{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}\n"
           ".key.line{height:2px;vertical-align:4px}\n"
           ".note{color:#555;font-size:13px}\n"
-          "svg{display:block}svg text{font:11px sans-serif;fill:#424242}\n"
+          "svg{display:block;max-width:100%;height:auto}svg text{font:11px sans-serif;fill:#424242}\n"
           "svg rect{shape-rendering:crispEdges}\n", out);
     for (int c = NVS_COLUMN_USB; c < NVS_COLUMNS; c++)
         if (parts[c].class)
@@ -142,6 +144,8 @@ void nvs_html_style(FILE *out)
           ".f-budget{fill:" BUDGET_LINE "}.k-budget{background:" BUDGET_LINE "}"
           ".k-over{background:" OVER_BUDGET_BAND "}\n"
           ".f-hist{fill:" HISTOGRAM_BAR "}.f-axis{fill:" AXIS "}\n"
+          ".f-p99{fill:" BIN_P99 "}.k-p99{background:" BIN_P99 "}.f-max{fill:" BIN_MAX "}"
+          ".k-max{background:" BIN_MAX "}.f-strip{fill:" BUDGET_LINE "}\n"
           "</style>\n", out);
 }
 
@@ -182,15 +186,21 @@ static struct plot make_plot(int height, double max, double *step)
     return (struct plot){LEFT, TOP, PLOT_WIDTH, height, top > 0 ? top : 1};
 }
 
-static void open_chart(FILE *out, const struct plot *plot, const char *label, bool background)
+static void open_chart_with_room(FILE *out, const struct plot *plot, const char *label, bool background,
+                                 int below)
 {
     fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", CHART_WIDTH,
-            plot->top + plot->height + AXIS_ROOM, CHART_WIDTH, plot->top + plot->height + AXIS_ROOM);
+            plot->top + plot->height + below, CHART_WIDTH, plot->top + plot->height + below);
     nvs_html_text(out, label);
     fputs("\">\n", out);
     if (background)
         fprintf(out, "<rect class=\"f-plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", plot->left,
                 plot->top, plot->width, plot->height);
+}
+
+static void open_chart(FILE *out, const struct plot *plot, const char *label, bool background)
+{
+    open_chart_with_room(out, plot, label, background, AXIS_ROOM);
 }
 
 /* The y axis's ticks and labels (every STEP, in UNIT) and the x axis's line. */
@@ -212,26 +222,50 @@ static void put_axes(FILE *out, const struct plot *plot, double step, const char
             unit);
 }
 
-/* A bar of the per-frame charts: frames FIRST..LAST-1 (in start order), drawn
- * as the slowest of them, FRAME. */
+/* A bar of the per-frame charts: frames FIRST..LAST-1 (in start order). A bin
+ * of several is drawn as its distribution: its MEDIAN frame's parts stacked,
+ * its P99 and its slowest FRAME as ticks, OVER of its frames over the budget
+ * as a strip under it. The smaller charts show FRAME (the slowest). */
 struct bar {
-    size_t first, last, frame;
+    size_t first, last, frame, median, over;
+    int64_t p99;
 };
+
+struct ranked {
+    int64_t total;
+    size_t index;
+};
+
+static int by_total(const void *left, const void *right)
+{
+    const struct ranked *x = left, *y = right;
+    return x->total < y->total ? -1 : x->total > y->total ? 1 : (x->index > y->index) - (x->index < y->index);
+}
 
 /* PROCESS's frames in at most MAX_BARS bars of as many frames each as can be. */
 static struct bar *make_bars(const struct nvs_report_process *process, size_t *count)
 {
     size_t n = process->count, bars = n < MAX_BARS ? n : MAX_BARS;
     struct bar *out = malloc((bars ? bars : 1) * sizeof *out);
-    if (!out)
+    struct ranked *ranks = malloc(((n + bars - 1) / (bars ? bars : 1) + 1) * sizeof *ranks);
+    if (!out || !ranks) {
+        free(out);
+        free(ranks);
         return NULL;
-    for (size_t b = 0; b < bars; b++) {
-        size_t first = b * n / bars, last = (b + 1) * n / bars, slowest = first;
-        for (size_t f = first; f < last; f++)
-            if (process->frames[f].value[NVS_COLUMN_TOTAL] > process->frames[slowest].value[NVS_COLUMN_TOTAL])
-                slowest = f;
-        out[b] = (struct bar){first, last, slowest};
     }
+    for (size_t b = 0; b < bars; b++) {
+        size_t first = b * n / bars, last = (b + 1) * n / bars, size = last - first, over = 0;
+        for (size_t f = first; f < last; f++) {
+            ranks[f - first] = (struct ranked){process->frames[f].value[NVS_COLUMN_TOTAL], f};
+            over += nvs_report_over_budget(process, &process->frames[f]);
+        }
+        qsort(ranks, size, sizeof *ranks, by_total);
+        /* by nearest rank, as the tables: the ceil(p * n)-th smallest */
+        size_t median = (size + 1) / 2 - 1, p99 = (size * 99 + 99) / 100 - 1;
+        out[b] = (struct bar){first, last, ranks[size - 1].index, ranks[median].index, over,
+                              ranks[p99].total};
+    }
+    free(ranks);
     *count = bars;
     return out;
 }
@@ -249,7 +283,7 @@ static void slot_of(size_t b, size_t count, int *x, int *width, int *bar_x, int 
 
 /* The x axis's labels under a few bars: the first frame of each, the last of the last. */
 static void put_frame_labels(FILE *out, const struct plot *plot, const struct nvs_report_process *process,
-                             const struct bar *bars, size_t count)
+                             const struct bar *bars, size_t count, int lower)
 {
     size_t last_shown = (size_t)-1;
     for (int k = 0; k <= 4; k++) {
@@ -260,7 +294,7 @@ static void put_frame_labels(FILE *out, const struct plot *plot, const struct nv
         int x, width, bar_x, bar_width;
         slot_of(b, count, &x, &width, &bar_x, &bar_width);
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">frame %" PRIu64 "</text>\n",
-                k == 0 ? x : k == 4 ? x + width : x + width / 2, plot->top + plot->height + 16,
+                k == 0 ? x : k == 4 ? x + width : x + width / 2, plot->top + plot->height + 16 + lower,
                 k == 0 ? "start" : k == 4 ? "end" : "middle",
                 process->frames[k == 4 ? bars[b].last - 1 : bars[b].first].number);
     }
@@ -308,7 +342,7 @@ static void put_figures(FILE *out, const struct nvs_report_process *process,
     }
 }
 
-static void put_legend(FILE *out, const struct nvs_report_process *process)
+static void put_legend(FILE *out, const struct nvs_report_process *process, bool binned)
 {
     fputs("<ul class=\"legend\">", out);
     for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
@@ -320,9 +354,17 @@ static void put_legend(FILE *out, const struct nvs_report_process *process)
         put_ms(out, process->budget_ns);
         fprintf(out, " ms (from %s)</li>", process->budget_from == NVS_BUDGET_OPTION
                                                ? "--budget" : "the library&#39;s over budget marks");
-        fprintf(out, "<li><span class=\"key k-over\"></span>behind the frames over it: %zu of %zu</li>",
-                process->over_budget, process->count);
+        if (binned)
+            fprintf(out, "<li><span class=\"key line k-budget\" style=\"height:6px;vertical-align:0\">"
+                    "</span>under the bins: their share over it (%zu of %zu frames in all)</li>",
+                    process->over_budget, process->count);
+        else
+            fprintf(out, "<li><span class=\"key k-over\"></span>behind the frames over it: %zu of %zu</li>",
+                    process->over_budget, process->count);
     }
+    if (binned)
+        fputs("<li><span class=\"key line k-p99\"></span>a bin&#39;s p99</li>"
+              "<li><span class=\"key line k-max\"></span>its slowest frame</li>", out);
     fputs("</ul>\n", out);
 }
 
@@ -337,23 +379,40 @@ static double frame_time_scale(const struct nvs_report_process *process)
     return (double)longest / NS_PER_MS;
 }
 
-/* Frame time per frame: a stacked bar per frame (or bin), the budget line,
- * the frames over it on a band. */
+/* Frame time per frame: a stacked bar per frame and the frames over the
+ * budget on a band behind them; past MAX_BARS frames, a bar per bin of
+ * consecutive frames drawn as its distribution (struct bar), on the scale of
+ * the bins' p99s (a slowest frame above it is a tick at the top), and the
+ * share of each bin's frames over the budget on a strip under the plot. */
 static void put_frame_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
                             size_t count)
 {
-    double step;
+    bool binned = count < process->count;
+    double step, scale = frame_time_scale(process);
+    if (binned) {
+        /* the budget, the run's p99 frame and every bin's median fit; a bin's
+         * p99 or slowest frame above that is a tick at the top edge (a bin of
+         * a few dozen frames has an outlier for its p99) */
+        double highest = fmax((double)process->budget_ns, process->stats[NVS_COLUMN_TOTAL][NVS_STAT_P99]);
+        for (size_t b = 0; b < count; b++)
+            highest = fmax(highest, (double)process->frames[bars[b].median].value[NVS_COLUMN_TOTAL]);
+        scale = highest / NS_PER_MS;
+    }
     /* room above the tallest bar: the band shows over it */
-    struct plot plot = make_plot(FRAME_PLOT_HEIGHT, frame_time_scale(process) * 1.04, &step);
+    struct plot plot = make_plot(FRAME_PLOT_HEIGHT, scale * 1.04, &step);
     fputs("<h3>Frame time per frame</h3>\n", out);
-    put_legend(out, process);
-    if (count < process->count)
-        fprintf(out, "<p class=\"note\">%zu frames in %zu bars of %zu or %zu frames, in start order: "
-                "each bar is the slowest frame of its bin (its tooltip says which); the band marks a bin "
-                "whose slowest frame is over the budget.</p>\n", process->count, count,
-                process->count / count, (process->count + count - 1) / count);
-    open_chart(out, &plot, "frame time per frame", true);
-    for (size_t b = 0; b < count; b++)
+    put_legend(out, process, binned);
+    if (binned)
+        fprintf(out, "<p class=\"note\">%zu frames in %zu bins of %zu or %zu consecutive frames: a bar stacks "
+                "the parts of its bin&#39;s median frame, the dark tick is the bin&#39;s p99 and the light one "
+                "its slowest frame (each at the top edge when it is off the scale, which holds the run&#39;s "
+                "p99 frame and every bin&#39;s median); %s Each bar&#39;s tooltip has its figures.</p>\n", process->count, count,
+                process->count / count, (process->count + count - 1) / count,
+                process->budget_ns ? "the strip under the plot is the share of each bin&#39;s frames over the "
+                "budget, darker for more." : "");
+    int below = binned && process->budget_ns ? AXIS_ROOM + 10 : AXIS_ROOM;
+    open_chart_with_room(out, &plot, "frame time per frame", true, below);
+    for (size_t b = 0; b < count && !binned; b++)
         if (nvs_report_over_budget(process, &process->frames[bars[b].frame])) {
             int x, width, bar_x, bar_width;
             slot_of(b, count, &x, &width, &bar_x, &bar_width);
@@ -361,17 +420,43 @@ static void put_frame_chart(FILE *out, const struct nvs_report_process *process,
                     plot.top, width, plot.height);
         }
     for (size_t b = 0; b < count; b++) {
-        const struct nvs_report_frame *frame = &process->frames[bars[b].frame];
+        const struct nvs_report_frame *median = &process->frames[bars[b].median];
+        const struct nvs_report_frame *slowest = &process->frames[bars[b].frame];
         int x, width, bar_x, bar_width;
         slot_of(b, count, &x, &width, &bar_x, &bar_width);
         fputs("<g><title>", out);
-        if (bars[b].last - bars[b].first > 1)
-            fprintf(out, "frames %" PRIu64 "-%" PRIu64 " (%zu), the slowest: ",
-                    process->frames[bars[b].first].number, process->frames[bars[b].last - 1].number,
-                    bars[b].last - bars[b].first);
-        put_figures(out, process, frame);
+        if (binned) {
+            size_t size = bars[b].last - bars[b].first;
+            fprintf(out, "frames %" PRIu64 "-%" PRIu64 " (%zu): median ", process->frames[bars[b].first].number,
+                    process->frames[bars[b].last - 1].number, size);
+            put_ms(out, median->value[NVS_COLUMN_TOTAL]);
+            fputs(" ms, p99 ", out);
+            put_ms(out, bars[b].p99);
+            fputs(" ms, slowest ", out);
+            put_ms(out, slowest->value[NVS_COLUMN_TOTAL]);
+            fprintf(out, " ms (frame %" PRIu64 ")", slowest->number);
+            if (process->budget_ns)
+                fprintf(out, "; %zu over the budget", bars[b].over);
+            fputs(". The median one, ", out);
+        }
+        put_figures(out, process, median);
         fputs(" ms</title>", out);
-        put_stack(out, process, frame, &plot, bar_x, bar_width);
+        put_stack(out, process, median, &plot, bar_x, bar_width);
+        if (binned) {
+            double p99_ms = (double)bars[b].p99 / NS_PER_MS;
+            int y = p99_ms > plot.max ? plot.top : row_of(&plot, p99_ms);
+            fprintf(out, "<rect class=\"f-p99\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
+                    y > plot.top ? y - 1 : y, bar_width, p99_ms > plot.max ? 3 : 2);
+            double slowest_ms = (double)slowest->value[NVS_COLUMN_TOTAL] / NS_PER_MS;
+            y = slowest_ms > plot.max ? plot.top : row_of(&plot, slowest_ms);
+            fprintf(out, "<rect class=\"f-max\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
+                    y > plot.top ? y - 1 : y, bar_width, slowest_ms > plot.max ? 3 : 1);
+            if (process->budget_ns && bars[b].over) {
+                double share = (double)bars[b].over / (double)(bars[b].last - bars[b].first);
+                fprintf(out, "<rect class=\"f-strip\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"6\" "
+                        "fill-opacity=\"%.3f\"/>", x, plot.top + plot.height + 3, width, 0.15 + 0.85 * share);
+            }
+        }
         fputs("</g>\n", out);
     }
     if (process->budget_ns) {
@@ -383,23 +468,40 @@ static void put_frame_chart(FILE *out, const struct nvs_report_process *process,
         fputs(" ms</title></rect>\n", out);
     }
     put_axes(out, &plot, step, "ms");
-    put_frame_labels(out, &plot, process, bars, count);
+    put_frame_labels(out, &plot, process, bars, count, below - AXIS_ROOM);
     fputs("</svg>\n", out);
-    fputs("<p class=\"note\">A bar stacks the frame's time in each kind of call (the union of its calls' "
+    fputs("<p class=\"note\">A bar stacks the frame&#39;s time in each kind of call (the union of its calls&#39; "
           "intervals in the frame) and the rest; where calls of two kinds overlapped (on two threads), "
-          "its parts are scaled down together to the frame's time. The tables have the exact figures.</p>\n",
+          "its parts are scaled down together to the frame&#39;s time. The tables have the exact figures.</p>\n",
           out);
 }
 
-/* How many frames took how long: HISTOGRAM_BINS bins from 0 to the axis's top. */
+/* The frame time below which all but the slowest 0.5 % of PROCESS's frames
+ * lie (nearest rank), in ms. */
+static double frame_time_p995(const struct nvs_report_process *process)
+{
+    size_t beyond = process->count / 200;       /* process->slowest: the slowest first */
+    return (double)process->frames[process->slowest[beyond]].value[NVS_COLUMN_TOTAL] / NS_PER_MS;
+}
+
+/* How many frames took how long: HISTOGRAM_BINS bins from 0 to the axis's top,
+ * which is the p99.5 frame and a little (or the budget, when higher), so that
+ * a few frames far out do not squeeze the rest into one bin; the frames past
+ * it are said, not drawn. */
 static void put_histogram(FILE *out, const struct nvs_report_process *process)
 {
-    double step;
-    struct plot span = make_plot(0, frame_time_scale(process), &step);
+    double step, longest = frame_time_scale(process), bound = frame_time_p995(process) * 1.1;
+    if (process->budget_ns && (double)process->budget_ns / NS_PER_MS * 1.05 > bound)
+        bound = (double)process->budget_ns / NS_PER_MS * 1.05;
+    struct plot span = make_plot(0, bound < longest ? bound : longest, &step);
     double top_ms = span.max, bin_ms = top_ms / HISTOGRAM_BINS;
-    size_t counts[HISTOGRAM_BINS] = {0}, most = 0;
+    size_t counts[HISTOGRAM_BINS] = {0}, most = 0, past = 0;
     for (size_t f = 0; f < process->count; f++) {
         double ms = (double)process->frames[f].value[NVS_COLUMN_TOTAL] / NS_PER_MS;
+        if (ms > top_ms) {
+            past++;
+            continue;
+        }
         size_t bin = (size_t)(ms / bin_ms);
         bin = bin < HISTOGRAM_BINS ? bin : HISTOGRAM_BINS - 1;
         if (++counts[bin] > most)
@@ -410,8 +512,11 @@ static void put_histogram(FILE *out, const struct nvs_report_process *process)
     if (count_step < 1)
         count_step = 1, plot.max = ceil(plot.max);
     fprintf(out, "<h3>Frame time histogram</h3>\n<p class=\"note\">Frames per %g ms of frame time, from 0 "
-            "to %g ms%s.</p>\n", bin_ms, top_ms,
-            process->budget_ns ? "; the red line is the budget" : "");
+            "to %g ms%s.", bin_ms, top_ms, process->budget_ns ? "; the red line is the budget" : "");
+    if (past)
+        fprintf(out, " <span class=\"tail\">%zu frame%s took longer, up to %.3f ms: not drawn, so that the "
+                "others show.</span>", past, plural(past), longest);
+    fputs("</p>\n", out);
     open_chart(out, &plot, "frame time histogram", false);
     for (int b = 0; b < HISTOGRAM_BINS; b++) {
         if (!counts[b])
@@ -483,7 +588,7 @@ static void put_column_chart(FILE *out, const struct nvs_report_process *process
         fputs("</g>\n", out);
     }
     put_axes(out, &plot, step, "ms");
-    put_frame_labels(out, &plot, process, bars, count);
+    put_frame_labels(out, &plot, process, bars, count, 0);
     fputs("</svg>\n", out);
 }
 
@@ -591,9 +696,25 @@ static void put_slowest(FILE *out, const struct nvs_report_process *process, lon
     fputs("</table>\n", out);
 }
 
+/* Whether any of PROCESS's frames spent time in column C. */
+static bool has_data(const struct nvs_report_process *process, int c)
+{
+    for (size_t f = 0; f < process->count; f++)
+        if (process->frames[f].value[c])
+            return true;
+    return false;
+}
+
 static void put_process_section(FILE *out, const struct nvs_report *report,
                                 const struct nvs_report_process *process, const struct bar *bars, size_t count)
 {
+    /* The page draws the parts the frames spent time in: a domain with calls,
+     * none of them inside a frame (an X11 connection made at start), draws
+     * nothing (the text summary still lists it). */
+    struct nvs_report_process drawn = *process;
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
+        drawn.shown[c] = process->shown[c] && has_data(process, c);
+    process = &drawn;
     fputs("<section>\n<h2>Frames of ", out);
     put_process(out, process);
     fprintf(out, ": %zu</h2>\n", process->count);
@@ -611,6 +732,9 @@ static void put_process_section(FILE *out, const struct nvs_report *report,
                 "frames: %" PRIu64 " preemption%s and %" PRIu64 " page fault%s in all.</p>\n",
                 process->with_kernel, process->count, preemptions, preemptions == 1 ? "" : "s", faults,
                 faults == 1 ? "" : "s");
+        fputs("<p class=\"note\">Runnable and blocked are summed over the process&#39;s threads that the probe "
+              "watched in the frame (those that made hooked calls): where two threads were off the CPU at "
+              "once, both count, so a frame&#39;s figures can add up to more than its time.</p>\n", out);
         fputs("<ul class=\"legend\">", out);
         for (int c = NVS_COLUMN_RUNNABLE; c <= NVS_COLUMN_BLOCKED; c++)
             fprintf(out, "<li><span class=\"key k-%s\"></span>%s</li>", parts[c].class, parts[c].meaning);
