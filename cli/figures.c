@@ -415,16 +415,21 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
     return event->name;
 }
 
-/* The per-name table: per domain and table name, the ranges' count and statistics. */
-static int compute_names(struct nvs_events *events, struct nvs_report *report)
+/* A per-name table into *NAMES (*NAME_COUNT rows): per domain and table name,
+ * the ranges' count and statistics; of every process, or of process PID alone
+ * (ONE_PROCESS). */
+static int compute_names_of(struct nvs_events *events, bool one_process, uint32_t pid,
+                            struct nvs_report_name **names, size_t *name_count)
 {
     size_t ranges = 0;
     for (size_t i = 0; i < events->count; i++)
-        ranges += events->events[i].kind == NVS_EVENT_RANGE;
+        ranges += events->events[i].kind == NVS_EVENT_RANGE &&
+                  (!one_process || events->events[i].pid == pid);
     struct named_duration *rows = malloc((ranges + 1) * sizeof *rows);
     int64_t *values = malloc((ranges + 1) * sizeof *values);
-    report->names = malloc((ranges + 1) * sizeof *report->names);
-    if (!rows || !values || !report->names) {
+    *names = malloc((ranges + 1) * sizeof **names);
+    *name_count = 0;
+    if (!rows || !values || !*names) {
         free(rows);
         free(values);
         return -1;
@@ -432,7 +437,7 @@ static int compute_names(struct nvs_events *events, struct nvs_report *report)
     size_t count = 0;
     for (size_t i = 0; i < events->count; i++) {
         const struct nvs_event *event = &events->events[i];
-        if (event->kind != NVS_EVENT_RANGE)
+        if (event->kind != NVS_EVENT_RANGE || (one_process && event->pid != pid))
             continue;
         const char *name = table_name(events, event);
         if (!name) {
@@ -450,7 +455,7 @@ static int compute_names(struct nvs_events *events, struct nvs_report *report)
             values[last - first] = rows[last].duration;
             last++;
         }
-        struct nvs_report_name *row = &report->names[report->name_count++];
+        struct nvs_report_name *row = &(*names)[(*name_count)++];
         row->domain = rows[first].domain;
         row->name = rows[first].name;
         row->count = last - first;
@@ -459,6 +464,22 @@ static int compute_names(struct nvs_events *events, struct nvs_report *report)
     }
     free(rows);
     free(values);
+    return 0;
+}
+
+static int compute_names(struct nvs_events *events, struct nvs_report *report)
+{
+    return compute_names_of(events, false, 0, &report->names, &report->name_count);
+}
+
+/* Each process's own table, where there are several. */
+static int compute_process_names(struct nvs_events *events, struct nvs_report *report)
+{
+    for (size_t p = 0; p < report->process_count && report->process_count > 1; p++) {
+        struct nvs_report_process *process = &report->processes[p];
+        if (compute_names_of(events, true, process->pid, &process->names, &process->name_count) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -1028,6 +1049,7 @@ static void free_report(struct nvs_report *report)
     for (size_t p = 0; p < report->process_count; p++) {
         free(report->processes[p].frames);
         free(report->processes[p].slowest);
+        free(report->processes[p].names);
     }
     free(report->processes);
     free(report->names);
@@ -1045,6 +1067,8 @@ int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs
         status = compute_marks(events, report);
     if (status == 0)
         status = build_frames(events, &latency, budget_ns, report);
+    if (status == 0)
+        status = compute_process_names(events, report);
     if (status == 0)
         status = compute_latency(&latency, report);
     if (status == 0)

@@ -98,6 +98,10 @@ struct nvs_report_process {
     int64_t budget_ns;               /* 0: none */
     enum nvs_report_budget budget_from;
     size_t over_budget;              /* frames longer than the budget */
+    /* its own per-name table, where the report has several processes (else
+     * NULL: the report's is its) */
+    struct nvs_report_name *names;
+    size_t name_count;
 };
 
 /* A capture window (a "capture ..." range of an NVTX domain of the program's)

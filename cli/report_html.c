@@ -594,6 +594,24 @@ static void put_column_chart(FILE *out, const struct nvs_report_process *process
 
 /* ---- tables ---------------------------------------------------------------------- */
 
+static void put_name_table(FILE *out, const struct nvs_report_name *names, size_t count)
+{
+    fputs("<table>\n<tr><th class=\"t\">domain</th><th class=\"t\">name</th><th>count</th><th>mean</th>"
+          "<th>p50</th><th>p99</th><th>max</th></tr>\n", out);
+    for (size_t i = 0; i < count; i++) {
+        const struct nvs_report_name *row = &names[i];
+        fputs("<tr><td class=\"t\">", out);
+        nvs_html_text(out, row->domain);
+        fputs("</td><td class=\"t\">", out);
+        nvs_html_text(out, row->name);
+        fprintf(out, "</td><td>%zu</td>", row->count);
+        for (int s = 0; s < NVS_STATS; s++)
+            fprintf(out, "<td>%.1f</td>", row->stats[s] / NS_PER_US);
+        fputs("</tr>\n", out);
+    }
+    fputs("</table>\n", out);
+}
+
 static void put_column_heading(FILE *out, int c)
 {
     fputs("<th>", out);
@@ -742,6 +760,11 @@ static void put_process_section(FILE *out, const struct nvs_report *report,
         static const int off_cpu[] = {NVS_COLUMN_RUNNABLE, NVS_COLUMN_BLOCKED};
         put_column_chart(out, process, bars, count, off_cpu, 2, "time off the CPU per frame");
     }
+    if (process->names) {
+        fputs("<h3>NVTX ranges per name in this process (microseconds; p50 and p99 by nearest rank)</h3>\n",
+              out);
+        put_name_table(out, process->names, process->name_count);
+    }
     if (process->shown[NVS_COLUMN_LATENCY]) {
         fprintf(out, "<h3>Capture to actuation per frame</h3>\n<p class=\"note\">The latency of each frame's "
                 "first actuation on a new camera frame, for %zu of the %zu frames%s.</p>\n",
@@ -777,21 +800,9 @@ static void put_latency(FILE *out, const struct nvs_report *report)
 
 static void put_names(FILE *out, const struct nvs_report *report)
 {
-    fputs("<h2>NVTX ranges per name (microseconds; p50 and p99 by nearest rank)</h2>\n<table>\n"
-          "<tr><th class=\"t\">domain</th><th class=\"t\">name</th><th>count</th><th>mean</th><th>p50</th>"
-          "<th>p99</th><th>max</th></tr>\n", out);
-    for (size_t i = 0; i < report->name_count; i++) {
-        const struct nvs_report_name *row = &report->names[i];
-        fputs("<tr><td class=\"t\">", out);
-        nvs_html_text(out, row->domain);
-        fputs("</td><td class=\"t\">", out);
-        nvs_html_text(out, row->name);
-        fprintf(out, "</td><td>%zu</td>", row->count);
-        for (int s = 0; s < NVS_STATS; s++)
-            fprintf(out, "<td>%.1f</td>", row->stats[s] / NS_PER_US);
-        fputs("</tr>\n", out);
-    }
-    fputs("</table>\n", out);
+    fprintf(out, "<h2>NVTX ranges per name%s (microseconds; p50 and p99 by nearest rank)</h2>\n",
+            report->process_count > 1 ? ", all processes together" : "");
+    put_name_table(out, report->names, report->name_count);
 }
 
 /* A row of the marks' table: a kind's DOMAIN, COUNT and KIND (blank after its

@@ -599,6 +599,14 @@ def test_each_process_has_its_section(tmp_path):
         "Frames of process 7 (loop): 4", "Frames of process 9: 4"]
     assert parsed.headings.count("Frame time per frame") == 2
     assert parsed.headings.count("Frame time histogram") == 2
+    # Each process has its own per-name table, beside the one of all of them together.
+    own = "NVTX ranges per name in this process (microseconds; p50 and p99 by nearest rank)"
+    assert parsed.headings.count(own) == 2
+    assert "NVTX ranges per name, all processes together (microseconds; p50 and p99 by nearest rank)" \
+        in parsed.headings
+    all_counts = {tuple(row[:2]): int(row[2]) for row in parsed.tables[
+        "NVTX ranges per name, all processes together (microseconds; p50 and p99 by nearest rank)"][1:]}
+    assert all_counts[("usb", "libusb_bulk_transfer")] == 8
 
 
 def test_the_kernel_probes_figures_and_the_latency_have_charts(tmp_path):
