@@ -11,6 +11,7 @@
 
 #include "trace_json.h"
 
+#include "sqlite_names.h"
 #include "sqlite_tables.h"
 
 static int load_strings(struct database *database)
@@ -622,58 +623,6 @@ static int load_cuda_api(struct database *database)
     return status;
 }
 
-static int load_names(struct database *database)
-{
-    const struct nvs_load_options *options = database->options;
-    struct nvs_events *events = database->events;
-    if (nvs_sql_has_table(database, "ThreadNames")) {
-        struct columns columns;
-        nvs_sql_read_columns(database, "ThreadNames", &columns);
-        if (nvs_sql_has_column(&columns, "nameId") && nvs_sql_has_column(&columns, "globalTid")) {
-            sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT globalTid, nameId FROM ThreadNames");
-            if (!statement)
-                return -1;
-            while (sqlite3_step(statement) == SQLITE_ROW) {
-                const char *name = nvs_sql_string_column(database, statement, 1);
-                int64_t global = sqlite3_column_int64(statement, 0);
-                /* an NVTX name (nvtxNameOsThread) read before stays */
-                if (name && !nvs_events_add_name(events, nvs_global_pid(global), nvs_global_tid(global),
-                                                 name, false))
-                    return -1;
-            }
-            sqlite3_finalize(statement);
-        } else if (options->say_skipped) {
-            nvs_events_say(options, "ThreadNames has no nameId or globalTid column: threads unnamed");
-        }
-    } else if (options->say_skipped) {
-        nvs_events_say(options, "no ThreadNames table: threads unnamed (NVTX thread names kept)");
-    }
-    if (nvs_sql_has_table(database, "PROCESSES")) {
-        struct columns columns;
-        nvs_sql_read_columns(database, "PROCESSES", &columns);
-        if (nvs_sql_has_column(&columns, "name") && (nvs_sql_has_column(&columns, "pid") || nvs_sql_has_column(&columns, "globalPid"))) {
-            sqlite3_stmt *statement = nvs_sql_prepare(database, nvs_sql_has_column(&columns, "pid")
-                                                            ? "SELECT pid, name FROM PROCESSES"
-                                                            : "SELECT globalPid >> 24, name FROM PROCESSES");
-            if (!statement)
-                return -1;
-            while (sqlite3_step(statement) == SQLITE_ROW) {
-                const char *name = nvs_sql_string_column(database, statement, 1);
-                uint32_t pid = (uint32_t)sqlite3_column_int64(statement, 0) & 0xFFFFFFu;
-                if (name && !nvs_events_add_name(events, pid, 0, name, true))
-                    return -1;
-            }
-            sqlite3_finalize(statement);
-        } else if (options->say_skipped) {
-            nvs_events_say(options, "PROCESSES has no pid or name column: processes named after their "
-                           "main thread");
-        }
-    } else if (options->say_skipped) {
-        nvs_events_say(options, "no PROCESSES table: processes named after their main thread");
-    }
-    return 0;
-}
-
 /* The first ENUM_* table whose name is LIKE PATTERN, into NAME; false when none. */
 static bool find_enum_table(struct database *database, const char *pattern, char *name, size_t size)
 {
@@ -965,7 +914,7 @@ int nvs_sqlite_load(struct nvs_events *events, const char *path, const struct nv
     }
     /* names for report too: its sections per process are headed with them */
     if (status == 0)
-        status = load_names(&database);
+        status = nvs_sql_load_names(&database);
     if (status == 0 && options->what == NVS_LOAD_EVERYTHING) {
         status = load_sched(&database);
         if (status == 0 && options->say_skipped)

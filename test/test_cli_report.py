@@ -664,6 +664,41 @@ def test_convert_refuses_what_is_not_an_nsys_export(runs, tmp_path):
                                              "directory" % (tmp_path / "no" / "such" / "dir.json")
 
 
+def test_a_name_the_kernel_cut_is_completed_from_the_export(runs, tmp_path):
+    # The kernel keeps 15 characters of a thread's name: nsys exports the harness's main thread
+    # as "harness_physica", and PROCESSES names a process after what it was when it started
+    # (here the emulator that exec'd it). The export's strings have the program's path (a call
+    # chain's module, under -t osrt): the page's heading and convert's process name say
+    # "harness_physical". The export is the real one, given the rows nsys writes for such a
+    # process where this run's has none.
+    database = tmp_path / "named.sqlite"
+    shutil.copy(runs["database"], database)
+    with sqlite3.connect(database) as db:
+        [(global_tid,)] = db.execute("SELECT DISTINCT globalTid FROM NVTX_EVENTS WHERE globalTid IS NOT NULL "
+                                     "LIMIT 1").fetchall()
+        pid = (global_tid >> 24) & 0xFFFFFF
+        main_thread = (global_tid & ~0xFFFFFF) | pid
+        ids = [row[0] for row in db.execute("SELECT id FROM StringIds")]
+        cut, path, wrapper = max(ids) + 1, max(ids) + 2, max(ids) + 3
+        db.execute("INSERT INTO StringIds VALUES (?, 'harness_physica')", (cut,))
+        db.execute("INSERT INTO StringIds VALUES (?, ?)", (path, program("harness_physical")))
+        db.execute("INSERT INTO StringIds VALUES (?, ?)", (wrapper, program("emucam")))
+        db.execute("DELETE FROM ThreadNames WHERE globalTid = ?", (main_thread,))
+        db.execute("INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?, 0, ?)", (cut, main_thread))
+        db.execute("DELETE FROM PROCESSES WHERE pid = ?", (pid,))
+        db.execute("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?, ?, ?)",
+                   (global_tid & ~0xFFFFFF, pid, program("emucam")))
+    page = tmp_path / "named.html"
+    result = nvtxshim("report", database, "--html", page)
+    assert result.returncode == 0, result.stderr
+    assert "Frames of process %d (harness_physical): %d" % (pid, FRAMES) in page.read_text()
+    out = tmp_path / "named.json"
+    assert nvtxshim("convert", database, out).returncode == 0
+    names = {e["pid"]: e["args"]["name"] for e in json.loads(out.read_text())
+             if e.get("name") == "process_name"}
+    assert names[pid] == "harness_physical"
+
+
 def test_convert_and_report_read_an_export_from_a_pipe_and_gzipped(runs, tmp_path):
     # SQLite reads files: an export that comes through a pipe, or gzipped, goes to a temporary
     # file first (removed after); the result is the same as from the file itself.
