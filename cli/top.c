@@ -231,6 +231,13 @@ int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *t
         }
         struct stat status;
         bool there = stat(path, &status) == 0;
+        if (there && !S_ISREG(status.st_mode)) {
+            /* a pipe would be read empty, and what it holds taken from its reader */
+            fprintf(stderr, "nvtxshim: top: %s is not a regular file: top follows a trace file as it "
+                    "grows\n", path);
+            outcome = 1;
+            break;
+        }
         if (there && status.st_size != shown_size && status.st_size > 0) {
             double started = seconds_now();
             struct nvs_events events = {0};

@@ -100,6 +100,13 @@ def test_once_on_a_finished_trace_and_on_one_without_frames(tmp_path):
     missing = subprocess.run([program("nvtxshim"), "top", "--once", str(tmp_path / "nothing")],
                              env=clean_env(), capture_output=True, text=True, timeout=60)
     assert missing.returncode == 1 and missing.stderr.startswith("nvtxshim: top: cannot read ")
+    # A FIFO is not followed (it would be read empty, and its writer's data taken): one line.
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    refused = subprocess.run([program("nvtxshim"), "top", str(fifo)], env=clean_env(),
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and refused.stderr == (
+        "nvtxshim: top: %s is not a regular file: top follows a trace file as it grows\n" % fifo)
 
 
 @pytest.mark.parametrize("args,message", [
