@@ -40,9 +40,9 @@ static const char *completed_name(struct database *database, const char *name)
     return found && !ambiguous ? found : name;
 }
 
-/* Each name a 15-character comm, completed; and a process whose PROCESSES name
- * is another program's (the one it was started as, before it ran exec: a
- * wrapper's, a shell's) named after its main thread instead. */
+/* Each name a 15-character comm, completed. (A process that ran exec keeps
+ * the name PROCESSES gives it, the program it was started as: its main
+ * thread's name could as well be one the program gave the thread.) */
 static int complete_names(struct database *database)
 {
     struct nvs_events *events = database->events;
@@ -51,20 +51,6 @@ static int complete_names(struct database *database)
         if (!name)
             return -1;
         events->names[i].name = name;
-    }
-    for (size_t i = 0; i < events->name_count; i++) {
-        const struct nvs_thread_name *main_thread = &events->names[i];
-        if (main_thread->tid != main_thread->pid || main_thread->name[0] == '[')
-            continue;
-        for (size_t k = 0; k < events->name_count; k++) {
-            struct nvs_thread_name *process = &events->names[k];
-            if (process->pid != main_thread->pid || process->tid != 0)
-                continue;
-            const char *slash = strrchr(process->name, '/');
-            const char *base = slash ? slash + 1 : process->name;
-            if (strncmp(base, main_thread->name, strlen(main_thread->name)) != 0)
-                process->name = main_thread->name;
-        }
     }
     return 0;
 }

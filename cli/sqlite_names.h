@@ -6,8 +6,7 @@
 
 /* Names the export's threads (ThreadNames; an NVTX name read before stays)
  * and processes (PROCESSES), a name the kernel cut at 15 characters completed
- * from the export's strings, and a process PROCESSES names after the program
- * it was before its exec named after its main thread. -1 out of memory, after
+ * from the export's strings. -1 out of memory, after
  * what was missing is said (say_skipped). */
 int nvs_sql_load_names(struct database *database);
 

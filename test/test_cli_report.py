@@ -666,11 +666,10 @@ def test_convert_refuses_what_is_not_an_nsys_export(runs, tmp_path):
 
 def test_a_name_the_kernel_cut_is_completed_from_the_export(runs, tmp_path):
     # The kernel keeps 15 characters of a thread's name: nsys exports the harness's main thread
-    # as "harness_physica", and PROCESSES names a process after what it was when it started
-    # (here the emulator that exec'd it). The export's strings have the program's path (a call
-    # chain's module, under -t osrt): the page's heading and convert's process name say
-    # "harness_physical". The export is the real one, given the rows nsys writes for such a
-    # process where this run's has none.
+    # as "harness_physica". The export's strings have the program's path (a call chain's module,
+    # under -t osrt): the page's heading and convert's process name say "harness_physical". The
+    # export is the real one, given the row nsys writes for such a thread where this run's has
+    # none.
     database = tmp_path / "named.sqlite"
     shutil.copy(runs["database"], database)
     with sqlite3.connect(database) as db:
@@ -679,15 +678,12 @@ def test_a_name_the_kernel_cut_is_completed_from_the_export(runs, tmp_path):
         pid = (global_tid >> 24) & 0xFFFFFF
         main_thread = (global_tid & ~0xFFFFFF) | pid
         ids = [row[0] for row in db.execute("SELECT id FROM StringIds")]
-        cut, path, wrapper = max(ids) + 1, max(ids) + 2, max(ids) + 3
+        cut, path = max(ids) + 1, max(ids) + 2
         db.execute("INSERT INTO StringIds VALUES (?, 'harness_physica')", (cut,))
         db.execute("INSERT INTO StringIds VALUES (?, ?)", (path, program("harness_physical")))
-        db.execute("INSERT INTO StringIds VALUES (?, ?)", (wrapper, program("emucam")))
         db.execute("DELETE FROM ThreadNames WHERE globalTid = ?", (main_thread,))
         db.execute("INSERT INTO ThreadNames (nameId, priority, globalTid) VALUES (?, 0, ?)", (cut, main_thread))
         db.execute("DELETE FROM PROCESSES WHERE pid = ?", (pid,))
-        db.execute("INSERT INTO PROCESSES (globalPid, pid, name) VALUES (?, ?, ?)",
-                   (global_tid & ~0xFFFFFF, pid, program("emucam")))
     page = tmp_path / "named.html"
     result = nvtxshim("report", database, "--html", page)
     assert result.returncode == 0, result.stderr
