@@ -191,6 +191,11 @@ demo: deps
 	  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/libemuv4l2.so
 	$(Q)scripts/demo.sh
 
+# pip install build/wheel/dist/nvtxshim-*.whl (scripts/wheel.sh; pyproject.toml, setup.py)
+.PHONY: wheel
+wheel:
+	$(Q)scripts/wheel.sh
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib
 	install -m 0755 $(BUILD)/libnvtxshim.so $(DESTDIR)$(PREFIX)/lib/libnvtxshim.so

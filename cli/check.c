@@ -33,6 +33,7 @@ enum level { LEVEL_OK, LEVEL_WARN, LEVEL_FAIL };
 
 struct check {
     int failures, warnings;
+    bool nsys_missing;               /* the one FAIL that recording to a file does not mind */
 };
 
 /* One line: the level, what was found, and for WARN and FAIL the fix. */
@@ -198,9 +199,13 @@ static bool check_nsys(struct check *check, const char *given, char *status_outp
     const char *name = given ? given : "nsys";
     status_output[0] = '\0';
     if (!nvs_cli_find_program(name, nsys, sizeof nsys)) {
-        say(check, LEVEL_FAIL, "make deps, or sudo apt install nsight-systems nsight-systems-target",
-            "%s not found%s: nvtxshim profile cannot run (nvtxshim run --trace FILE still works)",
-            name, strchr(name, '/') ? "" : " on PATH");
+        say(check, LEVEL_FAIL, "install Nsight Systems from https://developer.nvidia.com/nsight-systems "
+            "(or sudo apt install nsight-systems nsight-systems-target from NVIDIA's CUDA repository; "
+            "make deps in a clone of this project)",
+            "%s not found%s: nvtxshim profile cannot run; without it, nvtxshim run --trace FILE "
+            "records (JSON, or .pftrace for ui.perfetto.dev) and nvtxshim report, top and diff read "
+            "the trace", name, strchr(name, '/') ? "" : " on PATH");
+        check->nsys_missing = true;
         return false;
     }
     char *version_argv[] = {nsys, "--version", NULL};
@@ -617,7 +622,7 @@ int nvs_cli_check(int argc, char **argv)
         return 2;
     }
 
-    struct check check = {0, 0};
+    struct check check = {0, 0, false};
     bool probe_built;
     bool library_found = check_library(&check, library, &probe_built);
     char status_output[8192];
@@ -639,8 +644,10 @@ int nvs_cli_check(int argc, char **argv)
     else
         say(&check, LEVEL_OK, NULL, "not in a container");
     if (check.failures)
-        printf("nvtxshim check: profiling cannot proceed: %d FAIL line%s above\n", check.failures,
-               check.failures == 1 ? "" : "s");
+        printf("nvtxshim check: profiling cannot proceed: %d FAIL line%s above%s\n", check.failures,
+               check.failures == 1 ? "" : "s",
+               check.nsys_missing && check.failures == 1
+                   ? " (recording to a trace file can: nvtxshim run --trace FILE -- PROGRAM)" : "");
     else
         printf("nvtxshim check: profiling can proceed (nvtxshim profile)%s\n",
                check.warnings ? "; the WARN lines say what the profile will lack" : "");

@@ -1,10 +1,16 @@
 /* nvtxshim: the command in front of libnvtxshim. Dispatches to a subcommand
  * (cli/commands.h); `nvtxshim --help` lists them, `nvtxshim CMD --help` is
  * that subcommand's manual page. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "child.h"
 #include "commands.h"
+
+#ifndef NVS_VERSION
+#error "NVS_VERSION must be defined (the Makefile reads it from VERSION)"
+#endif
 
 struct subcommand {
     const char *name;
@@ -30,6 +36,8 @@ static void usage(FILE *out)
           "SYNOPSIS\n"
           "    nvtxshim COMMAND [OPTIONS] [ARGS...]\n"
           "    nvtxshim COMMAND --help\n"
+          "    nvtxshim --library        the library's path, for LD_PRELOAD=$(nvtxshim --library)\n"
+          "    nvtxshim --version\n"
           "\n"
           "COMMANDS\n", out);
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
@@ -52,6 +60,20 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *name = argv[1];
+    if (argc == 2 && !strcmp(name, "--version")) {
+        puts("nvtxshim " NVS_VERSION);
+        return 0;
+    }
+    if (argc == 2 && !strcmp(name, "--library")) {
+        /* the one run and profile preload: beside this command, ../lib, $NVTXSHIM_LIBRARY */
+        char path[PATH_MAX], looked[3 * PATH_MAX];
+        if (nvs_cli_find_library(NULL, path, sizeof path, looked, sizeof looked)) {
+            puts(path);
+            return 0;
+        }
+        fprintf(stderr, "nvtxshim: libnvtxshim.so not found (looked at %s)\n", looked);
+        return 1;
+    }
     if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
         if (argc > 2 && strcmp(name, "help") == 0) {
             /* `nvtxshim help CMD` is `nvtxshim CMD --help`. */

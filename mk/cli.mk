@@ -6,12 +6,15 @@
 # is checked exactly as the library checks the variable it sets; and its trace
 # schema (schema.c).
 CLI_OBJECTS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(sort $(wildcard cli/*.c)))
+# The version, from one place (VERSION; the wheel's too, pyproject.toml).
+NVS_VERSION := $(shell cat VERSION)
+VERSION_FLAGS := -DNVS_VERSION='"$(NVS_VERSION)"'
 FLAGS_CLASSES += cli
-FLAGS_cli = $(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS)
+FLAGS_cli = $(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS)
 
 $(BUILD)/cli/%.o: cli/%.c $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim -c $< -o $@
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS) -Ilibnvtxshim -c $< -o $@
 
 $(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli)
 	$(call say,LD)

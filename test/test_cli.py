@@ -468,9 +468,12 @@ def test_check_fails_cleanly_without_nsys_or_a_usable_tmpdir(tmp_path):
     lines = check_lines(result)
     assert result.returncode == 1 and result.stderr == b""
     assert line_about(lines, r"nsys not found").startswith(
-        "FAIL nsys not found on PATH: nvtxshim profile cannot run")
+        "FAIL nsys not found on PATH: nvtxshim profile cannot run; without it, nvtxshim run --trace "
+        "FILE records")
+    assert "https://developer.nvidia.com/nsight-systems" in line_about(lines, r"nsys not found")
     assert [line[:4] for line in lines].count("FAIL") == 1
-    assert lines[-1] == "nvtxshim check: profiling cannot proceed: 1 FAIL line above"
+    assert lines[-1] == ("nvtxshim check: profiling cannot proceed: 1 FAIL line above (recording to "
+                         "a trace file can: nvtxshim run --trace FILE -- PROGRAM)")
     # Every other line is still there.
     assert len(lines) == len(check_lines(nvtxshim("check", timeout=180))) - 1
 

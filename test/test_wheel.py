@@ -1,0 +1,111 @@
+"""pip install nvtxshim (pyproject.toml, setup.py, scripts/wheel.sh): the wheel is built from
+this tree, made manylinux by auditwheel, and installed into a fresh virtual environment that
+sees nothing of the build tree (a temporary directory, its own cwd, the build's directories off
+every path). There: the command records the Python twin of the example harness on the emulated
+camera (pyusb, the system's, through --system-site-packages), reports it as a page, gives the
+library's path for LD_PRELOAD, and python -m nvtxshim is the same command."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, Device, clean_env, program
+
+FRAMES = 12
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(the environment's bin directory, the wheel) with the wheel installed in it."""
+    where = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(["bash", os.path.join(ROOT, "scripts", "wheel.sh"), str(where / "dist")],
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr[-4000:] + built.stdout[-2000:]
+    wheel = built.stdout.strip().splitlines()[-1]
+    tag = [line for line in built.stdout.splitlines() if line.startswith("wheel: tag ")]
+    assert tag and re.fullmatch(r'wheel: tag "manylinux_2_\d+_x86_64"', tag[0]), built.stdout
+    assert re.fullmatch(r".*/nvtxshim-[0-9.]+-py3-none-manylinux_2_\d+_x86_64\.whl", wheel), wheel
+    venv = where / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
+                   timeout=300)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-index",
+                           "--no-deps", "--disable-pip-version-check", wheel],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return venv / "bin", wheel
+
+
+def outside(bin_directory, tmp_path):
+    """An environment that knows nothing of the build tree: PATH the venv's and the system's."""
+    env = clean_env({"PATH": "%s:/usr/bin:/bin" % bin_directory})
+    for name in ("NVTXSHIM_LIBRARY", "LD_LIBRARY_PATH", "PYTHONPATH", "NVS_TEST_SHIM"):
+        env.pop(name, None)
+    env["HOME"] = str(tmp_path)
+    return env
+
+
+def test_the_wheel_records_a_python_rig_and_reports_it(installed, tmp_path):
+    bin_directory, _ = installed
+    env = outside(bin_directory, tmp_path)
+    script = tmp_path / "harness_physical.py"
+    shutil.copy(os.path.join(ROOT, "examples", "harness_physical.py"), script)
+    trace = tmp_path / "rig.json"
+    argv = Device(FRAMES, []).wrap([str(bin_directory / "nvtxshim"), "run", "--frame",
+                                    "call:libusb_control_transfer", "--trace", str(trace), "--",
+                                    str(bin_directory / "python"), str(script), "--frames", str(FRAMES),
+                                    "--inference=numpy"])
+    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert b"frames=%d errors=0" % FRAMES in result.stdout
+    events = json.loads(trace.read_text())
+    frames = [e for e in events if e.get("cat") == "nvtxshim" and e.get("ph") == "b"
+              and e["name"].startswith("frame ")]
+    usb = [e for e in events if e.get("cat") == "usb" and e.get("ph") == "X"]
+    assert len(frames) == FRAMES and len(usb) >= 3 * FRAMES
+    assert any(e["name"].startswith("libusb_bulk_transfer ep=0x81 IN") for e in usb)
+    page = tmp_path / "rig.html"
+    report = subprocess.run([str(bin_directory / "nvtxshim"), "report", str(trace), "--html", str(page)],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    assert "frame N" in report.stdout and page.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_the_library_path_for_ld_preload_and_python_m(installed, tmp_path):
+    bin_directory, _ = installed
+    env = outside(bin_directory, tmp_path)
+    library = subprocess.run([str(bin_directory / "nvtxshim"), "--library"], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60)
+    assert library.returncode == 0, library.stderr
+    path = library.stdout.strip()
+    assert path.endswith("/site-packages/nvtxshim/_native/libnvtxshim.so") and str(tmp_path) not in ROOT
+    assert not path.startswith(ROOT)
+    maps = subprocess.run([str(bin_directory / "python"), "-c",
+                           "print(open('/proc/self/maps').read())"],
+                          env=dict(env, LD_PRELOAD=path), cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert maps.returncode == 0 and path in maps.stdout and maps.stderr == ""
+    with open(os.path.join(ROOT, "VERSION")) as f:
+        version = f.read().strip()
+    for argv in ([str(bin_directory / "nvtxshim"), "--version"],
+                 [str(bin_directory / "python"), "-m", "nvtxshim", "--version"]):
+        done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert (done.returncode, done.stdout) == (0, "nvtxshim %s\n" % version), done.stderr
+    imported = subprocess.run([str(bin_directory / "python"), "-c",
+                               "import nvtxshim; print(nvtxshim.library()); print(nvtxshim.__version__)"],
+                              env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert imported.stdout.split() == [path, version]
+
+
+def test_the_wheels_library_needs_libc_alone(installed, tmp_path):
+    _, wheel = installed
+    shutil.unpack_archive(wheel, tmp_path / "unpacked", format="zip")
+    library = tmp_path / "unpacked" / "nvtxshim" / "_native" / "libnvtxshim.so"
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                        subprocess.run(["readelf", "-d", str(library)], capture_output=True,
+                                       text=True).stdout)
+    assert needed == ["libc.so.6"]
+    assert program("nvtxshim")  # the command is the same program as the build's
