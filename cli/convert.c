@@ -19,6 +19,7 @@
 #include "load.h"
 #include "launches.h"
 #include "map.h"
+#include "options.h"
 #include "trace_json.h"
 
 static const char manual[] =
@@ -637,10 +638,7 @@ struct filter {
 
 static int usage_error(const char *format, const char *what)
 {
-    fputs("nvtxshim: convert: ", stderr);
-    fprintf(stderr, format, what);
-    fputs(" (nvtxshim convert --help)\n", stderr);
-    return 2;
+    return nvs_option_usage_error("convert", format, what);
 }
 
 /* VALUE's comma list, each item LENGTH bytes at ITEM, given to ADD; the
@@ -924,16 +922,15 @@ int nvs_cli_convert(int argc, char **argv)
 {
     const char *paths[2] = {NULL, NULL};
     int given = 0;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(manual, stdout);
-            return 0;
-        }
+    if (nvs_option_help(argc, argv)) {
+        fputs(manual, stdout);
+        return 0;
+    }
     struct filter filter = {0};
     uint64_t max_input = 0;
     bool options_end = false;
     for (int i = 1; i < argc; i++) {
-        const char *argument = argv[i];
+        const char *argument = argv[i], *value;
         int status = 0;
         if (!options_end && strcmp(argument, "--") == 0) {
             options_end = true;
@@ -944,12 +941,9 @@ int nvs_cli_convert(int argc, char **argv)
                                     strncmp(argument, "--nvtx-prefix=", 14) == 0)) {
             status = each_item("--nvtx-prefix", argument[13] ? argument + 14 : (i + 1 < argc ? argv[++i] : NULL),
                                &filter, add_prefix);
-        } else if (!options_end && (strcmp(argument, "--max-input") == 0 ||
-                                    strncmp(argument, "--max-input=", 12) == 0)) {
-            const char *value = argument[11] ? argument + 12 : (i + 1 < argc ? argv[++i] : "");
+        } else if (!options_end && (value = nvs_option_value("--max-input", argc, argv, &i))) {
             if (!nvs_input_parse_size(value, &max_input))
-                status = usage_error("--max-input needs a size in bytes, with k, M, G or T if you "
-                                     "like (512M, 8G): '%s'", value);
+                status = usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
         } else if (!options_end && argument[0] == '-' && argument[1]) {
             status = usage_error("unknown option %s", argument);
         } else if (given < 2) {

@@ -6,6 +6,22 @@
 
 #include "config.h"
 
+bool nvs_option_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return true;
+    return false;
+}
+
+int nvs_option_usage_error(const char *command, const char *format, const char *what)
+{
+    fprintf(stderr, "nvtxshim: %s: ", command);
+    fprintf(stderr, format, what);
+    fprintf(stderr, " (nvtxshim %s --help)\n", command);
+    return 2;
+}
+
 const char *nvs_option_value(const char *name, int argc, char **argv, int *i)
 {
     size_t length = strlen(name);

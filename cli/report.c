@@ -435,10 +435,7 @@ static void print_captures(const struct nvs_report *report)
 
 static int usage_error(const char *format, const char *what)
 {
-    fputs("nvtxshim: report: ", stderr);
-    fprintf(stderr, format, what);
-    fputs(" (nvtxshim report --help)\n", stderr);
-    return 2;
+    return nvs_option_usage_error("report", format, what);
 }
 
 int nvs_cli_report(int argc, char **argv)
@@ -447,11 +444,10 @@ int nvs_cli_report(int argc, char **argv)
     long slowest = DEFAULT_SLOWEST;
     int64_t budget_ns = 0;
     uint64_t max_input = 0;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(manual, stdout);
-            return 0;
-        }
+    if (nvs_option_help(argc, argv)) {
+        fputs(manual, stdout);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
         if ((value = nvs_option_value("--slowest", argc, argv, &i))) {
@@ -466,13 +462,11 @@ int nvs_cli_report(int argc, char **argv)
             html = value;
         } else if ((value = nvs_option_value("--max-input", argc, argv, &i))) {
             if (!nvs_input_parse_size(value, &max_input))
-                return usage_error("--max-input needs a size in bytes, with k, M, G or T if you like "
-                                   "(512M, 8G): '%s'", value);
+                return usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
         } else if ((value = nvs_option_value("--budget", argc, argv, &i))) {
             budget_ns = nvs_option_budget(value);
             if (!budget_ns)
-                return usage_error("--budget needs a duration with its unit (33ms, 500us, 16.7ms, 2s): '%s'",
-                                   value);
+                return usage_error(NVS_OPTION_BUDGET_USAGE, value);
         } else if (strcmp(argument, "--") == 0 && i + 1 < argc && !path) {
             path = argv[++i];
         } else if (argument[0] == '-' && argument[1]) {

@@ -289,21 +289,17 @@ int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *t
 
 static int usage_error(const char *format, const char *what)
 {
-    fputs("nvtxshim: top: ", stderr);
-    fprintf(stderr, format, what);
-    fputs(" (nvtxshim top --help)\n", stderr);
-    return 2;
+    return nvs_option_usage_error("top", format, what);
 }
 
 int nvs_cli_top(int argc, char **argv)
 {
     struct nvs_top_options top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0};
     const char *path = NULL, *value;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(manual, stdout);
-            return 0;
-        }
+    if (nvs_option_help(argc, argv)) {
+        fputs(manual, stdout);
+        return 0;
+    }
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
         if ((value = nvs_option_value("--frames", argc, argv, &i))) {
