@@ -7,37 +7,27 @@
 
 /* The kernel keeps a thread's name (comm) in 16 bytes: a longer program's is
  * cut to 15 characters ("harness_physica"). NAME completed from the export's
- * strings, where exactly one names a file whose last component starts with
- * it (the program's path: a module of a call chain, the command line), else
- * NAME itself; NULL out of memory. */
+ * strings (StringIds, read into DATABASE by then), where exactly one names a
+ * file whose last component starts with it and holds no blank (the program's
+ * path: a module of a call chain), else NAME itself; NULL out of memory. */
 #define COMM_LENGTH 15
 
 static const char *completed_name(struct database *database, const char *name)
 {
-    if (strlen(name) != COMM_LENGTH || !nvs_sql_has_table(database, "StringIds"))
+    if (strlen(name) != COMM_LENGTH)
         return name;
-    sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT value FROM StringIds WHERE "
-                                                        "instr(value, '/' || ?1) > 0 LIMIT 64");
-    if (!statement)
-        return name;
-    sqlite3_bind_text(statement, 1, name, -1, SQLITE_STATIC);
     const char *found = NULL;
-    size_t found_length = 0;
-    bool ambiguous = false;
-    while (!ambiguous && sqlite3_step(statement) == SQLITE_ROW) {
-        const char *value = (const char *)sqlite3_column_text(statement, 0);
+    for (size_t i = 0; i < database->string_count; i++) {
+        const char *value = database->strings[i];
         const char *slash = value ? strrchr(value, '/') : NULL;
         if (!slash || strncmp(slash + 1, name, COMM_LENGTH) != 0 || strlen(slash + 1) <= COMM_LENGTH ||
             strpbrk(slash + 1, " \t\n"))
             continue;
-        size_t length = strlen(slash + 1);
-        if (!found)
-            found = nvs_events_intern(database->events, slash + 1, length), found_length = length;
-        else if (length != found_length || memcmp(found, slash + 1, length) != 0)
-            ambiguous = true;
+        if (found && strcmp(found, slash + 1) != 0)
+            return name;                /* two programs: which one is not known */
+        found = slash + 1;
     }
-    sqlite3_finalize(statement);
-    return found && !ambiguous ? found : name;
+    return found ? nvs_events_intern(database->events, found, strlen(found)) : name;
 }
 
 /* Each name a 15-character comm, completed. (A process that ran exec keeps
