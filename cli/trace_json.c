@@ -1,20 +1,16 @@
 /* A small JSON reader for trace files (trace_json.h). One event is parsed at a
  * time into an arena that is emptied before the next, so memory stays that of
- * the largest event; the file itself is mapped, not read into memory. At the
- * end, the writing side: quoting strings and building JSON text. */
+ * the largest event; the text is the caller's (input.c maps a file, or reads
+ * a pipe once). At the end, the writing side: quoting strings and building
+ * JSON text. */
 #define _GNU_SOURCE
 #include "trace_json.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define MAX_DEPTH 128
 #define BLOCK_BYTES (64u * 1024u)
@@ -642,75 +638,6 @@ int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn cal
     arena_free(&parser.arena);
     free(parser.stack.bytes);
     return status;
-}
-
-int nvs_trace_json_read(const char *path, nvs_trace_event_fn callback, void *context,
-                        struct nvs_trace_read *result, char *error, size_t error_size)
-{
-    memset(result, 0, sizeof *result);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat status;
-    if (fd < 0 || fstat(fd, &status) != 0) {
-        snprintf(error, error_size, "%s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    if (S_ISDIR(status.st_mode)) {
-        close(fd);
-        snprintf(error, error_size, "a directory");
-        return -1;
-    }
-    char *text = NULL;
-    size_t length = 0;
-    bool mapped = false;
-    if (S_ISREG(status.st_mode) && status.st_size > 0) {
-        length = (size_t)status.st_size;
-        text = mmap(NULL, length, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (text == MAP_FAILED) {
-            snprintf(error, error_size, "%s", strerror(errno));
-            close(fd);
-            return -1;
-        }
-        mapped = true;
-        madvise(text, length, MADV_SEQUENTIAL);
-    } else {
-        /* a pipe, or a file that claims no size (/proc): read it whole */
-        size_t capacity = 0;
-        for (;;) {
-            if (length == capacity) {
-                capacity = capacity ? capacity * 2 : 1 << 16;
-                char *grown = realloc(text, capacity);
-                if (!grown) {
-                    free(text);
-                    close(fd);
-                    snprintf(error, error_size, "out of memory");
-                    return -1;
-                }
-                text = grown;
-            }
-            ssize_t got = read(fd, text + length, capacity - length);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got < 0) {
-                snprintf(error, error_size, "%s", strerror(errno));
-                free(text);
-                close(fd);
-                return -1;
-            }
-            if (got == 0)
-                break;
-            length += (size_t)got;
-        }
-    }
-    close(fd);
-    int outcome = nvs_trace_json_parse(text ? text : "", length, callback, context, result, error,
-                                       error_size);
-    if (mapped)
-        munmap(text, length);
-    else
-        free(text);
-    return outcome;
 }
 
 /* ---- values ---------------------------------------------------------------- */

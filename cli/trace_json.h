@@ -97,13 +97,10 @@ struct nvs_trace_read {
  * stops the reading and is returned. */
 typedef int (*nvs_trace_event_fn)(const struct nvs_json *event, void *context);
 
-/* Reads the trace file PATH. Returns 0, the callback's non-zero value, or -1
- * with ERROR set (a sentence without the file name: "not JSON at line 3,
- * column 7: ...", or the system's reason). */
-int nvs_trace_json_read(const char *path, nvs_trace_event_fn callback, void *context,
-                        struct nvs_trace_read *result, char *error, size_t error_size);
-
-/* The same over LENGTH bytes of TEXT in memory (what load.c read). */
+/* Reads the trace in TEXT (LENGTH bytes; what load.c read), calling CALLBACK
+ * for each event. Returns 0, the callback's non-zero value, or -1 with ERROR
+ * set (a sentence without the file name: "not JSON at line 3, column 7: ...",
+ * "empty file"). */
 int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn callback,
                          void *context, struct nvs_trace_read *result, char *error,
                          size_t error_size);
