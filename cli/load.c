@@ -73,10 +73,10 @@ int nvs_events_load(struct nvs_events *events, const char *path, const struct nv
     bool named_report = nvs_ends_with(path, ".nsys-rep") || nvs_ends_with(path, ".qdrep");
     if (named_report && strcmp(path, "-") != 0 && access(path, R_OK) == 0) {
         /* nsys reads the report itself, by its name; SQLite's header says otherwise */
-        char head[16] = {0};
+        unsigned char head[16];
         FILE *file = fopen(path, "rbe");
-        bool sqlite = file && fread(head, 1, sizeof head, file) == sizeof head &&
-                      memcmp(head, "SQLite format 3", 16) == 0;
+        size_t got = file ? fread(head, 1, sizeof head, file) : 0;
+        bool sqlite = nvs_input_kind_of(head, got) == NVS_INPUT_SQLITE;
         if (file)
             fclose(file);
         if (!sqlite)
