@@ -668,11 +668,8 @@ static void direct_span(nvtxDomainHandle_t domain, const struct nvs_attributes *
 
 static void direct_range_args(nvtxRangeId_t id, const struct nvs_trace_args *args)
 {
-    uint32_t index = (uint32_t)id - 1;
-    if (!enabled || id == 0 || index >= atomic_load(&nvs_open_table.capacity))
-        return;
-    struct nvs_open_range *slot = nvs_open_slot(index);
-    if (slot && atomic_load(&slot->state) == NVS_OPEN_USED && slot->generation == (uint32_t)(id >> 32))
+    struct nvs_open_range *slot = enabled ? nvs_open_find(id) : NULL;
+    if (slot && atomic_load(&slot->state) == NVS_OPEN_USED)
         slot->args = *args;
 }
 
