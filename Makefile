@@ -69,9 +69,11 @@ TABLE_FLAGS := -DNVS_CUDA_VERSION=$(CUDA_VERSION_NUMBER)
 # a copy in every file that includes the header cost 1,100 relocations at load.
 LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -DNVTX_NO_IMPL \
               -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $(LIBUSB_CFLAGS) $(TABLE_FLAGS)
-# -Bsymbolic-functions: the library's references to its own wrappers (the hook
-# table, execl -> execv) bind inside it; --no-undefined: nothing from libusb.
-LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic-functions \
+# -Bsymbolic: the library's references to its own wrappers (the hook table,
+# execl -> execv) bind inside it (it exports functions alone, so this is
+# -Bsymbolic-functions, which LLD, the wheel's linker, lacks); --no-undefined:
+# nothing from libusb.
+LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic \
                -Wl,--no-undefined -Wl,-z,noexecstack
 # libc alone (glibc 2.34 took libdl and libpthread in; --as-needed drops them
 # where they are stubs): the library loads into every process that inherits
@@ -149,7 +151,7 @@ $(BUILD)/obj/%.o: libnvtxshim/%.c $(call flags,lib) $(DEPFILE)
 	$(Q)$(CC) $(LIB_CFLAGS) $(if $(filter $@,$(KERNEL_OBJECTS)),$(PROBE_CFLAGS)) $(DEPFLAGS) -c $< -o $@
 
 # Before the link, the check that the library's own calls never reach its
-# exported wrappers (-Bsymbolic-functions would bind them inside): log lines,
+# exported wrappers (-Bsymbolic would bind them inside): log lines,
 # the trace file and the clock go to the kernel (sys.h), lookups to glibc's
 # dlsym, the program's descriptors to NVS_REAL.
 $(BUILD)/libnvtxshim.so: $(LIB_OBJECTS) $(BUILD)/exports.map $(call flags,lib-link) scripts/own_calls.sh

@@ -331,7 +331,7 @@ static void install_in_front_of(int number, const struct sigaction *program)
         if (!atomic_exchange(&said, true))
             nvs_log_info("NVTXSHIM_CAPTURE=signal: the program ignores SIG%s, so the capture "
                          "cannot be toggled while it does (it stays ignored)\n",
-                         sigabbrev_np(number));
+                         nvs_config_signal_name(number));
         return;
     }
     struct sigaction ours;
@@ -408,7 +408,7 @@ static void describe(const struct nvs_config *config)
         break;
     default:
         snprintf(what, sizeof what, "toggled by each SIG%s (kill -%s %d)",
-                 sigabbrev_np(config->capture_signal), sigabbrev_np(config->capture_signal),
+                 nvs_config_signal_name(config->capture_signal), nvs_config_signal_name(config->capture_signal),
                  (int)getpid());
         break;
     }

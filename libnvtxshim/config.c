@@ -367,12 +367,22 @@ static bool parse_window(const char *text, uint64_t *start, uint64_t *count)
     return *count - 1 <= UINT64_MAX - *start;
 }
 
+/* The signals NVTXSHIM_CAPTURE=signal:NAME may name. */
+static const struct { const char *name; int number; } signals[] = {
+    { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
+    { "WINCH", SIGWINCH }, { "URG", SIGURG },
+};
+
+const char *nvs_config_signal_name(int number)
+{
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (signals[i].number == number)
+            return signals[i].name;
+    return "?";
+}
+
 static bool parse_signal(const char *name, int *out)
 {
-    static const struct { const char *name; int number; } signals[] = {
-        { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
-        { "WINCH", SIGWINCH }, { "URG", SIGURG },
-    };
     if (!strncmp(name, "SIG", 3))
         name += 3;
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {

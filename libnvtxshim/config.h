@@ -121,4 +121,7 @@ const char *nvs_config_shown(char out[NVS_CONFIG_SHOWN_SIZE], const char *text, 
 /* The reference printed for NVTXSHIM_HELP=1. */
 const char *nvs_config_help(void);
 
+/* The name, without SIG, of a signal NVTXSHIM_CAPTURE=signal: accepts ("USR1"). */
+const char *nvs_config_signal_name(int number);
+
 #endif

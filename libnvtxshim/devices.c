@@ -308,7 +308,7 @@ struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_i
 void nvs_device_warn(const struct nvs_device *device, const char *what, int error)
 {
     char text[NVS_CALL_TEXT_MAX];
-    const char *name = strerrorname_np(error);
+    const char *name = nvs_log_error_name(error);
     if (name)
         snprintf(text, sizeof text, "%s failed: %s", what, name);
     else

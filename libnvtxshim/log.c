@@ -82,3 +82,42 @@ char *nvs_log_number(char *out, unsigned long long value)
     out[count] = '\0';
     return out;
 }
+
+/* glibc 2.32's, where the program's glibc has them: weak, so that a build against an
+ * older glibc (the wheel's, 2.28) loads where they are absent. They take no lock and
+ * no locale. */
+const char *strerrorname_np(int error) __attribute__((weak));
+const char *strerrordesc_np(int error) __attribute__((weak));
+
+const char *nvs_log_error_name(int error)
+{
+    if (strerrorname_np)
+        return strerrorname_np(error);
+    /* The errors the library reports (opening and writing its trace, a device's
+     * calls); the rest stay numbers. */
+    static const struct { int error; const char *name; } names[] = {
+        { EPERM, "EPERM" },     { ENOENT, "ENOENT" },   { EINTR, "EINTR" },
+        { EIO, "EIO" },         { ENXIO, "ENXIO" },     { EBADF, "EBADF" },
+        { EAGAIN, "EAGAIN" },   { ENOMEM, "ENOMEM" },   { EACCES, "EACCES" },
+        { EFAULT, "EFAULT" },   { EBUSY, "EBUSY" },     { EEXIST, "EEXIST" },
+        { ENODEV, "ENODEV" },   { ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" },
+        { EINVAL, "EINVAL" },   { ENFILE, "ENFILE" },   { EMFILE, "EMFILE" },
+        { ENOTTY, "ENOTTY" },   { ETXTBSY, "ETXTBSY" }, { EFBIG, "EFBIG" },
+        { ENOSPC, "ENOSPC" },   { ESPIPE, "ESPIPE" },   { EROFS, "EROFS" },
+        { EPIPE, "EPIPE" },     { ERANGE, "ERANGE" },   { ELOOP, "ELOOP" },
+        { ENOSYS, "ENOSYS" },   { EOVERFLOW, "EOVERFLOW" }, { ENAMETOOLONG, "ENAMETOOLONG" },
+        { ENOTSUP, "ENOTSUP" }, { ETIMEDOUT, "ETIMEDOUT" }, { EDQUOT, "EDQUOT" },
+        { EPROTO, "EPROTO" },   { ENODATA, "ENODATA" }, { ESHUTDOWN, "ESHUTDOWN" },
+        { ENOLCK, "ENOLCK" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].error == error)
+            return names[i].name;
+    return NULL;
+}
+
+const char *nvs_log_error_text(int error)
+{
+    const char *text = strerrordesc_np ? strerrordesc_np(error) : nvs_log_error_name(error);
+    return text ? text : "unknown error";
+}

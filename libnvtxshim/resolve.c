@@ -221,11 +221,11 @@ NVS_ONCE void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
  * wrappers. The linker's marks of this object's start and the end of its
  * text, hidden, so they are this object's whatever else is loaded. */
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-extern const char __etext[] __attribute__((visibility("hidden")));
+extern const char _etext[] __attribute__((visibility("hidden")));  /* GNU ld's and LLD's */
 
 static int is_our_wrapper(const void *address)
 {
-    return (const char *)address >= __ehdr_start && (const char *)address < __etext;
+    return (const char *)address >= __ehdr_start && (const char *)address < _etext;
 }
 
 /* The wrappers, from init.c at load: read by dlsym's substitutions, which
@@ -514,26 +514,34 @@ static bool after_this_library(const void *address)
  * test double): what is next to it never includes our wrapper, and a lookup
  * made from here would have handed it the next after us, its own function
  * (every call of it then called itself). */
-__attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
+#if defined(__clang__)
+#define NVS_TAIL_CALLS
+#define NVS_TAIL __attribute__((musttail))  /* clang: the tail call is made or the build fails */
+#else
+#define NVS_TAIL_CALLS optimize("optimize-sibling-calls")  /* GCC: at -O0 too */
+#define NVS_TAIL
+#endif
+
+__attribute__((visibility("default"), NVS_TAIL_CALLS)) NVS_UNINSTRUMENTED
 void *dlsym(void *handle, const char *name)
 {
     dlsym_fn real = get_real_dlsym();
     if (!atomic_load(&hook_filter) ||
         (handle == RTLD_NEXT && (nvs_hook_find(name) < 0 ||
                                  after_this_library(__builtin_return_address(0)))))
-        return real(handle, name);
+        NVS_TAIL return real(handle, name);
     void *symbol = real(handle, name);
     return truthful(name, symbol, next_by_dlsym, NULL);
 }
 
-__attribute__((visibility("default"), optimize("optimize-sibling-calls"))) NVS_UNINSTRUMENTED
+__attribute__((visibility("default"), NVS_TAIL_CALLS)) NVS_UNINSTRUMENTED
 void *dlvsym(void *handle, const char *name, const char *version)
 {
     dlvsym_fn real = get_real_dlvsym();
     if (!atomic_load(&hook_filter) ||
         (handle == RTLD_NEXT && (nvs_hook_find(name) < 0 ||
                                  after_this_library(__builtin_return_address(0)))))
-        return real(handle, name, version);
+        NVS_TAIL return real(handle, name, version);
     void *symbol = real(handle, name, version);
     return truthful(name, symbol, next_by_dlvsym, version);
 }

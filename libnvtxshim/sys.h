@@ -1,7 +1,7 @@
 /* The library's own system calls: its log lines, its trace file, its clock's
  * look at the clocksource. They go to the kernel. The library exports open,
  * read, write, close and fcntl for the program (hooks/devices.c), and linked
- * with -Bsymbolic-functions its own calls by those names would bind to them:
+ * with -Bsymbolic its own calls by those names would bind to them:
  * a log line to a descriptor 2 that is a followed serial port would become a
  * traced serial write, and every file that logs would depend on hooks/.
  *

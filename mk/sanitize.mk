@@ -19,7 +19,7 @@ ASAN_CC := $(CC) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanit
            -Wno-maybe-uninitialized
 TSAN_CC := $(CC) -fsanitize=thread -Wno-maybe-uninitialized
 SANITIZER_CFLAGS := -O1 -g
-LIBASAN := $(shell $(CC) -print-file-name=libasan.so)
+LIBASAN := $(shell $(CC) -print-file-name=libasan.so 2>/dev/null)
 
 # The runtime options for the ASan suite. verify_asan_link_order=0: emucam puts
 # umockdev's preload library in front of LD_PRELOAD, so libasan comes second

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library's own calls go to the real functions or the kernel, never to the
-# wrappers it exports for the program: linked with -Bsymbolic-functions, a call
+# wrappers it exports for the program: linked with -Bsymbolic, a call
 # to write() from log.c would bind to hooks/devices.c's write and become a
 # traced device write, and tie every file that logs to hooks/.
 #

@@ -35,6 +35,17 @@ def test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point():
             "cuGetProcAddress", "cudaMemcpyAsync_ptsz", "execve"} <= mapped
 
 
+def test_exports_functions_alone_so_bsymbolic_binds_functions_alone():
+    # The library links with -Bsymbolic (LLD, the wheel's linker, has no -Bsymbolic-functions):
+    # exported data would bind inside too, and a program's copy relocation of it would split it.
+    output = subprocess.run(["readelf", "--dyn-syms", "-W", SHIM], capture_output=True, text=True,
+                            check=True).stdout
+    defined = [line.split() for line in output.splitlines() if re.match(r"\s*\d+:", line)]
+    defined = [fields for fields in defined if len(fields) >= 8 and fields[6] != "UND"]
+    assert defined and {fields[3] for fields in defined} == {"FUNC"}, \
+        [fields[7] for fields in defined if fields[3] != "FUNC"]
+
+
 def test_links_only_libc():
     # Every process that inherits LD_PRELOAD maps what the library needs: libc alone, also in
     # the build with the kernel probe (libbpf is opened with dlopen when NVTXSHIM_KERNEL asks).

@@ -27,6 +27,12 @@
 #include "../devices.h"
 #include "device_calls.h"
 
+/* Newer than the oldest glibc the library is built against (2.28, the wheel's):
+ * declared here for the wrappers' sake. Where glibc lacks one, the program cannot
+ * call it and REAL finds nothing. */
+int close_range(unsigned first, unsigned last, int flags);
+int pidfd_open(pid_t pid, unsigned int flags);
+
 /* glibc declares these only under _FORTIFY_SOURCE. */
 int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
@@ -230,7 +236,11 @@ NVS_EXPORT void closefrom(int lowest)
 
 NVS_EXPORT int fclose(FILE *stream)
 {
-    if (__builtin_expect(nvs_devices_open(), 0) && stream) {
+    /* fclose(NULL) crashes in glibc's fclose, as it would without us. The header
+     * says STREAM is never null, so the compiler may drop the test: hide it. */
+    FILE *given = stream;
+    __asm__("" : "+r"(given));
+    if (__builtin_expect(nvs_devices_open(), 0) && given) {
         int fd = fileno(stream);
         if (nvs_fd_slot(fd))
             closing(fd);

@@ -21,12 +21,6 @@
 #define DESCRIPTOR_FLOOR 200        /* the trace's descriptor: above the numbers programs reuse */
 #define SUFFIX_TRIES 100
 
-const char *nvs_file_reason(int error)
-{
-    const char *text = strerrordesc_np(error);
-    return text ? text : "unknown error";
-}
-
 bool nvs_file_is_dev_null(const struct stat *status)
 {
     return S_ISCHR(status->st_mode) && status->st_rdev == makedev(1, 3);
@@ -132,7 +126,7 @@ static enum nvs_candidate open_candidate(const char *path, int *fd_out, struct s
     int fd = nvs_sys_open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0) {
         SAY("NVTXSHIM_TRACE: cannot write ", path, ": ",
-            errno == ELOOP ? "it is a symbolic link" : nvs_file_reason(errno), "; no trace is recorded");
+            errno == ELOOP ? "it is a symbolic link" : nvs_log_error_text(errno), "; no trace is recorded");
         return NVS_CANDIDATE_REFUSED;
     }
     if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || nvs_file_is_dev_null(status))) {
@@ -151,7 +145,7 @@ static enum nvs_candidate open_candidate(const char *path, int *fd_out, struct s
         nvs_sys_close(fd);
         if (error == EWOULDBLOCK)
             return NVS_CANDIDATE_IN_USE;
-        SAY("NVTXSHIM_TRACE: cannot lock ", path, ": ", nvs_file_reason(error), "; no trace is recorded");
+        SAY("NVTXSHIM_TRACE: cannot lock ", path, ": ", nvs_log_error_text(error), "; no trace is recorded");
         return NVS_CANDIDATE_REFUSED;
     }
     *fd_out = fd;

@@ -14,9 +14,6 @@
         nvs_log_pieces(pieces_, sizeof pieces_ / sizeof pieces_[0]);                \
     } while (0)
 
-/* ERROR in words ("No space left on device"), without the locale. */
-const char *nvs_file_reason(int error);
-
 bool nvs_file_is_dev_null(const struct stat *status);
 
 /* TEMPLATE with %p (PID) and %% expanded into OUT; a forked CHILD's name when

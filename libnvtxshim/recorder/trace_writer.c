@@ -230,7 +230,7 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
 {
     memcpy(state.path, path, strlen(path) + 1);
     if (S_ISREG(status->st_mode) && ftruncate(fd, 0) != 0) {
-        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ", nvs_file_reason(errno), then);
+        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ", nvs_log_error_text(errno), then);
         nvs_sys_close(fd);
         return false;
     }
@@ -244,7 +244,7 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
     end = state.encoder->stamp(end, state.pid, run_mark());
     state.header_length = (uint32_t)(end - state.header);
     if (!write_all(state.header, state.header_length, 0)) {
-        SAY("NVTXSHIM_TRACE=", path, ": write failed (", nvs_file_reason(errno), ")", then);
+        SAY("NVTXSHIM_TRACE=", path, ": write failed (", nvs_log_error_text(errno), ")", then);
         return false;
     }
     state.file_end = state.header_length;
@@ -515,7 +515,7 @@ counted:
         nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
         char lost[24];
         nvs_log_number(lost, events - first - whole);
-        SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", nvs_file_reason(error ? error : ENOSPC),
+        SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", nvs_log_error_text(error ? error : ENOSPC),
             error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
             " events of this thread not written; recording stopped, the file ends at its last "
             "whole event (the line at exit counts these with the events after them)");
