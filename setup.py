@@ -25,7 +25,12 @@ class build_native(build_py):
     def run(self):
         super().run()
         build = os.environ.get("NVS_WHEEL_BUILD", "build/wheel")
-        subprocess.run(["make", "--no-print-directory", "BUILD=" + build,
+        # make wheel (scripts/wheel.sh) names the compiler for glibc 2.28 and the static
+        # libraries the command links; a plain pip wheel . builds with the system's
+        settings = ["%s=%s" % (variable, os.environ[name])
+                    for variable, name in (("CC", "NVS_WHEEL_CC"), ("CLI_LIBS", "NVS_WHEEL_CLI_LIBS"))
+                    if os.environ.get(name)]
+        subprocess.run(["make", "--no-print-directory", "BUILD=" + build, *settings,
                         *("%s/%s" % (build, name) for name in NATIVE)], cwd=ROOT, check=True)
         target = os.path.join(self.build_lib, "nvtxshim", "_native")
         os.makedirs(target, exist_ok=True)

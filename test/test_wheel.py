@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, Device, clean_env, program
+from conftest import ROOT, Device, clean_env
 
 FRAMES = 12
 
@@ -27,7 +27,7 @@ def installed(tmp_path_factory):
     assert built.returncode == 0, built.stderr[-4000:] + built.stdout[-2000:]
     wheel = built.stdout.strip().splitlines()[-1]
     tag = [line for line in built.stdout.splitlines() if line.startswith("wheel: tag ")]
-    assert tag and re.fullmatch(r'wheel: tag "manylinux_2_\d+_x86_64"', tag[0]), built.stdout
+    assert tag == ['wheel: tag "manylinux_2_28_x86_64"'], built.stdout
     assert re.fullmatch(r".*/nvtxshim-[0-9.]+-py3-none-manylinux_2_\d+_x86_64\.whl", wheel), wheel
     venv = where / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
@@ -100,12 +100,28 @@ def test_the_library_path_for_ld_preload_and_python_m(installed, tmp_path):
     assert imported.stdout.split() == [path, version]
 
 
-def test_the_wheels_library_needs_libc_alone(installed, tmp_path):
+def glibc_needs(path):
+    """(NEEDED, the newest GLIBC_ symbol version PATH asks for, as a tuple)."""
+    dynamic = subprocess.run(["readelf", "-d", "-W", "--dyn-syms", str(path)], capture_output=True,
+                             text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    versions = {tuple(int(part) for part in version.split("."))
+                for version in re.findall(r"@GLIBC_([0-9.]+)", dynamic)}
+    return needed, max(versions)
+
+
+def test_the_wheel_runs_on_glibc_2_28_and_needs_nothing_beyond_glibc(installed, tmp_path):
+    """manylinux_2_28: the library needs glibc's own parts alone (before 2.34 libdl and libpthread
+    were libraries of their own), the command too (SQLite and zlib linked in), and neither asks for
+    a symbol newer than glibc 2.28."""
     _, wheel = installed
+    assert wheel.endswith("-manylinux_2_28_x86_64.whl"), wheel
     shutil.unpack_archive(wheel, tmp_path / "unpacked", format="zip")
-    library = tmp_path / "unpacked" / "nvtxshim" / "_native" / "libnvtxshim.so"
-    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
-                        subprocess.run(["readelf", "-d", str(library)], capture_output=True,
-                                       text=True).stdout)
-    assert needed == ["libc.so.6"]
-    assert program("nvtxshim")  # the command is the same program as the build's
+    native = tmp_path / "unpacked" / "nvtxshim" / "_native"
+    glibc = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "libm.so.6"}
+    for name in ("libnvtxshim.so", "nvtxshim"):
+        needed, newest = glibc_needs(native / name)
+        assert "libc.so.6" in needed and set(needed) <= glibc, (name, needed)
+        assert newest <= (2, 28), (name, newest)
+    assert "libm.so.6" not in glibc_needs(native / "libnvtxshim.so")[0]
+    assert not (tmp_path / "unpacked" / "nvtxshim.libs").exists()  # nothing vendored
