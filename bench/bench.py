@@ -775,7 +775,7 @@ def targets(results):
         lines.append(("recording: cheaper than ltrace/uftrace/bpftrace", "libusb_bulk_transfer",
                       "+%s vs %s +%s ns" % (fmt_ns(extra), cheapest[0].split()[0], fmt_ns(cheapest[1])),
                       verdict(extra < cheapest[1], extra - cheapest[1], "ns")))
-    # The binary form's targets (README, "The trace file"): the bulk transfer, XFlush and
+    # The binary form's targets (docs/user-guide.md, "The trace file"): the bulk transfer, XFlush and
     # cuMemcpyHtoD rows; uftrace's figure is its bulk transfer's, of this run.
     uftrace = tracer_added.get("uftrace record --force (library calls)")
     for kind in ("usb_sync", "xflush", "cuda_htod"):

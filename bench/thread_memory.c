@@ -8,7 +8,7 @@
  *
  * Run it without the library, with it and nothing set, and recording
  * (NVTXSHIM_TRACE=t.json or t.pftrace): the differences between the runs are
- * what recording costs for N threads (README, Reliability). */
+ * what recording costs for N threads (docs/user-guide.md, The trace file). */
 #define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>

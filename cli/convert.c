@@ -189,7 +189,7 @@ struct writer {
 };
 
 /* Each event on a line of its own that ends "},": the form NVTXSHIM_TRACE
- * writes (README: The trace file). */
+ * writes (docs/user-guide.md: The trace file). */
 static void begin_item(struct writer *writer)
 {
     if (writer->items++)

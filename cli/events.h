@@ -34,7 +34,7 @@ enum nvs_event_kind {
 #define NVS_CATEGORY_PROJECTION "nvtx projection"
 #define NVS_CATEGORY_THREAD_STATE "thread state"
 
-/* The kernel probe's figures for a frame (README: The kernel probe). */
+/* The kernel probe's figures for a frame (docs/user-guide.md: The kernel probe). */
 struct nvs_offcpu {
     uint64_t runnable_ns, blocked_ns, preemptions, faults, migrations;
 };

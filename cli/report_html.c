@@ -42,7 +42,7 @@
 /* Bars of the slowest frames' table, in pixels at the slowest. */
 #define SLOWEST_BAR_WIDTH 240
 
-/* The colours, fixed so that pages compare (README.md lists them). The parts
+/* The colours, fixed so that pages compare (docs/user-guide.md lists them). The parts
  * are told apart by hue; the band behind the frames over the budget is a pale
  * red no part uses, the budget line a strong one, and the plot's background a
  * grey-blue that is neither. */

@@ -1,7 +1,7 @@
 """Bad input: every NVTXSHIM_* variable with garbage, huge, empty and non-UTF-8
 values, and the configuration parser's fuzz corpus (test/fuzz) replayed.
 
-What the README promises: a bad value gets one `nvtxshim:` line naming the
+What docs/user-guide.md promises: a bad value gets one `nvtxshim:` line naming the
 variable, that feature stays off and the program runs on unchanged; an empty
 value counts as unset (no line)."""
 import os

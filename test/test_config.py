@@ -24,8 +24,8 @@ def test_help_prints_the_reference_and_the_program_runs_on():
     assert names == [name for name, _, _ in variables()]
 
 
-def test_the_readme_describes_every_variable_in_its_table():
-    with open(os.path.join(ROOT, "README.md")) as f:
+def test_the_user_guide_describes_every_variable_in_its_table():
+    with open(os.path.join(ROOT, "docs", "user-guide.md")) as f:
         table = re.findall(r"^\| `(NVTXSHIM_\w+)` \|", f.read(), re.M)
     assert table == [name for name, _, _ in variables()]
 

@@ -62,3 +62,12 @@ def test_a_broken_link_or_anchor_is_caught(tmp_path, monkeypatch):
     bad.write_text("# Title\n[fine](#title) [gone](missing.md) [no such](#nowhere)\n")
     monkeypatch.setattr(test_docs, "ROOT", str(tmp_path))
     assert broken_links("bad.md") == ["missing.md", "#nowhere"]
+
+
+def test_the_readme_is_a_front_door_that_maps_every_doc():
+    """README.md stays short (at most 300 lines) and links each document in docs/."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert len(text.splitlines()) <= 300
+    linked = set(LINK.findall(text))
+    assert [doc for doc in sorted(glob.glob("docs/*.md", root_dir=ROOT)) if doc not in linked] == []

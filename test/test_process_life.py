@@ -226,7 +226,7 @@ SIGNALS = {"abort": 6, "segv": 11, "kill": 9}
 @pytest.mark.parametrize("how", sorted(SIGNALS))
 def test_a_fatal_signal_leaves_every_event_so_far_readable(make_device, tmp_path, how):
     # No destructor runs and nothing can be written then: what a crash may lose is bounded by
-    # the frame (README, the trace file): every event of the frames that ended before the
+    # the frame (docs/user-guide.md, the trace file): every event of the frames that ended before the
     # signal is in the file (each thread's buffer goes out when a frame ends), which may lack
     # its closing ] (the bare-array form allows that).
     result, traces = life(make_device, tmp_path, "end", how, 3)

@@ -25,7 +25,7 @@ try:
 except ImportError:  # make deps installs both (python3-numpy, python3-pil)
     numpy = Image = None
 
-# The page's colours, as README.md documents them ("nvtxshim report --html").
+# The page's colours, as docs/user-guide.md documents them ("nvtxshim report --html").
 PARTS = {"usb": "#2e7d32", "cuda": "#f57c00", "gpu wait": "#9e9d24", "launch": "#00acc1",
          "x11": "#1565c0", "camera": "#8e24aa", "serial": "#00695c", "hid": "#ad1457", "rest": "#bdbdbd"}
 PLOT_BACKGROUND, BAND, BUDGET_LINE, AXIS = "#f3f6fa", "#ffcdd2", "#d50000", "#616161"

@@ -425,12 +425,13 @@ def test_a_vulkan_layers_own_lookups_stay_its_own(tmp_path):
     assert after[4] == before[4] and before[4].startswith("vkEnumerateInstanceVersion 0 1")
 
 
-def test_the_readme_names_every_x11_call_the_library_draws():
+def test_the_user_guide_names_every_x11_call_the_library_draws():
     """Each function in hooks/x11.def, `_XReply` (the name of Xlib's round trips) among them, is
-    named in the README, where a user reading a trace looks a range's name up."""
+    named in the user guide (docs/user-guide.md, What you see), where a user reading a trace looks
+    a range's name up."""
     with open(os.path.join(ROOT, "libnvtxshim", "hooks", "x11.def")) as f:
         hooked = re.findall(r"^NVS_HOOK\((\w+),", f.read(), re.M)
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
+    with open(os.path.join(ROOT, "docs", "user-guide.md")) as f:
+        guide = f.read()
     assert "_XReply" in hooked
-    assert [name for name in hooked if "`%s`" % name not in readme] == []
+    assert [name for name in hooked if "`%s`" % name not in guide] == []

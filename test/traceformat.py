@@ -1,6 +1,6 @@
 """Reading trace files as a viewer does, and the rules every trace must keep.
 
-The trace file contract (README, "The trace file"): the bare-array form of the
+The trace file contract (docs/user-guide.md, "The trace file"): the bare-array form of the
 Trace Event Format, `[` then events, each followed by a comma, the closing `]`
 optional. A file cut short after any whole event loads: a strict JSON parser
 reads it after at most one trailing comma is removed and `]` is added. Push/pop

@@ -1,6 +1,6 @@
 """The NVTXSHIM_* variables as libnvtxshim/variables.def lists them: the one
 list that the library's parser, NVTXSHIM_HELP, the command's options and the
-README are checked against."""
+user guide's table (docs/user-guide.md) are checked against."""
 import os
 import re
 
