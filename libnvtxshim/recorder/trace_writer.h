@@ -1,5 +1,5 @@
-/* The trace file and the per-thread buffers that reach it (README: "The trace
- * file"). Each thread appends whole encoded events to a private buffer; the
+/* The trace file and the per-thread buffers that reach it (docs/user-guide.md: "The
+ * trace file"). Each thread appends whole encoded events to a private buffer; the
  * buffers reach the file with positioned writes, laid out so that no event
  * crosses a page of the file, at frame ends, when a buffer fills, at thread
  * exit and when the process ends or execs. Nothing here can raise a signal in
