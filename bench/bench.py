@@ -992,8 +992,14 @@ def main():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
+    # the commit measured, "-dirty" when tracked files differ from it (a doc made from these
+    # results names it: scripts/performance_doc.py)
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "describe", "--always", "--dirty", "--abbrev=12"],
+                            capture_output=True, text=True).stdout.strip() or "?"
     results = {
         "meta": {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "host": os.uname().nodename,
+                 "commit": commit,
                  "cpu": "%s, %d CPUs, load %.1f" % (cpu, os.cpu_count(), os.getloadavg()[0]),
                  "nsys": s.nsys, "quick": s.quick},
         "settings": {k: v for k, v in vars(s).items() if isinstance(v, (int, str, bool))},
