@@ -2,8 +2,11 @@
 names a file of the repository, and every #anchor a heading of the document it points into
 (GitHub's slugs: lower case, punctuation but hyphens dropped, spaces as hyphens)."""
 import glob
+import json
 import os
 import re
+import subprocess
+import sys
 
 from conftest import ROOT
 
@@ -11,7 +14,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def documents():
-    found = ["README.md", "bench/README.md"] + sorted(glob.glob("docs/*.md", root_dir=ROOT)) + \
+    found = ["README.md", "bench/README.md", "docker/README.md"] + sorted(glob.glob("docs/*.md", root_dir=ROOT)) + \
         sorted(glob.glob("test/*/README.md", root_dir=ROOT)) + ["python/README.md"]
     return [path for path in found if os.path.exists(os.path.join(ROOT, path))]
 
@@ -71,3 +74,46 @@ def test_the_readme_is_a_front_door_that_maps_every_doc():
     assert len(text.splitlines()) <= 300
     linked = set(LINK.findall(text))
     assert [doc for doc in sorted(glob.glob("docs/*.md", root_dir=ROOT)) if doc not in linked] == []
+
+
+PERFORMANCE_DOC = os.path.join(ROOT, "scripts", "performance_doc.py")
+
+
+def performance_check(doc=None, results=None):
+    argv = [sys.executable, PERFORMANCE_DOC, "--check"]
+    argv += ["--doc", str(doc)] if doc else []
+    argv += ["--results", str(results)] if results else []
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+
+def test_the_performance_doc_is_what_the_checked_in_bench_run_makes():
+    """docs/performance.md's tables are scripts/performance_doc.py's of bench/results.json, and
+    they name the run: its date, machine and commit."""
+    done = performance_check()
+    assert done.returncode == 0, done.stderr
+    with open(os.path.join(ROOT, "bench", "results.json")) as f:
+        meta = json.load(f)["meta"]
+    with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+        doc = f.read()
+    assert not meta["quick"] and meta.get("commit", "?") != "?"
+    for fact in (meta["date"], meta["host"], meta["commit"]):
+        assert fact in doc
+
+
+def test_a_figure_edited_by_hand_or_a_new_run_is_caught(tmp_path):
+    with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+        doc = f.read()
+    # a figure of the per-call table changed by hand
+    table = doc.index("<!-- bench:calls -->")
+    figure = re.compile(r"\| (\d+\.\d) \|").search(doc, table)
+    edited = tmp_path / "edited.md"
+    edited.write_text(doc[:figure.start(1)] + "%.1f" % (float(figure.group(1)) + 1) + doc[figure.end(1):])
+    done = performance_check(doc=edited)
+    assert done.returncode == 1 and "calls" in done.stderr, done.stderr
+    # the doc left as it is while the results change: another run's harness
+    with open(os.path.join(ROOT, "bench", "results.json")) as f:
+        results = json.load(f)
+    results["harness"]["none"]["fps"]["median"] += 1
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    done = performance_check(results=tmp_path / "results.json")
+    assert done.returncode == 1 and "harness" in done.stderr, done.stderr

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""docs/performance.md's figures, from one `make bench` run's results.json.
+
+The doc is prose with generated blocks; each block sits between
+
+    <!-- bench:NAME -->
+    ...
+    <!-- /bench:NAME -->
+
+and holds exactly what this script makes of the results for NAME (the run, the per-call table,
+the other tracers, the harness, start-up, memory, convert, the trace's size, the targets). The
+prose around the blocks carries no figure of its own.
+
+    scripts/performance_doc.py [--results FILE] [--doc FILE]           rewrite the blocks
+    scripts/performance_doc.py --check [--results FILE] [--doc FILE]   exit 1 where a block differs
+    scripts/performance_doc.py --take build/bench/results.json         copy a run in as the doc's, then rewrite
+
+The checked-in results are bench/results.json; test/test_docs.py runs --check."""
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench  # noqa: E402  (the call kinds, the rows and the targets are bench.py's)
+
+RESULTS = os.path.join(ROOT, "bench", "results.json")
+DOC = os.path.join(ROOT, "docs", "performance.md")
+BLOCK = re.compile(r"(<!-- bench:(\w+) -->\n)(.*?)(<!-- /bench:\2 -->)", re.S)
+
+
+def ns(stat):
+    return "–" if not stat else bench.fmt_ns(stat["median"])
+
+
+def instructions(value):
+    return "–" if value is None else "%.0f" % value
+
+
+def median(results, column, row, kind):
+    stat = results["ns"].get(column, {}).get(row, {}).get(kind)
+    return stat["median"] if stat else None
+
+
+def table(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def block_run(results):
+    meta, s = results["meta"], results["settings"]
+    return (
+        "Measured by one `make bench` on %s, on `%s` (%s), at commit `%s`; the run took %.0f s%s.\n"
+        "ns per call: the median over %d processes × %d repeats × %s calls with no tool or the null "
+        "tool, %d × %d × %s recording, %d × %d × %s under nsys. Instructions per call: callgrind, "
+        "%s calls (%s recording) after 1,000 calls of warm-up.\n"
+        % (meta["date"], meta["host"], meta["cpu"], meta.get("commit", "?"), meta["seconds"],
+           " (a quick run: `BENCH_QUICK=1`)" if meta.get("quick") else "",
+           s["rounds_none"], s["repeats_none"], "{:,}".format(s["n_none"]),
+           s["rounds_trace"], s["repeats"], "{:,}".format(s["n_traced"]),
+           s["rounds_nsys"], s["repeats_nsys"], "{:,}".format(s["n_nsys"]),
+           "{:,}".format(s["n_callgrind"]), "{:,}".format(s["n_callgrind_traced"])))
+
+
+def block_calls(results, device=True):
+    rows = []
+    labels = bench.ROWS + ([("baseline", "baseline build")]
+                           if any("baseline" in results["ns"].get(c, {}) for c, _ in bench.RECORDINGS) else [])
+    for kind, call, ranges in bench.KINDS:
+        if (ranges > 0) != device:
+            continue
+        name = "`%s`" % call if ranges <= 1 else "`%s` + events + callback (%d ranges)" % (call, ranges)
+        for index, (row, label) in enumerate(labels):
+            if row == "hand" and not device:
+                continue                       # nothing is traced on these: no pair to write
+            cells = [ns(results["ns"].get(column, {}).get(row, {}).get(kind))
+                     for column, _ in bench.COLUMNS]
+            counts = " / ".join(instructions(results["instructions"].get(column, {}).get(row, {}).get(kind))
+                                for column in bench.INSTRUCTION_COLUMNS)
+            rows.append([name if index == 0 else "", label] + cells + [counts])
+    head = ["call", "row", "no tool", "null tool", "`.json`", "`.pftrace`", "`nsys -t nvtx`",
+            "instructions: no tool / null / `.json` / `.pftrace`"]
+    return table(head, rows)
+
+
+def block_added(results):
+    rows = []
+    for kind, call, ranges in bench.KINDS:
+        if ranges == 0:
+            continue
+        cells = []
+        for column, _ in bench.COLUMNS:
+            shim, plain = median(results, column, "shim", kind), median(results, column, "plain", kind)
+            hand = median(results, column, "hand", kind)
+            cells.append("–" if shim is None or plain is None else "+%s%s" % (
+                bench.fmt_ns(shim - plain), "" if hand is None else " (+%s)" % bench.fmt_ns(hand - plain)))
+        rows.append(["`%s`" % call] + cells)
+    return table(["call", "no tool", "null tool", "`.json`", "`.pftrace`", "`nsys -t nvtx`"], rows)
+
+
+def block_tools(results):
+    plain = results["ns"].get("none", {}).get("plain", {}).get("usb_sync")
+    ioctl = results["tools"].get("ioctl(FIONREAD), no tool", {}).get("ns")
+    shim = median(results, "trace", "shim", "usb_sync")
+    pftrace = median(results, "pftrace", "shim", "usb_sync")
+    rows = []
+    if shim is not None and plain:
+        rows.append(["the shim, recording `.json`", "libusb_bulk_transfer", "+" + bench.fmt_ns(shim - plain["median"]),
+                     "every range in the trace file"])
+    if pftrace is not None and plain:
+        rows.append(["the shim, recording `.pftrace`", "libusb_bulk_transfer",
+                     "+" + bench.fmt_ns(pftrace - plain["median"]), "every range in the trace file"])
+    for name, tool in results["tools"].items():
+        if "no tool" in name:
+            continue
+        if tool.get("missing") or tool.get("failed"):
+            rows.append([name, "–", "not installed" if tool.get("missing") else "failed", tool.get("note", "")])
+            continue
+        base = ioctl if "ioctl" in name else plain
+        call = "ioctl(FIONREAD)" if "ioctl" in name else "libusb_bulk_transfer"
+        added = "–" if not base else "+" + bench.fmt_ns(tool["ns"]["median"] - base["median"])
+        rows.append([name.replace(", ioctl", ""), call, added,
+                     "; ".join(part for part in (tool.get("verified"), tool.get("note")) if part)])
+    return table(["tracer", "call", "ns added a call", "checked"], rows)
+
+
+def block_harness(results):
+    s = results["settings"]
+    rows = []
+    for entry in results["harness"].values():
+        ratio = entry.get("ratio")
+        rows.append([entry["label"], "%.1f [%.1f–%.1f]" % (entry["fps"]["median"], entry["fps"]["min"],
+                                                           entry["fps"]["max"]),
+                     "–" if not ratio else "%.1f%% [%.1f–%.1f]" % (ratio["median"] * 100, ratio["min"] * 100,
+                                                                 ratio["max"] * 100)])
+    return ("The example harness on the emulated camera, 320×240, `--async --fps 0 --inference=cpu`, no GUI "
+            "(bench.py's measure_harness), %d frames, %d interleaved runs of each; the ratio pairs each run "
+            "with the untraced run just before it.\n\n"
+            % (s["harness_frames"], s["harness_runs"])
+            + table(["run", "frames a second, median [min–max]", "of untraced, median [min–max]"], rows))
+
+
+def block_starts(results):
+    s = results["settings"]
+    rows = []
+    for entry in results["starts"].values():
+        ratio = entry.get("over_empty")
+        rows.append([entry["label"], "%.0f [%.0f–%.0f]" % (entry["ns"]["median"] / 1000, entry["ns"]["min"] / 1000,
+                                                           entry["ns"]["max"] / 1000),
+                     "–" if not ratio or entry["label"].startswith("empty") else
+                     "%.1f%% [%.1f–%.1f]" % (ratio["median"] * 100, ratio["min"] * 100, ratio["max"] * 100)])
+    return ("`/bin/true`, a process that uses no hooked library, started %d times a round, %d interleaved "
+            "rounds.\n\n" % (s["n_starts"], s["rounds_starts"])
+            + table(["preload", "µs a start, median [min–max]", "of the empty library's, median [min–max]"], rows))
+
+
+def block_memory(results):
+    s = results["settings"]
+    rows = []
+    for entry in results["memory"].values():
+        over = entry.get("over_none_kib")
+        rows.append([entry["label"], "%.1f" % (entry["kib"]["median"] / 1024),
+                     "–" if not over else "%+.1f" % (over["median"] / 1024)])
+    return ("%d live threads that each recorded one range (`bench/thread_memory`), resident memory, "
+            "median of %d.\n\n" % (s["memory_threads"], s["rounds_memory"])
+            + table(["library", "MB resident", "MB over no library"], rows))
+
+
+def block_convert(results):
+    s = results["settings"]
+    rows = []
+    for entry in results["convert"].values():
+        if not isinstance(entry, dict):
+            continue
+        first = True
+        for name, figures in entry["rows"].items():
+            stat = figures["s"]
+            rows.append(["%s (%s NVTX ranges and marks)" % (entry["label"], "{:,}".format(entry["nvtx"]))
+                         if first else "", "`%s`" % name,
+                         "%.3f [%.3f–%.3f]" % (stat["median"], stat["min"], stat["max"]),
+                         "%.1f MB" % (figures["bytes"] / 1e6), "{:,}".format(figures["events"])])
+            first = False
+    if not rows:
+        return "Not measured in this run (%s).\n" % results["convert"].get("missing", "skipped")
+    return ("Two SQLite exports made in the run, converted %d times each, interleaved; seconds, median "
+            "[min–max].\n\n" % s["convert_runs"]
+            + table(["export", "converter", "seconds", "output", "events written"], rows))
+
+
+def block_sizes(results):
+    sizes = results.get("trace_bytes", {})
+    if not (sizes.get("trace") and sizes.get("pftrace")):
+        return "Not measured in this run.\n"
+    return ("The shim's recording rows of the run, every kind: `.json` %.1f MB, `.pftrace` %.1f MB (%.1f%%).\n"
+            % (sizes["trace"] / 1e6, sizes["pftrace"] / 1e6, 100 * sizes["pftrace"] / sizes["trace"]))
+
+
+def block_targets(results):
+    rows = [[target, call, measured.replace("|", "/"),
+             "**%s**" % verdict if verdict.startswith("NOT") else verdict]
+            for target, call, measured, verdict in bench.targets(results)]
+    text = table(["target", "call", "measured", "verdict"], rows)
+    if results.get("checks"):
+        text += "\nChecked in the same run: " + "; ".join(results["checks"]) + ".\n"
+    return text
+
+
+BLOCKS = {
+    "run": block_run,
+    "calls": block_calls,
+    "descriptors": lambda results: block_calls(results, device=False),
+    "added": block_added,
+    "tools": block_tools,
+    "harness": block_harness,
+    "starts": block_starts,
+    "memory": block_memory,
+    "convert": block_convert,
+    "sizes": block_sizes,
+    "targets": block_targets,
+}
+
+
+def render(doc, results):
+    """DOC with every block remade from RESULTS; a block of an unknown name is an error."""
+    def remake(match):
+        name = match.group(2)
+        if name not in BLOCKS:
+            raise SystemExit("performance_doc: no block named %r (known: %s)" % (name, ", ".join(BLOCKS)))
+        return match.group(1) + BLOCKS[name](results) + match.group(4)
+    made, count = BLOCK.subn(remake, doc)
+    missing = set(BLOCKS) - {m[1] for m in BLOCK.findall(doc)}
+    if missing:
+        raise SystemExit("performance_doc: the doc has no block for %s" % ", ".join(sorted(missing)))
+    return made
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--results", default=RESULTS)
+    parser.add_argument("--doc", default=DOC)
+    parser.add_argument("--check", action="store_true", help="exit 1 where the doc is not what the results make")
+    parser.add_argument("--take", metavar="RUN", help="copy RUN's results.json to --results first")
+    args = parser.parse_args()
+    if args.take:
+        shutil.copyfile(args.take, args.results)
+    with open(args.results) as f:
+        results = json.load(f)
+    with open(args.doc) as f:
+        doc = f.read()
+    made = render(doc, results)
+    if args.check:
+        if made != doc:
+            old = dict((m[1], m[2]) for m in BLOCK.findall(doc))
+            new = dict((m[1], m[2]) for m in BLOCK.findall(made))
+            stale = [name for name in new if old.get(name) != new[name]]
+            print("performance_doc: %s: blocks %s are not what %s makes (run scripts/performance_doc.py)"
+                  % (os.path.relpath(args.doc, ROOT), ", ".join(stale), os.path.relpath(args.results, ROOT)),
+                  file=sys.stderr)
+            return 1
+        return 0
+    if made != doc:
+        with open(args.doc, "w") as f:
+            f.write(made)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
