@@ -117,3 +117,44 @@ def test_a_figure_edited_by_hand_or_a_new_run_is_caught(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps(results))
     done = performance_check(results=tmp_path / "results.json")
     assert done.returncode == 1 and "harness" in done.stderr, done.stderr
+
+
+def schema_categories():
+    """{domain name: [category names, in schema.h's order]} from nvs_category_name."""
+    with open(os.path.join(ROOT, "libnvtxshim", "schema.h")) as f:
+        schema = f.read()
+    domains = dict(re.findall(r'case NVS_DOMAIN_(\w+): return "([\w ]+)";', schema))
+    body = schema[schema.index("nvs_category_name(enum nvs_domain"):]
+    body = body[:body.index("\n}\n")]
+    found, current = {}, []
+    for line in body.splitlines():
+        domain = re.match(r"\s*case NVS_DOMAIN_(\w+):\s*$", line)
+        if domain:
+            current.append(domain.group(1))
+            continue
+        name = re.search(r'return "([\w ]+)";', line)
+        if name:
+            for each in current:
+                found.setdefault(domains[each], []).append(name.group(1))
+        elif "switch" in line:
+            continue
+        elif current and found.get(domains[current[0]]) and "return NULL" in line:
+            current = []
+    return found
+
+
+def test_the_user_guide_names_every_category_of_every_domain():
+    """The categories table of the user guide (What you see) against schema.h, the one place the
+    library and the command spell them: each domain with its categories, none left out."""
+    with open(os.path.join(ROOT, "docs", "user-guide.md"), encoding="utf-8") as f:
+        guide = f.read()
+    table = guide[guide.index("| domain | categories |"):]
+    table = table[:table.index("\n\n")]
+    documented = {}
+    for row in table.splitlines()[2:]:
+        domains, categories = row.strip("|").split("|", 1)
+        # the category names are the backticked words outside parentheses
+        names = re.findall(r"`([\w ]+)`", re.sub(r"\([^)]*\)", "", categories))
+        for domain in re.findall(r"`(\w+)`", domains):
+            documented[domain] = names
+    assert documented == schema_categories()
