@@ -34,6 +34,9 @@ export NVS_WHEEL_PYTHON=$PWD/$env/bin/python NVS_WHEEL_CC=$PWD/scripts/wheel-cc 
 # zig's caches (its libc stubs for 2.28, compiled once) beside the wheel's objects
 export ZIG_GLOBAL_CACHE_DIR=$PWD/build/wheel/zig-cache ZIG_LOCAL_CACHE_DIR=$PWD/build/wheel/zig-cache
 
+# the archive's times from the commit, so that two builds of a commit are the same bytes
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}
+
 rm -rf "$out"
 mkdir -p "$out/plain"
 # no build isolation: the pinned tools above, not whatever PyPI has today
