@@ -131,7 +131,7 @@ $(BUILD)/kernel/vmlinux.h: $(call flags,bpf)
 $(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c $(BUILD)/kernel/vmlinux.h $(call flags,bpf) $(DEPFILE)
 	$(call say,BPF)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
-	  -ffile-prefix-map=$(CURDIR)=. $(DEPFLAGS) -c $< -o $@
+	  -ffile-prefix-map=$(CURDIR)=. -fdebug-compilation-dir=. $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o $(call flags,bpf)
 	$(call say,GEN)
