@@ -116,7 +116,11 @@ $(BUILD)/obj/kernel.o: $(BUILD)/kernel/kernel.skel.h
 endif
 FLAGS_CLASSES += kernel bpf
 FLAGS_kernel = probe=$(if $(KERNEL_PROBE),yes,no) $(PROBE_CFLAGS)
-FLAGS_bpf = $(CLANG) $(BPF_ARCH) $(BPFTOOL) $(VMLINUX_BTF)
+# The source named relative to the tree in the object's debug information (the
+# library embeds the object): a build does not depend on where the clone is.
+BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
+             -ffile-prefix-map=$(CURDIR)=. -fdebug-compilation-dir=.
+FLAGS_bpf = $(CLANG) $(BPF_CFLAGS) $(BPFTOOL) $(VMLINUX_BTF)
 
 .PHONY: all deps test demo install clean check-nvtx programs
 all: check-nvtx $(BUILD)/libnvtxshim.so
@@ -130,8 +134,7 @@ $(BUILD)/kernel/vmlinux.h: $(call flags,bpf)
 
 $(BUILD)/kernel/kernel.bpf.o: libnvtxshim/kernel.bpf.c $(BUILD)/kernel/vmlinux.h $(call flags,bpf) $(DEPFILE)
 	$(call say,BPF)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -Ilibnvtxshim \
-	  -ffile-prefix-map=$(CURDIR)=. -fdebug-compilation-dir=. $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/kernel/kernel.skel.h: $(BUILD)/kernel/kernel.bpf.o $(call flags,bpf)
 	$(call say,GEN)
