@@ -106,7 +106,7 @@ const char *nvs_log_error_name(int error)
         { ENOSPC, "ENOSPC" },   { ESPIPE, "ESPIPE" },   { EROFS, "EROFS" },
         { EPIPE, "EPIPE" },     { ERANGE, "ERANGE" },   { ELOOP, "ELOOP" },
         { ENOSYS, "ENOSYS" },   { EOVERFLOW, "EOVERFLOW" }, { ENAMETOOLONG, "ENAMETOOLONG" },
-        { ENOTSUP, "ENOTSUP" }, { ETIMEDOUT, "ETIMEDOUT" }, { EDQUOT, "EDQUOT" },
+        { EOPNOTSUPP, "EOPNOTSUPP" }, { ETIMEDOUT, "ETIMEDOUT" }, { EDQUOT, "EDQUOT" },
         { EPROTO, "EPROTO" },   { ENODATA, "ENODATA" }, { ESHUTDOWN, "ESHUTDOWN" },
         { ENOLCK, "ENOLCK" },
     };

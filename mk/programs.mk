@@ -6,7 +6,8 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/cuda_waits $(BUILD)/test/runtime_waits \
                  $(BUILD)/test/x11_draw $(BUILD)/test/x11_round_trips $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/gl_upload $(BUILD)/test/cairo_draw \
-                 $(BUILD)/test/test_config $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
+                 $(BUILD)/test/test_config $(BUILD)/test/test_error_names \
+                 $(BUILD)/test/test_error_names_before_2_32 $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
                  $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
@@ -60,6 +61,25 @@ $(BUILD)/test/%: test/programs/%.c $(call flags,program) $(DEPFILE)
 $(BUILD)/test/test_config: test/unit/test_config.c $(CONFIG_OBJECTS) $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $< $(CONFIG_OBJECTS) -o $@
+
+# The errors' names and texts (log.c), with glibc's and, log.c compiled with its references to
+# glibc 2.32's strerrorname_np and strerrordesc_np renamed to symbols nothing defines, without.
+$(BUILD)/test/test_error_names: test/unit/test_error_names.c $(BUILD)/obj/log.o $(CONFIG_OBJECTS) \
+                                $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $< $(BUILD)/obj/log.o \
+	  $(CONFIG_OBJECTS) -o $@
+
+$(BUILD)/test/log_before_2_32.o: libnvtxshim/log.c $(call flags,lib) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(LIB_CFLAGS) -Dstrerrorname_np=nvs_absent_strerrorname_np \
+	  -Dstrerrordesc_np=nvs_absent_strerrordesc_np $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/test/test_error_names_before_2_32: test/unit/test_error_names.c $(BUILD)/test/log_before_2_32.o \
+                                            $(CONFIG_OBJECTS) $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -DNVS_TEST_OLD_GLIBC $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $< \
+	  $(BUILD)/test/log_before_2_32.o $(CONFIG_OBJECTS) -o $@
 
 # Without libusb on its link line: it asks dlsym for names whose libraries are absent.
 $(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c $(call flags,program) $(DEPFILE)

@@ -16,6 +16,16 @@ def test_config_parser_unit_tests():
     assert " 0 failed" in result.stdout
 
 
+@pytest.mark.parametrize("name", ["test_error_names", "test_error_names_before_2_32"])
+def test_errors_are_named_with_and_without_glibc_2_32s_names(name):
+    """The messages name an error as glibc does, also built where glibc predates strerrorname_np
+    (the wheel, for glibc 2.28): then from the library's own table, each name checked against
+    glibc's."""
+    result = subprocess.run([program("test/" + name)], env=clean_env(), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " 0 failed" in result.stdout
+
+
 def test_help_prints_the_reference_and_the_program_runs_on():
     result = run(["/bin/echo", "hello"], env={"NVTXSHIM_HELP": "1"})
     assert result.stdout == b"hello\n"
