@@ -406,11 +406,11 @@ static void describe(const struct nvs_config *config)
             snprintf(what, sizeof what, "from %.3f s after the first hooked call to the end",
                      (double)config->capture_delay_ns / 1e9);
         break;
-    default:
-        snprintf(what, sizeof what, "toggled by each SIG%s (kill -%s %d)",
-                 nvs_config_signal_name(config->capture_signal), nvs_config_signal_name(config->capture_signal),
-                 (int)getpid());
+    default: {
+        const char *name = nvs_config_signal_name(config->capture_signal);
+        snprintf(what, sizeof what, "toggled by each SIG%s (kill -%s %d)", name, name, (int)getpid());
         break;
+    }
     }
     const char *end = repeats ? "--capture-range-end=repeat" : "--capture-range-end=stop";
     if (config->capture_via == NVS_VIA_CUDA)

@@ -95,21 +95,17 @@ const char *nvs_log_error_name(int error)
         return strerrorname_np(error);
     /* The errors the library reports (opening and writing its trace, a device's
      * calls); the rest stay numbers. */
+#define NAMED(code) { code, #code }
     static const struct { int error; const char *name; } names[] = {
-        { EPERM, "EPERM" },     { ENOENT, "ENOENT" },   { EINTR, "EINTR" },
-        { EIO, "EIO" },         { ENXIO, "ENXIO" },     { EBADF, "EBADF" },
-        { EAGAIN, "EAGAIN" },   { ENOMEM, "ENOMEM" },   { EACCES, "EACCES" },
-        { EFAULT, "EFAULT" },   { EBUSY, "EBUSY" },     { EEXIST, "EEXIST" },
-        { ENODEV, "ENODEV" },   { ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" },
-        { EINVAL, "EINVAL" },   { ENFILE, "ENFILE" },   { EMFILE, "EMFILE" },
-        { ENOTTY, "ENOTTY" },   { ETXTBSY, "ETXTBSY" }, { EFBIG, "EFBIG" },
-        { ENOSPC, "ENOSPC" },   { ESPIPE, "ESPIPE" },   { EROFS, "EROFS" },
-        { EPIPE, "EPIPE" },     { ERANGE, "ERANGE" },   { ELOOP, "ELOOP" },
-        { ENOSYS, "ENOSYS" },   { EOVERFLOW, "EOVERFLOW" }, { ENAMETOOLONG, "ENAMETOOLONG" },
-        { EOPNOTSUPP, "EOPNOTSUPP" }, { ETIMEDOUT, "ETIMEDOUT" }, { EDQUOT, "EDQUOT" },
-        { EPROTO, "EPROTO" },   { ENODATA, "ENODATA" }, { ESHUTDOWN, "ESHUTDOWN" },
-        { ENOLCK, "ENOLCK" },
+        NAMED(EPERM), NAMED(ENOENT), NAMED(EINTR), NAMED(EIO), NAMED(ENXIO), NAMED(EBADF),
+        NAMED(EAGAIN), NAMED(ENOMEM), NAMED(EACCES), NAMED(EFAULT), NAMED(EBUSY), NAMED(EEXIST),
+        NAMED(ENODEV), NAMED(ENOTDIR), NAMED(EISDIR), NAMED(EINVAL), NAMED(ENFILE),
+        NAMED(EMFILE), NAMED(ENOTTY), NAMED(ETXTBSY), NAMED(EFBIG), NAMED(ENOSPC),
+        NAMED(ESPIPE), NAMED(EROFS), NAMED(EPIPE), NAMED(ERANGE), NAMED(ELOOP), NAMED(ENOSYS),
+        NAMED(EOVERFLOW), NAMED(ENAMETOOLONG), NAMED(EOPNOTSUPP), NAMED(ETIMEDOUT),
+        NAMED(EDQUOT), NAMED(EPROTO), NAMED(ENODATA), NAMED(ESHUTDOWN), NAMED(ENOLCK),
     };
+#undef NAMED
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].error == error)
             return names[i].name;
