@@ -1,7 +1,9 @@
 /* Options report and diff share (options.h). */
 #include "options.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -37,6 +39,17 @@ const char *nvs_option_value(const char *name, int argc, char **argv, int *i)
 static void ignore_config_line(const char *line, void *context)
 {
     (void)line, (void)context;
+}
+
+bool nvs_option_count(const char *text, long least, long *out)
+{
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (!*text || *end || errno || value < least)
+        return false;
+    *out = value;
+    return true;
 }
 
 int64_t nvs_option_budget(const char *text)

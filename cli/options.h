@@ -1,5 +1,5 @@
 /* What the commands that read profiles (report, diff, top, convert) parse
- * alike: --help, an option's value, a budget, and the usage error's line. */
+ * alike: --help, an option's value, a count, a budget, and the usage error's line. */
 #ifndef NVS_CLI_OPTIONS_H
 #define NVS_CLI_OPTIONS_H
 
@@ -24,6 +24,10 @@ int nvs_option_usage_error(const char *command, const char *format, const char *
  * moved past it); NULL when ARGV[*I] is another argument, "" when the value is
  * missing. */
 const char *nvs_option_value(const char *name, int argc, char **argv, int *i);
+
+/* TEXT as a whole number, LEAST or more, at *OUT; false (OUT untouched) when it
+ * is not one: empty, other characters, out of range or below LEAST. */
+bool nvs_option_count(const char *text, long least, long *out);
 
 /* TEXT as a frame budget, checked by the library's own parser of
  * NVTXSHIM_FRAME_BUDGET ("33ms", "500us", "16.7ms", "2s"); 0 when it is none. */

@@ -451,10 +451,7 @@ int nvs_cli_report(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
         if ((value = nvs_option_value("--slowest", argc, argv, &i))) {
-            char *end;
-            errno = 0;
-            slowest = strtol(value, &end, 10);
-            if (!*value || *end || errno || slowest < 0)
+            if (!nvs_option_count(value, 0, &slowest))
                 return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value);
         } else if ((value = nvs_option_value("--html", argc, argv, &i))) {
             if (!*value)

@@ -303,10 +303,8 @@ int nvs_cli_top(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *argument = argv[i];
         if ((value = nvs_option_value("--frames", argc, argv, &i))) {
-            char *end;
-            errno = 0;
-            long frames = strtol(value, &end, 10);
-            if (!*value || *end || errno || frames < 1)
+            long frames;
+            if (!nvs_option_count(value, 1, &frames))
                 return usage_error("--frames needs a number of frames, 1 or more: '%s'", value);
             top.frames = (size_t)frames;
         } else if ((value = nvs_option_value("--interval", argc, argv, &i))) {
