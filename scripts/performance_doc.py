@@ -40,6 +40,16 @@ def instructions(value):
     return "–" if value is None else "%.0f" % value
 
 
+def spread(stat, scale=1, digits=1, unit=""):
+    """STAT's "median [min–max]", each times SCALE, to DIGITS decimals, UNIT after the median;
+    "–" where there is none."""
+    if not stat:
+        return "–"
+    number = "%%.%df" % digits
+    return (number + unit.replace("%", "%%") + " [" + number + "–" + number + "]") % (
+        stat["median"] * scale, stat["min"] * scale, stat["max"] * scale)
+
+
 def median(results, column, row, kind):
     stat = results["ns"].get(column, {}).get(row, {}).get(kind)
     return stat["median"] if stat else None
@@ -132,11 +142,7 @@ def block_harness(results):
     s = results["settings"]
     rows = []
     for entry in results["harness"].values():
-        ratio = entry.get("ratio")
-        rows.append([entry["label"], "%.1f [%.1f–%.1f]" % (entry["fps"]["median"], entry["fps"]["min"],
-                                                           entry["fps"]["max"]),
-                     "–" if not ratio else "%.1f%% [%.1f–%.1f]" % (ratio["median"] * 100, ratio["min"] * 100,
-                                                                 ratio["max"] * 100)])
+        rows.append([entry["label"], spread(entry["fps"]), spread(entry.get("ratio"), 100, unit="%")])
     return ("The example harness on the emulated camera, 320×240, `--async --fps 0 --inference=cpu`, no GUI "
             "(bench.py's measure_harness), %d frames, %d interleaved runs of each; the ratio pairs each run "
             "with the untraced run just before it.\n\n"
@@ -148,11 +154,9 @@ def block_starts(results):
     s = results["settings"]
     rows = []
     for entry in results["starts"].values():
-        ratio = entry.get("over_empty")
-        rows.append([entry["label"], "%.0f [%.0f–%.0f]" % (entry["ns"]["median"] / 1000, entry["ns"]["min"] / 1000,
-                                                           entry["ns"]["max"] / 1000),
-                     "–" if not ratio or entry["label"].startswith("empty") else
-                     "%.1f%% [%.1f–%.1f]" % (ratio["median"] * 100, ratio["min"] * 100, ratio["max"] * 100)])
+        # the empty library's own ratio is 1 by construction: not shown
+        ratio = None if entry["label"].startswith("empty") else entry.get("over_empty")
+        rows.append([entry["label"], spread(entry["ns"], 1 / 1000, 0), spread(ratio, 100, unit="%")])
     return ("`/bin/true`, a process that uses no hooked library, started %d times a round, %d interleaved "
             "rounds.\n\n" % (s["n_starts"], s["rounds_starts"])
             + table(["preload", "µs a start, median [min–max]", "of the empty library's, median [min–max]"], rows))
@@ -178,10 +182,9 @@ def block_convert(results):
             continue
         first = True
         for name, figures in entry["rows"].items():
-            stat = figures["s"]
             rows.append(["%s (%s NVTX ranges and marks)" % (entry["label"], "{:,}".format(entry["nvtx"]))
                          if first else "", "`%s`" % name,
-                         "%.3f [%.3f–%.3f]" % (stat["median"], stat["min"], stat["max"]),
+                         spread(figures["s"], digits=3),
                          "%.1f MB" % (figures["bytes"] / 1e6), "{:,}".format(figures["events"])])
             first = False
     if not rows:
@@ -231,7 +234,7 @@ def render(doc, results):
         if name not in BLOCKS:
             raise SystemExit("performance_doc: no block named %r (known: %s)" % (name, ", ".join(BLOCKS)))
         return match.group(1) + BLOCKS[name](results) + match.group(4)
-    made, count = BLOCK.subn(remake, doc)
+    made = BLOCK.sub(remake, doc)
     missing = set(BLOCKS) - {m[1] for m in BLOCK.findall(doc)}
     if missing:
         raise SystemExit("performance_doc: the doc has no block for %s" % ", ".join(sorted(missing)))
