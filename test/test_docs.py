@@ -136,9 +136,7 @@ def schema_categories():
         if name:
             for each in current:
                 found.setdefault(domains[each], []).append(name.group(1))
-        elif "switch" in line:
-            continue
-        elif current and found.get(domains[current[0]]) and "return NULL" in line:
+        elif "return NULL" in line:             # the end of a domain's (or domains') group
             current = []
     return found
 
