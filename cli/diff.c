@@ -40,7 +40,9 @@ static const char manual[] =
     "    Reads A and B as nvtxshim report reads a file (a trace in either form,\n"
     "    plain or gzipped, an nsys export or report, a pipe, or - for standard\n"
     "    input, one of the two) and compares their frames: in each, the process\n"
-    "    with the most \"frame N\" ranges (named on the first lines).\n"
+    "    with the most \"frame N\" ranges (named on the first lines; a run of\n"
+    "    fewer than 100 frames is marked there, as its p99 is its slowest frame\n"
+    "    and one stall decides the verdict: record 100 or more to gate on).\n"
     "\n"
     "    - A verdict: the p99 frame time of A and of B and the change, then the\n"
     "      columns that moved the slowest frames most: for each column, its mean\n"
@@ -197,12 +199,24 @@ static void verdict(const struct run *a, const struct run *b, char *text, size_t
         snprintf(text + used, size - (size_t)used, ": no column of the slowest frames moved");
 }
 
+/* Under 100 frames the p99 by nearest rank is the slowest frame, so one stall
+ * decides the verdict and --fail-over: said beside the count, not left for a
+ * user to work out from the numbers. */
+#define FEW_FRAMES 100
+#define FEW_FRAMES_NOTE " (fewer than 100: its p99 is its slowest frame)"
+
+static const char *few_frames_note(const struct run *run)
+{
+    return run->loop->count < FEW_FRAMES ? FEW_FRAMES_NOTE : "";
+}
+
 static void describe_loop(const char *label, const struct run *run)
 {
     const struct nvs_report_process *loop = run->loop;
     printf("  %s: %s: process %" PRIu32 "%s%s%s, %zu frame%s", label, run->path, loop->pid,
            loop->name ? " (" : "", loop->name ? loop->name : "", loop->name ? ")" : "", loop->count,
            loop->count == 1 ? "" : "s");
+    fputs(few_frames_note(run), stdout);
     if (loop->budget_ns)
         printf(", %zu over the %.3f ms budget", loop->over_budget, (double)loop->budget_ns / NS_PER_MS);
     putchar('\n');
@@ -442,7 +456,7 @@ static int put_page(FILE *out, const void *context)
             nvs_html_text(out, run->loop->name);
             fputc(')', out);
         }
-        fprintf(out, ", %zu frames</p>\n", run->loop->count);
+        fprintf(out, ", %zu frames%s</p>\n", run->loop->count, few_frames_note(run));
     }
     fputs("<p class=\"verdict\"><b>", out);
     nvs_html_text(out, page->verdict);

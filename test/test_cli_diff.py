@@ -10,6 +10,7 @@ frames and the p99 by nearest rank was the slowest frame). So each run has 200 f
 is the 198th, and two stalled frames in a run leave it alone. With two busy processes beside the
 ASan build, the fast run's p99 was 11-12 ms and its slowest frame 16.5 ms; the delay is 30 ms."""
 import html.parser
+import json
 import re
 import subprocess
 
@@ -90,7 +91,7 @@ def test_a_slower_camera_is_named_as_what_moved_the_frame(runs, slow):
     # The frames' bulk IN is the call that waits for the camera.
     assert names_table(result.stdout)[0][:2] == ("usb", "libusb_bulk_transfer")
     # Both loops are named: the harness, FRAMES frames each.
-    assert result.stdout.count("(harness_physical), %d frames" % FRAMES) == 2
+    assert result.stdout.count("(harness_physical), %d frames\n" % FRAMES) == 2
 
 
 def test_the_other_way_round_the_change_is_negative(runs):
@@ -188,3 +189,27 @@ def test_a_run_without_frames_is_said(runs, tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == ("nvtxshim: diff: no frame ranges in %s: record it with NVTXSHIM_FRAME "
                            "set\n" % plain)
+
+
+def frames_trace(path, count, pid):
+    """COUNT frames of 10 ms each but the last, of 50 ms (one stall), in process PID."""
+    events = [{"name": "process_name", "ph": "M", "pid": pid, "tid": pid, "args": {"name": "loop"}}]
+    for n in range(1, count + 1):
+        events.append({"name": "frame %d" % n, "cat": "nvtxshim", "ph": "X", "ts": n * 60000.0,
+                       "dur": 50000.0 if n == count else 10000.0, "pid": pid, "tid": pid})
+    path.write_text(json.dumps(events))
+    return path
+
+
+def test_a_run_of_fewer_than_100_frames_is_marked_where_it_is_named(tmp_path):
+    """Under 100 frames the p99 by nearest rank is the slowest frame: one stall is the verdict.
+    The run's line says so (and the page's); from 100 frames on the p99 leaves one stall out."""
+    note = " (fewer than 100: its p99 is its slowest frame)"
+    short, long = frames_trace(tmp_path / "short.json", 99, 7), frames_trace(tmp_path / "long.json", 100, 8)
+    result = nvtxshim("diff", long, short, "--html", tmp_path / "page.html")
+    assert result.returncode == 0, result.stderr
+    assert "  A: %s: process 8 (loop), 100 frames\n" % long in result.stdout
+    assert "  B: %s: process 7 (loop), 99 frames%s\n" % (short, note) in result.stdout
+    assert verdict(result.stdout)[:2] == (10.0, 50.0)
+    page = (tmp_path / "page.html").read_text()
+    assert page.count(note) == 1 and ", 99 frames%s</p>" % note in page
