@@ -43,6 +43,9 @@ static struct {
     nvtxRangeId_t range;
     struct nvs_named_range name;
     bool name_ready;
+    /* calls: the window's last call ended while it was not open: its first
+     * call, on another thread, has counted itself but not yet opened it. */
+    bool last_call_ended;
 } state;
 /* Taken only when the capture changes (or for a signal toggle): a handful of
  * times per run, never per call. */
@@ -268,13 +271,24 @@ void nvs_capture_on_call(enum nvs_hook_id id)
         if ((int)id != config->capture_call)
             return;
         uint64_t call = atomic_fetch_add_explicit(&calls_seen, 1, memory_order_relaxed) + 1;
+        uint64_t last = config->capture_start + config->capture_count - 1;
         if (call == config->capture_start) {
             if (!lock())
                 return;
             open_capture();
+            /* The last call ended before this one, the first, could open the
+             * window (a thread between its count and the lock): the window
+             * holds this call and closes when it ends, not at exit. */
+            bool late = state.last_call_ended;
+            if (late)
+                nvs_call_after_work = true;
             unlock();
+            if (late)
+                nvs_log_info("capture: call %" PRIu64 " of %s ended before call %" PRIu64 ", on another "
+                             "thread, opened the window: it holds call %" PRIu64 " alone\n", last,
+                             nvs_hook_name(id), call, call);
         }
-        if (call == config->capture_start + config->capture_count - 1)
+        if (call == last)
             nvs_call_after_work = true;   /* nvs_capture_after_call when it ends */
         return;
     }
@@ -298,7 +312,10 @@ void nvs_capture_after_call(void)
 {
     if (!lock())
         return;
-    close_capture();
+    if (state.open)
+        close_capture();
+    else
+        state.last_call_ended = true;
     unlock();
 }
 
@@ -452,6 +469,7 @@ void nvs_capture_reset_after_fork(void)
 {
     nvs_spin_reset(&state_lock);
     state.open = false;
+    state.last_call_ended = false;
     atomic_store(&calls_seen, 0);
     atomic_store(&first_call_ns, 0);
     atomic_store(&time_over, false);

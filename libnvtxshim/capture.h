@@ -22,7 +22,9 @@ void nvs_capture_on_call(enum nvs_hook_id id);
 void nvs_capture_on_cuda_call(void);
 
 /* The call after which the capture closes (calls:NAME:S+C, its last counted
- * call: nvs_capture_on_call set nvs_call_after_work) has ended. */
+ * call: nvs_capture_on_call set nvs_call_after_work) has ended. When the
+ * window's first call, on another thread, has not opened it yet, that call
+ * closes it as it ends instead. */
 void nvs_capture_after_call(void);
 
 /* Between frames: frame ENDED (0: none) has just ended and frame BEGINNING (0:

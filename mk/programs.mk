@@ -7,7 +7,8 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/x11_draw $(BUILD)/test/x11_round_trips $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/gl_upload $(BUILD)/test/cairo_draw \
                  $(BUILD)/test/test_config $(BUILD)/test/test_error_names \
-                 $(BUILD)/test/test_error_names_before_2_32 $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
+                 $(BUILD)/test/test_error_names_before_2_32 $(BUILD)/test/test_capture \
+                 $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
                  $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
@@ -80,6 +81,19 @@ $(BUILD)/test/test_error_names_before_2_32: test/unit/test_error_names.c $(BUILD
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -DNVS_TEST_OLD_GLIBC $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $< \
 	  $(BUILD)/test/log_before_2_32.o $(CONFIG_OBJECTS) -o $@
+
+# The capture trigger (capture.c) with the state lock's gettid renamed to nvs_test_syscall, where
+# test/unit/test_capture.c holds a thread between its count and the lock; the rest of the
+# library is stand-ins there.
+$(BUILD)/test/capture_seam.o: libnvtxshim/capture.c $(call flags,lib) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(LIB_CFLAGS) -Dsyscall=nvs_test_syscall $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/test/test_capture: test/unit/test_capture.c $(BUILD)/test/capture_seam.o $(call flags,program) \
+                            $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) -DNVTX_NO_IMPL -isystem $(NVTX_INCLUDE) \
+	  -isystem $(CUDA_INCLUDE) -Ilibnvtxshim $< $(BUILD)/test/capture_seam.o -o $@
 
 # Without libusb on its link line: it asks dlsym for names whose libraries are absent.
 $(BUILD)/test/dlsym_truth: test/programs/dlsym_truth.c $(call flags,program) $(DEPFILE)

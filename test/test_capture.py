@@ -4,8 +4,9 @@ stand-in driver, which logs the profiler calls it gets."""
 import collections
 import os
 import re
+import subprocess
 
-from conftest import SHIM, STUB, load_trace, program, ranges, run
+from conftest import SHIM, STUB, clean_env, load_trace, program, ranges, run
 from nsys import under_nsys
 
 PUSH_POP, START_END, MARK = 59, 60, 34
@@ -70,6 +71,17 @@ def test_calls_window_opens_at_the_sth_call_for_c_calls(make_device, tmp_path):
         "libusb_bulk_transfer ep=0x02 OUT 8B", "libusb_bulk_transfer ep=0x81 IN 9216B"] * 2
     controls = [name for _, name in usb_calls(events, "libusb_control_transfer")]
     assert controls == ["libusb_control_transfer type=0x40 req=0x01 val=0x0003 OUT 0B"]
+
+
+def test_calls_window_whose_last_call_ends_before_its_first_opens_it_still_closes():
+    """Two threads, the window's first call held between its count and the state lock while the
+    other makes the window's last: the window opens late and closes as that first call ends, and
+    says so, where it used to stay open to exit (test/unit/test_capture.c, capture.c built with
+    a seam at the lock)."""
+    result = subprocess.run([program("test/test_capture")], env=clean_env(), capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.endswith(" 0 failed\n"), result.stdout
 
 
 def test_time_window_counts_from_the_first_hooked_call(make_device, tmp_path):

@@ -148,6 +148,7 @@ CORPUS = [
     Case("test_trace_json", ["test/test_trace_json"]),
     Case("test_error_names", ["test/test_error_names"]),
     Case("test_error_names_before_2_32", ["test/test_error_names_before_2_32"]),
+    Case("test_capture", ["test/test_capture"]),
     Case("test_cli_trace_json", ["test/test_cli_trace_json"]),
     # The loaders' events of a file (test_cli_pftrace.py's tool), given a file that is no
     # trace (a configuration fuzz seed): its one line and exit status.
