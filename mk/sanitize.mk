@@ -120,6 +120,6 @@ test-asan: asan-programs
 
 tsan-programs:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(TSAN_BUILD) CC="$(TSAN_CC)" CFLAGS="$(SANITIZER_CFLAGS)" \
-	  $(TSAN_BUILD)/libnvtxshim.so $(TSAN_BUILD)/test/stress
+	  $(TSAN_BUILD)/libnvtxshim.so $(TSAN_BUILD)/test/stress $(TSAN_BUILD)/test/test_capture
 
 TEST_PROGRAMS += tsan-programs $(BUILD)/test/stress

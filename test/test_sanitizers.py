@@ -165,6 +165,15 @@ def test_memcheck_cuda_copies_on_the_stand_in_driver(tmp_path):
     assert len(ranges(events, "cuda")) == 12   # 11 copies and a cuStreamSynchronize
 
 
+def test_the_calls_capture_windows_two_threads_under_tsan():
+    """test/unit/test_capture.c's two threads meeting at the capture state (the window's first
+    call held at the lock while another thread makes its last), built with TSan: no report."""
+    env = {"TSAN_OPTIONS": "halt_on_error=1:exitcode=66"}
+    result = run([program("tsan/test/test_capture")], env=env, shim=False)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert result.stdout.endswith(b" 0 failed\n") and b"ThreadSanitizer" not in result.stderr
+
+
 def test_stress_under_tsan_writing_the_binary_form(make_device, xserver, tmp_path):
     # The protobuf encoder's shared state (shapes made by the first thread that needs one,
     # interned ids from one counter, categories named while others record) under TSan, and
