@@ -129,6 +129,28 @@ static void *held_call(void *unused)
     return NULL;
 }
 
+/* Starts the window's first call on a new thread and returns when it is held at the lock. */
+static pthread_t start_held_call(void)
+{
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, held_call, NULL) == 0);
+    pthread_mutex_lock(&gate_mutex);
+    while (!held)
+        pthread_cond_wait(&gate_changed, &gate_mutex);
+    pthread_mutex_unlock(&gate_mutex);
+    return thread;
+}
+
+/* Lets the held call take the lock, and waits for it to end. */
+static void release_held_call(pthread_t thread)
+{
+    pthread_mutex_lock(&gate_mutex);
+    released = true;
+    pthread_cond_broadcast(&gate_changed);
+    pthread_mutex_unlock(&gate_mutex);
+    CHECK(pthread_join(thread, NULL) == 0);
+}
+
 /* A fresh window, calls START to START+COUNT-1, and nothing said or counted yet. */
 static void fresh(uint64_t start, uint64_t count)
 {
@@ -148,20 +170,11 @@ static void first_call_held_while_the_rest_end(uint64_t first, uint64_t count)
     fresh(first, count);
     for (uint64_t n = 1; n < first; n++)
         call();
-    pthread_t thread;
-    CHECK(pthread_create(&thread, NULL, held_call, NULL) == 0);
-    pthread_mutex_lock(&gate_mutex);
-    while (!held)
-        pthread_cond_wait(&gate_changed, &gate_mutex);
-    pthread_mutex_unlock(&gate_mutex);
+    pthread_t thread = start_held_call();
     for (uint64_t n = 1; n < count; n++)
         call();                                     /* calls FIRST+1 .. the last */
     CHECK(atomic_load(&range_starts) == 0 && atomic_load(&range_ends) == 0);
-    pthread_mutex_lock(&gate_mutex);
-    released = true;
-    pthread_cond_broadcast(&gate_changed);
-    pthread_mutex_unlock(&gate_mutex);
-    CHECK(pthread_join(thread, NULL) == 0);
+    release_held_call(thread);
     /* It opened, and closed when the held call ended: not left open to exit. */
     CHECK(atomic_load(&range_starts) == 1);
     CHECK(atomic_load(&range_ends) == 1);
@@ -199,19 +212,10 @@ static void in_order(uint64_t first, uint64_t count)
 static void first_call_held_while_the_last_begins(void)
 {
     fresh(1, 2);
-    pthread_t thread;
-    CHECK(pthread_create(&thread, NULL, held_call, NULL) == 0);
-    pthread_mutex_lock(&gate_mutex);
-    while (!held)
-        pthread_cond_wait(&gate_changed, &gate_mutex);
-    pthread_mutex_unlock(&gate_mutex);
+    pthread_t thread = start_held_call();
     nvs_capture_on_call(HOOK);                     /* the last call begins... */
     CHECK(nvs_call_after_work);
-    pthread_mutex_lock(&gate_mutex);
-    released = true;
-    pthread_cond_broadcast(&gate_changed);
-    pthread_mutex_unlock(&gate_mutex);
-    CHECK(pthread_join(thread, NULL) == 0);       /* ...the first opens and ends */
+    release_held_call(thread);                     /* ...the first opens and ends */
     CHECK(atomic_load(&range_starts) == 1 && atomic_load(&range_ends) == 0);
     nvs_call_after_work = false;                  /* ...and the last ends */
     nvs_capture_after_call();
