@@ -195,6 +195,13 @@ $(BUILD)/test/trace_adversary: test/programs/trace_adversary.c $(call flags,prog
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lpthread
 
+# The seccomp launcher test/test_seccomp.py runs recordings under
+# (test/programs/seccomp_run.c): libc alone.
+TEST_PROGRAMS += $(BUILD)/test/seccomp_run
+$(BUILD)/test/seccomp_run: test/programs/seccomp_run.c $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@
+
 $(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(BASE_WARNINGS) $(DEPFLAGS) $< -o $@ -ldl

@@ -164,6 +164,8 @@ CORPUS = [
     # signals or report losses on stderr by design).
     Case("trace_adversary-usage", ["test/trace_adversary"]),
     Case("trace_adversary-loop", ["test/trace_adversary", "loop", "100"]),
+    # test_seccomp.py's launcher: its usage (a run under a filter is that test's).
+    Case("seccomp_run-usage", ["test/seccomp_run"]),
 ]
 
 # Programs that only run paired with another: close_after_frames closes glxgears (below).
