@@ -110,8 +110,10 @@ static inline bool found_nothing(int error)
  * found nothing (EAGAIN, or 0 bytes: a serial port in raw mode with VMIN 0
  * reads nothing that way) is not drawn, any other is drawn when it returned,
  * from its start. On a blocking one the range opens before the call, which
- * may wait. A failure other than a signal's or EAGAIN gets a red mark; a call
- * that moved bytes is the device's frame marker, in or out. */
+ * may wait, and stays: one that waited for nothing (VTIME ran out with VMIN
+ * 0) is drawn, payload 0, no mark. A failure other than a signal's or EAGAIN
+ * gets a red mark; a call that moved bytes is the device's frame marker, in or
+ * out. */
 struct io_call {
     enum nvs_hook_id id, name_id;
     enum direction direction;

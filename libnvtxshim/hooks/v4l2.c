@@ -15,7 +15,8 @@
 #include "device_calls.h"
 
 /* Name keys: the request (high byte of the 32-bit parameter) and its details. */
-enum { KEY_DQBUF = 1, KEY_QBUF, KEY_STREAMON, KEY_STREAMOFF, KEY_S_FMT, KEY_REQBUFS, KEY_AGE };
+enum { KEY_DQBUF = 1, KEY_QBUF, KEY_STREAMON, KEY_STREAMOFF, KEY_S_FMT, KEY_REQBUFS, KEY_AGE,
+       KEY_FAILED };
 
 static uint32_t key(unsigned request, uint32_t details)
 {
@@ -287,14 +288,39 @@ static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int
         handed_out(device, &answer.buffer);     /* its frame begins inside its range */
         nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done, began);
     } else if (result != 0) {
+        /* A failure other than finding no frame is drawn, as on a blocking one. */
         failed(device, (unsigned)request, saved_errno);
+        if (saved_errno != EAGAIN && saved_errno != EWOULDBLOCK) {
+            struct nvs_attributes refused = dequeue_range(device);
+            refused.payload = 0;
+            refused.has_payload = true;
+            nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &refused, began);
+        }
     }
     errno = saved_errno;
     return result;
 }
 
+/* The range of a set-up or queueing request that failed: the driver granted
+ * nothing, and what the program asked is not read (the kernel may not have
+ * accepted its memory), so the name says "failed"; moved: 0. */
+static struct nvs_attributes failed_range(struct nvs_device *device, unsigned command)
+{
+    struct nvs_attributes range = control_range();
+    unsigned which = command == (unsigned)VIDIOC_QBUF ? KEY_QBUF
+                   : command == (unsigned)VIDIOC_S_FMT ? KEY_S_FMT : KEY_REQBUFS;
+    range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_FAILED, which),
+                                 "%s %s failed", request_name(command), device->path);
+    range.payload = 0;
+    range.has_payload = true;
+    return range;
+}
+
 /* A request quick to answer whose range is named from the answer (QBUF,
- * S_FMT, REQBUFS): drawn once it has returned. */
+ * S_FMT, REQBUFS): drawn once it has returned. One that failed is drawn as
+ * every failed device call is (but one that found nothing, EAGAIN), named
+ * failed, its red mark inside it: a client's probe the driver refused
+ * (GStreamer's DMABUF REQBUFS, v4l2-compliance's) is on the timeline. */
 static int answered(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
                     void *argument)
 {
@@ -309,6 +335,10 @@ static int answered(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsign
             nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range, began);
     } else {
         failed(device, (unsigned)request, saved_errno);
+        if (saved_errno != EAGAIN && saved_errno != EWOULDBLOCK) {
+            range = failed_range(device, (unsigned)request);
+            nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range, began);
+        }
     }
     errno = saved_errno;
     return result;
@@ -339,8 +369,11 @@ static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
         nvs_range_set_payload(NVS_DOMAIN_V4L2, bytes_used(&answer.buffer));
         handed_out(device, &answer.buffer);
     }
-    if (result != 0)
+    if (result != 0) {
+        if (command == (unsigned)VIDIOC_DQBUF && saved_errno != EAGAIN)
+            nvs_range_set_payload(NVS_DOMAIN_V4L2, 0);      /* moved nothing */
         failed(device, command, saved_errno);
+    }
     errno = saved_errno;
     nvs_call_close(NVS_DOMAIN_V4L2);
     return result;
