@@ -30,6 +30,7 @@ import pytest
 
 import traceformat
 from conftest import ROOT, STUB, command, program, run
+import pftracefile
 from pftracefile import check, pyenv_python
 
 CRAFTER = os.path.join(ROOT, "test", "pftrace_craft.py")
@@ -39,8 +40,9 @@ TIMEOUT = 60
 
 
 def craft(variant, path):
+    # The crafter's time, like the checker's (pftracefile.TIMEOUT), is not the library's.
     done = subprocess.run([pyenv_python(), CRAFTER, variant, str(path)], capture_output=True,
-                          timeout=TIMEOUT)
+                          timeout=pftracefile.TIMEOUT)
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     with open(str(path) + ".expected.json") as f:
         return json.load(f)
