@@ -70,7 +70,10 @@ static void stub_log(const char *what)
 }
 
 /* NVS_STUB_INIT_MS: cuInit takes that long, as a real GPU's start-up can
- * (240 ms on an H200). */
+ * (240 ms on an H200). NVS_STUB_INIT_DONE=PATH: cuInit appends to PATH the
+ * CLOCK_MONOTONIC nanoseconds at which it returns, a line a call, so that a
+ * test can order what the program did after it (the moment, not a duration:
+ * no load can move a later event before it). */
 EXPORT CUresult cuInit(unsigned int flags)
 {
     (void)flags;
@@ -83,6 +86,14 @@ EXPORT CUresult cuInit(unsigned int flags)
     }
     initialised = 1;
     stub_log("cuInit");
+    const char *done = getenv("NVS_STUB_INIT_DONE");
+    FILE *out = done ? fopen(done, "a") : NULL;
+    if (out) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        fprintf(out, "%lld\n", (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+        fclose(out);
+    }
     return CUDA_SUCCESS;
 }
 /* NVS_STUB_PROFILER_ERROR: the error the profiler calls return (a driver
