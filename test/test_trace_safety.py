@@ -40,7 +40,7 @@ import pftracefile
 import traceformat
 from conftest import STUB, command, program, run
 
-TIMEOUT = 30  # seconds for one run: any run that takes longer hangs
+TIMEOUT = 120  # seconds for one run: a bound for a hang, generous for ASan with busy processes beside it
 FORMATS = ["json", "pftrace"]
 IN_USE = re.compile(r"nvtxshim: NVTXSHIM_TRACE=(?P<path>.+) is in use by another process; "
                     r"this process writes (?P<new>.+)")
@@ -595,7 +595,7 @@ def test_a_file_another_run_took_while_the_program_had_closed_its_descriptor(tmp
 def signalled_runs(drive, tmp_path, mode, sig, runs, seed):
     """RUNS runs of `sigloop MODE`, each sent SIG a random 0-20 ms after it says it loops;
     yields (its index; the run, its signal and its delay, said; its pid; its result; its trace
-    path). A run that has not ended 10 s after the signal hangs."""
+    path). A run that has not ended TIMEOUT s after the signal hangs."""
     rng = random.Random(seed)
     for index in range(runs):
         trace = tmp_path / ("run%02d.json" % index)
@@ -606,7 +606,7 @@ def signalled_runs(drive, tmp_path, mode, sig, runs, seed):
         driven.proc.send_signal(sig)
         where = "seed %d run %d (%s %.1f ms after the loop started)" % (
             seed, index, signal.Signals(sig).name, delay * 1000)
-        yield index, where, driven.pid, driven.finish(timeout=10, what=where), trace
+        yield index, where, driven.pid, driven.finish(timeout=TIMEOUT, what=where), trace
 
 
 def check_signalled_trace(where, pid, trace, index):
