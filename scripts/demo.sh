@@ -9,12 +9,15 @@
 #   DEMO_FRAMES=240  frames to run         DEMO_FPS=60   the loop's pace (0: unpaced)
 #   DEMO_OUT=build/demo  where results go  DEMO_TIMEOUT=300  seconds nsys may take
 #   NSYS=nsys        the nsys to use (a name not on PATH: the trace-file fallback)
+#   DEMO_FINISH_TIMEOUT=300  seconds nsys may spend with no program running (starting up,
+#                    writing the report): a hang of nsys's own, told from the program's time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${DEMO_OUT:-build/demo}
 frames=${DEMO_FRAMES:-240}
 fps=${DEMO_FPS:-60}
 limit=${DEMO_TIMEOUT:-300}
+finish_limit=${DEMO_FINISH_TIMEOUT:-300}
 nsys=${NSYS:-nsys}
 width=320 height=240
 mkdir -p "$out"
@@ -71,7 +74,7 @@ if command -v "$nsys" >/dev/null 2>&1; then
   # (nsys's progress bar is left out of the demo's output.)
   set +e
   build/nvtxshim profile "${shim[@]}" --capture "frames:$first+$count" --apis "$apis" \
-    --nsys "$nsys" --timeout "$limit" --output "$out/report" --force \
+    --nsys "$nsys" --timeout "$limit" --finish-timeout "$finish_limit" --output "$out/report" --force \
     -- "${device[@]}" "${program[@]}" 2>&1 | { tr '\r' '\n' | grep -v '^\[1/1\]'; }
   status=${PIPESTATUS[0]}
   set -e
