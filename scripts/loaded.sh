@@ -18,8 +18,9 @@
 #
 # Prints one line per run (its pytest summary) and at the end
 #   loaded: P of N runs passed (BUSY busy processes beside them; selection: ...)
-# and, for each test that failed, how many of the N runs it failed in. Exit status 0
-# when every run passed, 1 otherwise, 2 for a usage error.
+# and, for each test that failed, how many of the N runs it failed in, and each skip
+# with its reason (nsys's own failures skip a test, test/nsys.py: never a pass). Exit
+# status 0 when every run passed, 1 otherwise, 2 for a usage error.
 set -u
 
 runs=20
@@ -65,7 +66,7 @@ cd "$root" || exit 2
 passed=0
 for ((run = 1; run <= runs; run++)); do
     out="$log/run-$run.txt"
-    "$python" -m pytest -q -p no:cacheprovider -rfE "$@" >"$out" 2>&1
+    "$python" -m pytest -q -p no:cacheprovider -rfEs "$@" >"$out" 2>&1
     status=$?
     summary=$(grep -E '^[=]* ?[0-9]+ (passed|failed|error|skipped|deselected)' "$out" | tail -1 | tr -d '=')
     [ -n "$summary" ] || summary="(no summary; pytest exit status $status)"
@@ -82,6 +83,9 @@ echo "loaded: $passed of $runs runs passed ($busy busy processes beside them; se
 # Each failed test, with the number of runs it failed in (pytest -rfE's short summary).
 cat "$log"/run-*.txt | grep -E '^(FAILED|ERROR) ' | sed -E 's/ - .*//' | sort | uniq -c | sort -rn |
     sed 's/^/  /'
+# Each skip and its reason, with the number of runs it was seen in.
+cat "$log"/run-*.txt | grep -E '^SKIPPED ' | sed -E 's/^SKIPPED \[[0-9]+\] /skipped: /' | sort | uniq -c |
+    sort -rn | sed 's/^/  /'
 if [ "$passed" -eq "$runs" ]; then
     [ -n "${LOADED_LOG:-}" ] || rm -rf "$log"
     exit 0
