@@ -12,6 +12,7 @@
 #include "kernel.h"
 #include "log.h"
 #include "recorder/record.h"
+#include "sys.h"
 
 static atomic_bool messages_printed NVS_ONCE_DATA;
 
@@ -74,5 +75,5 @@ void nvs_image_set(pid_t pid)
 
 bool nvs_owns_image(void)
 {
-    return getpid() == image_pid;
+    return nvs_sys_is_process(image_pid);
 }

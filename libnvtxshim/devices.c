@@ -45,19 +45,19 @@ static _Atomic pid_t owner;
 
 static void owner_after_fork(void)
 {
-    atomic_store(&owner, getpid());
+    atomic_store(&owner, nvs_sys_getpid());
 }
 
 static bool owns_table(void)
 {
-    return atomic_load_explicit(&owner, memory_order_relaxed) == getpid();
+    return nvs_sys_is_process(atomic_load_explicit(&owner, memory_order_relaxed));
 }
 
 static void become_owner(void)
 {
     static _Atomic bool registered;
     if (!atomic_exchange(&registered, true)) {
-        atomic_store(&owner, getpid());
+        atomic_store(&owner, nvs_sys_getpid());
         pthread_atfork(NULL, NULL, owner_after_fork);
     }
 }

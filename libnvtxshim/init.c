@@ -20,6 +20,7 @@
 #include "log.h"
 #include "recorder/record.h"
 #include "resolve.h"
+#include "sys.h"
 
 /* The path of another copy of the library loaded first (then this one is inert). */
 static char first_copy[NVS_PATH_MAX];
@@ -95,7 +96,7 @@ static void fork_prepare(void) { nvs_record_fork_prepare(); }
 static void fork_parent(void) { nvs_record_fork_parent(); }
 static void fork_child(void)
 {
-    nvs_image_set(getpid());
+    nvs_image_set(nvs_sys_getpid());
     nvs_record_fork_child();
     nvs_frames_reset_after_fork();
     nvs_capture_reset_after_fork();
@@ -112,7 +113,7 @@ static void nvs_load(void)
     /* The table calls up to no protocol file: a usbfs node's URBs end through this */
     nvs_devices_on_last_close(NVS_DEVICE_USBFS, nvs_usbfs_closed);
     const struct nvs_config *config = nvs_config();
-    nvs_image_set(getpid());
+    nvs_image_set(nvs_sys_getpid());
     bool inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);
     nvs_activation_set_inert(inert ? first_copy : NULL);
     if (config->help && !inert)

@@ -9,16 +9,16 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "sys.h"
 
 struct nvs_spin {
-    _Atomic long holder;    /* the holding thread's id, 0 when free */
+    _Atomic long holder;    /* the holding thread's nvs_thread_identity, 0 when free */
 };
 
 static inline bool nvs_spin_lock(struct nvs_spin *lock)
 {
-    long me = syscall(SYS_gettid), expected = 0;
+    long me = nvs_thread_identity(), expected = 0;
     while (!atomic_compare_exchange_weak_explicit(&lock->holder, &expected, me,
                                                   memory_order_acquire, memory_order_relaxed)) {
         if (expected == me)

@@ -4,6 +4,7 @@
  * mappings added by whoever needs one first. */
 #include "open_ranges.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 
 struct nvs_open_table nvs_open_table;
@@ -12,8 +13,10 @@ struct nvs_open_table nvs_open_table;
 static bool grow(uint32_t capacity)
 {
     uint32_t chunk = capacity / NVS_OPEN_CHUNK;
-    if (chunk >= NVS_OPEN_CHUNKS)
+    if (chunk >= NVS_OPEN_CHUNKS) {
+        errno = ENOMEM;     /* the table's own limit */
         return false;
+    }
     size_t bytes = NVS_OPEN_CHUNK * sizeof(struct nvs_open_range);
     if (!atomic_load(&nvs_open_table.chunks[chunk])) {
         void *memory = mmap(NULL, bytes, PROT_READ | PROT_WRITE,

@@ -32,6 +32,7 @@
 #include "../clock.h"
 #include "../config.h"
 #include "../emit.h"
+#include "../sys.h"
 #include "trace.h"
 #include "encode_pftrace.h"
 #include "nvtx_args.h"
@@ -585,9 +586,11 @@ static struct nvs_open_range *starting_slot(struct nvs_writer_thread *thread, ui
 {
     if (!thread)
         return NULL;
+    int saved_errno = errno;        /* a chunk of the table mapped, or refused: not the program's */
     struct nvs_open_range *slot = nvs_open_claim(index);
     if (!slot)
-        nvs_writer_count(NVS_LOSS_NO_MEMORY, 1);
+        nvs_writer_count_error(NVS_LOSS_NO_MEMORY, 1, errno);
+    errno = saved_errno;
     return slot;
 }
 
@@ -844,7 +847,7 @@ static bool binary_path(const char *path)
 void nvs_record_enable(const char *path_template)
 {
     state.encoder = binary_path(path_template) ? &nvs_trace_pftrace : &nvs_trace_json;
-    state.pid = getpid();
+    state.pid = nvs_sys_getpid();
     nvs_clock_enable();
     nvs_args_enable(state.encoder);
     nvs_writer_enable(path_template, state.encoder, sizeof(struct range_stack), sequence_restarted);
@@ -864,7 +867,7 @@ bool nvs_record_enabled(void)
 
 NVS_ONCE bool nvs_record_owns_process(void)
 {
-    return enabled && getpid() == state.pid;
+    return enabled && nvs_sys_is_process(state.pid);
 }
 
 /* The JSON form's ranges still open on THREAD, each a complete event ended
@@ -950,7 +953,7 @@ void nvs_record_fork_child(void)
     nvs_args_fork_child();
     if (!enabled)
         return;
-    state.pid = getpid();
+    state.pid = nvs_sys_getpid();
     nvs_writer_fork_child();
     nvs_open_reset_after_fork();
 }

@@ -87,10 +87,18 @@ static enum nvs_candidate refuse_kind(const char *path, mode_t mode)
     return NVS_CANDIDATE_REFUSED;
 }
 
+static enum nvs_candidate refuse(const char *what, const char *path, int error)
+{
+    SAY("NVTXSHIM_TRACE: cannot ", what, " ", path, ": ",
+        error == ELOOP ? "it is a symbolic link" : nvs_log_error_text(error), "; no trace is recorded");
+    return NVS_CANDIDATE_REFUSED;
+}
+
 /* The kernel's own file systems, whose regular files are the kernel's
  * settings and switches (a sysfs attribute, /proc/self/comm, an EFI
- * variable): a write there is an act, not a trace. Their name, or NULL. */
-static const char *kernel_file_system(int fd)
+ * variable): a write there is an act, not a trace. Their name in NAME, or
+ * NULL; the errno where the kernel does not say which file system it is. */
+static int kernel_file_system(int fd, const char **name)
 {
     static const struct {
         unsigned long magic;
@@ -104,52 +112,122 @@ static const char *kernel_file_system(int fd)
         { 0x62656570, "configfs" }, { 0x65735543, "fusectl" },   /* not in linux/magic.h */
     };
     struct statfs about;
-    if (fstatfs(fd, &about) != 0)
-        return NULL;
+    *name = NULL;
+    if (NVS_RETRY_EINTR(fstatfs(fd, &about)) != 0)
+        return errno;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if ((unsigned long)about.f_type == kinds[i].magic)
-            return kinds[i].name;
-    return NULL;
+            *name = kinds[i].name;
+    return 0;
 }
 
-/* Opens PATH for writing without disturbing anything that is not ours to
- * write: what is there and is not a regular file is never opened (opening a
- * serial device can reset the board behind it), a regular file of the
- * kernel's own file systems is closed unwritten, and a regular file is locked
- * before it is truncated. */
-static enum nvs_candidate open_candidate(const char *path, int *fd_out, struct stat *status)
+/* PATH, which this process made as FD (O_EXCL) and does not use, is removed:
+ * while the name still leads to FD's file, and, where FD holds no lock, only
+ * while that file is empty (one that another process opened since, locked
+ * and wrote is that process's). Where the kernel does not say, the file was
+ * made a moment ago and is removed. */
+static void remove_made(const char *path, int fd, bool locked)
 {
-    if (lstat(path, status) == 0 && !S_ISREG(status->st_mode) && !S_ISLNK(status->st_mode) &&
-        !nvs_file_is_dev_null(status)) {
-        return refuse_kind(path, status->st_mode);
+    struct stat mine, named;
+    bool known = NVS_RETRY_EINTR(fstat(fd, &mine)) == 0 && NVS_RETRY_EINTR(lstat(path, &named)) == 0;
+    if (known && !(mine.st_dev == named.st_dev && mine.st_ino == named.st_ino &&
+                   (locked || mine.st_size == 0)))
+        return;
+    if (NVS_RETRY_EINTR(nvs_sys_unlink(path)) != 0)
+        SAY("NVTXSHIM_TRACE: ", path, ", made by this process and not used, could not be removed (",
+            nvs_log_error_text(errno), ")");
+}
+
+void nvs_file_give_up(struct nvs_trace_candidate *candidate, bool locked)
+{
+    if (candidate->fd < 0)
+        return;
+    if (candidate->made)
+        remove_made(candidate->name, candidate->fd, locked);
+    nvs_sys_close(candidate->fd);
+    candidate->fd = -1;
+}
+
+/* Where a candidate that this process made cannot be locked. */
+enum { CANDIDATE_MADE_IN_USE = NVS_CANDIDATE_REFUSED + 1, CANDIDATE_LOCKS_REFUSED };
+
+/* Opens OUT's name for writing without disturbing anything that is not ours
+ * to write: what is there and is not a regular file is never opened (opening
+ * a serial device can reset the board behind it), a regular file of the
+ * kernel's own file systems is closed unwritten, and a regular file is
+ * locked before it is truncated. A file this process makes is made with
+ * O_EXCL, so that it is known to be its own, and removed where it is not
+ * used. OURS_BY_NAME: the name holds this process's id, so no other process
+ * wants it. CANDIDATE_MADE_IN_USE: made here and locked by another process
+ * that opened it since, or the kernel refuses locks; OUT stays open. */
+static int open_candidate(bool ours_by_name, struct nvs_trace_candidate *out)
+{
+    const char *path = out->name;
+    struct stat *status = &out->status;
+    const int flags = O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    out->made = false;
+    out->fd = -1;
+    if (NVS_RETRY_EINTR(lstat(path, status)) == 0) {
+        if (!S_ISREG(status->st_mode) && !S_ISLNK(status->st_mode) && !nvs_file_is_dev_null(status))
+            return refuse_kind(path, status->st_mode);
+    } else if (errno != ENOENT) {
+        return refuse("write", path, errno);     /* what is there is not known: never opened */
+    } else {
+        out->fd = NVS_RETRY_EINTR(nvs_sys_open(path, flags | O_CREAT | O_EXCL, 0666));
+        out->made = out->fd >= 0;
+        if (out->fd < 0 && errno != EEXIST)
+            return refuse("write", path, errno);
     }
-    int fd = nvs_sys_open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-    if (fd < 0) {
-        SAY("NVTXSHIM_TRACE: cannot write ", path, ": ",
-            errno == ELOOP ? "it is a symbolic link" : nvs_log_error_text(errno), "; no trace is recorded");
-        return NVS_CANDIDATE_REFUSED;
+    if (out->fd < 0)     /* there already, or made by another process since */
+        out->fd = NVS_RETRY_EINTR(nvs_sys_open(path, flags | O_CREAT, 0666));
+    if (out->fd < 0)
+        return refuse("write", path, errno);
+    if (NVS_RETRY_EINTR(fstat(out->fd, status)) != 0) {
+        int error = errno;
+        nvs_file_give_up(out, false);
+        return refuse("examine", path, error);
     }
-    if (fstat(fd, status) != 0 || !(S_ISREG(status->st_mode) || nvs_file_is_dev_null(status))) {
-        nvs_sys_close(fd);
-        return refuse_kind(path, status->st_mode);
+    if (!(S_ISREG(status->st_mode) || nvs_file_is_dev_null(status))) {
+        mode_t mode = status->st_mode;
+        nvs_file_give_up(out, false);
+        return refuse_kind(path, mode);
     }
-    const char *kernel = S_ISREG(status->st_mode) ? kernel_file_system(fd) : NULL;
-    if (kernel) {
-        nvs_sys_close(fd);
+    if (!S_ISREG(status->st_mode))
+        return NVS_CANDIDATE_OPEN;      /* /dev/null */
+    const char *kernel;
+    int error = kernel_file_system(out->fd, &kernel);
+    if (error || kernel) {
+        nvs_file_give_up(out, false);
+        if (error)
+            return refuse("examine the file system of", path, error);
         SAY("NVTXSHIM_TRACE=", path, ": a file of the kernel's (", kernel,
             "), not for a trace; no trace is recorded");
         return NVS_CANDIDATE_REFUSED;
     }
-    if (S_ISREG(status->st_mode) && flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int error = errno;
-        nvs_sys_close(fd);
-        if (error == EWOULDBLOCK)
-            return NVS_CANDIDATE_IN_USE;
-        SAY("NVTXSHIM_TRACE: cannot lock ", path, ": ", nvs_log_error_text(error), "; no trace is recorded");
-        return NVS_CANDIDATE_REFUSED;
+    int locked = NVS_RETRY_EINTR(flock(out->fd, LOCK_EX | LOCK_NB));
+    /* Made here a moment ago: held by a process that opened it since, or the
+     * kernel answered EWOULDBLOCK once (asked again) or always. */
+    if (locked != 0 && errno == EWOULDBLOCK && out->made)
+        locked = NVS_RETRY_EINTR(flock(out->fd, LOCK_EX | LOCK_NB));
+    if (locked == 0)
+        return NVS_CANDIDATE_OPEN;
+    error = errno;
+    if (error == EWOULDBLOCK && out->made && !ours_by_name)
+        return CANDIDATE_MADE_IN_USE;
+    if (error == EWOULDBLOCK && !out->made) {
+        nvs_sys_close(out->fd);
+        out->fd = -1;
+        return NVS_CANDIDATE_IN_USE;
     }
-    *fd_out = fd;
-    return NVS_CANDIDATE_OPEN;
+    nvs_file_give_up(out, false);
+    if (error == EWOULDBLOCK) {
+        /* A name of this process's own, made here and still not lockable: the
+         * kernel refuses every lock, and no other name will do better. */
+        SAY("NVTXSHIM_TRACE: cannot lock ", path, ", a file this process had just made (",
+            nvs_log_error_text(error), "); no trace is recorded");
+        return CANDIDATE_LOCKS_REFUSED;
+    }
+    return refuse("lock", path, error);
 }
 
 int nvs_file_move_up(int fd)
@@ -162,16 +240,18 @@ int nvs_file_move_up(int fd)
 }
 
 /* The first of WANTED, NAME.PID.EXT, NAME.PID.1.EXT, ... from the FIRST on,
- * passing over SKIP, that opens (NVS_CANDIDATE_OPEN: its name in CANDIDATE, FD
- * and STATUS set); NVS_CANDIDATE_IN_USE when all are in use. */
+ * passing over SKIP, that opens (NVS_CANDIDATE_OPEN: OUT set);
+ * NVS_CANDIDATE_IN_USE when all are in use. WANTED made here and locked by
+ * another process at once is that process's; made here where the kernel
+ * refuses every lock, it is removed. */
 enum nvs_candidate nvs_file_open_first_free(const char *wanted, int first, const char *skip, pid_t pid,
-                                            char *candidate, int *fd, struct stat *status)
+                                            struct nvs_trace_candidate *out)
 {
     char suffix[48];
-    enum nvs_candidate result = NVS_CANDIDATE_IN_USE;
+    int result = NVS_CANDIDATE_IN_USE, made_wanted = -1;
     for (int attempt = first; attempt < SUFFIX_TRIES && result == NVS_CANDIDATE_IN_USE; attempt++) {
         if (attempt == 0) {
-            memcpy(candidate, wanted, strlen(wanted) + 1);
+            memcpy(out->name, wanted, strlen(wanted) + 1);
         } else {
             nvs_log_number(suffix, (unsigned long long)pid);
             if (attempt > 1) {
@@ -179,13 +259,24 @@ enum nvs_candidate nvs_file_open_first_free(const char *wanted, int first, const
                 suffix[length] = '.';
                 nvs_log_number(suffix + length + 1, (unsigned long long)(attempt - 1));
             }
-            with_suffix(candidate, NVS_PATH_MAX, wanted, suffix);
-            if (!candidate[0])
+            with_suffix(out->name, NVS_PATH_MAX, wanted, suffix);
+            if (!out->name[0])
                 break;
         }
-        if (skip && strcmp(candidate, skip) == 0)
+        if (skip && strcmp(out->name, skip) == 0)
             continue;
-        result = open_candidate(candidate, fd, status);
+        result = open_candidate(attempt > 0, out);
+        if (result == CANDIDATE_MADE_IN_USE) {
+            made_wanted = out->fd;
+            result = NVS_CANDIDATE_IN_USE;
+        }
     }
-    return result;
+    if (made_wanted >= 0) {
+        if (result == CANDIDATE_LOCKS_REFUSED)
+            remove_made(wanted, made_wanted, false);
+        nvs_sys_close(made_wanted);
+    }
+    if (result == CANDIDATE_LOCKS_REFUSED)
+        result = NVS_CANDIDATE_REFUSED;
+    return (enum nvs_candidate)result;
 }

@@ -77,10 +77,11 @@ static struct {
     size_t private_bytes;
     _Atomic int file;               /* enum file_state */
     _Atomic bool finished;
-    _Atomic long lock_holder;       /* the file lock: the holding thread's id, 0 when free */
+    _Atomic long lock_holder;       /* the file lock: its holder's nvs_thread_identity, 0 when free */
     _Atomic(struct nvs_writer_thread *) threads;
     _Atomic uint64_t lost[NVS_LOSS_KINDS];
     _Atomic uint32_t stale;         /* claimed buffers that are stale: not ready meanwhile */
+    _Atomic int loss_errors[NVS_LOSS_KINDS];  /* the errno of the last loss of each kind, 0: none */
     pid_t pid;
     void (*restarted)(struct nvs_writer_thread *thread);
     /* Under the file lock: */
@@ -111,10 +112,17 @@ __thread struct nvs_writer_thread *nvs_writer_current __attribute__((tls_model("
 _Atomic bool nvs_writer_ready;
 static __thread long cached_tid __attribute__((tls_model("initial-exec")));
 
+/* The calling thread's id, for its track in the trace. Where gettid is
+ * denied, the process's id: the thread's events are drawn on the main
+ * thread's track rather than lost. */
 static long current_tid(void)
 {
-    if (!cached_tid)
-        cached_tid = syscall(SYS_gettid);
+    if (!cached_tid) {
+        long tid = syscall(SYS_gettid);
+        if (tid <= 0)
+            return state.pid;
+        cached_tid = tid;
+    }
     return cached_tid;
 }
 
@@ -150,7 +158,7 @@ enum lock_result { LOCK_TAKEN, LOCK_HELD_HERE, LOCK_TIMED_OUT };
  * by a debugger). */
 static enum lock_result lock_file(bool bounded)
 {
-    long me = current_tid(), expected = 0;
+    long me = nvs_thread_identity(), expected = 0;
     uint64_t deadline = 0;
     while (!atomic_compare_exchange_weak_explicit(&state.lock_holder, &expected, me,
                                                   memory_order_acquire, memory_order_relaxed)) {
@@ -184,13 +192,17 @@ static void unlock_file(void)
  * may change its limit. */
 static uint64_t room_under_limit(uint64_t offset)
 {
+    /* The last limit the kernel gave stands where it will not give it now. */
+    static _Atomic rlim_t last_limit = RLIM_INFINITY;
     struct rlimit limit;
     int saved_errno = errno;
-    bool known = getrlimit(RLIMIT_FSIZE, &limit) == 0;
+    if (getrlimit(RLIMIT_FSIZE, &limit) == 0)
+        atomic_store_explicit(&last_limit, limit.rlim_cur, memory_order_relaxed);
     errno = saved_errno;
-    if (!known || limit.rlim_cur == RLIM_INFINITY)
+    rlim_t current = atomic_load_explicit(&last_limit, memory_order_relaxed);
+    if (current == RLIM_INFINITY)
         return UINT64_MAX;
-    return limit.rlim_cur > offset ? limit.rlim_cur - offset : 0;
+    return current > offset ? current - offset : 0;
 }
 
 /* All of DATA at OFFSET, or nothing past the file size limit (EFBIG). */
@@ -201,9 +213,9 @@ static bool write_all(const char *data, size_t length, uint64_t offset)
         return false;
     }
     while (length > 0) {
-        ssize_t written = pwrite(state.fd, data, length, (off_t)offset);
-        if (written < 0 && errno == EINTR)
-            continue;
+        ssize_t written = NVS_RETRY_EINTR(pwrite(state.fd, data, length, (off_t)offset));
+        if (written == 0)
+            errno = ENOSPC;     /* nothing taken, nothing said: as a full disk */
         if (written <= 0)
             return false;
         data += written;
@@ -223,20 +235,23 @@ static uint64_t run_mark(void)
     return mark;
 }
 
-/* FD, open and locked on PATH (STATUS), becomes the trace file: emptied,
- * moved up, its header and the run's mark written and kept (descriptor_is_ours
- * reads them back). False, said with THEN, when it cannot be written. */
-static bool start_file(int fd, const struct stat *status, const char *path, const char *then)
+/* FILE, open and locked, becomes the trace file: emptied, moved up, its
+ * header and the run's mark written and kept (descriptor_is_ours reads them
+ * back). False, said with THEN, when it cannot be written: then it is closed,
+ * and removed where this process made it. */
+static bool start_file(struct nvs_trace_candidate *file, const char *then)
 {
+    const char *path = file->name;
     memcpy(state.path, path, strlen(path) + 1);
-    if (S_ISREG(status->st_mode) && ftruncate(fd, 0) != 0) {
+    if (S_ISREG(file->status.st_mode) && NVS_RETRY_EINTR(ftruncate(file->fd, 0)) != 0) {
         SAY("NVTXSHIM_TRACE: cannot write ", path, ": ", nvs_log_error_text(errno), then);
-        nvs_sys_close(fd);
+        nvs_file_give_up(file, true);
         return false;
     }
-    state.fd = nvs_file_move_up(fd);
-    state.device = status->st_dev;
-    state.inode = status->st_ino;
+    file->fd = nvs_file_move_up(file->fd);
+    state.fd = file->fd;
+    state.device = file->status.st_dev;
+    state.inode = file->status.st_ino;
     state.file_end = 0;
     state.tail_written = false;
     state.closing_from = UINT64_MAX;    /* a finish under way wrote its last events elsewhere */
@@ -245,6 +260,8 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
     state.header_length = (uint32_t)(end - state.header);
     if (!write_all(state.header, state.header_length, 0)) {
         SAY("NVTXSHIM_TRACE=", path, ": write failed (", nvs_log_error_text(errno), ")", then);
+        nvs_file_give_up(file, true);
+        state.fd = -1;
         return false;
     }
     state.file_end = state.header_length;
@@ -254,11 +271,10 @@ static bool start_file(int fd, const struct stat *status, const char *path, cons
 /* At the first event, with the file lock held. */
 static void open_file(void)
 {
-    char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX];
+    char wanted[NVS_PATH_MAX];
+    struct nvs_trace_candidate candidate;
     nvs_file_expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
-    struct stat status;
-    int fd = -1;
-    enum nvs_candidate result = nvs_file_open_first_free(wanted, 0, NULL, state.pid, candidate, &fd, &status);
+    enum nvs_candidate result = nvs_file_open_first_free(wanted, 0, NULL, state.pid, &candidate);
     if (result != NVS_CANDIDATE_OPEN) {
         if (result == NVS_CANDIDATE_IN_USE)
             SAY("NVTXSHIM_TRACE=", wanted, ": it and the names made from it by adding the process id "
@@ -266,9 +282,9 @@ static void open_file(void)
         set_file(FILE_REFUSED);
         return;
     }
-    if (strcmp(candidate, wanted) != 0)
-        SAY("NVTXSHIM_TRACE=", wanted, " is in use by another process; this process writes ", candidate);
-    if (!start_file(fd, &status, candidate, "; no trace is recorded")) {
+    if (strcmp(candidate.name, wanted) != 0)
+        SAY("NVTXSHIM_TRACE=", wanted, " is in use by another process; this process writes ", candidate.name);
+    if (!start_file(&candidate, "; no trace is recorded")) {
         set_file(FILE_REFUSED);
         return;
     }
@@ -285,8 +301,8 @@ static void stop(void)
 /* Whether the file open at FD (STATUS) still holds what this run wrote there:
  * at least as long, and, with READ, beginning with the header and mark this
  * run wrote (read back through FD). The tail may have replaced the header's
- * last bytes. */
-static bool holds_our_writing(int fd, const struct stat *status, bool read)
+ * last bytes. A read the kernel refuses sets ERROR: not known to be ours. */
+static bool holds_our_writing(int fd, const struct stat *status, bool read, int *error)
 {
     if (!S_ISREG(status->st_mode))
         return true;                    /* /dev/null */
@@ -298,9 +314,9 @@ static bool holds_our_writing(int fd, const struct stat *status, bool read)
     char seen[COMPARED];
     for (size_t at = 0; at < length;) {
         size_t want = length - at < COMPARED ? length - at : COMPARED;
-        ssize_t got = pread(fd, seen, want, (off_t)at);
-        if (got < 0 && errno == EINTR)
-            continue;
+        ssize_t got = NVS_RETRY_EINTR(pread(fd, seen, want, (off_t)at));
+        if (got < 0)
+            *error = errno;
         if (got <= 0 || memcmp(seen, state.header + at, (size_t)got) != 0)
             return false;
         at += (size_t)got;
@@ -313,20 +329,22 @@ static bool holds_our_writing(int fd, const struct stat *status, bool read)
  * left behind is never written again. WHY is said, in one line with the new
  * name. Every claimed buffer is stale: its sequence was made for the file
  * left behind, so its owner starts it again before it writes (make_room). */
-static bool move_elsewhere(const char *why)
+static bool move_elsewhere(const char *why, int error)
 {
-    char wanted[NVS_PATH_MAX], candidate[NVS_PATH_MAX];
+    char wanted[NVS_PATH_MAX];
+    struct nvs_trace_candidate candidate;
     nvs_file_expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
-    struct stat status;
-    int fd = -1;
-    if (nvs_file_open_first_free(wanted, 1, state.path, state.pid, candidate, &fd, &status) != NVS_CANDIDATE_OPEN) {
-        SAY("NVTXSHIM_TRACE=", state.path, ": ", why, "; no other file could be opened, "
-            "recording stopped");
+    const char *before = error ? " (" : "", *text = error ? nvs_log_error_text(error) : "",
+               *after = error ? ")" : "";
+    if (nvs_file_open_first_free(wanted, 1, state.path, state.pid, &candidate) != NVS_CANDIDATE_OPEN) {
+        SAY("NVTXSHIM_TRACE=", state.path, ": ", why, before, text, after, "; no other file could be "
+            "opened, recording stopped");
         stop();
         return false;
     }
-    SAY("NVTXSHIM_TRACE=", state.path, ": ", why, "; this process writes the rest to ", candidate);
-    if (!start_file(fd, &status, candidate, "; recording stopped")) {
+    SAY("NVTXSHIM_TRACE=", state.path, ": ", why, before, text, after, "; this process writes the rest to ",
+        candidate.name);
+    if (!start_file(&candidate, "; recording stopped")) {
         stop();
         return false;
     }
@@ -346,20 +364,42 @@ static bool move_elsewhere(const char *why)
 static bool descriptor_is_ours(void)
 {
     struct stat status;
-    if (fstat(state.fd, &status) == 0 && status.st_dev == state.device && status.st_ino == state.inode) {
-        if (holds_our_writing(state.fd, &status, false))
+    /* Asked twice: once answered wrong is not yet the kernel's word. */
+    int examined = NVS_RETRY_EINTR(fstat(state.fd, &status));
+    if (examined != 0)
+        examined = NVS_RETRY_EINTR(fstat(state.fd, &status));
+    if (examined != 0 && (errno != EBADF || nvs_sys_fcntl(state.fd, F_GETFD, 0) >= 0)) {
+        /* Open, but the kernel will not say what it is now: it may be a file
+         * of the program's that took the number. Nothing more goes to it. */
+        SAY("NVTXSHIM_TRACE=", state.path, ": cannot examine the trace file's descriptor (",
+            nvs_log_error_text(errno), "); recording stopped, the file ends at its last whole event");
+        stop();
+        return false;
+    }
+    if (examined == 0 && status.st_dev == state.device && status.st_ino == state.inode) {
+        int unused = 0;
+        if (holds_our_writing(state.fd, &status, false, &unused))
             return true;
         /* Cut shorter than we wrote under our lock: not by a run of ours */
         nvs_sys_close(state.fd);
         state.fd = -1;
-        return move_elsewhere("the file was cut short by another writer");
+        return move_elsewhere("the file was cut short by another writer", 0);
     }
-    /* Read and write: the mark is read back */
-    int fd = nvs_sys_open(state.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0);
-    bool same = fd >= 0 && fstat(fd, &status) == 0 && status.st_dev == state.device &&
-                status.st_ino == state.inode;
-    if (same && (!S_ISREG(status.st_mode) ||
-                 (flock(fd, LOCK_EX | LOCK_NB) == 0 && holds_our_writing(fd, &status, true)))) {
+    /* Read and write: the mark is read back. ERROR: the first call refused on the way. */
+    int fd = NVS_RETRY_EINTR(nvs_sys_open(state.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0));
+    int error = fd < 0 && errno != ENOENT ? errno : 0;
+    bool ours = false;
+    if (fd >= 0 && NVS_RETRY_EINTR(fstat(fd, &status)) != 0)
+        error = errno;
+    else if (fd >= 0 && status.st_dev == state.device && status.st_ino == state.inode) {
+        if (!S_ISREG(status.st_mode))
+            ours = true;                        /* /dev/null */
+        else if (NVS_RETRY_EINTR(flock(fd, LOCK_EX | LOCK_NB)) != 0)
+            error = errno == EWOULDBLOCK ? 0 : errno;   /* locked: another run's now */
+        else
+            ours = holds_our_writing(fd, &status, true, &error);
+    }
+    if (ours) {
         state.fd = nvs_file_move_up(fd);
         SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
             "descriptor; the file is opened again");
@@ -368,9 +408,13 @@ static bool descriptor_is_ours(void)
     if (fd >= 0)
         nvs_sys_close(fd);
     state.fd = -1;
+    if (error)
+        return move_elsewhere("the program closed or reused the trace file's descriptor, and the "
+                              "file could not be opened again to check that it is still this "
+                              "process's", error);
     return move_elsewhere("the program closed or reused the trace file's descriptor, and the file "
                           "is no longer this process's (another process took the path, or the file "
-                          "was removed or rewritten)");
+                          "was removed or rewritten)", 0);
 }
 
 /* ---- writing a thread's whole events ------------------------------------------- */
@@ -474,9 +518,7 @@ static void write_pending(struct nvs_writer_thread *thread)
         error = EFBIG;
     }
     while (left > 0) {
-        ssize_t done = pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written));
-        if (done < 0 && errno == EINTR)
-            continue;
+        ssize_t done = NVS_RETRY_EINTR(pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written)));
         if (done <= 0) {
             error = done < 0 ? errno : error ? error : ENOSPC;
             break;
@@ -641,7 +683,7 @@ static struct nvs_writer_thread *claim(void)
         void *block = mmap(NULL, block_bytes(), PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (block == MAP_FAILED) {
-            nvs_writer_count(NVS_LOSS_NO_MEMORY, 1);
+            nvs_writer_count_error(NVS_LOSS_NO_MEMORY, 1, errno);
             return NULL;
         }
         thread = block;
@@ -725,6 +767,12 @@ void nvs_writer_count(enum nvs_writer_loss why, uint64_t events)
         atomic_fetch_add_explicit(&state.lost[why], events, memory_order_relaxed);
 }
 
+void nvs_writer_count_error(enum nvs_writer_loss why, uint64_t events, int error)
+{
+    atomic_store_explicit(&state.loss_errors[why], error, memory_order_relaxed);
+    nvs_writer_count(why, events);
+}
+
 void nvs_writer_flush(void)
 {
     if (atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN ||
@@ -749,7 +797,7 @@ void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder
     state.private_bytes = (private_bytes + 63) & ~(size_t)63;
     if (state.private_bytes < NVS_WRITER_PRIVATE_ZEROED)
         state.private_bytes = NVS_WRITER_PRIVATE_ZEROED;
-    state.pid = getpid();
+    state.pid = nvs_sys_getpid();
     state.fd = -1;
     encoder->pad(state.padding, sizeof state.padding);
     pthread_key_create(&thread_key, release_thread);
@@ -788,7 +836,7 @@ static void say_losses(void)
                                  "there (another thread's, or under a write a signal handler "
                                  "interrupted)",
     };
-    const char *pieces[4 + 3 * NVS_LOSS_KINDS];
+    const char *pieces[6 + 3 * NVS_LOSS_KINDS];
     char numbers[NVS_LOSS_KINDS + 1][24];
     size_t count = 0;
     uint64_t total = 0;
@@ -809,6 +857,12 @@ static void say_losses(void)
         first = false;
         pieces[count++] = nvs_log_number(numbers[kind], lost);
         pieces[count++] = why[kind];
+        int error = atomic_load(&state.loss_errors[kind]);
+        if (error) {
+            pieces[count++] = " (";
+            pieces[count++] = nvs_log_error_text(error);
+            pieces[count++] = ")";
+        }
     }
     nvs_log_pieces(pieces, count);
 }
@@ -888,8 +942,13 @@ void nvs_writer_finish_end(bool taken_back)
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
         write_pending(thread);
     size_t overlap = state.encoder->tail_overlap, length = strlen(state.encoder->tail);
-    if (atomic_load(&state.file) == FILE_OPEN && state.file_end >= overlap && descriptor_is_ours() &&
-        write_all(state.encoder->tail, length, state.file_end - overlap)) {
+    bool ends = atomic_load(&state.file) == FILE_OPEN && state.file_end >= overlap && descriptor_is_ours();
+    if (ends && !write_all(state.encoder->tail, length, state.file_end - overlap)) {
+        /* Each byte of the tail ends the file where a cut may: what is there reads */
+        SAY("NVTXSHIM_TRACE=", state.path, ": the closing write failed (", nvs_log_error_text(errno),
+            "): every event is in the file, which ends without its closing ] (a file cut short, "
+            "which viewers read)");
+    } else if (ends) {
         state.end_before_tail = state.file_end;
         /* closing_from is past the end where the file changed meanwhile */
         state.taken_back_from = taken_back && state.closing_from < state.file_end
@@ -943,7 +1002,7 @@ void nvs_writer_fork_child(void)
         status.st_ino == state.inode)
         nvs_sys_close(state.fd);    /* the parent's: its lock must not outlive the parent here */
     state.fd = -1;
-    state.pid = getpid();
+    state.pid = nvs_sys_getpid();
     state.forked_child = true;
     state.file_end = 0;
     state.tail_written = false;
@@ -953,6 +1012,8 @@ void nvs_writer_fork_child(void)
     set_file(FILE_PENDING);
     for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
         atomic_store(&state.lost[kind], 0);
+    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
+        atomic_store(&state.loss_errors[kind], 0);
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next) {
         atomic_store(&thread->published, 0);
         thread->flushed_bytes = thread->flushed_events = 0;

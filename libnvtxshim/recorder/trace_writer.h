@@ -163,6 +163,8 @@ static inline void nvs_writer_commit(struct nvs_writer_thread *thread, char *end
 }
 
 void nvs_writer_count(enum nvs_writer_loss why, uint64_t events);
+/* The same, where a system call said no: ERROR is given in the line at exit. */
+void nvs_writer_count_error(enum nvs_writer_loss why, uint64_t events, int error);
 
 static inline uint32_t nvs_writer_restarts(const struct nvs_writer_thread *thread)
 {
