@@ -14,6 +14,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
                  $(BUILD)/test/frame_loop \
                  $(BUILD)/test/process_life $(BUILD)/test/process_life_dl $(BUILD)/test/trace_adversary \
+                 $(BUILD)/test/recorder_faults \
                  $(BUILD)/test/secure_probe $(BUILD)/test/libfakeclock.so $(BUILD)/test/clock_agree \
                  $(BUILD)/test/harmless $(BUILD)/test/stub-nopointer/libcuda.so.1
 
@@ -194,6 +195,12 @@ $(BUILD)/test/process_life_dl: test/programs/process_life.c $(call flags,program
 $(BUILD)/test/trace_adversary: test/programs/trace_adversary.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -lpthread
+
+# The program test/test_faults.py fails the recorder's system calls under
+# (test/programs/recorder_faults.c): NVTX alone, no system call of its own.
+$(BUILD)/test/recorder_faults: test/programs/recorder_faults.c $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
 
 # The seccomp launcher test/test_seccomp.py runs recordings under
 # (test/programs/seccomp_run.c): libc alone.

@@ -166,6 +166,8 @@ CORPUS = [
     Case("trace_adversary-loop", ["test/trace_adversary", "loop", "100"]),
     # test_seccomp.py's launcher: its usage (a run under a filter is that test's).
     Case("seccomp_run-usage", ["test/seccomp_run"]),
+    Case("recorder_faults", ["test/recorder_faults", "100"]),
+    Case("recorder_faults-usage", ["test/recorder_faults"]),
 ]
 
 # Programs that only run paired with another: close_after_frames closes glxgears (below).
