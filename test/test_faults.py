@@ -42,7 +42,7 @@ import traceformat
 from conftest import SHIM, program
 from childenv import clean_env
 
-ITERATIONS = 3000      # 12,000 events: a JSON trace of about 10 buffers, a .pftrace of 4 or 5
+ITERATIONS = 3000      # 12,000 events: a JSON trace of 39 buffer writes, a .pftrace of 12
 TIMEOUT = 120          # seconds for one run under strace: far past any run that ends
 FORMATS = ["json", "pftrace"]
 
