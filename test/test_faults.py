@@ -78,8 +78,13 @@ LOSS_WORDS = ("not recorded", "no trace is recorded", "recording stopped", "not 
 
 
 def scratch_env(trace):
+    """A recording to TRACE, the shim preloaded (after the ASan runtime in the ASan half, whose
+    LeakSanitizer cannot run under strace: it stops the world with ptrace)."""
     env = clean_env({"NVTXSHIM_TRACE": str(trace)})
-    env["LD_PRELOAD"] = SHIM
+    first = os.environ.get("NVS_TEST_PRELOAD_FIRST")
+    env["LD_PRELOAD"] = (first + ":" if first else "") + SHIM
+    if "ASAN_OPTIONS" in env:
+        env["ASAN_OPTIONS"] += ":detect_leaks=0"
     return env
 
 
