@@ -83,12 +83,13 @@ $(BUILD)/test/test_error_names_before_2_32: test/unit/test_error_names.c $(BUILD
 	$(Q)$(CC) $(PROGRAM_CFLAGS) -DNVS_TEST_OLD_GLIBC $(DEPFLAGS) $(TABLE_FLAGS) -Ilibnvtxshim $< \
 	  $(BUILD)/test/log_before_2_32.o $(CONFIG_OBJECTS) -o $@
 
-# The capture trigger (capture.c) with the state lock's gettid renamed to nvs_test_syscall, where
-# test/unit/test_capture.c holds a thread between its count and the lock; the rest of the
-# library is stand-ins there.
+# The capture trigger (capture.c) with a seam on the way into its state lock (spin.h's
+# NVS_SPIN_SEAM), where test/unit/test_capture.c holds a thread between its count and the lock,
+# and any system call renamed to nvs_test_syscall, which the test counts (there is none); the
+# rest of the library is stand-ins there.
 $(BUILD)/test/capture_seam.o: libnvtxshim/capture.c $(call flags,lib) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(LIB_CFLAGS) -Dsyscall=nvs_test_syscall $(DEPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(LIB_CFLAGS) -DNVS_SPIN_SEAM=nvs_test_seam -Dsyscall=nvs_test_syscall $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/test/test_capture: test/unit/test_capture.c $(BUILD)/test/capture_seam.o $(call flags,program) \
                             $(DEPFILE)

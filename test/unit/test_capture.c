@@ -4,9 +4,10 @@
  * to close before it opened (nothing was open), then open and stay open to exit: nsys -c nvtx
  * captured the rest of the run.
  *
- * capture.c is built for this test with its one system call, the lock's gettid, renamed to
- * nvs_test_syscall (mk/programs.mk): that is where the first call is held, between its count
- * and the lock, while the other thread makes the last call. Everything else capture.c calls is
+ * capture.c is built for this test with a seam on the way into its state lock (spin.h's
+ * NVS_SPIN_SEAM, here nvs_test_seam; mk/programs.mk): that is where the first call is held,
+ * between its count and the lock, while the other thread makes the last call. Its system calls,
+ * of which there are none, are renamed to nvs_test_syscall and counted. Everything else capture.c calls is
  * a stand-in below that counts what it is asked: the capture range's start and end, the lines
  * it says. Each case prints nothing but failures and a summary line; test_capture.py runs it. */
 #define _GNU_SOURCE
@@ -84,19 +85,25 @@ void nvs_log_debug(const char *format, ...)
     (void)format;
 }
 
-/* ---- the seam: the state lock's gettid ------------------------------------------------- */
+/* ---- the seam: on the way into the state lock ------------------------------------------- */
 
 static pthread_mutex_t gate_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_changed = PTHREAD_COND_INITIALIZER;
 static bool held, released;       /* the held thread waits at the lock; it may go on */
 static __thread bool hold_me;     /* this thread's next lock waits for the release */
-static atomic_bool other_call;    /* a system call other than the lock's gettid came here */
+static atomic_bool other_call;    /* capture.c made a system call: it has none */
 
 long nvs_test_syscall(long number, ...);
 long nvs_test_syscall(long number, ...)
 {
-    if (number != SYS_gettid)
-        atomic_store(&other_call, true);     /* CHECK's counts belong to the main thread */
+    (void)number;
+    atomic_store(&other_call, true);     /* CHECK's counts belong to the main thread */
+    return -1;
+}
+
+void nvs_test_seam(void);
+void nvs_test_seam(void)
+{
     if (hold_me) {
         hold_me = false;
         pthread_mutex_lock(&gate_mutex);
@@ -106,7 +113,6 @@ long nvs_test_syscall(long number, ...)
             pthread_cond_wait(&gate_changed, &gate_mutex);
         pthread_mutex_unlock(&gate_mutex);
     }
-    return gettid();
 }
 
 /* ---- the program's calls, as the call path (hook.h) makes them ------------------------ */
