@@ -21,7 +21,7 @@ import tempfile
 import pytest
 
 import pftracefile
-from conftest import BUILD, ROOT, SHIM, load_trace, program, run
+from conftest import BUILD, ROOT, SHIM, load_trace, program, run, sanitizer_free
 
 TIMEOUT = 60
 FORMATS = ["json", "pftrace"]
@@ -48,17 +48,6 @@ def same_as_without(shimmed, plain):
 
 
 # ---- 1: a handler's first libc call while its thread is in the loader ----------------------
-
-# ASan's own warning when _exit leaves a signal handler (make test-asan), not the library's.
-ASAN_NO_RETURN = (b"WARNING: ASan is ignoring requested __asan_handle_no_return",
-                  b"False positive error reports may follow",
-                  b"For details see https://github.com/google/sanitizers/issues/189")
-
-
-def sanitizer_free(stderr):
-    return b"".join(line for line in stderr.splitlines(True)
-                    if not any(part in line for part in ASAN_NO_RETURN))
-
 
 TRIALS = 300
 

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from traceformat import check_nesting
-from conftest import PYTHON, ROOT, SHIM, STUB, clean_env, program, run
+from conftest import PYTHON, ROOT, SHIM, STUB, clean_env, program, run, sanitizer_free
 
 ON_ACT = "call:libusb_control_transfer"
 TWIN = os.path.join(ROOT, "examples", "harness_physical.py")
@@ -189,7 +189,7 @@ def comparable(result, timing):
     stdout = result.stdout
     if timing:
         stdout = b"".join(line for line in stdout.splitlines(True) if not line.startswith(b"fps="))
-    return stdout, result.stderr, result.returncode
+    return stdout, sanitizer_free(result.stderr), result.returncode
 
 
 def check_traces(directory):
