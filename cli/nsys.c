@@ -1,5 +1,6 @@
-/* Running nsys for the event model (nsys.h): a report exported to SQLite with
- * nsys export, beside the report or in a temporary directory. */
+/* Running nsys for the event model (nsys.h): a report, known by its first
+ * bytes, exported to SQLite with nsys export, beside the report or in a
+ * temporary directory. */
 #define _GNU_SOURCE
 #include "nsys.h"
 
@@ -12,12 +13,53 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* nsys export --type sqlite REPORT to DATABASE; 0, or -1 after a message. */
-static int run_export(const char *report, const char *database, const struct nvs_load_options *options)
+#include "input.h"
+
+/* What every Nsight Systems report begins with, .nsys-rep and .qdrep alike:
+ * nsys's reader refuses a file without it ("Invalid version prefix"). The
+ * version follows: "1." from nsys 2022.4, the build from later ones
+ * ("2024@4@1@61-...v0."). */
+static const char report_magic[] = "NVIDIA Tegra Profiler Report ";
+#define REPORT_MAGIC_LENGTH (sizeof report_magic - 1)
+
+/* Enough of a file to tell a report, a trace or an export from anything else. */
+#define HEAD_BYTES 4096
+
+int nvs_nsys_report_at(const char *path, const struct nvs_load_options *options)
 {
-    const char *nsys = getenv("NSYS");
-    if (!nsys || !*nsys)
-        nsys = "nsys";
+    struct stat status;
+    if (stat(path, &status) != 0 || !S_ISREG(status.st_mode))
+        return 0;
+    unsigned char head[HEAD_BYTES];
+    ssize_t got = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        got = pread(fd, head, sizeof head, 0);
+        close(fd);
+    }
+    if (got < 0)
+        return 0;  /* the reader opens it again, and says why it cannot */
+    size_t length = (size_t)got;
+    if (length >= REPORT_MAGIC_LENGTH && memcmp(head, report_magic, REPORT_MAGIC_LENGTH) == 0)
+        return 1;
+    /* A file named as a report that holds a trace, an export or a gzip is read
+     * as what it holds; one that holds none of these is refused here, by what
+     * it was named as. */
+    bool named = nvs_ends_with(path, ".nsys-rep") || nvs_ends_with(path, ".qdrep");
+    bool gzipped = length >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+    enum nvs_input_kind kind = nvs_input_kind_of(head, length);
+    if (!named || gzipped || (kind != NVS_INPUT_OTHER && kind != NVS_INPUT_EMPTY))
+        return 0;
+    nvs_events_say(options, "cannot read %s: %snot an Nsight Systems report (one begins \"%.*s\"), "
+                   "nor a trace or an nsys export", path, kind == NVS_INPUT_EMPTY ? "empty, " : "",
+                   (int)REPORT_MAGIC_LENGTH - 1, report_magic);
+    return -1;
+}
+
+/* nsys export --type sqlite REPORT to DATABASE; 0, or -1 with why it failed in
+ * WHY (WHY_SIZE bytes). */
+static int run_export(const char *report, const char *database, const char *nsys, char *why, size_t why_size)
+{
     char log_path[] = "/tmp/nvtxshim-export-XXXXXX";
     int log = mkstemp(log_path);
     if (log >= 0)
@@ -25,7 +67,7 @@ static int run_export(const char *report, const char *database, const struct nvs
     fflush(NULL);
     pid_t child = fork();
     if (child < 0) {
-        nvs_events_say(options, "cannot run %s: %s", nsys, strerror(errno));
+        snprintf(why, why_size, "cannot run %s: %s", nsys, strerror(errno));
         if (log >= 0)
             close(log);
         return -1;
@@ -55,16 +97,17 @@ static int run_export(const char *report, const char *database, const struct nvs
             if (strncmp(line, "Exporting", 9) != 0 && strspn(line, " \t") < strlen(line))
                 last = line;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            nvs_events_say(options, "cannot run %s export for %s: %s not found (install Nsight Systems, "
-                           "or set NSYS)", nsys, report, nsys);
+            snprintf(why, why_size, "cannot run %s: not found (install Nsight Systems, or set NSYS)", nsys);
+        else if (WIFSIGNALED(status))
+            snprintf(why, why_size, "%s export was killed by signal %d%s%s", nsys, WTERMSIG(status),
+                     last ? ": " : "", last ? last : "");
         else
-            nvs_events_say(options, "%s export failed for %s%s%s", nsys, report, last ? ": " : "",
-                           last ? last : "");
+            snprintf(why, why_size, "%s export failed%s%s", nsys, last ? ": " : "", last ? last : "");
     }
     if (log >= 0)
         close(log);
     if (ok && access(database, R_OK) != 0) {
-        nvs_events_say(options, "%s export wrote no %s", nsys, database);
+        snprintf(why, why_size, "%s export wrote no %s", nsys, database);
         return -1;
     }
     return ok ? 0 : -1;
@@ -79,7 +122,12 @@ int nvs_nsys_export_report(const char *report, const struct nvs_load_options *op
         nvs_events_say(options, "cannot read %s: %s", report, strerror(errno));
         return -1;
     }
-    size_t stem = strlen(report) - (nvs_ends_with(report, ".nsys-rep") ? strlen(".nsys-rep") : strlen(".qdrep"));
+    /* known by its content: its export is NAME.sqlite, less the report's extension if it has one */
+    size_t stem = strlen(report);
+    if (nvs_ends_with(report, ".nsys-rep"))
+        stem -= strlen(".nsys-rep");
+    else if (nvs_ends_with(report, ".qdrep"))
+        stem -= strlen(".qdrep");
     if (snprintf(database, size, "%.*s.sqlite", (int)stem, report) >= (int)size) {
         nvs_events_say(options, "%s: path too long", report);
         return -1;
@@ -115,6 +163,19 @@ int nvs_nsys_export_report(const char *report, const struct nvs_load_options *op
             return -1;
         }
     }
-    nvs_events_say(options, "exporting %s to %s (nsys export --type sqlite)", report, database);
-    return run_export(report, database, options);
+    const char *nsys = getenv("NSYS");
+    if (!nsys || !*nsys)
+        nsys = "nsys";
+    /* One line, said while nsys works (a long run's report takes minutes) and
+     * ended when it is done: by nothing more, or by why it failed. */
+    fprintf(stderr, "nvtxshim: %s: exporting %s to %s (nsys export --type sqlite)", options->command, report,
+            database);
+    fflush(stderr);
+    char why[1024];
+    int outcome = run_export(report, database, nsys, why, sizeof why);
+    if (outcome == 0)
+        fputs("\n", stderr);
+    else
+        fprintf(stderr, ": %s\n", why);
+    return outcome;
 }

@@ -7,7 +7,15 @@
 
 #include "events.h"
 
-/* The SQLite export of REPORT (a .nsys-rep or .qdrep) into DATABASE (SIZE
+/* What PATH is to the loader, from its first bytes: 1 where it is a regular
+ * file that begins as an Nsight Systems report (.nsys-rep, or .qdrep before
+ * nsys 2021.4), which nsys export reads by its name, whatever that is; -1
+ * where it is named as one but holds no report, and no trace or export either
+ * (after one "nvtxshim: COMMAND: cannot read PATH: ..." line); else 0: what
+ * it holds decides (a pipe is never looked at here: its bytes are read once). */
+int nvs_nsys_report_at(const char *path, const struct nvs_load_options *options);
+
+/* The SQLite export of REPORT (an Nsight Systems report) into DATABASE (SIZE
  * bytes): REPORT's .sqlite beside it when it is up to date (said on stderr),
  * else made there by nsys export --type sqlite, or in a temporary directory
  * when REPORT's is not writable: then its path is in TEMPORARY_DIRECTORY (else
