@@ -161,3 +161,87 @@ def test_zlib_concatenated_members_are_read_whole(traces, tmp_path):
     joined = tmp_path / "two-members.json.gz"
     joined.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
     assert report_of(joined) == report_of(traces["json"])
+
+
+# ---- Nsight Systems reports: known by their first bytes ------------------------------------------
+
+REPORT_HEADER = b"NVIDIA Tegra Profiler Report "   # every .nsys-rep (and .qdrep) begins so
+NOT_A_REPORT = ('nvtxshim: report: cannot read %s: %snot an Nsight Systems report (one begins "NVIDIA '
+                'Tegra Profiler Report"), nor a trace or an nsys export\n')
+
+
+def fake_nsys(tmp_path):
+    """An nsys that notes its arguments in CALLED and fails as nsys export does: its progress
+    bar, then its error. (NSYS_PATH, CALLED)."""
+    called = tmp_path / "called"
+    nsys = tmp_path / "fake-nsys"
+    nsys.write_text("#!/bin/sh\n"
+                    "printf '%%s\\n' \"$@\" > '%s'\n"
+                    "printf 'Exporting 218 events: [1%%%%      ]\\r' >&2\n"
+                    "echo 'Exportation error: Section Table Reference is absent.' >&2\n"
+                    "exit 1\n" % called)
+    nsys.chmod(0o755)
+    return nsys, called
+
+
+def report_with(nsys, path):
+    return subprocess.run([program("nvtxshim"), "report", str(path)], env=clean_env({"NSYS": str(nsys)}),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_file_named_as_an_nsys_report_is_known_by_its_content(traces, tmp_path):
+    # Random bytes, an empty file and a text named .nsys-rep or .qdrep are no report: one line
+    # says so, and nsys is never run. A trace so named is read as the trace it is.
+    nsys, called = fake_nsys(tmp_path)
+    cases = {"random.nsys-rep": (os.urandom(5000), ""), "empty.nsys-rep": (b"", "empty, "),
+             "notes.qdrep": (b"a report, or so its name says\n" * 10, "")}
+    for name, (content, empty) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        result = report_with(nsys, path)
+        assert (result.returncode, result.stdout) == (1, ""), result.stderr
+        assert result.stderr == NOT_A_REPORT % (path, empty)
+        assert not called.exists(), "nsys export was run for %s" % name
+    for form in FORMS:
+        named = tmp_path / ("%s-trace.nsys-rep" % form)
+        shutil.copy(traces[form], named)
+        result = report_with(nsys, named)
+        assert (result.returncode, result.stderr) == (0, ""), result.stderr
+        assert result.stdout.encode() == report_of(traces[form])
+        assert not called.exists()
+
+
+@pytest.mark.parametrize("name", ["capture.nsys-rep", "capture.qdrep", "capture.bin"])
+def test_an_nsys_report_goes_to_nsys_export_whatever_its_name_and_its_failure_is_one_line(tmp_path, name):
+    nsys, called = fake_nsys(tmp_path)
+    path = tmp_path / name
+    path.write_bytes(REPORT_HEADER + b"1.\n\x0bLocal (CLI)" + os.urandom(300))
+    database = tmp_path / (name.rsplit(".", 1)[0] + ".sqlite" if name.endswith("rep") else name + ".sqlite")
+    result = report_with(nsys, path)
+    assert (result.returncode, result.stdout) == (1, "")
+    # the line that says the export is under way, ended by nsys's own last line
+    assert result.stderr == ("nvtxshim: report: exporting %s to %s (nsys export --type sqlite): %s export "
+                             "failed: Exportation error: Section Table Reference is absent.\n"
+                             % (path, database, nsys))
+    assert called.read_text().splitlines() == ["export", "--type", "sqlite", "--force-overwrite", "true", "-o",
+                                               str(database), str(path)]
+    # no nsys at all: one line too
+    missing = report_with(tmp_path / "no-such-nsys", path)
+    assert missing.returncode == 1 and missing.stderr == (
+        "nvtxshim: report: exporting %s to %s (nsys export --type sqlite): cannot run %s: not found "
+        "(install Nsight Systems, or set NSYS)\n" % (path, database, tmp_path / "no-such-nsys"))
+
+
+def test_the_real_nsys_export_failing_is_one_line(tmp_path):
+    # A report's header and nothing of a report after it: nsys export itself refuses it.
+    nsys = shutil.which("nsys")
+    if not nsys:
+        pytest.skip("nsys is not installed (Debian's nsight-systems)")
+    path = tmp_path / "cut.nsys-rep"
+    path.write_bytes(REPORT_HEADER + b"1.\n\x0bLocal (CLI)" + bytes(300))
+    result = report_with(nsys, path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(
+        "nvtxshim: report: exporting %s to %s (nsys export --type sqlite): %s export failed: "
+        % (path, tmp_path / "cut.sqlite", nsys)), result.stderr
+    assert "Exporting" not in result.stderr   # its progress bar left out
