@@ -68,6 +68,11 @@ static const struct {
 #define HISTOGRAM_BAR "#546e7a"
 #define BIN_P99 "#263238"            /* a bin's p99: a dark tick across its bar */
 #define BIN_MAX "#78909c"            /* its slowest frame: a light one */
+/* Of fewer frames than this the p99 by nearest rank is the slowest frame: such
+ * a bin has no p99 of its own, and one tick (its slowest) is drawn for both. */
+#define P99_FRAMES 100
+/* A label over the plot takes about this many pixels per character (11px sans-serif). */
+#define LABEL_CHARACTER_WIDTH 7
 #define AXIS "#616161"
 
 const char *nvs_html_column_colour(int column)
@@ -342,8 +347,30 @@ static void put_figures(FILE *out, const struct nvs_report_process *process,
     }
 }
 
-static void put_legend(FILE *out, const struct nvs_report_process *process, bool binned)
+/* Whether a bin of SIZE frames has a p99 of its own, other than its slowest frame. */
+static bool has_own_p99(size_t size)
 {
+    return size >= P99_FRAMES;
+}
+
+/* The bins' sizes: of COUNT bins of PROCESS's frames, the smaller and the larger. */
+static size_t smaller_bin(const struct nvs_report_process *process, size_t count)
+{
+    return process->count / count;
+}
+
+static size_t larger_bin(const struct nvs_report_process *process, size_t count)
+{
+    return (process->count + count - 1) / count;
+}
+
+static void put_legend(FILE *out, const struct nvs_report_process *process, size_t count)
+{
+    bool binned = count < process->count;
+    /* bins of the smaller size, the larger, or both: with and without a p99 of their own */
+    bool with_p99 = binned && has_own_p99(larger_bin(process, count));
+    bool without_p99 = binned && !has_own_p99(smaller_bin(process, count));
+
     fputs("<ul class=\"legend\">", out);
     for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
         if (process->shown[c])
@@ -362,9 +389,17 @@ static void put_legend(FILE *out, const struct nvs_report_process *process, bool
             fprintf(out, "<li><span class=\"key k-over\"></span>behind the frames over it: %zu of %zu</li>",
                     process->over_budget, process->count);
     }
-    if (binned)
-        fputs("<li><span class=\"key line k-p99\"></span>a bin&#39;s p99</li>"
-              "<li><span class=\"key line k-max\"></span>its slowest frame</li>", out);
+    if (with_p99)
+        fputs("<li><span class=\"key line k-p99\"></span>a bin&#39;s p99</li>", out);
+    if (with_p99 && without_p99)
+        fprintf(out, "<li><span class=\"key line k-max\"></span>its slowest frame (the one tick of a bin of "
+                "fewer than %d frames, which has no p99 of its own: its p99 is its slowest frame)</li>",
+                P99_FRAMES);
+    else if (without_p99)
+        fprintf(out, "<li><span class=\"key line k-max\"></span>a bin&#39;s slowest frame, its one tick: a bin "
+                "of fewer than %d frames has no p99 of its own (its p99 is its slowest frame)</li>", P99_FRAMES);
+    else if (with_p99)
+        fputs("<li><span class=\"key line k-max\"></span>its slowest frame</li>", out);
     fputs("</ul>\n", out);
 }
 
@@ -377,6 +412,62 @@ static double frame_time_scale(const struct nvs_report_process *process)
         if (process->frames[f].value[NVS_COLUMN_TOTAL] > longest)
             longest = process->frames[f].value[NVS_COLUMN_TOTAL];
     return (double)longest / NS_PER_MS;
+}
+
+/* A clipped tick's label: TEXT (SIZE bytes) for VALUE_NS; its half width in pixels. */
+static int clipped_label(char *text, size_t size, int64_t value_ns)
+{
+    int length = snprintf(text, size, "%.3f ms", (double)value_ns / NS_PER_MS);
+    return (length * LABEL_CHARACTER_WIDTH + 1) / 2;
+}
+
+/* Over the plot, the frame time of each bin's slowest frame that is off the
+ * scale (its tick sits at the top edge). Ticks closer together than a label's
+ * width share one, over the highest of them and with its value; labels keep
+ * clear of each other and of the axis's unit. */
+static void put_clipped_labels(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
+                               size_t count, const struct plot *plot)
+{
+    char text[48];
+    int half = 0;
+    for (size_t b = 0; b < count; b++) {
+        int64_t value = process->frames[bars[b].frame].value[NVS_COLUMN_TOTAL];
+        if ((double)value / NS_PER_MS > plot->max && clipped_label(text, sizeof text, value) > half)
+            half = clipped_label(text, sizeof text, value);
+    }
+    if (!half)
+        return;
+    int last_right = plot->left - 4, gap = LABEL_CHARACTER_WIDTH;
+    int64_t group_value = 0;
+    int group_centre = 0;
+    for (size_t b = 0; b <= count; b++) {
+        int64_t value = b < count ? process->frames[bars[b].frame].value[NVS_COLUMN_TOTAL] : 0;
+        if (b < count && (double)value / NS_PER_MS <= plot->max)
+            continue;
+        int x = 0, width, bar_x, bar_width;
+        if (b < count) {
+            slot_of(b, count, &x, &width, &bar_x, &bar_width);
+            x = bar_x + bar_width / 2;
+        }
+        int placed = group_centre > last_right + gap + half ? group_centre : last_right + gap + half;
+        if (placed > CHART_WIDTH - half)
+            placed = CHART_WIDTH - half;
+        if (b < count && group_value && x - half <= placed + half + gap) {
+            if (value > group_value) {
+                group_value = value;
+                group_centre = x;
+            }
+            continue;
+        }
+        if (group_value) {
+            clipped_label(text, sizeof text, group_value);
+            fprintf(out, "<text class=\"clipped\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+                    placed, plot->top - 4, text);
+            last_right = placed + half;
+        }
+        group_value = value;
+        group_centre = x;
+    }
 }
 
 /* Frame time per frame: a stacked bar per frame and the frames over the
@@ -401,15 +492,25 @@ static void put_frame_chart(FILE *out, const struct nvs_report_process *process,
     /* room above the tallest bar: the band shows over it */
     struct plot plot = make_plot(FRAME_PLOT_HEIGHT, scale * 1.04, &step);
     fputs("<h3>Frame time per frame</h3>\n", out);
-    put_legend(out, process, binned);
-    if (binned)
+    put_legend(out, process, count);
+    if (binned) {
+        size_t smaller = smaller_bin(process, count), larger = larger_bin(process, count);
         fprintf(out, "<p class=\"note\">%zu frames in %zu bins of %zu or %zu consecutive frames: a bar stacks "
-                "the parts of its bin&#39;s median frame, the dark tick is the bin&#39;s p99 and the light one "
-                "its slowest frame (each at the top edge when it is off the scale, which holds the run&#39;s "
-                "p99 frame and every bin&#39;s median); %s Each bar&#39;s tooltip has its figures.</p>\n", process->count, count,
-                process->count / count, (process->count + count - 1) / count,
+                "the parts of its bin&#39;s median frame, ", process->count, count, smaller, larger);
+        if (has_own_p99(smaller))
+            fputs("the dark tick is the bin&#39;s p99 and the light one its slowest frame", out);
+        else if (has_own_p99(larger))
+            fprintf(out, "the dark tick is the bin&#39;s p99 and the light one its slowest frame, the only tick "
+                    "of a bin of fewer than %d frames (whose p99 is its slowest frame)", P99_FRAMES);
+        else
+            fprintf(out, "the tick is the bin&#39;s slowest frame, and its p99 too: of fewer than %d frames the "
+                    "p99 by nearest rank is the slowest", P99_FRAMES);
+        fprintf(out, ". A tick above the scale, which holds the run&#39;s p99 frame and every bin&#39;s median, "
+                "sits at the top edge with its frame time over the plot (the highest of the ticks there, "
+                "where several lie close together); %s Each bar&#39;s tooltip has its figures.</p>\n",
                 process->budget_ns ? "the strip under the plot is the share of each bin&#39;s frames over the "
                 "budget, darker for more." : "");
+    }
     int below = binned && process->budget_ns ? AXIS_ROOM + 10 : AXIS_ROOM;
     open_chart_with_room(out, &plot, "frame time per frame", true, below);
     for (size_t b = 0; b < count && !binned; b++)
@@ -430,8 +531,10 @@ static void put_frame_chart(FILE *out, const struct nvs_report_process *process,
             fprintf(out, "frames %" PRIu64 "-%" PRIu64 " (%zu): median ", process->frames[bars[b].first].number,
                     process->frames[bars[b].last - 1].number, size);
             put_ms(out, median->value[NVS_COLUMN_TOTAL]);
-            fputs(" ms, p99 ", out);
-            put_ms(out, bars[b].p99);
+            if (has_own_p99(size)) {
+                fputs(" ms, p99 ", out);
+                put_ms(out, bars[b].p99);
+            }
             fputs(" ms, slowest ", out);
             put_ms(out, slowest->value[NVS_COLUMN_TOTAL]);
             fprintf(out, " ms (frame %" PRIu64 ")", slowest->number);
@@ -445,8 +548,9 @@ static void put_frame_chart(FILE *out, const struct nvs_report_process *process,
         if (binned) {
             double p99_ms = (double)bars[b].p99 / NS_PER_MS;
             int y = p99_ms > plot.max ? plot.top : row_of(&plot, p99_ms);
-            fprintf(out, "<rect class=\"f-p99\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
-                    y > plot.top ? y - 1 : y, bar_width, p99_ms > plot.max ? 3 : 2);
+            if (has_own_p99(bars[b].last - bars[b].first))
+                fprintf(out, "<rect class=\"f-p99\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
+                        y > plot.top ? y - 1 : y, bar_width, p99_ms > plot.max ? 3 : 2);
             double slowest_ms = (double)slowest->value[NVS_COLUMN_TOTAL] / NS_PER_MS;
             y = slowest_ms > plot.max ? plot.top : row_of(&plot, slowest_ms);
             fprintf(out, "<rect class=\"f-max\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
@@ -459,6 +563,8 @@ static void put_frame_chart(FILE *out, const struct nvs_report_process *process,
         }
         fputs("</g>\n", out);
     }
+    if (binned)
+        put_clipped_labels(out, process, bars, count, &plot);
     if (process->budget_ns) {
         /* two pixel rows, the lower one at the budget */
         int y = row_of(&plot, (double)process->budget_ns / NS_PER_MS);

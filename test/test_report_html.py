@@ -524,8 +524,12 @@ def nearest_rank(values, p):
     return ordered[-(-len(ordered) * p // 100) - 1]
 
 
-BIN_TITLE = re.compile(r"frames (\d+)-(\d+) \((\d+)\): median (\d+\.\d{3}) ms, p99 (\d+\.\d{3}) ms, "
+# A bin's tooltip; a bin of fewer than 100 frames has no p99 of its own (its p99 is its slowest
+# frame), and says none.
+BIN_TITLE = re.compile(r"frames (\d+)-(\d+) \((\d+)\): median (\d+\.\d{3}) ms(?:, p99 (\d+\.\d{3}) ms)?, "
                        r"slowest (\d+\.\d{3}) ms \(frame (\d+)\); (\d+) over the budget")
+ONE_TICK = ("a bin&#39;s slowest frame, its one tick: a bin of fewer than 100 frames has no p99 of its own "
+            "(its p99 is its slowest frame)")
 
 
 @pytest.mark.parametrize("count", [48, 12000, 200000])
@@ -553,7 +557,10 @@ def test_a_real_runs_length_draws_each_bins_distribution(tmp_path, count):
         assert (int(match.group(1)), int(match.group(2)), int(match.group(3))) == (first + 1, last, len(mine))
         # The drawn figures are the bin's own, by nearest rank.
         assert float(match.group(4)) == nearest_rank(mine, 50) / 1000
-        assert float(match.group(5)) == nearest_rank(mine, 99) / 1000
+        if len(mine) >= 100:
+            assert float(match.group(5)) == nearest_rank(mine, 99) / 1000
+        else:
+            assert match.group(5) is None and nearest_rank(mine, 99) == max(mine)
         assert float(match.group(6)) == max(mine) / 1000
         over = sum(us > 5000 for us in mine)
         assert int(match.group(8)) == over
@@ -566,8 +573,11 @@ def test_a_real_runs_length_draws_each_bins_distribution(tmp_path, count):
         tops = [int(y) for y in re.findall(r'class="f-(?:usb|rest)" x="\d+" y="(\d+)"', shapes)]
         heights.append(bottom - min(tops))
         medians.append(nearest_rank(mine, 50))
-        p99_y = int(re.search(r'class="f-p99" x="\d+" y="(\d+)"', shapes).group(1))
-        assert bottom - p99_y >= heights[-1] - 1              # the p99 tick at or above the bar
+        # The ticks at or above the bar: the p99 and the slowest frame, or of a bin of fewer than
+        # 100 frames its slowest alone.
+        ticks = re.findall(r'class="f-(p99|max)" x="\d+" y="(\d+)"', shapes)
+        assert [kind for kind, _ in ticks] == (["p99", "max"] if len(mine) >= 100 else ["max"])
+        assert all(bottom - int(y) >= heights[-1] - 1 for _, y in ticks)
     # One scale for all: each bar's height is its median times the same pixels per microsecond.
     scale = sum(h * m for h, m in zip(heights, medians)) / sum(m * m for m in medians)
     assert all(abs(h - scale * m) <= 1.5 for h, m in zip(heights, medians)), (scale, heights[:10])
@@ -577,6 +587,8 @@ def test_a_real_runs_length_draws_each_bins_distribution(tmp_path, count):
     histogram = text.split("<h3>Frame time histogram</h3>")[1].split("</svg>")[0]
     outliers = count // 997
     assert "%d frames took longer, up to 88.000 ms" % outliers in histogram
+    # The outliers' ticks are off the scale: their value is over the plot.
+    assert set(re.findall(r'<text class="clipped" [^>]*>([^<]*)</text>', chart)) == {"88.000 ms"}
     drawn = [int(n) for n in re.findall(r"ms: (\d+) frames?</title>", histogram)]
     assert sum(drawn) == count - outliers and max(drawn) < count * 0.3
     # The picture: the bars in their colours, no band, the strip under the plot.
@@ -585,6 +597,91 @@ def test_a_real_runs_length_draws_each_bins_distribution(tmp_path, count):
     assert picture.parts["usb"].any() and picture.parts["rest"].any()
     # 2-pixel bins touch: their bars make one run along the plot's bottom row.
     assert sum(end - start for start, end in picture.bars) >= picture.width * 0.95
+
+
+def binned_chart(tmp_path, totals, *options):
+    """The frame chart of the page of TOTALS (long_trace): its text, from the legend to the end
+    of its picture, and per bar (tooltip, shapes)."""
+    _, page = report(long_trace(tmp_path / ("run%d.json" % len(totals)), totals), *options)
+    chart = page.read_text().split("<h3>Frame time per frame</h3>")[1].split("</svg>")[0]
+    return chart, re.findall(r"<g><title>(.*?)</title>(.*?)</g>", chart)
+
+
+def tick_kinds(shapes):
+    return re.findall(r'class="f-(p99|max)"', shapes)
+
+
+def test_a_bin_of_fewer_than_100_frames_has_one_tick_and_the_legend_says_why(tmp_path):
+    # 12,000 frames in 460 bins of 26 or 27: a bin's p99 by nearest rank is its slowest frame, so
+    # each bar has one tick, its slowest frame's, and the legend and the note say why; no tooltip
+    # gives a p99.
+    totals = long_run(12000)
+    chart, groups = binned_chart(tmp_path, totals, "--budget", "5ms")
+    assert len(groups) == 460
+    legend = chart.split("</ul>")[0]
+    assert ONE_TICK in legend and "a bin&#39;s p99" not in legend
+    assert "the tick is the bin&#39;s slowest frame, and its p99 too" in chart
+    for b, (title, shapes) in enumerate(groups):
+        mine = totals[b * 12000 // 460:(b + 1) * 12000 // 460]
+        assert tick_kinds(shapes) == ["max"]
+        assert ", p99 " not in title and "slowest %.3f ms" % (max(mine) / 1000) in title
+    # 45,770 frames: bins of 99 and of 100. Those of 100 have a p99 of their own and two ticks;
+    # the legend has both keys and says which bins have one tick.
+    chart, groups = binned_chart(tmp_path, long_run(45770), "--budget", "5ms")
+    legend = chart.split("</ul>")[0]
+    assert "a bin&#39;s p99" in legend and ONE_TICK not in legend
+    assert "the one tick of a bin of fewer than 100 frames" in legend
+    sizes = [int(re.match(r"frames \d+-\d+ \((\d+)\)", title).group(1)) for title, _ in groups]
+    assert set(sizes) == {99, 100}
+    assert all(tick_kinds(shapes) == (["p99", "max"] if size == 100 else ["max"])
+               for size, (_, shapes) in zip(sizes, groups))
+
+
+CLIPPED = re.compile(r'<text class="clipped" x="(\d+)" y="(\d+)" text-anchor="middle">([^<]*)</text>')
+
+
+def test_a_tick_off_the_scale_shows_its_value(tmp_path):
+    # 12,000 frames of 3 to 4.2 ms and one (frame 6001) of 500 ms: the scale holds the run's p99
+    # frame and the bins' medians, so that frame's tick sits at the plot's top edge, and its value
+    # is written over it, above the plot (which begins 22 pixels down the picture).
+    top = 22
+    totals = [3000 + (n * 37) % 1200 for n in range(12000)]
+    totals[6000] = 500000
+    chart, groups = binned_chart(tmp_path, totals)
+    [(x, y, text)] = CLIPPED.findall(chart)
+    assert text == "500.000 ms" and 0 < int(y) < top
+    [shapes] = [shapes for title, shapes in groups if "(frame 6001)" in title]
+    tick = re.search(r'class="f-max" x="(\d+)" y="(\d+)" width="(\d+)"', shapes)
+    assert int(tick.group(2)) == top
+    assert int(x) == int(tick.group(1)) + int(tick.group(3)) // 2
+    # On the scale, no label: the same frame at 4 ms.
+    totals[6000] = 4000
+    chart, _ = binned_chart(tmp_path, totals)
+    assert "500.000" not in chart and not CLIPPED.findall(chart)
+
+
+def test_ticks_off_the_scale_close_together_share_a_label(tmp_path):
+    # One frame in 211 far off the scale (30 to 430 ms; fewer than 1 %, so the run's p99 frame is
+    # not one of them): every bin with such a frame has its tick at the top edge. Ticks closer
+    # than a label's width share one label, which has the highest of their values: the labels do
+    # not overlap, each is the value of a tick off the scale, and the highest of all is shown.
+    import random
+    draw = random.Random(3)
+    totals = [3000 + (n * 37) % 1200 for n in range(24000)]
+    clipped = {}
+    for n in range(0, 24000, 211):
+        totals[n] = 30000 + draw.randint(0, 400000)
+        clipped[n] = totals[n]
+    chart, groups = binned_chart(tmp_path, totals)
+    labels = [(int(x), text) for x, _, text in CLIPPED.findall(chart)]
+    assert 3 <= len(labels) < len(clipped)
+    values = {"%.3f ms" % (us / 1000) for us in clipped.values()}
+    assert all(text in values for _, text in labels)
+    assert "%.3f ms" % (max(clipped.values()) / 1000) in [text for _, text in labels]
+    # 11 px sans-serif takes under 7 pixels a character
+    for (left, left_text), (right, right_text) in zip(labels, labels[1:]):
+        assert right - left >= (len(left_text) + len(right_text)) * 7 / 2, labels
+    assert labels[0][0] - len(labels[0][1]) * 7 / 2 > 64 - 4 and labels[-1][0] + len(labels[-1][1]) * 7 / 2 <= 1000
 
 
 def test_each_process_has_its_section(tmp_path):
