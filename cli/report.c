@@ -22,6 +22,7 @@
 #include "figures.h"
 #include "input.h"
 #include "options.h"
+#include "report_columns.h"
 #include "report_html.h"
 
 #define NS_PER_US 1000.0
@@ -87,6 +88,10 @@ static const char manual[] =
     "      camera (v4l2: DQBUF, QBUF, poll and the rest; not the \"frame age\"\n"
     "      ranges, which run from the capture, before the loop asked for the\n"
     "      frame), serial and hid.\n"
+    "      A column of these parts (usb to rest) that is 0 in every frame is left\n"
+    "      out, as the page leaves it out: a domain whose calls were all outside\n"
+    "      the frames (an X11 connection made at start), or that the loop never\n"
+    "      called, adds no column of zeros.\n"
     "      When the kernel probe ran (NVTXSHIM_KERNEL=on), two more columns give\n"
     "      each frame's time off the CPU: runnable (waiting for a CPU) and\n"
     "      blocked (asleep), with preemptions and page faults for the slowest.\n"
@@ -287,9 +292,35 @@ static void print_marks(const struct nvs_report *report)
     }
 }
 
+/* What the heading says each part column is, in the columns' order. */
+static const char *const part_meanings[NVS_COLUMNS] = {
+    [NVS_COLUMN_USB] = "USB", [NVS_COLUMN_CUDA] = "CUDA copies", [NVS_COLUMN_WAIT] = "GPU waits",
+    [NVS_COLUMN_LAUNCH] = "kernel launches", [NVS_COLUMN_X11] = "X11", [NVS_COLUMN_CAMERA] = "camera (V4L2)",
+    [NVS_COLUMN_SERIAL] = "serial", [NVS_COLUMN_HID] = "HID", [NVS_COLUMN_REST] = "the rest"};
+
+/* ": time in USB, GPU waits and the rest", the parts SHOWN, as a sentence lists them. */
+static void print_parts_heading(const bool shown[NVS_COLUMNS])
+{
+    int count = 0, listed = 0;
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
+        count += shown[c];
+    if (!count)
+        return;
+    fputs(": time in ", stdout);
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++) {
+        if (!shown[c])
+            continue;
+        listed++;
+        fputs(listed == 1 ? "" : listed == count ? " and " : ", ", stdout);
+        fputs(part_meanings[c], stdout);
+    }
+}
+
 static void print_process(const struct nvs_report *report, const struct nvs_report_process *process)
 {
-    const bool *shown = process->shown;
+    /* the page's columns: a part no frame spent time in is left out */
+    bool shown[NVS_COLUMNS];
+    nvs_report_columns_shown(process, shown);
     const struct nvs_report_frame *rows = process->frames;
     size_t n = process->count;
     fputs("\n== Per frame", stdout);
@@ -301,12 +332,9 @@ static void print_process(const struct nvs_report *report, const struct nvs_repo
             put_repr(process->name);
         }
     }
-    printf(" (milliseconds; " NEAREST_RANK "): time in USB, CUDA copies, GPU waits, %sX11%s%s%s and the "
-           "rest%s%s\n",
-           shown[NVS_COLUMN_LAUNCH] ? "kernel launches, " : "",
-           shown[NVS_COLUMN_CAMERA] ? ", camera (V4L2)" : "",
-           shown[NVS_COLUMN_SERIAL] ? ", serial" : "", shown[NVS_COLUMN_HID] ? ", HID" : "",
-           process->with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "",
+    fputs(" (milliseconds; " NEAREST_RANK ")", stdout);
+    print_parts_heading(shown);
+    printf("%s%s\n", process->with_kernel ? "; off CPU (kernel probe): runnable, blocked" : "",
            shown[NVS_COLUMN_LATENCY] ? "; latency: capture to actuation" : "");
     printf("  %-14s", "");
     for (int c = 0; c < NVS_COLUMNS; c++)

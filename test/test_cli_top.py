@@ -34,9 +34,12 @@ def final_report(trace):
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = {}
+    # total, the first column: after "mean of N", "p50", "p99", "max" (the other columns are
+    # those the run's frames spent time in)
     for line in result.stdout.split("== Per frame", 1)[1].splitlines()[2:6]:
         words = line.split()
-        rows[" ".join(words[:-7]) if words[0] == "mean" else words[0]] = words[-7]
+        label = 3 if words[0] == "mean" else 1
+        rows[" ".join(words[:label])] = words[label]
     mean = [key for key in rows if key.startswith("mean of ")][0]
     return int(mean.split()[-1]), rows["p50"], rows["p99"], rows["max"]
 
