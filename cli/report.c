@@ -6,8 +6,8 @@
  * with the kernel probe's figures when it ran and the capture-to-actuation
  * latency when a camera's frames were traced; the slowest frames; the
  * latency's summary; the capture windows. Everything is worked out once into
- * a struct nvs_report (figures.c), which the summary here and the HTML page
- * (report_html.c) print. */
+ * a struct nvs_report (figures.c), which the summary here, the JSON document
+ * (report_json.c) and the HTML page (report_html.c) print. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -24,6 +24,7 @@
 #include "options.h"
 #include "report_columns.h"
 #include "report_html.h"
+#include "report_json.h"
 
 #define NS_PER_US 1000.0
 #define NS_PER_MS 1e6
@@ -40,7 +41,7 @@ static const char manual[] =
     "\n"
     "SYNOPSIS\n"
     "    nvtxshim report FILE [--slowest N] [--budget DURATION] [--html OUT.html]\n"
-    "                         [--max-input SIZE]\n"
+    "                         [--json[=OUT]] [--max-input SIZE]\n"
     "    nvtxshim report --help\n"
     "\n"
     "DESCRIPTION\n"
@@ -189,6 +190,17 @@ static const char manual[] =
     "        is there and is not a regular file (a device node, a FIFO, a socket,\n"
     "        a directory, a symbolic link) is left as it is: one line, exit 1.\n"
     "\n"
+    "    --json[=OUT]\n"
+    "        Print the same figures as one JSON document instead of the summary\n"
+    "        (--json or --json=-: on stdout, which then holds the document alone),\n"
+    "        or write it to OUT (--json=OUT; the summary is printed as ever). Its\n"
+    "        schema is \"nvtxshim-report/1\", named in its \"schema\" field and\n"
+    "        described in docs/json.md and docs/schema/report-v1.json: every\n"
+    "        figure of the summary, times as whole nanoseconds, the keys in a fixed\n"
+    "        order. OUT only as --json=OUT: a word after --json is FILE. OUT is\n"
+    "        written as the page is (beside it, then renamed; never over something\n"
+    "        that is not a regular file).\n"
+    "\n"
     "    --max-input SIZE\n"
     "        The most memory FILE may take once read from a pipe or\n"
     "        decompressed (bytes, or with k, M, G or T: 512M, 8G; default 4G).\n"
@@ -198,10 +210,10 @@ static const char manual[] =
     "        Print this page and exit.\n"
     "\n"
     "EXIT STATUS\n"
-    "    0   the summary was printed.\n"
+    "    0   the summary (or the JSON document) was printed.\n"
     "    1   FILE could not be read (one line on stderr says why), nsys export\n"
-    "        failed, FILE holds no NVTX ranges or marks, or the page could not\n"
-    "        be written.\n"
+    "        failed, FILE holds no NVTX ranges or marks, or the page or the JSON\n"
+    "        document could not be written.\n"
     "    2   a usage error.\n"
     "\n"
     "EXAMPLES\n"
@@ -209,6 +221,7 @@ static const char manual[] =
     "    nvtxshim report report.sqlite --slowest 10 --budget 16.7ms\n"
     "    NVTXSHIM_TRACE=rig.json NVTXSHIM_FRAME=usb.in:0x81 nvtxshim run -- ./loop\n"
     "    nvtxshim report rig.json --html rig.html\n"
+    "    nvtxshim report rig.pftrace --json | jq '.processes[].columns.total.p99'\n"
     "    nvtxshim run --frame usb.in:0x81 --trace rig.pftrace -- ./loop && nvtxshim report rig.pftrace\n";
 
 /* ---- output helpers ----------------------------------------------------------- */
@@ -466,9 +479,18 @@ static int usage_error(const char *format, const char *what)
     return nvs_option_usage_error("report", format, what);
 }
 
+/* Whether the files at A and B are one: the same name, or the same file by two. */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat first, second;
+    return strcmp(a, b) == 0 || (stat(a, &first) == 0 && stat(b, &second) == 0 &&
+                                 first.st_dev == second.st_dev && first.st_ino == second.st_ino);
+}
+
 int nvs_cli_report(int argc, char **argv)
 {
-    const char *path = NULL, *html = NULL, *value;
+    const char *path = NULL, *html = NULL, *json = NULL, *value;
+    bool json_bare = false;             /* --json without =OUT: a file after it is not its */
     long slowest = DEFAULT_SLOWEST;
     int64_t budget_ns = 0;
     uint64_t max_input = 0;
@@ -485,6 +507,17 @@ int nvs_cli_report(int argc, char **argv)
             if (!*value)
                 return usage_error("%s--html needs the page's file name", "");
             html = value;
+        } else if (strcmp(argument, "--json") == 0) {
+            /* its value only as --json=OUT, as getopt's optional arguments: a
+             * word after it is FILE */
+            json = "-";
+            json_bare = true;
+        } else if (strncmp(argument, "--json=", strlen("--json=")) == 0) {
+            json = argument + strlen("--json=");
+            json_bare = false;
+            if (!*json)
+                return usage_error("%s--json=OUT needs the document's file name (or - for standard output)",
+                                   "");
         } else if ((value = nvs_option_value("--max-input", argc, argv, &i))) {
             if (!nvs_input_parse_size(value, &max_input))
                 return usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
@@ -498,19 +531,29 @@ int nvs_cli_report(int argc, char **argv)
             return usage_error("unknown option %s", argument);
         } else if (!path) {
             path = argument;
+        } else if (json_bare) {
+            return usage_error("one file at a time: '%s' is one too many (the document's file is given "
+                               "as --json=OUT)", argument);
         } else {
             return usage_error("one file at a time: '%s' is one too many", argument);
         }
     }
     if (!path)
         return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION] "
-                           "[--html OUT.html] [--max-input SIZE]", "");
+                           "[--html OUT.html] [--json[=OUT]] [--max-input SIZE]", "");
     struct stat file, page;
     if (html && stat(path, &file) == 0 && stat(html, &page) == 0 && file.st_dev == page.st_dev &&
         file.st_ino == page.st_ino)
         return usage_error("--html %s is FILE itself", html);
+    bool json_to_stdout = json && strcmp(json, "-") == 0;
+    if (json && !json_to_stdout && strcmp(path, "-") != 0 && same_file(path, json))
+        return usage_error("--json=%s is FILE itself", json);
+    if (json && !json_to_stdout && html && same_file(html, json))
+        return usage_error("--json and --html name the same file: %s", json);
 
     if (html && nvs_html_refused("report", html) != 0)
+        return 1;
+    if (json && !json_to_stdout && nvs_json_refused("report", json) != 0)
         return 1;
 
     struct nvs_events events = {0};
@@ -528,25 +571,31 @@ int nvs_cli_report(int argc, char **argv)
         nvs_events_free(&events);
         return 1;
     }
-    /* Everything is worked out once (figures.c); the summary and the page print it. */
+    /* Everything is worked out once (figures.c); the summary, the document and the page print it. */
     struct nvs_report report = {.path = path, .slowest = slowest};
     int status = nvs_figures_compute(&events, budget_ns, &report);
-    if (status == 0) {
+    if (status != 0)
+        fputs("nvtxshim: report: out of memory\n", stderr);
+    /* the document on stdout takes the summary's place: stdout is then one JSON value */
+    if (status == 0 && !json_to_stdout) {
         print_names(&report);
         print_marks(&report);
         print_frames(&report);
         print_latency(&report);
         print_captures(&report);
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "nvtxshim: report: cannot write the summary: %s\n", strerror(errno));
+            status = -1;
+        }
     }
-    if (status != 0)
-        fputs("nvtxshim: report: out of memory\n", stderr);
-    if (fflush(stdout) != 0 && status == 0) {
-        fprintf(stderr, "nvtxshim: report: cannot write the summary: %s\n", strerror(errno));
-        status = -1;
-    }
-    /* after the summary, which is printed whatever becomes of the page */
+    /* after the summary, which is printed whatever becomes of the files; a file
+     * that cannot be written does not keep the other from being written */
+    int files = 0;
+    if (status == 0 && json)
+        files |= nvs_report_write_json(&report, json);
     if (status == 0 && html)
-        status = nvs_report_write_html(&report, html);
+        files |= nvs_report_write_html(&report, html);
+    status |= files;
     nvs_figures_free(&report);
     nvs_events_free(&events);
     return status ? 1 : 0;

@@ -23,6 +23,8 @@ packages=(
   # test/test_report_html.py renders nvtxshim report's page in headless Chromium and measures
   # the picture with PIL.
   chromium python3-pil
+  # test/test_report_json.py validates report --json against docs/schema/report-v1.json.
+  python3-jsonschema
   valgrind strace
   btrfs-progs
   nsight-systems nsight-systems-target
