@@ -116,8 +116,22 @@ void *nvs_events_alloc(struct nvs_events *events, size_t size)
 
 /* ---- the event and name lists --------------------------------------------- */
 
+/* Events handed to a sink at once. */
+#define SINK_BATCH 4096
+
+int nvs_events_flush(struct nvs_events *events)
+{
+    if (!events->sink || !events->count)
+        return 0;
+    size_t count = events->count;
+    events->count = 0;
+    return events->sink->take(events->sink->context, events->events, count);
+}
+
 struct nvs_event *nvs_events_add(struct nvs_events *events)
 {
+    if (events->sink && events->count >= SINK_BATCH && nvs_events_flush(events) != 0)
+        return NULL;
     struct nvs_event *grown = nvs_room_for_one(events->events, events->count, &events->capacity,
                                                sizeof *grown, 4096);
     if (!grown)

@@ -70,6 +70,15 @@ struct nvs_thread_name {
 };
 
 struct nvs_string_pool;
+struct nvs_events;
+
+/* Where a reader's events go as they are read, instead of staying in the
+ * list: TAKE gets them a batch at a time (their strings stay valid until
+ * nvs_events_free) and returns 0, or -1 (out of memory: the reading stops). */
+struct nvs_event_sink {
+    int (*take)(void *context, const struct nvs_event *batch, size_t count);
+    void *context;
+};
 
 struct nvs_events {
     struct nvs_event *events;
@@ -77,6 +86,9 @@ struct nvs_events {
     struct nvs_thread_name *names;
     size_t name_count, name_capacity;
     struct nvs_string_pool *strings;
+    /* When set, the list holds at most a batch: the events go to the sink as it
+     * fills and at nvs_events_flush (nvs_events_load calls it). */
+    struct nvs_event_sink *sink;
 };
 
 enum nvs_load_what {
@@ -113,8 +125,14 @@ static inline bool nvs_ends_with(const char *text, const char *suffix)
  * can be compared as pointers. NULL when out of memory. */
 const char *nvs_events_intern(struct nvs_events *events, const char *text, size_t length);
 
-/* Appends an event (its strings already interned); NULL when out of memory. */
+/* Appends an event (its strings already interned); NULL when out of memory.
+ * With a sink, the event before it may have gone to the sink: the pointer is
+ * good until the next add. */
 struct nvs_event *nvs_events_add(struct nvs_events *events);
+
+/* The events in the list handed to the sink, if there is one, and the list
+ * emptied. 0, or the sink's -1. */
+int nvs_events_flush(struct nvs_events *events);
 
 /* Sorts by start time; events that start together keep their order. */
 void nvs_events_sort(struct nvs_events *events);

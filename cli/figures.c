@@ -1,5 +1,5 @@
-/* The figures of a report (figures.h), worked out once from a profile's
- * events: the per-name table, each process's frames (their breakdown into
+/* The figures of a report (figures.h), worked out from a profile's events as
+ * they are read, in memory that does not grow with them: the per-name table, each process's frames (their breakdown into
  * parts by domain and category, the kernel probe's figures, the camera's
  * drops and the capture-to-actuation latency, the statistics, the budget),
  * the latency's summary and the capture windows. Per-frame times are unions
@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "events.h"
+#include "grow.h"
+#include "map.h"
 
 #define NS_PER_MS 1e6
 #define CALL_DOMAINS 6
@@ -241,151 +243,8 @@ static size_t mark_kind(const char *text, char *out)
     return length;
 }
 
-struct mark_row {
-    const char *domain, *kind, *text;
-    int64_t start;
-    size_t order;                    /* position in the events, for a stable sort */
-};
 
-/* By domain, kind, text, then time. */
-static int compare_mark_rows(const void *a, const void *b)
-{
-    const struct mark_row *x = a, *y = b;
-    int order = nvs_compare_interned(x->domain, y->domain);
-    if (!order)
-        order = nvs_compare_interned(x->kind, y->kind);
-    if (!order)
-        order = nvs_compare_interned(x->text, y->text);
-    if (!order && x->start != y->start)
-        order = (x->start > y->start) - (x->start < y->start);
-    if (!order)
-        order = (x->order > y->order) - (x->order < y->order);
-    return order;
-}
-
-/* A kind: rows FIRST..LAST (sorted by text); a text: rows FIRST..LAST, its
- * first at ROWS[FIRST]. */
-struct mark_group {
-    const char *domain;
-    size_t first, last;
-    int64_t start;
-};
-
-/* By domain, then the most marks first, then kind. */
-static int compare_kinds(const void *a, const void *b, void *rows_argument)
-{
-    const struct mark_group *x = a, *y = b;
-    const struct mark_row *rows = rows_argument;
-    int order = nvs_compare_interned(x->domain, y->domain);
-    if (!order && x->last - x->first != y->last - y->first)
-        order = (x->last - x->first < y->last - y->first) - (x->last - x->first > y->last - y->first);
-    if (!order)
-        order = nvs_compare_interned(rows[x->first].kind, rows[y->first].kind);
-    return order;
-}
-
-/* By the time of the first mark. */
-static int compare_texts(const void *a, const void *b)
-{
-    const struct mark_group *x = a, *y = b;
-    if (x->start != y->start)
-        return (x->start > y->start) - (x->start < y->start);
-    return (x->first > y->first) - (x->first < y->first);
-}
-
-/* The marks by kind (figures.h): each mark's kind, the marks sorted by domain,
- * kind, text and time, a group per kind and, in each, per text. */
-static int compute_marks(struct nvs_events *events, struct nvs_report *report)
-{
-    size_t count = 0, longest = 0;
-    for (size_t i = 0; i < events->count; i++)
-        if (events->events[i].kind == NVS_EVENT_MARK) {
-            size_t length = strlen(events->events[i].name);
-            count++;
-            longest = length > longest ? length : longest;
-        }
-    if (!count)
-        return 0;
-    const char *kernel_figures = nvs_events_intern(events, "frame N: off-CPU figures", 24);
-    struct mark_row *rows = malloc(count * sizeof *rows);
-    struct mark_group *kinds = malloc(count * sizeof *kinds);
-    struct mark_group *texts = malloc(count * sizeof *texts);
-    char *kind = malloc(2 * longest + 1);     /* "1 abc" (5 bytes) is "N abc(s)" (8) */
-    int status = kernel_figures && rows && kinds && texts && kind ? 0 : -1;
-    size_t n = 0;
-    for (size_t i = 0; status == 0 && i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        if (event->kind != NVS_EVENT_MARK)
-            continue;
-        /* the kernel probe's mark at each frame's end: one kind, its figures
-         * are in the per-frame table */
-        struct kernel_mark mark;
-        const char *interned = kernel_figures;
-        if (!parse_kernel_mark(event, &mark))
-            interned = nvs_events_intern(events, kind, mark_kind(event->name, kind));
-        if (!interned)
-            status = -1;
-        rows[n++] = (struct mark_row){event->domain, interned, event->name, event->start, i};
-    }
-    size_t kind_count = 0;
-    if (status == 0) {
-        qsort(rows, n, sizeof *rows, compare_mark_rows);
-        for (size_t first = 0; first < n;) {
-            size_t last = first + 1;
-            while (last < n && !nvs_compare_interned(rows[last].domain, rows[first].domain) &&
-                   !nvs_compare_interned(rows[last].kind, rows[first].kind))
-                last++;
-            kinds[kind_count++] = (struct mark_group){rows[first].domain, first, last, 0};
-            first = last;
-        }
-        qsort_r(kinds, kind_count, sizeof *kinds, compare_kinds, rows);
-        if (!(report->marks = malloc(kind_count * sizeof *report->marks)))
-            status = -1;
-    }
-    for (size_t k = 0; status == 0 && k < kind_count; k++) {
-        const struct mark_group *group = &kinds[k];
-        size_t text_count = 0;
-        for (size_t first = group->first; first < group->last;) {
-            size_t last = first + 1;
-            while (last < group->last && !nvs_compare_interned(rows[last].text, rows[first].text))
-                last++;
-            texts[text_count++] = (struct mark_group){NULL, first, last, rows[first].start};
-            first = last;
-        }
-        struct nvs_report_mark_kind *out = &report->marks[report->mark_kind_count++];
-        *out = (struct nvs_report_mark_kind){group->domain, rows[group->first].kind,
-                                             group->last - group->first, text_count, 0, {{0}}};
-        if (text_count == 1 && !nvs_compare_interned(rows[group->first].text, rows[group->first].kind))
-            continue;
-        qsort(texts, text_count, sizeof *texts, compare_texts);
-        for (size_t t = 0; t < text_count && t < NVS_MARK_EXAMPLES; t++)
-            out->examples[out->example_count++] = (struct nvs_report_mark_text){
-                rows[texts[t].first].text, texts[t].last - texts[t].first};
-    }
-    free(rows);
-    free(kinds);
-    free(texts);
-    free(kind);
-    return status;
-}
-
-/* ---- per range name ------------------------------------------------------------ */
-
-struct named_duration {
-    const char *domain, *name;
-    int64_t duration;
-};
-
-static int compare_named(const void *a, const void *b)
-{
-    const struct named_duration *x = a, *y = b;
-    int order = nvs_compare_interned(x->domain, y->domain);
-    if (!order)
-        order = nvs_compare_interned(x->name, y->name);
-    if (!order)
-        order = (x->duration > y->duration) - (x->duration < y->duration);
-    return order;
-}
+/* ---- per range name: the table's names ---------------------------------------- */
 
 /* The table's name for EVENT: "frame N", the function of a call (the name's
  * first word; a launch keeps its kernel's name, the whole name), or the whole
@@ -415,134 +274,126 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
     return event->name;
 }
 
-/* A per-name table into *NAMES (*NAME_COUNT rows): per domain and table name,
- * the ranges' count and statistics; of every process, or of process PID alone
- * (ONE_PROCESS). */
-static int compute_names_of(struct nvs_events *events, bool one_process, uint32_t pid,
-                            struct nvs_report_name **names, size_t *name_count)
+/* A capture window: a "capture ..." range of an NVTX domain of the program's. */
+static bool is_capture(const struct nvs_event *event)
 {
-    size_t ranges = 0;
-    for (size_t i = 0; i < events->count; i++)
-        ranges += events->events[i].kind == NVS_EVENT_RANGE &&
-                  (!one_process || events->events[i].pid == pid);
-    struct named_duration *rows = malloc((ranges + 1) * sizeof *rows);
-    int64_t *values = malloc((ranges + 1) * sizeof *values);
-    *names = malloc((ranges + 1) * sizeof **names);
-    *name_count = 0;
-    if (!rows || !values || !*names) {
-        free(rows);
-        free(values);
-        return -1;
-    }
-    size_t count = 0;
-    for (size_t i = 0; i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        if (event->kind != NVS_EVENT_RANGE || (one_process && event->pid != pid))
-            continue;
-        const char *name = table_name(events, event);
-        if (!name) {
-            free(rows);
-            free(values);
-            return -1;
-        }
-        rows[count++] = (struct named_duration){event->domain, name, event->end - event->start};
-    }
-    qsort(rows, count, sizeof *rows, compare_named);
-    for (size_t first = 0; first < count;) {
-        size_t last = first;
-        while (last < count && rows[last].domain == rows[first].domain &&
-               rows[last].name == rows[first].name) {
-            values[last - first] = rows[last].duration;
-            last++;
-        }
-        struct nvs_report_name *row = &(*names)[(*name_count)++];
-        row->domain = rows[first].domain;
-        row->name = rows[first].name;
-        row->count = last - first;
-        statistics(values, row->count, row->stats);
-        first = last;
-    }
-    free(rows);
-    free(values);
-    return 0;
+    if (event->kind != NVS_EVENT_RANGE || !event->domain[0] || strcmp(event->domain, "default") == 0 ||
+        frame_number(event) || call_domain(event) >= 0 ||
+        strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0)
+        return false;
+    size_t word = strcspn(event->name, " ");
+    return word == 7 && strncmp(event->name, "capture", 7) == 0;
 }
 
-static int compute_names(struct nvs_events *events, struct nvs_report *report)
+/* ---- what the builder keeps ------------------------------------------------------- */
+
+/* Durations kept exactly, of every name together: past it, the names with the
+ * most give theirs to a sketch (p50 and p99 then within SKETCH_ERROR). */
+#define EXACT_VALUES_MAX ((size_t)4 << 20)
+/* Call intervals held for frames still open and calls waiting for their frame:
+ * past it, the oldest open frames are closed. */
+#define HELD_INTERVALS_MAX ((size_t)1 << 20)
+/* Frames open at once (a ring): past it, the oldest is closed. */
+#define OPEN_FRAMES_MAX ((size_t)1 << 16)
+/* The texts a kind of marks tells apart: past it, marks of new texts are counted only. */
+#define MARK_TEXTS_MAX 4096
+
+/* A log-linear histogram of durations: values below 2 * SKETCH_SUB exactly,
+ * then SKETCH_SUB buckets a power of two, so a bucket's middle is within
+ * 1/(2 * SKETCH_SUB) of any value in it (0.39 %). */
+#define SKETCH_SUB 128
+#define SKETCH_BUCKETS (2 * SKETCH_SUB + 56 * SKETCH_SUB)
+
+static size_t sketch_index(int64_t value)
 {
-    return compute_names_of(events, false, 0, &report->names, &report->name_count);
+    if (value < 2 * SKETCH_SUB)
+        return value < 0 ? 0 : (size_t)value;
+    unsigned top = 63u - (unsigned)__builtin_clzll((unsigned long long)value);   /* >= 8 */
+    unsigned shift = top - 7;
+    size_t index = 2 * SKETCH_SUB + (size_t)(top - 8) * SKETCH_SUB +
+                   (size_t)(((uint64_t)value >> shift) - SKETCH_SUB);
+    return index < SKETCH_BUCKETS ? index : SKETCH_BUCKETS - 1;
 }
 
-/* Each process's own table, where there are several. */
-static int compute_process_names(struct nvs_events *events, struct nvs_report *report)
+/* The middle of bucket INDEX. */
+static int64_t sketch_value(size_t index)
 {
-    for (size_t p = 0; p < report->process_count && report->process_count > 1; p++) {
-        struct nvs_report_process *process = &report->processes[p];
-        if (compute_names_of(events, true, process->pid, &process->names, &process->name_count) != 0)
-            return -1;
-    }
-    return 0;
+    if (index < 2 * SKETCH_SUB)
+        return (int64_t)index;
+    size_t above = index - 2 * SKETCH_SUB;
+    unsigned shift = (unsigned)(above / SKETCH_SUB) + 1;
+    uint64_t low = (uint64_t)(SKETCH_SUB + above % SKETCH_SUB) << shift;
+    return (int64_t)(low + (1ull << (shift - 1)));
 }
-
-/* ---- per frame ------------------------------------------------------------------ */
 
 struct interval {
     int64_t start, end;
 };
 
-static int compare_intervals(const void *a, const void *b)
-{
-    const struct interval *x = a, *y = b;
-    if (x->start != y->start)
-        return (x->start > y->start) - (x->start < y->start);
-    return (x->end > y->end) - (x->end < y->end);
-}
+/* A call's interval in a frame, and its part. */
+struct part_interval {
+    int64_t start, end;
+    uint32_t part;
+};
 
-/* The length of the union of the intervals (sorted here). */
-static int64_t union_length(struct interval *intervals, size_t count)
-{
-    qsort(intervals, count, sizeof *intervals, compare_intervals);
-    int64_t total = 0;
-    for (size_t i = 0; i < count;) {
-        int64_t start = intervals[i].start, end = intervals[i].end;
-        for (i++; i < count && intervals[i].start <= end; i++)
-            if (intervals[i].end > end)
-                end = intervals[i].end;
-        total += end - start;
-    }
-    return total;
-}
+/* A range name's durations in one process. */
+struct name_acc {
+    const char *domain, *name;
+    uint32_t pid;
+    size_t count;
+    int64_t sum, max;
+    int64_t *values;                 /* exact, while sketch is NULL */
+    size_t value_count, value_capacity;
+    uint64_t *sketch;                /* SKETCH_BUCKETS counts, once the values gave way */
+};
 
-/* A launch column is shown once some frame's launches take 0.001 ms as printed. */
-#define LAUNCH_SHOWN_NS 500
+struct mark_text {
+    const char *text;
+    size_t count;
+    int64_t start;                   /* its first mark's */
+    uint64_t order;
+};
 
-static int compare_kernel_marks(const void *a, const void *b)
-{
-    const struct kernel_mark *x = a, *y = b;
-    if (x->pid != y->pid)
-        return (x->pid > y->pid) - (x->pid < y->pid);
-    return (x->number > y->number) - (x->number < y->number);
-}
+struct mark_acc {
+    const char *domain, *kind;
+    size_t count;
+    struct mark_text *texts;
+    size_t text_count, text_capacity;
+    struct map index;                /* a text (its pointer) -> its place in texts */
+    bool more_texts;                 /* texts past MARK_TEXTS_MAX were not told apart */
+};
 
-static int compare_by_start(const void *a, const void *b)
-{
-    const struct nvs_event *x = *(const struct nvs_event *const *)a;
-    const struct nvs_event *y = *(const struct nvs_event *const *)b;
-    if (x->start != y->start)
-        return (x->start > y->start) - (x->start < y->start);
-    return (x > y) - (x < y);
-}
+/* What a process's ranges and marks say, frames or not. */
+struct pid_info {
+    uint32_t pid;
+    bool camera, serial, hid;
+    int64_t budget_ns, budget_at;    /* of its first over-budget mark */
+};
 
-/* By process, then start: a process's frames, or calls, side by side. */
-static int compare_by_pid_and_start(const void *a, const void *b)
-{
-    const struct nvs_event *x = *(const struct nvs_event *const *)a;
-    const struct nvs_event *y = *(const struct nvs_event *const *)b;
-    if (x->pid != y->pid)
-        return (x->pid > y->pid) - (x->pid < y->pid);
-    return compare_by_start(a, b);
-}
+/* A frame whose calls are still gathered. */
+struct open_frame {
+    size_t proc, row;
+    struct part_interval *items;
+    size_t count, capacity;
+};
 
-/* ---- capture to actuation ----------------------------------------------------- */
+#define NOT_OPEN UINT64_MAX
+
+/* A process's frames, as rows in start order, and its calls waiting for a frame. */
+struct proc {
+    uint32_t pid;
+    struct nvs_report_frame *rows;   /* value[REST]: time its calls cover, value[LATENCY]: its
+                                      * copies and launches together, until the report */
+    uint64_t *open;                  /* per row: its open frame's number, or NOT_OPEN */
+    size_t count, capacity;
+    int64_t longest, last_end;
+    struct part_interval *pending;   /* calls that reach past its last frame */
+    size_t pending_count, pending_capacity;
+    int64_t dropped_end;             /* the latest end of a call in no frame it had then */
+    bool calls_seen;
+    size_t late;                     /* calls that came after their frame was closed */
+    bool estimated;
+};
 
 /* A camera frame the loop dequeued: its capture timestamp is the frame age
  * range's end less its payload (the age), in every reader. */
@@ -551,6 +402,813 @@ struct camera_frame {
     int64_t capture, dequeue;
     bool consumed;
 };
+
+struct actuation {
+    uint32_t pid;
+    int64_t start, end;
+    uint64_t order;
+};
+
+struct drop {
+    uint32_t pid;
+    int64_t start;
+    uint64_t count;
+};
+
+struct capture {
+    const char *name, *domain;
+    int64_t start, end;
+    uint64_t order;
+};
+
+struct nvs_figures_builder {
+    struct nvs_events *events;       /* where names are interned */
+    int64_t budget_ns;
+    uint64_t order;
+    size_t nvtx_events;              /* ranges and marks */
+    bool failed;
+    const char *frame_n, *kernel_kind;
+    char *kind_text;
+    size_t kind_text_size;
+
+    struct name_acc *names;
+    size_t name_count, name_capacity, exact_values;
+    struct map name_index;
+
+    struct mark_acc *marks;
+    size_t mark_count, mark_capacity;
+    struct map mark_index;
+
+    struct pid_info *pids;
+    size_t pid_count, pid_capacity;
+    struct map pid_index;
+
+    struct proc *procs;
+    size_t proc_count, proc_capacity;
+    struct map proc_index;
+
+    struct open_frame *open;         /* a ring of OPEN_FRAMES_MAX, the oldest at open_first */
+    uint64_t open_first, open_next;  /* numbers of the oldest and of the next */
+    size_t held;                     /* intervals held, open frames' and pending */
+
+    struct kernel_mark *kernel_marks;
+    size_t kernel_mark_count, kernel_mark_capacity;
+    struct camera_frame *camera_frames;
+    size_t camera_frame_count, camera_frame_capacity;
+    struct actuation *actuations;
+    size_t actuation_count, actuation_capacity;
+    struct drop *drops;
+    size_t drop_count, drop_capacity;
+    struct capture *captures;
+    size_t capture_count, capture_capacity;
+};
+
+/* Room for one more in *ITEMS (COUNT of SIZE, room for *CAPACITY); false (the
+ * builder failed) when out of memory. */
+static bool grow(struct nvs_figures_builder *builder, void **items, size_t count, size_t *capacity,
+                 size_t size)
+{
+    void *grown = nvs_room_for_one(*items, count, capacity, size, 16);
+    if (!grown) {
+        builder->failed = true;
+        return false;
+    }
+    *items = grown;
+    return true;
+}
+#define GROW(builder, array, count, capacity) \
+    grow((builder), (void **)&(array), (count), &(capacity), sizeof *(array))
+
+static uint64_t pointer_hash(const void *pointer)
+{
+    return nvs_map_mix((uint64_t)(uintptr_t)pointer);
+}
+
+/* ---- per range name ------------------------------------------------------------ */
+
+static struct name_acc *name_acc_of(struct nvs_figures_builder *builder, const char *domain,
+                                    const char *name, uint32_t pid)
+{
+    uint64_t key = pointer_hash(domain) ^ nvs_map_mix(pointer_hash(name));
+    for (struct map_slot *slot = nvs_map_find(&builder->name_index, key, pid); slot;
+         slot = nvs_map_next(&builder->name_index, slot)) {
+        struct name_acc *acc = &builder->names[slot->value];
+        if (acc->domain == domain && acc->name == name)
+            return acc;
+    }
+    if (!GROW(builder, builder->names, builder->name_count, builder->name_capacity))
+        return NULL;
+    struct map_slot *slot = nvs_map_add(&builder->name_index, key, pid);
+    if (!slot) {
+        builder->failed = true;
+        return NULL;
+    }
+    slot->value = builder->name_count;
+    struct name_acc *acc = &builder->names[builder->name_count++];
+    *acc = (struct name_acc){.domain = domain, .name = name, .pid = pid};
+    return acc;
+}
+
+static bool to_sketch(struct nvs_figures_builder *builder, struct name_acc *acc)
+{
+    uint64_t *sketch = calloc(SKETCH_BUCKETS, sizeof *sketch);
+    if (!sketch) {
+        builder->failed = true;
+        return false;
+    }
+    for (size_t i = 0; i < acc->value_count; i++)
+        sketch[sketch_index(acc->values[i])]++;
+    builder->exact_values -= acc->value_count;
+    free(acc->values);
+    acc->values = NULL;
+    acc->value_count = acc->value_capacity = 0;
+    acc->sketch = sketch;
+    return true;
+}
+
+/* Past EXACT_VALUES_MAX: the names with the most values sketched, until half is left. */
+static void relieve_names(struct nvs_figures_builder *builder)
+{
+    while (builder->exact_values > EXACT_VALUES_MAX / 2 && !builder->failed) {
+        struct name_acc *most = NULL;
+        for (size_t i = 0; i < builder->name_count; i++)
+            if (!builder->names[i].sketch && (!most || builder->names[i].value_count > most->value_count))
+                most = &builder->names[i];
+        if (!most || !to_sketch(builder, most))
+            return;
+    }
+}
+
+static void add_name(struct nvs_figures_builder *builder, const struct nvs_event *event)
+{
+    const char *name = table_name(builder->events, event);
+    struct name_acc *acc = name ? name_acc_of(builder, event->domain, name, event->pid) : NULL;
+    if (!acc) {
+        builder->failed = true;
+        return;
+    }
+    int64_t duration = event->end - event->start;
+    acc->count++;
+    acc->sum += duration;
+    if (acc->count == 1 || duration > acc->max)
+        acc->max = duration;
+    if (acc->sketch) {
+        acc->sketch[sketch_index(duration)]++;
+        return;
+    }
+    if (!GROW(builder, acc->values, acc->value_count, acc->value_capacity))
+        return;
+    acc->values[acc->value_count++] = duration;
+    if (++builder->exact_values > EXACT_VALUES_MAX)
+        relieve_names(builder);
+}
+
+/* ---- marks by kind --------------------------------------------------------------- */
+
+static struct mark_acc *mark_acc_of(struct nvs_figures_builder *builder, const char *domain,
+                                    const char *kind)
+{
+    uint64_t key = pointer_hash(domain);
+    uint64_t second = pointer_hash(kind);
+    struct map_slot *slot = nvs_map_find(&builder->mark_index, key, second);
+    for (; slot; slot = nvs_map_next(&builder->mark_index, slot)) {
+        struct mark_acc *acc = &builder->marks[slot->value];
+        if (acc->domain == domain && acc->kind == kind)
+            return acc;
+    }
+    if (!GROW(builder, builder->marks, builder->mark_count, builder->mark_capacity))
+        return NULL;
+    if (!(slot = nvs_map_add(&builder->mark_index, key, second))) {
+        builder->failed = true;
+        return NULL;
+    }
+    slot->value = builder->mark_count;
+    struct mark_acc *acc = &builder->marks[builder->mark_count++];
+    *acc = (struct mark_acc){.domain = domain, .kind = kind};
+    return acc;
+}
+
+static void add_mark(struct nvs_figures_builder *builder, const struct nvs_event *event)
+{
+    /* the kernel probe's mark at each frame's end: one kind, its figures are
+     * in the per-frame table */
+    struct kernel_mark mark;
+    const char *kind = builder->kernel_kind;
+    if (!parse_kernel_mark(event, &mark)) {
+        size_t length = strlen(event->name);
+        if (2 * length + 1 > builder->kind_text_size) {
+            /* "1 abc" (5 bytes) is "N abc(s)" (8) */
+            char *grown = realloc(builder->kind_text, 2 * length + 1);
+            if (!grown) {
+                builder->failed = true;
+                return;
+            }
+            builder->kind_text = grown;
+            builder->kind_text_size = 2 * length + 1;
+        }
+        kind = nvs_events_intern(builder->events, builder->kind_text,
+                                 mark_kind(event->name, builder->kind_text));
+    }
+    struct mark_acc *acc = kind ? mark_acc_of(builder, event->domain, kind) : NULL;
+    if (!acc) {
+        builder->failed = true;
+        return;
+    }
+    acc->count++;
+    struct map_slot *slot = nvs_map_find(&acc->index, pointer_hash(event->name), 0);
+    for (; slot; slot = nvs_map_next(&acc->index, slot))
+        if (acc->texts[slot->value].text == event->name)
+            break;
+    if (slot) {
+        struct mark_text *text = &acc->texts[slot->value];
+        text->count++;
+        if (event->start < text->start) {
+            text->start = event->start;
+            text->order = builder->order;
+        }
+        return;
+    }
+    if (acc->text_count >= MARK_TEXTS_MAX) {
+        acc->more_texts = true;
+        return;
+    }
+    if (!GROW(builder, acc->texts, acc->text_count, acc->text_capacity))
+        return;
+    if (!(slot = nvs_map_add(&acc->index, pointer_hash(event->name), 0))) {
+        builder->failed = true;
+        return;
+    }
+    slot->value = acc->text_count;
+    acc->texts[acc->text_count++] = (struct mark_text){event->name, 1, event->start, builder->order};
+}
+
+/* ---- processes ------------------------------------------------------------------- */
+
+static struct pid_info *pid_info_of(struct nvs_figures_builder *builder, uint32_t pid)
+{
+    struct map_slot *slot = nvs_map_find(&builder->pid_index, pid, 0);
+    if (slot)
+        return &builder->pids[slot->value];
+    if (!GROW(builder, builder->pids, builder->pid_count, builder->pid_capacity))
+        return NULL;
+    if (!(slot = nvs_map_put(&builder->pid_index, pid, 0))) {
+        builder->failed = true;
+        return NULL;
+    }
+    slot->value = builder->pid_count;
+    struct pid_info *info = &builder->pids[builder->pid_count++];
+    *info = (struct pid_info){.pid = pid};
+    return info;
+}
+
+/* The budget B of the library's mark "over budget frame N: T ms > B ms" in
+ * domain nvtxshim, in ns; 0 when EVENT is no such mark. */
+static int64_t budget_of_mark(const struct nvs_event *event)
+{
+    int64_t budget_ns;
+    if (event->kind != NVS_EVENT_MARK || !in_domain(event, NVS_DOMAIN_SHIM) ||
+        !nvs_over_budget_read(event->name, &budget_ns))
+        return 0;
+    return budget_ns;
+}
+
+/* The device columns a process has (its own calls or marks in their domains)
+ * and the budget of its first over-budget mark. */
+static void note_pid(struct nvs_figures_builder *builder, const struct nvs_event *event)
+{
+    struct pid_info *info = pid_info_of(builder, event->pid);
+    if (!info)
+        return;
+    info->camera |= in_domain(event, NVS_DOMAIN_V4L2);
+    info->serial |= in_domain(event, NVS_DOMAIN_SERIAL);
+    info->hid |= in_domain(event, NVS_DOMAIN_HID);
+    int64_t marked = budget_of_mark(event);
+    if (marked && (!info->budget_ns || event->start < info->budget_at)) {
+        info->budget_ns = marked;
+        info->budget_at = event->start;
+    }
+}
+
+static struct proc *proc_of(struct nvs_figures_builder *builder, uint32_t pid)
+{
+    struct map_slot *slot = nvs_map_find(&builder->proc_index, pid, 0);
+    if (slot)
+        return &builder->procs[slot->value];
+    if (!GROW(builder, builder->procs, builder->proc_count, builder->proc_capacity))
+        return NULL;
+    if (!(slot = nvs_map_put(&builder->proc_index, pid, 0))) {
+        builder->failed = true;
+        return NULL;
+    }
+    slot->value = builder->proc_count;
+    struct proc *proc = &builder->procs[builder->proc_count++];
+    *proc = (struct proc){.pid = pid, .last_end = INT64_MIN, .dropped_end = INT64_MIN};
+    return proc;
+}
+
+/* ---- per frame: each frame's calls, gathered while it is open ---------------------- */
+
+static int compare_part_intervals(const void *a, const void *b)
+{
+    const struct part_interval *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->end > y->end) - (x->end < y->end);
+}
+
+/* The union of each part's intervals in ITEMS (sorted here): PARTS[part],
+ * copies and launches together, and all of them. */
+static void unions(struct part_interval *items, size_t count, int64_t parts[PARTS],
+                   int64_t *cuda_and_launches, int64_t *all)
+{
+    qsort(items, count, sizeof *items, compare_part_intervals);
+    struct interval current[PART_LISTS];
+    int64_t total[PART_LISTS] = {0};
+    bool active[PART_LISTS] = {false};
+    for (size_t i = 0; i < count; i++) {
+        unsigned lists[3] = {items[i].part, PART_ALL, PART_LISTS};
+        if (items[i].part == PART_CUDA || items[i].part == PART_LAUNCH)
+            lists[2] = PART_CUDA_AND_LAUNCHES;
+        for (int l = 0; l < 3; l++) {
+            unsigned d = lists[l];
+            if (d == PART_LISTS)
+                continue;
+            if (active[d] && items[i].start <= current[d].end) {
+                if (items[i].end > current[d].end)
+                    current[d].end = items[i].end;
+                continue;
+            }
+            if (active[d])
+                total[d] += current[d].end - current[d].start;
+            current[d] = (struct interval){items[i].start, items[i].end};
+            active[d] = true;
+        }
+    }
+    for (int d = 0; d < PART_LISTS; d++)
+        if (active[d])
+            total[d] += current[d].end - current[d].start;
+    for (int d = 0; d < PARTS; d++)
+        parts[d] = total[d];
+    *cuda_and_launches = total[PART_CUDA_AND_LAUNCHES];
+    *all = total[PART_ALL];
+}
+
+static struct open_frame *open_frame(struct nvs_figures_builder *builder, uint64_t number)
+{
+    return &builder->open[number % OPEN_FRAMES_MAX];
+}
+
+/* An open frame's figures into ROW (its own, or a copy). */
+static void measure_open(struct open_frame *open, struct nvs_report_frame *row)
+{
+    int64_t parts[PARTS];
+    unions(open->items, open->count, parts, &row->value[NVS_COLUMN_LATENCY], &row->value[NVS_COLUMN_REST]);
+    for (int d = 0; d < PARTS; d++)
+        row->value[NVS_COLUMN_USB + d] = parts[d];
+}
+
+/* The oldest open frame closed: its figures made, its intervals let go. */
+static void close_oldest(struct nvs_figures_builder *builder)
+{
+    struct open_frame *open = open_frame(builder, builder->open_first);
+    struct proc *proc = &builder->procs[open->proc];
+    measure_open(open, &proc->rows[open->row]);
+    proc->open[open->row] = NOT_OPEN;
+    builder->held -= open->count;
+    free(open->items);
+    *open = (struct open_frame){0};
+    builder->open_first++;
+}
+
+/* Past HELD_INTERVALS_MAX: the oldest open frames closed, and the calls waiting
+ * long for a frame let go, until half is left. */
+static void relieve_intervals(struct nvs_figures_builder *builder)
+{
+    while (builder->held > HELD_INTERVALS_MAX / 2 && builder->open_first < builder->open_next)
+        close_oldest(builder);
+    if (builder->held <= HELD_INTERVALS_MAX / 2)
+        return;
+    /* what waits for a frame that has not come: a process's calls before its
+     * latest, kept only from the last ones */
+    for (size_t p = 0; p < builder->proc_count; p++) {
+        struct proc *proc = &builder->procs[p];
+        if (proc->pending_count < 2)
+            continue;
+        size_t keep = proc->pending_count / 2, from = proc->pending_count - keep;
+        for (size_t i = 0; i < from; i++)
+            if (proc->pending[i].end > proc->dropped_end)
+                proc->dropped_end = proc->pending[i].end;
+        memmove(proc->pending, proc->pending + from, keep * sizeof *proc->pending);
+        builder->held -= from;
+        proc->pending_count = keep;
+    }
+}
+
+/* The call interval [START, END) of PART into row K of PROC: gathered while the
+ * frame is open, else added to its figures (an estimate: it may overlap another). */
+static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc, size_t k, int64_t start,
+                         int64_t end, unsigned part)
+{
+    struct nvs_report_frame *row = &proc->rows[k];
+    int64_t frame_end = row->start + row->value[NVS_COLUMN_TOTAL];
+    if (start < row->start)
+        start = row->start;
+    if (end > frame_end)
+        end = frame_end;
+    if (end <= start)
+        return;
+    if (proc->open[k] == NOT_OPEN) {
+        row->value[NVS_COLUMN_USB + part] += end - start;
+        if (part == PART_CUDA || part == PART_LAUNCH)
+            row->value[NVS_COLUMN_LATENCY] += end - start;
+        row->value[NVS_COLUMN_REST] += end - start;
+        if (row->value[NVS_COLUMN_REST] > row->value[NVS_COLUMN_TOTAL])
+            row->value[NVS_COLUMN_REST] = row->value[NVS_COLUMN_TOTAL];
+        proc->late++;
+        proc->estimated = true;
+        return;
+    }
+    struct open_frame *open = open_frame(builder, proc->open[k]);
+    if (!GROW(builder, open->items, open->count, open->capacity))
+        return;
+    open->items[open->count++] = (struct part_interval){start, end, part};
+    if (++builder->held > HELD_INTERVALS_MAX)
+        relieve_intervals(builder);
+}
+
+static void add_frame(struct nvs_figures_builder *builder, const struct nvs_event *event)
+{
+    struct proc *proc = proc_of(builder, event->pid);
+    if (!proc || !GROW(builder, proc->rows, proc->count, proc->capacity))
+        return;
+    size_t capacity = proc->capacity;
+    uint64_t *open = realloc(proc->open, capacity * sizeof *open);
+    if (!open) {
+        builder->failed = true;
+        return;
+    }
+    proc->open = open;
+    if (!builder->open && !(builder->open = calloc(OPEN_FRAMES_MAX, sizeof *builder->open))) {
+        builder->failed = true;
+        return;
+    }
+    if (builder->open_next - builder->open_first == OPEN_FRAMES_MAX)
+        close_oldest(builder);
+    /* in start order: a frame that starts before the last one is put in its place */
+    size_t k = proc->count;
+    while (k > 0 && proc->rows[k - 1].start > event->start)
+        k--;
+    if (k < proc->count) {
+        memmove(&proc->rows[k + 1], &proc->rows[k], (proc->count - k) * sizeof *proc->rows);
+        memmove(&proc->open[k + 1], &proc->open[k], (proc->count - k) * sizeof *proc->open);
+        for (uint64_t n = builder->open_first; n < builder->open_next; n++) {
+            struct open_frame *other = open_frame(builder, n);
+            if (&builder->procs[other->proc] == proc && other->row >= k)
+                other->row++;
+        }
+        proc->estimated |= proc->calls_seen;
+    }
+    proc->count++;
+    struct nvs_report_frame *row = &proc->rows[k];
+    memset(row, 0, sizeof *row);
+    row->number = frame_number(event);
+    row->start = event->start;
+    row->value[NVS_COLUMN_TOTAL] = event->end - event->start;
+    if (event->offcpu) {
+        row->has_kernel = true;
+        row->value[NVS_COLUMN_RUNNABLE] = (int64_t)event->offcpu->runnable_ns;
+        row->value[NVS_COLUMN_BLOCKED] = (int64_t)event->offcpu->blocked_ns;
+        row->preemptions = event->offcpu->preemptions;
+        row->faults = event->offcpu->faults;
+    }
+    if (event->start < proc->dropped_end)
+        proc->estimated = true;     /* a call left out as in no frame may have been in this one */
+    if (event->end - event->start > proc->longest)
+        proc->longest = event->end - event->start;
+    if (event->end > proc->last_end)
+        proc->last_end = event->end;
+    uint64_t number = builder->open_next++;
+    *open_frame(builder, number) = (struct open_frame){.proc = (size_t)(proc - builder->procs), .row = k};
+    proc->open[k] = number;
+    /* the calls that waited for it: those that end in it or before are done */
+    size_t kept = 0;
+    for (size_t i = 0; i < proc->pending_count; i++) {
+        struct part_interval call = proc->pending[i];
+        add_to_frame(builder, proc, k, call.start, call.end, call.part);
+        if (call.end > event->end) {
+            proc->pending[kept++] = call;
+            continue;
+        }
+        if (call.end <= event->start && call.end > proc->dropped_end)
+            proc->dropped_end = call.end;
+        builder->held--;
+    }
+    proc->pending_count = kept;
+}
+
+static void add_call(struct nvs_figures_builder *builder, const struct nvs_event *event)
+{
+    struct proc *proc = proc_of(builder, event->pid);
+    if (!proc)
+        return;
+    proc->calls_seen = true;
+    unsigned part = call_part(event);
+    /* the frames it overlaps: those that start before its end, back to its start less the longest */
+    size_t low = 0, high = proc->count;
+    while (low < high) {
+        size_t middle = (low + high) / 2;
+        if (proc->rows[middle].start < event->end)
+            low = middle + 1;
+        else
+            high = middle;
+    }
+    bool in_frame = false;
+    for (size_t k = low; k-- > 0 && proc->rows[k].start > event->start - proc->longest;) {
+        if (proc->rows[k].start + proc->rows[k].value[NVS_COLUMN_TOTAL] > event->start &&
+            event->end > event->start) {
+            add_to_frame(builder, proc, k, event->start, event->end, part);
+            in_frame = true;
+        }
+    }
+    if (event->end > proc->last_end) {
+        /* it reaches past the last frame: the next may hold the rest */
+        if (!GROW(builder, proc->pending, proc->pending_count, proc->pending_capacity))
+            return;
+        proc->pending[proc->pending_count++] = (struct part_interval){event->start, event->end, part};
+        if (++builder->held > HELD_INTERVALS_MAX)
+            relieve_intervals(builder);
+    } else if (!in_frame && event->end > proc->dropped_end) {
+        proc->dropped_end = event->end;
+    }
+}
+
+/* ---- the builder ------------------------------------------------------------------ */
+
+struct nvs_figures_builder *nvs_figures_begin(struct nvs_events *events, int64_t budget_ns)
+{
+    struct nvs_figures_builder *builder = calloc(1, sizeof *builder);
+    if (!builder)
+        return NULL;
+    builder->events = events;
+    builder->budget_ns = budget_ns;
+    builder->frame_n = nvs_events_intern(events, "frame N", 7);
+    builder->kernel_kind = nvs_events_intern(events, "frame N: off-CPU figures", 24);
+    if (!builder->frame_n || !builder->kernel_kind) {
+        free(builder);
+        return NULL;
+    }
+    return builder;
+}
+
+int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event *batch, size_t count)
+{
+    for (size_t i = 0; i < count && !builder->failed; i++) {
+        const struct nvs_event *event = &batch[i];
+        builder->order++;
+        if (event->kind == NVS_EVENT_RANGE)
+            add_name(builder, event);
+        if (event->kind == NVS_EVENT_MARK)
+            add_mark(builder, event);
+        if (event->kind == NVS_EVENT_RANGE || event->kind == NVS_EVENT_MARK) {
+            builder->nvtx_events++;
+            note_pid(builder, event);
+        }
+        if (is_frame(event))
+            add_frame(builder, event);
+        else if (counts_toward_frame(event))
+            add_call(builder, event);
+        struct kernel_mark mark;
+        uint64_t dropped;
+        if (parse_kernel_mark(event, &mark)) {
+            if (GROW(builder, builder->kernel_marks, builder->kernel_mark_count, builder->kernel_mark_capacity))
+                builder->kernel_marks[builder->kernel_mark_count++] = mark;
+        } else if (is_frame_age(event) && event->has_payload) {
+            if (GROW(builder, builder->camera_frames, builder->camera_frame_count,
+                     builder->camera_frame_capacity))
+                builder->camera_frames[builder->camera_frame_count++] =
+                    (struct camera_frame){event->pid, event->end - event->payload, event->end, false};
+        } else if (is_actuation(event)) {
+            if (GROW(builder, builder->actuations, builder->actuation_count, builder->actuation_capacity))
+                builder->actuations[builder->actuation_count++] =
+                    (struct actuation){event->pid, event->start, event->end, builder->order};
+        } else if (is_drop(event, &dropped)) {
+            if (GROW(builder, builder->drops, builder->drop_count, builder->drop_capacity))
+                builder->drops[builder->drop_count++] = (struct drop){event->pid, event->start, dropped};
+        } else if (is_capture(event)) {
+            if (GROW(builder, builder->captures, builder->capture_count, builder->capture_capacity))
+                builder->captures[builder->capture_count++] =
+                    (struct capture){event->name, event->domain, event->start, event->end, builder->order};
+        }
+    }
+    return builder->failed ? -1 : 0;
+}
+
+void nvs_figures_discard(struct nvs_figures_builder *builder)
+{
+    if (!builder)
+        return;
+    for (size_t i = 0; i < builder->name_count; i++) {
+        free(builder->names[i].values);
+        free(builder->names[i].sketch);
+    }
+    free(builder->names);
+    nvs_map_free(&builder->name_index);
+    for (size_t i = 0; i < builder->mark_count; i++) {
+        free(builder->marks[i].texts);
+        nvs_map_free(&builder->marks[i].index);
+    }
+    free(builder->marks);
+    nvs_map_free(&builder->mark_index);
+    free(builder->pids);
+    nvs_map_free(&builder->pid_index);
+    for (size_t p = 0; p < builder->proc_count; p++) {
+        free(builder->procs[p].rows);
+        free(builder->procs[p].open);
+        free(builder->procs[p].pending);
+    }
+    free(builder->procs);
+    nvs_map_free(&builder->proc_index);
+    for (uint64_t n = builder->open_first; builder->open && n < builder->open_next; n++)
+        free(open_frame(builder, n)->items);
+    free(builder->open);
+    free(builder->kernel_marks);
+    free(builder->camera_frames);
+    free(builder->actuations);
+    free(builder->drops);
+    free(builder->captures);
+    free(builder->kind_text);
+    free(builder);
+}
+
+/* ---- the report, from what the builder kept ---------------------------------------- */
+
+/* A table name's statistics from ACCS (COUNT of them, one name, any processes):
+ * exact where each kept its values, else p50 and p99 from the sketches. */
+static int name_row(struct name_acc **accs, size_t count, struct nvs_report_name *row)
+{
+    *row = (struct nvs_report_name){.domain = accs[0]->domain, .name = accs[0]->name};
+    size_t values = 0;
+    int64_t sum = 0, max = 0;
+    bool sketched = false;
+    for (size_t i = 0; i < count; i++) {
+        row->count += accs[i]->count;
+        values += accs[i]->value_count;
+        sum += accs[i]->sum;
+        if (i == 0 || accs[i]->max > max)
+            max = accs[i]->max;
+        sketched |= accs[i]->sketch != NULL;
+    }
+    if (!sketched) {
+        int64_t *all = malloc((values + 1) * sizeof *all);
+        if (!all)
+            return -1;
+        size_t n = 0;
+        for (size_t i = 0; i < count; i++) {
+            memcpy(all + n, accs[i]->values, accs[i]->value_count * sizeof *all);
+            n += accs[i]->value_count;
+        }
+        statistics(all, n, row->stats);
+        free(all);
+        return 0;
+    }
+    uint64_t *sketch = calloc(SKETCH_BUCKETS, sizeof *sketch);
+    if (!sketch)
+        return -1;
+    int64_t min = INT64_MAX;
+    for (size_t i = 0; i < count; i++) {
+        for (size_t v = 0; v < accs[i]->value_count; v++)
+            sketch[sketch_index(accs[i]->values[v])]++;
+        for (size_t b = 0; accs[i]->sketch && b < SKETCH_BUCKETS; b++)
+            sketch[b] += accs[i]->sketch[b];
+    }
+    for (size_t b = 0; b < SKETCH_BUCKETS && min == INT64_MAX; b++)
+        if (sketch[b])
+            min = sketch_value(b);
+    row->estimated = true;
+    row->stats[NVS_STAT_MEAN] = (double)sum / (double)row->count;
+    row->stats[NVS_STAT_MAX] = (double)max;
+    unsigned percents[2] = {50, 99};
+    int stats[2] = {NVS_STAT_P50, NVS_STAT_P99};
+    for (int s = 0; s < 2; s++) {
+        size_t rank = (percents[s] * row->count + 99) / 100, seen = 0;
+        if (!rank)
+            rank = 1;
+        for (size_t b = 0; b < SKETCH_BUCKETS; b++) {
+            seen += sketch[b];
+            if (seen >= rank) {
+                int64_t value = sketch_value(b);
+                row->stats[stats[s]] = (double)(value > max ? max : value < min ? min : value);
+                break;
+            }
+        }
+    }
+    free(sketch);
+    return 0;
+}
+
+static int compare_accs(const void *a, const void *b)
+{
+    const struct name_acc *x = *(const struct name_acc *const *)a, *y = *(const struct name_acc *const *)b;
+    int order = nvs_compare_interned(x->domain, y->domain);
+    if (!order)
+        order = nvs_compare_interned(x->name, y->name);
+    return order;
+}
+
+/* A per-name table into *NAMES (*NAME_COUNT rows): per domain and table name,
+ * the ranges' count and statistics; of every process, or of process PID alone
+ * (ONE_PROCESS). */
+static int names_table(const struct nvs_figures_builder *builder, bool one_process, uint32_t pid,
+                       struct nvs_report_name **names, size_t *name_count)
+{
+    struct name_acc **accs = malloc((builder->name_count + 1) * sizeof *accs);
+    *names = malloc((builder->name_count + 1) * sizeof **names);
+    *name_count = 0;
+    if (!accs || !*names) {
+        free(accs);
+        return -1;
+    }
+    size_t count = 0;
+    for (size_t i = 0; i < builder->name_count; i++)
+        if (!one_process || builder->names[i].pid == pid)
+            accs[count++] = &builder->names[i];
+    qsort(accs, count, sizeof *accs, compare_accs);
+    int status = 0;
+    for (size_t first = 0; first < count && status == 0;) {
+        size_t last = first + 1;
+        while (last < count && accs[last]->domain == accs[first]->domain &&
+               accs[last]->name == accs[first]->name)
+            last++;
+        status = name_row(accs + first, last - first, &(*names)[(*name_count)++]);
+        first = last;
+    }
+    free(accs);
+    return status;
+}
+
+/* By domain, then the most marks first, then kind. */
+static int compare_kinds(const void *a, const void *b)
+{
+    const struct mark_acc *x = *(const struct mark_acc *const *)a, *y = *(const struct mark_acc *const *)b;
+    int order = nvs_compare_interned(x->domain, y->domain);
+    if (!order && x->count != y->count)
+        order = (x->count < y->count) - (x->count > y->count);
+    if (!order)
+        order = nvs_compare_interned(x->kind, y->kind);
+    return order;
+}
+
+/* By the time of the first mark. */
+static int compare_texts(const void *a, const void *b)
+{
+    const struct mark_text *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static int report_marks(struct nvs_figures_builder *builder, struct nvs_report *report)
+{
+    if (!builder->mark_count)
+        return 0;
+    struct mark_acc **kinds = malloc(builder->mark_count * sizeof *kinds);
+    report->marks = malloc(builder->mark_count * sizeof *report->marks);
+    if (!kinds || !report->marks) {
+        free(kinds);
+        return -1;
+    }
+    for (size_t k = 0; k < builder->mark_count; k++)
+        kinds[k] = &builder->marks[k];
+    qsort(kinds, builder->mark_count, sizeof *kinds, compare_kinds);
+    for (size_t k = 0; k < builder->mark_count; k++) {
+        struct mark_acc *acc = kinds[k];
+        struct nvs_report_mark_kind *out = &report->marks[report->mark_kind_count++];
+        *out = (struct nvs_report_mark_kind){acc->domain, acc->kind, acc->count, acc->text_count, 0, {{0}},
+                                             acc->more_texts};
+        if (acc->text_count == 1 && !acc->more_texts &&
+            !nvs_compare_interned(acc->texts[0].text, acc->kind))
+            continue;
+        /* the first texts in time order: sorted in place (a text's place in the
+         * index is its place in the array, so the index is rebuilt) */
+        qsort(acc->texts, acc->text_count, sizeof *acc->texts, compare_texts);
+        nvs_map_free(&acc->index);
+        for (size_t t = 0; t < acc->text_count; t++) {
+            struct map_slot *slot = nvs_map_add(&acc->index, pointer_hash(acc->texts[t].text), 0);
+            if (!slot) {
+                free(kinds);
+                return -1;
+            }
+            slot->value = t;
+        }
+        for (size_t t = 0; t < acc->text_count && t < NVS_MARK_EXAMPLES; t++)
+            out->examples[out->example_count++] =
+                (struct nvs_report_mark_text){acc->texts[t].text, acc->texts[t].count};
+    }
+    free(kinds);
+    return 0;
+}
+
+/* ---- capture to actuation ----------------------------------------------------- */
 
 /* A camera frame and the actuation that consumed it: the first to start at or
  * after its dequeue while it was the newest frame its process had dequeued. */
@@ -574,39 +1232,34 @@ static int compare_camera_frames(const void *a, const void *b)
     return (x->capture > y->capture) - (x->capture < y->capture);
 }
 
-/* The pairs of EVENTS: per actuation in start order, the newest camera frame
- * of its process dequeued at or before its start, when no actuation took it. */
-static int pair_captures(const struct nvs_events *events, struct latency *latency)
+static int compare_actuations(const void *a, const void *b)
+{
+    const struct actuation *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The pairs: per actuation in start order, the newest camera frame of its
+ * process dequeued at or before its start, when no actuation took it. */
+static int pair_captures(struct nvs_figures_builder *builder, struct latency *latency)
 {
     memset(latency, 0, sizeof *latency);
-    size_t frame_count = 0, actuation_count = 0;
-    for (size_t i = 0; i < events->count; i++) {
-        frame_count += is_frame_age(&events->events[i]) && events->events[i].has_payload;
-        actuation_count += is_actuation(&events->events[i]);
-    }
-    latency->camera_frames = frame_count;
-    latency->actuations = actuation_count;
-    if (!frame_count || !actuation_count)
+    size_t f = builder->camera_frame_count, a = builder->actuation_count;
+    latency->camera_frames = f;
+    latency->actuations = a;
+    if (!f || !a)
         return 0;
-    struct camera_frame *frames = malloc(frame_count * sizeof *frames);
-    const struct nvs_event **actuations = malloc(actuation_count * sizeof *actuations);
-    latency->pairs = malloc(actuation_count * sizeof *latency->pairs);
-    if (!frames || !actuations || !latency->pairs) {
-        free(frames), free(actuations);
+    struct camera_frame *frames = builder->camera_frames;
+    struct actuation *actuations = builder->actuations;
+    if (!(latency->pairs = malloc(a * sizeof *latency->pairs)))
         return -1;
-    }
-    size_t f = 0, a = 0;
-    for (size_t i = 0; i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        if (is_frame_age(event) && event->has_payload)
-            frames[f++] = (struct camera_frame){event->pid, event->end - event->payload, event->end, false};
-        else if (is_actuation(event))
-            actuations[a++] = event;
-    }
+    for (size_t i = 0; i < f; i++)
+        frames[i].consumed = false;
     qsort(frames, f, sizeof *frames, compare_camera_frames);
-    qsort(actuations, a, sizeof *actuations, compare_by_start);
+    qsort(actuations, a, sizeof *actuations, compare_actuations);
     for (size_t i = 0; i < a; i++) {
-        const struct nvs_event *actuation = actuations[i];
+        const struct actuation *actuation = &actuations[i];
         /* the first frame after (pid, start), then the one before it */
         size_t low = 0, high = f;
         while (low < high) {
@@ -624,182 +1277,53 @@ static int pair_captures(const struct nvs_events *events, struct latency *latenc
         latency->pairs[latency->count++] = (struct latency_pair){
             actuation->pid, newest->capture, newest->dequeue, actuation->start, actuation->end};
     }
-    free(frames);
-    free(actuations);
+    return 0;
+}
+
+/* The capture-to-actuation summary, over every process's pairs. */
+static int compute_latency(const struct latency *latency, struct nvs_report *report)
+{
+    report->latency.pairs = latency->count;
+    report->latency.camera_frames = latency->camera_frames;
+    report->latency.actuations = latency->actuations;
+    if (!latency->count)
+        return 0;
+    int64_t *values = malloc(latency->count * sizeof *values);
+    if (!values)
+        return -1;
+    for (size_t p = 0; p < latency->count; p++)
+        values[p] = latency->pairs[p].end - latency->pairs[p].capture;
+    statistics(values, latency->count, report->latency.stats);
+    free(values);
     return 0;
 }
 
 /* ---- each process's frames, measured ------------------------------------------ */
 
-/* The loop frame of process PID (FRAMES in start order, none longer than
- * LONGEST) that holds time T; -1 when none does. */
-static long frame_at(const struct nvs_event **frames, size_t count, int64_t longest, uint32_t pid,
-                     int64_t t)
+/* The row of ROWS (COUNT, in start order, none longer than LONGEST) that holds
+ * time T; -1 when none does. */
+static long frame_at(const struct nvs_report_frame *rows, size_t count, int64_t longest, int64_t t)
 {
     size_t low = 0, high = count;
     while (low < high) {
         size_t middle = (low + high) / 2;
-        if (frames[middle]->start <= t)
+        if (rows[middle].start <= t)
             low = middle + 1;
         else
             high = middle;
     }
-    for (size_t k = low; k-- > 0 && frames[k]->start >= t - longest;)
-        if (frames[k]->pid == pid && t < frames[k]->end)
+    for (size_t k = low; k-- > 0 && rows[k].start >= t - longest;)
+        if (t < rows[k].start + rows[k].value[NVS_COLUMN_TOTAL])
             return (long)k;
     return -1;
 }
 
-/* What every process's frames are measured against, gathered once: the calls
- * that count toward a frame (by process, then start), the kernel probe's
- * marks, the camera's drops and the capture-to-actuation pairs. */
-struct frame_sources {
-    const struct nvs_event **calls;
-    size_t call_count;
-    int64_t longest_call;
-    struct interval *parts[PART_LISTS];      /* room for every call, reused per frame */
-    struct kernel_mark *marks;               /* by pid, then frame number */
-    size_t mark_count;
-    const struct nvs_event **drops;
-    size_t drop_count;
-    const struct latency *latency;
-};
-
-/* Each frame's parts: the union of each part's intervals clipped to it, of its
- * own process's calls only (another process's work is not the loop's, though it
- * ran at the same time). The cuda column with launches in CUDA_AND_LAUNCHES. */
-static void breakdown(const struct nvs_event **frames, size_t frame_count, struct frame_sources *sources,
-                      struct nvs_report_frame *rows, int64_t *cuda_and_launches)
+static int compare_kernel_marks(const void *a, const void *b)
 {
-    const struct nvs_event **calls = sources->calls;
-    size_t n = sources->call_count;
-    struct interval **parts = sources->parts;
-    for (size_t f = 0; f < frame_count; f++) {
-        const struct nvs_event *frame = frames[f];
-        /* the process's calls that can overlap the frame: from its start less the longest call */
-        int64_t from = frame->start - sources->longest_call;
-        size_t low = 0, high = n;
-        while (low < high) {
-            size_t middle = (low + high) / 2;
-            if (calls[middle]->pid < frame->pid ||
-                (calls[middle]->pid == frame->pid && calls[middle]->start < from))
-                low = middle + 1;
-            else
-                high = middle;
-        }
-        size_t counts[PART_LISTS] = {0};
-        for (size_t i = low; i < n && calls[i]->pid == frame->pid && calls[i]->start < frame->end; i++) {
-            int64_t start = calls[i]->start > frame->start ? calls[i]->start : frame->start;
-            int64_t end = calls[i]->end < frame->end ? calls[i]->end : frame->end;
-            if (end <= start)
-                continue;
-            enum part d = call_part(calls[i]);
-            parts[d][counts[d]++] = (struct interval){start, end};
-            if (d == PART_CUDA || d == PART_LAUNCH)
-                parts[PART_CUDA_AND_LAUNCHES][counts[PART_CUDA_AND_LAUNCHES]++] = (struct interval){start, end};
-            parts[PART_ALL][counts[PART_ALL]++] = (struct interval){start, end};
-        }
-        struct nvs_report_frame *row = &rows[f];
-        memset(row, 0, sizeof *row);
-        row->number = frame_number(frame);
-        row->start = frame->start;
-        row->value[NVS_COLUMN_TOTAL] = frame->end - frame->start;
-        for (int d = 0; d < PARTS; d++)
-            row->value[NVS_COLUMN_USB + d] = union_length(parts[d], counts[d]);
-        cuda_and_launches[f] = union_length(parts[PART_CUDA_AND_LAUNCHES], counts[PART_CUDA_AND_LAUNCHES]);
-        row->value[NVS_COLUMN_REST] =
-            row->value[NVS_COLUMN_TOTAL] - union_length(parts[PART_ALL], counts[PART_ALL]);
-    }
-}
-
-/* The kernel figures of each row: the frame range's own (trace files), else
- * the probe's mark for that frame in that process. Returns the rows that have
- * them. */
-static size_t attach_kernel_figures(const struct nvs_event **frames, struct nvs_report_frame *rows,
-                                    size_t frame_count, const struct frame_sources *sources)
-{
-    size_t with = 0;
-    for (size_t f = 0; f < frame_count; f++) {
-        const struct nvs_offcpu *figures = frames[f]->offcpu;
-        if (!figures && sources->mark_count) {
-            struct kernel_mark key = {.pid = frames[f]->pid, .number = rows[f].number};
-            const struct kernel_mark *found = bsearch(&key, sources->marks, sources->mark_count,
-                                                      sizeof *sources->marks, compare_kernel_marks);
-            figures = found ? &found->figures : NULL;
-        }
-        if (!figures)
-            continue;
-        rows[f].has_kernel = true;
-        rows[f].value[NVS_COLUMN_RUNNABLE] = (int64_t)figures->runnable_ns;
-        rows[f].value[NVS_COLUMN_BLOCKED] = (int64_t)figures->blocked_ns;
-        rows[f].preemptions = figures->preemptions;
-        rows[f].faults = figures->faults;
-        with++;
-    }
-    return with;
-}
-
-/* Each row's latency (its first pair's, by the actuation's start) and camera
- * frames dropped, of PROCESS's pairs and drops (FRAMES: its frames in start
- * order); its drops in all and in none of its frames. */
-static void attach_camera(const struct nvs_event **frames, struct nvs_report_process *process,
-                          const struct frame_sources *sources)
-{
-    struct nvs_report_frame *rows = process->frames;
-    size_t count = process->count;
-    int64_t longest = 0;
-    for (size_t f = 0; f < count; f++)
-        if (frames[f]->end - frames[f]->start > longest)
-            longest = frames[f]->end - frames[f]->start;
-    const struct latency *latency = sources->latency;
-    for (size_t p = 0; p < latency->count; p++) {
-        const struct latency_pair *pair = &latency->pairs[p];
-        long f = pair->pid == process->pid ? frame_at(frames, count, longest, pair->pid, pair->start) : -1;
-        if (f >= 0 && !rows[f].has_latency) {
-            rows[f].has_latency = true;
-            rows[f].value[NVS_COLUMN_LATENCY] = pair->end - pair->capture;
-            process->with_latency++;
-        }
-    }
-    uint64_t dropped;
-    for (size_t i = 0; i < sources->drop_count; i++) {
-        const struct nvs_event *drop = sources->drops[i];
-        if (drop->pid != process->pid || !is_drop(drop, &dropped))
-            continue;
-        long f = frame_at(frames, count, longest, drop->pid, drop->start);
-        if (f >= 0)
-            rows[f].dropped += dropped;
-        else
-            process->dropped_outside += dropped;
-        process->dropped += dropped;
-    }
-}
-
-/* The budget B of the library's mark "over budget frame N: T ms > B ms" in
- * domain nvtxshim, in ns; 0 when EVENT is no such mark. */
-static int64_t budget_of_mark(const struct nvs_event *event)
-{
-    int64_t budget_ns;
-    if (event->kind != NVS_EVENT_MARK || !in_domain(event, NVS_DOMAIN_SHIM) ||
-        !nvs_over_budget_read(event->name, &budget_ns))
-        return 0;
-    return budget_ns;
-}
-
-/* The process of PID in REPORT's (by pid); NULL when it counts no frames. */
-static struct nvs_report_process *process_of(struct nvs_report *report, uint32_t pid)
-{
-    size_t low = 0, high = report->process_count;
-    while (low < high) {
-        size_t middle = (low + high) / 2;
-        if (report->processes[middle].pid == pid)
-            return &report->processes[middle];
-        if (report->processes[middle].pid < pid)
-            low = middle + 1;
-        else
-            high = middle;
-    }
-    return NULL;
+    const struct kernel_mark *x = a, *y = b;
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    return (x->number > y->number) - (x->number < y->number);
 }
 
 /* PID's name: the process's own, else its main thread's; NULL when the file
@@ -828,25 +1352,68 @@ static int compare_slowest(const void *a, const void *b, void *frames_argument)
     return (x > y) - (x < y);
 }
 
-/* PROCESS's rows from its FRAMES (in start order): the breakdown, the kernel
- * figures, the latency and drops, the columns its data has (the device
- * columns were chosen by the caller), their statistics, the slowest frames
- * and those over the budget. VALUES and CUDA_AND_LAUNCHES have room for its
- * frames. */
-static void measure_process(const struct nvs_event **frames, struct nvs_report_process *process,
-                            struct frame_sources *sources, int64_t *values, int64_t *cuda_and_launches)
+/* A launch column is shown once some frame's launches take 0.001 ms as printed. */
+#define LAUNCH_SHOWN_NS 500
+
+/* PROCESS's rows (its frames' figures so far, in start order) finished: the
+ * rest, the cuda column, the kernel figures, the latency and drops, the columns
+ * its data has, their statistics, the slowest frames and those over the budget. */
+static int measure_process(struct nvs_figures_builder *builder, const struct proc *proc,
+                           const struct latency *latency, struct nvs_report_process *process)
 {
     size_t n = process->count;
     struct nvs_report_frame *rows = process->frames;
-    breakdown(frames, n, sources, rows, cuda_and_launches);
-    process->with_kernel = attach_kernel_figures(frames, rows, n, sources);
-    attach_camera(frames, process, sources);
-    /* Launches that take no time that shows count with the copies, in cuda. */
+    int64_t *values = malloc((n + 1) * sizeof *values);
+    if (!values)
+        return -1;
     bool launches = false;
-    for (size_t f = 0; f < n; f++)
+    for (size_t f = 0; f < n; f++) {
+        rows[f].value[NVS_COLUMN_REST] = rows[f].value[NVS_COLUMN_TOTAL] - rows[f].value[NVS_COLUMN_REST];
         launches = launches || rows[f].value[NVS_COLUMN_LAUNCH] >= LAUNCH_SHOWN_NS;
-    for (size_t f = 0; f < n && !launches; f++)
-        rows[f].value[NVS_COLUMN_CUDA] = cuda_and_launches[f];
+    }
+    /* Launches that take no time that shows count with the copies, in cuda. */
+    for (size_t f = 0; f < n; f++) {
+        if (!launches)
+            rows[f].value[NVS_COLUMN_CUDA] = rows[f].value[NVS_COLUMN_LATENCY];
+        rows[f].value[NVS_COLUMN_LATENCY] = 0;
+    }
+    /* the kernel figures: the frame range's own (trace files), else the probe's mark */
+    for (size_t f = 0; f < n; f++) {
+        if (!rows[f].has_kernel && builder->kernel_mark_count) {
+            struct kernel_mark key = {.pid = process->pid, .number = rows[f].number};
+            const struct kernel_mark *found = bsearch(&key, builder->kernel_marks, builder->kernel_mark_count,
+                                                      sizeof *builder->kernel_marks, compare_kernel_marks);
+            if (found) {
+                rows[f].has_kernel = true;
+                rows[f].value[NVS_COLUMN_RUNNABLE] = (int64_t)found->figures.runnable_ns;
+                rows[f].value[NVS_COLUMN_BLOCKED] = (int64_t)found->figures.blocked_ns;
+                rows[f].preemptions = found->figures.preemptions;
+                rows[f].faults = found->figures.faults;
+            }
+        }
+        process->with_kernel += rows[f].has_kernel;
+    }
+    /* each row's latency (its first pair's, by the actuation's start) and drops */
+    for (size_t p = 0; p < latency->count; p++) {
+        const struct latency_pair *pair = &latency->pairs[p];
+        long f = pair->pid == process->pid ? frame_at(rows, n, proc->longest, pair->start) : -1;
+        if (f >= 0 && !rows[f].has_latency) {
+            rows[f].has_latency = true;
+            rows[f].value[NVS_COLUMN_LATENCY] = pair->end - pair->capture;
+            process->with_latency++;
+        }
+    }
+    for (size_t i = 0; i < builder->drop_count; i++) {
+        const struct drop *drop = &builder->drops[i];
+        if (drop->pid != process->pid)
+            continue;
+        long f = frame_at(rows, n, proc->longest, drop->start);
+        if (f >= 0)
+            rows[f].dropped += drop->count;
+        else
+            process->dropped_outside += drop->count;
+        process->dropped += drop->count;
+    }
     bool *shown = process->shown;
     for (int c = NVS_COLUMN_TOTAL; c <= NVS_COLUMN_REST; c++)
         if (c != NVS_COLUMN_CAMERA && c != NVS_COLUMN_SERIAL && c != NVS_COLUMN_HID)
@@ -863,187 +1430,129 @@ static void measure_process(const struct nvs_event **frames, struct nvs_report_p
                 values[m++] = rows[f].value[c];
         statistics(values, m, process->stats[c]);
     }
+    free(values);
     for (size_t f = 0; f < n; f++)
         process->slowest[f] = f;
     qsort_r(process->slowest, n, sizeof *process->slowest, compare_slowest, rows);
     for (size_t f = 0; f < n; f++)
         process->over_budget += nvs_report_over_budget(process, &rows[f]);
+    return 0;
 }
 
-/* Each process's frames, measured. BUDGET_NS: --budget's, 0 for none (then
- * each process's own from the library's marks, when it has them). */
-static int build_frames(struct nvs_events *events, const struct latency *latency, int64_t budget_ns,
-                        struct nvs_report *report)
+static int compare_procs(const void *a, const void *b)
 {
-    size_t frame_count = 0, call_count = 0, mark_count = 0, drop_count = 0;
-    uint64_t dropped;
-    for (size_t i = 0; i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        frame_count += is_frame(event);
-        call_count += counts_toward_frame(event);
-        mark_count += event->kind == NVS_EVENT_MARK && in_domain(event, NVS_DOMAIN_KERNEL);
-        drop_count += is_drop(event, &dropped);
+    const struct proc *x = *(const struct proc *const *)a, *y = *(const struct proc *const *)b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Each process's frames, measured: FINAL takes the builder's rows, else they are copied (and the
+ * open frames measured into the copy). */
+static int report_frames(struct nvs_figures_builder *builder, const struct latency *latency, bool final,
+                         struct nvs_report *report)
+{
+    struct proc **procs = malloc((builder->proc_count + 1) * sizeof *procs);
+    if (!procs)
+        return -1;
+    size_t count = 0;
+    for (size_t p = 0; p < builder->proc_count; p++)
+        if (builder->procs[p].count)
+            procs[count++] = &builder->procs[p];
+    qsort(procs, count, sizeof *procs, compare_procs);
+    if (count && !(report->processes = calloc(count, sizeof *report->processes))) {
+        free(procs);
+        return -1;
     }
-    if (!frame_count)
-        return 0;
-    struct frame_sources sources = {.latency = latency};
-    const struct nvs_event **frames = malloc(frame_count * sizeof *frames);
-    int64_t *values = malloc(frame_count * sizeof *values);
-    int64_t *cuda_and_launches = malloc(frame_count * sizeof *cuda_and_launches);
-    int64_t *budget_marked_at = malloc(frame_count * sizeof *budget_marked_at);
-    sources.calls = malloc((call_count + 1) * sizeof *sources.calls);
-    sources.marks = malloc((mark_count + 1) * sizeof *sources.marks);
-    sources.drops = malloc((drop_count + 1) * sizeof *sources.drops);
-    bool ok = frames && values && cuda_and_launches && budget_marked_at && sources.calls &&
-              sources.marks && sources.drops;
-    for (int d = 0; d < PART_LISTS; d++)
-        ok = (sources.parts[d] = malloc((call_count + 1) * sizeof *sources.parts[d])) != NULL && ok;
-    if (ok) {
-        size_t n = 0;
-        for (size_t i = 0; i < events->count; i++) {
-            const struct nvs_event *event = &events->events[i];
-            if (is_frame(event))
-                frames[n++] = event;
-            if (counts_toward_frame(event)) {
-                sources.calls[sources.call_count++] = event;
-                if (event->end - event->start > sources.longest_call)
-                    sources.longest_call = event->end - event->start;
-            }
-            if (parse_kernel_mark(event, &sources.marks[sources.mark_count]))
-                sources.mark_count++;
-            if (is_drop(event, &dropped))
-                sources.drops[sources.drop_count++] = event;
+    if (final)
+        while (builder->open_first < builder->open_next)
+            close_oldest(builder);
+    int status = 0;
+    for (size_t p = 0; p < count && status == 0; p++) {
+        struct proc *proc = procs[p];
+        struct nvs_report_process *process = &report->processes[report->process_count++];
+        process->pid = proc->pid;
+        process->name = process_name(builder->events, proc->pid);
+        process->count = proc->count;
+        process->estimated = proc->estimated;
+        process->late_calls = proc->late;
+        if (final) {
+            process->frames = proc->rows;
+            proc->rows = NULL;
+            proc->count = proc->capacity = 0;
+        } else if ((process->frames = malloc(proc->count * sizeof *process->frames))) {
+            memcpy(process->frames, proc->rows, proc->count * sizeof *process->frames);
+            for (size_t k = 0; k < proc->count; k++)
+                if (proc->open[k] != NOT_OPEN)
+                    measure_open(open_frame(builder, proc->open[k]), &process->frames[k]);
         }
-        qsort(frames, n, sizeof *frames, compare_by_pid_and_start);
-        qsort(sources.calls, sources.call_count, sizeof *sources.calls, compare_by_pid_and_start);
-        qsort(sources.marks, sources.mark_count, sizeof *sources.marks, compare_kernel_marks);
-        size_t processes = 0;
-        for (size_t f = 0; f < n; f++)
-            processes += f == 0 || frames[f]->pid != frames[f - 1]->pid;
-        report->processes = calloc(processes, sizeof *report->processes);
-        ok = report->processes != NULL;
-        for (size_t f = 0; ok && f < n; f++) {
-            if (f > 0 && frames[f]->pid == frames[f - 1]->pid) {
-                report->processes[report->process_count - 1].count++;
-                continue;
-            }
-            struct nvs_report_process *process = &report->processes[report->process_count++];
-            process->pid = frames[f]->pid;
-            process->name = process_name(events, process->pid);
-            process->count = 1;
+        process->slowest = malloc((process->count + 1) * sizeof *process->slowest);
+        if (!process->frames || !process->slowest) {
+            status = -1;
+            break;
         }
-    }
-    /* The device columns a process has (its own calls or marks in their domains)
-     * and the budget of its first over-budget mark. */
-    for (size_t i = 0; ok && i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        if (event->kind != NVS_EVENT_RANGE && event->kind != NVS_EVENT_MARK)
-            continue;
-        struct nvs_report_process *process = process_of(report, event->pid);
-        if (!process)
-            continue;
-        process->shown[NVS_COLUMN_CAMERA] |= in_domain(event, NVS_DOMAIN_V4L2);
-        process->shown[NVS_COLUMN_SERIAL] |= in_domain(event, NVS_DOMAIN_SERIAL);
-        process->shown[NVS_COLUMN_HID] |= in_domain(event, NVS_DOMAIN_HID);
-        int64_t marked = budget_of_mark(event);
-        size_t p = (size_t)(process - report->processes);
-        if (marked && (!process->budget_ns || event->start < budget_marked_at[p])) {
-            process->budget_ns = marked;
-            budget_marked_at[p] = event->start;
+        struct map_slot *slot = nvs_map_find(&builder->pid_index, proc->pid, 0);
+        const struct pid_info *info = slot ? &builder->pids[slot->value] : NULL;
+        if (info) {
+            process->shown[NVS_COLUMN_CAMERA] = info->camera;
+            process->shown[NVS_COLUMN_SERIAL] = info->serial;
+            process->shown[NVS_COLUMN_HID] = info->hid;
+            process->budget_ns = info->budget_ns;
         }
-    }
-    for (size_t p = 0, first = 0; ok && p < report->process_count; p++) {
-        struct nvs_report_process *process = &report->processes[p];
         process->budget_from = process->budget_ns ? NVS_BUDGET_MARKS : NVS_BUDGET_NONE;
-        if (budget_ns) {
-            process->budget_ns = budget_ns;
+        if (builder->budget_ns) {
+            process->budget_ns = builder->budget_ns;
             process->budget_from = NVS_BUDGET_OPTION;
         }
-        process->frames = malloc(process->count * sizeof *process->frames);
-        process->slowest = malloc(process->count * sizeof *process->slowest);
-        ok = process->frames && process->slowest;
-        if (ok)
-            measure_process(frames + first, process, &sources, values, cuda_and_launches);
-        first += process->count;
+        status = measure_process(builder, proc, latency, process);
     }
-    free(frames);
-    free(values);
-    free(cuda_and_launches);
-    free(budget_marked_at);
-    free(sources.calls);
-    free(sources.marks);
-    free(sources.drops);
-    for (int d = 0; d < PART_LISTS; d++)
-        free(sources.parts[d]);
-    return ok ? 0 : -1;
-}
-/* The capture-to-actuation summary, over every process's pairs. */
-static int compute_latency(const struct latency *latency, struct nvs_report *report)
-{
-    report->latency.pairs = latency->count;
-    report->latency.camera_frames = latency->camera_frames;
-    report->latency.actuations = latency->actuations;
-    if (!latency->count)
-        return 0;
-    int64_t *values = malloc(latency->count * sizeof *values);
-    if (!values)
-        return -1;
-    for (size_t p = 0; p < latency->count; p++)
-        values[p] = latency->pairs[p].end - latency->pairs[p].capture;
-    statistics(values, latency->count, report->latency.stats);
-    free(values);
-    return 0;
+    free(procs);
+    return status;
 }
 
 /* ---- capture windows ------------------------------------------------------------ */
 
-static bool is_capture(const struct nvs_event *event)
+static int compare_captures(const void *a, const void *b)
 {
-    if (event->kind != NVS_EVENT_RANGE || !event->domain[0] || strcmp(event->domain, "default") == 0 ||
-        frame_number(event) || call_domain(event) >= 0 ||
-        strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0)
-        return false;
-    size_t word = strcspn(event->name, " ");
-    return word == 7 && strncmp(event->name, "capture", 7) == 0;
+    const struct capture *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->order > y->order) - (x->order < y->order);
 }
 
-static int compute_windows(const struct nvs_events *events, struct nvs_report *report)
+static int report_windows(struct nvs_figures_builder *builder, struct nvs_report *report)
 {
-    size_t count = 0;
-    for (size_t i = 0; i < events->count; i++)
-        count += is_capture(&events->events[i]);
-    if (!count)
+    size_t n = builder->capture_count;
+    if (!n)
         return 0;
-    const struct nvs_event **captures = malloc(count * sizeof *captures);
-    report->windows = malloc(count * sizeof *report->windows);
-    if (!captures || !report->windows) {
-        free(captures);
+    if (!(report->windows = malloc(n * sizeof *report->windows)))
         return -1;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < events->count; i++)
-        if (is_capture(&events->events[i]))
-            captures[n++] = &events->events[i];
-    qsort(captures, n, sizeof *captures, compare_by_start);
+    qsort(builder->captures, n, sizeof *builder->captures, compare_captures);
     for (size_t c = 0; c < n; c++) {
-        const struct nvs_event *window = captures[c];
+        const struct capture *window = &builder->captures[c];
         uint64_t first = 0, last = 0;
-        for (size_t i = 0; i < events->count; i++) {
-            const struct nvs_event *frame = &events->events[i];
-            if (!is_frame(frame) || frame->start < window->start || frame->start >= window->end)
-                continue;
-            uint64_t number = frame_number(frame);
-            if (!first || number < first)
-                first = number;
-            if (number > last)
-                last = number;
+        for (size_t p = 0; p < report->process_count; p++) {
+            const struct nvs_report_process *process = &report->processes[p];
+            size_t low = 0, high = process->count;
+            while (low < high) {
+                size_t middle = (low + high) / 2;
+                if (process->frames[middle].start < window->start)
+                    low = middle + 1;
+                else
+                    high = middle;
+            }
+            for (size_t k = low; k < process->count && process->frames[k].start < window->end; k++) {
+                uint64_t number = process->frames[k].number;
+                if (!first || number < first)
+                    first = number;
+                if (number > last)
+                    last = number;
+            }
         }
         report->windows[report->window_count++] = (struct nvs_report_window){
             window->name, window->domain, window->end - window->start, first, last};
     }
-    free(captures);
     return 0;
 }
+
 static void free_report(struct nvs_report *report)
 {
     for (size_t p = 0; p < report->process_count; p++) {
@@ -1057,23 +1566,39 @@ static void free_report(struct nvs_report *report)
     free(report->windows);
 }
 
-int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs_report *report)
+int nvs_figures_report(struct nvs_figures_builder *builder, bool final, struct nvs_report *report)
 {
+    if (builder->failed)
+        return -1;
+    report->nvtx_events = builder->nvtx_events;
     struct latency latency;
-    int status = pair_captures(events, &latency);
+    int status = pair_captures(builder, &latency);
     if (status == 0)
-        status = compute_names(events, report);
+        status = names_table(builder, false, 0, &report->names, &report->name_count);
     if (status == 0)
-        status = compute_marks(events, report);
+        status = report_marks(builder, report);
     if (status == 0)
-        status = build_frames(events, &latency, budget_ns, report);
-    if (status == 0)
-        status = compute_process_names(events, report);
+        status = report_frames(builder, &latency, final, report);
+    for (size_t p = 0; status == 0 && p < report->process_count && report->process_count > 1; p++) {
+        struct nvs_report_process *process = &report->processes[p];
+        status = names_table(builder, true, process->pid, &process->names, &process->name_count);
+    }
     if (status == 0)
         status = compute_latency(&latency, report);
     if (status == 0)
-        status = compute_windows(events, report);
+        status = report_windows(builder, report);
     free(latency.pairs);
+    return status;
+}
+
+int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs_report *report)
+{
+    nvs_events_sort(events);
+    struct nvs_figures_builder *builder = nvs_figures_begin(events, budget_ns);
+    int status = builder ? nvs_figures_add(builder, events->events, events->count) : -1;
+    if (status == 0)
+        status = nvs_figures_report(builder, true, report);
+    nvs_figures_discard(builder);
     return status;
 }
 

@@ -32,6 +32,8 @@ struct nvs_report_mark_kind {
      * the kind's one text is the kind itself (it has no number) */
     size_t example_count;
     struct nvs_report_mark_text examples[NVS_MARK_EXAMPLES];
+    /* more texts than are told apart: text_count is the least there are */
+    bool more_texts;
 };
 
 /* A frame's columns: its time, then the parts it is made of (USB to REST, in
@@ -68,7 +70,13 @@ struct nvs_report_name {
     const char *domain, *name;
     size_t count;
     double stats[NVS_STATS];
+    /* p50 and p99 from a sketch (NVS_SKETCH_ERROR), the name having more
+     * durations than are kept exactly; mean, max and count are exact */
+    bool estimated;
 };
+
+/* The most an estimated p50 or p99 is off, as a fraction of its value. */
+#define NVS_SKETCH_ERROR (1.0 / 256)
 
 struct nvs_report_frame {
     uint64_t number;                 /* N of "frame N" */
@@ -102,6 +110,11 @@ struct nvs_report_process {
      * NULL: the report's is its) */
     struct nvs_report_name *names;
     size_t name_count;
+    /* Its breakdown is an estimate: calls came after their frame was closed
+     * (LATE_CALLS: a trace whose threads' events reach the file far apart, or
+     * longer than the reader holds open frames), or frames came out of order. */
+    bool estimated;
+    size_t late_calls;
 };
 
 /* A capture window (a "capture ..." range of an NVTX domain of the program's)
@@ -130,6 +143,7 @@ struct nvs_report {
     struct nvs_report_window *windows; /* in start order */
     size_t window_count;
     long slowest;                    /* frames to list as the slowest (--slowest) */
+    size_t nvtx_events;              /* the NVTX ranges and marks the figures were made from */
 };
 
 /* A frame over its process's budget, by the library's rule (longer than it). */
@@ -140,11 +154,31 @@ static inline bool nvs_report_over_budget(const struct nvs_report_process *proce
 }
 
 struct nvs_events;
+struct nvs_event;
 
 /* Works out REPORT's figures from EVENTS (REPORT's path and slowest set by the
  * caller). BUDGET_NS: --budget's, 0 for none (then each process's own from the
  * library's over-budget marks, when it has them). 0, or -1 out of memory. */
 int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs_report *report);
 void nvs_figures_free(struct nvs_report *report);
+
+/* The same figures worked out as the events are read, in memory that grows
+ * with the frames and the names, not with the events: begin (EVENTS interns the
+ * names; its strings must outlive the builder), add each batch as it is read,
+ * then report. A frame's calls are gathered while it is open and its figures
+ * made when it closes: at the report, or once too many calls are held (the
+ * oldest frames first); a call that comes after its frame closed is added as
+ * an estimate, said in the process's ESTIMATED. Durations are kept exactly up
+ * to a limit over all names; past it, the names with the most keep a sketch
+ * (nvs_report_name's ESTIMATED). */
+struct nvs_figures_builder;
+struct nvs_figures_builder *nvs_figures_begin(struct nvs_events *events, int64_t budget_ns);
+/* 0, or -1 out of memory. */
+int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event *batch, size_t count);
+/* REPORT's figures from all that was added (REPORT's path and slowest set by the
+ * caller). FINAL: the last report, which may take the builder's frames (it can
+ * only be discarded after); else the builder goes on. 0, or -1 out of memory. */
+int nvs_figures_report(struct nvs_figures_builder *builder, bool final, struct nvs_report *report);
+void nvs_figures_discard(struct nvs_figures_builder *builder);
 
 #endif

@@ -17,8 +17,9 @@ enum nvs_input_kind {
     NVS_INPUT_OTHER,             /* none of those */
 };
 
-/* The default of --max-input: how much an input may take in memory once read
- * from a pipe or decompressed (a plain file is mapped, and not counted). */
+/* The default of --max-input for what is read whole (nvs_input_read): how much
+ * an input may take in memory once read from a pipe or decompressed (a plain
+ * file is mapped, and not counted). A stream has none by default. */
 #define NVS_INPUT_MAX_DEFAULT (4ull << 30)
 
 struct nvs_input {
@@ -42,6 +43,41 @@ int nvs_input_read(struct nvs_input *input, const char *path, uint64_t max, char
                    size_t why_size);
 
 void nvs_input_free(struct nvs_input *input);
+
+/* An input read as a stream, a chunk at a time: a file, a pipe or standard
+ * input, gunzipped as it comes where it is gzipped (gzip members one after
+ * another; what follows a whole member and is no other is left; a member cut
+ * short, or corrupt after some data, ends the input where it breaks). The
+ * first bytes are read ahead to say what it holds. Memory: a megabyte or so,
+ * whatever the input's length. */
+struct nvs_stream {
+    enum nvs_input_kind kind;
+    bool gzipped;
+    bool from_file;                  /* a regular file, which a reader may also open by name */
+    uint64_t given;                  /* bytes given so far (decompressed) */
+    /* private */
+    int fd;
+    bool own_fd, raw_ended, member_ended, failed;
+    uint64_t max;
+    unsigned char *head;             /* the first bytes, read ahead, given first */
+    size_t head_length, head_at;
+    void *inflater;                  /* a z_stream, when gzipped */
+    unsigned char *raw;
+};
+
+/* Opens PATH ("-": standard input) as STREAM and reads its first bytes: its
+ * KIND is known on return. MAX: the most bytes a pipe or a decompressed input
+ * may give (0: no limit; a plain regular file is not limited). Returns 0, or
+ * -1 with one reason in WHY (the system's error, "not a whole gzip file: ..."). */
+int nvs_stream_open(struct nvs_stream *stream, const char *path, uint64_t max, char *why,
+                    size_t why_size);
+
+/* Up to SIZE bytes of STREAM into INTO: how many, 0 at its end, or -1 with
+ * one reason in WHY ("more than N bytes ...", the system's error). */
+long nvs_stream_read(struct nvs_stream *stream, unsigned char *into, size_t size, char *why,
+                     size_t why_size);
+
+void nvs_stream_close(struct nvs_stream *stream);
 
 /* What BYTES (the first LENGTH of an input, after decompression) hold. */
 enum nvs_input_kind nvs_input_kind_of(const unsigned char *bytes, size_t length);

@@ -1,5 +1,5 @@
-/* Loading a profile (load.h): an input read once (input.c), then the reader
- * its content needs: the SQLite export's (sqlite_reader.c), after nsys export
+/* Loading a profile (load.h): an input read as a stream (input.c), then the
+ * reader its content needs: the SQLite export's (sqlite_reader.c), after nsys export
  * for a .nsys-rep (nsys.c), the binary trace's (trace_pftrace.c) or the JSON
  * trace's (trace_reader.c). */
 #define _GNU_SOURCE
@@ -12,11 +12,30 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "figures.h"
 #include "input.h"
 #include "nsys.h"
+#include "source.h"
 #include "sqlite_reader.h"
 #include "trace_pftrace.h"
 #include "trace_reader.h"
+
+/* nvs_sqlite_load, with a sink: the whole export read into the list first (the
+ * SQLite reader joins its rows), sorted by start, then handed on at once. */
+static int load_sqlite(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+{
+    struct nvs_event_sink *sink = events->sink;
+    events->sink = NULL;
+    int outcome = nvs_sqlite_load(events, path, options);
+    events->sink = sink;
+    if (outcome == 0 && sink) {
+        nvs_events_sort(events);
+        outcome = nvs_events_flush(events);
+        if (outcome != 0)
+            nvs_events_say(options, "out of memory reading %s", path);
+    }
+    return outcome;
+}
 
 static int load_report(struct nvs_events *events, const char *path,
                        const struct nvs_load_options *options)
@@ -25,7 +44,7 @@ static int load_report(struct nvs_events *events, const char *path,
     int outcome = nvs_nsys_export_report(path, options, database, sizeof database, temporary,
                                          sizeof temporary);
     if (outcome == 0)
-        outcome = nvs_sqlite_load(events, database, options);
+        outcome = load_sqlite(events, database, options);
     if (temporary[0]) {
         unlink(database);
         rmdir(temporary);
@@ -35,8 +54,8 @@ static int load_report(struct nvs_events *events, const char *path,
 
 /* An SQLite export that came through a pipe or gzip: SQLite reads files, so
  * its bytes go to a temporary one first, removed after. */
-static int load_sqlite_bytes(struct nvs_events *events, const char *path,
-                             const struct nvs_input *input, const struct nvs_load_options *options)
+static int load_sqlite_stream(struct nvs_events *events, const char *path, struct nvs_stream *stream,
+                              const struct nvs_load_options *options)
 {
     const char *directory = getenv("TMPDIR");
     char name[4096];
@@ -48,24 +67,46 @@ static int load_sqlite_bytes(struct nvs_events *events, const char *path,
                        strerror(errno));
         return -1;
     }
-    size_t done = 0;
-    while (done < input->length) {
-        ssize_t wrote = write(fd, input->bytes + done, input->length - done);
-        if (wrote < 0 && errno == EINTR)
-            continue;
-        if (wrote <= 0) {
-            nvs_events_say(options, "cannot read %s: writing %s: %s", path, name,
-                           strerror(wrote < 0 ? errno : ENOSPC));
+    static unsigned char chunk[1 << 18];
+    char why[256];
+    for (;;) {
+        long got = nvs_stream_read(stream, chunk, sizeof chunk, why, sizeof why);
+        if (got < 0)
+            nvs_events_say(options, "cannot read %s: %s", path, why);
+        if (got <= 0) {
+            if (got == 0)
+                break;
             close(fd);
             unlink(name);
             return -1;
         }
-        done += (size_t)wrote;
+        for (size_t done = 0; done < (size_t)got;) {
+            ssize_t wrote = write(fd, chunk + done, (size_t)got - done);
+            if (wrote < 0 && errno == EINTR)
+                continue;
+            if (wrote <= 0) {
+                nvs_events_say(options, "cannot read %s: writing %s: %s", path, name,
+                               strerror(wrote < 0 ? errno : ENOSPC));
+                close(fd);
+                unlink(name);
+                return -1;
+            }
+            done += (size_t)wrote;
+        }
     }
     close(fd);
-    int outcome = nvs_sqlite_load(events, name, options);
+    int outcome = load_sqlite(events, name, options);
     unlink(name);
     return outcome;
+}
+
+/* One event of a trace may take this much memory at most (the readers hold an
+ * event, not the file). */
+#define MAX_EVENT ((size_t)64 << 20)
+
+static long read_stream(void *context, char *into, size_t size, char *error, size_t error_size)
+{
+    return nvs_stream_read(context, (unsigned char *)into, size, error, error_size);
 }
 
 int nvs_events_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
@@ -75,36 +116,64 @@ int nvs_events_load(struct nvs_events *events, const char *path, const struct nv
     int report = strcmp(path, "-") != 0 ? nvs_nsys_report_at(path, options) : 0;
     if (report != 0)
         return report > 0 ? load_report(events, path, options) : -1;
-    struct nvs_input input;
+    struct nvs_stream stream;
     char why[256];
-    if (nvs_input_read(&input, path, options->max_input ? options->max_input : NVS_INPUT_MAX_DEFAULT,
-                       why, sizeof why) != 0) {
+    if (nvs_stream_open(&stream, path, options->max_input, why, sizeof why) != 0) {
         nvs_events_say(options, "cannot read %s: %s", path, why);
         return -1;
     }
+    struct nvs_source source = {read_stream, &stream, MAX_EVENT};
     int outcome = -1;
-    if (input.kind == NVS_INPUT_SQLITE) {
-        outcome = input.from_file && !input.gzipped
-                      ? nvs_sqlite_load(events, path, options)
-                      : load_sqlite_bytes(events, path, &input, options);
+    if (stream.kind == NVS_INPUT_SQLITE) {
+        outcome = stream.from_file && !stream.gzipped ? load_sqlite(events, path, options)
+                                                      : load_sqlite_stream(events, path, &stream, options);
     } else if (options->exports_only) {
         nvs_events_say(options, "%s is not an nsys export (an SQLite file from nsys export "
                        "--type sqlite, or a .nsys-rep report)", path);
     } else if (nvs_ends_with(path, ".sqlite")) {
         nvs_events_say(options, "cannot read %s: not an SQLite database", path);
-    } else if (input.kind == NVS_INPUT_PFTRACE ||
-               (input.kind != NVS_INPUT_JSON &&
+    } else if (stream.kind == NVS_INPUT_PFTRACE ||
+               (stream.kind != NVS_INPUT_JSON &&
                 (nvs_ends_with(path, ".pftrace") || nvs_ends_with(path, ".pftrace.gz")))) {
         /* by its content; by its name only where the content is no trace at
          * all, so that the binary reader says what is wrong with it */
-        outcome = nvs_pftrace_parse(events, input.bytes, input.length, path, options);
-    } else if (input.kind == NVS_INPUT_OTHER) {
+        outcome = nvs_pftrace_read(events, &source, path, options);
+    } else if (stream.kind == NVS_INPUT_OTHER) {
         nvs_events_say(options, "cannot read %s: not a trace (JSON or .pftrace) or an nsys export",
                        path);
     } else {
         /* JSON, or nothing at all: the JSON reader says what an empty trace is */
-        outcome = nvs_trace_parse(events, (const char *)input.bytes, input.length, path, options);
+        outcome = nvs_trace_read(events, &source, path, options);
     }
-    nvs_input_free(&input);
+    nvs_stream_close(&stream);
+    if (outcome == 0 && nvs_events_flush(events) != 0) {
+        nvs_events_say(options, "out of memory reading %s", path);
+        outcome = -1;
+    }
+    return outcome;
+}
+
+static int take(void *builder, const struct nvs_event *batch, size_t count)
+{
+    return nvs_figures_add(builder, batch, count);
+}
+
+int nvs_figures_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options,
+                     int64_t budget_ns, struct nvs_report *report)
+{
+    struct nvs_figures_builder *builder = nvs_figures_begin(events, budget_ns);
+    if (!builder) {
+        nvs_events_say(options, "out of memory");
+        return -1;
+    }
+    struct nvs_event_sink sink = {take, builder};
+    events->sink = &sink;
+    int outcome = nvs_events_load(events, path, options);
+    events->sink = NULL;
+    if (outcome == 0 && nvs_figures_report(builder, true, report) != 0) {
+        nvs_events_say(options, "out of memory");
+        outcome = -1;
+    }
+    nvs_figures_discard(builder);
     return outcome;
 }

@@ -6,14 +6,24 @@
 
 #include "events.h"
 
-/* Loads PATH ("-": standard input), read once (input.h): an nsys report
+/* Loads PATH ("-": standard input), read as a stream (input.h): an nsys report
  * (.nsys-rep or .qdrep, a file; exported with nsys export first, or its
  * up-to-date .sqlite beside it read instead; said on stderr), an SQLite export,
  * or a trace file, JSON or .pftrace, plain or gzipped, each known by its
  * content. With OPTIONS->exports_only, a trace file is refused. Returns 0, or
  * -1 after one "nvtxshim: COMMAND: ..." line on stderr. The events are in no
- * particular order. */
+ * particular order; with EVENTS->sink set, they go to the sink as they are read
+ * (an export's all at once, sorted by start) and the list is left empty. */
 int nvs_events_load(struct nvs_events *events, const char *path,
                     const struct nvs_load_options *options);
+
+struct nvs_report;
+/* PATH loaded as nvs_events_load loads it, its events worked out into REPORT's
+ * figures as they are read (figures.h: the builder), so that memory holds the
+ * figures, not the events; BUDGET_NS as for nvs_figures_compute. EVENTS keeps
+ * the names the figures point to: free it after REPORT. Returns 0, or -1 after
+ * one line on stderr. */
+int nvs_figures_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options,
+                     int64_t budget_ns, struct nvs_report *report);
 
 #endif

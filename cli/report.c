@@ -559,23 +559,21 @@ int nvs_cli_report(int argc, char **argv)
     struct nvs_events events = {0};
     struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX,
                                        .max_input = max_input};
-    if (nvs_events_load(&events, path, &options) != 0) {
-        nvs_events_free(&events);
-        return 1;
-    }
-    size_t nvtx = 0;
-    for (size_t i = 0; i < events.count; i++)
-        nvtx += events.events[i].kind == NVS_EVENT_RANGE || events.events[i].kind == NVS_EVENT_MARK;
-    if (!nvtx) {
-        fprintf(stderr, "nvtxshim: report: no NVTX events in %s\n", path);
-        nvs_events_free(&events);
-        return 1;
-    }
-    /* Everything is worked out once (figures.c); the summary, the document and the page print it. */
+    /* Everything is worked out once, as the file is read (figures.c); the
+     * summary, the document and the page print it. */
     struct nvs_report report = {.path = path, .slowest = slowest};
-    int status = nvs_figures_compute(&events, budget_ns, &report);
-    if (status != 0)
-        fputs("nvtxshim: report: out of memory\n", stderr);
+    if (nvs_figures_load(&events, path, &options, budget_ns, &report) != 0) {
+        nvs_figures_free(&report);
+        nvs_events_free(&events);
+        return 1;
+    }
+    if (!report.nvtx_events) {
+        fprintf(stderr, "nvtxshim: report: no NVTX events in %s\n", path);
+        nvs_figures_free(&report);
+        nvs_events_free(&events);
+        return 1;
+    }
+    int status = 0;
     /* the document on stdout takes the summary's place: stdout is then one JSON value */
     if (status == 0 && !json_to_stdout) {
         print_names(&report);

@@ -92,13 +92,21 @@ static bool stack_push(struct stack *stack, const void *item, size_t size)
 /* ---- the parser ----------------------------------------------------------- */
 
 struct parser {
-    const char *start, *p, *end;
+    const char *start, *p, *end;     /* the window: what is in memory of the input */
     struct arena arena;
     struct stack stack;
     int depth;
-    bool ended;                      /* the error is the end of the input */
+    bool ended;                      /* the error is the end of the window */
     char *error;
     size_t error_size;
+    /* a streamed input: the window, refilled from the source at an event's
+     * boundary or, when it ends inside one, that event read again from its start */
+    struct nvs_source *source;
+    char *window;
+    size_t window_size;
+    bool source_ended;
+    size_t line_base, column_base;   /* where the window starts, for messages: lines before it,
+                                      * and characters after the last newline before it */
 };
 
 static bool fail(struct parser *parser, const char *format, ...)
@@ -111,7 +119,7 @@ static bool fail(struct parser *parser, const char *format, ...)
         snprintf(parser->error, parser->error_size, "the file ends inside an event");
         return false;
     }
-    size_t line = 1, column = 1;
+    size_t line = 1 + parser->line_base, column = 1 + parser->column_base;
     for (const char *c = parser->start; c < parser->p; c++) {
         if (*c == '\n') {
             line++;
@@ -142,6 +150,80 @@ static void skip_space(struct parser *parser)
     while (p < parser->end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
         p++;
     parser->p = p;
+}
+
+/* The window's first read, and the least room a read is given. */
+#define WINDOW_CHUNK ((size_t)1 << 20)
+
+/* More of a streamed input in the window: what is before *KEEP (or before P,
+ * with KEEP NULL) let go, the rest moved to its start (P and *KEEP with it),
+ * the room after it filled from the source. 1: bytes were added; 0: the input
+ * has ended (or is not streamed); -1: it could not be read, or one event is
+ * more than the source's max_event (the error set). */
+static int more(struct parser *parser, const char **keep)
+{
+    if (!parser->source || parser->source_ended)
+        return 0;
+    const char *from = keep ? *keep : parser->p;
+    for (const char *c = parser->start, *newline; c < from; c = newline + 1) {
+        if (!(newline = memchr(c, '\n', (size_t)(from - c)))) {
+            parser->column_base += (size_t)(from - c);
+            break;
+        }
+        parser->line_base++;
+        parser->column_base = 0;
+    }
+    size_t kept = (size_t)(parser->end - from);
+    size_t p_at = (size_t)(parser->p - from);
+    if (kept && from != parser->window)
+        memmove(parser->window, from, kept);
+    if (parser->window_size - kept < WINDOW_CHUNK / 4) {
+        size_t size = parser->window_size ? parser->window_size * 2 : WINDOW_CHUNK;
+        size_t max = parser->source->max_event;
+        if (max && kept > max) {
+            snprintf(parser->error, parser->error_size, "an event of more than %zu bytes", max);
+            return -1;
+        }
+        char *grown = realloc(parser->window, size);
+        if (!grown) {
+            snprintf(parser->error, parser->error_size, "out of memory");
+            return -1;
+        }
+        parser->window = grown;
+        parser->window_size = size;
+    }
+    parser->start = parser->window;
+    parser->end = parser->window + kept;
+    parser->p = parser->window + p_at;
+    if (keep)
+        *keep = parser->window;
+    long got = parser->source->read(parser->source->context, parser->window + kept,
+                                       parser->window_size - kept, parser->error, parser->error_size);
+    if (got < 0)
+        return -1;
+    if (got == 0) {
+        parser->source_ended = true;
+        return 0;
+    }
+    parser->end += got;
+    return 1;
+}
+
+/* Blanks skipped, the window refilled as needed: false when the input ends
+ * first, or cannot be read (then the error is set and BROKEN). */
+static bool skip_space_more(struct parser *parser, bool *broken)
+{
+    *broken = false;
+    for (;;) {
+        skip_space(parser);
+        if (parser->p < parser->end)
+            return true;
+        int got = more(parser, NULL);
+        if (got <= 0) {
+            *broken = got < 0;
+            return false;
+        }
+    }
 }
 
 static int hex_digit(char c)
@@ -469,15 +551,59 @@ static bool parse_value(struct parser *parser, struct nvs_json *value)
     return ok;
 }
 
+/* A value parsed at P; where the window ends inside it and the input goes on,
+ * the window is refilled and the value parsed again from its start. False:
+ * not JSON, or (ENDED) the input ends inside it, or it could not be read. */
+static bool parse_value_more(struct parser *parser, struct nvs_json *value)
+{
+    for (;;) {
+        const char *from = parser->p;
+        parser->ended = false;
+        if (parse_value(parser, value))
+            return true;
+        if (!parser->ended)
+            return false;
+        arena_reset(&parser->arena);
+        parser->stack.used = 0;
+        parser->depth = 0;
+        int got = more(parser, &from);
+        parser->p = from;
+        if (got < 0)
+            parser->ended = false;
+        if (got <= 0)
+            return false;
+    }
+}
+
+/* A member name at P (a '"'), as parse_value_more reads a value. */
+static bool parse_key_more(struct parser *parser, const char **key, size_t *length)
+{
+    for (;;) {
+        const char *from = parser->p;
+        parser->ended = false;
+        if (parse_string(parser, key, length))
+            return true;
+        if (!parser->ended)
+            return false;
+        arena_reset(&parser->arena);
+        int got = more(parser, &from);
+        parser->p = from;
+        if (got < 0)
+            parser->ended = false;
+        if (got <= 0)
+            return false;
+    }
+}
+
 /* The elements of the events array, parser->p just past its '['. */
 static int read_events(struct parser *parser, nvs_trace_event_fn callback, void *context,
                        struct nvs_trace_read *result, bool *closed)
 {
     *closed = false;
-    skip_space(parser);
-    if (parser->p >= parser->end) {
+    bool broken;
+    if (!skip_space_more(parser, &broken)) {
         result->cut_short = true;
-        return 0;
+        return broken ? -1 : 0;
     }
     if (*parser->p == ']') {
         parser->p++;
@@ -486,8 +612,7 @@ static int read_events(struct parser *parser, nvs_trace_event_fn callback, void 
     }
     for (;;) {
         struct nvs_json event;
-        parser->ended = false;
-        if (!parse_value(parser, &event)) {
+        if (!parse_value_more(parser, &event)) {
             if (parser->ended) {
                 result->cut_short = result->last_incomplete = true;
                 return 0;
@@ -499,10 +624,9 @@ static int read_events(struct parser *parser, nvs_trace_event_fn callback, void 
         arena_reset(&parser->arena);
         if (stop)
             return stop;
-        skip_space(parser);
-        if (parser->p >= parser->end) {
+        if (!skip_space_more(parser, &broken)) {
             result->cut_short = true;
-            return 0;
+            return broken ? -1 : 0;
         }
         if (*parser->p == ']') {
             parser->p++;
@@ -514,10 +638,9 @@ static int read_events(struct parser *parser, nvs_trace_event_fn callback, void 
             return -1;
         }
         parser->p++;
-        skip_space(parser);
-        if (parser->p >= parser->end) {
+        if (!skip_space_more(parser, &broken)) {
             result->cut_short = true;
-            return 0;
+            return broken ? -1 : 0;
         }
         if (*parser->p == ']') { /* a trailing comma: tolerated */
             parser->p++;
@@ -530,11 +653,14 @@ static int read_events(struct parser *parser, nvs_trace_event_fn callback, void 
 static int read_document(struct parser *parser, nvs_trace_event_fn callback, void *context,
                          struct nvs_trace_read *result)
 {
+    while (parser->end - parser->p < 3 && more(parser, NULL) > 0)
+        continue;
     if (parser->end - parser->p >= 3 && memcmp(parser->p, "\xEF\xBB\xBF", 3) == 0)
         parser->p += 3;
-    skip_space(parser);
-    if (parser->p >= parser->end) {
-        snprintf(parser->error, parser->error_size, "empty file");
+    bool broken;
+    if (!skip_space_more(parser, &broken)) {
+        if (!broken)
+            snprintf(parser->error, parser->error_size, "empty file");
         return -1;
     }
     bool closed;
@@ -549,14 +675,12 @@ static int read_document(struct parser *parser, nvs_trace_event_fn callback, voi
     }
     parser->p++;
     bool found = false, complete = false;
-    skip_space(parser);
-    if (parser->p < parser->end && *parser->p == '}') {
+    if (skip_space_more(parser, &broken) && *parser->p == '}') {
         parser->p++;
         complete = true;
-    } else {
+    } else if (!broken) {
         for (;;) {
-            skip_space(parser);
-            if (parser->p >= parser->end)
+            if (!skip_space_more(parser, &broken))
                 break;
             if (*parser->p != '"') {
                 fail(parser, "expected a member name in quotes");
@@ -564,19 +688,22 @@ static int read_document(struct parser *parser, nvs_trace_event_fn callback, voi
             }
             const char *key;
             size_t key_length;
-            if (!parse_string(parser, &key, &key_length))
+            if (!parse_key_more(parser, &key, &key_length)) {
+                if (parser->ended)
+                    break;
                 return -1;
-            skip_space(parser);
-            if (parser->p >= parser->end)
+            }
+            bool events = !found && strcmp(key, "traceEvents") == 0;
+            if (!skip_space_more(parser, &broken))
                 break;
             if (*parser->p != ':') {
                 fail(parser, "expected ':' after a member name");
                 return -1;
             }
             parser->p++;
-            skip_space(parser);
-            if (!found && strcmp(key, "traceEvents") == 0 && parser->p < parser->end &&
-                *parser->p == '[') {
+            if (!skip_space_more(parser, &broken))
+                break;
+            if (events && *parser->p == '[') {
                 arena_reset(&parser->arena);
                 parser->p++;
                 found = true;
@@ -585,16 +712,14 @@ static int read_document(struct parser *parser, nvs_trace_event_fn callback, voi
                     return status;
             } else {
                 struct nvs_json ignored;
-                parser->ended = false;
-                if (!parse_value(parser, &ignored)) {
+                if (!parse_value_more(parser, &ignored)) {
                     if (parser->ended)
                         break;
                     return -1;
                 }
             }
             arena_reset(&parser->arena);
-            skip_space(parser);
-            if (parser->p >= parser->end)
+            if (!skip_space_more(parser, &broken))
                 break;
             if (*parser->p == '}') {
                 parser->p++;
@@ -607,21 +732,35 @@ static int read_document(struct parser *parser, nvs_trace_event_fn callback, voi
             }
             parser->p++;
         }
-        if (!complete && found) {
-            result->cut_short = true; /* the closing } is missing: nothing else is */
-            return 0;
-        }
+    }
+    if (broken)
+        return -1;
+    if (!complete && found) {
+        result->cut_short = true; /* the closing } is missing: nothing else is */
+        return 0;
     }
     if (!found) {
         snprintf(parser->error, parser->error_size, "no traceEvents array");
         return -1;
     }
-    skip_space(parser);
-    if (parser->p < parser->end) {
+    if (skip_space_more(parser, &broken)) {
         fail(parser, "text after the end of the trace");
         return -1;
     }
-    return 0;
+    return broken ? -1 : 0;
+}
+
+static int parse_with(struct parser *parser, nvs_trace_event_fn callback, void *context,
+                      struct nvs_trace_read *result)
+{
+    memset(result, 0, sizeof *result);
+    if (parser->error_size)
+        parser->error[0] = '\0';
+    int status = read_document(parser, callback, context, result);
+    arena_free(&parser->arena);
+    free(parser->stack.bytes);
+    free(parser->window);
+    return status;
 }
 
 int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn callback,
@@ -631,13 +770,14 @@ int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn cal
     struct parser parser = {
         .start = text, .p = text, .end = text + length, .error = error, .error_size = error_size,
     };
-    memset(result, 0, sizeof *result);
-    if (error_size)
-        error[0] = '\0';
-    int status = read_document(&parser, callback, context, result);
-    arena_free(&parser.arena);
-    free(parser.stack.bytes);
-    return status;
+    return parse_with(&parser, callback, context, result);
+}
+
+int nvs_trace_json_read(struct nvs_source *source, nvs_trace_event_fn callback, void *context,
+                        struct nvs_trace_read *result, char *error, size_t error_size)
+{
+    struct parser parser = {.error = error, .error_size = error_size, .source = source};
+    return parse_with(&parser, callback, context, result);
 }
 
 /* ---- values ---------------------------------------------------------------- */

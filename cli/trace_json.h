@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "source.h"
+
 enum nvs_json_type {
     NVS_JSON_NULL,
     NVS_JSON_FALSE,
@@ -104,5 +106,11 @@ typedef int (*nvs_trace_event_fn)(const struct nvs_json *event, void *context);
 int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn callback,
                          void *context, struct nvs_trace_read *result, char *error,
                          size_t error_size);
+
+/* nvs_trace_json_parse of the bytes SOURCE gives, read as they come: the
+ * memory is that of the event being read (a window of about a megabyte), not
+ * of the trace. */
+int nvs_trace_json_read(struct nvs_source *source, nvs_trace_event_fn callback, void *context,
+                        struct nvs_trace_read *result, char *error, size_t error_size);
 
 #endif

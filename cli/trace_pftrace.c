@@ -810,21 +810,82 @@ static void reader_free(struct reader *reader)
     nvs_map_free(&reader->interned);
 }
 
-int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
-                      const char *path, const struct nvs_load_options *options)
+/* The window of a streamed file (whole packets are read from it; one cut by
+ * its end is read again once it has been refilled). */
+struct window {
+    struct nvs_source *source;
+    unsigned char *bytes;
+    size_t size;
+    uint64_t offset;                        /* of bytes[0] in the file */
+    bool ended;
+};
+
+#define WINDOW_CHUNK ((size_t)1 << 20)
+
+/* More of the file in WINDOW: IN's bytes kept (moved to its start), the rest
+ * let go, the room after them filled. 1: more came; 0: the file has ended; -1
+ * it could not be read (said). */
+static int refill(struct reader *reader, struct window *window, struct bytes *in)
+{
+    if (!window->source || window->ended)
+        return 0;
+    size_t kept = (size_t)(in->end - in->at);
+    window->offset += (uint64_t)(in->at - window->bytes);
+    if (kept && in->at != window->bytes)
+        memmove(window->bytes, in->at, kept);
+    if (window->size - kept < WINDOW_CHUNK / 4) {
+        size_t max = window->source->max_event;
+        if (max && kept > max) {
+            nvs_events_say(reader->options, "cannot read %s: a packet of more than %zu bytes at byte %llu",
+                           reader->path, max, (unsigned long long)window->offset);
+            return -1;
+        }
+        unsigned char *grown = realloc(window->bytes, window->size ? window->size * 2 : WINDOW_CHUNK);
+        if (!grown) {
+            reader->failed = true;
+            return -1;
+        }
+        window->bytes = grown;
+        window->size = window->size ? window->size * 2 : WINDOW_CHUNK;
+    }
+    char error[256];
+    long got = window->source->read(window->source->context, (char *)window->bytes + kept,
+                                    window->size - kept, error, sizeof error);
+    if (got < 0) {
+        nvs_events_say(reader->options, "cannot read %s: %s", reader->path, error);
+        return -1;
+    }
+    in->at = window->bytes;
+    in->end = window->bytes + kept + (size_t)got;
+    window->ended = got == 0;
+    return got > 0;
+}
+
+/* BYTES (LENGTH of them), or with BYTES NULL what SOURCE gives. */
+static int parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
+                 struct nvs_source *source, const char *path, const struct nvs_load_options *options)
 {
     struct reader reader = {.events = events, .options = options, .path = path};
     reader.empty = nvs_events_intern_string(events, "");
     reader.failed = !reader.empty || !nvs_trace_kinds_init(&reader.kinds, events);
+    struct window window = {.source = bytes ? NULL : source, .bytes = (unsigned char *)bytes};
     struct bytes in = {bytes, bytes + length};
+    bool unread = false;
     while (!reader.failed && !reader.problem) {
         const unsigned char *at = in.at;
         struct field field;
         int got = nvs_pb_next_field(&in, &field);
-        /* the end, or a packet (or padding) cut short: the file stops at the last whole packet */
-        if (got == FIELD_END || got == FIELD_CUT)
+        /* the end, or a packet (or padding) cut short: the file stops at the last whole
+         * packet, unless more of it is still to be read */
+        if (got == FIELD_END || got == FIELD_CUT) {
+            in.at = at;
+            int more = refill(&reader, &window, &in);
+            if (more > 0)
+                continue;
+            unread = more < 0;
             break;
-        reader.problem_at = (size_t)(at - bytes);
+        }
+        reader.problem_at = (size_t)(window.offset + (uint64_t)(at - window.bytes));
         if (got < 0 || (field.number == PF_TRACE_PACKET && field.wire != PF_WIRE_LENGTH)) {
             corrupt(&reader, got < 0 ? nvs_pb_field_problem(got) : "a packet that is not a message");
             break;
@@ -834,9 +895,13 @@ int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, siz
         reader.packets++;
         read_packet(&reader, field.bytes);
     }
+    if (window.source)
+        free(window.bytes);
     int outcome = -1;
     if (reader.failed)
         nvs_events_say(options, "out of memory reading %s", path);
+    else if (unread)
+        ;                   /* said */
     else if (reader.problem)
         nvs_events_say(options, "cannot read %s: not a whole Perfetto trace: %s, in the packet at byte %zu",
                        path, reader.problem, reader.problem_at);
@@ -849,4 +914,17 @@ int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, siz
     }
     reader_free(&reader);
     return outcome;
+}
+
+int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
+                      const char *path, const struct nvs_load_options *options)
+{
+    static const unsigned char nothing[1];
+    return parse(events, bytes ? bytes : nothing, length, NULL, path, options);
+}
+
+int nvs_pftrace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
+                     const struct nvs_load_options *options)
+{
+    return parse(events, NULL, 0, source, path, options);
 }

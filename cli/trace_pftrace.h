@@ -18,4 +18,9 @@
 int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
                       const char *path, const struct nvs_load_options *options);
 
+struct nvs_source;
+/* nvs_pftrace_parse of what SOURCE gives, read a window at a time (source.h). */
+int nvs_pftrace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
+                     const struct nvs_load_options *options);
+
 #endif

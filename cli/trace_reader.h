@@ -15,6 +15,11 @@
 int nvs_trace_parse(struct nvs_events *events, const char *text, size_t length, const char *path,
                     const struct nvs_load_options *options);
 
+struct nvs_source;
+/* nvs_trace_parse of what SOURCE gives, read as it comes (trace_json.h). */
+int nvs_trace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
+                   const struct nvs_load_options *options);
+
 /* ---- what both trace readers (JSON here, the binary form in trace_pftrace.c) share ---- */
 
 /* The Chrome categories that are not NVTX (events.h), interned in one event set: a range in one

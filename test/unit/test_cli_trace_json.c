@@ -99,6 +99,28 @@ struct outcome {
     char error[256];
 };
 
+/* A text handed out STEP bytes a read, as a pipe may. */
+struct chunks {
+    const char *text;
+    size_t length, at, step;
+};
+
+static long read_chunk(void *context, char *into, size_t size, char *error, size_t error_size)
+{
+    struct chunks *chunks = context;
+    (void)error, (void)error_size;
+    size_t n = chunks->length - chunks->at;
+    if (n > chunks->step)
+        n = chunks->step;
+    if (n > size)
+        n = size;
+    memcpy(into, chunks->text + chunks->at, n);
+    chunks->at += n;
+    return (long)n;
+}
+
+/* TEXT parsed whole; and streamed in reads of 1, 7 and 4096 bytes, which must
+ * see the same events and say the same (a failure counted where they do not). */
 static struct outcome parse_length(const char *text, size_t length, struct seen *seen)
 {
     struct outcome outcome;
@@ -106,6 +128,26 @@ static struct outcome parse_length(const char *text, size_t length, struct seen 
     seen->used = seen->events = 0;
     outcome.status = nvs_trace_json_parse(text, length, on_event, seen, &outcome.result, outcome.error,
                                           sizeof outcome.error);
+    static const size_t steps[] = {1, 7, 4096};
+    for (size_t s = 0; s < sizeof steps / sizeof *steps; s++) {
+        struct seen streamed = {.stop_at = seen->stop_at};   /* a check counts once, in the whole read */
+        struct chunks chunks = {text, length, 0, steps[s]};
+        struct nvs_source source = {read_chunk, &chunks, 0};
+        struct outcome again;
+        again.status = nvs_trace_json_read(&source, on_event, &streamed, &again.result, again.error,
+                                           sizeof again.error);
+        bool same = again.status == outcome.status && strcmp(streamed.text, seen->text) == 0 &&
+                    again.result.events == outcome.result.events &&
+                    again.result.bare_array == outcome.result.bare_array &&
+                    again.result.cut_short == outcome.result.cut_short &&
+                    again.result.last_incomplete == outcome.result.last_incomplete &&
+                    (outcome.status != -1 || strcmp(again.error, outcome.error) == 0);
+        if (!same) {
+            failed++;
+            printf("FAIL streamed in %zu-byte reads: status %d (%s) against %d (%s) for %.60s\n", steps[s],
+                   again.status, again.error, outcome.status, outcome.error, text);
+        }
+    }
     return outcome;
 }
 
