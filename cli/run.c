@@ -1,21 +1,28 @@
 /* nvtxshim run: options become NVTXSHIM_* variables, the library is appended to
- * LD_PRELOAD, and the program is exec'd. The options, their manual entries and
- * the parsing of a command line are shared with profile (cli/profile.c), which
- * starts the program under a watched nsys profile (run.h). */
+ * LD_PRELOAD, and the program is exec'd; with a trace file it runs as a child
+ * instead, so that a run that traced nothing is said at its end (run_trace.h).
+ * The options, their manual entries and the parsing of a command line are
+ * shared with profile (cli/profile.c), which starts the program under a
+ * watched nsys profile (run.h). */
 #define _GNU_SOURCE
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "child.h"
 #include "commands.h"
+#include "run_trace.h"
 #include "top.h"
 
 extern char **environ;
@@ -105,6 +112,18 @@ static void help_run(void)
           "    docs/pftrace.md): the same events in fewer bytes. ui.perfetto.dev\n"
           "    opens both, and nvtxshim report reads both.\n"
           "\n"
+          "    The library creates the file at its first event, so a program that made no\n"
+          "    call it traces leaves none. With a trace file (--trace, or NVTXSHIM_TRACE in\n"
+          "    the environment) PROGRAM therefore runs as a child of this command, which\n"
+          "    says so in one line at the end when no file the trace's name can give (with\n"
+          "    %p as any process id, or NAME.PID.EXT) was written or changed, and why that\n"
+          "    usually is: a device file other than a V4L2 camera, a USB serial port, hidraw\n"
+          "    or usbfs (a pty, /dev/i2c-*) is traced only when --devices names it. The\n"
+          "    signals sent to this command, SIGKILL and SIGSTOP aside, are passed on to\n"
+          "    PROGRAM (those a terminal sends reach it anyway); the output and exit status\n"
+          "    are still PROGRAM's, and a PROGRAM killed by a signal ends this command by\n"
+          "    the same signal.\n"
+          "\n"
           "    The library is --library PATH, else $NVTXSHIM_LIBRARY (which PROGRAM does not\n"
           "    inherit), else libnvtxshim.so beside this command (the build directory), else\n"
           "    ../lib/libnvtxshim.so from it (make install).\n"
@@ -126,9 +145,9 @@ static void help_run(void)
           "        This page.\n"
           "\n"
           "EXIT STATUS\n"
-          "    PROGRAM's own. Before PROGRAM starts: 2 for a usage error or a bad value, 125 when\n"
-          "    the library is not found, 126 when PROGRAM cannot be executed, 127 when it is not\n"
-          "    found.\n"
+          "    PROGRAM's own (killed by a signal: the same signal). Before PROGRAM starts: 2 for\n"
+          "    a usage error or a bad value, 125 when the library is not found, 126 when PROGRAM\n"
+          "    cannot be executed, 127 when it is not found.\n"
           "\n"
           "EXAMPLES\n"
           "    nvtxshim run --frame usb.in:0x81 --frame-budget 33ms --trace rig-%p.json -- ./camera_loop\n"
@@ -378,7 +397,7 @@ int nvs_launch_find_library(const struct nvs_launch *launch, char *library, size
     return 125;
 }
 
-/* NVTXSHIM_TRACE's value with %p as PID (the library's own expansion). */
+/* NVTXSHIM_TRACE's value with %p as PID and %% as % (the library's own expansion). */
 static void trace_path_of(const char *template, pid_t pid, char *path, size_t size)
 {
     size_t used = 0;
@@ -387,11 +406,158 @@ static void trace_path_of(const char *template, pid_t pid, char *path, size_t si
             int wrote = snprintf(path + used, size - used, "%d", (int)pid);
             used += wrote > 0 ? (size_t)wrote : 0;
             c++;
+        } else if (c[0] == '%' && c[1] == '%') {
+            path[used++] = '%';
+            c++;
         } else {
             path[used++] = *c;
         }
     }
     path[used < size ? used : size - 1] = '\0';
+}
+
+/* The signals that a run as a child passes on to PROGRAM: those sent to this
+ * process, whose id would have been PROGRAM's had it been exec'd (a supervisor's
+ * SIGTERM, NVTXSHIM_CAPTURE=signal's SIGUSR1). Stops are not held: a terminal's
+ * ^Z must stop this command too, or the shell never sees the job stop. */
+static const int passed_on[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
+                                SIGWINCH};
+
+/* PROGRAM as a child, with this process's descriptors, dispositions and MASK;
+ * a pipe that exec closes tells a failed exec from the program's own 127.
+ * Returns its pid, or -1 after the line that says why, *STATUS then the exit
+ * status. */
+static pid_t start_program(char **program, const sigset_t *mask, int *status)
+{
+    int exec_error[2];
+    if (pipe2(exec_error, O_CLOEXEC)) {
+        fprintf(stderr, "nvtxshim run: cannot start %s: %s\n", program[0], strerror(errno));
+        *status = 126;
+        return -1;
+    }
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        close(exec_error[0]);
+        sigprocmask(SIG_SETMASK, mask, NULL);
+        execvp(program[0], program);
+        int error = errno;
+        ssize_t unused = write(exec_error[1], &error, sizeof error);
+        (void)unused;
+        _exit(127);
+    }
+    int error = errno;
+    close(exec_error[1]);
+    ssize_t got = 0;
+    if (child > 0) {
+        while ((got = read(exec_error[0], &error, sizeof error)) < 0 && errno == EINTR)
+            continue;
+        if (got == (ssize_t)sizeof error) {
+            while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+                continue;
+        }
+    }
+    close(exec_error[0]);
+    if (child > 0 && got != (ssize_t)sizeof error)
+        return child;
+    fprintf(stderr, "nvtxshim run: cannot %s %s: %s\n", child < 0 ? "start" : "run", program[0],
+            strerror(error));
+    *status = child > 0 && error == ENOENT ? 127 : 126;
+    return -1;
+}
+
+/* Waits for CHILD, passing on to it each signal of WAITED (blocked here) that
+ * was sent to this process: those a terminal sends (SI_KERNEL) went to its
+ * whole process group, CHILD included. Returns CHILD's wait status. */
+static int wait_passing_signals(pid_t child, const sigset_t *waited)
+{
+    int status = 0;
+    for (;;) {
+        pid_t done = waitpid(child, &status, WNOHANG);
+        if (done == child)
+            return status;
+        if (done < 0 && errno != EINTR)
+            return 127 << 8;
+        siginfo_t info;
+        int signal_number = sigwaitinfo(waited, &info);
+        if (signal_number > 0 && signal_number != SIGCHLD && info.si_code != SI_KERNEL)
+            kill(child, signal_number);
+    }
+}
+
+/* Ends as a child that STATUS says ended: its exit status, or its signal,
+ * raised here without a core dump of this command. */
+static int end_like(int status)
+{
+    if (!WIFSIGNALED(status))
+        return nvs_cli_exit_status(status);
+    int signal_number = WTERMSIG(status);
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(signal_number, SIG_DFL);
+    fflush(NULL);
+    raise(signal_number);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signal_number);
+    sigprocmask(SIG_UNBLOCK, &only, NULL);
+    return nvs_cli_exit_status(status);
+}
+
+/* One line when a run with a trace file wrote none: what asked for it, and why
+ * that usually is. Not where another NVTX tool takes the events (the library
+ * says so), nor for a trace path that is no regular file (/dev/null; the
+ * library says why it refused any other). */
+static void say_nothing_traced(const struct nvs_launch *launch, const char *template, bool made,
+                               pid_t child)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    trace_path_of(template, child, path, sizeof path);
+    if (getenv("NVTX_INJECTION64_PATH") || (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+        return;
+    /* what asked for the trace: an option, the variable, or --top's own file */
+    const char *asked = made ? "--top" : "NVTXSHIM_TRACE=";
+    for (size_t i = 0; i < VARIABLE_COUNT && !made; i++)
+        if (!strcmp(variable_options[i].option, "trace") && launch->values[i])
+            asked = "--trace ";
+    if (made)
+        template = "";
+    const char *program = strrchr(launch->program[0], '/');
+    program = program ? program + 1 : launch->program[0];
+    const char *hooks = getenv("NVTXSHIM_HOOKS"), *devices = getenv("NVTXSHIM_DEVICES");
+    bool all_hooks = !hooks || !*hooks || !strcmp(hooks, "all");
+    fprintf(stderr, "nvtxshim: run: %s%s: nothing was traced, so no trace file was written: %s made "
+            "no call that the library traces (libusb, X11/GL/Vulkan, CUDA, NVTX, V4L2 cameras, USB "
+            "serial ports, hidraw, usbfs%s%s%s); other device files (a pty, /dev/i2c-*) are traced "
+            "only where --devices names them%s%s%s\n", asked, template, program,
+            all_hooks ? "" : "; NVTXSHIM_HOOKS is '", all_hooks ? "" : hooks, all_hooks ? "" : "'",
+            devices && *devices ? " (NVTXSHIM_DEVICES is '" : "", devices && *devices ? devices : "",
+            devices && *devices ? "')" : "");
+}
+
+/* A run with a trace file: PROGRAM as a child (see help_run), then the line
+ * when nothing was traced; PROGRAM's exit status, or its signal. */
+static int run_traced(const struct nvs_launch *launch, const char *template)
+{
+    struct nvs_trace_files *before = nvs_trace_files_look(template);
+    sigset_t waited, original;
+    sigemptyset(&waited);
+    sigaddset(&waited, SIGCHLD);
+    for (size_t i = 0; i < sizeof passed_on / sizeof passed_on[0]; i++)
+        sigaddset(&waited, passed_on[i]);
+    sigprocmask(SIG_BLOCK, &waited, &original);
+    int status;
+    pid_t child = start_program(launch->program, &original, &status);
+    if (child < 0) {
+        nvs_trace_files_free(before);
+        return status;
+    }
+    status = wait_passing_signals(child, &waited);
+    if (before && !nvs_trace_files_written(before, template))
+        say_nothing_traced(launch, template, false, child);
+    nvs_trace_files_free(before);
+    return end_like(status);
 }
 
 /* run --top: PROGRAM as a child, its trace shown live (top.c) until it ends;
@@ -412,28 +578,29 @@ static int run_with_top(struct nvs_launch *launch)
         setenv("NVTXSHIM_TRACE", made, 1);
         template = made;
     }
-    fflush(NULL);
-    pid_t child = fork();
+    struct nvs_trace_files *before = nvs_trace_files_look(template);
+    sigset_t mask;
+    sigprocmask(SIG_BLOCK, NULL, &mask);
+    int status = 0;
+    pid_t child = start_program(launch->program, &mask, &status);
     if (child < 0) {
-        fprintf(stderr, "nvtxshim run: cannot start %s: %s\n", launch->program[0], strerror(errno));
-        return 126;
-    }
-    if (child == 0) {
-        execvp(launch->program[0], launch->program);
-        int error = errno;
-        fprintf(stderr, "nvtxshim run: cannot run %s: %s\n", launch->program[0], strerror(error));
-        _exit(error == ENOENT ? 127 : 126);
+        nvs_trace_files_free(before);
+        if (directory[0])
+            rmdir(directory);
+        return status;
     }
     char path[PATH_MAX];
     trace_path_of(template, child, path, sizeof path);
     struct nvs_top_options top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0};
-    int status = 0;
     nvs_top_watch(path, child, &top, &status);
     if (waitpid(child, &status, WNOHANG) == 0) {
         /* interrupted: the program has the same signal, and is waited for */
         while (waitpid(child, &status, 0) < 0 && errno == EINTR)
             continue;
     }
+    if (before && !nvs_trace_files_written(before, template))
+        say_nothing_traced(launch, template, directory[0] != '\0', child);
+    nvs_trace_files_free(before);
     if (directory[0]) {
         unlink(made);
         rmdir(directory);
@@ -475,6 +642,9 @@ int nvs_cli_run(int argc, char **argv)
         return 0;
     if (launch.top)
         return run_with_top(&launch);
+    const char *trace = getenv("NVTXSHIM_TRACE");
+    if (trace && *trace)
+        return run_traced(&launch, trace);
     fflush(NULL);
     execvp(launch.program[0], launch.program);
     int error = errno;

@@ -8,6 +8,7 @@ import re
 import select
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
 
@@ -149,6 +150,106 @@ def test_run_refuses_what_the_library_would_not_take(args, status, message):
     result = nvtxshim("run", *args)
     assert result.returncode == status and result.stdout == b""
     assert message in result.stderr, result.stderr
+
+
+# A rig's actuator on a pseudo-terminal, as a test bench has it: the port opened by its path,
+# a command line written and read back, and a write to /dev/null. None of it is a device the
+# library traces unless NVTXSHIM_DEVICES names it.
+RIG_ON_A_PTY = """
+import os
+master, peer = os.openpty()
+port = os.open(os.ttyname(peer), os.O_RDWR | os.O_NOCTTY)
+os.write(master, b"move 1 2\\n")
+print(os.read(port, 100).decode().strip())
+with open("/dev/null", "w") as null:
+    null.write("x")
+"""
+
+
+def first_preload():
+    """The ASan suite's runtime, which must come first in a child's LD_PRELOAD; else nothing."""
+    first = os.environ.get("NVS_TEST_PRELOAD_FIRST")
+    return {"LD_PRELOAD": first} if first else {}
+
+
+def test_run_says_in_one_line_when_nothing_was_traced(tmp_path):
+    """The library makes its file at the first event, so a run that traced nothing leaves none:
+    run says so at the end, naming what asked for the trace and what would trace the pty."""
+    script = tmp_path / "rig.py"
+    script.write_text(RIG_ON_A_PTY)
+    trace = tmp_path / "t.json"
+    result = nvtxshim("run", "--trace", trace, "--", PYTHON, script, env=first_preload(), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, b"move 1 2\n"), result.stderr
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("nvtxshim: run: --trace %s: nothing was traced, so no trace file was "
+                               "written: %s made no call that the library traces ("
+                               % (trace, os.path.basename(PYTHON))), lines
+    assert lines[0].endswith("other device files (a pty, /dev/i2c-*) are traced only where --devices "
+                             "names them"), lines
+    assert sorted(os.listdir(tmp_path)) == ["rig.py"]
+
+    # Asked by the variable, with %p: a file an earlier run left under the name is not this run's.
+    earlier = tmp_path / "t-1.json"
+    earlier.write_text("[]\n")
+    template = str(tmp_path / "t-%p.json")
+    result = nvtxshim("run", "--devices", "/dev/ttyACM*", "--", PYTHON, script,
+                      env=dict(first_preload(), NVTXSHIM_TRACE=template), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, b"move 1 2\n"), result.stderr
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "nvtxshim: run: NVTXSHIM_TRACE=%s: nothing was traced" % template), lines
+    assert lines[0].endswith("only where --devices names them (NVTXSHIM_DEVICES is '/dev/ttyACM*')")
+    assert sorted(os.listdir(tmp_path)) == ["rig.py", "t-1.json"] and earlier.read_text() == "[]\n"
+
+    # run --top's own temporary trace: the same line, naming --top.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    result = nvtxshim("run", "--top", "--", PYTHON, script,
+                      env=dict(first_preload(), TMPDIR=str(scratch)), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (0, b"move 1 2\n"), result.stderr
+    said = [line for line in result.stderr.decode().splitlines() if line.startswith("nvtxshim: run:")]
+    assert len(said) == 1 and said[0].startswith("nvtxshim: run: --top: nothing was traced"), said
+    assert os.listdir(scratch) == []
+
+    # The control: the same rig with /dev/null named is traced, and nothing more is said.
+    result = nvtxshim("run", "--trace", trace, "--devices", "/dev/null", "--", PYTHON, script,
+                      env=first_preload(), cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"move 1 2\n", b"")
+    assert [n for n in names(load_trace(trace), "serial") if "/dev/null" in n]
+
+
+def test_run_with_a_trace_passes_signals_on_and_ends_as_its_program_does(tmp_path):
+    """With a trace file the program is run's child: a signal sent to run's process id (a
+    supervisor's, the capture trigger's SIGUSR1) reaches it, and its end is run's end."""
+    waits = ("import os, signal, sys\n"
+             "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})\n"
+             "print('ready', flush=True)\n"
+             "print('got', signal.Signals(signal.sigwait({signal.SIGUSR1})).name, flush=True)\n"
+             "sys.exit(3)\n")
+    trace = tmp_path / "t.json"
+    run = subprocess.Popen([program("nvtxshim"), "run", "--trace", str(trace), "--", PYTHON, "-c",
+                            waits], env=clean_env(first_preload()), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    try:
+        ready, _, _ = select.select([run.stdout], [], [], 60)
+        assert ready and run.stdout.readline() == b"ready\n"
+        run.send_signal(signal.SIGUSR1)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert (run.returncode, out) == (3, b"got SIGUSR1\n"), err
+
+    killed = nvtxshim("run", "--trace", trace, "--", PYTHON, "-c",
+                      "import os, signal; os.kill(os.getpid(), signal.SIGTERM)", env=first_preload())
+    assert killed.returncode == -signal.SIGTERM, killed.stderr
+    exited = nvtxshim("run", "--trace", trace, "--", "sh", "-c", "exit 7", env=first_preload())
+    assert exited.returncode == 7
+    missing = nvtxshim("run", "--trace", trace, "--", "/nonexistent/program")
+    assert (missing.returncode, missing.stderr) == (
+        127, b"nvtxshim run: cannot run /nonexistent/program: No such file or directory\n")
 
 
 # ---- profile --------------------------------------------------------------------
@@ -443,7 +544,10 @@ def test_check_on_this_machine():
         "WARN DISPLAY is not set: programs cannot open a window")
     assert line_about(lines, r"libusb ").startswith("OK   libusb 1.0.")
     if not os.path.isdir("/dev/bus/usb"):
-        assert line_about(lines, r"USB device").startswith("WARN no USB devices visible (no /dev/bus/usb)")
+        # the emulated camera built beside this command, by its path (the wheel has none)
+        assert line_about(lines, r"USB device").startswith(
+            "WARN no USB devices visible (no /dev/bus/usb): only an emulated device works here, such "
+            "as the emulated camera %s (fix: " % os.path.realpath(program("emucam")))
     container = line_about(lines, r"^OK   (not )?in a container")
     assert ("in a container (docker: /.dockerenv)" in container) == os.path.exists("/.dockerenv")
     for line in lines:
