@@ -435,6 +435,26 @@ static void check_libusb(struct check *check)
     dlclose(usb);
 }
 
+/* The emulated camera where this command was built (build/emucam beside
+ * build/nvtxshim), as an absolute path in PATH; false where it was installed
+ * without it (make install, the wheel). */
+static bool emulated_camera(char *path, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return false;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    struct stat st;
+    int wrote = snprintf(path, size, "%s/emucam", exe);
+    return wrote > 0 && (size_t)wrote < size && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+           access(path, X_OK) == 0;
+}
+
 static void check_usb_devices(struct check *check, bool container)
 {
     DIR *buses = opendir("/dev/bus/usb");
@@ -461,11 +481,16 @@ static void check_usb_devices(struct check *check, bool container)
         }
         closedir(buses);
     }
+    char camera[PATH_MAX];
+    bool built_here = emulated_camera(camera, sizeof camera);
     if (devices == 0)
         say(check, LEVEL_WARN, container ? "docker run --device /dev/bus/usb (docker/run.sh does)"
                                          : "plug the device in (lsusb lists it)",
-            "no USB devices visible (%s): only the emulated camera (build/emucam) works here",
-            buses ? "/dev/bus/usb is empty" : "no /dev/bus/usb");
+            "no USB devices visible (%s): only an emulated device works here%s%s%s",
+            buses ? "/dev/bus/usb is empty" : "no /dev/bus/usb",
+            built_here ? ", such as the emulated camera " : " (the emulated camera, emucam, is ",
+            built_here ? camera : "built in a clone of the source: make build/emucam",
+            built_here ? "" : ")");
     else if (writable == 0)
         say(check, LEVEL_WARN, "a udev rule giving your group the device, or run as root",
             "%d USB device%s, none that you can open for writing: libusb cannot use them",

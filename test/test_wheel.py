@@ -3,7 +3,8 @@ this tree, made manylinux by auditwheel, and installed into a fresh virtual envi
 sees nothing of the build tree (a temporary directory, its own cwd, the build's directories off
 every path). There: the command records the Python twin of the example harness on the emulated
 camera (pyusb, the system's, through --system-site-packages), reports it as a page, gives the
-library's path for LD_PRELOAD, and python -m nvtxshim is the same command."""
+library's path for LD_PRELOAD, python -m nvtxshim is the same command, and check names what the
+wheel holds."""
 import json
 import os
 import re
@@ -125,6 +126,32 @@ def test_the_library_path_for_ld_preload_and_python_m(installed, tmp_path):
                                "import nvtxshim; print(nvtxshim.library()); print(nvtxshim.__version__)"],
                               env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert imported.stdout.split() == [path, version]
+
+
+def test_check_from_the_wheel_names_what_the_wheel_holds(installed, tmp_path):
+    """nvtxshim check from the wheel looks at the wheel's library, and where no USB device is
+    visible it does not send the user to a build/emucam that an installed wheel does not have."""
+    bin_directory, _ = installed
+    env = outside(bin_directory, tmp_path)
+    result = subprocess.run([str(bin_directory / "nvtxshim"), "check"], env=env, cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    lines = result.stdout.splitlines()
+    assert lines and lines[-1].startswith("nvtxshim check: "), result.stdout + result.stderr
+    library = [line for line in lines if line.startswith("OK   library ")]
+    assert len(library) == 1, lines
+    assert library[0].split()[2].endswith("/site-packages/nvtxshim/_native/libnvtxshim.so"), library
+    usb = [line for line in lines if "USB device" in line]
+    assert len(usb) == 1, lines
+    buses = "/dev/bus/usb"
+    nodes = [node for bus in (os.listdir(buses) if os.path.isdir(buses) else [])
+             for node in os.listdir(os.path.join(buses, bus))]
+    if not nodes:
+        assert usb[0].startswith(
+            "WARN no USB devices visible (%s): only an emulated device works here (the emulated "
+            "camera, emucam, is built in a clone of the source: make build/emucam) (fix: "
+            % ("/dev/bus/usb is empty" if os.path.isdir(buses) else "no /dev/bus/usb")), usb
+    else:
+        assert "emucam" not in usb[0], usb
 
 
 def test_a_clean_clone_elsewhere_makes_the_same_wheel(installed, tmp_path):
