@@ -18,7 +18,7 @@ int nvs_cli_check(int argc, char **argv);
  * profile calls it in-process as {"report", "PATH.sqlite", NULL}. */
 int nvs_cli_report(int argc, char **argv);
 
-/* cli/convert.c: converts between nsys exports and trace files. */
+/* cli/convert.c: an nsys report or its SQLite export as a Chrome/Perfetto trace. */
 int nvs_cli_convert(int argc, char **argv);
 
 /* cli/top.c: a live view of a trace being written. */

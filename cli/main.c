@@ -22,8 +22,8 @@ static const struct subcommand subcommands[] = {
     {"run", nvs_cli_run, "run a program with the library in front of it (options become NVTXSHIM_* variables)"},
     {"profile", nvs_cli_profile, "the same under nsys profile, bounded by a watchdog; prints the report and its summary"},
     {"check", nvs_cli_check, "what will and will not work on this machine, and the command that fixes it"},
-    {"report", nvs_cli_report, "summarise an nsys SQLite export or a trace file"},
-    {"convert", nvs_cli_convert, "convert between nsys exports and trace files"},
+    {"report", nvs_cli_report, "summarise an nsys report, its SQLite export or a trace file"},
+    {"convert", nvs_cli_convert, "an nsys report or its SQLite export as a trace for Perfetto (JSON, or .json.gz)"},
     {"top", nvs_cli_top, "a live view of a recording in progress: the frames so far, the slowest and its calls"},
     {"diff", nvs_cli_diff, "compare two profiles frame for frame; --fail-over gates a CI on the p99 frame"},
 };
@@ -31,13 +31,28 @@ static const struct subcommand subcommands[] = {
 static void usage(FILE *out)
 {
     fputs("NAME\n"
-          "    nvtxshim - see a program's USB, X11 and CUDA-copy calls in Nsight Systems or a trace\n"
+          "    nvtxshim - see a program's USB, device, display and CUDA calls in Nsight Systems or a\n"
+          "    trace\n"
           "\n"
           "SYNOPSIS\n"
           "    nvtxshim COMMAND [OPTIONS] [ARGS...]\n"
           "    nvtxshim COMMAND --help\n"
-          "    nvtxshim --library        the library's path, for LD_PRELOAD=$(nvtxshim --library)\n"
+          "    nvtxshim --library        the library's path, to append to LD_PRELOAD\n"
           "    nvtxshim --version\n"
+          "\n"
+          "DESCRIPTION\n"
+          "    libnvtxshim, put in front of an unmodified program with LD_PRELOAD, wraps in NVTX\n"
+          "    ranges, with the bytes each moved:\n"
+          "      - libusb-1.0, and the device files a rig is made of: V4L2 cameras, USB serial\n"
+          "        ports, hidraw and raw usbfs nodes (other device files, a pty or /dev/i2c-*,\n"
+          "        where --devices names them);\n"
+          "      - the display: Xlib, XCB and XRender drawing, flushes and round trips; GLX and\n"
+          "        EGL buffer swaps, GL texture uploads, Vulkan's present;\n"
+          "      - CUDA, driver and runtime API: host/device copies, the CPU's waits for the GPU\n"
+          "        (stream, context, event and device synchronisation), kernel launches.\n"
+          "    It counts the program's frames (--frame) and opens nsys capture ranges itself\n"
+          "    (--capture). The events go to Nsight Systems (profile), or, without it, to a\n"
+          "    trace file the library writes (run --trace); report, top and diff read both.\n"
           "\n"
           "COMMANDS\n", out);
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
@@ -50,6 +65,8 @@ static void usage(FILE *out)
           "    nvtxshim check\n"
           "    nvtxshim run --frame usb.in:0x81 --trace rig.json -- ./my_camera_loop\n"
           "    nvtxshim profile --frame usb.in:0x81 --capture frames:100+50 -- ./my_camera_loop\n"
+          "    LD_PRELOAD=\"${LD_PRELOAD:+$LD_PRELOAD:}$(nvtxshim --library)\" \\\n"
+          "        nsys profile -t nvtx,osrt --sample=none --cpuctxsw=none ./my_camera_loop\n"
           "    nvtxshim help profile\n", out);
 }
 
