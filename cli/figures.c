@@ -287,6 +287,9 @@ static bool is_capture(const struct nvs_event *event)
 
 /* ---- what the builder keeps ------------------------------------------------------- */
 
+/* A launch column is shown once some frame's launches take 0.001 ms as printed. */
+#define LAUNCH_SHOWN_NS 500
+
 /* Durations kept exactly, of every name together: past it, the names with the
  * most give theirs to a sketch (p50 and p99 then within SKETCH_ERROR). */
 #define EXACT_VALUES_MAX ((size_t)4 << 20)
@@ -330,9 +333,10 @@ struct interval {
     int64_t start, end;
 };
 
-/* A call's interval in a frame, and its part. */
+/* A call's interval in a frame, its part and its name. */
 struct part_interval {
     int64_t start, end;
+    const char *name;
     uint32_t part;
 };
 
@@ -393,6 +397,12 @@ struct proc {
     bool calls_seen;
     size_t late;                     /* calls that came after their frame was closed */
     bool estimated;
+    /* what a live view needs of the frames closed: whether launches show, and
+     * the slowest (the first of the longest) with its longest calls */
+    bool launches, has_slowest;
+    int64_t slowest_total, slowest_start;
+    struct nvs_report_call slowest_calls[NVS_SLOWEST_CALLS];
+    size_t slowest_call_count;
 };
 
 /* A camera frame the loop dequeued: its capture timestamp is the frame age
@@ -767,12 +777,40 @@ static void measure_open(struct open_frame *open, struct nvs_report_frame *row)
         row->value[NVS_COLUMN_USB + d] = parts[d];
 }
 
+/* The longest calls of OPEN into CALLS (NVS_SLOWEST_CALLS at most), the longest first; how many. */
+static size_t longest_calls(const struct open_frame *open, struct nvs_report_call *calls)
+{
+    size_t count = 0;
+    for (size_t i = 0; i < open->count; i++) {
+        struct nvs_report_call call = {open->items[i].name, open->items[i].end - open->items[i].start};
+        size_t k = count < NVS_SLOWEST_CALLS ? count++ : NVS_SLOWEST_CALLS;
+        if (k == NVS_SLOWEST_CALLS && call.duration <= calls[k - 1].duration)
+            continue;
+        if (k == NVS_SLOWEST_CALLS)
+            k--;
+        for (; k > 0 && calls[k - 1].duration < call.duration; k--)
+            calls[k] = calls[k - 1];
+        calls[k] = call;
+    }
+    return count;
+}
+
 /* The oldest open frame closed: its figures made, its intervals let go. */
 static void close_oldest(struct nvs_figures_builder *builder)
 {
     struct open_frame *open = open_frame(builder, builder->open_first);
     struct proc *proc = &builder->procs[open->proc];
-    measure_open(open, &proc->rows[open->row]);
+    struct nvs_report_frame *row = &proc->rows[open->row];
+    measure_open(open, row);
+    proc->launches |= row->value[NVS_COLUMN_LAUNCH] >= LAUNCH_SHOWN_NS;
+    int64_t total = row->value[NVS_COLUMN_TOTAL];
+    if (!proc->has_slowest || total > proc->slowest_total ||
+        (total == proc->slowest_total && row->start < proc->slowest_start)) {
+        proc->has_slowest = true;
+        proc->slowest_total = total;
+        proc->slowest_start = row->start;
+        proc->slowest_call_count = longest_calls(open, proc->slowest_calls);
+    }
     proc->open[open->row] = NOT_OPEN;
     builder->held -= open->count;
     free(open->items);
@@ -807,7 +845,7 @@ static void relieve_intervals(struct nvs_figures_builder *builder)
 /* The call interval [START, END) of PART into row K of PROC: gathered while the
  * frame is open, else added to its figures (an estimate: it may overlap another). */
 static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc, size_t k, int64_t start,
-                         int64_t end, unsigned part)
+                         int64_t end, unsigned part, const char *name)
 {
     struct nvs_report_frame *row = &proc->rows[k];
     int64_t frame_end = row->start + row->value[NVS_COLUMN_TOTAL];
@@ -831,7 +869,7 @@ static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc,
     struct open_frame *open = open_frame(builder, proc->open[k]);
     if (!GROW(builder, open->items, open->count, open->capacity))
         return;
-    open->items[open->count++] = (struct part_interval){start, end, part};
+    open->items[open->count++] = (struct part_interval){start, end, name, part};
     if (++builder->held > HELD_INTERVALS_MAX)
         relieve_intervals(builder);
 }
@@ -894,7 +932,7 @@ static void add_frame(struct nvs_figures_builder *builder, const struct nvs_even
     size_t kept = 0;
     for (size_t i = 0; i < proc->pending_count; i++) {
         struct part_interval call = proc->pending[i];
-        add_to_frame(builder, proc, k, call.start, call.end, call.part);
+        add_to_frame(builder, proc, k, call.start, call.end, call.part, call.name);
         if (call.end > event->end) {
             proc->pending[kept++] = call;
             continue;
@@ -926,7 +964,7 @@ static void add_call(struct nvs_figures_builder *builder, const struct nvs_event
     for (size_t k = low; k-- > 0 && proc->rows[k].start > event->start - proc->longest;) {
         if (proc->rows[k].start + proc->rows[k].value[NVS_COLUMN_TOTAL] > event->start &&
             event->end > event->start) {
-            add_to_frame(builder, proc, k, event->start, event->end, part);
+            add_to_frame(builder, proc, k, event->start, event->end, part, event->name);
             in_frame = true;
         }
     }
@@ -934,7 +972,7 @@ static void add_call(struct nvs_figures_builder *builder, const struct nvs_event
         /* it reaches past the last frame: the next may hold the rest */
         if (!GROW(builder, proc->pending, proc->pending_count, proc->pending_capacity))
             return;
-        proc->pending[proc->pending_count++] = (struct part_interval){event->start, event->end, part};
+        proc->pending[proc->pending_count++] = (struct part_interval){event->start, event->end, event->name, part};
         if (++builder->held > HELD_INTERVALS_MAX)
             relieve_intervals(builder);
     } else if (!in_frame && event->end > proc->dropped_end) {
@@ -1352,9 +1390,6 @@ static int compare_slowest(const void *a, const void *b, void *frames_argument)
     return (x > y) - (x < y);
 }
 
-/* A launch column is shown once some frame's launches take 0.001 ms as printed. */
-#define LAUNCH_SHOWN_NS 500
-
 /* PROCESS's rows (its frames' figures so far, in start order) finished: the
  * rest, the cuda column, the kernel figures, the latency and drops, the columns
  * its data has, their statistics, the slowest frames and those over the budget. */
@@ -1605,4 +1640,123 @@ int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs
 void nvs_figures_free(struct nvs_report *report)
 {
     free_report(report);
+}
+
+/* ---- a live view ------------------------------------------------------------------ */
+
+/* Row K of PROC as a report shows it: measured when its frame is open, the
+ * rest made, copies and launches together in cuda unless LAUNCHES show. */
+static struct nvs_report_frame view_row(struct nvs_figures_builder *builder, const struct proc *proc, size_t k,
+                                        bool launches)
+{
+    struct nvs_report_frame row = proc->rows[k];
+    if (proc->open[k] != NOT_OPEN)
+        measure_open(open_frame(builder, proc->open[k]), &row);
+    row.value[NVS_COLUMN_REST] = row.value[NVS_COLUMN_TOTAL] - row.value[NVS_COLUMN_REST];
+    if (!launches)
+        row.value[NVS_COLUMN_CUDA] = row.value[NVS_COLUMN_LATENCY];
+    row.value[NVS_COLUMN_LATENCY] = 0;
+    return row;
+}
+
+/* The K-th smallest of VALUES (COUNT > K), which are reordered: Hoare's selection. */
+static int64_t select_kth(int64_t *values, size_t count, size_t k)
+{
+    size_t low = 0, high = count - 1;
+    while (low < high) {
+        int64_t pivot = values[low + (high - low) / 2];
+        size_t i = low, j = high;
+        while (i <= j) {
+            while (values[i] < pivot)
+                i++;
+            while (values[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t swap = values[i];
+                values[i] = values[j];
+                values[j] = swap;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j)
+            high = j;
+        else if (k >= i)
+            low = i;
+        else
+            return values[k];
+    }
+    return values[k];
+}
+
+int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nvs_live_loop *loop)
+{
+    memset(loop, 0, sizeof *loop);
+    if (builder->failed)
+        return -1;
+    struct proc *proc = NULL;
+    for (size_t p = 0; p < builder->proc_count; p++)
+        if (builder->procs[p].count && (!proc || builder->procs[p].count > proc->count))
+            proc = &builder->procs[p];
+    if (!proc)
+        return 0;
+    size_t n = proc->count;
+    loop->pid = proc->pid;
+    loop->name = process_name(builder->events, proc->pid);
+    loop->count = n;
+    loop->estimated = proc->estimated;
+    struct map_slot *slot = nvs_map_find(&builder->pid_index, proc->pid, 0);
+    const struct pid_info *info = slot ? &builder->pids[slot->value] : NULL;
+    loop->budget_ns = builder->budget_ns ? builder->budget_ns : info ? info->budget_ns : 0;
+    /* launches show when a closed frame's do, or an open one's of those shown */
+    size_t from = last < n ? n - last : 0;
+    bool launches = proc->launches;
+    for (size_t k = from; k < n && !launches; k++)
+        launches = view_row(builder, proc, k, true).value[NVS_COLUMN_LAUNCH] >= LAUNCH_SHOWN_NS;
+    int64_t *totals = malloc(n * sizeof *totals);
+    if (!totals)
+        return -1;
+    size_t slowest = 0;
+    int64_t sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        totals[k] = proc->rows[k].value[NVS_COLUMN_TOTAL];
+        sum += totals[k];
+        if (totals[k] > totals[slowest])
+            slowest = k;
+        loop->over_budget += loop->budget_ns > 0 && totals[k] > loop->budget_ns;
+    }
+    loop->max = (double)totals[slowest];
+    loop->p99 = (double)select_kth(totals, n, (99 * n + 99) / 100 - 1);
+    loop->p50 = (double)select_kth(totals, n, (50 * n + 99) / 100 - 1);
+    free(totals);
+    (void)sum;
+    loop->last_count = n - from;
+    loop->first_number = proc->rows[from].number;
+    loop->last_number = proc->rows[n - 1].number;
+    for (size_t k = from; k < n; k++) {
+        struct nvs_report_frame row = view_row(builder, proc, k, launches);
+        for (int c = 0; c < NVS_COLUMNS; c++)
+            loop->last_mean[c] += (double)row.value[c] / (double)(n - from);
+    }
+    loop->slowest = view_row(builder, proc, slowest, launches);
+    if (proc->open[slowest] != NOT_OPEN)
+        loop->call_count = longest_calls(open_frame(builder, proc->open[slowest]), loop->calls);
+    else if (proc->slowest_start == proc->rows[slowest].start) {
+        loop->call_count = proc->slowest_call_count;
+        memcpy(loop->calls, proc->slowest_calls, sizeof loop->calls);
+    }
+    for (int c = NVS_COLUMN_TOTAL; c <= NVS_COLUMN_REST; c++)
+        loop->shown[c] = c != NVS_COLUMN_CAMERA && c != NVS_COLUMN_SERIAL && c != NVS_COLUMN_HID;
+    loop->shown[NVS_COLUMN_LAUNCH] = launches;
+    loop->shown[NVS_COLUMN_CAMERA] = info && info->camera;
+    loop->shown[NVS_COLUMN_SERIAL] = info && info->serial;
+    loop->shown[NVS_COLUMN_HID] = info && info->hid;
+    return 1;
+}
+
+uint64_t nvs_figures_events(const struct nvs_figures_builder *builder)
+{
+    return builder->order;
 }

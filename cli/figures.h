@@ -90,6 +90,13 @@ struct nvs_report_frame {
 
 enum nvs_report_budget { NVS_BUDGET_NONE, NVS_BUDGET_OPTION, NVS_BUDGET_MARKS };
 
+/* A call in a frame: its name and its time in the frame. */
+struct nvs_report_call {
+    const char *name;
+    int64_t duration;
+};
+#define NVS_SLOWEST_CALLS 5
+
 /* The frames of one process ("frame N" ranges of domain nvtxshim) and the
  * calls of that process inside them. */
 struct nvs_report_process {
@@ -180,5 +187,32 @@ int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event 
  * only be discarded after); else the builder goes on. 0, or -1 out of memory. */
 int nvs_figures_report(struct nvs_figures_builder *builder, bool final, struct nvs_report *report);
 void nvs_figures_discard(struct nvs_figures_builder *builder);
+
+/* What a live view (nvtxshim top) shows of the loop so far, the process with
+ * the most frames: worked out from the builder without a report, in time that
+ * grows with the frames, not with the events. */
+struct nvs_live_loop {
+    uint32_t pid;
+    const char *name;                /* NULL when the file names it not */
+    size_t count;                    /* frames so far */
+    double p50, p99, max;            /* of their total time */
+    int64_t budget_ns;               /* 0: none */
+    size_t over_budget;
+    bool shown[NVS_COLUMNS];         /* the part columns the data has, as the report decides */
+    size_t last_count;               /* the last frames, at most as asked */
+    uint64_t first_number, last_number;
+    double last_mean[NVS_COLUMNS];   /* their mean per column */
+    struct nvs_report_frame slowest; /* the slowest frame so far */
+    struct nvs_report_call calls[NVS_SLOWEST_CALLS]; /* its longest calls that count toward it */
+    size_t call_count;
+    bool estimated;                  /* the breakdown is an estimate (nvs_report_process) */
+};
+
+/* LOOP from what BUILDER has, its breakdown over the LAST frames; 1, 0 when
+ * no process has frames yet, -1 out of memory. */
+int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nvs_live_loop *loop);
+
+/* How many events BUILDER has been given. */
+uint64_t nvs_figures_events(const struct nvs_figures_builder *builder);
 
 #endif

@@ -7,6 +7,7 @@
  * the program (the process the trace names, or the child of run --top). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -24,6 +25,9 @@
 #include "input.h"
 #include "load.h"
 #include "options.h"
+#include "source.h"
+#include "trace_pftrace.h"
+#include "trace_reader.h"
 #include "top.h"
 
 #define NS_PER_MS 1e6
@@ -109,51 +113,7 @@ static void pause_for(double seconds)
         continue;
 }
 
-/* The process with the most frames, or NULL. */
-static const struct nvs_report_process *loop_of(const struct nvs_report *report)
-{
-    const struct nvs_report_process *loop = NULL;
-    for (size_t p = 0; p < report->process_count; p++)
-        if (report->processes[p].count && (!loop || report->processes[p].count > loop->count))
-            loop = &report->processes[p];
-    return loop;
-}
-
-static int by_length(const void *left, const void *right)
-{
-    const struct nvs_event *const *x = left, *const *y = right;
-    int64_t dx = (*x)->end - (*x)->start, dy = (*y)->end - (*y)->start;
-    return dx < dy ? 1 : dx > dy ? -1 : 0;
-}
-
-/* The longest calls of process PID inside [START, END], at most SLOWEST_CALLS. */
-static void print_calls_in(FILE *out, const struct nvs_events *events, uint32_t pid, int64_t start,
-                           int64_t end)
-{
-    const struct nvs_event *longest[SLOWEST_CALLS];
-    size_t count = 0;
-    for (size_t i = 0; i < events->count; i++) {
-        const struct nvs_event *event = &events->events[i];
-        if (event->kind != NVS_EVENT_RANGE || event->pid != pid || event->start < start ||
-            event->end > end || strcmp(event->domain, "nvtxshim") == 0)
-            continue;
-        if (count == SLOWEST_CALLS) {
-            /* full: in place of the shortest, where this one is longer */
-            if (event->end - event->start <= longest[count - 1]->end - longest[count - 1]->start)
-                continue;
-            count--;
-        }
-        longest[count++] = event;
-        qsort(longest, count, sizeof *longest, by_length);
-    }
-    fputs("  the longest calls in it:", out);
-    for (size_t i = 0; i < count; i++)
-        fprintf(out, "%s %s %.3f ms", i ? "," : "", longest[i]->name,
-                (double)(longest[i]->end - longest[i]->start) / NS_PER_MS);
-    fputs(count ? "\n" : " none\n", out);
-}
-
-static void print_columns(FILE *out, const struct nvs_report_process *loop, const double *values)
+static void print_columns(FILE *out, const struct nvs_live_loop *loop, const double *values)
 {
     for (int c = 0; c <= NVS_LAST_PART; c++)
         if (c == NVS_COLUMN_TOTAL || loop->shown[c])
@@ -161,42 +121,38 @@ static void print_columns(FILE *out, const struct nvs_report_process *loop, cons
     fputc('\n', out);
 }
 
-/* One view of REPORT (made from EVENTS) of PATH. */
-static void print_view(FILE *out, const char *path, const struct nvs_report *report,
-                       const struct nvs_events *events, size_t last, double interval, off_t size)
+/* One view of LOOP (FOUND: there are frames) of PATH, READ bytes of it read. */
+static void print_view(FILE *out, const char *path, const struct nvs_live_loop *loop, bool found,
+                       double interval, uint64_t read)
 {
-    const struct nvs_report_process *loop = loop_of(report);
-    fprintf(out, "nvtxshim top: %s, %.1f MB read; every %.1f s\n", path, (double)size / 1e6, interval);
-    if (!loop) {
+    fprintf(out, "nvtxshim top: %s, %.1f MB read; every %.1f s\n", path, (double)read / 1e6, interval);
+    if (!found) {
         fputs("no frames yet (the recorder writes each at its end; NVTXSHIM_FRAME says what a frame "
               "is)\n", out);
         return;
     }
     fprintf(out, "process %" PRIu32 "%s%s%s: %zu frames so far: p50 %.3f, p99 %.3f, max %.3f ms",
             loop->pid, loop->name ? " (" : "", loop->name ? loop->name : "", loop->name ? ")" : "",
-            loop->count, loop->stats[NVS_COLUMN_TOTAL][NVS_STAT_P50] / NS_PER_MS,
-            loop->stats[NVS_COLUMN_TOTAL][NVS_STAT_P99] / NS_PER_MS,
-            loop->stats[NVS_COLUMN_TOTAL][NVS_STAT_MAX] / NS_PER_MS);
+            loop->count, loop->p50 / NS_PER_MS, loop->p99 / NS_PER_MS, loop->max / NS_PER_MS);
     if (loop->budget_ns)
-        fprintf(out, "; %zu over the %.3f ms budget", loop->over_budget,
-                (double)loop->budget_ns / NS_PER_MS);
+        fprintf(out, "; %zu over the %.3f ms budget", loop->over_budget, (double)loop->budget_ns / NS_PER_MS);
     fputc('\n', out);
-    size_t from = loop->count > last ? loop->count - last : 0;
-    double means[NVS_COLUMNS] = {0};
-    for (size_t i = from; i < loop->count; i++)
-        for (int c = 0; c < NVS_COLUMNS; c++)
-            means[c] += (double)loop->frames[i].value[c] / (double)(loop->count - from);
-    fprintf(out, "last %zu frames (%" PRIu64 "-%" PRIu64 "), mean ms: ", loop->count - from,
-            loop->frames[from].number, loop->frames[loop->count - 1].number);
-    print_columns(out, loop, means);
-    const struct nvs_report_frame *slowest = &loop->frames[loop->slowest[0]];
+    fprintf(out, "last %zu frames (%" PRIu64 "-%" PRIu64 "), mean ms: ", loop->last_count,
+            loop->first_number, loop->last_number);
+    print_columns(out, loop, loop->last_mean);
     double values[NVS_COLUMNS];
     for (int c = 0; c < NVS_COLUMNS; c++)
-        values[c] = (double)slowest->value[c];
-    fprintf(out, "slowest so far: frame %" PRIu64 ", ms: ", slowest->number);
+        values[c] = (double)loop->slowest.value[c];
+    fprintf(out, "slowest so far: frame %" PRIu64 ", ms: ", loop->slowest.number);
     print_columns(out, loop, values);
-    print_calls_in(out, events, loop->pid, slowest->start,
-                   slowest->start + slowest->value[NVS_COLUMN_TOTAL]);
+    fputs("  the longest calls in it:", out);
+    for (size_t i = 0; i < loop->call_count; i++)
+        fprintf(out, "%s %s %.3f ms", i ? "," : "", loop->calls[i].name,
+                (double)loop->calls[i].duration / NS_PER_MS);
+    fputs(loop->call_count ? "\n" : " none\n", out);
+    if (loop->estimated)
+        fputs("  (the breakdown is an estimate: some calls reached the file after their frame was "
+              "closed)\n", out);
 }
 
 /* Whether process PID is gone (0: not known yet). */
@@ -205,82 +161,214 @@ static bool gone(uint32_t pid)
     return pid && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
+/* A trace followed as it grows: read once from its start, each look reading
+ * only what was appended since the last, into a figures builder that lives as
+ * long as the file does. The reader pulls the bytes (follow_read); where it
+ * has read all there is, the view is shown and the next look waits an
+ * interval. */
+struct follow {
+    const char *path;
+    const struct nvs_top_options *top;
+    pid_t child;
+    int *child_status;
+    bool terminal;
+    int fd;
+    dev_t device;
+    ino_t inode;
+    uint64_t offset;                 /* read so far */
+    uint64_t shown_events;           /* events the last view was made of (UINT64_MAX: none yet) */
+    double last_view;
+    uint32_t watched;                /* the loop's process, once known */
+    bool ended;                      /* the program has ended (the last look follows) */
+    bool replaced;                   /* the file was cut or replaced: read it again from its start */
+    bool found;                      /* the last view had frames */
+    struct nvs_events *events;
+    struct nvs_figures_builder *builder;
+};
+
+static void note_end(struct follow *follow)
+{
+    if (follow->ended)
+        return;
+    if (follow->child > 0) {
+        int status;
+        if (waitpid(follow->child, &status, WNOHANG) == follow->child) {
+            follow->ended = true;
+            if (follow->child_status)
+                *follow->child_status = status;
+        }
+    } else if (!follow->child) {
+        follow->ended = gone(follow->watched);
+    }
+}
+
+/* A view of what has been read, where there is more than the last one showed. */
+static int view(struct follow *follow)
+{
+    if (nvs_events_flush(follow->events) != 0)
+        return -1;
+    uint64_t events = nvs_figures_events(follow->builder);
+    if (follow->shown_events == events)
+        return 0;
+    struct nvs_live_loop loop;
+    int found = nvs_figures_live(follow->builder, follow->top->frames, &loop);
+    if (found < 0)
+        return -1;
+    if (found)
+        follow->watched = loop.pid;
+    if (follow->terminal)
+        fputs("\033[H\033[J", stdout);
+    else if (follow->shown_events != UINT64_MAX)
+        fputc('\n', stdout);
+    print_view(stdout, follow->path, &loop, found > 0, follow->top->interval_s, follow->offset);
+    fflush(stdout);
+    follow->shown_events = events;
+    follow->last_view = seconds_now();
+    follow->found = found > 0;
+    return 0;
+}
+
+/* Whether the file at the path is no longer the one being read, or is shorter than what was read. */
+static bool replaced(const struct follow *follow)
+{
+    struct stat status;
+    if (stat(follow->path, &status) != 0)
+        return false;       /* removed: what was read stays readable through the descriptor */
+    return status.st_dev != follow->device || status.st_ino != follow->inode ||
+           (uint64_t)status.st_size < follow->offset;
+}
+
+static long follow_read(void *context, char *into, size_t size, char *error, size_t error_size)
+{
+    struct follow *follow = context;
+    for (;;) {
+        if (interrupted)
+            return 0;
+        /* a long file being caught up with: a view every interval meanwhile, of what was read */
+        if (seconds_now() - follow->last_view >= follow->top->interval_s && view(follow) != 0) {
+            snprintf(error, error_size, "out of memory");
+            return -1;
+        }
+        ssize_t got = pread(follow->fd, into, size, (off_t)follow->offset);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(error, error_size, "%s", strerror(errno));
+            return -1;
+        }
+        if (got > 0) {
+            follow->offset += (uint64_t)got;
+            return (long)got;
+        }
+        /* all there is, read */
+        if (view(follow) != 0) {
+            snprintf(error, error_size, "out of memory");
+            return -1;
+        }
+        if (follow->top->once || follow->ended)
+            return 0;
+        pause_for(follow->top->interval_s);
+        note_end(follow);   /* then one more look: the recorder finished the file as it ended */
+        if (replaced(follow)) {
+            follow->replaced = true;
+            return 0;
+        }
+    }
+}
+
+static int take(void *builder, const struct nvs_event *batch, size_t count)
+{
+    return nvs_figures_add(builder, batch, count);
+}
+
+/* PATH followed from its start (opened: FD) until the program ends, or once. 0, 1 where the trace
+ * could not be read (said), or 2 where it was replaced (to be read again). */
+static int follow_file(struct follow *follow)
+{
+    struct nvs_events events = {0};
+    struct nvs_load_options options = {.command = "top", .what = NVS_LOAD_NVTX, .live = true};
+    struct nvs_source source = {follow_read, follow, (size_t)64 << 20};
+    follow->events = &events;
+    follow->builder = nvs_figures_begin(&events, 0);
+    follow->offset = 0;
+    follow->replaced = false;
+    int outcome = 1;
+    if (!follow->builder) {
+        fprintf(stderr, "nvtxshim: top: out of memory\n");
+    } else {
+        /* the form from the first byte there (the recorder writes its header at once) */
+        unsigned char first = 0;
+        ssize_t got = pread(follow->fd, &first, 1, 0);
+        struct nvs_event_sink sink = {take, follow->builder};
+        events.sink = &sink;
+        int status = got == 1 && first == 0x0a ? nvs_pftrace_read(&events, &source, follow->path, &options)
+                                               : nvs_trace_read(&events, &source, follow->path, &options);
+        if (follow->replaced)
+            outcome = 2;
+        else if (status == 0 && view(follow) == 0)
+            outcome = follow->top->once && !follow->found ? 1 : 0;
+    }
+    nvs_figures_discard(follow->builder);
+    nvs_events_free(&events);
+    follow->builder = NULL;
+    follow->events = NULL;
+    return outcome;
+}
+
 int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *top, int *child_status)
 {
-    bool terminal = isatty(STDOUT_FILENO);
     struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &old_int);
     sigaction(SIGTERM, &action, &old_term);
-    double interval = top->interval_s;
-    off_t shown_size = -1;
-    uint32_t watched = 0;
-    bool ended = false, said_waiting = false;
+    struct follow follow = {.path = path, .top = top, .child = child, .child_status = child_status,
+                            .terminal = isatty(STDOUT_FILENO), .fd = -1, .shown_events = UINT64_MAX};
+    bool said_waiting = false;
     int outcome = 0;
-    for (;;) {
-        if (child > 0 && !ended) {
-            int status;
-            pid_t done = waitpid(child, &status, WNOHANG);
-            if (done == child) {
-                ended = true;
-                if (child_status)
-                    *child_status = status;
-            }
-        } else if (!child && !ended) {
-            ended = gone(watched);
-        }
+    while (!interrupted) {
+        note_end(&follow);
         struct stat status;
-        bool there = stat(path, &status) == 0;
-        if (there && !S_ISREG(status.st_mode)) {
+        /* not blocking: a FIFO opened for reading waits for a writer */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0 && fstat(fd, &status) == 0 && !S_ISREG(status.st_mode)) {
             /* a pipe would be read empty, and what it holds taken from its reader */
             fprintf(stderr, "nvtxshim: top: %s is not a regular file: top follows a trace file as it "
                     "grows\n", path);
+            close(fd);
             outcome = 1;
             break;
         }
-        if (there && status.st_size != shown_size && status.st_size > 0) {
-            double started = seconds_now();
-            struct nvs_events events = {0};
-            struct nvs_load_options options = {.command = "top", .what = NVS_LOAD_NVTX, .live = true};
-            struct nvs_report report = {.path = path};
-            if (nvs_events_load(&events, path, &options) == 0 &&
-                nvs_figures_compute(&events, 0, &report) == 0) {
-                const struct nvs_report_process *loop = loop_of(&report);
-                if (loop)
-                    watched = loop->pid;
-                if (terminal)
-                    fputs("\033[H\033[J", stdout);
-                else if (shown_size >= 0)
-                    fputc('\n', stdout);
-                print_view(stdout, path, &report, &events, top->frames, interval, status.st_size);
-                fflush(stdout);
-                shown_size = status.st_size;
-                if (top->once)
-                    outcome = loop ? 0 : 1;
-            } else if (top->once) {
+        if (fd < 0 || status.st_size == 0) {
+            int error = errno;
+            if (fd >= 0)
+                close(fd);
+            if (top->once) {
+                fprintf(stderr, "nvtxshim: top: cannot read %s: %s\n", path,
+                        fd < 0 ? strerror(error) : "empty file");
                 outcome = 1;
+                break;
             }
-            nvs_figures_free(&report);
-            nvs_events_free(&events);
-            double took = seconds_now() - started;
-            if (took * 2 > interval)
-                interval = took * 2;
-        } else if (!there && !said_waiting && !top->once) {
-            fprintf(stderr, "nvtxshim: top: waiting for %s to be written\n", path);
-            said_waiting = true;
-        } else if (!there && top->once) {
-            fprintf(stderr, "nvtxshim: top: cannot read %s: %s\n", path, strerror(errno));
-            outcome = 1;
+            if (!said_waiting) {
+                fprintf(stderr, "nvtxshim: top: waiting for %s to be written\n", path);
+                said_waiting = true;
+            }
+            if (follow.ended)
+                break;
+            pause_for(top->interval_s);
+            continue;
         }
-        if (top->once || interrupted)
-            break;
-        if (ended) {
-            /* One last look: the recorder finished the file as the process ended. */
-            if (there && stat(path, &status) == 0 && status.st_size != shown_size)
-                continue;
+        follow.fd = fd;
+        follow.device = status.st_dev;
+        follow.inode = status.st_ino;
+        follow.shown_events = UINT64_MAX;
+        follow.last_view = seconds_now();
+        int followed = follow_file(&follow);
+        close(fd);
+        follow.fd = -1;
+        if (followed != 2) {
+            outcome = followed;
             break;
         }
-        pause_for(interval);
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
