@@ -12,7 +12,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
                  $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
-                 $(BUILD)/test/frame_loop \
+                 $(BUILD)/test/frame_loop $(BUILD)/test/longtrace \
                  $(BUILD)/test/process_life $(BUILD)/test/process_life_dl $(BUILD)/test/trace_adversary \
                  $(BUILD)/test/recorder_faults \
                  $(BUILD)/test/secure_probe $(BUILD)/test/libfakeclock.so $(BUILD)/test/clock_agree \
