@@ -290,16 +290,26 @@ static bool is_capture(const struct nvs_event *event)
 /* A launch column is shown once some frame's launches take 0.001 ms as printed. */
 #define LAUNCH_SHOWN_NS 500
 
+/* The limits below can be made small for test/unit/test_figures.c, which
+ * builds this file with its own. */
 /* Durations kept exactly, of every name together: past it, the names with the
- * most give theirs to a sketch (p50 and p99 then within SKETCH_ERROR). */
+ * most give theirs to a sketch (p50 and p99 then within NVS_SKETCH_ERROR). */
+#ifndef EXACT_VALUES_MAX
 #define EXACT_VALUES_MAX ((size_t)4 << 20)
+#endif
 /* Call intervals held for frames still open and calls waiting for their frame:
  * past it, the oldest open frames are closed. */
+#ifndef HELD_INTERVALS_MAX
 #define HELD_INTERVALS_MAX ((size_t)1 << 20)
+#endif
 /* Frames open at once (a ring): past it, the oldest is closed. */
+#ifndef OPEN_FRAMES_MAX
 #define OPEN_FRAMES_MAX ((size_t)1 << 16)
+#endif
 /* The texts a kind of marks tells apart: past it, marks of new texts are counted only. */
+#ifndef MARK_TEXTS_MAX
 #define MARK_TEXTS_MAX 4096
+#endif
 
 /* A log-linear histogram of durations: values below 2 * SKETCH_SUB exactly,
  * then SKETCH_SUB buckets a power of two, so a bucket's middle is within

@@ -270,6 +270,7 @@ static void print_names(const struct nvs_report *report)
     puts("== NVTX ranges per name (microseconds; " NEAREST_RANK ")");
     printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50", "p99",
            "max");
+    size_t estimated = 0;
     for (size_t i = 0; i < report->name_count; i++) {
         const struct nvs_report_name *row = &report->names[i];
         fputs("  ", stdout);
@@ -277,10 +278,18 @@ static void print_names(const struct nvs_report *report)
         putchar(' ');
         put_padded(row->name, 34, 34);
         printf(" %7zu", row->count);
-        for (int s = 0; s < NVS_STATS; s++)
-            printf(" %10.1f", row->stats[s] / NS_PER_US);
+        for (int s = 0; s < NVS_STATS; s++) {
+            /* an estimate is marked: "~12.3" in the column's width */
+            bool estimate = row->estimated && (s == NVS_STAT_P50 || s == NVS_STAT_P99);
+            printf(estimate ? " ~%9.1f" : " %10.1f", row->stats[s] / NS_PER_US);
+            estimated += estimate && s == NVS_STAT_P50;
+        }
         putchar('\n');
     }
+    if (estimated)
+        printf("  (~: p50 and p99 of %zu name%s with more ranges than are kept exactly, estimated within "
+               "%.1f %%; count, mean and max are exact)\n", estimated, estimated == 1 ? "" : "s",
+               100.0 * NVS_SKETCH_ERROR);
 }
 
 static void print_marks(const struct nvs_report *report)
@@ -300,8 +309,8 @@ static void print_marks(const struct nvs_report *report)
             printf(" x%zu\n", kind->examples[t].count);
         }
         if (kind->text_count > NVS_MARK_EXAMPLES)
-            printf("  %-9s %7s    ... and %zu other text%s\n", "", "", kind->text_count - NVS_MARK_EXAMPLES,
-                   kind->text_count - NVS_MARK_EXAMPLES == 1 ? "" : "s");
+            printf("  %-9s %7s    ... and %zu%s other text%s\n", "", "", kind->text_count - NVS_MARK_EXAMPLES,
+                   kind->more_texts ? " or more" : "", kind->text_count - NVS_MARK_EXAMPLES == 1 ? "" : "s");
     }
 }
 
@@ -367,6 +376,10 @@ static void print_process(const struct nvs_report *report, const struct nvs_repo
                 printf(" %9.3f", process->stats[c][s] / NS_PER_MS);
         putchar('\n');
     }
+    if (process->estimated)
+        printf("  (the breakdown into columns is an estimate: %zu call%s reached the trace after their "
+               "frame was closed, or frames came out of order)\n", process->late_calls,
+               process->late_calls == 1 ? "" : "s");
     if (process->with_kernel && process->with_kernel < n)
         printf("  (kernel figures for %zu of the %zu frames; the others count as 0)\n",
                process->with_kernel, n);

@@ -165,6 +165,12 @@ static void put_text(struct writer *w, const char *key, const char *text)
         fputs("null", w->out);
 }
 
+static void put_bool(struct writer *w, const char *key, bool value)
+{
+    begin_item(w, key);
+    fputs(value ? "true" : "false", w->out);
+}
+
 static void put_null(struct writer *w, const char *key)
 {
     begin_item(w, key);
@@ -192,6 +198,7 @@ static void put_names(struct writer *w, const char *key, const struct nvs_report
         put_text(w, "name", names[i].name);
         put_unsigned(w, "count", names[i].count);
         put_statistics(w, "statistics", names[i].stats);
+        put_bool(w, "estimated", names[i].estimated);
         close_container(w, '}');
     }
     close_container(w, ']');
@@ -207,6 +214,7 @@ static void put_marks(struct writer *w, const struct nvs_report *report)
         put_text(w, "kind", kind->kind);
         put_unsigned(w, "count", kind->count);
         put_unsigned(w, "texts", kind->text_count);
+        put_bool(w, "more_texts", kind->more_texts);
         open_container(w, "examples", '[', true);
         for (size_t t = 0; t < kind->example_count; t++) {
             open_container(w, NULL, '{', true);
@@ -303,6 +311,8 @@ static void put_process(struct writer *w, const struct nvs_report *report, const
         if (shown[c])
             put_statistics(w, column_keys[c], process->stats[c]);
     close_container(w, '}');
+    put_bool(w, "breakdown_estimated", process->estimated);
+    put_unsigned(w, "late_calls", process->late_calls);
     put_unsigned(w, "frames_with_kernel_figures", process->with_kernel);
     put_unsigned(w, "frames_with_latency", process->with_latency);
     put_budget(w, process);

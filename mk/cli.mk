@@ -52,3 +52,14 @@ install: install-cli
 install-cli: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/nvtxshim $(DESTDIR)$(PREFIX)/bin/nvtxshim
+
+# The figures builder at small limits (test/unit/test_figures.c includes cli/figures.c
+# with its own), run by test/test_figures.py.
+$(BUILD)/test/test_figures: test/unit/test_figures.c cli/figures.c \
+                            $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/figures.o,$(CLI_OBJECTS)) \
+                            $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \
+	  $(CLI_LIBS) -lm -ldl -lpthread
+
+TEST_PROGRAMS += $(BUILD)/test/test_figures
