@@ -13,7 +13,14 @@ for what each row and column means. Knobs (environment):
   BENCH_HARNESS_FRAMES=600
   BENCH_CONVERT_RUNS=5   runs of each converter on each export (interleaved)
   BENCH_CONVERT_CALLS=50000  libusb_submit_transfer calls in the large export (3 ranges each)
-  BENCH_SKIP=            comma list of parts to leave out: callgrind,nsys,tools,harness,starts,memory,convert
+  BENCH_SKIP=            comma list of parts to leave out: calls,callgrind,nsys,tools,harness,starts,memory,
+                         convert,long
+  BENCH_ONLY=            comma list of the parts to run, the others left out (BENCH_ONLY=long: the long traces)
+  BENCH_LONG_SIZE=1G     the long JSON trace report reads (and the same events as .pftrace and .json.gz)
+  BENCH_LONG_RUNS=3      report runs of each long trace (interleaved)
+  BENCH_TOP_SIZES=200M,1G  trace sizes at which top's views are timed, the writer appending
+  BENCH_TOP_RATE=1       MB a second the writer appends, BENCH_TOP_SECONDS=30 of them
+  BENCH_TOP_FORMS=json   the forms top watches (json,pftrace)
   BENCH_BASELINE=        another build's libnvtxshim.so: its recording cost is measured in the
                          same run, interleaved with this build's, as the row "baseline build"
   BENCH_TIMEOUT=300      seconds one nsys run may take before it is ended (and retried once)
@@ -30,6 +37,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -85,6 +93,24 @@ def env_int(name, default, quick):
     return quick if os.environ.get("BENCH_QUICK") == "1" else default
 
 
+def env_text(name, default, quick):
+    return os.environ.get(name) or (quick if os.environ.get("BENCH_QUICK") == "1" else default)
+
+
+def size_of(text):
+    """Bytes of "200M", "1G", "1.5G" or "4096"."""
+    units = {"K": 1e3, "M": 1e6, "G": 1e9}
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1:] in units else int(text)
+
+
+def env_size(name, default, quick):
+    return size_of(env_text(name, default, quick))
+
+
+# The parts of a run, each left out by BENCH_SKIP or run alone by BENCH_ONLY.
+PARTS = ("calls", "callgrind", "nsys", "tools", "harness", "starts", "memory", "convert", "long")
+
+
 class Settings:
     def __init__(self, build):
         self.build = os.path.abspath(build)
@@ -113,6 +139,20 @@ class Settings:
         self.convert_calls = env_int("BENCH_CONVERT_CALLS", 50000, 5000)
         self.ncompass = os.path.join(self.build, "bench", "ncompass", "bin", "python3")
         self.skip = set(filter(None, os.environ.get("BENCH_SKIP", "").split(",")))
+        self.only = set(filter(None, os.environ.get("BENCH_ONLY", "").split(",")))
+        unknown = (self.skip | self.only) - set(PARTS)
+        if unknown:
+            sys.exit("bench: no part %s (the parts: %s)" % (", ".join(sorted(unknown)), ",".join(PARTS)))
+        if self.only:
+            self.skip |= set(PARTS) - self.only
+        self.longtrace = os.path.join(self.build, "test", "longtrace")
+        self.long_size = env_size("BENCH_LONG_SIZE", "1G", "200M")
+        self.long_runs = env_int("BENCH_LONG_RUNS", 3, 1)
+        self.top_sizes = [size_of(v) for v in env_text("BENCH_TOP_SIZES", "200M,1G", "50M,200M").split(",")]
+        self.top_rate = float(env_text("BENCH_TOP_RATE", "1", "1"))
+        self.top_seconds = env_int("BENCH_TOP_SECONDS", 30, 10)
+        self.top_forms = env_text("BENCH_TOP_FORMS", "json", "json").split(",")
+        self.top_timeout = env_int("BENCH_TOP_TIMEOUT", 300, 300)
         self.timeout = env_int("BENCH_TIMEOUT", 300, 300)
         self.nsys = shutil.which(os.environ.get("NSYS", "nsys"))
         self.nvtxshim = os.path.join(self.build, "nvtxshim")
@@ -243,6 +283,9 @@ def fmt_cell(stat):
 
 def measure_calls(s, env, results):
     """ns per call: every row in every column."""
+    if "calls" in s.skip:
+        say("== per call: skipped")
+        return
     kinds = [k for k, _, _ in KINDS]
     os.makedirs(s.scratch, exist_ok=True)
     samples = {}                       # (column, row, kind) -> [ns]
@@ -706,7 +749,231 @@ def measure_convert(s, env, results):
     shutil.rmtree(out, ignore_errors=True)
 
 
+# ---- long traces: report's memory and time, top's views ------------------------------------
+
+# The inputs report reads: the long JSON trace, the same events as .pftrace, and the JSON gzipped.
+LONG_INPUTS = [("json", ".json"), ("pftrace", ".pftrace"), ("json.gz", ".json.gz")]
+
+
+def measured(command, env, stdout, timeout):
+    """COMMAND run alone, its output to the file STDOUT: {peak bytes, cpu s, wall s}, from its
+    own rusage (wait4), or RuntimeError when it fails."""
+    with open(stdout, "wb") as out:
+        started = time.monotonic()
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.PIPE)
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        errors = process.stderr.read()
+        _, status, usage = os.wait4(process.pid, 0)
+        timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError("%s exited %d: %s" % (" ".join(command), process.returncode,
+                                                 errors.decode(errors="replace")[-2000:]))
+    return {"peak": usage.ru_maxrss * 1024, "cpu": usage.ru_utime + usage.ru_stime,
+            "wall": time.monotonic() - started}
+
+
+def long_trace(s, env, form, path, *options):
+    """test/programs/longtrace's trace in FORM at PATH (the default shape: three calls a frame,
+    eight idle event-handling ranges): its expected figures (the frame count among them)."""
+    expect = path + ".expected.json"
+    run([s.longtrace, "--form", form, "--seed", "1", "--expect", expect, "-o", path] + list(options),
+        env, what="longtrace")
+    with open(expect) as f:
+        figures = json.load(f)
+    os.unlink(expect)
+    return figures
+
+
+def measure_long_report(s, env, results, folder):
+    """nvtxshim report of a BENCH_LONG_SIZE JSON trace, of the same events as .pftrace and of
+    the JSON gzipped: peak resident memory, CPU and wall seconds; with BENCH_BASELINE, the other
+    build's nvtxshim on the same files, interleaved."""
+    base = os.path.join(folder, "long")
+    expected = long_trace(s, env, "json", base + ".json", "--size", str(s.long_size))
+    long_trace(s, env, "pftrace", base + ".pftrace", "--frames", str(expected["frames"]))
+    with open(base + ".json", "rb") as plain, open(base + ".json.gz", "wb") as packed:
+        subprocess.run(["gzip", "-1", "-c"], stdin=plain, stdout=packed, check=True)
+    commands = [("this", s.nvtxshim)]
+    baseline = s.baseline and os.path.join(os.path.dirname(os.path.abspath(s.baseline)), "nvtxshim")
+    if baseline and os.path.exists(baseline):
+        commands.append(("baseline", baseline))
+    frames = expected["frames"]
+    say("== long traces: nvtxshim report of %.0f MB of JSON (%d frames), the same events as .pftrace "
+        "and as .json.gz, %d runs each, interleaved" % (os.path.getsize(base + ".json") / 1e6, frames,
+                                                          s.long_runs))
+    samples = {}
+    rows = [(name, build, command) for name, _ in LONG_INPUTS for build, command in commands]
+    for round_number in range(s.long_runs):
+        turn = round_number % len(rows)
+        for name, build, command in rows[turn:] + rows[:turn]:
+            text = os.path.join(folder, "report.txt")
+            figures = measured([command, "report", base + "." + name], env, text, s.timeout)
+            with open(text) as f:
+                if not re.search(r"^  mean of %d " % frames, f.read(), re.M):
+                    raise RuntimeError("report of %s: no 'mean of %d' frames row" % (name, frames))
+            samples.setdefault((name, build), []).append(figures)
+    entry = {"frames": frames, "seed": 1, "size": s.long_size, "rows": {}}
+    for name, suffix in LONG_INPUTS:
+        for build, _ in commands:
+            runs = samples[(name, build)]
+            entry["rows"]["%s %s" % (build, name)] = {
+                "input": suffix, "build": build, "bytes": os.path.getsize(base + suffix),
+                "peak": summary([r["peak"] for r in runs]), "cpu": summary([r["cpu"] for r in runs]),
+                "wall": summary([r["wall"] for r in runs])}
+    for _, suffix in LONG_INPUTS:
+        os.unlink(base + suffix)
+    results["long"]["report"] = entry
+    check = "long traces: every report counted the %d frames written" % frames
+    results["checks"].append(check)
+    results["long"]["checks"].append(check)
+
+
+def watch(s, env, form, size, path):
+    """nvtxshim top on PATH while longtrace writes it: as fast as it goes up to SIZE bytes, then
+    BENCH_TOP_RATE MB a second for BENCH_TOP_SECONDS. The seconds from the file's reaching SIZE
+    to each view of it, from one view to the next and from the writer's end to top's last view;
+    top's peak memory and CPU seconds."""
+    if os.path.exists(path):
+        os.unlink(path)
+    end = size + int(s.top_rate * 1e6 * s.top_seconds)
+    writer = subprocess.Popen([s.longtrace, "--form", form, "--size", str(end), "--rate", str(s.top_rate),
+                               "--steady-from", str(size), "--pid", "self", "-o", path], env=env)
+    top = subprocess.Popen([s.nvtxshim, "top", path], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL)
+    views = []
+
+    def read_views():
+        # a view starts with "nvtxshim top: PATH, X MB read; every Y s"
+        for line in top.stdout:
+            found = re.match(rb"nvtxshim top: .*, ([\d.]+) MB read; every ([\d.]+) s", line)
+            if found:
+                views.append((time.monotonic(), float(found.group(1)) * 1e6, float(found.group(2))))
+
+    reader = threading.Thread(target=read_views)
+    reader.start()
+    steady = None
+    while writer.poll() is None:
+        if steady is None and os.path.exists(path) and os.path.getsize(path) >= size:
+            steady = time.monotonic()
+        time.sleep(0.01)
+    # top follows the writer's pid (--pid self): reaped now, it is gone for top's next look
+    ended = time.monotonic()
+    if writer.returncode != 0:
+        top.kill()
+        raise RuntimeError("longtrace (writing for top) exited %d" % writer.returncode)
+    timer = threading.Timer(s.top_timeout, top.kill)
+    timer.start()
+    _, status, usage = os.wait4(top.pid, 0)
+    timer.cancel()
+    top.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
+    late = [v for v in views if v[1] >= size]
+    times = [steady] + [v[0] for v in late]
+    intervals = [b - a for a, b in zip(times, times[1:])]
+    return {"form": form, "size": size, "bytes": os.path.getsize(path), "views": len(late),
+            "intervals": summary(intervals), "last_after_end": late[-1][0] - ended if late else None,
+            "ended_by_bench": top.returncode != 0, "interval_setting": late[-1][2] if late else None,
+            "peak": usage.ru_maxrss * 1024, "cpu": usage.ru_utime + usage.ru_stime}
+
+
+def measure_long(s, env, results):
+    if "long" in s.skip:
+        say("== long traces: skipped")
+        return
+    if not os.path.exists(s.longtrace):
+        raise RuntimeError("%s is missing: make bench builds it" % s.longtrace)
+    folder = os.path.join(s.scratch, "long")
+    os.makedirs(folder, exist_ok=True)
+    started = time.monotonic()
+    results["long"] = {"meta": dict(results["meta"]), "top": {}, "checks": []}
+    measure_long_report(s, env, results, folder)
+    say("== long traces: nvtxshim top while a trace grows at %g MB/s for %d s from %s"
+        % (s.top_rate, s.top_seconds, " and ".join("%.0f MB" % (size / 1e6) for size in s.top_sizes)))
+    for form in s.top_forms:
+        for size in s.top_sizes:
+            path = os.path.join(folder, "top." + form)
+            results["long"]["top"]["%s %d" % (form, size)] = watch(s, env, form, size, path)
+            os.unlink(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    results["long"]["settings"] = {"top_rate_mb": s.top_rate, "top_seconds": s.top_seconds,
+                                   "long_runs": s.long_runs}
+    results["long"]["meta"]["seconds"] = round(time.monotonic() - started, 1)
+
+
 # ---- the table ------------------------------------------------------------------------------
+
+# Issue 43's targets for the long traces: report in under 300 MB (a 1 GB JSON trace, the same
+# events as .pftrace), and top's views within 2 s of each other at 200 MB and at 1 GB.
+LONG_PEAK_LIMIT = 300e6
+TOP_INTERVAL_LIMIT = 2.0
+
+
+def long_targets(results):
+    lines = []
+    report = results.get("long", {}).get("report")
+    if report:
+        rows = report["rows"]
+        for name, row in rows.items():
+            if row["build"] != "this":
+                continue
+            peak = row["peak"]["max"]
+            lines.append(("long trace: report's peak memory < 300 MB", "report %s %.0f MB" % (
+                row["input"], row["bytes"] / 1e6), "%.0f MB" % (peak / 1e6),
+                "met" if peak < LONG_PEAK_LIMIT else "NOT MET (+%.0f MB)" % ((peak - LONG_PEAK_LIMIT) / 1e6)))
+            base = rows.get(name.replace("this ", "baseline ", 1))
+            if base:
+                cpu, before = row["cpu"]["median"], base["cpu"]["median"]
+                lines.append(("long trace: report's CPU <= the baseline build's",
+                              "report %s" % row["input"], "%.1f vs %.1f s" % (cpu, before),
+                              "met" if cpu <= before else "NOT MET (+%.1f s)" % (cpu - before)))
+    for top in sorted(results.get("long", {}).get("top", {}).values(), key=lambda t: (t["form"], t["size"])):
+        worst = top["intervals"]["max"] if top["intervals"] else None
+        lines.append(("top: each view within 2 s of the last", "top %s at %s" % (
+            top["form"], "%g GB" % (top["size"] / 1e9) if top["size"] >= 1e9 else "%.0f MB" % (top["size"] / 1e6)),
+            "-" if worst is None else "max %.1f s" % worst,
+            "NOT MET (no view)" if worst is None else "met" if worst <= TOP_INTERVAL_LIMIT
+            else "NOT MET (+%.1f s)" % (worst - TOP_INTERVAL_LIMIT)))
+    return lines
+
+
+def long_section(results):
+    """The long traces' rows as text: report's memory and time, top's views."""
+    out = []
+    w = out.append
+    report = results["long"].get("report")
+    if report:
+        w("long traces (test/programs/longtrace, seed 1): nvtxshim report of %d frames as JSON, the same"
+          % report["frames"])
+        w("events as .pftrace and the JSON gzipped; peak resident memory (its own, from wait4), CPU and")
+        w("wall seconds, median [min-max] of %d interleaved runs" % results["long"]["settings"]["long_runs"])
+        for name, row in report["rows"].items():
+            w("  %-22s %8.1f MB   peak %s MB   CPU %s s   wall %s s" % (
+                name, row["bytes"] / 1e6, spread_text(row["peak"], 1e-6, 0), spread_text(row["cpu"], 1, 2),
+                spread_text(row["wall"], 1, 2)))
+    if results["long"].get("top"):
+        settings = results["long"]["settings"]
+        w("nvtxshim top while longtrace appends %g MB a second for %d s from the size shown: seconds from the"
+          % (settings["top_rate_mb"], settings["top_seconds"]))
+        w("file's reaching it to each view and between views (p50, max), the last view after the writer ended")
+        for top in sorted(results["long"]["top"].values(), key=lambda t: (t["form"], t["size"])):
+            intervals = top["intervals"]
+            w("  %-8s %6.0f MB: %3d views, interval p50 %s max %s s; last view %s s after the end%s; "
+              "top's peak %.0f MB, CPU %.1f s" % (
+                  top["form"], top["size"] / 1e6, top["views"],
+                  "-" if not intervals else "%.2f" % intervals["median"],
+                  "-" if not intervals else "%.2f" % intervals["max"],
+                  "-" if top["last_after_end"] is None else "%.1f" % top["last_after_end"],
+                  " (top ended by the bench)" if top["ended_by_bench"] else "", top["peak"] / 1e6, top["cpu"]))
+    return "\n".join(out)
+
+
+def spread_text(stat, scale, digits):
+    number = "%%.%df" % digits
+    return (number + " [" + number + "-" + number + "]") % (stat["median"] * scale, stat["min"] * scale,
+                                                           stat["max"] * scale)
+
 
 def verdict(ok, excess, unit):
     if ok is None:
@@ -833,6 +1100,7 @@ def targets(results):
             lines.append(("recording: instructions <= the baseline build", call,
                           "+%.0f vs +%.0f" % (shim_ir, base_ir),
                           verdict(shim_ir <= base_ir, shim_ir - base_ir, "instr")))
+    lines += long_targets(results)
     starts = results.get("starts", {})
     if starts.get("shim") and starts.get("empty"):
         ratio = starts["shim"]["over_empty"]["median"]
@@ -847,6 +1115,13 @@ def table(results, s):
     w = out.append
     meta = results["meta"]
     w("libnvtxshim bench  %s  %s  (%s)" % (meta["date"], meta["host"], meta["cpu"]))
+    if results["ns"]:
+        per_call_table(results, s, w)
+    tail_sections(results, s, w)
+    return "\n".join(out)
+
+
+def per_call_table(results, s, w):
     w("every figure below was measured in this run; ns per call: median [min-max] over all repeats;")
     w("instructions per call: callgrind Ir in the timed loop / calls; '+' figures are added over the plain call")
     w("in the same column. The real calls are sink libraries that return at once; the null NVTX tool takes every")
@@ -874,6 +1149,9 @@ def table(results, s):
             w("%-28s %-18s" % (name, label) + "".join(" %-19s" % c for c in cells) + " | " +
               " ".join("%9s" % ("-" if v is None else "%.0f" % v) for v in ir))
     w("")
+
+
+def tail_sections(results, s, w):
     if results["tools"]:
         w("the same call under other tracers (libusb_bulk_transfer on the sink; ioctl for nsys -t osrt)")
         plain_sync = results["ns"].get("none", {}).get("plain", {}).get("usb_sync")
@@ -945,6 +1223,9 @@ def table(results, s):
             w("  %-26s %-24s %s" % (entry["label"], cell, "" if not ratio else "%.1f%% [%.1f-%.1f] of the empty library"
                                     % (ratio["median"] * 100, ratio["min"] * 100, ratio["max"] * 100)))
         w("")
+    if results.get("long"):
+        w(long_section(results))
+        w("")
     w("targets")
     w("%-50s %-26s %-30s %s" % ("target", "call", "measured", "verdict"))
     w("-" * 125)
@@ -953,7 +1234,6 @@ def table(results, s):
     if results["checks"]:
         w("")
         w("checks: " + "; ".join(results["checks"]))
-    return "\n".join(out)
 
 
 def profile_section(results, s):
@@ -981,7 +1261,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     s = Settings(parser.parse_args().build)
-    for path in (s.shim, s.calls, s.null_tool, s.starts, s.empty):
+    needed = (s.shim, s.calls, s.null_tool, s.starts, s.empty) if set(PARTS) - s.skip - {"long"} else ()
+    for path in needed + (() if "long" in s.skip else (s.nvtxshim, s.longtrace)):
         if not os.path.exists(path):
             sys.exit("bench: %s is missing: run make bench" % path)
     os.makedirs(s.scratch, exist_ok=True)
@@ -1001,10 +1282,10 @@ def main():
         "meta": {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "host": os.uname().nodename,
                  "commit": commit,
                  "cpu": "%s, %d CPUs, load %.1f" % (cpu, os.cpu_count(), os.getloadavg()[0]),
-                 "nsys": s.nsys, "quick": s.quick},
+                 "nsys": s.nsys, "quick": s.quick, "only": sorted(s.only)},
         "settings": {k: v for k, v in vars(s).items() if isinstance(v, (int, str, bool))},
         "ns": {}, "instructions": {}, "callgrind_files": {}, "tools": {}, "harness": {}, "starts": {}, "memory": {}, "convert": {},
-        "trace_bytes": {}, "checks": [],
+        "trace_bytes": {}, "long": {}, "checks": [],
     }
     started = time.monotonic()
     measure_calls(s, env, results)
@@ -1014,6 +1295,7 @@ def main():
     measure_starts(s, env, results)
     measure_memory(s, env, results)
     measure_convert(s, env, results)
+    measure_long(s, env, results)
     results["meta"]["seconds"] = round(time.monotonic() - started, 1)
 
     text = table(results, s)

@@ -1,8 +1,9 @@
 # make bench: what tracing a call costs, and the example harness's frame rate,
 # measured in one run and printed as one table (bench/README.md).
 # Knobs (environment): BENCH_QUICK=1 (a fast smoke run), BENCH_N, BENCH_R,
-# BENCH_SKIP (comma list: tools,harness,nsys,callgrind,starts,memory), BENCH_STRICT=1 (fail on a
-# target not met); the rest in bench/bench.py.
+# BENCH_SKIP (comma list: calls,tools,harness,nsys,callgrind,starts,memory,convert,long),
+# BENCH_ONLY (the parts to run alone), BENCH_STRICT=1 (fail on a target not met); the rest in
+# bench/bench.py. make bench-long: the long traces alone.
 
 BENCH_BUILD := $(BUILD)/bench
 BENCH_SINK := $(BENCH_BUILD)/sink
@@ -52,11 +53,17 @@ $(BENCH_BUILD)/thread_memory: bench/thread_memory.c $(call flags,program) $(DEPF
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@ -ldl
 
-.PHONY: bench bench-programs
-bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS)
+.PHONY: bench bench-programs bench-long
+bench-programs: all $(BUILD)/harness_physical $(BUILD)/emucam $(BUILD)/test/stub/libcuda.so.1 $(BENCH_PROGRAMS) \
+                $(BUILD)/test/longtrace
 
 # deps first, then a fresh make (as for test): deps may change what is found.
 bench: deps
 	$(Q)bench/deps.sh $(BENCH_BUILD)
 	$(Q)$(MAKE) --no-print-directory bench-programs
 	$(Q)$(PYTHON) bench/bench.py --build $(BUILD)
+
+# The long traces' rows alone (report's memory and time on a 1 GB trace, top's views on a
+# growing one): what they need is the command and the trace generator, not the tracers.
+bench-long: all $(BUILD)/test/longtrace
+	$(Q)BENCH_ONLY=long $(PYTHON) bench/bench.py --build $(BUILD)

@@ -15,7 +15,9 @@ prose around the blocks carries no figure of its own.
     scripts/performance_doc.py --check [--results FILE] [--doc FILE]   exit 1 where a block differs
     scripts/performance_doc.py --take build/bench/results.json         copy a run in as the doc's, then rewrite
 
-The checked-in results are bench/results.json; test/test_docs.py runs --check."""
+A run of some parts alone (`make bench-long`: BENCH_ONLY=long) is taken into the checked-in results
+for those parts only; its block names its own run. The checked-in results are bench/results.json;
+test/test_docs.py runs --check."""
 import argparse
 import json
 import os
@@ -212,6 +214,54 @@ def block_targets(results):
     return text
 
 
+def size_text(size):
+    """Bytes as the long traces' sizes are given: "200 MB", "1 GB"."""
+    return "%g GB" % (size / 1e9) if size >= 1e9 else "%.0f MB" % (size / 1e6)
+
+
+def block_long(results):
+    long = results.get("long") or {}
+    if not long.get("report") and not long.get("top"):
+        return "Not measured in this run.\n"
+    meta = long["meta"]
+    text = ("Measured by `make bench-long` on %s, on `%s` (%s), at commit `%s`; the part took %.0f s%s.\n"
+            % (meta["date"], meta["host"], meta["cpu"], meta.get("commit", "?"), meta.get("seconds", 0),
+               " (a quick run: `BENCH_QUICK=1`)" if meta.get("quick") else ""))
+    report = long.get("report")
+    if report:
+        rows = [["`%s`%s" % (row["input"], "" if row["build"] == "this" else " (baseline build)"),
+                 "%.1f MB" % (row["bytes"] / 1e6), spread(row["peak"], 1e-6, 0), spread(row["cpu"], digits=2),
+                 spread(row["wall"], digits=2)]
+                for row in report["rows"].values()]
+        runs = long["settings"]["long_runs"]
+        text += ("\n`nvtxshim report` of %s frames as JSON (%s: `longtrace --size %s`), of the same events "
+                 "as `.pftrace` and of the JSON gzipped, %s.\n\n"
+                 % ("{:,}".format(report["frames"]), size_text(report["size"]),
+                    size_text(report["size"]).replace(" ", "")[:-1],
+                    "once each (each figure's median, min and max are the one run's)" if runs == 1
+                    else "%d runs each, interleaved; median [min–max]" % runs)
+                 + table(["input", "size", "peak memory, MB", "CPU, s", "wall, s"], rows))
+    if long.get("top"):
+        settings = long["settings"]
+        rows = []
+        for top in sorted(long["top"].values(), key=lambda t: (t["form"], t["size"])):
+            intervals = top["intervals"]
+            rows.append(["`.%s`" % top["form"], size_text(top["size"]), top["views"],
+                         "–" if not intervals else "%.2f / %.2f" % (intervals["median"], intervals["max"]),
+                         "–" if top["last_after_end"] is None else "%.1f" % top["last_after_end"],
+                         "%.0f" % (top["peak"] / 1e6), "%.1f" % top["cpu"]])
+        text += ("\n`nvtxshim top` while the trace grows by %g MB a second for %d s from the size shown "
+                 "(written as fast as it goes up to it): the views of the file at that size or more, the "
+                 "seconds from its reaching the size to the first and from one view to the next, the last "
+                 "view's delay after the writer ended, and top's own peak memory and CPU.\n\n"
+                 % (settings["top_rate_mb"], settings["top_seconds"])
+                 + table(["form", "from", "views", "between views, s: p50 / max", "last view after the end, s",
+                          "top's peak, MB", "top's CPU, s"], rows))
+    if long.get("checks"):
+        text += "\nChecked in the same run: " + "; ".join(long["checks"]) + ".\n"
+    return text
+
+
 BLOCKS = {
     "run": block_run,
     "calls": block_calls,
@@ -224,7 +274,33 @@ BLOCKS = {
     "convert": block_convert,
     "sizes": block_sizes,
     "targets": block_targets,
+    "long": block_long,
 }
+
+# What a run of some parts alone brings into the checked-in results.
+PART_KEYS = {"long": ["long"]}
+
+
+def take(run_path, results_path):
+    """RUN_PATH's results as the doc's: a whole run replaces them; a run of some parts alone
+    (meta "only") replaces those parts' figures and keeps the rest."""
+    with open(run_path) as f:
+        run = json.load(f)
+    only = run["meta"].get("only") or []
+    if not only:
+        shutil.copyfile(run_path, results_path)
+        return
+    unknown = [part for part in only if part not in PART_KEYS]
+    if unknown:
+        raise SystemExit("performance_doc: a run of %s alone cannot be taken into the results: take a whole "
+                         "run (parts that can: %s)" % (", ".join(unknown), ", ".join(PART_KEYS)))
+    with open(results_path) as f:
+        results = json.load(f)
+    for part in only:
+        for key in PART_KEYS[part]:
+            results[key] = run[key]
+    with open(results_path, "w") as f:
+        json.dump(results, f, indent=1)
 
 
 def render(doc, results):
@@ -249,7 +325,7 @@ def main():
     parser.add_argument("--take", metavar="RUN", help="copy RUN's results.json to --results first")
     args = parser.parse_args()
     if args.take:
-        shutil.copyfile(args.take, args.results)
+        take(args.take, args.results)
     with open(args.results) as f:
         results = json.load(f)
     with open(args.doc) as f:
