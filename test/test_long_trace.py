@@ -11,6 +11,7 @@ PER_FRAME), never the events. Run alone:
 
 (NVS_LONG_FRAMES=N writes N frames instead of 1,000,000, for a quick try; the bound scales.)"""
 import json
+import math
 import os
 import re
 import subprocess
@@ -145,15 +146,16 @@ def frame_table(lines):
 
 
 def stated_error(text):
-    """The relative error the report states for its estimated figures, where it says that some
-    are estimated; 0 where it does not. A report that estimates must say by how much."""
+    """The error the report states for its estimated figures (p50 and p99), where it says that
+    some are estimated: ("rank", fraction) where it speaks of ranks, else ("value", fraction);
+    (None, 0) where it estimates nothing. A report that estimates must say by how much."""
     lines = [line for line in text.splitlines() if "estimat" in line.lower()]
     if not lines:
-        return 0.0
+        return None, 0.0
     for line in lines:
         found = re.search(r"(\d+(?:\.\d+)?)\s*%", line)
         if found:
-            return float(found.group(1)) / 100
+            return "rank" if "rank" in line.lower() else "value", float(found.group(1)) / 100
     raise AssertionError("the report says figures are estimated without saying how closely:\n%s"
                          % "\n".join(lines))
 
@@ -165,11 +167,29 @@ def close_enough(printed, exact_ns, unit_ns, digits, relative=0.0):
     return abs(printed - exact) <= 0.5 * 10 ** -digits + 2 / unit_ns + relative * abs(exact)
 
 
+def percentile_ok(printed, statistics, percent, unit_ns, digits, error):
+    """Whether PRINTED is the nearest-rank PERCENT-th of STATISTICS (the generator's), or within
+    the stated ERROR of it: of the value, or of the rank (between the values at the thousandths
+    of the ranks that enclose the percentile less and plus the error)."""
+    if close_enough(printed, statistics["p%d" % percent], unit_ns, digits):
+        return True
+    kind, amount = error
+    if kind == "value":
+        return close_enough(printed, statistics["p%d" % percent], unit_ns, digits, amount)
+    if kind == "rank":
+        thousandths = statistics["thousandths"]
+        low = thousandths[max(0, math.floor((percent / 100 - amount) * 1000))]
+        high = thousandths[min(1000, math.ceil((percent / 100 + amount) * 1000))]
+        slack = 0.5 * 10 ** -digits + 2 / unit_ns
+        return low / unit_ns - slack <= printed <= high / unit_ns + slack
+    return False
+
+
 def compare(text, expected):
     """Every figure of EXPECTED (the generator's) that REPORT's TEXT prints, as a list of
     differences."""
     wrong = []
-    relative = stated_error(text)
+    error = stated_error(text)
     rows = name_rows(text)
     for name in expected["names"]:
         key = (name["domain"], name["name"])
@@ -179,12 +199,13 @@ def compare(text, expected):
         count, mean, p50, p99, most = rows[key]
         if count != name["count"]:
             wrong.append("%s %s: count %d, not %d" % (key + (count, name["count"])))
-        for label, printed, exact, slack in (("mean", mean, name["sum"] / name["count"], 0),
-                                             ("p50", p50, name["p50"], relative),
-                                             ("p99", p99, name["p99"], relative),
-                                             ("max", most, name["max"], 0)):
-            if not close_enough(printed, exact, 1000, 1, slack):
+        for label, printed, exact in (("mean", mean, name["sum"] / name["count"]), ("max", most, name["max"])):
+            if not close_enough(printed, exact, 1000, 1):
                 wrong.append("%s %s: %s %.1f us, not %.3f" % (key + (label, printed, exact / 1000)))
+        for percent, printed in ((50, p50), (99, p99)):
+            if not percentile_ok(printed, name, percent, 1000, 1, error):
+                wrong.append("%s %s: p%d %.1f us, not %.3f" % (key + (percent, printed,
+                                                                     name["p%d" % percent] / 1000)))
     extra = set(rows) - {(n["domain"], n["name"]) for n in expected["names"]}
     if extra:
         wrong.append("rows the trace has no ranges for: %s" % sorted(extra))
@@ -202,15 +223,17 @@ def compare(text, expected):
     mean_label = "mean of %d" % expected["frames"]
     if mean_label not in frame_rows:
         wrong.append("no row '%s' (the frame count) in %s" % (mean_label, sorted(frame_rows)))
-    for c, column in enumerate(expected["columns"]):
+    for column in expected["columns"]:
         if column["column"] not in columns:
             continue
         i = columns.index(column["column"])
-        for label, exact, slack in ((mean_label, column["sum"] / column["count"], 0),
-                                    ("p50", column["p50"], relative), ("p99", column["p99"], relative),
-                                    ("max", column["max"], 0)):
+        for label, exact in ((mean_label, column["sum"] / column["count"]), ("p50", column["p50"]),
+                             ("p99", column["p99"]), ("max", column["max"])):
             printed = frame_rows.get(label, [None] * len(columns))[i]
-            if printed is None or not close_enough(printed, exact, 1e6, 3, slack):
+            right = printed is not None and (
+                percentile_ok(printed, column, int(label[1:]), 1e6, 3, error) if label in ("p50", "p99")
+                else close_enough(printed, exact, 1e6, 3))
+            if not right:
                 wrong.append("per frame %s %s: %s ms, not %.6f" % (column["column"], label, printed,
                                                                    exact / 1e6))
     said = "over the budget of %.3f ms (from the library's over budget marks): %d of the %d frames" % (

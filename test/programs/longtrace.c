@@ -34,7 +34,8 @@
  *
  * --expect FILE writes, as JSON, the frame count, each column's and each
  * range name's count, sum, p50, p99 and max in nanoseconds (p50 and p99 by
- * nearest rank, as report has them), the marks by kind, the frames over the
+ * nearest rank, as report has them; the value at each thousandth of the ranks
+ * too, for estimates), the marks by kind, the frames over the
  * budget and the slowest frames with their columns: exactly what report
  * prints, from the same events. */
 #define _GNU_SOURCE
@@ -961,12 +962,20 @@ static uint32_t percentile(const struct values *values, unsigned percent)
     return values->items[rank ? rank - 1 : 0];
 }
 
+/* The statistics, and the value at each thousandth of the ranks (the smallest,
+ * then the ceil(k / 1000 * count)-th): what an estimate that states its rank
+ * error is checked against. */
 static void print_statistics(FILE *file, struct values *values)
 {
     sort_values(values);
-    fprintf(file, "\"count\":%zu,\"sum\":%" PRIu64 ",\"p50\":%" PRIu32 ",\"p99\":%" PRIu32 ",\"max\":%" PRIu32,
-            values->count, values->sum, percentile(values, 50), percentile(values, 99),
+    fprintf(file, "\"count\":%zu,\"sum\":%" PRIu64 ",\"p50\":%" PRIu32 ",\"p99\":%" PRIu32 ",\"max\":%" PRIu32
+            ",\"thousandths\":[", values->count, values->sum, percentile(values, 50), percentile(values, 99),
             values->items[values->count - 1]);
+    for (size_t k = 0; k <= 1000; k++) {
+        size_t rank = (k * values->count + 999) / 1000;
+        fprintf(file, "%s%" PRIu32, k ? "," : "", values->items[rank ? rank - 1 : 0]);
+    }
+    fputc(']', file);
 }
 
 static void write_expected(const char *path, uint64_t ids)
