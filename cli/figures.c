@@ -295,7 +295,7 @@ static bool is_capture(const struct nvs_event *event)
 /* Durations kept exactly, of every name together: past it, the names with the
  * most give theirs to a sketch (p50 and p99 then within NVS_SKETCH_ERROR). */
 #ifndef EXACT_VALUES_MAX
-#define EXACT_VALUES_MAX ((size_t)4 << 20)
+#define EXACT_VALUES_MAX ((size_t)2 << 20)
 #endif
 /* Call intervals held for frames still open and calls waiting for their frame:
  * past it, the oldest open frames are closed. */
@@ -877,25 +877,48 @@ static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc,
         return;
     }
     struct open_frame *open = open_frame(builder, proc->open[k]);
-    if (!GROW(builder, open->items, open->count, open->capacity))
-        return;
+    if (open->count == open->capacity) {
+        /* most frames hold a few calls: from 4, doubling */
+        size_t capacity = open->capacity ? open->capacity * 2 : 4;
+        struct part_interval *items = realloc(open->items, capacity * sizeof *items);
+        if (!items) {
+            builder->failed = true;
+            return;
+        }
+        open->items = items;
+        open->capacity = capacity;
+    }
     open->items[open->count++] = (struct part_interval){start, end, name, part};
     if (++builder->held > HELD_INTERVALS_MAX)
         relieve_intervals(builder);
 }
 
+/* Room for one more row in PROC: its rows are most of the memory of a long
+ * trace's figures, so they grow by a quarter (realloc moves big blocks by
+ * remapping them), not by doubling. */
+static bool room_for_row(struct nvs_figures_builder *builder, struct proc *proc)
+{
+    if (proc->count < proc->capacity)
+        return true;
+    size_t capacity = proc->capacity < 64 ? 64 : proc->capacity + proc->capacity / 4;
+    struct nvs_report_frame *rows = realloc(proc->rows, capacity * sizeof *rows);
+    if (rows)
+        proc->rows = rows;
+    uint64_t *open = rows ? realloc(proc->open, capacity * sizeof *open) : NULL;
+    if (!open) {
+        builder->failed = true;
+        return false;
+    }
+    proc->open = open;
+    proc->capacity = capacity;
+    return true;
+}
+
 static void add_frame(struct nvs_figures_builder *builder, const struct nvs_event *event)
 {
     struct proc *proc = proc_of(builder, event->pid);
-    if (!proc || !GROW(builder, proc->rows, proc->count, proc->capacity))
+    if (!proc || !room_for_row(builder, proc))
         return;
-    size_t capacity = proc->capacity;
-    uint64_t *open = realloc(proc->open, capacity * sizeof *open);
-    if (!open) {
-        builder->failed = true;
-        return;
-    }
-    proc->open = open;
     if (!builder->open && !(builder->open = calloc(OPEN_FRAMES_MAX, sizeof *builder->open))) {
         builder->failed = true;
         return;

@@ -65,6 +65,8 @@ struct reader {
     size_t sequence_count, sequence_capacity;
     struct track *tracks;
     size_t track_count, track_capacity;
+    size_t *free_tracks;                    /* places in tracks of async tracks let go, to reuse */
+    size_t free_track_count, free_track_capacity;
     struct map sequence_ids;                /* (sequence id, 0) -> index in sequences */
     struct map track_ids;                   /* (uuid, 0) -> index in tracks */
     struct map interned;                    /* (iid, sequence << 32 | generation << 2 | kind) -> interned text */
@@ -144,19 +146,49 @@ static struct track *track_of(struct reader *reader, uint64_t uuid)
         return NULL;
     if (slot->value != SIZE_MAX)
         return &reader->tracks[slot->value];
-    struct track *tracks = nvs_room_for_one(reader->tracks, reader->track_count,
-                                            &reader->track_capacity, sizeof *tracks, 64);
-    if (!tracks)
-        return NULL;
-    reader->tracks = tracks;
-    slot->value = reader->track_count;
-    struct track *track = &tracks[reader->track_count++];
+    struct track *track;
+    if (reader->free_track_count) {
+        slot->value = reader->free_tracks[--reader->free_track_count];
+        track = &reader->tracks[slot->value];
+    } else {
+        struct track *tracks = nvs_room_for_one(reader->tracks, reader->track_count,
+                                                &reader->track_capacity, sizeof *tracks, 64);
+        if (!tracks) {
+            nvs_map_remove(&reader->track_ids, slot);
+            return NULL;
+        }
+        reader->tracks = tracks;
+        slot->value = reader->track_count;
+        track = &tracks[reader->track_count++];
+    }
     memset(track, 0, sizeof *track);
     if ((uuid & ~(THREAD_TRACK_BIT - 1)) == THREAD_TRACK_BIT) {
         track->pid = reader->process_pid;
         track->tid = (uint32_t)uuid;
     }
     return track;
+}
+
+/* An async track whose range has been joined, let go: the library gives each
+ * async range a track of its own, so a trace of hours has millions of them,
+ * and what is kept is those still open. A later event on it makes it again. */
+static void release_track(struct reader *reader, struct track *track, uint64_t uuid)
+{
+    if (track->open.count || track->ends.count)
+        return;
+    size_t *grown = nvs_room_for_one(reader->free_tracks, reader->free_track_count,
+                                     &reader->free_track_capacity, sizeof *grown, 64);
+    if (!grown)
+        return;     /* kept, then: it costs memory, not figures */
+    reader->free_tracks = grown;
+    struct map_slot *slot = nvs_map_find(&reader->track_ids, uuid, 0);
+    if (!slot)
+        return;
+    reader->free_tracks[reader->free_track_count++] = slot->value;
+    nvs_map_remove(&reader->track_ids, slot);
+    free(track->open.items);
+    free(track->ends.items);
+    memset(track, 0, sizeof *track);
 }
 
 /* A thread track: described as one, or of the library's form 1<<61 | tid. */
@@ -630,7 +662,9 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
         if (!thread && track->ends.count) {
             /* its end came first (another thread's buffer reached the file before) */
             struct nvs_trace_side end = halves_take(&track->ends, track->ends.count - 1);
-            return join(reader, &half, &end, true);
+            int joined = join(reader, &half, &end, true);
+            release_track(reader, track, uuid);
+            return joined;
         }
         struct nvs_trace_side *open = halves_add(&track->open);
         if (!open)
@@ -644,7 +678,10 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
          * writes it as an async pair, and so it is one here too. */
         bool under = match + 1 < track->open.count;
         struct nvs_trace_side begin = halves_take(&track->open, match);
-        return join(reader, &begin, &half, !thread || under);
+        int joined = join(reader, &begin, &half, !thread || under);
+        if (!thread)
+            release_track(reader, track, uuid);
+        return joined;
     }
     if (thread) {
         reader->unbegun++;
@@ -804,6 +841,7 @@ static void reader_free(struct reader *reader)
         free(reader->tracks[i].ends.items);
     }
     free(reader->tracks);
+    free(reader->free_tracks);
     free(reader->sequences);
     nvs_map_free(&reader->sequence_ids);
     nvs_map_free(&reader->track_ids);
