@@ -18,6 +18,7 @@
 
 #include "commands.h"
 #include "events.h"
+#include "figures_load.h"
 #include "load.h"
 #include "figures.h"
 #include "input.h"
