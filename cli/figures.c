@@ -410,6 +410,7 @@ struct proc {
     /* what a live view needs of the frames closed: whether launches show, and
      * the slowest (the first of the longest) with its longest calls */
     bool launches, has_slowest;
+    bool spent[NVS_COLUMNS];         /* the part columns some closed frame spent time in */
     int64_t slowest_total, slowest_start;
     struct nvs_report_call slowest_calls[NVS_SLOWEST_CALLS];
     size_t slowest_call_count;
@@ -813,6 +814,11 @@ static void close_oldest(struct nvs_figures_builder *builder)
     struct nvs_report_frame *row = &proc->rows[open->row];
     measure_open(open, row);
     proc->launches |= row->value[NVS_COLUMN_LAUNCH] >= LAUNCH_SHOWN_NS;
+    for (int c = NVS_FIRST_PART; c < NVS_LAST_PART; c++)
+        proc->spent[c] |= row->value[c] != 0;
+    /* cuda as it may be shown, copies and launches together; the rest, what no call covers */
+    proc->spent[NVS_COLUMN_CUDA] |= row->value[NVS_COLUMN_LATENCY] != 0;
+    proc->spent[NVS_COLUMN_REST] |= row->value[NVS_COLUMN_TOTAL] != row->value[NVS_COLUMN_REST];
     int64_t total = row->value[NVS_COLUMN_TOTAL];
     if (!proc->has_slowest || total > proc->slowest_total ||
         (total == proc->slowest_total && row->start < proc->slowest_start)) {
@@ -1768,12 +1774,18 @@ int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nv
     loop->last_count = n - from;
     loop->first_number = proc->rows[from].number;
     loop->last_number = proc->rows[n - 1].number;
+    bool spent[NVS_COLUMNS];
+    memcpy(spent, proc->spent, sizeof spent);
     for (size_t k = from; k < n; k++) {
         struct nvs_report_frame row = view_row(builder, proc, k, launches);
-        for (int c = 0; c < NVS_COLUMNS; c++)
+        for (int c = 0; c < NVS_COLUMNS; c++) {
             loop->last_mean[c] += (double)row.value[c] / (double)(n - from);
+            spent[c] |= row.value[c] != 0;
+        }
     }
     loop->slowest = view_row(builder, proc, slowest, launches);
+    for (int c = 0; c < NVS_COLUMNS; c++)
+        spent[c] |= loop->slowest.value[c] != 0;
     if (proc->open[slowest] != NOT_OPEN)
         loop->call_count = longest_calls(open_frame(builder, proc->open[slowest]), loop->calls);
     else if (proc->slowest_start == proc->rows[slowest].start) {
@@ -1786,6 +1798,10 @@ int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nv
     loop->shown[NVS_COLUMN_CAMERA] = info && info->camera;
     loop->shown[NVS_COLUMN_SERIAL] = info && info->serial;
     loop->shown[NVS_COLUMN_HID] = info && info->hid;
+    /* a part no frame spent time in is left out, as the report leaves it out (of the frames
+     * still open, those the view shows are looked at) */
+    for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
+        loop->shown[c] = loop->shown[c] && spent[c];
     return 1;
 }
 
