@@ -247,16 +247,18 @@ def block_long(results):
         for top in sorted(long["top"].values(), key=lambda t: (t["form"], t["size"])):
             intervals = top["intervals"]
             rows.append(["`.%s`" % top["form"], size_text(top["size"]), top["views"],
+                         "–" if top.get("first_view") is None else "%.1f" % top["first_view"],
                          "–" if not intervals else "%.2f / %.2f" % (intervals["median"], intervals["max"]),
                          "–" if top["last_after_end"] is None else "%.1f" % top["last_after_end"],
                          "%.0f" % (top["peak"] / 1e6), "%.1f" % top["cpu"]])
         text += ("\n`nvtxshim top` while the trace grows by %g MB a second for %d s from the size shown "
                  "(written as fast as it goes up to it): the views of the file at that size or more, the "
-                 "seconds from its reaching the size to the first and from one view to the next, the last "
-                 "view's delay after the writer ended, and top's own peak memory and CPU.\n\n"
+                 "seconds from its reaching the size to the first (top catching up with what was written at "
+                 "once) and from one view to the next, the last view's delay after the writer ended, and "
+                 "top's own peak memory and CPU.\n\n"
                  % (settings["top_rate_mb"], settings["top_seconds"])
-                 + table(["form", "from", "views", "between views, s: p50 / max", "last view after the end, s",
-                          "top's peak, MB", "top's CPU, s"], rows))
+                 + table(["form", "from", "views", "first view, s", "between views, s: p50 / max",
+                          "last view after the end, s", "top's peak, MB", "top's CPU, s"], rows))
     if long.get("checks"):
         text += "\nChecked in the same run: " + "; ".join(long["checks"]) + ".\n"
     return text
