@@ -182,6 +182,7 @@ struct follow {
     uint64_t offset;                 /* read so far */
     uint64_t shown_events;           /* events the last view was made of (UINT64_MAX: none yet) */
     double last_view;
+    double looked_at;                /* when the last wait for more ended */
     uint32_t watched;                /* the loop's process, once known */
     bool ended;                      /* the program has ended (the last look follows) */
     bool replaced;                   /* the file was cut or replaced: read it again from its start */
@@ -248,8 +249,11 @@ static long follow_read(void *context, char *into, size_t size, char *error, siz
     for (;;) {
         if (interrupted)
             return 0;
-        /* a long file being caught up with: a view every interval meanwhile, of what was read */
-        if (seconds_now() - follow->last_view >= follow->top->interval_s && view(follow) != 0) {
+        /* a long file being caught up with: a view every interval meanwhile, of what was read
+         * (not just after a wait: the view at the end of what is there comes soon) */
+        double now = seconds_now(), since = follow->last_view > follow->looked_at ? follow->last_view
+                                                                                  : follow->looked_at;
+        if (now - since >= follow->top->interval_s && view(follow) != 0) {
             snprintf(error, error_size, "out of memory");
             return -1;
         }
@@ -272,6 +276,7 @@ static long follow_read(void *context, char *into, size_t size, char *error, siz
         if (follow->top->once || follow->ended)
             return 0;
         pause_for(follow->top->interval_s);
+        follow->looked_at = seconds_now();
         note_end(follow);   /* then one more look: the recorder finished the file as it ended */
         if (replaced(follow)) {
             follow->replaced = true;
