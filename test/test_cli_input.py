@@ -111,6 +111,27 @@ def test_a_gzip_of_zeros_is_refused_at_its_first_bytes(tmp_path):
         assert peak < 64 * 1024, "%d KiB at its peak" % peak
 
 
+def test_a_gzip_of_a_bracket_and_a_gibibyte_of_blanks_is_read_through_in_little_memory(tmp_path):
+    # "[" and 256 MiB of blanks, 256 KB gzipped: JSON from its first byte, so it is read to its
+    # end; it used to be inflated whole first (1.05 GB for a gibibyte). Read as a stream, it takes
+    # a window.
+    bomb = tmp_path / "blanks.json.gz"
+    block = b" " * (1 << 20)
+    with gzip.open(bomb, "wb", compresslevel=9) as packed:
+        packed.write(b"[")
+        for _ in range(256):
+            packed.write(block)
+    assert bomb.stat().st_size < 1 << 20
+    for argv in ([program("nvtxshim"), "report", bomb],
+                 ["sh", "-c", "exec '%s' report - < '%s'" % (program("nvtxshim"), bomb)]):
+        status, stderr, peak = peak_memory_kib(argv)
+        lines = stderr.splitlines()
+        assert status == 1 and len(lines) == 2, stderr
+        assert "ends before its closing ]" in lines[0] and "read 0 events" in lines[0], stderr
+        assert lines[1].startswith("nvtxshim: report: no NVTX events in "), stderr
+        assert peak < 64 * 1024, "%d KiB at its peak" % peak
+
+
 @pytest.mark.parametrize("form", FORMS)
 def test_what_an_input_takes_in_memory_has_a_cap_a_user_can_raise(traces, tmp_path, form):
     packed = gzipped(traces[form], tmp_path / ("loop.%s.gz" % form))
