@@ -742,7 +742,8 @@ static int compare_part_intervals(const void *a, const void *b)
 static void unions(struct part_interval *items, size_t count, int64_t parts[PARTS],
                    int64_t *cuda_and_launches, int64_t *all)
 {
-    qsort(items, count, sizeof *items, compare_part_intervals);
+    if (count)      /* a frame with no calls has no list at all */
+        qsort(items, count, sizeof *items, compare_part_intervals);
     struct interval current[PART_LISTS];
     int64_t total[PART_LISTS] = {0};
     bool active[PART_LISTS] = {false};
