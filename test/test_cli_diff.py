@@ -20,6 +20,7 @@ import html.parser
 import json
 import os
 import re
+import sqlite3
 import subprocess
 
 import jsonschema
@@ -272,6 +273,27 @@ def test_several_runs_a_side_are_judged_against_the_noise_among_a_s_runs(groups)
                              "spread over the group's own figure):") + 1:][:2] == [
         "    A, 3 runs: median 10.000 to 12.000 ms (18.2 %); p99 10.000 to 12.000 ms (16.7 %)",
         "    B, 3 runs: median 20.000 to 22.000 ms (9.5 %); p99 20.000 to 22.000 ms (9.1 %)"]
+
+
+def test_a_directory_reads_a_report_s_export_once(tmp_path):
+    """nvtxshim profile leaves RIG.nsys-rep and its export RIG.sqlite side by side; load reads the
+    export for either, so a directory of them would count each run twice."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "rig.nsys-rep").write_bytes(b"NVIDIA Tegra Profiler Report " + b"\0" * 64)
+    tid = (1 << 48) | (900 << 24) | 900
+    with sqlite3.connect(runs / "rig.sqlite") as db:
+        db.execute('CREATE TABLE NVTX_EVENTS (start INTEGER, "end" INTEGER, eventType INTEGER, '
+                   'text TEXT, globalTid INTEGER, domainId INTEGER)')
+        db.execute("INSERT INTO NVTX_EVENTS VALUES (0, 0, 75, 'nvtxshim', ?, 1)", (tid,))
+        db.executemany("INSERT INTO NVTX_EVENTS VALUES (?, ?, 60, ?, ?, 1)",
+                       [(n * 10000000, (n + 1) * 10000000, "frame %d" % n, tid) for n in range(1, 101)])
+    steady_trace(runs / "run.json", 31, 12)
+    result = nvtxshim("diff", runs, "--", runs / "run.json", "--json")
+    assert result.returncode == 0, result.stderr
+    [listed] = valid(json.loads(result.stdout))["a"]["directories"]
+    assert listed == {"path": str(runs), "read": [str(runs / "rig.sqlite"), str(runs / "run.json")],
+                      "left_out": ["rig.nsys-rep (its .sqlite export is read)"]}
 
 
 def test_a_change_inside_a_s_noise_is_within_it(groups):
