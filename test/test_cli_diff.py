@@ -432,7 +432,11 @@ def test_the_page_draws_each_group_and_each_run_and_no_label_overlaps_another(gr
         shares = [float(t.split(": ")[1].split(" %")[0]) for t in page.titles
                   if re.match(side + ": \\d", t)]
         assert sum(shares) == pytest.approx(100, abs=0.5), (side, shares)
-    # Each run's median and p99 on one scale: a row for each of the six, B's right of A's.
+    # On one scale: B's frames (20 ms and more) all lie right of A's median (11 ms).
+    a_bars = [int(r["x"]) for r in page.rects if r.get("class") == "run-a"]
+    b_bars = [int(r["x"]) for r in page.rects if r.get("class") == "run-b"]
+    assert a_bars and b_bars and min(b_bars) > sorted(a_bars)[len(a_bars) // 2]
+    # Each run's median and p99 on one scale: a row for each of the six.
     runs = [t for t in page.titles if re.match("[AB][123]: ", t)]
     assert [t[:2] for t in runs] == ["A1", "A2", "A3", "B1", "B2", "B3"]
     assert "A2: %s/a2.json: median 11.000 ms, p99 11.000 ms, 200 frames" % groups["a"] in runs
