@@ -24,7 +24,7 @@ int nvs_cli_convert(int argc, char **argv);
 /* cli/top.c: a live view of a trace being written. */
 int nvs_cli_top(int argc, char **argv);
 
-/* cli/diff.c: two profiles compared frame for frame. */
+/* cli/diff.c: runs before and after a change compared, several a side, as a CI gate. */
 int nvs_cli_diff(int argc, char **argv);
 
 #endif

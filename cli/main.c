@@ -25,7 +25,7 @@ static const struct subcommand subcommands[] = {
     {"report", nvs_cli_report, "summarise an nsys report, its SQLite export or a trace file"},
     {"convert", nvs_cli_convert, "an nsys report or its SQLite export as a trace for Perfetto (JSON, or .json.gz)"},
     {"top", nvs_cli_top, "a live view of a recording in progress: the frames so far, the slowest and its calls"},
-    {"diff", nvs_cli_diff, "compare two profiles frame for frame; --fail-over gates a CI on the p99 frame"},
+    {"diff", nvs_cli_diff, "runs before and after a change compared (several a side): median and p99 frame with intervals, judged against the noise; exit 0/1/2 for CI"},
 };
 
 static void usage(FILE *out)
