@@ -22,15 +22,6 @@
 #define SCHEMA "nvtxshim-diff/1"
 #define MAX_DEPTH 8
 
-/* The columns' keys: the text's headings, "gpu wait" as one word a query can name. */
-static const char *const column_keys[NVS_COLUMNS] = {
-    [NVS_COLUMN_TOTAL] = "total", [NVS_COLUMN_USB] = "usb", [NVS_COLUMN_CUDA] = "cuda",
-    [NVS_COLUMN_WAIT] = "gpu_wait", [NVS_COLUMN_LAUNCH] = "launch", [NVS_COLUMN_X11] = "x11",
-    [NVS_COLUMN_CAMERA] = "camera", [NVS_COLUMN_SERIAL] = "serial", [NVS_COLUMN_HID] = "hid",
-    [NVS_COLUMN_REST] = "rest", [NVS_COLUMN_RUNNABLE] = "runnable", [NVS_COLUMN_BLOCKED] = "blocked",
-    [NVS_COLUMN_LATENCY] = "latency"};
-
-static const char *const stat_keys[NVS_STATS] = {"mean", "p50", "p99", "max"};
 
 /* ---- the writer: two-space indents, a member or item a line ------------------------ */
 
@@ -134,7 +125,7 @@ static void statistics(struct doc *doc, const char *name, const double stats[NVS
 {
     open_flat(doc, name);
     for (int s = 0; s < NVS_STATS; s++)
-        time_ns(doc, stat_keys[s], stats[s]);
+        time_ns(doc, nvs_report_statistic_keys[s], stats[s]);
     close_container(doc, '}');
 }
 
@@ -160,7 +151,7 @@ static void put_run(struct doc *doc, const struct nvs_diff_run *run)
     open_container(doc, "columns", '{');
     for (int c = 0; c < NVS_COLUMNS; c++)
         if (run->shown[c] || c == NVS_COLUMN_TOTAL)
-            statistics(doc, column_keys[c], run->stats[c]);
+            statistics(doc, nvs_report_column_keys[c], run->stats[c]);
     close_container(doc, '}');
     close_container(doc, '}');
 }
@@ -204,7 +195,7 @@ static void put_side(struct doc *doc, const struct nvs_diff *diff, int which)
     open_container(doc, "columns", '{');
     for (int c = 0; c < NVS_COLUMNS; c++)
         if (nvs_diff_column_shown(diff, c))
-            statistics(doc, column_keys[c], side->stats[c]);
+            statistics(doc, nvs_report_column_keys[c], side->stats[c]);
     close_container(doc, '}');
     open_container(doc, "noise", '{');
     boolean(doc, "judged", side->run_count > 1);
@@ -213,7 +204,7 @@ static void put_side(struct doc *doc, const struct nvs_diff *diff, int which)
     open_container(doc, "column_means", '{');
     for (int c = 0; c < NVS_COLUMNS; c++)
         if (nvs_diff_column_shown(diff, c))
-            spread(doc, column_keys[c], &side->column_spread[c], false);
+            spread(doc, nvs_report_column_keys[c], &side->column_spread[c], false);
     close_container(doc, '}');
     close_container(doc, '}');
     close_container(doc, '}');
@@ -245,7 +236,7 @@ static void put_changes(struct doc *doc, const struct nvs_diff *diff)
         if (!nvs_diff_column_shown(diff, c))
             continue;
         const struct nvs_diff_interval *change = &diff->column_change[c];
-        open_flat(doc, column_keys[c]);
+        open_flat(doc, nvs_report_column_keys[c]);
         time_ns(doc, "mean", b->stats[c][NVS_STAT_MEAN] - a->stats[c][NVS_STAT_MEAN]);
         if (c == NVS_COLUMN_LATENCY) {
             /* over the frames that have one: not a part of the frame, not resampled */
@@ -263,7 +254,7 @@ static void put_changes(struct doc *doc, const struct nvs_diff *diff)
     close_container(doc, '}');
     open_container(doc, "moved_the_frame", '[');
     for (size_t k = 0; k < diff->named_count; k++)
-        string(doc, NULL, column_keys[diff->named[k]]);
+        string(doc, NULL, nvs_report_column_keys[diff->named[k]]);
     close_container(doc, ']');
 }
 

@@ -377,12 +377,6 @@ struct mark_acc {
     bool more_texts;                 /* texts past MARK_TEXTS_MAX were not told apart */
 };
 
-/* What a process's ranges and marks say, frames or not. */
-struct pid_info {
-    uint32_t pid;
-    bool camera, serial, hid;
-    int64_t budget_ns, budget_at;    /* of its first over-budget mark */
-};
 
 /* A frame whose calls are still gathered. */
 struct open_frame {
@@ -393,9 +387,12 @@ struct open_frame {
 
 #define NOT_OPEN UINT64_MAX
 
-/* A process's frames, as rows in start order, and its calls waiting for a frame. */
+/* A process: what its ranges and marks say, and its frames, as rows in start
+ * order, and its calls waiting for a frame. */
 struct proc {
     uint32_t pid;
+    bool camera, serial, hid;        /* the device columns it has: calls or marks in their domains */
+    int64_t budget_ns, budget_at;    /* of its first over-budget mark */
     struct nvs_report_frame *rows;   /* value[REST]: time its calls cover, value[LATENCY]: its
                                       * copies and launches together, until the report */
     uint64_t *open;                  /* per row: its open frame's number, or NOT_OPEN */
@@ -459,10 +456,6 @@ struct nvs_figures_builder {
     struct mark_acc *marks;
     size_t mark_count, mark_capacity;
     struct map mark_index;
-
-    struct pid_info *pids;
-    size_t pid_count, pid_capacity;
-    struct map pid_index;
 
     struct proc *procs;
     size_t proc_count, proc_capacity;
@@ -665,21 +658,21 @@ static void add_mark(struct nvs_figures_builder *builder, const struct nvs_event
 
 /* ---- processes ------------------------------------------------------------------- */
 
-static struct pid_info *pid_info_of(struct nvs_figures_builder *builder, uint32_t pid)
+static struct proc *proc_of(struct nvs_figures_builder *builder, uint32_t pid)
 {
-    struct map_slot *slot = nvs_map_find(&builder->pid_index, pid, 0);
+    struct map_slot *slot = nvs_map_find(&builder->proc_index, pid, 0);
     if (slot)
-        return &builder->pids[slot->value];
-    if (!GROW(builder, builder->pids, builder->pid_count, builder->pid_capacity))
+        return &builder->procs[slot->value];
+    if (!GROW(builder, builder->procs, builder->proc_count, builder->proc_capacity))
         return NULL;
-    if (!(slot = nvs_map_put(&builder->pid_index, pid, 0))) {
+    if (!(slot = nvs_map_put(&builder->proc_index, pid, 0))) {
         builder->failed = true;
         return NULL;
     }
-    slot->value = builder->pid_count;
-    struct pid_info *info = &builder->pids[builder->pid_count++];
-    *info = (struct pid_info){.pid = pid};
-    return info;
+    slot->value = builder->proc_count;
+    struct proc *proc = &builder->procs[builder->proc_count++];
+    *proc = (struct proc){.pid = pid, .last_end = INT64_MIN, .dropped_end = INT64_MIN};
+    return proc;
 }
 
 /* The budget B of the library's mark "over budget frame N: T ms > B ms" in
@@ -697,34 +690,17 @@ static int64_t budget_of_mark(const struct nvs_event *event)
  * and the budget of its first over-budget mark. */
 static void note_pid(struct nvs_figures_builder *builder, const struct nvs_event *event)
 {
-    struct pid_info *info = pid_info_of(builder, event->pid);
-    if (!info)
+    struct proc *proc = proc_of(builder, event->pid);
+    if (!proc)
         return;
-    info->camera |= in_domain(event, NVS_DOMAIN_V4L2);
-    info->serial |= in_domain(event, NVS_DOMAIN_SERIAL);
-    info->hid |= in_domain(event, NVS_DOMAIN_HID);
+    proc->camera |= in_domain(event, NVS_DOMAIN_V4L2);
+    proc->serial |= in_domain(event, NVS_DOMAIN_SERIAL);
+    proc->hid |= in_domain(event, NVS_DOMAIN_HID);
     int64_t marked = budget_of_mark(event);
-    if (marked && (!info->budget_ns || event->start < info->budget_at)) {
-        info->budget_ns = marked;
-        info->budget_at = event->start;
+    if (marked && (!proc->budget_ns || event->start < proc->budget_at)) {
+        proc->budget_ns = marked;
+        proc->budget_at = event->start;
     }
-}
-
-static struct proc *proc_of(struct nvs_figures_builder *builder, uint32_t pid)
-{
-    struct map_slot *slot = nvs_map_find(&builder->proc_index, pid, 0);
-    if (slot)
-        return &builder->procs[slot->value];
-    if (!GROW(builder, builder->procs, builder->proc_count, builder->proc_capacity))
-        return NULL;
-    if (!(slot = nvs_map_put(&builder->proc_index, pid, 0))) {
-        builder->failed = true;
-        return NULL;
-    }
-    slot->value = builder->proc_count;
-    struct proc *proc = &builder->procs[builder->proc_count++];
-    *proc = (struct proc){.pid = pid, .last_end = INT64_MIN, .dropped_end = INT64_MIN};
-    return proc;
 }
 
 /* ---- per frame: each frame's calls, gathered while it is open ---------------------- */
@@ -1097,8 +1073,6 @@ void nvs_figures_discard(struct nvs_figures_builder *builder)
     }
     free(builder->marks);
     nvs_map_free(&builder->mark_index);
-    free(builder->pids);
-    nvs_map_free(&builder->pid_index);
     for (size_t p = 0; p < builder->proc_count; p++) {
         free(builder->procs[p].rows);
         free(builder->procs[p].open);
@@ -1564,14 +1538,10 @@ static int report_frames(struct nvs_figures_builder *builder, const struct laten
             status = -1;
             break;
         }
-        struct map_slot *slot = nvs_map_find(&builder->pid_index, proc->pid, 0);
-        const struct pid_info *info = slot ? &builder->pids[slot->value] : NULL;
-        if (info) {
-            process->shown[NVS_COLUMN_CAMERA] = info->camera;
-            process->shown[NVS_COLUMN_SERIAL] = info->serial;
-            process->shown[NVS_COLUMN_HID] = info->hid;
-            process->budget_ns = info->budget_ns;
-        }
+        process->shown[NVS_COLUMN_CAMERA] = proc->camera;
+        process->shown[NVS_COLUMN_SERIAL] = proc->serial;
+        process->shown[NVS_COLUMN_HID] = proc->hid;
+        process->budget_ns = proc->budget_ns;
         process->budget_from = process->budget_ns ? NVS_BUDGET_MARKS : NVS_BUDGET_NONE;
         if (builder->budget_ns) {
             process->budget_ns = builder->budget_ns;
@@ -1747,9 +1717,7 @@ int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nv
     loop->name = process_name(builder->events, proc->pid);
     loop->count = n;
     loop->estimated = proc->estimated;
-    struct map_slot *slot = nvs_map_find(&builder->pid_index, proc->pid, 0);
-    const struct pid_info *info = slot ? &builder->pids[slot->value] : NULL;
-    loop->budget_ns = builder->budget_ns ? builder->budget_ns : info ? info->budget_ns : 0;
+    loop->budget_ns = builder->budget_ns ? builder->budget_ns : proc->budget_ns;
     /* launches show when a closed frame's do, or an open one's of those shown */
     size_t from = last < n ? n - last : 0;
     bool launches = proc->launches;
@@ -1796,9 +1764,9 @@ int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nv
     for (int c = NVS_COLUMN_TOTAL; c <= NVS_COLUMN_REST; c++)
         loop->shown[c] = c != NVS_COLUMN_CAMERA && c != NVS_COLUMN_SERIAL && c != NVS_COLUMN_HID;
     loop->shown[NVS_COLUMN_LAUNCH] = launches;
-    loop->shown[NVS_COLUMN_CAMERA] = info && info->camera;
-    loop->shown[NVS_COLUMN_SERIAL] = info && info->serial;
-    loop->shown[NVS_COLUMN_HID] = info && info->hid;
+    loop->shown[NVS_COLUMN_CAMERA] = proc->camera;
+    loop->shown[NVS_COLUMN_SERIAL] = proc->serial;
+    loop->shown[NVS_COLUMN_HID] = proc->hid;
     /* a part no frame spent time in is left out, as the report leaves it out (of the frames
      * still open, those the view shows are looked at) */
     for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)

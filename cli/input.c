@@ -1,6 +1,6 @@
-/* An input read into memory (input.h): a plain regular file mapped, anything
- * else (a pipe, standard input, a gzipped file) read through, inflated as it
- * comes when it begins with gzip's magic bytes, within the caller's limit. */
+/* An input as a stream (input.h): a file, a pipe or standard input read a
+ * chunk at a time, inflated as it comes when it begins with gzip's magic
+ * bytes, within the caller's limit. */
 #define _GNU_SOURCE
 #include "input.h"
 
@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -17,7 +16,6 @@
 #include "pftrace_wire.h"
 
 #define CHUNK (1u << 18)            /* read from the descriptor this much at a time */
-#define JUDGED_AFTER (1u << 16)     /* the kind is decided on this much (or all there is) */
 
 static const unsigned char gzip_magic[2] = {0x1f, 0x8b};
 static const char sqlite_magic[16] = "SQLite format 3";
@@ -66,37 +64,6 @@ bool nvs_input_parse_size(const char *text, uint64_t *size)
     return true;
 }
 
-/* A growing buffer that refuses to pass MAX bytes. */
-struct buffer {
-    unsigned char *bytes;
-    size_t length, capacity;
-    uint64_t max;
-};
-
-/* Room for at least WANT more bytes (fewer at the limit); 0 at the limit, -1
- * out of memory. */
-static ssize_t room(struct buffer *buffer, size_t want)
-{
-    if (buffer->length >= buffer->max)
-        return 0;
-    size_t left = (size_t)(buffer->max - buffer->length);
-    if (want > left)
-        want = left;
-    if (buffer->capacity - buffer->length < want) {
-        size_t more = buffer->capacity ? buffer->capacity : 1u << 20;
-        while (more < buffer->length + want)
-            more *= 2;
-        if (more > buffer->max)
-            more = (size_t)buffer->max;
-        unsigned char *grown = realloc(buffer->bytes, more);
-        if (!grown)
-            return -1;
-        buffer->bytes = grown;
-        buffer->capacity = more;
-    }
-    return (ssize_t)(buffer->capacity - buffer->length);
-}
-
 static ssize_t read_some(int fd, unsigned char *into, size_t size)
 {
     for (;;) {
@@ -110,226 +77,6 @@ static void say_size(char *why, size_t why_size, uint64_t max, bool gzipped)
 {
     snprintf(why, why_size, "more than %llu bytes%s (--max-input SIZE raises the limit)",
              (unsigned long long)max, gzipped ? " once decompressed" : "");
-}
-
-/* What is not a trace is refused on its first bytes: a gzip of zeros is not
- * inflated to the limit first. */
-static bool judged_not_a_trace(const struct buffer *buffer, bool *judged, char *why,
-                               size_t why_size)
-{
-    if (*judged || buffer->length < JUDGED_AFTER)
-        return false;
-    *judged = true;
-    if (nvs_input_kind_of(buffer->bytes, buffer->length) != NVS_INPUT_OTHER)
-        return false;
-    snprintf(why, why_size, "not a trace (JSON or .pftrace) or an nsys export");
-    return true;
-}
-
-/* The rest of FD (FIRST, FIRST_LENGTH bytes of it already read) inflated
- * into OUT. A stream cut short, or corrupt after some data, gives what came
- * before (as a trace cut short reads as far as it goes). */
-static int inflate_from(int fd, const unsigned char *first, size_t first_length,
-                        struct buffer *out, char *why, size_t why_size)
-{
-    z_stream stream;
-    memset(&stream, 0, sizeof stream);
-    if (inflateInit2(&stream, 15 + 16) != Z_OK) {
-        snprintf(why, why_size, "out of memory");
-        return -1;
-    }
-    unsigned char *raw = malloc(CHUNK);
-    if (!raw) {
-        inflateEnd(&stream);
-        snprintf(why, why_size, "out of memory");
-        return -1;
-    }
-    memcpy(raw, first, first_length);
-    stream.next_in = raw;
-    stream.avail_in = (uInt)first_length;
-    bool ended = false, judged = false;
-    int outcome = 0;
-    for (;;) {
-        if (stream.avail_in == 0) {
-            ssize_t got = read_some(fd, raw, CHUNK);
-            if (got < 0) {
-                snprintf(why, why_size, "%s", strerror(errno));
-                outcome = -1;
-                break;
-            }
-            if (got == 0)
-                break;      /* the end of the input, or a stream cut short */
-            stream.next_in = raw;
-            stream.avail_in = (uInt)got;
-        }
-        if (ended) {
-            /* Another member may follow (gzip files concatenate); anything
-             * else after a whole stream is not gzip's, and is left. */
-            if (stream.next_in[0] != gzip_magic[0] ||
-                (stream.avail_in >= 2 && stream.next_in[1] != gzip_magic[1]))
-                break;
-            inflateReset(&stream);
-            ended = false;
-        }
-        ssize_t space = room(out, CHUNK);
-        if (space < 0) {
-            snprintf(why, why_size, "out of memory");
-            outcome = -1;
-            break;
-        }
-        if (space == 0) {
-            say_size(why, why_size, out->max, true);
-            outcome = -1;
-            break;
-        }
-        stream.next_out = out->bytes + out->length;
-        stream.avail_out = (uInt)(space > (ssize_t)CHUNK * 4 ? CHUNK * 4 : (size_t)space);
-        uInt before = stream.avail_out;
-        int status = inflate(&stream, Z_NO_FLUSH);
-        out->length += before - stream.avail_out;
-        if (status == Z_STREAM_END) {
-            ended = true;
-        } else if (status == Z_DATA_ERROR || status == Z_NEED_DICT || status == Z_MEM_ERROR) {
-            if (out->length == 0 || status == Z_MEM_ERROR) {
-                snprintf(why, why_size, "not a whole gzip file: %s",
-                         status == Z_MEM_ERROR ? "out of memory" : stream.msg ? stream.msg : "corrupt");
-                outcome = -1;
-            }
-            break;
-        }
-        if (judged_not_a_trace(out, &judged, why, why_size)) {
-            outcome = -1;
-            break;
-        }
-    }
-    free(raw);
-    inflateEnd(&stream);
-    return outcome;
-}
-
-/* The rest of FD (the first bytes of it already in OUT) read as it is. */
-static int read_from(int fd, struct buffer *out, char *why, size_t why_size)
-{
-    bool judged = false;
-    for (;;) {
-        if (judged_not_a_trace(out, &judged, why, why_size))
-            return -1;
-        ssize_t space = room(out, CHUNK);
-        if (space < 0) {
-            snprintf(why, why_size, "out of memory");
-            return -1;
-        }
-        if (space == 0) {
-            /* At the limit: a byte more says whether there was more. */
-            unsigned char probe;
-            ssize_t got = read_some(fd, &probe, 1);
-            if (got == 0)
-                return 0;
-            say_size(why, why_size, out->max, false);
-            return -1;
-        }
-        ssize_t got = read_some(fd, out->bytes + out->length, (size_t)space);
-        if (got < 0) {
-            snprintf(why, why_size, "%s", strerror(errno));
-            return -1;
-        }
-        if (got == 0)
-            return 0;
-        out->length += (size_t)got;
-    }
-}
-
-int nvs_input_read(struct nvs_input *input, const char *path, uint64_t max, char *why,
-                   size_t why_size)
-{
-    memset(input, 0, sizeof *input);
-    bool standard = strcmp(path, "-") == 0;
-    int fd = standard ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
-    struct stat status;
-    if (fd < 0 || fstat(fd, &status) != 0) {
-        snprintf(why, why_size, "%s", strerror(errno));
-        if (fd >= 0 && !standard)
-            close(fd);
-        return -1;
-    }
-    if (S_ISDIR(status.st_mode)) {
-        snprintf(why, why_size, "%s", strerror(EISDIR));
-        if (!standard)
-            close(fd);
-        return -1;
-    }
-    input->from_file = S_ISREG(status.st_mode) && !standard;
-    unsigned char head[2];
-    if (S_ISREG(status.st_mode) && status.st_size > 0 &&
-        (pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head ||
-         memcmp(head, gzip_magic, sizeof head) != 0)) {
-        /* A plain file: mapped (its pages are the file's, not the limit's). */
-        void *mapped = mmap(NULL, (size_t)status.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        int error = errno;
-        if (!standard)
-            close(fd);
-        if (mapped == MAP_FAILED) {
-            snprintf(why, why_size, "%s", strerror(error));
-            return -1;
-        }
-        madvise(mapped, (size_t)status.st_size, MADV_SEQUENTIAL);
-        input->mapped = mapped;
-        input->bytes = mapped;
-        input->length = (size_t)status.st_size;
-        input->kind = nvs_input_kind_of(input->bytes, input->length);
-        return 0;
-    }
-    /* Anything else is read through once: its first bytes say whether it is gzip. */
-    int outcome = 0;
-    struct buffer out = { .max = max };
-    unsigned char first[2];
-    size_t first_length = 0;
-    while (first_length < sizeof first) {
-        ssize_t got = read_some(fd, first + first_length, sizeof first - first_length);
-        if (got < 0) {
-            snprintf(why, why_size, "%s", strerror(errno));
-            outcome = -1;
-            break;
-        }
-        if (got == 0)
-            break;
-        first_length += (size_t)got;
-    }
-    if (outcome == 0 && first_length == sizeof first && memcmp(first, gzip_magic, 2) == 0) {
-        input->gzipped = true;
-        outcome = inflate_from(fd, first, first_length, &out, why, why_size);
-    } else if (outcome == 0) {
-        if (room(&out, first_length) < (ssize_t)first_length) {
-            snprintf(why, why_size, "out of memory");
-            outcome = -1;
-        } else {
-            if (first_length)
-                memcpy(out.bytes, first, first_length);
-            out.length = first_length;
-            if (first_length == sizeof first)
-                outcome = read_from(fd, &out, why, why_size);
-        }
-    }
-    if (!standard)
-        close(fd);
-    if (outcome != 0) {
-        free(out.bytes);
-        return -1;
-    }
-    static const unsigned char nothing[1];
-    input->owned = out.bytes;
-    input->bytes = out.bytes ? out.bytes : nothing;     /* an empty input: no buffer was made */
-    input->length = out.length;
-    input->kind = nvs_input_kind_of(input->bytes, input->length);
-    return 0;
-}
-
-void nvs_input_free(struct nvs_input *input)
-{
-    if (input->mapped)
-        munmap(input->mapped, input->length);
-    free(input->owned);
-    memset(input, 0, sizeof *input);
 }
 
 /* ---- an input as a stream ------------------------------------------------------------ */

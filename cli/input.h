@@ -1,6 +1,6 @@
-/* An input of the command (report, convert, diff, top) read once into memory:
- * a file, a pipe, or standard input ("-"); gzipped or not, which is found from
- * its first bytes, never from its name; and what it holds, by its content. */
+/* An input of the command (report, convert, diff) read as a stream: a file, a
+ * pipe, or standard input ("-"); gzipped or not, which is found from its first
+ * bytes, never from its name; and what it holds, by its content. */
 #ifndef NVS_CLI_INPUT_H
 #define NVS_CLI_INPUT_H
 
@@ -16,33 +16,6 @@ enum nvs_input_kind {
     NVS_INPUT_EMPTY,             /* nothing at all */
     NVS_INPUT_OTHER,             /* none of those */
 };
-
-/* The default of --max-input for what is read whole (nvs_input_read): how much
- * an input may take in memory once read from a pipe or decompressed (a plain
- * file is mapped, and not counted). A stream has none by default. */
-#define NVS_INPUT_MAX_DEFAULT (4ull << 30)
-
-struct nvs_input {
-    const unsigned char *bytes;
-    size_t length;
-    enum nvs_input_kind kind;
-    bool gzipped;
-    bool from_file;              /* a regular file, which a reader may also open by name */
-    /* private */
-    void *mapped;
-    unsigned char *owned;
-};
-
-/* Reads PATH ("-": standard input) into INPUT, gunzipped where it is gzipped,
- * taking at most MAX bytes of memory for it. A plain regular file is mapped.
- * Decompressed data that does not begin as a trace or a database is refused
- * at its first bytes, without reading the rest. Returns 0, or -1 with one
- * reason in WHY (WHY_SIZE bytes): the system's error, "more than N bytes",
- * "not a trace...", "not a whole gzip file: ...". */
-int nvs_input_read(struct nvs_input *input, const char *path, uint64_t max, char *why,
-                   size_t why_size);
-
-void nvs_input_free(struct nvs_input *input);
 
 /* An input read as a stream, a chunk at a time: a file, a pipe or standard
  * input, gunzipped as it comes where it is gzipped (gzip members one after

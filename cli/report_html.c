@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "report_html.h"
+#include "output.h"
 
 #define NS_PER_US 1000.0
 #define NS_PER_MS 1e6
@@ -1016,77 +1017,17 @@ static int put_page(FILE *out, const struct nvs_report *report)
 
 /* ---- the file ---------------------------------------------------------------------- */
 
-/* What is at PATH, for a refusal: NULL where it is nothing or a regular file. */
-static const char *not_a_page(const char *path)
-{
-    struct stat status;
-    if (lstat(path, &status) != 0 || S_ISREG(status.st_mode))
-        return NULL;
-    return S_ISLNK(status.st_mode) ? "a symbolic link" : S_ISDIR(status.st_mode) ? "a directory"
-         : S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
-         : S_ISCHR(status.st_mode) ? "a character device" : S_ISBLK(status.st_mode) ? "a block device"
-         : "not a regular file";
-}
+#define PAGE "the page", ""
 
 int nvs_html_refused(const char *command, const char *path)
 {
-    const char *what = not_a_page(path);
-    if (!what)
-        return 0;
-    fprintf(stderr, "nvtxshim: %s: will not write %s: it is %s, and the page replaces only a "
-            "regular file\n", command, path, what);
-    return -1;
+    return nvs_output_refused(command, path, PAGE);
 }
 
 int nvs_html_write(const char *command, const char *path, int (*put)(FILE *out, const void *context),
                    const void *context)
 {
-    /* Asked again here: the summary took a while, and a rename would replace
-     * whatever is at PATH by then (a device node, a FIFO, a link). */
-    if (nvs_html_refused(command, path) != 0)
-        return -1;
-    /* beside PATH, so that the rename stays on its file system */
-    size_t length = strlen(path);
-    char *temporary = malloc(length + sizeof ".XXXXXX");
-    int error = 0;
-    if (!temporary) {
-        error = ENOMEM;
-    } else {
-        memcpy(temporary, path, length);
-        memcpy(temporary + length, ".XXXXXX", sizeof ".XXXXXX");
-        int fd = mkstemp(temporary);
-        FILE *out = NULL;
-        if (fd < 0) {
-            error = errno;
-        } else {
-            /* mkstemp's 0600 is for secrets: the page is made as any file is */
-            mode_t mask = umask(0);
-            umask(mask);
-            if (fchmod(fd, 0666 & ~mask) != 0 || !(out = fdopen(fd, "w"))) {
-                error = errno;
-                close(fd);
-            }
-        }
-        if (out) {
-            errno = 0;
-            if (put(out, context) != 0)
-                error = ENOMEM;
-            else if (fflush(out) != 0 || ferror(out))
-                error = errno ? errno : EIO;
-            if (fclose(out) != 0 && !error)
-                error = errno;
-            if (!error && rename(temporary, path) != 0)
-                error = errno;
-            if (error)
-                unlink(temporary);
-        }
-    }
-    free(temporary);
-    if (error) {
-        fprintf(stderr, "nvtxshim: %s: cannot write %s: %s\n", command, path, strerror(error));
-        return -1;
-    }
-    return 0;
+    return nvs_output_write(command, path, PAGE, put, context);
 }
 
 static int put_report_page(FILE *out, const void *report)

@@ -21,6 +21,7 @@
 #include "figures.h"
 #include "report_columns.h"
 #include "report_json.h"
+#include "output.h"
 
 /* Frames with dropped camera frames listed, at most: as many as the text lists. */
 #define DROP_EXAMPLES 10
@@ -28,14 +29,14 @@
 #define MAX_DEPTH 8
 
 /* The columns' keys: the text's headings, "gpu wait" as one word a query can name. */
-static const char *const column_keys[NVS_COLUMNS] = {
+const char *const nvs_report_column_keys[NVS_COLUMNS] = {
     [NVS_COLUMN_TOTAL] = "total", [NVS_COLUMN_USB] = "usb", [NVS_COLUMN_CUDA] = "cuda",
     [NVS_COLUMN_WAIT] = "gpu_wait", [NVS_COLUMN_LAUNCH] = "launch", [NVS_COLUMN_X11] = "x11",
     [NVS_COLUMN_CAMERA] = "camera", [NVS_COLUMN_SERIAL] = "serial", [NVS_COLUMN_HID] = "hid",
     [NVS_COLUMN_REST] = "rest", [NVS_COLUMN_RUNNABLE] = "runnable", [NVS_COLUMN_BLOCKED] = "blocked",
     [NVS_COLUMN_LATENCY] = "latency"};
 
-static const char *const statistic_keys[NVS_STATS] = {
+const char *const nvs_report_statistic_keys[NVS_STATS] = {
     [NVS_STAT_MEAN] = "mean", [NVS_STAT_P50] = "p50", [NVS_STAT_P99] = "p99", [NVS_STAT_MAX] = "max"};
 
 /* ---- the writer: indented JSON, small objects on one line ------------------------- */
@@ -185,7 +186,7 @@ static void put_statistics(struct writer *w, const char *key, const double stats
 {
     open_container(w, key, '{', true);
     for (int s = 0; s < NVS_STATS; s++)
-        put_signed(w, statistic_keys[s], (int64_t)llround(stats[s]));
+        put_signed(w, nvs_report_statistic_keys[s], (int64_t)llround(stats[s]));
     close_container(w, '}');
 }
 
@@ -279,9 +280,9 @@ static void put_slowest(struct writer *w, const struct nvs_report *report,
             if (!shown[c])
                 continue;
             if (c == NVS_COLUMN_LATENCY && !frame->has_latency)
-                put_null(w, column_keys[c]);
+                put_null(w, nvs_report_column_keys[c]);
             else
-                put_signed(w, column_keys[c], frame->value[c]);
+                put_signed(w, nvs_report_column_keys[c], frame->value[c]);
         }
         close_container(w, '}');
         if (frame->has_kernel) {
@@ -309,7 +310,7 @@ static void put_process(struct writer *w, const struct nvs_report *report, const
     open_container(w, "columns", '{', false);
     for (int c = 0; c < NVS_COLUMNS; c++)
         if (shown[c])
-            put_statistics(w, column_keys[c], process->stats[c]);
+            put_statistics(w, nvs_report_column_keys[c], process->stats[c]);
     close_container(w, '}');
     put_bool(w, "breakdown_estimated", process->estimated);
     put_unsigned(w, "late_calls", process->late_calls);
@@ -391,26 +392,11 @@ static int put_report(FILE *out, const void *context)
 
 /* ---- the file -------------------------------------------------------------------- */
 
-/* What is at PATH, for a refusal: NULL where it is nothing or a regular file. */
-static const char *not_a_regular_file(const char *path)
-{
-    struct stat status;
-    if (lstat(path, &status) != 0 || S_ISREG(status.st_mode))
-        return NULL;
-    return S_ISLNK(status.st_mode) ? "a symbolic link" : S_ISDIR(status.st_mode) ? "a directory"
-         : S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
-         : S_ISCHR(status.st_mode) ? "a character device" : S_ISBLK(status.st_mode) ? "a block device"
-         : "not a regular file";
-}
+#define DOCUMENT "the JSON document", " (--json=- writes to standard output)"
 
 int nvs_json_refused(const char *command, const char *path)
 {
-    const char *what = not_a_regular_file(path);
-    if (!what)
-        return 0;
-    fprintf(stderr, "nvtxshim: %s: will not write %s: it is %s, and the JSON document replaces only a "
-            "regular file (--json=- writes to standard output)\n", command, path, what);
-    return -1;
+    return nvs_output_refused(command, path, DOCUMENT);
 }
 
 static int write_to_stdout(const char *command, int (*put)(FILE *out, const void *context),
@@ -432,53 +418,7 @@ int nvs_json_write(const char *command, const char *path, int (*put)(FILE *out, 
 {
     if (strcmp(path, "-") == 0)
         return write_to_stdout(command, put, context);
-    /* Asked again here: the figures took a while, and a rename would replace
-     * whatever is at PATH by then. */
-    if (nvs_json_refused(command, path) != 0)
-        return -1;
-    /* beside PATH, so that the rename stays on its file system */
-    size_t length = strlen(path);
-    char *temporary = malloc(length + sizeof ".XXXXXX");
-    int error = 0;
-    FILE *out = NULL;
-    if (!temporary) {
-        error = ENOMEM;
-    } else {
-        memcpy(temporary, path, length);
-        memcpy(temporary + length, ".XXXXXX", sizeof ".XXXXXX");
-        int fd = mkstemp(temporary);
-        if (fd < 0) {
-            error = errno;
-        } else {
-            /* mkstemp's 0600 is for secrets: the document is made as any file is */
-            mode_t mask = umask(0);
-            umask(mask);
-            if (fchmod(fd, 0666 & ~mask) != 0 || !(out = fdopen(fd, "w"))) {
-                error = errno;
-                close(fd);
-                unlink(temporary);
-            }
-        }
-    }
-    if (out) {
-        errno = 0;
-        if (put(out, context) != 0)
-            error = ENOMEM;
-        else if (fflush(out) != 0 || ferror(out))
-            error = errno ? errno : EIO;
-        if (fclose(out) != 0 && !error)
-            error = errno;
-        if (!error && rename(temporary, path) != 0)
-            error = errno;
-        if (error)
-            unlink(temporary);
-    }
-    free(temporary);
-    if (error) {
-        fprintf(stderr, "nvtxshim: %s: cannot write %s: %s\n", command, path, strerror(error));
-        return -1;
-    }
-    return 0;
+    return nvs_output_write(command, path, DOCUMENT, put, context);
 }
 
 int nvs_report_write_json(const struct nvs_report *report, const char *path)

@@ -9,6 +9,11 @@
 
 #include "figures.h"
 
+/* The columns' keys in the documents (report's and diff's): the text's headings,
+ * "gpu wait" as one word a query can name; and the statistics'. */
+extern const char *const nvs_report_column_keys[NVS_COLUMNS];
+extern const char *const nvs_report_statistic_keys[NVS_STATS];
+
 /* The document's "schema" value: its name and major version. */
 #define NVS_REPORT_JSON_SCHEMA "nvtxshim-report/1"
 

@@ -551,15 +551,15 @@ static bool parse_value(struct parser *parser, struct nvs_json *value)
     return ok;
 }
 
-/* A value parsed at P; where the window ends inside it and the input goes on,
- * the window is refilled and the value parsed again from its start. False:
- * not JSON, or (ENDED) the input ends inside it, or it could not be read. */
-static bool parse_value_more(struct parser *parser, struct nvs_json *value)
+/* PARSE(PARSER, OUT) at P; where the window ends inside what it reads and the
+ * input goes on, the window is refilled and it is run again from its start.
+ * False: not JSON, or (ENDED) the input ends inside it, or it could not be read. */
+static bool parse_more(struct parser *parser, bool (*parse)(struct parser *parser, void *out), void *out)
 {
     for (;;) {
         const char *from = parser->p;
         parser->ended = false;
-        if (parse_value(parser, value))
+        if (parse(parser, out))
             return true;
         if (!parser->ended)
             return false;
@@ -575,24 +575,26 @@ static bool parse_value_more(struct parser *parser, struct nvs_json *value)
     }
 }
 
-/* A member name at P (a '"'), as parse_value_more reads a value. */
-static bool parse_key_more(struct parser *parser, const char **key, size_t *length)
+static bool value_at(struct parser *parser, void *value)
 {
-    for (;;) {
-        const char *from = parser->p;
-        parser->ended = false;
-        if (parse_string(parser, key, length))
-            return true;
-        if (!parser->ended)
-            return false;
-        arena_reset(&parser->arena);
-        int got = more(parser, &from);
-        parser->p = from;
-        if (got < 0)
-            parser->ended = false;
-        if (got <= 0)
-            return false;
-    }
+    return parse_value(parser, value);
+}
+
+/* A member name: its text and length. */
+struct key {
+    const char *text;
+    size_t length;
+};
+
+static bool key_at(struct parser *parser, void *key)
+{
+    struct key *out = key;
+    return parse_string(parser, &out->text, &out->length);
+}
+
+static bool parse_value_more(struct parser *parser, struct nvs_json *value)
+{
+    return parse_more(parser, value_at, value);
 }
 
 /* The elements of the events array, parser->p just past its '['. */
@@ -686,14 +688,13 @@ static int read_document(struct parser *parser, nvs_trace_event_fn callback, voi
                 fail(parser, "expected a member name in quotes");
                 return -1;
             }
-            const char *key;
-            size_t key_length;
-            if (!parse_key_more(parser, &key, &key_length)) {
+            struct key key;
+            if (!parse_more(parser, key_at, &key)) {
                 if (parser->ended)
                     break;
                 return -1;
             }
-            bool events = !found && strcmp(key, "traceEvents") == 0;
+            bool events = !found && strcmp(key.text, "traceEvents") == 0;
             if (!skip_space_more(parser, &broken))
                 break;
             if (*parser->p != ':') {

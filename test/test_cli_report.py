@@ -398,16 +398,20 @@ def test_report_counts_the_frames_over_the_budget(tmp_path):
     assert frames_table(nvtxshim("report", trace).stdout, ["total", "rest"])[4] == "  slowest frames:"
 
 
+def two_processes_events():
+    """Two processes that count frames (pid 7, named "loop"; pid 9, unnamed), which overlap in
+    time; pid 9 writes to a serial port, pid 7 does not (test_report_json uses them too)."""
+    return [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
+            complete("frame 1", "nvtxshim", 5, 11, 9), complete("frame 2", "nvtxshim", 11, 15, 9),
+            complete("frame 1", "nvtxshim", 0, 10, 7), complete("frame 2", "nvtxshim", 10, 20, 7),
+            complete("libusb_bulk_transfer", "usb", 4, 8, 7),
+            complete("libusb_bulk_transfer", "usb", 8.5, 9.5, 9),
+            complete("write /dev/ttyUSB0 8B", "serial", 12, 14, 9)]
+
+
 def test_report_gives_the_frames_of_each_process_apart(tmp_path):
-    # Two processes count frames (pid 7, named "loop"; pid 9, unnamed), which overlap in time:
-    # a section each, by pid, headed with the process, with its own frames, calls and columns
-    # (pid 9 writes to a serial port, pid 7 does not).
-    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
-              complete("frame 1", "nvtxshim", 5, 11, 9), complete("frame 2", "nvtxshim", 11, 15, 9),
-              complete("frame 1", "nvtxshim", 0, 10, 7), complete("frame 2", "nvtxshim", 10, 20, 7),
-              complete("libusb_bulk_transfer", "usb", 4, 8, 7),
-              complete("libusb_bulk_transfer", "usb", 8.5, 9.5, 9),
-              complete("write /dev/ttyUSB0 8B", "serial", 12, 14, 9)]
+    # A section each, by pid, headed with the process, with its own frames, calls and columns.
+    events = two_processes_events()
     trace = tmp_path / "two.json"
     trace.write_text(json.dumps(events))
     result = nvtxshim("report", trace)

@@ -287,14 +287,7 @@ def harness_traces(tmp_path_factory):
 
 def two_processes(path):
     """Two processes that count frames, one named, the other writing to a serial port."""
-    complete = cli_report.complete
-    events = [{"name": "process_name", "ph": "M", "pid": 7, "tid": 7, "args": {"name": "loop"}},
-              complete("frame 1", "nvtxshim", 5, 11, 9), complete("frame 2", "nvtxshim", 11, 15, 9),
-              complete("frame 1", "nvtxshim", 0, 10, 7), complete("frame 2", "nvtxshim", 10, 20, 7),
-              complete("libusb_bulk_transfer", "usb", 4, 8, 7),
-              complete("libusb_bulk_transfer", "usb", 8.5, 9.5, 9),
-              complete("write /dev/ttyUSB0 8B", "serial", 12, 14, 9)]
-    path.write_text(json.dumps(events))
+    path.write_text(json.dumps(cli_report.two_processes_events()))
     return path
 
 
