@@ -150,6 +150,9 @@ CORPUS = [
     Case("test_error_names_before_2_32", ["test/test_error_names_before_2_32"]),
     Case("test_capture", ["test/test_capture"]),
     Case("test_cli_trace_json", ["test/test_cli_trace_json"]),
+    Case("test_figures", ["test/test_figures"]),
+    # The long-trace generator (test_long_trace.py's): 20 frames of JSON on its stdout.
+    Case("longtrace", ["test/longtrace", "--frames", "20"]),
     # The loaders' events of a file (test_cli_pftrace.py's tool), given a file that is no
     # trace (a configuration fuzz seed): its one line and exit status.
     Case("events_dump-not-a-trace", ["test/events_dump",
