@@ -3,7 +3,8 @@
 # physical rig needs: the GPU, the X display (local or ssh -X forwarded), USB devices
 # (hot-plug included), MIT-SHM, and the rights Nsight Systems' CPU sampling and the
 # kernel probe need. The current directory is mounted at /work and is the working
-# directory, so reports land next to you.
+# directory, so reports land next to you. The engine is docker or podman (podman-docker's
+# `docker` is podman too); --engine picks one.
 #
 # Usage: docker/run.sh [OPTIONS] [--] [COMMAND [ARG...]]
 #
@@ -28,6 +29,9 @@ COMMAND the image's own runs: make -C /opt/libnvtxshim demo.
 
 Options:
   --image NAME        image to run (default: $LIBNVTXSHIM_IMAGE, else nvtxshim)
+  --engine CMD        the container engine: docker, podman, or a path to either
+                      (default: $LIBNVTXSHIM_ENGINE, else docker when it is on PATH,
+                      else podman)
   --no-gpu            no --gpus all (hosts without an NVIDIA GPU or container toolkit;
                       also automatic when /dev/nvidiactl is missing)
   --no-x11            no display: DISPLAY, the X socket and the cookie stay outside
@@ -46,9 +50,9 @@ Options:
                       NVTXSHIM_KERNEL=on is set here)
   --tmpfs-tmp         /tmp as an exec-able tmpfs in memory (default: the container's
                       own /tmp, on its writable layer, which is exec-able too)
-  --docker-opt ARG    one more argument for docker run (repeatable), e.g.
+  --docker-opt ARG    one more argument for the engine's run (repeatable), e.g.
                       --docker-opt=--shm-size=2g
-  -n, --dry-run       print the docker command instead of running it
+  -n, --dry-run       print the engine's command instead of running it
   -q, --quiet         no notes on stderr
   -h, --help          this text
 
@@ -60,6 +64,7 @@ note() { [ "$quiet" = 1 ] || echo "$prog: $*" >&2; }
 die() { echo "$prog: $*" >&2; echo "$prog: see $prog --help" >&2; exit 2; }
 
 image=${LIBNVTXSHIM_IMAGE:-nvtxshim}
+engine=${LIBNVTXSHIM_ENGINE:-}
 gpu=1 x11=1 usb=1 ipc_host=1 host_network=0 perf=full bpf=0 tmpfs_tmp=0
 dry_run=0 quiet=0
 extra=()
@@ -67,6 +72,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --image) [ $# -ge 2 ] || die "--image needs a name"; image=$2; shift ;;
     --image=*) image=${1#*=} ;;
+    --engine) [ $# -ge 2 ] || die "--engine needs docker, podman or a path"; engine=$2; shift ;;
+    --engine=*) engine=${1#*=} ;;
     --no-gpu) gpu=0 ;;
     --no-x11) x11=0 ;;
     --host-network) host_network=1 ;;
@@ -89,6 +96,19 @@ while [ $# -gt 0 ]; do
 done
 case $perf in full|perfmon|none) ;; *) die "--perf: '$perf' is not full, perfmon or none" ;; esac
 [ -n "$image" ] || die "--image: empty name"
+
+# ---- the engine ------------------------------------------------------------------------
+# docker or podman take the same run options here, except the GPU (below). podman-docker's
+# `docker` is a script that runs podman: what the engine is comes from its --version.
+if [ -z "$engine" ]; then
+  if command -v docker >/dev/null 2>&1; then engine=docker
+  elif command -v podman >/dev/null 2>&1; then engine=podman
+  else die "neither docker nor podman is on PATH (--engine names one)"
+  fi
+fi
+command -v "$engine" >/dev/null 2>&1 || die "--engine: '$engine' is not a command"
+engine_kind=docker
+if "$engine" --version 2>/dev/null | grep -qi podman; then engine_kind=podman; fi
 
 args=(run --rm --init -i)
 # A terminal only when there is one: scripts and CI pipe in and out.
@@ -113,7 +133,10 @@ if [ "$tmpfs_tmp" = 1 ]; then args+=(--tmpfs '/tmp:rw,exec,nosuid,nodev,mode=177
 
 # ---- the GPU ---------------------------------------------------------------------------
 # --gpus all: the NVIDIA Container Toolkit mounts the host driver (libcuda, nvidia-smi)
-# and the /dev/nvidia* nodes. Needed for CUDA programs and nsys --trace=cuda. Without
+# and the /dev/nvidia* nodes. podman takes the GPUs as a CDI device instead,
+# --device nvidia.com/gpu=all, described by the toolkit's `nvidia-ctk cdi generate
+# --output=/etc/cdi/nvidia.yaml` (NVIDIA's instructions for podman); without that file
+# podman refuses the device, so run.sh then runs without the GPU and says so. Needed for CUDA programs and nsys --trace=cuda. Without
 # it everything else works: the USB and X11 ranges, frames, the trace file, and
 # `make demo` (it then uses the test suite's stand-in driver).
 # NVIDIA_DRIVER_CAPABILITIES: the image asks for compute,utility; graphics adds the
@@ -123,7 +146,14 @@ if [ "$gpu" = 1 ] && [ ! -e /dev/nvidiactl ]; then
   note "no /dev/nvidiactl on this host: running without --gpus (say --no-gpu to silence this)"
   gpu=0
 fi
-if [ "$gpu" = 1 ]; then
+if [ "$gpu" = 1 ] && [ "$engine_kind" = podman ] && \
+   ! grep -qs 'nvidia.com/gpu' /etc/cdi/*.yaml /etc/cdi/*.json /var/run/cdi/*.yaml /var/run/cdi/*.json; then
+  note "podman: no CDI spec names nvidia.com/gpu (sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml): running without the GPU (say --no-gpu to silence this)"
+  gpu=0
+fi
+if [ "$gpu" = 1 ] && [ "$engine_kind" = podman ]; then
+  args+=(--device nvidia.com/gpu=all -e "NVIDIA_DRIVER_CAPABILITIES=${NVIDIA_DRIVER_CAPABILITIES:-compute,utility,graphics}")
+elif [ "$gpu" = 1 ]; then
   args+=(--gpus all -e "NVIDIA_DRIVER_CAPABILITIES=${NVIDIA_DRIVER_CAPABILITIES:-compute,utility,graphics}")
 fi
 
@@ -132,7 +162,7 @@ fi
 # X server. The cookie: a copy of this display's entry with its host part replaced by
 # the wildcard family (xauth's "ffff"), because Xlib picks a local display's cookie
 # by hostname and the container's hostname differs from the host's. The copy lives in a
-# private temporary file, mounted read-only as XAUTHORITY, removed when docker exits.
+# private temporary file, mounted read-only as XAUTHORITY, removed when the run ends.
 # Without the display a program still runs if it does not need one (--use_gui=0).
 xauth_copy=
 cleanup() { if [ -n "$xauth_copy" ]; then rm -f "$xauth_copy"; fi; }
@@ -192,9 +222,15 @@ if [ "$host_network" = 1 ]; then args+=(--network host); fi
 # Without it the server still offers MIT-SHM but cannot attach the container's
 # segment, and programs that check (the harness does) fall back from XShmPutImage to
 # XPutImage through the socket: the program still draws and the library's ranges still
-# show, as XPutImage ranges carrying the image bytes; only the copies cost more. It also
-# lifts Docker's 64 MB /dev/shm, which PyTorch's DataLoader workers can exhaust.
-if [ "$ipc_host" = 1 ]; then args+=(--ipc=host); fi
+# show, as XPutImage ranges carrying the image bytes; only the copies cost more.
+# /dev/shm stays the container's own, a tmpfs (as large as the kernel allows, half the
+# memory: not Docker's 64 MB, which PyTorch's DataLoader workers can exhaust). The host's
+# /dev/shm, which --ipc=host would bring in, holds nsys 2022.4's session registry
+# (NSys-2022.4.2.1, keyed by process ids): an nsys in the container, whose process ids
+# are another namespace's, failed there in 3 of 8 runs while nsys ran on the host too
+# ("Agent launcher failed", "FATAL ERROR ... Session.cpp"), and in none of 10 with its own.
+# MIT-SHM's segments are System V shared memory, not files in /dev/shm.
+if [ "$ipc_host" = 1 ]; then args+=(--ipc=host --tmpfs /dev/shm:rw,nosuid,nodev,noexec); fi
 
 # ---- USB devices -----------------------------------------------------------------------
 # A bind mount of /dev/bus/usb (the host's live device directory) plus a cgroup rule
@@ -260,9 +296,9 @@ done < <(compgen -e | grep '^NVTXSHIM_' || true)
 args+=(${extra[@]+"${extra[@]}"} "$image" "$@")
 
 if [ "$dry_run" = 1 ]; then
-  printf '%q ' docker "${args[@]}"
+  printf '%q ' "$engine" "${args[@]}"
   echo
   if [ -n "$xauth_copy" ]; then note "(dry run: the cookie copy $xauth_copy is removed on exit)"; fi
   exit 0
 fi
-docker "${args[@]}"
+"$engine" "${args[@]}"
