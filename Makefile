@@ -188,7 +188,7 @@ programs: all $(TEST_PROGRAMS)
 # headers) changes what this Makefile finds when it is read.
 test: deps
 	$(Q)$(MAKE) --no-print-directory all $(TEST_PROGRAMS)
-	$(Q)$(PYTHON) -m pytest -q -rs test/ -p no:cacheprovider
+	$(Q)$(PYTHON) -m pytest -q -rs --durations=15 test/ -p no:cacheprovider
 	$(Q)$(MAKE) --no-print-directory test-asan
 
 demo: deps

@@ -126,7 +126,7 @@ asan-programs:
 	  all $(patsubst $(BUILD)/%,$(ASAN_BUILD)/%,$(filter $(BUILD)/%,$(TEST_PROGRAMS)))
 
 test-asan: asan-programs
-	$(Q)env $(ASAN_ENV) $(PYTHON) -m pytest -q -rs $(ASAN_TESTS) -p no:cacheprovider -p report_check \
+	$(Q)env $(ASAN_ENV) $(PYTHON) -m pytest -q -rs --durations=15 $(ASAN_TESTS) -p no:cacheprovider -p report_check \
 	  $(ASAN_DESELECT)
 
 tsan-programs:
