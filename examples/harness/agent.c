@@ -11,6 +11,7 @@ extern const unsigned char harness_image[]; /* nvcc's fat binary, embedded at bu
 static bool agent_open_gpu(struct agent *agent, char *reason, size_t size)
 {
 #ifndef HARNESS_HAVE_IMAGE
+    (void)agent;
     snprintf(reason, size, "built without nvcc, so there are no GPU kernels");
     return false;
 #else

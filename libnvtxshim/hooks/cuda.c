@@ -435,6 +435,7 @@ __attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hoo
  * handle. */
 static int driver_kernel_name(const void *function, const char **name)
 {
+#if NVS_CUDA_VERSION >= 12030
     static _Atomic(void *) found_function, found_kernel;
     __typeof__(&cuFuncGetName) get_function =
         (__typeof__(&cuFuncGetName))nvs_find_function_once(&found_function, "libcuda.so.1", "cuFuncGetName");
@@ -443,6 +444,12 @@ static int driver_kernel_name(const void *function, const char **name)
     if ((!get_function || get_function(name, (CUfunction)(uintptr_t)function) != CUDA_SUCCESS) &&
         (!get_kernel || get_kernel(name, (CUkernel)(uintptr_t)function) != CUDA_SUCCESS))
         *name = NULL;
+#else
+    /* Headers older than 12.3 (Debian 12's CUDA 11.8) declare neither: the
+     * launch takes its call's name. */
+    (void)function;
+    *name = NULL;
+#endif
     return 0;
 }
 

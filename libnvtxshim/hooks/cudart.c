@@ -120,6 +120,7 @@ COPY(cudaMemcpyPeerAsync,
  * the shim. An error pending: not now. */
 static int runtime_kernel_name(const void *function, const char **name)
 {
+#if NVS_CUDA_VERSION >= 12030
     static _Atomic(void *) get_name, peek, take;
     __typeof__(&cudaFuncGetName) get_name_fn =
         (__typeof__(&cudaFuncGetName))nvs_find_function_once(&get_name, "libcudart.so", "cudaFuncGetName");
@@ -136,6 +137,12 @@ static int runtime_kernel_name(const void *function, const char **name)
         *name = NULL;
         take_fn();
     }
+#else
+    /* Headers older than 12.3 (Debian 12's CUDA 11.8) do not declare
+     * cudaFuncGetName: the launch takes its call's name. */
+    (void)function;
+    *name = NULL;
+#endif
     return 0;
 }
 

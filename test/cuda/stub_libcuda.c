@@ -280,9 +280,10 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const
  * their own, holding the names cuLibraryGetKernel was asked for. cuLaunchKernel
  * takes them; cuKernelGetName names them and cuFuncGetName refuses them, as
  * the driver does. */
-static int library_handle;
 static char library_kernels[8][64];
 static int library_kernel_count;
+#if CUDA_VERSION >= 12000 /* Debian 12's CUDA 11.8 headers have no CUlibrary or CUkernel */
+static int library_handle;
 EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jit_options,
                                   void **jit_values, unsigned jit_count, CUlibraryOption *options,
                                   void **values, unsigned count)
@@ -302,16 +303,19 @@ EXPORT CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const ch
     *kernel = (CUkernel)handle;
     return CUDA_SUCCESS;
 }
+#endif
 static int is_library_kernel(const void *handle)
 {
     return (const char *)handle >= library_kernels[0] && (const char *)handle < library_kernels[library_kernel_count];
 }
+#if CUDA_VERSION >= 12000
 EXPORT CUresult cuKernelGetName(const char **name, CUkernel kernel)
 {
     if (!name || !is_library_kernel(kernel)) return CUDA_ERROR_INVALID_HANDLE;
     *name = (const char *)kernel;
     return CUDA_SUCCESS;
 }
+#endif
 
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction function)
 {
@@ -401,10 +405,12 @@ static const struct entry entries[] = {
     { "cuEventDestroy", 4000, (void *)cuEventDestroy_v2, NULL },
     { "cuStreamWaitEvent", 3020, (void *)cuStreamWaitEvent, NULL },
     { "cuFuncGetName", 12030, (void *)cuFuncGetName, NULL },
+#if CUDA_VERSION >= 12000
     { "cuKernelGetName", 12030, (void *)cuKernelGetName, NULL },
     { "cuLibraryLoadData", 12000, (void *)cuLibraryLoadData, NULL },
     { "cuLibraryGetKernel", 12000, (void *)cuLibraryGetKernel, NULL },
     { "cuLibraryUnload", 12000, (void *)cuLibraryUnload, NULL },
+#endif
     { "cuModuleUnload", 2000, (void *)cuModuleUnload, NULL },
     { "cuModuleLoadData", 2000, (void *)cuModuleLoadData, NULL },
     { "cuModuleGetFunction", 2000, (void *)cuModuleGetFunction, NULL },
@@ -431,6 +437,15 @@ static const struct entry entries[] = {
     { "cuGetProcAddress", 12000, NULL, NULL },  /* filled below: itself */
 };
 
+#if CUDA_VERSION < 12000
+/* CUDA 11 headers have cuGetProcAddress without its status (12.0's _v2 has
+ * it): the stub names the statuses itself, with the driver's values. */
+typedef enum {
+    CU_GET_PROC_ADDRESS_SUCCESS = 0,
+    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+} CUdriverProcAddressQueryResult;
+#endif
 EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **function, int version,
                                     cuuint64_t flags, CUdriverProcAddressQueryResult *status);
 
