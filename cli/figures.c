@@ -1636,17 +1636,6 @@ int nvs_figures_report(struct nvs_figures_builder *builder, bool final, struct n
     return status;
 }
 
-int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs_report *report)
-{
-    nvs_events_sort(events);
-    struct nvs_figures_builder *builder = nvs_figures_begin(events, budget_ns);
-    int status = builder ? nvs_figures_add(builder, events->events, events->count) : -1;
-    if (status == 0)
-        status = nvs_figures_report(builder, true, report);
-    nvs_figures_discard(builder);
-    return status;
-}
-
 void nvs_figures_free(struct nvs_report *report)
 {
     free_report(report);

@@ -163,16 +163,14 @@ static inline bool nvs_report_over_budget(const struct nvs_report_process *proce
 struct nvs_events;
 struct nvs_event;
 
-/* Works out REPORT's figures from EVENTS (REPORT's path and slowest set by the
- * caller). BUDGET_NS: --budget's, 0 for none (then each process's own from the
- * library's over-budget marks, when it has them). 0, or -1 out of memory. */
-int nvs_figures_compute(struct nvs_events *events, int64_t budget_ns, struct nvs_report *report);
+/* The memory of REPORT's figures, let go. */
 void nvs_figures_free(struct nvs_report *report);
 
-/* The same figures worked out as the events are read, in memory that grows
+/* REPORT's figures worked out as the events are read, in memory that grows
  * with the frames and the names, not with the events: begin (EVENTS interns the
- * names; its strings must outlive the builder), add each batch as it is read,
- * then report. A frame's calls are gathered while it is open and its figures
+ * names; its strings must outlive the builder; BUDGET_NS: --budget's, 0 for none,
+ * then each process's own from the library's over-budget marks, when it has
+ * them), add each batch as it is read, then report. A frame's calls are gathered while it is open and its figures
  * made when it closes: at the report, or once too many calls are held (the
  * oldest frames first); a call that comes after its frame closed is added as
  * an estimate, said in the process's ESTIMATED. Durations are kept exactly up

@@ -10,7 +10,7 @@
 
 /* PATH loaded as nvs_events_load loads it, its events worked out into REPORT's
  * figures as they are read (figures.h: the builder), so that memory holds the
- * figures, not the events; BUDGET_NS as for nvs_figures_compute. EVENTS keeps
+ * figures, not the events; BUDGET_NS as for nvs_figures_begin. EVENTS keeps
  * the names the figures point to: free it after REPORT. Returns 0, or -1 after
  * one line on stderr. */
 int nvs_figures_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options,

@@ -865,7 +865,7 @@ struct window {
  * it could not be read (said). */
 static int refill(struct reader *reader, struct window *window, struct bytes *in)
 {
-    if (!window->source || window->ended)
+    if (window->ended)
         return 0;
     size_t kept = (size_t)(in->end - in->at);
     window->offset += (uint64_t)(in->at - window->bytes);
@@ -899,15 +899,15 @@ static int refill(struct reader *reader, struct window *window, struct bytes *in
     return got > 0;
 }
 
-/* BYTES (LENGTH of them), or with BYTES NULL what SOURCE gives. */
-static int parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
-                 struct nvs_source *source, const char *path, const struct nvs_load_options *options)
+/* What SOURCE gives, read a window at a time. */
+static int parse(struct nvs_events *events, struct nvs_source *source, const char *path,
+                 const struct nvs_load_options *options)
 {
     struct reader reader = {.events = events, .options = options, .path = path};
     reader.empty = nvs_events_intern_string(events, "");
     reader.failed = !reader.empty || !nvs_trace_kinds_init(&reader.kinds, events);
-    struct window window = {.source = bytes ? NULL : source, .bytes = (unsigned char *)bytes};
-    struct bytes in = {bytes, bytes + length};
+    struct window window = {.source = source};
+    struct bytes in = {NULL, NULL};
     bool unread = false;
     while (!reader.failed && !reader.problem) {
         const unsigned char *at = in.at;
@@ -933,8 +933,7 @@ static int parse(struct nvs_events *events, const unsigned char *bytes, size_t l
         reader.packets++;
         read_packet(&reader, field.bytes);
     }
-    if (window.source)
-        free(window.bytes);
+    free(window.bytes);
     int outcome = -1;
     if (reader.failed)
         nvs_events_say(options, "out of memory reading %s", path);
@@ -954,15 +953,8 @@ static int parse(struct nvs_events *events, const unsigned char *bytes, size_t l
     return outcome;
 }
 
-int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
-                      const char *path, const struct nvs_load_options *options)
-{
-    static const unsigned char nothing[1];
-    return parse(events, bytes ? bytes : nothing, length, NULL, path, options);
-}
-
 int nvs_pftrace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
                      const struct nvs_load_options *options)
 {
-    return parse(events, NULL, 0, source, path, options);
+    return parse(events, source, path, options);
 }

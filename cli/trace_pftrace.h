@@ -8,18 +8,15 @@
 
 #include "events.h"
 
-/* Adds the events of the binary trace BYTES (LENGTH of them; PATH names it in
- * messages): thread-track slices as ranges, async tracks' begin and end as
- * async ranges, instants as marks, thread and process names; the same events
- * as the JSON form of the same run gives. A trace cut short is read up to its
- * last whole packet. Returns 0 (what was left out said on stderr), or -1 after
- * one "nvtxshim: COMMAND: ..." line on stderr: no whole packet, a corrupt one,
- * or out of memory. */
-int nvs_pftrace_parse(struct nvs_events *events, const unsigned char *bytes, size_t length,
-                      const char *path, const struct nvs_load_options *options);
-
 struct nvs_source;
-/* nvs_pftrace_parse of what SOURCE gives, read a window at a time (source.h). */
+/* Adds the events of the binary trace SOURCE gives (PATH names it in
+ * messages), read a window at a time (source.h): thread-track slices as
+ * ranges, async tracks' begin and end as async ranges, instants as marks,
+ * thread and process names; the same events as the JSON form of the same run
+ * gives. A trace cut short is read up to its last whole packet. Returns 0 (what
+ * was left out said on stderr), or -1 after one "nvtxshim: COMMAND: ..." line
+ * on stderr: no whole packet, a corrupt one, out of memory, or the input could
+ * not be read. */
 int nvs_pftrace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
                      const struct nvs_load_options *options);
 

@@ -389,10 +389,8 @@ static void say_trace_left_out(const struct nvs_load_options *options, const cha
                        path, reader->begin_end);
 }
 
-/* The JSON trace TEXT (LENGTH bytes), or, TEXT NULL, what SOURCE gives. */
-static int parse_json(struct nvs_events *events, const char *text, size_t length,
-                      struct nvs_source *source, const char *path,
-                      const struct nvs_load_options *options)
+int nvs_trace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
+                   const struct nvs_load_options *options)
 {
     struct trace_reader reader = {.events = events, .begins.free = SIZE_MAX, .ends.free = SIZE_MAX};
     if (!nvs_trace_kinds_init(&reader.kinds, events)) {
@@ -401,9 +399,7 @@ static int parse_json(struct nvs_events *events, const char *text, size_t length
     }
     struct nvs_trace_read result;
     char error[256];
-    int status = text || !source
-                     ? nvs_trace_json_parse(text, length, on_trace_event, &reader, &result, error, sizeof error)
-                     : nvs_trace_json_read(source, on_trace_event, &reader, &result, error, sizeof error);
+    int status = nvs_trace_json_read(source, on_trace_event, &reader, &result, error, sizeof error);
     if (reader.failed)
         nvs_events_say(options, "out of memory reading %s", path);
     else if (status)
@@ -413,16 +409,4 @@ static int parse_json(struct nvs_events *events, const char *text, size_t length
     halves_free(&reader.begins);
     halves_free(&reader.ends);
     return reader.failed || status ? -1 : 0;
-}
-
-int nvs_trace_parse(struct nvs_events *events, const char *text, size_t length, const char *path,
-                    const struct nvs_load_options *options)
-{
-    return parse_json(events, text, length, NULL, path, options);
-}
-
-int nvs_trace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
-                   const struct nvs_load_options *options)
-{
-    return parse_json(events, NULL, 0, source, path, options);
 }

@@ -6,17 +6,13 @@
 
 #include "events.h"
 
-/* Adds the events of the JSON trace TEXT (LENGTH bytes; PATH names it in
- * messages): complete events ("X") and async pairs ("b"/"e", joined) as
- * ranges, with the kernel probe's figures when there; instant events as marks;
- * thread and process names. Returns 0 (what was left out, or a trace cut
- * short, said on stderr), or -1 after one "nvtxshim: COMMAND: ..." line on
- * stderr. */
-int nvs_trace_parse(struct nvs_events *events, const char *text, size_t length, const char *path,
-                    const struct nvs_load_options *options);
-
 struct nvs_source;
-/* nvs_trace_parse of what SOURCE gives, read as it comes (trace_json.h). */
+/* Adds the events of the JSON trace SOURCE gives (PATH names it in messages),
+ * read as they come (trace_json.h): complete events ("X") and async pairs
+ * ("b"/"e", joined) as ranges, with the kernel probe's figures when there;
+ * instant events as marks; thread and process names. Returns 0 (what was left
+ * out, or a trace cut short, said on stderr), or -1 after one "nvtxshim:
+ * COMMAND: ..." line on stderr. */
 int nvs_trace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
                    const struct nvs_load_options *options);
 
