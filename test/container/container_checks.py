@@ -28,6 +28,7 @@ from conftest import PYTHON, ROOT, clean_env, load_trace, names, program, ranges
 from nsys import run_nsys
 from test_demo import FRAMES as DEMO_FRAMES, check_camera_rig, check_report, parts
 from test_harness_python import expected_summary, usb_names
+from xserver import Xvfb
 
 ENGINE = os.environ.get("NVS_CONTAINER_ENGINE", "podman")
 IMAGE = os.environ.get("NVS_CONTAINER_IMAGE", "nvtxshim-test")
@@ -79,7 +80,7 @@ def the_process(document):
 
 # ---- X servers outside, with a cookie -----------------------------------------------------
 
-class CookieXvfb:
+class CookieXvfb(Xvfb):
     """An Xvfb outside the container that admits only clients with its cookie: XAUTHORITY
     (a file of the test's) holds it for the display's number, as a login session's does."""
 
@@ -89,43 +90,30 @@ class CookieXvfb:
         self.xauthority = where / "client.xauth"
         subprocess.run(["xauth", "-f", str(server_auth), "add", ":0", "MIT-MAGIC-COOKIE-1", cookie],
                        check=True, capture_output=True)
-        read_end, write_end = os.pipe()
-        self.process = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write_end), "-auth", str(server_auth), "-screen", "0",
-             "640x480x24", "-noreset"] + list(extra), pass_fds=(write_end,), env=clean_env(),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(write_end)
-        with os.fdopen(read_end) as pipe:
-            number = pipe.readline().strip()
-        if not number:
-            self.process.kill()
-            raise RuntimeError("Xvfb did not start")
-        self.number = int(number)
+        super().__init__("-auth", str(server_auth), *extra)
         subprocess.run(["xauth", "-f", str(self.xauthority), "add", ":%d" % self.number,
                         "MIT-MAGIC-COOKIE-1", cookie], check=True, capture_output=True)
 
     def env(self, display):
         return {"DISPLAY": display, "XAUTHORITY": str(self.xauthority)}
 
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=30)
+
+def cookie_x(tmp_path, *extra):
+    """A CookieXvfb for one test, its files under TMP_PATH/x, stopped after it."""
+    (tmp_path / "x").mkdir()
+    server = CookieXvfb(tmp_path / "x", *extra)
+    yield server
+    server.stop()
 
 
 @pytest.fixture
 def local_x(tmp_path):
-    (tmp_path / "x").mkdir()
-    server = CookieXvfb(tmp_path / "x", "-nolisten", "tcp")
-    yield server
-    server.stop()
+    yield from cookie_x(tmp_path, "-nolisten", "tcp")
 
 
 @pytest.fixture
 def tcp_x(tmp_path):
-    (tmp_path / "x").mkdir()
-    server = CookieXvfb(tmp_path / "x", "-listen", "tcp")
-    yield server
-    server.stop()
+    yield from cookie_x(tmp_path, "-listen", "tcp")
 
 
 # ---- the harness inside and outside -------------------------------------------------------
