@@ -4,6 +4,8 @@ SHELL := /bin/bash
 # A recipe that fails leaves no half-written target that would look up to date.
 .DELETE_ON_ERROR:
 
+# make ARCH=aarch64: its build directory and compiler (mk/aarch64.mk), set first.
+include mk/aarch64.mk
 BUILD ?= build
 PREFIX ?= /usr/local
 CC ?= cc
@@ -123,8 +125,9 @@ BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -I
 FLAGS_bpf = $(CLANG) $(BPF_CFLAGS) $(BPFTOOL) $(VMLINUX_BTF)
 
 .PHONY: all deps test demo install clean check-nvtx programs
+NO_PROBE_LINE ?= libnvtxshim: built without the kernel probe (it needs libbpf, bpftool, clang and $(VMLINUX_BTF): make deps, then make)
 all: check-nvtx $(BUILD)/libnvtxshim.so
-	@$(if $(KERNEL_PROBE),,echo "libnvtxshim: built without the kernel probe (it needs libbpf, bpftool, clang and $(VMLINUX_BTF): make deps, then make)")
+	@$(if $(KERNEL_PROBE),,echo "$(NO_PROBE_LINE)")
 
 # The probe: vmlinux.h from this kernel's BTF (CO-RE makes the object portable),
 # the BPF object, and its skeleton, which embeds the object in the library.
@@ -182,12 +185,13 @@ deps:
 
 # Everything the pytest suite runs, without the installation (make BUILD=DIR
 # programs, then NVS_TEST_BUILD=DIR pytest test/...: a second build beside the first).
-programs: all $(TEST_PROGRAMS)
+programs: all $(or $(ARCH_PROGRAMS),$(TEST_PROGRAMS))
 
 # deps first, then a fresh make: what deps installed (libbpf, nvcc, the NVTX
 # headers) changes what this Makefile finds when it is read.
-test: deps
+test: deps deps-aarch64
 	$(Q)$(MAKE) --no-print-directory all $(TEST_PROGRAMS)
+	$(Q)$(MAKE) --no-print-directory aarch64-programs
 	$(Q)$(PYTHON) -m pytest -q -rs --durations=15 test/ -p no:cacheprovider
 	$(Q)$(MAKE) --no-print-directory test-asan
 

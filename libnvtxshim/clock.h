@@ -1,5 +1,7 @@
-/* The recorder's clock: CLOCK_MONOTONIC nanoseconds, read from the CPU's time
- * stamp counter where the kernel itself keeps CLOCK_MONOTONIC with it.
+/* The recorder's clock: CLOCK_MONOTONIC nanoseconds, read from the CPU's
+ * counter where the kernel itself keeps CLOCK_MONOTONIC with it: the time stamp
+ * counter (TSC) on x86-64, the generic timer's virtual count (cntvct_el0) on
+ * aarch64. "TSC" below stands for either.
  *
  * clock_gettime through the vDSO costs ~28 ns here (an ordered TSC read, the
  * kernel's sequence count, a conversion); a range reads the clock twice. A
@@ -10,9 +12,12 @@
  * kernel's clock by more than the rate's error over one window (tens of ns)
  * and NTP's slewing over one window (under a microsecond).
  *
- * The line is used only while recording (NVTXSHIM_TRACE), on x86-64, where the
+ * The line is used only while recording (NVTXSHIM_TRACE), on x86-64 where the
  * kernel's clocksource is "tsc" (it trusts the counter as invariant and in
- * step across CPUs), where no library in the process interposes clock_gettime
+ * step across CPUs) and on aarch64 where it is "arch_sys_counter" (the kernel
+ * reads the same count, and lets user space read it: its vDSO does) and the
+ * counter's stated frequency (cntfrq_el0) agrees with the rate measured; where
+ * no library in the process interposes clock_gettime
  * (a fake clock, libfaketime: the recorder then reads theirs), and on a
  * thread that may read the TSC (prctl PR_SET_TSC; the library's prctl wrapper
  * sees a thread forbid it). Everywhere else every read is clock_gettime.
@@ -24,8 +29,25 @@
 #include <stdint.h>
 #include <time.h>
 
+/* NVS_CLOCK_COUNTER: this architecture has a counter the line may read, and
+ * nvs_clock_counter reads it. */
 #if defined(__x86_64__)
 #include <x86intrin.h>
+#define NVS_CLOCK_COUNTER 1
+static inline __attribute__((always_inline)) uint64_t nvs_clock_counter(void)
+{
+    return __rdtsc();
+}
+#elif defined(__aarch64__)
+#define NVS_CLOCK_COUNTER 1
+/* The isb keeps the read from being taken early, ahead of the code before it,
+ * as the kernel's own vDSO read does. */
+static inline __attribute__((always_inline)) uint64_t nvs_clock_counter(void)
+{
+    uint64_t count;
+    __asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(count));
+    return count;
+}
 #endif
 
 struct nvs_clock_line {
@@ -58,13 +80,13 @@ void nvs_clock_refuse_thread(void);
  * calls nvs_clock_anchor, out of its fast path. */
 static inline __attribute__((always_inline)) uint64_t nvs_clock_try(_Bool *fast)
 {
-#if defined(__x86_64__)
+#if defined(NVS_CLOCK_COUNTER)
     struct nvs_clock_line *line = &nvs_clock_line;
     uint64_t window = line->ticks;
     if (__builtin_expect(window != 0, 1)) {
         uint64_t tsc0 = line->tsc0;
         atomic_signal_fence(memory_order_seq_cst);
-        uint64_t ticks = __rdtsc() - tsc0;
+        uint64_t ticks = nvs_clock_counter() - tsc0;
         if (__builtin_expect(ticks < window, 1)) {
             uint64_t ns = line->ns0 + (uint64_t)(((unsigned __int128)ticks * line->rate) >> 32);
             atomic_signal_fence(memory_order_seq_cst);
