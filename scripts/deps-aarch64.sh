@@ -9,7 +9,7 @@ set -euo pipefail
 
 [ "$(uname -m)" = x86_64 ] || { echo "deps-aarch64: nothing to do on $(uname -m)"; exit 0; }
 packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static
-          libusb-1.0-0-dev:arm64 libsqlite3-dev:arm64 zlib1g-dev:arm64 libumockdev0:arm64)
+          libusb-1.0-0-dev:arm64 libsqlite3-dev:arm64 zlib1g-dev:arm64)
 preload_dir=/usr/local/lib/nvtxshim-aarch64
 preload=$preload_dir/libumockdev-preload.so.0
 
