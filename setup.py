@@ -28,7 +28,8 @@ class build_native(build_py):
         # make wheel (scripts/wheel.sh) names the compiler for glibc 2.28 and the static
         # libraries the command links; a plain pip wheel . builds with the system's
         settings = ["%s=%s" % (variable, os.environ[name])
-                    for variable, name in (("CC", "NVS_WHEEL_CC"), ("CLI_LIBS", "NVS_WHEEL_CLI_LIBS"))
+                    for variable, name in (("CC", "NVS_WHEEL_CC"), ("CLI_LIBS", "NVS_WHEEL_CLI_LIBS"),
+                                           ("ARCH", "NVS_WHEEL_ARCH"))
                     if os.environ.get(name)]
         subprocess.run(["make", "--no-print-directory", "BUILD=" + build, *settings,
                         *("%s/%s" % (build, name) for name in NATIVE)], cwd=ROOT, check=True)
@@ -38,8 +39,9 @@ class build_native(build_py):
             copy = os.path.join(target, name)
             shutil.copy2(os.path.join(ROOT, build, name), copy)
             # the development build keeps its debug information; the wheel need not carry it
-            if shutil.which("strip"):
-                subprocess.run(["strip", "--strip-debug", copy], check=True)
+            strip = os.environ.get("NVS_WHEEL_STRIP", "strip")
+            if shutil.which(strip):
+                subprocess.run([strip, "--strip-debug", copy], check=True)
 
 
 class native_distribution(Distribution):
@@ -49,11 +51,15 @@ class native_distribution(Distribution):
 
 class native_wheel(bdist_wheel):
     def get_tag(self):
-        return "py3", "none", sysconfig.get_platform().replace("-", "_").replace(".", "_")
+        # make wheel ARCH=aarch64 (scripts/wheel.sh) names the platform it builds for
+        platform = os.environ.get("NVS_WHEEL_PLATFORM") or sysconfig.get_platform()
+        return "py3", "none", platform.replace("-", "_").replace(".", "_")
 
 
-# setuptools' own scratch under build/wheel, beside the Makefile's objects there
-os.makedirs(os.path.join(ROOT, "build", "wheel"), exist_ok=True)
+# setuptools' own scratch under build/wheel (or the aarch64 wheel's tree), beside the Makefile's
+# objects there
+WHEEL_TREE = os.environ.get("NVS_WHEEL_BUILD", "build/wheel")
+os.makedirs(os.path.join(ROOT, WHEEL_TREE), exist_ok=True)
 setup(cmdclass={"build_py": build_native, "bdist_wheel": native_wheel}, distclass=native_distribution,
-      options={"build": {"build_base": "build/wheel/setuptools"},
-               "egg_info": {"egg_base": "build/wheel"}})
+      options={"build": {"build_base": WHEEL_TREE + "/setuptools"},
+               "egg_info": {"egg_base": WHEEL_TREE}})

@@ -22,6 +22,8 @@ AARCH64_TEST_PROGRAMS = $(BUILD)/nvtxshim $(BUILD)/test/test_config $(BUILD)/tes
 ifeq ($(ARCH),aarch64)
 BUILD ?= $(AARCH64_BUILD)
 ARCH_PROGRAMS = $(AARCH64_TEST_PROGRAMS)
+# make wheel ARCH=aarch64: scripts/wheel.sh builds the manylinux_2_28_aarch64 wheel.
+export NVS_WHEEL_ARCH := aarch64
 ifneq ($(HOST_ARCH),aarch64)
 ifeq ($(origin CC),default)
 CC := $(AARCH64_CC)

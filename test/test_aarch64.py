@@ -17,6 +17,7 @@ import platform
 import re
 import shutil
 import subprocess
+import zipfile
 
 import pytest
 
@@ -217,3 +218,83 @@ def test_a_rig_on_a_pty_serial_port_recorded_on_aarch64(tmp_path, suffix):
     counts = report_counts(trace)
     serial = {name: count for (domain, name), count in counts.items() if domain == "serial"}
     assert sum(serial.values()) == rig["write"][0] + rig["read"][0], counts
+
+
+# ---- the aarch64 wheel ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """make wheel ARCH=aarch64's wheel (scripts/wheel.sh with NVS_WHEEL_ARCH=aarch64), built here."""
+    where = tmp_path_factory.mktemp("wheel_aarch64")
+    built = subprocess.run(["bash", os.path.join(ROOT, "scripts", "wheel.sh"), str(where / "dist")],
+                           env=clean_env({"NVS_WHEEL_ARCH": "aarch64"}), capture_output=True, text=True,
+                           timeout=900)
+    assert built.returncode == 0, built.stderr[-4000:] + built.stdout[-2000:]
+    tag = [line for line in built.stdout.splitlines() if line.startswith("wheel: tag ")]
+    assert tag == ['wheel: tag "manylinux_2_28_aarch64"'], built.stdout
+    path = built.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r".*/nvtxshim-[0-9.]+-py3-none-manylinux_2_28_aarch64\.whl", path), path
+    with zipfile.ZipFile(path) as archive:      # with the files' modes: the command's x bit
+        for member in archive.infolist():
+            archive.extract(member, where / "unpacked")
+            os.chmod(where / "unpacked" / member.filename, (member.external_attr >> 16) & 0o777)
+    return path, where / "unpacked" / "nvtxshim" / "_native"
+
+
+def test_the_aarch64_wheel_holds_aarch64_binaries_for_glibc_2_28(wheel):
+    from test_wheel import glibc_needs
+    _, native = wheel
+    glibc = {"libc.so.6", "libdl.so.2", "libpthread.so.0", "libm.so.6", "ld-linux-aarch64.so.1"}
+    for name in ("libnvtxshim.so", "nvtxshim"):
+        assert is_aarch64_elf(native / name), name
+        needed, newest = glibc_needs(native / name)
+        assert "libc.so.6" in needed and set(needed) <= glibc, (name, needed)
+        assert newest <= (2, 28), (name, newest)
+
+
+def test_the_aarch64_wheels_command_and_library_run_under_qemu(wheel, tmp_path):
+    _, native = wheel
+    version = subprocess.run([QEMU, str(native / "nvtxshim"), "--version"], env=clean_env(),
+                             capture_output=True, text=True, timeout=60)
+    with open(os.path.join(ROOT, "VERSION")) as f:
+        assert version.returncode == 0 and version.stdout == "nvtxshim %s\n" % f.read().strip(), version
+    # The wheel's library records the serial rig; the wheel's command reports it as x86-64's does.
+    peer = Peer(LINES)
+    trace = tmp_path / "serial.json"
+    try:
+        result = emulated(["test/rig_tally", "serial", peer.path, LINES],
+                          env={"NVTXSHIM_TRACE": str(trace), "NVTXSHIM_DEVICES": peer.path},
+                          preload=[str(native / "libnvtxshim.so")])
+    finally:
+        peer.close()
+    assert result.returncode == 0 and result.stderr == "", result
+    report = subprocess.run([QEMU, str(native / "nvtxshim"), "report", "--json", str(trace)],
+                            env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    counts = {(n["domain"], n["name"]): n["count"] for n in json.loads(report.stdout)["names"]}
+    rig = tally(result.stdout)
+    assert sum(c for (domain, _), c in counts.items() if domain == "serial") == \
+        rig["write"][0] + rig["read"][0]
+    assert counts == report_counts(trace)
+
+
+def test_a_clean_clone_elsewhere_makes_the_same_aarch64_wheel(wheel, tmp_path):
+    """Reproducible as the x86-64 wheel is (test_wheel.py): a clone of the same commit at another
+    path gives the same bytes; where the working tree differs from its commit there is nothing to
+    compare."""
+    path, _ = wheel
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=True).stdout
+    if dirty:
+        pytest.skip("the working tree differs from its commit: " + dirty.splitlines()[0])
+    clone = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True, timeout=300)
+    built = subprocess.run(["bash", str(clone / "scripts" / "wheel.sh"), str(tmp_path / "dist")],
+                           env=clean_env({"NVS_WHEEL_ARCH": "aarch64",
+                                          "NVS_WHEEL_ENV": os.path.join(ROOT, "build", "wheelenv")}),
+                           capture_output=True, text=True, timeout=900)
+    assert built.returncode == 0, built.stderr[-4000:]
+    again = built.stdout.strip().splitlines()[-1]
+    assert os.path.basename(again) == os.path.basename(path)
+    with open(path, "rb") as first, open(again, "rb") as second:
+        assert first.read() == second.read()
