@@ -11,6 +11,9 @@ NVS_AARCH64_SETTINGS := read
 HOST_ARCH := $(shell uname -m)
 AARCH64_BUILD ?= build-aarch64
 AARCH64_CC ?= aarch64-linux-gnu-gcc
+# The arm64 libraries the aarch64 programs link (make deps-aarch64), and its C library.
+AARCH64_LIBRARIES := $(addprefix /usr/lib/aarch64-linux-gnu/,libusb-1.0.so libsqlite3.so libz.so) \
+                     /lib/ld-linux-aarch64.so.1
 # The C test programs make test builds for aarch64 and runs under qemu: the library's and
 # the command's unit tests, the clock's, and the rigs of the end-to-end cases.
 AARCH64_TEST_PROGRAMS = $(BUILD)/nvtxshim $(BUILD)/test/test_config $(BUILD)/test/test_error_names \
@@ -61,10 +64,12 @@ aarch64-programs:
 ifeq ($(HOST_ARCH),aarch64)
 	@echo "aarch64: this machine is aarch64: the suite tests the native build"
 else
-	$(Q)if command -v $(AARCH64_CC) >/dev/null 2>&1; then \
+	$(Q)missing=; command -v $(AARCH64_CC) >/dev/null 2>&1 || missing=" $(AARCH64_CC)"; \
+	for library in $(AARCH64_LIBRARIES); do [ -e "$$library" ] || missing="$$missing $$library"; done; \
+	if [ -z "$$missing" ]; then \
 	  $(MAKE) --no-print-directory ARCH=aarch64 BUILD=$(AARCH64_BUILD) CC=$(AARCH64_CC) programs; \
 	else \
-	  echo "aarch64: no $(AARCH64_CC) (make deps-aarch64): test/test_aarch64.py will skip"; \
+	  echo "aarch64: no$$missing (make deps-aarch64): test/test_aarch64.py will skip"; \
 	fi
 endif
 endif
