@@ -104,6 +104,11 @@ struct nvs_load_options {
     bool exports_only;           /* an nsys export or report, never a trace file (convert) */
     uint64_t max_input;          /* memory an input may take read or decompressed; 0: input.h's default */
     bool live;                   /* a trace still being written (top): what it leaves out, unsaid */
+    /* When set, an nsys export (the file, or the temporary one a report or a
+     * pipe became) goes to this, not into the events: convert reads it as a
+     * stream. 0, or -1 after a line. */
+    int (*read_export)(void *context, const char *database);
+    void *export_context;
 };
 
 void nvs_events_free(struct nvs_events *events);

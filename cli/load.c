@@ -20,9 +20,12 @@
 #include "trace_reader.h"
 
 /* nvs_sqlite_load, with a sink: the whole export read into the list first (the
- * SQLite reader joins its rows), sorted by start, then handed on at once. */
+ * SQLite reader joins its rows), sorted by start, then handed on at once; or
+ * the export handed to OPTIONS->read_export (convert). */
 static int load_sqlite(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
+    if (options->read_export)
+        return options->read_export(options->export_context, path);
     struct nvs_event_sink *sink = events->sink;
     events->sink = NULL;
     int outcome = nvs_sqlite_load(events, path, options);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "sqlite_names.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The kernel keeps a thread's name (comm) in 16 bytes: a longer program's is
@@ -12,22 +13,51 @@
  * path: a module of a call chain), else NAME itself; NULL out of memory. */
 #define COMM_LENGTH 15
 
+/* Whether VALUE names a file whose last component completes NAME; FOUND, the
+ * one found before: false (and *AMBIGUOUS) when this is another. */
+static bool completes(const char *name, const char *value, const char **found, bool *ambiguous)
+{
+    const char *slash = value ? strrchr(value, '/') : NULL;
+    if (!slash || strncmp(slash + 1, name, COMM_LENGTH) != 0 || strlen(slash + 1) <= COMM_LENGTH ||
+        strpbrk(slash + 1, " \t\n"))
+        return false;
+    if (*found && strcmp(*found, slash + 1) != 0) {
+        *ambiguous = true;           /* two programs: which one is not known */
+        return false;
+    }
+    *found = slash + 1;
+    return true;
+}
+
 static const char *completed_name(struct database *database, const char *name)
 {
     if (strlen(name) != COMM_LENGTH)
         return name;
     const char *found = NULL;
-    for (size_t i = 0; i < database->string_count; i++) {
-        const char *value = database->strings[i];
-        const char *slash = value ? strrchr(value, '/') : NULL;
-        if (!slash || strncmp(slash + 1, name, COMM_LENGTH) != 0 || strlen(slash + 1) <= COMM_LENGTH ||
-            strpbrk(slash + 1, " \t\n"))
-            continue;
-        if (found && strcmp(found, slash + 1) != 0)
-            return name;                /* two programs: which one is not known */
-        found = slash + 1;
+    bool ambiguous = false;
+    if (database->strings || !database->string_lookup) {
+        for (size_t i = 0; i < database->string_count && !ambiguous; i++)
+            completes(name, database->strings[i], &found, &ambiguous);
+        return ambiguous || !found ? name : nvs_events_intern(database->events, found, strlen(found));
     }
-    return found ? nvs_events_intern(database->events, found, strlen(found)) : name;
+    /* strings looked up one at a time: those that hold "/NAME", from SQLite */
+    sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT value FROM StringIds WHERE instr(value, ?) > 0");
+    if (!statement)
+        return name;
+    char needle[COMM_LENGTH + 2] = "/";
+    strcat(needle, name);
+    sqlite3_bind_text(statement, 1, needle, -1, SQLITE_STATIC);
+    char *kept = NULL;
+    while (!ambiguous && sqlite3_step(statement) == SQLITE_ROW) {
+        const char *previous = kept;
+        if (completes(name, (const char *)sqlite3_column_text(statement, 0), &previous, &ambiguous) &&
+            !kept && !(kept = strdup(previous)))
+            ambiguous = true;
+    }
+    sqlite3_finalize(statement);
+    const char *result = ambiguous || !kept ? name : nvs_events_intern(database->events, kept, strlen(kept));
+    free(kept);
+    return result;
 }
 
 /* Each name a 15-character comm, completed. (A process that ran exec keeps

@@ -1,6 +1,7 @@
 /* The SQLite export's tables as the loaders (sqlite_reader.c) ask for them:
  * whether a table and its columns are there, queries built from the columns
  * this export has, the values read back. */
+#define _GNU_SOURCE
 #include "sqlite_tables.h"
 
 #include <stdio.h>
@@ -131,11 +132,34 @@ const char *nvs_sql_string_column(struct database *database, sqlite3_stmt *state
                                  (size_t)sqlite3_column_bytes(statement, column));
     case SQLITE_INTEGER: {
         sqlite3_int64 id = sqlite3_column_int64(statement, column);
-        return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
+        if (database->strings || !database->string_lookup)
+            return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
+        const char *text = nvs_sql_string_id(database, id);
+        return text ? nvs_events_intern_string(database->events, text) : NULL;
     }
     default:
         return NULL;
     }
+}
+
+const char *nvs_sql_string_id(struct database *database, int64_t id)
+{
+    if (database->strings || !database->string_lookup)
+        return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
+    struct string_slot *slot = &database->string_cache[(uint64_t)id % STRING_CACHE];
+    if (slot->text && slot->id == id)
+        return slot->text;
+    sqlite3_stmt *lookup = database->string_lookup;
+    sqlite3_reset(lookup);
+    sqlite3_bind_int64(lookup, 1, id);
+    if (sqlite3_step(lookup) != SQLITE_ROW || !sqlite3_column_text(lookup, 0))
+        return NULL;
+    char *text = strdup((const char *)sqlite3_column_text(lookup, 0));
+    if (!text)
+        return NULL;
+    free(slot->text);
+    *slot = (struct string_slot){id, text};
+    return text;
 }
 
 bool nvs_sql_grow(void **items, size_t *capacity, size_t count, size_t size)

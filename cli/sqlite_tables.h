@@ -24,9 +24,18 @@ struct database {
     const char *path;
     const struct nvs_load_options *options;
     struct nvs_events *events;
-    const char **strings;            /* StringIds: id -> interned text */
+    const char **strings;            /* StringIds: id -> interned text, read whole (report) */
     size_t string_count;
+    /* ... or looked up one at a time (convert), the last few kept: a slot by id */
+    sqlite3_stmt *string_lookup;
+    struct string_slot { int64_t id; char *text; } *string_cache;
 };
+
+#define STRING_CACHE 4096
+
+/* StringIds' text of ID: from the strings read whole, or looked up (good until
+ * the next lookup); NULL when there is none. */
+const char *nvs_sql_string_id(struct database *database, int64_t id);
 
 /* A query built from the columns there: each wanted column, or NULL in its
  * place when this export has none. */
