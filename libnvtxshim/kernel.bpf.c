@@ -15,6 +15,9 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 /* Set by the loader before load. */
 const volatile unsigned long long min_interval_ns = 1000000;
+/* The program's pid namespace, where it is not the initial one (a container, unshare -p):
+ * its thread ids (gettid) are the ones there, not the kernel's global ones. */
+const volatile unsigned int pidns_inum = 0;
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -42,6 +45,29 @@ static void report(__u32 tid, struct nvs_thread *thread, __u64 now)
     bpf_ringbuf_submit(record, 0);
 }
 
+/* TASK's thread id as the watched program sees it (the key of `watched`): the global id,
+ * or in a nested pid namespace the id in it, and 0 for a task outside that namespace. */
+static __u32 tid_of(struct task_struct *task)
+{
+    if (!pidns_inum)
+        return BPF_CORE_READ(task, pid);
+    struct pid *pid = BPF_CORE_READ(task, thread_pid);
+    unsigned int level = BPF_CORE_READ(pid, level);
+    struct upid upid;
+    if (bpf_core_read(&upid, sizeof upid, &pid->numbers[level]) != 0)
+        return 0;
+    if (BPF_CORE_READ(upid.ns, ns.inum) != pidns_inum)
+        return 0;
+    return (__u32)upid.nr;
+}
+
+static __u32 current_tid(void)
+{
+    if (!pidns_inum)
+        return (__u32)bpf_get_current_pid_tgid();
+    return tid_of((struct task_struct *)bpf_get_current_task());
+}
+
 /* The task's state word: __state since 5.14, state before. */
 static long task_state(struct task_struct *task)
 {
@@ -57,9 +83,14 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
     __u64 now = bpf_ktime_get_ns();
-    __u32 tid = BPF_CORE_READ(prev, pid);
-    struct nvs_thread *thread = bpf_map_lookup_elem(&watched, &tid);
+    __u32 tid = tid_of(prev);
+    struct nvs_thread *thread = tid ? bpf_map_lookup_elem(&watched, &tid) : NULL;
     if (thread) {
+        /* Switched out while off CPU by the probe's account: the kernel did not report
+         * a switch in (some kernels leave out the switches of tasks they hide from
+         * tracing, a virtual machine's agent say), nor maybe the wake-up before it. */
+        if (thread->state != NVS_THREAD_RUNNING)
+            __sync_fetch_and_add(&thread->figures.unseen, 1);
         /* Preempted, or yielding while still runnable (state 0): involuntary. */
         if (preempt || task_state(prev) == 0) {
             __sync_fetch_and_add(&thread->figures.involuntary, 1);
@@ -70,9 +101,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
         }
         thread->since_ns = now;
     }
-    tid = BPF_CORE_READ(next, pid);
-    thread = bpf_map_lookup_elem(&watched, &tid);
-    if (thread && thread->state != NVS_THREAD_RUNNING && thread->since_ns) {
+    tid = tid_of(next);
+    thread = tid ? bpf_map_lookup_elem(&watched, &tid) : NULL;
+    if (thread && thread->state == NVS_THREAD_RUNNING && thread->since_ns)
+        __sync_fetch_and_add(&thread->figures.unseen, 1);   /* its switch out was not seen */
+    else if (thread && thread->state != NVS_THREAD_RUNNING && thread->since_ns) {
         __u64 spent = now - thread->since_ns;
         if (thread->state == NVS_THREAD_RUNNABLE)
             __sync_fetch_and_add(&thread->figures.runnable_ns, spent);
@@ -88,8 +121,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 static void woken(struct task_struct *task)
 {
     __u64 now = bpf_ktime_get_ns();
-    __u32 tid = BPF_CORE_READ(task, pid);
-    struct nvs_thread *thread = bpf_map_lookup_elem(&watched, &tid);
+    __u32 tid = tid_of(task);
+    struct nvs_thread *thread = tid ? bpf_map_lookup_elem(&watched, &tid) : NULL;
     if (!thread || thread->state != NVS_THREAD_BLOCKED)
         return;
     __sync_fetch_and_add(&thread->figures.blocked_ns, now - thread->since_ns);
@@ -108,8 +141,8 @@ int BPF_PROG(on_wakeup, struct task_struct *task)
 SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(on_migrate, struct task_struct *task, int cpu)
 {
-    __u32 tid = BPF_CORE_READ(task, pid);
-    struct nvs_thread *thread = bpf_map_lookup_elem(&watched, &tid);
+    __u32 tid = tid_of(task);
+    struct nvs_thread *thread = tid ? bpf_map_lookup_elem(&watched, &tid) : NULL;
     if (thread)
         __sync_fetch_and_add(&thread->figures.migrations, 1);
     return 0;
@@ -118,7 +151,7 @@ int BPF_PROG(on_migrate, struct task_struct *task, int cpu)
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u32 tid = current_tid();
     struct nvs_thread *thread = bpf_map_lookup_elem(&watched, &tid);
     if (thread)
         __sync_fetch_and_add(&thread->figures.faults, 1);
@@ -143,7 +176,7 @@ struct {
 SEC("fentry/usb_hcd_submit_urb")
 int BPF_PROG(on_urb_submit, void *urb)
 {
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    __u32 tid = current_tid();
     if (!bpf_map_lookup_elem(&watched, &tid))
         return 0;
     __u64 key = (__u64)urb;

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ void nvs_kernel_activate(void)
 #define WORST 5
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
+#define PROC_PID_INIT_INO 0xEFFFFFFCu   /* the kernel's initial pid namespace */
 
 struct slot {
     uint32_t tid;
@@ -68,6 +70,9 @@ static _Atomic unsigned slot_count;
 static __thread struct slot *my_slot __attribute__((tls_model("initial-exec")));
 static __thread bool my_slot_tried __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t current_frame;
+/* The frame at whose end the bases were last read: a frame that begins after any
+ * other (the first) reads them at its beginning, so it has only its own time. */
+static uint64_t bases_at = UINT64_MAX;
 
 static struct nvs_kernel *probe;
 static struct ring_buffer *ring;
@@ -157,6 +162,17 @@ void nvs_kernel_activate(void)
         goto out;
     }
     probe->rodata->min_interval_ns = config->kernel_min_interval_ns;
+    /* In a nested pid namespace (a container) gettid's ids are that namespace's, and the
+     * probe must key its threads the same way. */
+    struct stat pidns;
+    if (stat("/proc/self/ns/pid", &pidns) != 0) {
+        refuse("cannot tell this process's pid namespace (/proc/self/ns/pid)", errno);
+        nvs_kernel__destroy(probe);
+        probe = NULL;
+        goto out;
+    }
+    if (pidns.st_ino != PROC_PID_INIT_INO)
+        probe->rodata->pidns_inum = (unsigned)pidns.st_ino;
     /* Where a tracepoint is missing (user page faults are x86's), its figure stays 0. */
     if (!in_kernel_btf("page_fault_user", BPF_TRACE_RAW_TP))
         bpf_program__set_autoload(probe->progs.on_fault, false);
@@ -210,9 +226,28 @@ void nvs_kernel_note_thread(void)
                           memory_order_relaxed);
 }
 
+static bool read_figures(const struct slot *slot, struct nvs_thread *now)
+{
+    return slot->tid && bpf_map_lookup_elem(watched_fd, &slot->tid, now) == 0;
+}
+
 void nvs_kernel_frame_begin(uint64_t number)
 {
     atomic_store_explicit(&current_frame, number, memory_order_relaxed);
+    if (!nvs_kernel_running || bases_at + 1 == number)
+        return;
+    /* The first frame: what the threads spent before it began is not its. */
+    int saved_errno = errno;
+    unsigned count = atomic_load(&slot_count);
+    if (count > SLOTS)
+        count = SLOTS;
+    for (unsigned i = 0; i < count; i++) {
+        struct nvs_thread now;
+        if (read_figures(&slots[i], &now))
+            slots[i].base = now.figures;
+    }
+    bases_at = number - 1;
+    errno = saved_errno;
 }
 
 static void add(struct nvs_thread_figures *sum, const struct nvs_thread_figures *now,
@@ -255,11 +290,10 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     unsigned count = atomic_load(&slot_count), threads = 0;
     if (count > SLOTS)
         count = SLOTS;
-    int map = watched_fd;
     for (unsigned i = 0; i < count; i++) {
         struct slot *slot = &slots[i];
         struct nvs_thread now;
-        if (!slot->tid || bpf_map_lookup_elem(map, &slot->tid, &now) != 0)
+        if (!read_figures(slot, &now))
             continue;
         if (atomic_load_explicit(&slot->last_frame, memory_order_relaxed) == number) {
             add(&sum, &now.figures, &slot->base);
@@ -267,6 +301,7 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
         }
         slot->base = now.figures;
     }
+    bases_at = number;
     if (ring)
         ring_buffer__consume(ring);
     remember_if_worst(number, &sum);
@@ -304,6 +339,19 @@ NVS_ONCE void nvs_kernel_finish(void)
     nvs_kernel_running = false;
     if (ring)
         ring_buffer__consume(ring);
+    /* Nothing silent: switches the kernel did not report leave their frames short of
+     * off-CPU time, and the user is told how many. */
+    unsigned long long unseen = 0;
+    unsigned count = atomic_load(&slot_count);
+    for (unsigned i = 0; i < count && i < SLOTS; i++) {
+        struct nvs_thread now;
+        if (read_figures(&slots[i], &now))
+            unseen += now.figures.unseen;
+    }
+    if (unseen)
+        nvs_log_info("kernel: %llu context switch%s of the watched threads went unreported by the "
+                     "kernel (it does not trace some tasks' switches); the frames they fell in show "
+                     "less time off CPU than they had\n", unseen, unseen == 1 ? "" : "es");
     if (worst[0].frame) {
         char line[512];
         int used = snprintf(line, sizeof line, "kernel: worst frames by time off CPU:");

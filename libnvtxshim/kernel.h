@@ -12,6 +12,7 @@ struct nvs_thread_figures {
     unsigned long long faults;        /* user page faults */
     unsigned long long urbs;          /* URBs submitted and given back (kernels with USB) */
     unsigned long long urb_ns;        /* their time from submission to giveback */
+    unsigned long long unseen;        /* switches the kernel did not report to the probe */
 };
 
 enum nvs_thread_state { NVS_THREAD_RUNNING, NVS_THREAD_RUNNABLE, NVS_THREAD_BLOCKED };

@@ -44,44 +44,62 @@ def built_with_the_probe():
     assert probe_built(), "make built the library without the kernel probe (make deps installs libbpf, bpftool, clang)"
 
 
-def test_a_frame_that_sleeps_shows_at_least_that_much_blocked(make_device, tmp_path):
-    # Every frame sleeps 5 ms, so it spends at least that off the CPU. A thread not preempted in
-    # the frame spends it blocked; one preempted between arming the sleep's timer and going to
-    # sleep may run again only after the timer has expired, and then never blocks: the time was
-    # runnable (where CPU-bound processes run beside the program). Runs again until 8 frames
-    # without a preemption have been seen, 20 runs at most.
-    clean = 0
+def sleeping_frames_until_enough(make_device, tmp_path, wrap=lambda argv: argv, label="k"):
+    """Runs frame_loop (8 frames, each sleeping 5 ms) until 8 frames were seen whole off
+    CPU, 20 runs at most, and checks what holds for every frame at any load.
+
+    A frame that sleeps 5 ms spends at least that off CPU, blocked. Not always seen so: a
+    thread preempted between arming the sleep's timer and going to sleep may run again only
+    after the timer expired (the time was runnable); on a virtual machine the hypervisor can
+    take the CPU in that window (steal time, which the guest kernel sees neither as on nor
+    off CPU), so the sleep never blocks; and a kernel may leave out the switches of a task it
+    hides from tracing (a VM's agent: the probe counts those and says so at exit), and with
+    them the sleep's wake-up. What holds always: a frame has the one thread that made calls
+    in it, its mark, and no more blocked time than it lasted (a frame's figures are its own,
+    not the time before it)."""
+    whole = ranged = 0
     for attempt in range(20):
         device = make_device(frames=8)
-        result, events = traced(device, [program("test/frame_loop"), "8", "--sleep-us", "5000"],
-                                tmp_path, label="k%d" % attempt)
+        result, events = traced(device, wrap([program("test/frame_loop"), "8", "--sleep-us", "5000"]),
+                                tmp_path, label="%s%d" % (label, attempt))
         assert result.returncode == 0, result.stderr
         frames = frames_of(events)
         assert len(frames) == 8
-        unpreempted = 0
         for frame in frames:
             figures = frame["args"]
-            assert figures["offcpu_blocked_ns"] + figures["offcpu_runnable_ns"] >= 5000000, frame
-            assert figures["offcpu_threads"] == 1
-            if figures["offcpu_preemptions"] == 0:
-                assert figures["offcpu_blocked_ns"] >= 5000000, frame
-                assert figures["offcpu_voluntary"] >= 1
-                unpreempted += 1
-        # The sleeps are longer than the 1 ms threshold: each is a range in domain kernel
-        # (other waits over 1 ms, opening the device say, may be there too). An interval
-        # runs from the switch out, a little after nanosleep began, to the timer's wake-up,
-        # due 5 ms after it began: so a hair under 5 ms at worst.
-        blocked = [e for e in ranges(events, "kernel") if e["name"] == "off CPU: blocked"]
-        assert sum(1 for e in blocked if e["dur"] >= 4900) >= unpreempted, \
-            sorted(round(e["dur"]) for e in blocked)
+            assert figures["offcpu_threads"] == 1, frame
+            # The figures are read a few microseconds after the range's times: 1 ms of slack.
+            assert figures["offcpu_blocked_ns"] <= frame["dur"] * 1000 + 1000000, frame
+            if figures["offcpu_blocked_ns"] >= 5000000:
+                assert figures["offcpu_voluntary"] >= 1, frame
+                whole += 1
+        # A sleep seen whole is longer than the 1 ms threshold: a range in domain kernel
+        # (other waits over 1 ms, opening the device say, may be there too), from the switch
+        # out, a little after nanosleep began, to the timer's wake-up, due 5 ms after it
+        # began: a hair under 5 ms at worst.
+        ranged += sum(1 for e in ranges(events, "kernel")
+                      if e["name"] == "off CPU: blocked" and e["dur"] >= 4900)
         marks = [e["name"] for e in events if e.get("ph") == "i" and e.get("cat") == "kernel"]
         assert len(marks) == 8 and all(re.match(
             r"frame \d+: runnable [\d.]+ ms \(\d+ preemptions?\), blocked [\d.]+ ms, \d+ faults?", m)
             for m in marks), marks
-        clean += unpreempted
-        if clean >= 8:
+        if whole >= 8 and ranged >= 8:
             break
-    assert clean >= 8, "only %d frames of 20 runs were not preempted" % clean
+    assert whole >= 8 and ranged >= 8, \
+        "in 20 runs only %d frames were seen asleep whole, %d sleeps as ranges" % (whole, ranged)
+
+
+def test_a_frame_that_sleeps_shows_at_least_that_much_blocked(make_device, tmp_path):
+    sleeping_frames_until_enough(make_device, tmp_path)
+
+
+@pytest.mark.skipif(not shutil.which("unshare"), reason="no unshare (util-linux)")
+def test_a_program_in_its_own_pid_namespace_gets_its_own_figures(make_device, tmp_path):
+    # In a container (a pid namespace of its own) the program's thread ids are not the
+    # kernel's: the probe keys its threads by the ids the program sees, in its namespace.
+    sleeping_frames_until_enough(
+        make_device, tmp_path, label="ns",
+        wrap=lambda argv: ["unshare", "--pid", "--fork", "--mount-proc", "--"] + argv)
 
 
 def test_a_loop_sharing_its_cpu_with_a_busy_thread_waits_runnable(make_device, tmp_path):
