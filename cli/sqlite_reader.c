@@ -959,7 +959,8 @@ struct nvs_export {
     struct cursor cursors[NVS_EXPORT_SOURCES];
     unsigned wanted;
     int last;                        /* the cursor whose event was given last; -1 none */
-    size_t unnamed, open, unpaired;  /* of the last pass */
+    size_t unnamed, open, unpaired;  /* left out, by the pass under way */
+    size_t said_unnamed, said_open, said_unpaired;  /* ... by the passes before */
     sqlite3_stmt *add_projection, *add_async;
 };
 
@@ -1811,6 +1812,10 @@ int nvs_export_begin(struct nvs_export *export, unsigned wanted)
 {
     end_pass(export);
     export->wanted = wanted;
+    /* a pass that reads a table reads all of it: what it left out, the most any pass counted */
+    export->said_unnamed = export->unnamed > export->said_unnamed ? export->unnamed : export->said_unnamed;
+    export->said_open = export->open > export->said_open ? export->open : export->said_open;
+    export->said_unpaired = export->unpaired > export->said_unpaired ? export->unpaired : export->said_unpaired;
     export->unnamed = export->open = export->unpaired = 0;
     for (int i = 0; i < NVS_EXPORT_SOURCES; i++) {
         if (!(wanted & (1u << i)) || (i != NVS_EXPORT_PROJECTIONS && !export->present[i]))
@@ -1992,6 +1997,10 @@ void nvs_export_say_left_out(struct nvs_export *export)
     const struct nvs_load_options *options = export->database.options;
     if (!options->say_skipped)
         return;
+    nvs_export_begin(export, 0);     /* the last pass's counts with the others' */
+    export->unnamed = export->said_unnamed;
+    export->open = export->said_open;
+    export->unpaired = export->said_unpaired;
     if (export->unnamed || export->open)
         nvs_events_say(options, "left out %zu NVTX ranges never closed and %zu events without a message",
                        export->open, export->unnamed);

@@ -88,7 +88,8 @@ int nvs_export_next(struct nvs_export *export, struct nvs_export_event *event);
 int nvs_export_mark_async(struct nvs_export *export, enum nvs_export_source source, int64_t rowid);
 
 /* The lines said after the last pass: the NVTX ranges never closed and the
- * events without a message, the scheduler's unpaired switches. */
+ * events without a message, the scheduler's unpaired switches, counted by
+ * the passes that read their tables (none for a table --only leaves out). */
 void nvs_export_say_left_out(struct nvs_export *export);
 
 void nvs_export_close(struct nvs_export *export);
