@@ -20,7 +20,7 @@
 #include "load.h"
 #include "map.h"
 #include "options.h"
-#include "sqlite_reader.h"
+#include "sqlite_stream.h"
 #include "trace_json.h"
 
 static const char manual[] =

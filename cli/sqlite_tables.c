@@ -4,9 +4,12 @@
 #define _GNU_SOURCE
 #include "sqlite_tables.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "trace_json.h"
 
 bool nvs_sql_has_table(struct database *database, const char *table)
 {
@@ -173,4 +176,200 @@ bool nvs_sql_grow(void **items, size_t *capacity, size_t count, size_t size)
     *items = grown;
     *capacity = more;
     return true;
+}
+
+/* ---- what both loaders read the rows with ---- */
+
+const char *nvs_sql_domain_name(struct database *database, const struct domain_names *domains,
+                               sqlite3_stmt *statement, int column)
+{
+    if (nvs_sql_is_null(statement, column) || sqlite3_column_int64(statement, column) == 0)
+        return nvs_events_intern_string(database->events, "default");
+    int64_t id = sqlite3_column_int64(statement, column);
+    for (size_t i = 0; i < domains->count; i++)
+        if (domains->items[i].id == id)
+            return domains->items[i].name;
+    char name[32];
+    snprintf(name, sizeof name, "domain %" PRId64, id);
+    return nvs_events_intern_string(database->events, name);
+}
+
+const char *nvs_sql_category_name(const struct category_names *categories, int64_t domain, int64_t id)
+{
+    for (size_t i = 0; i < categories->count; i++)
+        if (categories->items[i].domain == domain && categories->items[i].id == id)
+            return categories->items[i].name;
+    return NULL;
+}
+
+/* The payload columns of NVTX_EVENTS, in the order nsys fills them. */
+const char *const nvs_sql_payload_columns[] = {
+    "uint64Value", "int64Value", "doubleValue", "uint32Value", "int32Value", "floatValue",
+};
+
+static const char *enum_label(struct database *database, const char *table, int64_t id);
+
+const char *nvs_sql_label(struct database *database, struct labels *labels, int64_t id)
+{
+    if (!labels->present)
+        return NULL;
+    if (id < 0 || id >= LABELS)
+        return enum_label(database, labels->table, id);
+    if (!labels->looked[id]) {
+        labels->label[id] = enum_label(database, labels->table, id);
+        labels->looked[id] = true;
+    }
+    return labels->label[id];
+}
+
+static const char *enum_label(struct database *database, const char *table, int64_t id)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT label FROM \"%s\" WHERE id = %" PRId64, table, id);
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(database->db, sql, -1, &statement, NULL) != SQLITE_OK)
+        return NULL;
+    const char *label = NULL;
+    if (sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0))
+        label = nvs_events_intern_string(database->events, (const char *)sqlite3_column_text(statement, 0));
+    sqlite3_finalize(statement);
+    return label;
+}
+
+/* CUPTI's copy kinds, for exports without ENUM_CUDA_MEMCPY_OPER. */
+const char *nvs_sql_copy_kind(int64_t kind)
+{
+    static const char *const kinds[] = {
+        "Unknown", "Host-to-Device", "Device-to-Host", "Host-to-Array", "Array-to-Host",
+        "Array-to-Array", "Array-to-Device", "Device-to-Array", "Device-to-Device",
+        "Host-to-Host", "Peer-to-Peer",
+    };
+    return kind >= 0 && kind < (int64_t)(sizeof kinds / sizeof kinds[0]) ? kinds[kind] : "Unknown";
+}
+
+
+/* An API name as the program called it: nsys appends the CUDA version that
+ * introduced the entry point (cudaLaunchKernel_v7000, cudaMemcpy_v3020), and
+ * the per-thread default stream's twins end _ptsz or _ptds. The driver's own
+ * _v2 (cuMemcpyHtoD_v2, a symbol of its own) is kept: 4 digits or more are
+ * a version, fewer are part of the name. */
+size_t nvs_sql_api_name_length(const char *name)
+{
+    size_t length = strlen(name);
+    for (bool cut = true; cut;) {
+        cut = false;
+        size_t digits = 0;
+        while (digits < length && name[length - 1 - digits] >= '0' && name[length - 1 - digits] <= '9')
+            digits++;
+        if (digits >= 4 && length > digits + 2 && name[length - digits - 2] == '_' &&
+            name[length - digits - 1] == 'v') {
+            length -= digits + 2;
+            cut = true;
+        }
+        if (length > 5 && (memcmp(name + length - 5, "_ptsz", 5) == 0 ||
+                           memcmp(name + length - 5, "_ptds", 5) == 0)) {
+            length -= 5;
+            cut = true;
+        }
+    }
+    return length;
+}
+
+/* The first ENUM_* table whose name is LIKE PATTERN, into NAME; false when none. */
+bool nvs_sql_find_enum_table(struct database *database, const char *pattern, char *name, size_t size)
+{
+    sqlite3_stmt *statement;
+    if (sqlite3_prepare_v2(database->db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+                           "ORDER BY name", -1, &statement, NULL) != SQLITE_OK)
+        return false;
+    sqlite3_bind_text(statement, 1, pattern, -1, SQLITE_STATIC);
+    bool found = sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0);
+    if (found)
+        snprintf(name, size, "%s", (const char *)sqlite3_column_text(statement, 0));
+    sqlite3_finalize(statement);
+    return found;
+}
+
+
+static const char *name_of(const struct nvs_events *events, uint32_t pid, uint32_t tid)
+{
+    for (size_t i = 0; i < events->name_count; i++)
+        if (events->names[i].pid == pid && events->names[i].tid == tid)
+            return events->names[i].name;
+    return NULL;
+}
+
+/* The state row of thread (PID, TID) named after the thread. */
+bool nvs_sql_name_state_row(struct nvs_events *events, uint32_t pid, uint32_t tid)
+{
+    const char *thread = name_of(events, pid, tid);
+    char row[160];
+    if (thread)
+        snprintf(row, sizeof row, "%s (state)", thread);
+    else
+        snprintf(row, sizeof row, "thread %" PRIu32 " (state)", tid);
+    const char *name = nvs_events_intern_string(events, row);
+    return name && nvs_events_add_name(events, pid, nvs_sql_state_row(tid), name, false);
+}
+
+/* Tables with rows that convert does not map, in one line. */
+void nvs_sql_say_left_out(struct database *database)
+{
+    static const char *const mapped[] = {
+        "StringIds", "NVTX_EVENTS", "OSRT_API", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "SCHED_EVENTS", "ThreadNames",
+        "PROCESSES",
+        /* not events: descriptions of the session and the machine */
+        "EXPORT_META_DATA", "ANALYSIS_DETAILS", "ProcessStreams", "UnwindMethodType",
+    };
+    sqlite3_stmt *tables = nvs_sql_prepare(database, "SELECT name FROM sqlite_master WHERE type = 'table' "
+                                             "AND name NOT LIKE 'ENUM_%' AND name NOT LIKE 'TARGET_INFO_%' "
+                                             "AND name NOT LIKE 'sqlite_%' ORDER BY name");
+    if (!tables)
+        return;
+    struct nvs_json_text line = {0};
+    while (sqlite3_step(tables) == SQLITE_ROW) {
+        const char *table = (const char *)sqlite3_column_text(tables, 0);
+        bool known = false;
+        for (size_t i = 0; table && i < sizeof mapped / sizeof mapped[0]; i++)
+            known |= strcmp(table, mapped[i]) == 0;
+        if (!table || known)
+            continue;
+        char sql[160];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
+        sqlite3_stmt *count;
+        if (sqlite3_prepare_v2(database->db, sql, -1, &count, NULL) != SQLITE_OK)
+            continue;
+        long long rows = sqlite3_step(count) == SQLITE_ROW ? sqlite3_column_int64(count, 0) : 0;
+        sqlite3_finalize(count);
+        if (rows > 0)
+            nvs_json_text_add(&line, "%s%s (%lld row%s)", line.length ? ", " : "", table, rows,
+                              rows == 1 ? "" : "s");
+    }
+    sqlite3_finalize(tables);
+    if (line.length && !line.failed)
+        nvs_events_say(database->options, "not converted: %s", line.bytes);
+    free(line.bytes);
+}
+
+/* Whether the database has any table that nsys export writes (every export
+ * has StringIds and TARGET_INFO_* tables; hand-made ones in the tests at
+ * least NVTX_EVENTS): another program's database is refused with one line,
+ * rather than read as an export with every table missing. */
+bool nvs_sql_is_nsys_export(struct database *database)
+{
+    sqlite3_stmt *statement = nvs_sql_prepare(database,
+        "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND (name IN ('NVTX_EVENTS', "
+        "'OSRT_API', 'SCHED_EVENTS', 'StringIds', 'ThreadNames', 'PROCESSES', 'COMPOSITE_EVENTS', "
+        "'EXPORT_META_DATA', 'ANALYSIS_DETAILS', 'PROFILER_OVERHEAD') OR name LIKE 'CUPTI\\_%' ESCAPE '\\' "
+        "OR name LIKE 'TARGET\\_INFO\\_%' ESCAPE '\\') LIMIT 1");
+    if (!statement)
+        return false;
+    bool found = sqlite3_step(statement) == SQLITE_ROW;
+    sqlite3_finalize(statement);
+    if (!found)
+        nvs_events_say(database->options, "%s is not an nsys export (an SQLite database with none of the "
+                       "tables nsys export writes: NVTX_EVENTS, OSRT_API, CUPTI_*, SCHED_EVENTS, StringIds, "
+                       "TARGET_INFO_*, ...)", database->path);
+    return found;
 }
