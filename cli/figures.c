@@ -21,25 +21,36 @@
 #include "map.h"
 
 #define NS_PER_MS 1e6
-#define CALL_DOMAINS 6
 
-static const enum nvs_domain call_domains[CALL_DOMAINS] = {NVS_DOMAIN_USB, NVS_DOMAIN_CUDA,
-                                                           NVS_DOMAIN_X11, NVS_DOMAIN_V4L2,
-                                                           NVS_DOMAIN_SERIAL, NVS_DOMAIN_HID};
-/* The device files' domains: their ranges are named "function /dev/path ..." */
-#define FIRST_DEVICE_DOMAIN 3
-
-/* The parts of a frame's calls, in the order of their columns: the cuda
- * domain's calls split by category (copies, waits for the GPU, launches),
- * then the device files' domains (camera: v4l2, serial, hid). Two more lists
- * of intervals: copies and launches together (the cuda column when launches
- * have none), and every call (for the rest). */
-enum part { PART_USB, PART_CUDA, PART_WAIT, PART_LAUNCH, PART_X11, PART_CAMERA, PART_SERIAL,
-            PART_HID, PARTS, PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
+/* Which calls fall in a column (columns.def): those of its domain (none for a
+ * figure of its own), all of them or those of a CUDA category (the rules by
+ * category last). */
+#define NVS_DOMAIN_NONE NVS_DOMAIN_COUNT
+enum rule { RULE_OWN, RULE_CALLS, RULE_DEVICE, RULE_CUDA_COPY, RULE_CUDA_WAIT, RULE_CUDA_LAUNCH };
+#define BY_CATEGORY(rule) ((rule) >= RULE_CUDA_COPY)
+static const struct {
+    enum nvs_domain domain;
+    enum rule rule;
+} columns[NVS_COLUMNS] = {
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) \
+    [NVS_COLUMN_##ID] = {NVS_DOMAIN_##DOMAIN, RULE_##RULE},
+#include "columns.def"
+#undef NVS_COLUMN
+};
 
 const char *const nvs_report_column_names[NVS_COLUMNS] = {
-    "total", "usb", "cuda", "gpu wait", "launch", "x11", "camera", "serial", "hid", "rest",
-    "runnable", "blocked", "latency"};
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) [NVS_COLUMN_##ID] = HEADING,
+#include "columns.def"
+#undef NVS_COLUMN
+};
+
+/* The parts of a frame's calls, numbered from 0 in the order of their columns
+ * (PART(NVS_COLUMN_USB) to the one before REST). Two more lists of intervals:
+ * copies and launches together (the cuda column when launches have none), and
+ * every call (for the rest). */
+#define PART(column) ((column) - NVS_FIRST_PART)
+#define PARTS PART(NVS_LAST_PART)
+enum { PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
 
 static int compare_int64(const void *a, const void *b)
 {
@@ -73,11 +84,13 @@ static void statistics(int64_t *values, size_t count, double out[NVS_STATS])
 
 /* ---- what the names mean ------------------------------------------------------ */
 
-static int call_domain(const struct nvs_event *event)
+/* The first column that counts calls of EVENT's domain; -1 for none. */
+static int call_column(const struct nvs_event *event)
 {
-    for (int i = 0; i < CALL_DOMAINS; i++)
-        if (strcmp(event->domain, nvs_domain_name(call_domains[i])) == 0)
-            return i;
+    for (int c = 0; c < NVS_COLUMNS; c++)
+        if (columns[c].domain != NVS_DOMAIN_NONE && (c == 0 || columns[c].domain != columns[c - 1].domain) &&
+            strcmp(event->domain, nvs_domain_name(columns[c].domain)) == 0)
+            return c;
     return -1;
 }
 
@@ -95,23 +108,26 @@ static uint64_t frame_number(const struct nvs_event *event)
     return errno ? 0 : number;
 }
 
-/* The part of a frame EVENT, a call (call_domain >= 0), counts in. */
-static enum part call_part(const struct nvs_event *event)
+/* The column EVENT, a call (call_column >= 0), counts in: its domain's, or
+ * where its domain's columns are by CUDA category, its category's. */
+static int call_part_column(const struct nvs_event *event)
 {
-    switch (call_domains[call_domain(event)]) {
-    case NVS_DOMAIN_USB: return PART_USB;
-    case NVS_DOMAIN_X11: return PART_X11;
-    case NVS_DOMAIN_V4L2: return PART_CAMERA;
-    case NVS_DOMAIN_SERIAL: return PART_SERIAL;
-    case NVS_DOMAIN_HID: return PART_HID;
-    default: break;
-    }
-    switch (nvs_cuda_category_of(event->name)) {
-    case NVS_CUDA_WAIT: return PART_WAIT;
-    case NVS_CUDA_LAUNCH: return PART_LAUNCH;
-    case NVS_CUDA_COPY: break;
-    }
-    return PART_CUDA;
+    static const enum rule of_category[] = {[NVS_CUDA_COPY] = RULE_CUDA_COPY, [NVS_CUDA_WAIT] = RULE_CUDA_WAIT,
+                                            [NVS_CUDA_LAUNCH] = RULE_CUDA_LAUNCH};
+    int first = call_column(event);
+    if (!BY_CATEGORY(columns[first].rule))
+        return first;
+    enum rule rule = of_category[nvs_cuda_category_of(event->name)];
+    for (int c = first; c < NVS_COLUMNS && columns[c].domain == columns[first].domain; c++)
+        if (columns[c].rule == rule)
+            return c;
+    return first;
+}
+
+/* The part of a frame EVENT, a call (call_column >= 0), counts in. */
+static unsigned call_part(const struct nvs_event *event)
+{
+    return (unsigned)PART(call_part_column(event));
 }
 
 static bool is_frame(const struct nvs_event *event)
@@ -172,7 +188,7 @@ static bool is_drop(const struct nvs_event *event, uint64_t *count)
  * or a camera frame's age (from its capture, before the loop asked for it). */
 static bool counts_toward_frame(const struct nvs_event *event)
 {
-    return event->kind == NVS_EVENT_RANGE && call_domain(event) >= 0 &&
+    return event->kind == NVS_EVENT_RANGE && call_column(event) >= 0 &&
            strncmp(event->name, "libusb_submit_transfer", 22) != 0 &&
            strncmp(event->name, "libusb_handle_events", 20) != 0 &&
            !starts_with(event->name, "USBDEVFS_SUBMITURB") && !is_frame_age(event);
@@ -259,14 +275,15 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
         return space ? nvs_events_intern(events, event->name, (size_t)(space - event->name))
                      : event->name;
     }
-    if (call_domain(event) >= FIRST_DEVICE_DOMAIN) {
+    int column = call_column(event);
+    if (column >= 0 && columns[column].rule == RULE_DEVICE) {
         /* "function /dev/path": per device */
         const char *space = strchr(event->name, ' ');
         if (space && (space = strchr(space + 1, ' ')))
             return nvs_events_intern(events, event->name, (size_t)(space - event->name));
         return event->name;
     }
-    if (call_domain(event) >= 0 && call_part(event) != PART_LAUNCH) {
+    if (column >= 0 && columns[call_part_column(event)].rule != RULE_CUDA_LAUNCH) {
         const char *space = strchr(event->name, ' ');
         if (space)
             return nvs_events_intern(events, event->name, (size_t)(space - event->name));
@@ -278,7 +295,7 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
 static bool is_capture(const struct nvs_event *event)
 {
     if (event->kind != NVS_EVENT_RANGE || !event->domain[0] || strcmp(event->domain, "default") == 0 ||
-        frame_number(event) || call_domain(event) >= 0 ||
+        frame_number(event) || call_column(event) >= 0 ||
         strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0)
         return false;
     size_t word = strcspn(event->name, " ");
@@ -391,7 +408,7 @@ struct open_frame {
  * order, and its calls waiting for a frame. */
 struct proc {
     uint32_t pid;
-    bool camera, serial, hid;        /* the device columns it has: calls or marks in their domains */
+    bool device[NVS_COLUMNS];        /* the device columns it has: calls or marks in their domains */
     int64_t budget_ns, budget_at;    /* of its first over-budget mark */
     struct nvs_report_frame *rows;   /* value[REST]: time its calls cover, value[LATENCY]: its
                                       * copies and launches together, until the report */
@@ -693,9 +710,9 @@ static void note_pid(struct nvs_figures_builder *builder, const struct nvs_event
     struct proc *proc = proc_of(builder, event->pid);
     if (!proc)
         return;
-    proc->camera |= in_domain(event, NVS_DOMAIN_V4L2);
-    proc->serial |= in_domain(event, NVS_DOMAIN_SERIAL);
-    proc->hid |= in_domain(event, NVS_DOMAIN_HID);
+    for (int c = NVS_FIRST_PART; c < NVS_LAST_PART; c++)
+        if (columns[c].rule == RULE_DEVICE)
+            proc->device[c] |= in_domain(event, columns[c].domain);
     int64_t marked = budget_of_mark(event);
     if (marked && (!proc->budget_ns || event->start < proc->budget_at)) {
         proc->budget_ns = marked;
@@ -725,7 +742,7 @@ static void unions(struct part_interval *items, size_t count, int64_t parts[PART
     bool active[PART_LISTS] = {false};
     for (size_t i = 0; i < count; i++) {
         unsigned lists[3] = {items[i].part, PART_ALL, PART_LISTS};
-        if (items[i].part == PART_CUDA || items[i].part == PART_LAUNCH)
+        if (items[i].part == PART(NVS_COLUMN_CUDA) || items[i].part == PART(NVS_COLUMN_LAUNCH))
             lists[2] = PART_CUDA_AND_LAUNCHES;
         for (int l = 0; l < 3; l++) {
             unsigned d = lists[l];
@@ -762,7 +779,7 @@ static void measure_open(struct open_frame *open, struct nvs_report_frame *row)
     int64_t parts[PARTS];
     unions(open->items, open->count, parts, &row->value[NVS_COLUMN_LATENCY], &row->value[NVS_COLUMN_REST]);
     for (int d = 0; d < PARTS; d++)
-        row->value[NVS_COLUMN_USB + d] = parts[d];
+        row->value[NVS_FIRST_PART + d] = parts[d];
 }
 
 /* The longest calls of OPEN into CALLS (NVS_SLOWEST_CALLS at most), the longest first; how many. */
@@ -849,8 +866,8 @@ static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc,
     if (end <= start)
         return;
     if (proc->open[k] == NOT_OPEN) {
-        row->value[NVS_COLUMN_USB + part] += end - start;
-        if (part == PART_CUDA || part == PART_LAUNCH)
+        row->value[NVS_FIRST_PART + part] += end - start;
+        if (part == PART(NVS_COLUMN_CUDA) || part == PART(NVS_COLUMN_LAUNCH))
             row->value[NVS_COLUMN_LATENCY] += end - start;
         row->value[NVS_COLUMN_REST] += end - start;
         if (row->value[NVS_COLUMN_REST] > row->value[NVS_COLUMN_TOTAL])
@@ -1465,7 +1482,7 @@ static int measure_process(struct nvs_figures_builder *builder, const struct pro
     }
     bool *shown = process->shown;
     for (int c = NVS_COLUMN_TOTAL; c <= NVS_COLUMN_REST; c++)
-        if (c != NVS_COLUMN_CAMERA && c != NVS_COLUMN_SERIAL && c != NVS_COLUMN_HID)
+        if (columns[c].rule != RULE_DEVICE)
             shown[c] = true;
     shown[NVS_COLUMN_LAUNCH] = launches;
     shown[NVS_COLUMN_RUNNABLE] = shown[NVS_COLUMN_BLOCKED] = process->with_kernel > 0;
@@ -1538,9 +1555,9 @@ static int report_frames(struct nvs_figures_builder *builder, const struct laten
             status = -1;
             break;
         }
-        process->shown[NVS_COLUMN_CAMERA] = proc->camera;
-        process->shown[NVS_COLUMN_SERIAL] = proc->serial;
-        process->shown[NVS_COLUMN_HID] = proc->hid;
+        for (int c = NVS_FIRST_PART; c < NVS_LAST_PART; c++)
+            if (columns[c].rule == RULE_DEVICE)
+                process->shown[c] = proc->device[c];
         process->budget_ns = proc->budget_ns;
         process->budget_from = process->budget_ns ? NVS_BUDGET_MARKS : NVS_BUDGET_NONE;
         if (builder->budget_ns) {
@@ -1751,11 +1768,8 @@ int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nv
         memcpy(loop->calls, proc->slowest_calls, sizeof loop->calls);
     }
     for (int c = NVS_COLUMN_TOTAL; c <= NVS_COLUMN_REST; c++)
-        loop->shown[c] = c != NVS_COLUMN_CAMERA && c != NVS_COLUMN_SERIAL && c != NVS_COLUMN_HID;
+        loop->shown[c] = columns[c].rule == RULE_DEVICE ? proc->device[c] : true;
     loop->shown[NVS_COLUMN_LAUNCH] = launches;
-    loop->shown[NVS_COLUMN_CAMERA] = proc->camera;
-    loop->shown[NVS_COLUMN_SERIAL] = proc->serial;
-    loop->shown[NVS_COLUMN_HID] = proc->hid;
     /* a part no frame spent time in is left out, as the report leaves it out (of the frames
      * still open, those the view shows are looked at) */
     for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)

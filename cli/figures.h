@@ -36,27 +36,19 @@ struct nvs_report_mark_kind {
     bool more_texts;
 };
 
-/* A frame's columns: its time, then the parts it is made of (USB to REST, in
- * the order the page stacks them, each the union of its calls' intervals in
- * the frame; REST is what no call covers), then the kernel probe's time off
- * the CPU and the capture-to-actuation latency. */
+/* A frame's columns (columns.def): its time, then the parts it is made of (USB
+ * to REST, in the order the page stacks them, each the union of its calls'
+ * intervals in the frame; REST is what no call covers), then the kernel
+ * probe's time off the CPU and the capture-to-actuation latency. CUDA holds
+ * the copies, and the launches too when LAUNCH is not shown (launches that
+ * take no time that shows); CAMERA is domain v4l2 less its frame ages. */
 enum nvs_report_column {
-    NVS_COLUMN_TOTAL,
-    NVS_COLUMN_USB,
-    NVS_COLUMN_CUDA,             /* CUDA copies (and launches, when LAUNCH is not shown) */
-    NVS_COLUMN_WAIT,             /* waits for the GPU */
-    NVS_COLUMN_LAUNCH,           /* kernel launches, when they take a time that shows */
-    NVS_COLUMN_X11,
-    NVS_COLUMN_CAMERA,           /* domain v4l2, less its frame ages */
-    NVS_COLUMN_SERIAL,
-    NVS_COLUMN_HID,
-    NVS_COLUMN_REST,
-    NVS_COLUMN_RUNNABLE,
-    NVS_COLUMN_BLOCKED,
-    NVS_COLUMN_LATENCY,
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) NVS_COLUMN_##ID,
+#include "columns.def"
+#undef NVS_COLUMN
     NVS_COLUMNS
 };
-#define NVS_FIRST_PART NVS_COLUMN_USB
+#define NVS_FIRST_PART (NVS_COLUMN_TOTAL + 1)
 #define NVS_LAST_PART NVS_COLUMN_REST
 
 /* The columns' headings in the text summary ("usb", "gpu wait", ...). */

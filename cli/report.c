@@ -317,11 +317,12 @@ static void print_marks(const struct nvs_report *report)
     }
 }
 
-/* What the heading says each part column is, in the columns' order. */
+/* What the heading says each part column is, in the columns' order (columns.def). */
 static const char *const part_meanings[NVS_COLUMNS] = {
-    [NVS_COLUMN_USB] = "USB", [NVS_COLUMN_CUDA] = "CUDA copies", [NVS_COLUMN_WAIT] = "GPU waits",
-    [NVS_COLUMN_LAUNCH] = "kernel launches", [NVS_COLUMN_X11] = "X11", [NVS_COLUMN_CAMERA] = "camera (V4L2)",
-    [NVS_COLUMN_SERIAL] = "serial", [NVS_COLUMN_HID] = "HID", [NVS_COLUMN_REST] = "the rest"};
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) [NVS_COLUMN_##ID] = PHRASE,
+#include "columns.def"
+#undef NVS_COLUMN
+};
 
 /* ": time in USB, GPU waits and the rest", the parts SHOWN, as a sentence lists them. */
 static void print_parts_heading(const bool shown[NVS_COLUMNS])

@@ -43,25 +43,17 @@
 /* Bars of the slowest frames' table, in pixels at the slowest. */
 #define SLOWEST_BAR_WIDTH 240
 
-/* The colours, fixed so that pages compare (docs/user-guide.md lists them). The parts
+/* The colours (columns.def), fixed so that pages compare (docs/user-guide.md lists them). The parts
  * are told apart by hue; the band behind the frames over the budget is a pale
  * red no part uses, the budget line a strong one, and the plot's background a
  * grey-blue that is neither. */
 static const struct {
     const char *class, *colour, *meaning;
 } parts[NVS_COLUMNS] = {
-    [NVS_COLUMN_USB] = {"usb", "#2e7d32", "USB calls (libusb, usbfs)"},
-    [NVS_COLUMN_CUDA] = {"cuda", "#f57c00", "CUDA copies"},
-    [NVS_COLUMN_WAIT] = {"wait", "#9e9d24", "waits for the GPU"},
-    [NVS_COLUMN_LAUNCH] = {"launch", "#00acc1", "kernel launches"},
-    [NVS_COLUMN_X11] = {"x11", "#1565c0", "X11 calls"},
-    [NVS_COLUMN_CAMERA] = {"camera", "#8e24aa", "the camera (V4L2)"},
-    [NVS_COLUMN_SERIAL] = {"serial", "#00695c", "serial ports"},
-    [NVS_COLUMN_HID] = {"hid", "#ad1457", "HID nodes"},
-    [NVS_COLUMN_REST] = {"rest", "#bdbdbd", "in none of these calls"},
-    [NVS_COLUMN_RUNNABLE] = {"runnable", "#5e35b1", "runnable: waiting for a CPU"},
-    [NVS_COLUMN_BLOCKED] = {"blocked", "#90a4ae", "blocked: asleep"},
-    [NVS_COLUMN_LATENCY] = {"latency", "#6d4c41", "capture to actuation"},
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) \
+    [NVS_COLUMN_##ID] = {CLASS, COLOUR, LEGEND},
+#include "columns.def"
+#undef NVS_COLUMN
 };
 #define PLOT_BACKGROUND "#f3f6fa"
 #define OVER_BUDGET_BAND "#ffcdd2"

@@ -28,13 +28,12 @@
 /* Containers open at once, at most: the document nests six deep. */
 #define MAX_DEPTH 8
 
-/* The columns' keys: the text's headings, "gpu wait" as one word a query can name. */
+/* The columns' keys (columns.def): the text's headings, "gpu wait" as one word a query can name. */
 const char *const nvs_report_column_keys[NVS_COLUMNS] = {
-    [NVS_COLUMN_TOTAL] = "total", [NVS_COLUMN_USB] = "usb", [NVS_COLUMN_CUDA] = "cuda",
-    [NVS_COLUMN_WAIT] = "gpu_wait", [NVS_COLUMN_LAUNCH] = "launch", [NVS_COLUMN_X11] = "x11",
-    [NVS_COLUMN_CAMERA] = "camera", [NVS_COLUMN_SERIAL] = "serial", [NVS_COLUMN_HID] = "hid",
-    [NVS_COLUMN_REST] = "rest", [NVS_COLUMN_RUNNABLE] = "runnable", [NVS_COLUMN_BLOCKED] = "blocked",
-    [NVS_COLUMN_LATENCY] = "latency"};
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) [NVS_COLUMN_##ID] = KEY,
+#include "columns.def"
+#undef NVS_COLUMN
+};
 
 const char *const nvs_report_statistic_keys[NVS_STATS] = {
     [NVS_STAT_MEAN] = "mean", [NVS_STAT_P50] = "p50", [NVS_STAT_P99] = "p99", [NVS_STAT_MAX] = "max"};
