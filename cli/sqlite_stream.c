@@ -644,6 +644,12 @@ static int open_sched(struct nvs_export *export)
     if (!nvs_sql_require_table(database, "SCHED_EVENTS", columns, needed, 3, "thread states",
                                "profile with --cpuctxsw=process-tree for them"))
         return 0;
+    if (sqlite3_libversion_number() < 3025000) {
+        /* each switch is paired with the thread's next by lead() OVER (...) */
+        nvs_events_say(options, "SQLite %s has no window functions (3.25 on): thread states skipped",
+                       sqlite3_libversion());
+        return 0;
+    }
     export->present[NVS_EXPORT_SCHED] = true;
     bool with_state = nvs_sql_has_column(columns, "threadState"), with_block = nvs_sql_has_column(columns, "threadBlock");
     if (options->say_skipped) {
