@@ -146,7 +146,7 @@ void nvs_events_sort(struct nvs_events *events);
 uint32_t nvs_global_pid(int64_t global_tid);
 uint32_t nvs_global_tid(int64_t global_tid);
 
-/* ---- for the readers (sqlite_reader.c, trace_reader.c, nsys.c) ---- */
+/* ---- for the readers (sqlite_stream.c, trace_reader.c, nsys.c) ---- */
 
 /* One "nvtxshim: COMMAND: ..." line on stderr, COMMAND from OPTIONS. */
 void nvs_events_say(const struct nvs_load_options *options, const char *format, ...)

@@ -1,5 +1,5 @@
 /* Loading a profile (load.h): an input read as a stream (input.c), then the
- * reader its content needs: the SQLite export's (sqlite_reader.c), after nsys export
+ * reader its content needs: the SQLite export's (sqlite_stream.c), after nsys export
  * for a .nsys-rep (nsys.c), the binary trace's (trace_pftrace.c) or the JSON
  * trace's (trace_reader.c). */
 #define _GNU_SOURCE
@@ -15,28 +15,67 @@
 #include "input.h"
 #include "nsys.h"
 #include "source.h"
-#include "sqlite_reader.h"
+#include "sqlite_stream.h"
 #include "trace_pftrace.h"
 #include "trace_reader.h"
 
-/* nvs_sqlite_load, with a sink: the whole export read into the list first (the
- * SQLite reader joins its rows), sorted by start, then handed on at once; or
- * the export handed to OPTIONS->read_export (convert). */
+/* The export's names (the stream's strings) into EVENTS, in their order. */
+static bool copy_names(struct nvs_events *events, const struct nvs_events *names)
+{
+    for (size_t i = 0; i < names->name_count; i++) {
+        const struct nvs_thread_name *name = &names->names[i];
+        const char *interned = nvs_events_intern_string(events, name->name);
+        if (!interned || !nvs_events_add_name(events, name->pid, name->tid, interned, false))
+            return false;
+    }
+    return true;
+}
+
+/* An nsys export read as a stream (sqlite_stream.h): its NVTX ranges and
+ * marks in start order (of those that start together, as the table has
+ * them), each added to EVENTS as it is read, so that with a sink the list
+ * holds a batch; or the export handed to OPTIONS->read_export (convert). */
 static int load_sqlite(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
 {
     if (options->read_export)
         return options->read_export(options->export_context, path);
-    struct nvs_event_sink *sink = events->sink;
-    events->sink = NULL;
-    int outcome = nvs_sqlite_load(events, path, options);
-    events->sink = sink;
-    if (outcome == 0 && sink) {
-        nvs_events_sort(events);
-        outcome = nvs_events_flush(events);
-        if (outcome != 0)
-            nvs_events_say(options, "out of memory reading %s", path);
+    const struct nvs_events *names;
+    struct nvs_export *export = nvs_export_open(path, options, NULL, NULL, &names);
+    if (!export)
+        return -1;
+    int outcome = copy_names(events, names) ? 0 : -2;
+    if (outcome == 0)
+        outcome = nvs_export_begin(export, 1u << NVS_EXPORT_NVTX);
+    /* the domains are few: the last one's interned copy kept */
+    const char *domain = NULL, *interned_domain = NULL;
+    struct nvs_export_event item;
+    int got = 0;
+    while (outcome == 0 && (got = nvs_export_next(export, &item)) > 0) {
+        if (item.event.domain != domain) {
+            domain = item.event.domain;
+            interned_domain = nvs_events_intern_string(events, domain);
+        }
+        const char *name = nvs_events_intern_string(events, item.event.name);
+        struct nvs_event *event = name && interned_domain ? nvs_events_add(events) : NULL;
+        if (!event) {
+            outcome = -2;
+            break;
+        }
+        *event = item.event;
+        event->name = name;
+        event->domain = interned_domain;
+        event->args = NULL;
     }
-    return outcome;
+    if (got < 0)
+        outcome = -1;
+    if (outcome == 0)
+        nvs_export_say_left_out(export);
+    nvs_export_close(export);
+    if (outcome == 0 && nvs_events_flush(events) != 0)
+        outcome = -2;
+    if (outcome == -2)
+        nvs_events_say(options, "out of memory reading %s", path);
+    return outcome < 0 ? -1 : 0;
 }
 
 static int load_report(struct nvs_events *events, const char *path,

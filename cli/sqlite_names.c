@@ -8,7 +8,7 @@
 
 /* The kernel keeps a thread's name (comm) in 16 bytes: a longer program's is
  * cut to 15 characters ("harness_physica"). NAME completed from the export's
- * strings (StringIds, read into DATABASE by then), where exactly one names a
+ * strings (StringIds, looked up in DATABASE), where exactly one names a
  * file whose last component starts with it and holds no blank (the program's
  * path: a module of a call chain), else NAME itself; NULL out of memory. */
 #define COMM_LENGTH 15
@@ -31,16 +31,10 @@ static bool completes(const char *name, const char *value, const char **found, b
 
 static const char *completed_name(struct database *database, const char *name)
 {
-    if (strlen(name) != COMM_LENGTH)
-        return name;
-    const char *found = NULL;
+    if (strlen(name) != COMM_LENGTH || !database->string_lookup)
+        return name;                 /* not cut, or no StringIds */
     bool ambiguous = false;
-    if (database->strings || !database->string_lookup) {
-        for (size_t i = 0; i < database->string_count && !ambiguous; i++)
-            completes(name, database->strings[i], &found, &ambiguous);
-        return ambiguous || !found ? name : nvs_events_intern(database->events, found, strlen(found));
-    }
-    /* strings looked up one at a time: those that hold "/NAME", from SQLite */
+    /* the strings that hold "/NAME", from SQLite */
     sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT value FROM StringIds WHERE instr(value, ?) > 0");
     if (!statement)
         return name;

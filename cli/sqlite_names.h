@@ -1,4 +1,4 @@
-/* Process and thread names from an nsys export, for sqlite_reader.c. */
+/* Process and thread names from an nsys export, for sqlite_stream.c. */
 #ifndef NVS_CLI_SQLITE_NAMES_H
 #define NVS_CLI_SQLITE_NAMES_H
 

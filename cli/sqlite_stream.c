@@ -1,7 +1,7 @@
-/* An nsys export read as a stream, for convert (sqlite_stream.h):
- * each table queried in time order and the tables' cursors merged; the
- * projections made in a pass before, into a temporary table. Its rows are
- * read as sqlite_reader.c reads them (sqlite_tables.h). */
+/* An nsys export read as a stream, for convert, report and diff
+ * (sqlite_stream.h): each table queried in time order and the tables'
+ * cursors merged; the projections made in a pass before, into a temporary
+ * table. Its rows are read with sqlite_tables.h. */
 #define _GNU_SOURCE
 #include "sqlite_stream.h"
 
@@ -38,6 +38,7 @@ struct nvs_export {
     bool present[NVS_EXPORT_SOURCES];
     struct columns columns[NVS_EXPORT_SOURCES];
     bool api_launches;               /* the API calls' query joins their work */
+    bool everything;                 /* NVS_LOAD_EVERYTHING; else NVTX ranges and marks alone, no args */
     struct domain_names domains;
     struct category_names categories;
     struct labels copy_labels, memory_labels, classes, states, blocks;
@@ -146,9 +147,27 @@ static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
         if (event->async && !nvs_sql_is_null(statement, N_END_TID))
             event->end_tid = nvs_global_tid(sqlite3_column_int64(statement, N_END_TID));
         cursor->event.rowid = sqlite3_column_int64(statement, N_PAYLOAD + (int)NVS_SQL_PAYLOADS);
-        /* args as the recorder writes them: category, payload, colour (marks only) */
+        /* the payload: the first of its columns that is there (report reads it) */
+        for (size_t i = 0; i < NVS_SQL_PAYLOADS; i++) {
+            int column = N_PAYLOAD + (int)i;
+            if (nvs_sql_is_null(statement, column))
+                continue;
+            if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
+                double value = sqlite3_column_double(statement, column);
+                if (!(value > -9.2e18 && value < 9.2e18))
+                    break;
+                event->payload = (int64_t)(value < 0 ? value - 0.5 : value + 0.5);
+            } else {
+                event->payload = sqlite3_column_int64(statement, column);
+            }
+            event->has_payload = true;
+            break;
+        }
         struct nvs_json_text *args = &cursor->args;
         args->length = 0;
+        if (!export->everything)
+            return event->domain ? 1 : -1;
+        /* args as the recorder writes them: category, payload, colour (marks only) */
         if (!nvs_sql_is_null(statement, N_CATEGORY) && sqlite3_column_int64(statement, N_CATEGORY) != 0) {
             int64_t domain = nvs_sql_is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
             int64_t id = sqlite3_column_int64(statement, N_CATEGORY);
@@ -552,7 +571,7 @@ static int open_nvtx(struct nvs_export *export)
                 nvs_sql_is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
             categories->items[categories->count].id = sqlite3_column_int64(statement, N_CATEGORY);
             categories->items[categories->count++].name = text;
-        } else if (type == NVTX_THREAD_NAME && !nvs_sql_is_null(statement, N_TID)) {
+        } else if (type == NVTX_THREAD_NAME && export->everything && !nvs_sql_is_null(statement, N_TID)) {
             int64_t global = sqlite3_column_int64(statement, N_TID);
             if (!nvs_events_add_name(database->events, nvs_global_pid(global), nvs_global_tid(global), text, true))
                 status = -1;
@@ -699,6 +718,7 @@ struct nvs_export *nvs_export_open(const char *path, const struct nvs_load_optio
         return NULL;
     }
     export->last = -1;
+    export->everything = options->what == NVS_LOAD_EVERYTHING;
     export->keeps = keeps;
     export->keeps_context = context;
     struct database *database = &export->database;
@@ -754,11 +774,11 @@ struct nvs_export *nvs_export_open(const char *path, const struct nvs_load_optio
     export->classes.present = nvs_sql_has_table(database, export->classes.table);
     if (status == 0)
         status = open_nvtx(export);
-    if (status == 0)
+    if (status == 0 && export->everything)
         status = open_calls(export);
     if (status == 0)
         status = nvs_sql_load_names(database);
-    if (status == 0)
+    if (status == 0 && export->everything)
         status = open_sched(export);
     if (status == 0 && options->say_skipped)
         nvs_sql_say_left_out(database);

@@ -1,6 +1,7 @@
-/* An nsys SQLite export read as a stream, for convert: each table queried in
- * time order (ORDER BY start) and the tables' cursors merged, so that what is
- * held is the events in flight, never the export. The NVTX projections onto
+/* An nsys SQLite export read as a stream, for convert, and for report and
+ * diff (load.c: the NVTX ranges and marks alone): each table queried in time
+ * order (ORDER BY start) and the tables' cursors merged, so that what is held
+ * is the events in flight, never the export. The NVTX projections onto
  * the GPU are made in a first pass over the NVTX ranges and the CUDA API calls
  * and kept in a temporary table of SQLite's (on disk), read back in time order
  * as the export's own tables are. */
@@ -58,8 +59,10 @@ typedef bool nvs_export_keeps(void *context, const char *name);
  * what each table or column missing leaves out and which tables are not
  * converted, and reads the names of its processes and threads into
  * *NAMES_OUT (events with names only; its strings the stream's). KEEPS (with
- * CONTEXT; NULL keeps all) filters the NVTX events. NULL after a line on
- * stderr. */
+ * CONTEXT; NULL keeps all) filters the NVTX events. With OPTIONS->what
+ * NVS_LOAD_NVTX, only the NVTX ranges and marks are read (the other sources
+ * are not there; the events have no args, the names are ThreadNames' and
+ * PROCESSES'): what report needs. NULL after a line on stderr. */
 struct nvs_export *nvs_export_open(const char *path, const struct nvs_load_options *options,
                                    nvs_export_keeps *keeps, void *context,
                                    const struct nvs_events **names_out);

@@ -1,4 +1,4 @@
-/* The SQLite export's tables as the loaders (sqlite_reader.c) ask for them:
+/* The SQLite export's tables as its reader (sqlite_stream.c) asks for them:
  * whether a table and its columns are there, queries built from the columns
  * this export has, the values read back. */
 #define _GNU_SOURCE
@@ -135,8 +135,6 @@ const char *nvs_sql_string_column(struct database *database, sqlite3_stmt *state
                                  (size_t)sqlite3_column_bytes(statement, column));
     case SQLITE_INTEGER: {
         sqlite3_int64 id = sqlite3_column_int64(statement, column);
-        if (database->strings || !database->string_lookup)
-            return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
         const char *text = nvs_sql_string_id(database, id);
         return text ? nvs_events_intern_string(database->events, text) : NULL;
     }
@@ -147,8 +145,8 @@ const char *nvs_sql_string_column(struct database *database, sqlite3_stmt *state
 
 const char *nvs_sql_string_id(struct database *database, int64_t id)
 {
-    if (database->strings || !database->string_lookup)
-        return id >= 0 && (size_t)id < database->string_count ? database->strings[id] : NULL;
+    if (!database->string_lookup)
+        return NULL;
     struct string_slot *slot = &database->string_cache[(uint64_t)id % STRING_CACHE];
     if (slot->text && slot->id == id)
         return slot->text;

@@ -1,9 +1,8 @@
-/* The SQLite export's tables, for the loaders of sqlite_reader.c (the export
- * loaded whole, report) and sqlite_stream.c (read as a stream, convert) alone:
- * the database being read, a table's columns, queries built from them, and
- * what both read the rows with. Columns
- * differ between nsys versions, so each query is built from PRAGMA table_info,
- * and what is missing is said. */
+/* The SQLite export's tables, for its reader, sqlite_stream.c (and
+ * sqlite_names.c), alone: the database being read, a table's columns,
+ * queries built from them, and what the rows are read with. Columns differ
+ * between nsys versions, so each query is built from PRAGMA table_info, and
+ * what is missing is said. */
 #ifndef NVS_CLI_SQLITE_TABLES_H
 #define NVS_CLI_SQLITE_TABLES_H
 
@@ -26,17 +25,16 @@ struct database {
     const char *path;
     const struct nvs_load_options *options;
     struct nvs_events *events;
-    const char **strings;            /* StringIds: id -> interned text, read whole (report) */
-    size_t string_count;
-    /* ... or looked up one at a time (convert), the last few kept: a slot by id */
+    /* StringIds: looked up one at a time, the last few kept (a slot by id);
+     * NULL where the export has no StringIds */
     sqlite3_stmt *string_lookup;
     struct string_slot { int64_t id; char *text; } *string_cache;
 };
 
 #define STRING_CACHE 4096
 
-/* StringIds' text of ID: from the strings read whole, or looked up (good until
- * the next lookup); NULL when there is none. */
+/* StringIds' text of ID, looked up (good until the next lookup); NULL when
+ * there is none. */
 const char *nvs_sql_string_id(struct database *database, int64_t id);
 
 /* A query built from the columns there: each wanted column, or NULL in its

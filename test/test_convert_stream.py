@@ -1,11 +1,14 @@
-"""nvtxshim convert reads an nsys export as a stream (cli/sqlite_reader.c's nvs_export_*,
+"""nvtxshim convert reads an nsys export as a stream (cli/sqlite_stream.c's nvs_export_*,
 cli/convert.c): each table in time order, the tables merged, each event written as it comes, so
 that its memory is what is in flight (open ranges, launches whose work is still to come, async
 ends), not the export. An export made here with Python's sqlite3, in the tables and columns nsys
 2022.4 writes (no nsys needed), ten times larger than another: convert's peak memory (the
 child's ru_maxrss from wait4) stays flat, and under a bound far below what the export's events
-take loaded whole, and every row comes out."""
+take loaded whole, and every row comes out. report reads an export through the same stream
+(cli/load.c), its NVTX events handed to the figures as they come: its memory is the frames'
+figures, not the events."""
 import os
+import re
 import sqlite3
 import subprocess
 
@@ -40,11 +43,14 @@ SCHEMA = [
 ]
 
 
-def make_export(path, frames):
+def make_export(path, frames, domain=None, calls=0):
     """An export of FRAMES frames of 10 us on one thread, each an NVTX range "frame N" (a name
     of its own) holding an OS runtime call and a CUDA API call that launches a kernel, which
     runs after the range; and the thread's switches off and on the CPU. The tables' rows are
-    written out of time order (by kind, the kernels last first), as a reader may not assume."""
+    written out of time order (by kind, the kernels last first), as a reader may not assume.
+    With DOMAIN, the ranges are in that NVTX domain (created by the export's first row) and
+    numbered from 1, as the library's frames are ("nvtxshim": report counts them as frames),
+    each holding CALLS NVTX ranges "libusb_bulk_transfer" of 0.4 us in domain usb (at most 5)."""
     us = 1000
     with sqlite3.connect(path) as db:
         for statement in SCHEMA:
@@ -53,8 +59,17 @@ def make_export(path, frames):
                        [(1, "main"), (2, "cudaLaunchKernel_v7000"), (3, "ioctl"), (4, "frame_kernel")])
         db.execute("INSERT INTO ThreadNames VALUES (1, 0, ?)", (MAIN,))
         db.execute("INSERT INTO PROCESSES VALUES (?, 4242, 'streamer')", (GPU,))
-        db.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid) VALUES (?, ?, 59, ?, ?)',
-                       ((10 * us * i, 10 * us * i + 5 * us, "frame %d" % i, MAIN) for i in range(frames)))
+        if domain:
+            db.executemany('INSERT INTO NVTX_EVENTS (start, eventType, text, globalTid, domainId) '
+                           'VALUES (0, 75, ?, ?, ?)', [(domain, MAIN, 1), ("usb", MAIN, 2)])
+            db.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
+                           'VALUES (?, ?, 59, ?, ?, 2)',
+                           ((10 * us * i + us * j + 300, 10 * us * i + us * j + 700, "libusb_bulk_transfer", MAIN)
+                            for i in range(frames) for j in range(calls)))
+        db.executemany('INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
+                       'VALUES (?, ?, 59, ?, ?, ?)',
+                       ((10 * us * i, 10 * us * i + 5 * us, "frame %d" % (i + 1 if domain else i), MAIN,
+                         1 if domain else None) for i in range(frames)))
         db.executemany("INSERT INTO OSRT_API VALUES (?, ?, 0, ?, 3, 0, 0, 0)",
                        ((10 * us * i + us, 10 * us * i + 2 * us, MAIN) for i in range(frames)))
         db.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, 2, 0, NULL)",
@@ -67,15 +82,22 @@ def make_export(path, frames):
     return path
 
 
-def convert_measured(database, out):
-    """nvtxshim convert DATABASE OUT: its stderr and its peak resident memory in bytes."""
-    process = subprocess.Popen([program("nvtxshim"), "convert", str(database), str(out)], env=clean_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    stderr = process.stderr.read().decode()
+def measured(*args, stdout=os.devnull):
+    """nvtxshim ARGS, its standard output to the file STDOUT: its stderr and its peak resident
+    memory in bytes."""
+    with open(stdout, "wb") as out:
+        process = subprocess.Popen([program("nvtxshim")] + [str(arg) for arg in args], env=clean_env(),
+                                   stdout=out, stderr=subprocess.PIPE)
+        stderr = process.stderr.read().decode()
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     assert process.returncode == 0, stderr
     return stderr, usage.ru_maxrss * 1024
+
+
+def convert_measured(database, out):
+    """nvtxshim convert DATABASE OUT: its stderr and its peak resident memory in bytes."""
+    return measured("convert", database, out)
 
 
 def categories(path):
@@ -115,3 +137,25 @@ def test_convert_of_a_large_export_holds_what_is_in_flight_not_the_export(tmp_pa
     assert peak < 64 << 20, "peak %.1f MB" % (peak / 2 ** 20)
     assert peak < small_peak + (16 << 20), "peak %.1f MB, %.1f MB for a tenth of the export" % (
         peak / 2 ** 20, small_peak / 2 ** 20)
+
+
+@pytest.mark.parametrize("frames", [300000])
+def test_report_of_a_large_export_holds_the_frames_figures_not_its_events(tmp_path, frames):
+    # Each frame a "frame N" range of domain nvtxshim holding four USB calls: five NVTX events.
+    small = make_export(tmp_path / "small.sqlite", frames // 10, domain="nvtxshim", calls=4)
+    large = make_export(tmp_path / "large.sqlite", frames, domain="nvtxshim", calls=4)
+    _, small_peak = measured("report", small, stdout=tmp_path / "small.txt")
+    stderr, peak = measured("report", large, stdout=tmp_path / "large.txt")
+    assert stderr == ""
+    summary = (tmp_path / "large.txt").read_text()
+    # Every row counted: each frame range a frame, each call in the table.
+    assert re.search(r"^  nvtxshim +frame N +(\d+) ", summary, re.M).group(1) == str(frames)
+    assert re.search(r"^  usb +libusb_bulk_transfer +(\d+) ", summary, re.M).group(1) == str(4 * frames)
+    assert re.search(r"^  mean of (\d+) ", summary, re.M).group(1) == str(frames)
+    # What report keeps is each frame's figures (some 400 bytes a frame, figures.c); loaded
+    # whole, as before the stream, the events came on top (five a frame, some 1,000 bytes a
+    # frame in all: 299 MB here).
+    per_frame = (peak - small_peak) / (frames - frames // 10)
+    assert per_frame < 640, "%.0f bytes a frame (peak %.1f MB, %.1f MB for a tenth)" % (
+        per_frame, peak / 2 ** 20, small_peak / 2 ** 20)
+    assert peak < 192 << 20, "peak %.1f MB" % (peak / 2 ** 20)
