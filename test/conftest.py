@@ -56,6 +56,35 @@ def command(argv, env=None, shim=True):
     return list(argv), full_env
 
 
+PEAK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peak.py")
+
+
+def popen_measured(argv, **kwargs):
+    """subprocess.Popen(ARGV, **KWARGS) through test/peak.py, so that measured_end can tell
+    ARGV's own peak memory (not pytest's, which a child's ru_maxrss would carry)."""
+    read_end, write_end = os.pipe()
+    try:
+        process = subprocess.Popen(["/usr/bin/python3", "-S", PEAK, str(write_end)] + list(argv),
+                                   pass_fds=(write_end,), **kwargs)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    process.measure = read_end
+    return process
+
+
+def measured_end(process, timeout=None):
+    """Waits for a popen_measured PROCESS: {"status", "peak" (bytes), "cpu" (seconds)} of the
+    command it ran."""
+    process.wait(timeout=timeout)
+    with os.fdopen(process.measure) as figures:
+        line = figures.read().split()
+    assert line, "test/peak.py did not run %s (exit %d)" % (process.args[4:], process.returncode)
+    return {"status": int(line[0]), "peak": int(line[1]) * 1024, "cpu": float(line[2])}
+
+
 def run(argv, env=None, shim=True, device=None, timeout=120):
     """Runs ARGV, with the shim appended to LD_PRELOAD inside the emulated
     device's runner (replacing LD_PRELOAD would drop umockdev's preload library)."""

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import clean_env, program
+from conftest import clean_env, measured_end, popen_measured, program
 
 MAIN = (4242 << 24) | 4242          # nsys's globalTid of process 4242's main thread
 GPU = 4242 << 24                    # ... and the globalPid of its GPU work
@@ -84,15 +84,14 @@ def make_export(path, frames, domain=None, calls=0):
 
 def measured(*args, stdout=os.devnull):
     """nvtxshim ARGS, its standard output to the file STDOUT: its stderr and its peak resident
-    memory in bytes."""
+    memory in bytes (its own: conftest.popen_measured)."""
     with open(stdout, "wb") as out:
-        process = subprocess.Popen([program("nvtxshim")] + [str(arg) for arg in args], env=clean_env(),
-                                   stdout=out, stderr=subprocess.PIPE)
+        process = popen_measured([program("nvtxshim")] + [str(arg) for arg in args], env=clean_env(),
+                                 stdout=out, stderr=subprocess.PIPE)
         stderr = process.stderr.read().decode()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    assert process.returncode == 0, stderr
-    return stderr, usage.ru_maxrss * 1024
+    figures = measured_end(process)
+    assert figures["status"] == 0, stderr
+    return stderr, figures["peak"]
 
 
 def convert_measured(database, out):

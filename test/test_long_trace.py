@@ -19,7 +19,7 @@ import subprocess
 import pytest
 
 from childenv import clean_env
-from conftest import BUILD, program
+from conftest import BUILD, measured_end, popen_measured, program
 
 # make test-asan (an instrumented command, libasan preloaded first): ASan's shadow memory and
 # quarantine are its runtime's, not the reader's, so the peak is not judged there, and a tenth
@@ -62,12 +62,10 @@ def generator(form, expect, out="-", flush="frame"):
 
 
 def measured(process, label):
-    """PROCESS's exit status after it ends, its peak resident memory in bytes and its CPU
-    seconds, from wait4: its own, not its siblings' in a pipe."""
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return {"label": label, "status": process.returncode, "peak": usage.ru_maxrss * 1024,
-            "cpu": usage.ru_utime + usage.ru_stime}
+    """PROCESS's (a conftest.popen_measured) exit status after it ends, its peak resident memory
+    in bytes and its CPU seconds: its own, not its siblings' in a pipe nor pytest's."""
+    figures = measured_end(process)
+    return dict(figures, label=label)
 
 
 def report_command():
@@ -81,8 +79,8 @@ def run_report(tmp_path, source, label, feed=None):
     errors = tmp_path / (label + ".err")
     with open(text, "wb") as out, open(errors, "wb") as err:
         stdin = feed[-1].stdout if feed else subprocess.DEVNULL
-        report = subprocess.Popen(report_command() + [str(source)], stdin=stdin, stdout=out, stderr=err,
-                                  env=clean_env())
+        report = popen_measured(report_command() + [str(source)], stdin=stdin, stdout=out, stderr=err,
+                                env=clean_env())
         if feed:
             feed[-1].stdout.close()
         try:

@@ -29,7 +29,8 @@ EMUSERVO = os.path.join(ROOT, "examples", "emuservo.py")
 class Case:
     """One program run: ARGV (its first element a build/ program, unless a path), on the
     emulated device when DEVICE is not None (its emucam options), on the private Xvfb with
-    DISPLAY, with ENV; FRAME is the shim run's NVTXSHIM_FRAME; TIMING leaves out fps= lines."""
+    DISPLAY, with ENV; FRAME is the shim run's NVTXSHIM_FRAME; TIMING leaves out the lines
+    that give times (fps=, and the clock test's readings: "reads ...")."""
 
     def __init__(self, name, argv, device=None, display=False, env=None, frame=ON_ACT,
                  timing=False):
@@ -151,6 +152,9 @@ CORPUS = [
     Case("test_capture", ["test/test_capture"]),
     Case("test_cli_trace_json", ["test/test_cli_trace_json"]),
     Case("test_figures", ["test/test_figures"]),
+    Case("test_clock", ["test/test_clock"], timing=True),
+    # test_aarch64.py's rig, natively: its tally of the emulated camera's protocol.
+    Case("rig_tally-usb", ["test/rig_tally", "usb", "3"], DEVICE),
     # The long-trace generator (test_long_trace.py's): 20 frames of JSON on its stdout.
     Case("longtrace", ["test/longtrace", "--frames", "20"]),
     # The loaders' events of a file (test_cli_pftrace.py's tool), given a file that is no
@@ -191,7 +195,8 @@ def resolve(case, display):
 def comparable(result, timing):
     stdout = result.stdout
     if timing:
-        stdout = b"".join(line for line in stdout.splitlines(True) if not line.startswith(b"fps="))
+        stdout = b"".join(line for line in stdout.splitlines(True)
+                          if not line.startswith((b"fps=", b"reads ")))
     return stdout, sanitizer_free(result.stderr), result.returncode
 
 
