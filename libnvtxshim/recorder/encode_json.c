@@ -77,43 +77,12 @@ static inline struct json_thread *thread_of(const struct nvs_trace_thread_ids *t
 /* TEXT as the inside of a JSON string, at most SIZE bytes of whole pieces:
  * quotes, backslashes and control bytes escaped, and a byte that does not
  * begin a well-formed UTF-8 character (a Latin-1 name, a name cut inside a
- * character) written as U+FFFD, so that the file stays UTF-8, as JSON must. */
-static size_t escape_json(char *out, size_t size, const char *text, size_t length)
+ * character) written as U+FFFD, so that the file stays UTF-8, as JSON must
+ * (utf8.h's cleaner). Out of line: its callers share one copy. */
+static __attribute__((noinline)) size_t escape_json(char *out, size_t size, const char *text,
+                                                    size_t length)
 {
-    static const char hex[] = "0123456789abcdef";
-    size_t used = 0;
-    const unsigned char *end = (const unsigned char *)text + length;
-    for (const unsigned char *c = (const unsigned char *)text; c < end;) {
-        char piece[6];
-        size_t piece_length = 1, taken = 1;
-        piece[0] = (char)*c;
-        if (*c == '"' || *c == '\\') {
-            piece[0] = '\\';
-            piece[1] = (char)*c;
-            piece_length = 2;
-        } else if (*c < 0x20) {
-            memcpy(piece, "\\u00", 4);
-            piece[4] = hex[*c >> 4];
-            piece[5] = hex[*c & 15];
-            piece_length = 6;
-        } else if (*c >= 0x80) {
-            taken = nvs_utf8_length(c, end);
-            if (taken) {
-                memcpy(piece, c, taken);
-                piece_length = taken;
-            } else {
-                memcpy(piece, "\\ufffd", 6);
-                piece_length = 6;
-                taken = 1;
-            }
-        }
-        if (used + piece_length > size)
-            break;
-        memcpy(out + used, piece, piece_length);
-        used += piece_length;
-        c += taken;
-    }
-    return used;
+    return nvs_utf8_clean(out, size, text, length, NVS_UTF8_JSON);
 }
 
 static const char digit_pairs[201] =

@@ -79,27 +79,11 @@ static byte *put_text_field(byte *out, const byte *tag, size_t tag_length, const
 
 /* TEXT made well-formed UTF-8 (a byte that begins no character becomes
  * U+FFFD, as in the JSON form) into OUT, at most SIZE bytes of whole
- * characters; its length. */
-static size_t copy_utf8(char *out, size_t size, const char *text, size_t length)
+ * characters; its length (utf8.h's cleaner). Out of line: its callers share
+ * one copy. */
+static __attribute__((noinline)) size_t copy_utf8(char *out, size_t size, const char *text, size_t length)
 {
-    size_t used = 0;
-    const byte *c = (const byte *)text, *end = c + length;
-    while (c < end) {
-        size_t taken = *c < 0x80 ? 1 : nvs_utf8_length(c, end);
-        const char *piece = (const char *)c;
-        size_t piece_length = taken;
-        if (!taken) {
-            piece = "\xef\xbf\xbd";
-            piece_length = 3;
-            taken = 1;
-        }
-        if (used + piece_length > size)
-            break;
-        memcpy(out + used, piece, piece_length);
-        used += piece_length;
-        c += taken;
-    }
-    return used;
+    return nvs_utf8_clean(out, size, text, length, NVS_UTF8_BARE);
 }
 
 static inline void define(struct pf_sequence *sequence, uint32_t iid)
