@@ -58,4 +58,26 @@ static inline void nvs_copy_begin(enum nvs_hook_id id, struct copy copy)
     nvs_copy_open(id, &copy);
 }
 
+/* What a copy returning TYPE answers when its real function is missing. */
+#define NVS_COPY_MISSING_CUresult CUDA_ERROR_NOT_FOUND
+#define NVS_COPY_MISSING_cudaError_t cudaErrorNotSupported
+
+/* A copy wrapper NAME and its per-thread-default-stream twin, of the driver
+ * (TYPE CUresult) or the runtime (cudaError_t): the same parameters, the
+ * description (a struct copy, made on the traced path only) and the range
+ * made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
+#define COPY_PAIR(type, name, twin, parameters, arguments, description)                      \
+    extern type name parameters;                                                            \
+    NVS_EXPORT type name parameters                                                         \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, NVS_COPY_MISSING_##type, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
+    }                                                                                       \
+    extern type twin parameters;                                                            \
+    NVS_EXPORT type twin parameters                                                         \
+    {                                                                                       \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, NVS_COPY_MISSING_##type, arguments, \
+                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close()); \
+    }
+
 #endif

@@ -504,97 +504,84 @@ LAUNCH_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
             (config, function, parameters, extra), function)
 #endif
 
-/* A copy wrapper (copy.h describes the copy), and a copy with its
- * per-thread-default-stream twin: the same parameters, the description and
- * the range made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
-#define COPY_PAIR(name, twin, parameters, arguments, description)                            \
-    extern CUresult name parameters;                                                        \
-    NVS_EXPORT CUresult name parameters                                                         \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
-    }                                                                                       \
-    extern CUresult twin parameters;                                                        \
-    NVS_EXPORT CUresult twin parameters                                                         \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, CUDA_ERROR_NOT_FOUND, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close()); \
-    }
-
-COPY_PAIR(cuMemcpy, cuMemcpy_ptds,
+/* The copies, each with its per-thread-default-stream twin (copy.h's COPY_PAIR). */
+COPY_PAIR(CUresult, cuMemcpy, cuMemcpy_ptds,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
           nvs_copy_unified(bytes, dst, src))
-COPY_PAIR(cuMemcpyAsync, cuMemcpyAsync_ptsz,
+COPY_PAIR(CUresult, cuMemcpyAsync, cuMemcpyAsync_ptsz,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_unified(bytes, dst, src))
-COPY_PAIR(cuMemcpyPeer, cuMemcpyPeer_ptds,
+COPY_PAIR(CUresult, cuMemcpyPeer, cuMemcpyPeer_ptds,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context, size_t bytes),
           (dst, dst_context, src, src_context, bytes), nvs_copy_between(bytes, PEER))
-COPY_PAIR(cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
+COPY_PAIR(CUresult, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context,
            size_t bytes, CUstream stream),
           (dst, dst_context, src, src_context, bytes, stream), nvs_copy_between(bytes, PEER))
-COPY_PAIR(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr dst, const void *src, size_t bytes),
+COPY_PAIR(CUresult, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds,
+          (CUdeviceptr dst, const void *src, size_t bytes),
           (dst, src, bytes), nvs_copy_host_to_device(bytes, src))
-COPY_PAIR(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
           (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_host_to_device(bytes, src))
-COPY_PAIR(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
           (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
           nvs_copy_device_to_host(bytes, dst))
-COPY_PAIR(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
           (void *dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_device_to_host(bytes, dst))
-COPY_PAIR(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
+COPY_PAIR(CUresult, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds,
+          (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
           (dst, src, bytes), nvs_copy_between(bytes, DTOD))
-COPY_PAIR(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_between(bytes, DTOD))
-COPY_PAIR(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds,
           (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes),
           (dst, offset, src, bytes), nvs_copy_between(bytes, DTOA))
-COPY_PAIR(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds,
           (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes),
           (dst, src, offset, bytes), nvs_copy_between(bytes, ATOD))
-COPY_PAIR(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds,
           (CUarray dst, size_t offset, const void *src, size_t bytes),
           (dst, offset, src, bytes), ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
-COPY_PAIR(cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz,
           (CUarray dst, size_t offset, const void *src, size_t bytes, CUstream stream),
           (dst, offset, src, bytes, stream),
           ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
-COPY_PAIR(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds,
           (void *dst, CUarray src, size_t offset, size_t bytes),
           (dst, src, offset, bytes), ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
-COPY_PAIR(cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz,
           (void *dst, CUarray src, size_t offset, size_t bytes, CUstream stream),
           (dst, src, offset, bytes, stream),
           ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
-COPY_PAIR(cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds,
           (CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t bytes),
           (dst, dst_offset, src, src_offset, bytes), nvs_copy_between(bytes, ATOA))
-COPY_PAIR(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
-COPY_PAIR(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
+COPY_PAIR(CUresult, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
+COPY_PAIR(CUresult, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
           (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
-COPY_PAIR(cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
           (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream),
           copy_2d(p))
-COPY_PAIR(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), copy_3d(p))
-COPY_PAIR(cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), copy_3d(p))
+COPY_PAIR(CUresult, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
           (const CUDA_MEMCPY3D *p, CUstream stream), (p, stream),
           copy_3d(p))
-COPY_PAIR(cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *p), (p), copy_3d_peer(p))
-COPY_PAIR(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
+COPY_PAIR(CUresult, cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *p), (p),
+          copy_3d_peer(p))
+COPY_PAIR(CUresult, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
           (const CUDA_MEMCPY3D_PEER *p, CUstream stream), (p, stream),
           copy_3d_peer(p))
 #if NVS_CUDA_VERSION >= 13000
-COPY_PAIR(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
           (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
            CUmemcpyAttributes *attributes, size_t *attribute_indices, size_t attribute_count,
            CUstream stream),
           (dsts, srcs, sizes, count, attributes, attribute_indices, attribute_count, stream),
           batch(sizes, count))
-COPY_PAIR(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
+COPY_PAIR(CUresult, cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
           (size_t count, CUDA_MEMCPY3D_BATCH_OP *operations, unsigned long long flags,
            CUstream stream),
           (count, operations, flags, stream), batch_3d(count, operations))

@@ -41,9 +41,9 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
     return nvs_copy_between(p ? p->extent.width * p->extent.height * p->extent.depth : 0, PEER);
 }
 
-/* A copy wrapper (copy.h describes the copy), and a copy with its
- * per-thread-default-stream twin: the same parameters, the description and
- * the range made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
+/* A copy wrapper (copy.h describes the copy; COPY_PAIR there makes a copy and
+ * its per-thread-default-stream twin). In one piece; declared first, as in
+ * NVS_SPLIT_WRAPPER. */
 #define COPY(name, parameters, arguments, description)                                      \
     extern cudaError_t name parameters;                                                     \
     NVS_EXPORT cudaError_t name parameters                                                      \
@@ -51,56 +51,44 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
         NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
                          nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
     }
-#define COPY_PAIR(name, twin, parameters, arguments, description)                            \
-    extern cudaError_t name parameters;                                                     \
-    NVS_EXPORT cudaError_t name parameters                                                      \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
-    }                                                                                       \
-    extern cudaError_t twin parameters;                                                     \
-    NVS_EXPORT cudaError_t twin parameters                                                      \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, cudaErrorNotSupported, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close()); \
-    }
 
-COPY_PAIR(cudaMemcpy, cudaMemcpy_ptds,
+COPY_PAIR(cudaError_t, cudaMemcpy, cudaMemcpy_ptds,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind),
           (dst, src, bytes, kind), runtime_copy(bytes, dst, src, kind))
-COPY_PAIR(cudaMemcpyAsync, cudaMemcpyAsync_ptsz,
+COPY_PAIR(cudaError_t, cudaMemcpyAsync, cudaMemcpyAsync_ptsz,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind, cudaStream_t stream),
           (dst, src, bytes, kind, stream), runtime_copy(bytes, dst, src, kind))
-COPY_PAIR(cudaMemcpy2D, cudaMemcpy2D_ptds,
+COPY_PAIR(cudaError_t, cudaMemcpy2D, cudaMemcpy2D_ptds,
           (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
            size_t height, enum cudaMemcpyKind kind),
           (dst, dst_pitch, src, src_pitch, width, height, kind),
           runtime_copy(width * height, dst, src, kind))
-COPY_PAIR(cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz,
+COPY_PAIR(cudaError_t, cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz,
           (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
            size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),
           (dst, dst_pitch, src, src_pitch, width, height, kind, stream),
           runtime_copy(width * height, dst, src, kind))
-COPY_PAIR(cudaMemcpy3D, cudaMemcpy3D_ptds, (const struct cudaMemcpy3DParms *p), (p), copy_3d(p))
-COPY_PAIR(cudaMemcpy3DAsync, cudaMemcpy3DAsync_ptsz,
+COPY_PAIR(cudaError_t, cudaMemcpy3D, cudaMemcpy3D_ptds, (const struct cudaMemcpy3DParms *p), (p),
+          copy_3d(p))
+COPY_PAIR(cudaError_t, cudaMemcpy3DAsync, cudaMemcpy3DAsync_ptsz,
           (const struct cudaMemcpy3DParms *p, cudaStream_t stream),
           (p, stream), copy_3d(p))
-COPY_PAIR(cudaMemcpy3DPeer, cudaMemcpy3DPeer_ptds,
+COPY_PAIR(cudaError_t, cudaMemcpy3DPeer, cudaMemcpy3DPeer_ptds,
           (const struct cudaMemcpy3DPeerParms *p), (p), copy_3d_peer(p))
-COPY_PAIR(cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync_ptsz,
+COPY_PAIR(cudaError_t, cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync_ptsz,
           (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), (p, stream),
           copy_3d_peer(p))
-COPY_PAIR(cudaMemcpyToSymbol, cudaMemcpyToSymbol_ptds,
+COPY_PAIR(cudaError_t, cudaMemcpyToSymbol, cudaMemcpyToSymbol_ptds,
           (const void *symbol, const void *src, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
           (symbol, src, bytes, offset, kind), runtime_copy(bytes, symbol, src, kind))
-COPY_PAIR(cudaMemcpyFromSymbol, cudaMemcpyFromSymbol_ptds,
+COPY_PAIR(cudaError_t, cudaMemcpyFromSymbol, cudaMemcpyFromSymbol_ptds,
           (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
           (dst, symbol, bytes, offset, kind), runtime_copy(bytes, dst, symbol, kind))
-COPY_PAIR(cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync_ptsz,
+COPY_PAIR(cudaError_t, cudaMemcpyToSymbolAsync, cudaMemcpyToSymbolAsync_ptsz,
           (const void *symbol, const void *src, size_t bytes, size_t offset,
            enum cudaMemcpyKind kind, cudaStream_t stream),
           (symbol, src, bytes, offset, kind, stream), runtime_copy(bytes, symbol, src, kind))
-COPY_PAIR(cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync_ptsz,
+COPY_PAIR(cudaError_t, cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync_ptsz,
           (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind,
            cudaStream_t stream),
           (dst, symbol, bytes, offset, kind, stream), runtime_copy(bytes, dst, symbol, kind))
