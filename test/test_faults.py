@@ -96,6 +96,14 @@ def strace_argv(log, calls, *injections, stacks=False):
     return argv
 
 
+# The ASan half (make test-asan) preloads the ASan runtime first. Its allocator maps memory for
+# the library's allocations and the program's alike, and strace cannot always unwind through it
+# to tell whose: the program's own maps fall among the library's, so an error injected at "the
+# library's Nth mmap" may hit the program. mmap is injected in the plain half only (the ASan
+# half deselects its cases, mk/sanitize.mk), and left out of the profiles here.
+UNDER_ASAN = bool(os.environ.get("NVS_TEST_PRELOAD_FIRST"))
+
+
 def the_program():
     return [program("test/recorder_faults"), str(ITERATIONS)]
 
@@ -140,6 +148,8 @@ def profile(argv, trace, calls):
                           capture_output=True, timeout=TIMEOUT, cwd=str(trace.parent))
     assert done.returncode == 0, done.stderr
     found, counts = library_occurrences(log.read_text())
+    if UNDER_ASAN:
+        found.pop("mmap", None)
     for call, numbers in found.items():
         total = sum(n for (pid, c), n in counts.items() if c == call)
         assert numbers == list(range(numbers[0], total + 1)), (
