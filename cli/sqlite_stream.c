@@ -111,6 +111,15 @@ static bool next_row(struct cursor *cursor)
     return !cursor->done;
 }
 
+/* The row's payload column: the first of NVTX_EVENTS's value columns that is there, or -1. */
+static int payload_column(sqlite3_stmt *statement)
+{
+    for (size_t i = 0; i < NVS_SQL_PAYLOADS; i++)
+        if (!nvs_sql_is_null(statement, N_PAYLOAD + (int)i))
+            return N_PAYLOAD + (int)i;
+    return -1;
+}
+
 static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
 {
     sqlite3_stmt *statement = cursor->statement;
@@ -148,20 +157,16 @@ static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
             event->end_tid = nvs_global_tid(sqlite3_column_int64(statement, N_END_TID));
         cursor->event.rowid = sqlite3_column_int64(statement, N_PAYLOAD + (int)NVS_SQL_PAYLOADS);
         /* the payload: the first of its columns that is there (report reads it) */
-        for (size_t i = 0; i < NVS_SQL_PAYLOADS; i++) {
-            int column = N_PAYLOAD + (int)i;
-            if (nvs_sql_is_null(statement, column))
-                continue;
-            if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
-                double value = sqlite3_column_double(statement, column);
-                if (!(value > -9.2e18 && value < 9.2e18))
-                    break;
+        int payload = payload_column(statement);
+        if (payload >= 0 && sqlite3_column_type(statement, payload) == SQLITE_FLOAT) {
+            double value = sqlite3_column_double(statement, payload);
+            if (value > -9.2e18 && value < 9.2e18) {
                 event->payload = (int64_t)(value < 0 ? value - 0.5 : value + 0.5);
-            } else {
-                event->payload = sqlite3_column_int64(statement, column);
+                event->has_payload = true;
             }
+        } else if (payload >= 0) {
+            event->payload = sqlite3_column_int64(statement, payload);
             event->has_payload = true;
-            break;
         }
         struct nvs_json_text *args = &cursor->args;
         args->length = 0;
@@ -177,22 +182,16 @@ static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
             else
                 nvs_json_text_add(args, "%s\"category\":%" PRId64, args->length ? "," : "", id);
         }
-        for (size_t i = 0; i < NVS_SQL_PAYLOADS; i++) {
-            int column = N_PAYLOAD + (int)i;
-            if (nvs_sql_is_null(statement, column))
-                continue;
-            if (sqlite3_column_type(statement, column) == SQLITE_FLOAT) {
-                double value = sqlite3_column_double(statement, column);
-                nvs_json_text_add(args, "%s\"payload\":%.17g", args->length ? "," : "",
-                                  value == value && value - value == 0 ? value : 0.0);
-            } else if (i == 0) {
-                nvs_json_text_add(args, "%s\"payload\":%" PRIu64, args->length ? "," : "",
-                                  (uint64_t)sqlite3_column_int64(statement, column));
-            } else {
-                nvs_json_text_add(args, "%s\"payload\":%" PRId64, args->length ? "," : "",
-                                  (int64_t)sqlite3_column_int64(statement, column));
-            }
-            break;
+        if (payload >= 0 && sqlite3_column_type(statement, payload) == SQLITE_FLOAT) {
+            double value = sqlite3_column_double(statement, payload);
+            nvs_json_text_add(args, "%s\"payload\":%.17g", args->length ? "," : "",
+                              value == value && value - value == 0 ? value : 0.0);
+        } else if (payload == N_PAYLOAD) {   /* the first column, uint64Value: unsigned */
+            nvs_json_text_add(args, "%s\"payload\":%" PRIu64, args->length ? "," : "",
+                              (uint64_t)sqlite3_column_int64(statement, payload));
+        } else if (payload >= 0) {
+            nvs_json_text_add(args, "%s\"payload\":%" PRId64, args->length ? "," : "",
+                              (int64_t)sqlite3_column_int64(statement, payload));
         }
         if (mark && !nvs_sql_is_null(statement, N_COLOR)) {
             uint32_t color = (uint32_t)sqlite3_column_int64(statement, N_COLOR) & 0xFFFFFFu;
