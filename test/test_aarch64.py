@@ -25,6 +25,7 @@ from conftest import ROOT, load_trace, program, ranges
 from childenv import clean_env
 from pftracefile import check
 from test_devices import Peer
+from test_wheel import same_wheel_from_a_clean_clone
 
 AARCH64 = os.path.join(ROOT, os.environ.get("NVS_TEST_AARCH64_BUILD", "build-aarch64"))
 QEMU = shutil.which("qemu-aarch64-static") or shutil.which("qemu-aarch64")
@@ -290,18 +291,5 @@ def test_a_clean_clone_elsewhere_makes_the_same_aarch64_wheel(wheel, tmp_path):
     path gives the same bytes; where the working tree differs from its commit there is nothing to
     compare."""
     path, _ = wheel
-    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, check=True).stdout
-    if dirty:
-        pytest.skip("the working tree differs from its commit: " + dirty.splitlines()[0])
-    clone = tmp_path / "elsewhere"
-    subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True, timeout=300)
-    built = subprocess.run(["bash", str(clone / "scripts" / "wheel.sh"), str(tmp_path / "dist")],
-                           env=clean_env({"NVS_WHEEL_ARCH": "aarch64",
-                                          "NVS_WHEEL_ENV": os.path.join(ROOT, "build", "wheelenv")}),
-                           capture_output=True, text=True, timeout=900)
-    assert built.returncode == 0, built.stderr[-4000:]
-    again = built.stdout.strip().splitlines()[-1]
-    assert os.path.basename(again) == os.path.basename(path)
-    with open(path, "rb") as first, open(again, "rb") as second:
-        assert first.read() == second.read()
+    same_wheel_from_a_clean_clone(path, tmp_path, clean_env({
+        "NVS_WHEEL_ARCH": "aarch64", "NVS_WHEEL_ENV": os.path.join(ROOT, "build", "wheelenv")}))

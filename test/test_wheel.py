@@ -159,6 +159,13 @@ def test_a_clean_clone_elsewhere_makes_the_same_wheel(installed, tmp_path):
     wheel with the same pinned tools, gives the same bytes (times from the commit, no path of the
     tree inside). Where the working tree differs from its commit there is nothing to compare."""
     _, wheel = installed
+    same_wheel_from_a_clean_clone(wheel, tmp_path,
+                                  dict(os.environ, NVS_WHEEL_ENV=os.path.join(ROOT, "build", "wheelenv")))
+
+
+def same_wheel_from_a_clean_clone(wheel, tmp_path, env):
+    """A clone of this commit at another path, built by scripts/wheel.sh with ENV, makes the
+    same bytes as WHEEL; skips where the working tree differs from its commit."""
     dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
                            capture_output=True, text=True, check=True).stdout
     if dirty:
@@ -166,8 +173,7 @@ def test_a_clean_clone_elsewhere_makes_the_same_wheel(installed, tmp_path):
     clone = tmp_path / "elsewhere"
     subprocess.run(["git", "clone", "-q", ROOT, str(clone)], check=True, timeout=300)
     built = subprocess.run(["bash", str(clone / "scripts" / "wheel.sh"), str(tmp_path / "dist")],
-                           env=dict(os.environ, NVS_WHEEL_ENV=os.path.join(ROOT, "build", "wheelenv")),
-                           capture_output=True, text=True, timeout=900)
+                           env=env, capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stderr[-4000:]
     again = built.stdout.strip().splitlines()[-1]
     assert os.path.basename(again) == os.path.basename(wheel)
