@@ -231,6 +231,13 @@ static bool read_figures(const struct slot *slot, struct nvs_thread *now)
     return slot->tid && bpf_map_lookup_elem(watched_fd, &slot->tid, now) == 0;
 }
 
+/* The slots threads have taken (those past SLOTS go unwatched). */
+static unsigned slots_taken(void)
+{
+    unsigned count = atomic_load(&slot_count);
+    return count < SLOTS ? count : SLOTS;
+}
+
 void nvs_kernel_frame_begin(uint64_t number)
 {
     atomic_store_explicit(&current_frame, number, memory_order_relaxed);
@@ -238,10 +245,7 @@ void nvs_kernel_frame_begin(uint64_t number)
         return;
     /* The first frame: what the threads spent before it began is not its. */
     int saved_errno = errno;
-    unsigned count = atomic_load(&slot_count);
-    if (count > SLOTS)
-        count = SLOTS;
-    for (unsigned i = 0; i < count; i++) {
+    for (unsigned i = 0, count = slots_taken(); i < count; i++) {
         struct nvs_thread now;
         if (read_figures(&slots[i], &now))
             slots[i].base = now.figures;
@@ -287,10 +291,8 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     int saved_errno = errno;
     struct nvs_thread_figures sum;
     memset(&sum, 0, sizeof sum);
-    unsigned count = atomic_load(&slot_count), threads = 0;
-    if (count > SLOTS)
-        count = SLOTS;
-    for (unsigned i = 0; i < count; i++) {
+    unsigned threads = 0;
+    for (unsigned i = 0, count = slots_taken(); i < count; i++) {
         struct slot *slot = &slots[i];
         struct nvs_thread now;
         if (!read_figures(slot, &now))
@@ -342,8 +344,7 @@ NVS_ONCE void nvs_kernel_finish(void)
     /* Nothing silent: switches the kernel did not report leave their frames short of
      * off-CPU time, and the user is told how many. */
     unsigned long long unseen = 0;
-    unsigned count = atomic_load(&slot_count);
-    for (unsigned i = 0; i < count && i < SLOTS; i++) {
+    for (unsigned i = 0, count = slots_taken(); i < count; i++) {
         struct nvs_thread now;
         if (read_figures(&slots[i], &now))
             unseen += now.figures.unseen;
