@@ -12,7 +12,6 @@ fd = int(sys.argv[1])
 os.set_inheritable(fd, False)
 pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
 _, status, usage = os.wait4(pid, 0)
-os.write(fd, b"%d %d %.6f\n" % (os.waitstatus_to_exitcode(status), usage.ru_maxrss,
-                                usage.ru_utime + usage.ru_stime))
 code = os.waitstatus_to_exitcode(status)
+os.write(fd, b"%d %d %.6f\n" % (code, usage.ru_maxrss, usage.ru_utime + usage.ru_stime))
 sys.exit(code if code >= 0 else 128 - code)

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import clean_env, measured_end, popen_measured, program
+from conftest import clean_env, measured_end, no_peak_under_asan, popen_measured, program
 
 MAIN = (4242 << 24) | 4242          # nsys's globalTid of process 4242's main thread
 GPU = 4242 << 24                    # ... and the globalPid of its GPU work
@@ -94,14 +94,6 @@ def measured(*args, stdout=os.devnull):
     return stderr, figures["peak"]
 
 
-def not_under_asan():
-    """Skips the rest of a test in make test's ASan half: there memory is ASan's (its shadow,
-    its quarantine of freed blocks), not the reader's."""
-    if os.environ.get("NVS_TEST_PRELOAD_FIRST"):
-        pytest.skip("every row counted; peak memory is not judged under ASan (its shadow and "
-                    "quarantine are its runtime's, not the reader's)")
-
-
 def convert_measured(database, out):
     """nvtxshim convert DATABASE OUT: its stderr and its peak resident memory in bytes."""
     return measured("convert", database, out)
@@ -141,7 +133,7 @@ def test_convert_of_a_large_export_holds_what_is_in_flight_not_the_export(tmp_pa
         "thread state": 2 * frames - 1}
     # Loaded whole, these 2.1 million events took some 500 MB (the commit before the stream);
     # read as a stream, ten times the export takes about the memory of a tenth of it.
-    not_under_asan()
+    no_peak_under_asan()
     assert peak < 64 << 20, "peak %.1f MB" % (peak / 2 ** 20)
     assert peak < small_peak + (16 << 20), "peak %.1f MB, %.1f MB for a tenth of the export" % (
         peak / 2 ** 20, small_peak / 2 ** 20)
@@ -163,7 +155,7 @@ def test_report_of_a_large_export_holds_the_frames_figures_not_its_events(tmp_pa
     # What report keeps is each frame's figures (some 400 bytes a frame, figures.c); loaded
     # whole, as before the stream, the events came on top (five a frame, some 1,000 bytes a
     # frame in all: 299 MB here).
-    not_under_asan()
+    no_peak_under_asan()
     per_frame = (peak - small_peak) / (frames - frames // 10)
     assert per_frame < 640, "%.0f bytes a frame (peak %.1f MB, %.1f MB for a tenth)" % (
         per_frame, peak / 2 ** 20, small_peak / 2 ** 20)

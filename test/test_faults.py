@@ -39,7 +39,7 @@ import pytest
 
 import pftracefile
 import traceformat
-from conftest import SHIM, program
+from conftest import SHIM, UNDER_ASAN, program
 from childenv import clean_env
 
 ITERATIONS = 3000      # 12,000 events: a JSON trace of 39 buffer writes, a .pftrace of 12
@@ -100,8 +100,7 @@ def strace_argv(log, calls, *injections, stacks=False):
 # the library's allocations and the program's alike, and strace cannot always unwind through it
 # to tell whose: the program's own maps fall among the library's, so an error injected at "the
 # library's Nth mmap" may hit the program. mmap is injected in the plain half only (the ASan
-# half deselects its cases, mk/sanitize.mk), and left out of the profiles here.
-UNDER_ASAN = bool(os.environ.get("NVS_TEST_PRELOAD_FIRST"))
+# half deselects its cases, mk/sanitize.mk), and left out of the profiles there (UNDER_ASAN).
 
 
 def the_program():
