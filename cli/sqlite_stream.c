@@ -368,11 +368,27 @@ static int read_gpu(struct nvs_export *export, struct cursor *cursor, enum gpu_t
 /* Columns of the thread states' query: a switch, then the thread's next one. */
 enum { S_ROWID = S_BLOCK + 1, S_NEXT_START, S_NEXT_IN };
 
+/* COLUMN's ENUM label from LABELS, or PREFIX and its number where the export has no label for
+ * it; NULL where the column is empty. */
+static const char *label_of(struct nvs_export *export, sqlite3_stmt *statement, int column,
+                            struct labels *labels, const char *prefix)
+{
+    if (nvs_sql_is_null(statement, column))
+        return NULL;
+    sqlite3_int64 id = sqlite3_column_int64(statement, column);
+    const char *label = nvs_sql_label(&export->database, labels, id);
+    if (label)
+        return label;
+    char number[48];
+    snprintf(number, sizeof number, "%s%lld", prefix, (long long)id);
+    return nvs_events_intern_string(&export->names, number);
+}
+
 static int read_sched(struct nvs_export *export, struct cursor *cursor)
 {
     sqlite3_stmt *statement = cursor->statement;
     struct nvs_event *event = &cursor->event.event;
-    char number[32], name[160];
+    char name[160];
     while (next_row(cursor)) {
         if (nvs_sql_is_null(statement, S_NEXT_START))
             continue;                /* the thread's last switch */
@@ -398,23 +414,8 @@ static int read_sched(struct nvs_export *export, struct cursor *cursor)
                 nvs_json_text_add(args, "\"cpu\":%lld", (long long)sqlite3_column_int64(statement, S_CPU));
         } else {
             /* the reason the thread left the CPU: on its switch out */
-            const char *state = NULL, *block = NULL;
-            if (!nvs_sql_is_null(statement, S_STATE)) {
-                sqlite3_int64 id = sqlite3_column_int64(statement, S_STATE);
-                state = nvs_sql_label(&export->database, &export->states, id);
-                if (!state) {
-                    snprintf(number, sizeof number, "state %lld", (long long)id);
-                    state = nvs_events_intern_string(&export->names, number);
-                }
-            }
-            if (!nvs_sql_is_null(statement, S_BLOCK)) {
-                sqlite3_int64 id = sqlite3_column_int64(statement, S_BLOCK);
-                block = nvs_sql_label(&export->database, &export->blocks, id);
-                if (!block) {
-                    snprintf(number, sizeof number, "%lld", (long long)id);
-                    block = nvs_events_intern_string(&export->names, number);
-                }
-            }
+            const char *state = label_of(export, statement, S_STATE, &export->states, "state ");
+            const char *block = label_of(export, statement, S_BLOCK, &export->blocks, "");
             row_name = export->off_cpu;
             if (state) {
                 snprintf(name, sizeof name, "Off CPU (%s)", state);
