@@ -83,16 +83,17 @@ LIB_LDFLAGS := -shared -Wl,--version-script=$(BUILD)/exports.map -Wl,-Bsymbolic 
 LIB_LIBS := -Wl,--as-needed -ldl -lpthread
 
 LIB_SOURCES := $(filter-out %.bpf.c,$(wildcard libnvtxshim/*.c)) $(wildcard libnvtxshim/hooks/*.c) \
+               $(wildcard libnvtxshim/registry/*.c) $(wildcard libnvtxshim/devices/*.c) \
                $(wildcard libnvtxshim/recorder/*.c)
 LIB_OBJECTS := $(patsubst libnvtxshim/%.c,$(BUILD)/obj/%.o,$(LIB_SOURCES))
 FLAGS_CLASSES += lib lib-link cpp
 FLAGS_lib = $(CC) $(LIB_CFLAGS)
 FLAGS_lib-link = $(CC) $(LIB_LDFLAGS) $(LIB_LIBS)
 FLAGS_cpp = $(CC) $(TABLE_FLAGS)
-# The configuration parser (config.c, and names.c for call:NAME) is compiled once,
+# The configuration parser (config.c, and registry/names.c for call:NAME) is compiled once,
 # for the library; the command and the unit test link the same objects
 # (position-independent code links into programs too).
-CONFIG_OBJECTS := $(BUILD)/obj/config.o $(BUILD)/obj/hooks/names.o
+CONFIG_OBJECTS := $(BUILD)/obj/config.o $(BUILD)/obj/registry/names.o
 
 # The kernel probe (NVTXSHIM_KERNEL=on) needs libbpf, bpftool, clang and the
 # kernel's BTF at build time; without them the library is built without it.
@@ -147,10 +148,10 @@ check-nvtx:
 	@if [ -z "$(NVTX_INCLUDE)" ] || [ -z "$(CUDA_VERSION_NUMBER)" ]; then \
 	  echo "nvtx3/nvToolsExt.h and cuda.h are needed from \$$CUDA_HOME/include, /usr/local/cuda/include or /usr/include: run 'make deps'" >&2; exit 1; fi
 
-# The version script, from the hook tables.
-$(BUILD)/exports.map: libnvtxshim/exports.map.in $(call flags,cpp) $(DEPFILE)
+# The version script, from the registry's tables.
+$(BUILD)/exports.map: libnvtxshim/registry/exports.map.in $(call flags,cpp) $(DEPFILE)
 	$(call say,GEN)
-	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) -Ilibnvtxshim $(DEPFLAGS) $< -o $@
+	$(Q)$(CC) -E -P -x c $(TABLE_FLAGS) $(DEPFLAGS) $< -o $@
 
 $(BUILD)/obj/%.o: libnvtxshim/%.c $(call flags,lib) $(DEPFILE)
 	$(call say,CC)

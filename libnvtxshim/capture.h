@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hooks.h"
+#include "registry/registry.h"
 
 /* Set on a thread whose call must be followed by more work when it ends (a
  * capture that closes after its last counted call): nvs_capture_after_call,

@@ -12,7 +12,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "hooks.h"
+#include "registry/registry.h"
 
 extern char **environ;
 

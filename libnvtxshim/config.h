@@ -6,23 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "registry/registry.h"
+
 /* Code that runs once, at load or at exit, in every process that inherits
  * LD_PRELOAD: kept together (GCC's cold section), so that a process which
  * never uses a hooked library faults in as few pages of the library as can be. */
 #define NVS_ONCE __attribute__((cold))
 /* ... and the few variables that code reads or writes, kept on one page. */
 #define NVS_ONCE_DATA __attribute__((section("nvs_once_data")))
-
-enum nvs_hook_set {
-    NVS_HOOKS_USB  = 1u << 0,
-    NVS_HOOKS_X11  = 1u << 1,
-    NVS_HOOKS_CUDA = 1u << 2,
-    NVS_HOOKS_V4L2 = 1u << 3,           /* camera device files */
-    NVS_HOOKS_SERIAL = 1u << 4,         /* USB serial ttys, NVTXSHIM_DEVICES paths */
-    NVS_HOOKS_HID  = 1u << 5,           /* hidraw nodes */
-    NVS_HOOKS_DEVICE_FILES = NVS_HOOKS_V4L2 | NVS_HOOKS_SERIAL | NVS_HOOKS_HID,
-    NVS_HOOKS_ALL  = NVS_HOOKS_USB | NVS_HOOKS_X11 | NVS_HOOKS_CUDA | NVS_HOOKS_DEVICE_FILES,
-};
 
 enum nvs_frame_marker {
     NVS_FRAME_OFF,

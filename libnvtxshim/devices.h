@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "emit.h"
-#include "hooks.h"
+#include "registry/registry.h"
 #include "schema.h"
 
 enum nvs_device_kind {

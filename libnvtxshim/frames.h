@@ -3,7 +3,7 @@
 #define NVS_FRAMES_H
 
 #include "config.h"
-#include "hooks.h"
+#include "registry/registry.h"
 
 /* A call of hook ID (or an asynchronous transfer's completion) that is a
  * frame marker of kind EVENT (NVS_FRAME_OFF for none), at USB ENDPOINT or -1:

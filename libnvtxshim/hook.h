@@ -22,7 +22,7 @@
 #include "capture.h"
 #include "config.h"
 #include "emit.h"
-#include "hooks.h"
+#include "registry/registry.h"
 #include "resolve.h"
 
 /* ---- is this call traced? ------------------------------------------------------ */

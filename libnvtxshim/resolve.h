@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hooks.h"
+#include "registry/registry.h"
 
 /* Each hook's wrapper, our exported function of its name (hooks/table.c),
  * handed to resolve.c by init.c at load; nvs_resolve_wrapper(ID) gives it

@@ -12,7 +12,7 @@
 
 FUZZ_SECONDS ?= 600
 FUZZ_CLANG ?= $(if $(CLANG),$(CLANG),clang)
-FUZZ_SOURCES := test/fuzz/config_fuzz.c libnvtxshim/config.c libnvtxshim/hooks/names.c
+FUZZ_SOURCES := test/fuzz/config_fuzz.c libnvtxshim/config.c libnvtxshim/registry/names.c
 FUZZ_FLAGS := -g -O1 -std=gnu11 $(WARNINGS) $(TABLE_FLAGS) -Ilibnvtxshim \
               -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FLAGS_CLASSES += fuzz

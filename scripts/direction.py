@@ -9,10 +9,12 @@
 
 The rules:
   1. no cycle of calls among the library's files, none of includes;
-  2. no file outside libnvtxshim/hooks/ includes a header of hooks/ (its .def tables of
-     hooked names are anyone's), but init.c, which puts the library together at load;
-  3. the descriptor table (devices.c) calls no file of hooks/;
-  4. cli/ includes only the library headers it shares (SHARED below), and has no cycle of
+  2. every file of the library stands on one floor (FLOORS below, top first), and no call
+     and no include runs from a floor to one above it: no arrow back up;
+  3. no file outside libnvtxshim/hooks/ includes a header of hooks/, but init.c, which puts
+     the library together at load (the registry's .def tables of hooked names are anyone's);
+  4. the descriptor table (devices.c) calls no file of hooks/;
+  5. cli/ includes only the library headers it shares (SHARED below), and has no cycle of
      includes either.
 
     scripts/direction.py OBJECTS_DIR [ROOT]
@@ -26,12 +28,29 @@ import re
 import subprocess
 import sys
 
-SHARED = {"schema.h", "pftrace_proto.h", "config.h", "variables.def", "hooks.h", "spin.h"}
+SHARED = {"schema.h", "pftrace_proto.h", "config.h", "variables.def", "registry.h", "spin.h"}
 TOP = {"init"}                              # the composition root: may include anything
+# The library's floors, top first (docs/ARCHITECTURE.md, "Direction"): a file's calls and
+# includes reach its own floor or the ones below. Each entry: the floor's name and its files,
+# as module paths (a trailing / takes a folder's every file; a .def table is its own module).
+FLOORS = [
+    ("the composition", ["init", "wrappers"]),
+    ("the wrappers", ["hooks/"]),
+    ("the descriptor table", ["devices"]),
+    ("the call path", ["hook", "activation"]),
+    ("what a call drives", ["frames", "capture", "kernel", "kernel_libbpf"]),
+    ("the recorder", ["recorder/"]),
+    ("NVTX", ["emit"]),
+    ("the base", ["clock", "resolve", "log", "config", "variables.def", "schema", "sys", "spin",
+                  "pftrace_proto"]),
+    ("the registry", ["registry/"]),
+]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
-def objects_graph(objects_dir):
+def objects_graph(objects_dir, root):
+    """Module -> {called module: a symbol}, from the objects whose source is in ROOT (an
+    object left in the build by a file since moved or deleted is no part of the library)."""
     defined, wanted = {}, {}
     for where, _, files in os.walk(objects_dir):
         for name in files:
@@ -39,6 +58,8 @@ def objects_graph(objects_dir):
                 continue
             path = os.path.join(where, name)
             module = os.path.relpath(path, objects_dir)[:-2]
+            if not os.path.exists(os.path.join(root, "libnvtxshim", module + ".c")):
+                continue
             out = subprocess.run(["nm", "-P", path], capture_output=True, text=True,
                                  check=True).stdout
             defined[module], wanted[module] = set(), set()
@@ -140,6 +161,32 @@ def cycles(graph):
     return found
 
 
+def floor_of(module):
+    """The index of MODULE's floor in FLOORS, or None."""
+    for number, (_, members) in enumerate(FLOORS):
+        for member in members:
+            if module == member or (member.endswith("/") and module.startswith(member)):
+                return number
+    return None
+
+
+def arrows_up(graph, how):
+    """Each edge of GRAPH from a floor to one above it, and each module on no floor."""
+    found = []
+    modules = sorted(set(graph) | {t for targets in graph.values() for t in targets})
+    for module in modules:
+        if floor_of(module) is None:
+            found.append("%s stands on no floor: put it on one in FLOORS (scripts/direction.py)"
+                         % module)
+    for module in sorted(graph):
+        for target, why in sorted(graph[module].items()):
+            here, there = floor_of(module), floor_of(target)
+            if here is not None and there is not None and there < here:
+                found.append("%s (%s) %s %s (%s), a floor above it: %s"
+                             % (module, FLOORS[here][0], how, target, FLOORS[there][0], why))
+    return found
+
+
 def describe(component, graph, how):
     members = set(component)
     edges = ["%s -> %s (%s)" % (a, b, graph[a][b]) for a in component
@@ -154,11 +201,12 @@ def main(argv):
     objects_dir = argv[1]
     root = argv[2] if len(argv) == 3 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     breaches = []
-    calls, modules = objects_graph(objects_dir)
+    calls, modules = objects_graph(objects_dir, root)
     if len(modules) < 10:
         breaches.append("%s: %d objects, too few to be the library's" % (objects_dir, len(modules)))
     for component in cycles(calls):
         breaches.append(describe(component, calls, "calls"))
+    breaches += arrows_up(calls, "calls")
     for target, symbol in sorted(calls.get("devices", {}).items()):
         if target.startswith("hooks/"):
             breaches.append("the descriptor table calls %s (%s): protocol files are called by "
@@ -166,6 +214,7 @@ def main(argv):
     includes, _ = includes_graph(root, "libnvtxshim")
     for component in cycles(includes):
         breaches.append(describe(component, includes, "includes"))
+    breaches += arrows_up(includes, "includes")
     for module, targets in sorted(includes.items()):
         if module.startswith("hooks/") or module in TOP:
             continue

@@ -6,7 +6,7 @@
 #
 # usage: own_calls.sh EXPORTS_MAP OBJECT...
 # Fails, naming each object and symbol, when an object refers to (leaves
-# undefined) a function the version script exports. hooks/table.o is the one
+# undefined) a function the version script exports. wrappers.o is the one
 # exception: it holds the wrappers' addresses, the table resolve.c hands out.
 set -euo pipefail
 map=$1
@@ -18,7 +18,7 @@ if [ -z "$exported" ]; then
 fi
 status=0
 for object in "$@"; do
-  case "$object" in */hooks/table.o) continue ;; esac
+  case "$object" in */obj/wrappers.o) continue ;; esac
   calls=$(nm --undefined-only --format=posix "$object" | awk '{print $1}' | sort -u |
           comm -12 - <(printf '%s\n' "$exported"))
   if [ -n "$calls" ]; then

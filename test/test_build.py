@@ -11,7 +11,7 @@ from conftest import BUILD, ROOT, SHIM
 
 
 def hook_table(name):
-    with open(os.path.join(ROOT, "libnvtxshim", "hooks", name)) as f:
+    with open(os.path.join(ROOT, "libnvtxshim", "registry", name)) as f:
         return re.findall(r"^NVS_HOOK\((\w+),", f.read(), re.M)
 
 
@@ -24,7 +24,7 @@ def test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point():
     with open(os.path.join(BUILD, "exports.map")) as f:
         mapped = set(re.findall(r"^\s*(\w+);", f.read().split("local:")[0], re.M))
     assert exported == mapped
-    tables = [f for f in os.listdir(os.path.join(ROOT, "libnvtxshim", "hooks")) if f.endswith(".def")]
+    tables = [f for f in os.listdir(os.path.join(ROOT, "libnvtxshim", "registry")) if f.endswith(".def")]
     assert {"usb.def", "x11.def", "cuda.def", "cudart.def", "process.def"} <= set(tables)
     listed = set()
     for table in tables:
@@ -152,7 +152,7 @@ def test_touching_a_header_rebuilds_exactly_what_includes_it(tmp_path):
                      for top in ("libnvtxshim", "cli", "examples", "test")
                      for d, _, names in os.walk(os.path.join(tree, top))
                      for n in names if n.endswith((".h", ".def")))
-    assert "libnvtxshim/hooks/copy.h" in headers and "libnvtxshim/hooks/cuda.def" in headers
+    assert "libnvtxshim/hooks/copy.h" in headers and "libnvtxshim/registry/cuda.def" in headers
     wrong, included = [], 0
     for header in headers:
         want, got = expected(header), rebuilt_after_touching(header)
@@ -234,7 +234,7 @@ def test_every_target_depends_on_the_file_of_its_flags():
             target = target[:-len(".tmp")] if target.endswith(".tmp") else target
             if target.startswith(build + "/") and "/flags/" not in target:
                 made.add(target)
-    for target in ("obj/kernel_libbpf.o", "nvtxshim", "cli/main.o", "test/frame_loop",
+    for target in ("obj/kernel_libbpf.o", "nvtxshim", "cli/commands/nvtxshim.o", "test/frame_loop",
                    "exports.map", "asan/obj/kernel.o", "tsan/test/stress"):
         assert os.path.join(build, target) in made, target
     nested = re.findall(r"^NESTED_BUILDS :?= (.*)$", result.stdout, re.M)

@@ -1,9 +1,10 @@
 """The library's files depend on each other one way (docs/ARCHITECTURE.md, "Direction"):
 scripts/direction.py draws the calls between them from the built objects' symbols and the
-includes from the sources, and finds no cycle in either, no header of hooks/ included outside
-it (but by init.c), no call from the descriptor table into a protocol file, no cycle of
-includes in cli/ and no private header of the library included there. Each rule is also seen
-to catch a back edge put in on purpose."""
+includes from the sources, and finds no cycle in either, no call or include from a floor to
+one above it (the registry at the bottom, the composition on top), no header of hooks/
+included outside it (but by init.c), no call from the descriptor table into a protocol file,
+no cycle of includes in cli/ and no private header of the library included there. Each rule
+is also seen to catch a back edge put in on purpose. And no two source files share a name."""
 import os
 import re
 import shutil
@@ -53,6 +54,17 @@ def test_the_table_calling_a_protocol_is_caught(tmp_path):
     assert "the descriptor table calls hooks/usbfs (nvs_usbfs_closed)" in done.stderr, done.stderr
 
 
+def test_a_call_to_a_floor_above_is_caught(tmp_path):
+    # The schema (the base) calling NVTX's door (emit.c), which never calls it back: no
+    # cycle, an arrow up.
+    objects = objects_with(tmp_path, "schema", "void nvs_emit_set_direct(void *);\n"
+                           "void nvs_schema_hook(void) { nvs_emit_set_direct(0); }\n")
+    done = direction(objects)
+    assert done.returncode == 1
+    assert "schema (the base) calls emit (NVTX), a floor above it: nvs_emit_set_direct" in \
+        done.stderr and "a cycle" not in done.stderr, done.stderr
+
+
 def sources_with(tmp_path, path, line):
     root = tmp_path / "root"
     for folder in ("libnvtxshim", "cli"):
@@ -67,6 +79,23 @@ def test_an_include_back_up_is_a_cycle(tmp_path):
     assert done.returncode == 1
     assert "a cycle of includes among" in done.stderr and "clock -> hook" in done.stderr, \
         done.stderr
+
+
+def test_the_registry_including_a_floor_above_is_caught(tmp_path):
+    done = direction(root=sources_with(tmp_path, "libnvtxshim/registry/names.c",
+                                       '#include "../config.h"'))
+    assert done.returncode == 1
+    assert "registry/names (the registry) includes config (the base), a floor above it" in \
+        done.stderr and "a cycle" not in done.stderr, done.stderr
+
+
+def test_a_file_on_no_floor_is_caught(tmp_path):
+    root = sources_with(tmp_path, "libnvtxshim/log.c", "")
+    with open(os.path.join(root, "libnvtxshim", "stray.c"), "w") as f:
+        f.write('#include "log.h"\n')
+    done = direction(root=root)
+    assert done.returncode == 1
+    assert "stray stands on no floor" in done.stderr, done.stderr
 
 
 def test_a_hooks_header_outside_hooks_is_caught(tmp_path):
@@ -143,3 +172,34 @@ def test_a_third_macro_level_or_a_second_body_is_caught(tmp_path):
     problems = wrapper_macro_problems(str(hooks))
     assert any(p.startswith("WAIT_TWICE expands to WAIT") for p in problems), problems
     assert any(p.startswith("MY_BODY tests the call itself") for p in problems), problems
+
+
+# ---- names -------------------------------------------------------------------------------
+
+# Each program's entry point is main.c in its own folder: one job, the same name.
+SAME_JOB = {"main.c"}
+
+
+def shared_names(root):
+    """{base name: [paths]} of the C sources, headers and tables under libnvtxshim/ and cli/
+    (and the examples) that share a base name with another in a different folder."""
+    seen = {}
+    for folder in ("libnvtxshim", "cli", "examples"):
+        for where, _, files in os.walk(os.path.join(root, folder)):
+            for name in files:
+                if name.endswith((".c", ".h", ".def")) and name not in SAME_JOB:
+                    seen.setdefault(name, []).append(
+                        os.path.relpath(os.path.join(where, name), root))
+    return {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_no_two_source_files_share_a_name():
+    assert shared_names(ROOT) == {}
+
+
+def test_two_files_of_one_name_are_caught(tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(os.path.join(ROOT, "cli"), root / "cli")
+    shutil.copytree(os.path.join(ROOT, "libnvtxshim"), root / "libnvtxshim")
+    (root / "cli" / "clock.c").write_text("/* a second clock */\n")
+    assert shared_names(str(root)).get("clock.c") == ["cli/clock.c", "libnvtxshim/clock.c"]

@@ -426,10 +426,10 @@ def test_a_vulkan_layers_own_lookups_stay_its_own(tmp_path):
 
 
 def test_the_user_guide_names_every_x11_call_the_library_draws():
-    """Each function in hooks/x11.def, `_XReply` (the name of Xlib's round trips) among them, is
+    """Each function in registry/x11.def, `_XReply` (the name of Xlib's round trips) among them, is
     named in the user guide (docs/user-guide.md, What you see), where a user reading a trace looks
     a range's name up."""
-    with open(os.path.join(ROOT, "libnvtxshim", "hooks", "x11.def")) as f:
+    with open(os.path.join(ROOT, "libnvtxshim", "registry", "x11.def")) as f:
         hooked = re.findall(r"^NVS_HOOK\((\w+),", f.read(), re.M)
     with open(os.path.join(ROOT, "docs", "user-guide.md")) as f:
         guide = f.read()

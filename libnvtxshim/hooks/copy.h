@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "../hook.h"
-#include "../hooks.h"
+#include "../registry/registry.h"
 
 enum direction { HTOD, DTOH, DTOD, HTOH, HTOA, ATOH, DTOA, ATOD, ATOA, PEER, BATCH, UNKNOWN };
 

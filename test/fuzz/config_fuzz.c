@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "hooks.h"
+#include "registry/registry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "config.h"
-#include "hooks.h"
+#include "registry/registry.h"
 
 static char lines[4096];
 static int line_count;

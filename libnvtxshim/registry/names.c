@@ -1,8 +1,8 @@
-/* Hook names, generated from the hooks/ tables (config.c needs these alone). */
+/* Each hook's name, set and library, generated from the tables beside this file
+ * (config.c needs these alone; so does the command, for call:NAME). */
 #include <string.h>
 
-#include "../config.h"
-#include "../hooks.h"
+#include "registry.h"
 
 static const char *const hook_names[NVS_HOOK_COUNT] = {
 #define NVS_HOOK(name, library) [NVS_ID_##name] = #name,

@@ -1,4 +1,6 @@
-/* Hook ids over every interposed library, generated from the hooks/ tables. */
+/* The hook registry: the id of every interposed function and its hook set, generated
+ * from the tables beside this file (*.def, one line a hooked symbol), and the names.
+ * It sits below every other file of the library and includes none of them. */
 #ifndef NVS_HOOKS_H
 #define NVS_HOOKS_H
 
@@ -8,18 +10,30 @@
 #error "NVS_CUDA_VERSION must be defined (the Makefile reads it from cuda.h)"
 #endif
 
+/* The sets NVTXSHIM_HOOKS turns on and off; each traced hook is in one. */
+enum nvs_hook_set {
+    NVS_HOOKS_USB  = 1u << 0,
+    NVS_HOOKS_X11  = 1u << 1,
+    NVS_HOOKS_CUDA = 1u << 2,
+    NVS_HOOKS_V4L2 = 1u << 3,           /* camera device files */
+    NVS_HOOKS_SERIAL = 1u << 4,         /* USB serial ttys, NVTXSHIM_DEVICES paths */
+    NVS_HOOKS_HID  = 1u << 5,           /* hidraw nodes */
+    NVS_HOOKS_DEVICE_FILES = NVS_HOOKS_V4L2 | NVS_HOOKS_SERIAL | NVS_HOOKS_HID,
+    NVS_HOOKS_ALL  = NVS_HOOKS_USB | NVS_HOOKS_X11 | NVS_HOOKS_CUDA | NVS_HOOKS_DEVICE_FILES,
+};
+
 enum nvs_hook_id {
 #define NVS_HOOK(name, library) NVS_ID_##name,
-#include "hooks/usb.def"
-#include "hooks/x11.def"
-#include "hooks/cuda.def"
-#include "hooks/cudart.def"
-#include "hooks/devices.def"
-#include "hooks/descriptors.def"
+#include "usb.def"
+#include "x11.def"
+#include "cuda.def"
+#include "cudart.def"
+#include "devices.def"
+#include "descriptors.def"
     /* Hooks before this traced the program's work; the ones after it serve the recorder. */
     NVS_TRACED_HOOK_COUNT,
     NVS_PROCESS_HOOKS_BEFORE = NVS_TRACED_HOOK_COUNT - 1,
-#include "hooks/process.def"
+#include "process.def"
 #undef NVS_HOOK
     NVS_HOOK_COUNT
 };
