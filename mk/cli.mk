@@ -1,11 +1,14 @@
-# The nvtxshim command: run, profile, check (cli/run.c, cli/profile.c, cli/check.c),
-# report and convert. The one part of the project that may link more than libc:
-# libsqlite3, for reading nsys exports, and zlib, for gzipped traces (convert
+# The nvtxshim command: run, profile, check, report, diff, top and convert, one file
+# each in cli/commands/ (the readers, the model and the writers they share in
+# cli/readers/, cli/model/, cli/writers/, cli/util/). The one part of the project
+# that may link more than libc: libsqlite3, for reading nsys exports, and zlib, for gzipped traces (convert
 # writes OUT.gz, report reads it). It links the library's own
 # configuration parser (config.c, and names.c for call:NAME), so that an option
 # is checked exactly as the library checks the variable it sets; and its trace
 # schema (schema.c).
-CLI_OBJECTS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(sort $(wildcard cli/*.c)))
+# The sources sit in rooms by role, one folder deep; they include each other by
+# room ("model/events.h"), from -Icli.
+CLI_OBJECTS := $(patsubst cli/%.c,$(BUILD)/cli/%.o,$(sort $(wildcard cli/*/*.c)))
 # The version, from one place (VERSION; the wheel's too, pyproject.toml).
 NVS_VERSION := $(shell cat VERSION)
 VERSION_FLAGS := -DNVS_VERSION='"$(NVS_VERSION)"'
@@ -17,7 +20,7 @@ FLAGS_cli = $(CC) $(PROGRAM_CFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS) $(CLI_LIBS)
 
 $(BUILD)/cli/%.o: cli/%.c $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS) -Ilibnvtxshim -c $< -o $@
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $(TABLE_FLAGS) $(VERSION_FLAGS) -Icli -Ilibnvtxshim -c $< -o $@
 
 $(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli)
 	$(call say,LD)
@@ -26,18 +29,18 @@ $(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call
 all: $(BUILD)/nvtxshim
 TEST_PROGRAMS += $(BUILD)/nvtxshim
 
-# The unit tests of the command's JSON reader for trace files (cli/trace_json.c),
+# The unit tests of the command's JSON reader for trace files (cli/readers/trace_json.c),
 # run by test/test_cli_trace_json.py.
-$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/trace_json.o \
+$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/readers/trace_json.o \
                                     $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli $< $(BUILD)/cli/trace_json.o -o $@ -lm
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli $< $(BUILD)/cli/readers/trace_json.o -o $@ -lm
 
 TEST_PROGRAMS += $(BUILD)/test/test_cli_trace_json
 
 # The events the loaders give for a file, one a line (test/unit/events_dump.c), which
 # test/test_cli_pftrace.py compares between a .pftrace and its JSON form.
-$(BUILD)/test/events_dump: test/unit/events_dump.c $(filter-out $(BUILD)/cli/main.o,$(CLI_OBJECTS)) \
+$(BUILD)/test/events_dump: test/unit/events_dump.c $(filter-out $(BUILD)/cli/commands/main.o,$(CLI_OBJECTS)) \
                            $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \
@@ -53,10 +56,10 @@ install-cli: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/nvtxshim $(DESTDIR)$(PREFIX)/bin/nvtxshim
 
-# The figures builder at small limits (test/unit/test_figures.c includes cli/figures.c
+# The figures builder at small limits (test/unit/test_figures.c includes cli/model/figures.c
 # with its own), run by test/test_figures.py.
-$(BUILD)/test/test_figures: test/unit/test_figures.c cli/figures.c \
-                            $(filter-out $(BUILD)/cli/main.o $(BUILD)/cli/figures.o,$(CLI_OBJECTS)) \
+$(BUILD)/test/test_figures: test/unit/test_figures.c cli/model/figures.c \
+                            $(filter-out $(BUILD)/cli/commands/main.o $(BUILD)/cli/model/figures.o,$(CLI_OBJECTS)) \
                             $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \

@@ -1,4 +1,4 @@
-"""nvtxshim convert (cli/convert.c, cli/launches.c, cli/sqlite_reader.c): what users of other nsys
+"""nvtxshim convert (cli/commands/convert.c, cli/readers/sqlite_stream.c): what users of other nsys
 converters (nCompass's) would miss. From real nsys 2022.4 exports of test/nvtx_user (NVTX and OS
 runtime calls, and the program's context switches in a second run, which can hang nsys: the
 thread-state checks on it skip when nsys fails of itself, test/nsys.py): CUDA API calls, launch arrows from each

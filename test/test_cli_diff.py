@@ -1,4 +1,4 @@
-"""nvtxshim diff (cli/diff.c, diff_stats.c, diff_json.c, diff_page.c): group B's runs against group
+"""nvtxshim diff (cli/commands/diff.c, diff_stats.c, diff_json.c, diff_page.c): group B's runs against group
 A's, as a CI gate. The verdict, its intervals, the noise of each group, the columns that moved the
 frame, the gates and the exit status are checked on traces whose frames are known by construction
 (written here, as the library writes them), where each figure is exact; the example harness is

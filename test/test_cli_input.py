@@ -1,4 +1,4 @@
-"""What the command reads (cli/input.c, cli/load.c): a trace file, JSON or .pftrace, plain or
+"""What the command reads (cli/readers/input.c, cli/readers/load.c): a trace file, JSON or .pftrace, plain or
 gzipped, is known by its content whatever its name, from a file, a pipe or standard input
 ("-"); an input that is not a trace is refused at its first bytes, without inflating a gzip
 bomb; what may be held in memory is capped, and the cap says how to raise it. The traces are

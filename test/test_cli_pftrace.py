@@ -1,4 +1,4 @@
-"""nvtxshim report on the binary trace (cli/trace_pftrace.c, docs/pftrace.md): a .pftrace written
+"""nvtxshim report on the binary trace (cli/readers/trace_pftrace.c, docs/pftrace.md): a .pftrace written
 by hand (test/pftrace_twins.py) reports exactly as its JSON form does - ranges, names, payloads,
 frames with the kernel probe's figures, marks - whichever thread's packets reach the file first;
 gzipped, or under another name, it is found by its bytes; cut at any byte it reads the whole

@@ -1,4 +1,4 @@
-"""nvtxshim report and nvtxshim convert (cli/report.c, cli/convert.c): the same harness run
+"""nvtxshim report and nvtxshim convert (cli/commands/report.c, cli/commands/convert.c): the same harness run
 recorded twice - under the real nsys (NVTX and OS runtime calls) and with the trace recorder -
 gives the same counts per range name; convert turns the nsys export into a trace whose NVTX
 ranges and marks are the export's, in time order, that report reads as it reads the export; what
@@ -577,7 +577,7 @@ def test_convert_gives_the_exports_nvtx_ranges_in_time_order(runs, tmp_path):
     # machine the processes it started (not the harness they exec'd), in a loaded run every process
     # on the machine (~150 rows), the harness among them by its kernel name cut to 15 characters
     # ("harness_physica"), which convert completes on purpose from the one program path in the
-    # export's strings that starts with it (cli/sqlite_names.c).
+    # export's strings that starts with it (cli/readers/sqlite_names.c).
     assert "thread_name" in {e["name"] for e in events if e["ph"] == "M"}
     with sqlite3.connect(runs["database"]) as db:
         processes = dict(db.execute("SELECT pid, name FROM PROCESSES"))

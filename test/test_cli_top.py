@@ -1,4 +1,4 @@
-"""nvtxshim top (cli/top.c): a live view of the example harness's trace while it records on the
+"""nvtxshim top (cli/commands/top.c): a live view of the example harness's trace while it records on the
 emulated camera, paced at 50 frames a second so that the run lasts seconds: top shows the frames
 growing while the program runs, ends by itself when the program ends, and its last view's
 frames, p50, p99 and max are the final report's. nvtxshim run --top does the same around the

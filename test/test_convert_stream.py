@@ -1,11 +1,11 @@
-"""nvtxshim convert reads an nsys export as a stream (cli/sqlite_stream.c's nvs_export_*,
-cli/convert.c): each table in time order, the tables merged, each event written as it comes, so
+"""nvtxshim convert reads an nsys export as a stream (cli/readers/sqlite_stream.c's nvs_export_*,
+cli/commands/convert.c): each table in time order, the tables merged, each event written as it comes, so
 that its memory is what is in flight (open ranges, launches whose work is still to come, async
 ends), not the export. An export made here with Python's sqlite3, in the tables and columns nsys
 2022.4 writes (no nsys needed), ten times larger than another: convert's peak memory (the
 child's ru_maxrss from wait4) stays flat, and under a bound far below what the export's events
 take loaded whole, and every row comes out. report reads an export through the same stream
-(cli/load.c), its NVTX events handed to the figures as they come: its memory is the frames'
+(cli/readers/load.c), its NVTX events handed to the figures as they come: its memory is the frames'
 figures, not the events."""
 import os
 import re

@@ -35,11 +35,11 @@ SHAPES = {"json": ["--calls", "0.5", "--events", "0"], "pftrace": ["--calls", "0
 
 # What report may hold: FIXED for the command itself (its code and libraries, the reader's
 # buffers and zlib's window, the per-name table in a fixed-size sketch, the marks by kind), and
-# PER_FRAME bytes for each frame's row of the per-frame table as cli/figures.h has it (struct
+# PER_FRAME bytes for each frame's row of the per-frame table as cli/model/figures.h has it (struct
 # nvs_report_frame: the frame's number and start, 13 columns of 8 bytes, flags and counts: 152
 # bytes) in an array that doubles (while realloc copies it, the old and the new both live: 304),
 # its place in the slowest-first order (8) and a value to sort (8). Nothing per range: a reader
-# that keeps an event (cli/events.h's struct nvs_event is 80 bytes, its text aside) goes over,
+# that keeps an event (cli/model/events.h's struct nvs_event is 80 bytes, its text aside) goes over,
 # on the .pftrace by 200 MB. For 1,000,000 frames: 387 MB. The readers of 16b656e kept every
 # event and mapped a plain file whole: 866 MB for the JSON file and the gzipped pipe, 2,416 MB
 # for the .pftrace file and pipe (2026-11-28).

@@ -1,4 +1,4 @@
-"""nvtxshim report --html (cli/report_html.c): the page, as a real browser shows it. Headless
+"""nvtxshim report --html (cli/writers/report_html.c): the page, as a real browser shows it. Headless
 Chromium, with no network (a network namespace of its own where it can have one, and a proxy
 that is nowhere and no name lookups besides), renders the page of a hand-made trace whose frames
 and calls are known exactly; PIL and numpy then measure the picture: each column's colour takes

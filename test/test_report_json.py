@@ -1,4 +1,4 @@
-"""nvtxshim report --json (cli/report_json.c): the report's figures as one JSON document for
+"""nvtxshim report --json (cli/writers/report_json.c): the report's figures as one JSON document for
 programs. Each document - of the example harness recorded in both trace forms, of hand-made
 traces that hold every section the summary can have (marks, the kernel probe, camera frames and
 the latency, a budget, several processes, capture windows) and of an nsys export - is valid

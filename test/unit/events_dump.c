@@ -1,4 +1,4 @@
-/* The events nvs_events_load gives for a file (cli/events.h), one a line in
+/* The events nvs_events_load gives for a file (cli/model/events.h), one a line in
  * time order, then the thread and process names: what a reader made of the
  * file, for test/test_cli_pftrace.py to compare a .pftrace's with its JSON
  * form's field by field.
@@ -6,8 +6,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "events.h"
-#include "load.h"
+#include "model/events.h"
+#include "readers/load.h"
 
 int main(int argc, char **argv)
 {

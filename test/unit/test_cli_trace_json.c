@@ -1,4 +1,4 @@
-/* Unit tests of the command's JSON reader for trace files (cli/trace_json.c),
+/* Unit tests of the command's JSON reader for trace files (cli/readers/trace_json.c),
  * run alone: texts in memory (and a few files) parsed, each event the reader
  * hands over written back as compact text and compared with what it must be.
  * Also the reader's refusals: garbage and deep nesting end in an error, never
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "trace_json.h"
+#include "readers/trace_json.h"
 
 /* ---- the events read, written back as text ------------------------------------ */
 
