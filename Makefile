@@ -201,6 +201,12 @@ demo: deps
 	  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/libemuv4l2.so
 	$(Q)scripts/demo.sh
 
+# make tags: a ctags index (tags) that also finds every wrapper a macro writes, at the line
+# that makes it (scripts/tags.py).
+.PHONY: tags
+tags:
+	$(Q)scripts/tags.py
+
 # pip install build/wheel/dist/nvtxshim-*.whl (scripts/wheel.sh; pyproject.toml, setup.py)
 .PHONY: wheel
 wheel:

@@ -26,6 +26,8 @@ packages=(
   # test/test_report_json.py validates report --json against docs/schema/report-v1.json.
   python3-jsonschema
   valgrind strace
+  # make tags (scripts/tags.py).
+  universal-ctags
   btrfs-progs
   nsight-systems nsight-systems-target
 )
