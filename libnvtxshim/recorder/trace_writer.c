@@ -31,6 +31,7 @@
  *   the wrappers it exports for the program. */
 #define _GNU_SOURCE
 #include "trace_writer.h"
+#include "pages.h"
 #include "trace_file.h"
 #include "../clock.h"
 
@@ -60,15 +61,9 @@
 #include "../log.h"
 #include "../sys.h"
 
-#define FILE_PAGE 4096u
-#define WRITE_PIECES 32u
 #define FINISH_WAIT_NS 2000000000ull
 #define HEADER_MAX (2 * NVS_TRACE_EVENT_MAX)   /* the header, then the run's mark */
 #define COMPARED 256u                           /* bytes of the header read back at once */
-
-_Static_assert(NVS_TRACE_EVENT_MAX < FILE_PAGE, "an event fits in a page of the file");
-/* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
-_Static_assert(2 * (NVS_WRITER_ROOM / FILE_PAGE + 2) <= WRITE_PIECES, "pieces for a whole buffer");
 
 enum file_state { FILE_OFF, FILE_PENDING, FILE_OPEN, FILE_STOPPED, FILE_REFUSED };
 
@@ -99,7 +94,7 @@ static struct {
     char header[HEADER_MAX];        /* as written at the file's start, with the run's mark */
     char path_template[NVS_PATH_MAX];
     char path[NVS_PATH_MAX];
-    char padding[2 * FILE_PAGE];    /* a gap shorter than the encoder's pad_min takes a page more */
+    char padding[2 * NVS_FILE_PAGE];    /* a gap shorter than the encoder's pad_min takes a page more */
     _Atomic uint32_t sequences;     /* sequence ids given to buffers: 2, 3, ... */
     char note[2 * NVS_PATH_MAX + 128];
 } state;                           /* zero-initialised: no page of it is read at load */
@@ -419,6 +414,70 @@ static bool descriptor_is_ours(void)
 
 /* ---- writing a thread's whole events ------------------------------------------- */
 
+/* THREAD's published events up to USED (EVENTS of them) are taken as handled:
+ * written, or counted as lost. */
+static void flushed(struct nvs_writer_thread *thread, uint32_t used, uint32_t events)
+{
+    thread->flushed_bytes = used;
+    thread->flushed_events = events;
+}
+
+/* PAGES written at the file's end, up to the file size limit: the pieces past
+ * it are cut off, and the write ends as a short one at a full disk does. The
+ * bytes that reached the file; *ERROR, why the rest did not (0: all did). */
+static uint64_t write_pieces(struct nvs_pages *pages, int *error)
+{
+    uint64_t written = 0;
+    struct iovec *next = pages->pieces;
+    size_t left = pages->count;
+    *error = 0;
+    uint64_t room = room_under_limit(state.file_end);
+    if (pages->bytes > room) {
+        uint64_t kept = 0;
+        for (left = 0; left < pages->count && kept + pages->pieces[left].iov_len <= room; left++)
+            kept += pages->pieces[left].iov_len;
+        if (left < pages->count && kept < room)
+            pages->pieces[left++].iov_len = (size_t)(room - kept);
+        *error = EFBIG;
+    }
+    while (left > 0) {
+        ssize_t done = NVS_RETRY_EINTR(pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written)));
+        if (done <= 0) {
+            *error = done < 0 ? errno : *error ? *error : ENOSPC;
+            break;
+        }
+        written += (uint64_t)done;
+        for (; left > 0 && (size_t)done >= next->iov_len; next++, left--)
+            done -= (ssize_t)next->iov_len;
+        if (left > 0) {
+            next->iov_base = (char *)next->iov_base + done;
+            next->iov_len -= (size_t)done;
+        }
+    }
+    return written;
+}
+
+/* A write of THREAD's events [FIRST, EVENTS) reached WRITTEN bytes of PAGES and
+ * failed with ERROR: the file keeps the whole events that reached it, and ends
+ * there; the rest are counted and said, and recording stops. */
+static void write_failed(struct nvs_writer_thread *thread, const struct nvs_pages *pages,
+                         uint32_t first, uint32_t events, uint64_t written, int error)
+{
+    uint64_t kept;
+    uint32_t whole = nvs_pages_whole_events(pages, thread->ends, first, events, written, &kept);
+    state.file_end += kept;
+    if (kept < written)
+        (void)ftruncate(state.fd, (off_t)state.file_end);
+    nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
+    char lost[24];
+    nvs_log_number(lost, events - first - whole);
+    SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", nvs_log_error_text(error ? error : ENOSPC),
+        error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
+        " events of this thread not written; recording stopped, the file ends at its last "
+        "whole event (the line at exit counts these with the events after them)");
+    stop();
+}
+
 /* THREAD's published events that are not in the file yet go to the end of
  * the file, none across a page. File lock held. */
 static void write_pending(struct nvs_writer_thread *thread)
@@ -436,135 +495,26 @@ static void write_pending(struct nvs_writer_thread *thread)
         int file = atomic_load(&state.file);
         if (file != FILE_REFUSED && file != FILE_PENDING)
             nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first);
-        thread->flushed_bytes = used;
-        thread->flushed_events = events;
+        flushed(thread, used, events);
         return;
     }
     if (atomic_load(&thread->stale) && state.encoder->sequence_bytes) {
         /* Made for the file left behind, on a sequence that file had started:
          * read elsewhere they would name what was interned there. */
         nvs_writer_count(NVS_LOSS_MOVED, events - first);
-        thread->flushed_bytes = used;
-        thread->flushed_events = events;
+        flushed(thread, used, events);
         return;
     }
-    /* Pieces of the buffer, each a run of whole events that fits in what is left
-     * of a page of the file, and blanks up to the page's end before an event
-     * that would cross it. DATA_AT: each piece's offset in the buffer (-1 for
-     * blanks), to tell after a short write which events reached the file. */
-    struct iovec pieces[WRITE_PIECES];
-    int64_t data_at[WRITE_PIECES];
-    size_t lengths[WRITE_PIECES];
-    size_t count = 0;
-    uint64_t at = 0;
-    uint32_t start = thread->flushed_bytes, event = first;
-    while (start < used) {
-        uint32_t room = FILE_PAGE - (uint32_t)((state.file_end + at) % FILE_PAGE);
-        uint32_t piece_first = event;
-        if (used - start > room) {
-            /* The last event that ends within ROOM: ends[] rises, so bisect. */
-            uint32_t low = event, high = events;
-            while (low < high) {
-                uint32_t middle = (low + high) / 2;
-                if (thread->ends[middle] - start <= room)
-                    low = middle + 1;
-                else
-                    high = middle;
-            }
-            event = low;
-        } else {
-            event = events;
-        }
-        uint32_t end = event > piece_first ? thread->ends[event - 1] : start;
-        /* A gap too short for the encoder's padding (a page's last byte, before
-         * an event or at the end) is never left: the piece's last event moves on
-         * to the next page, and the gap with it. */
-        uint32_t gap = room - (end - start);
-        if (gap > 0 && gap < state.encoder->pad_min && event > piece_first) {
-            event--;
-            end = event > piece_first ? thread->ends[event - 1] : start;
-        }
-        if (end > start) {
-            data_at[count] = start;
-            lengths[count] = end - start;
-            pieces[count++] = (struct iovec){ thread->data + start, end - start };
-            at += end - start;
-            room -= end - start;
-            start = end;
-        }
-        if (start < used && room > 0) {
-            if (room < state.encoder->pad_min)
-                room += FILE_PAGE;
-            size_t from = state.encoder->pad_from ? state.encoder->pad_from(room) : 0;
-            data_at[count] = -1;
-            lengths[count] = room;
-            pieces[count++] = (struct iovec){ state.padding + from, room };
-            at += room;
-        }
-    }
-    uint64_t written = 0;
-    int error = 0;
-    struct iovec *next = pieces;
-    size_t left = count;
-    /* Up to the file size limit only: the pieces past it are cut off, and the
-     * write ends as a short one at a full disk does. */
-    uint64_t room = room_under_limit(state.file_end);
-    if (at > room) {
-        uint64_t kept = 0;
-        for (left = 0; left < count && kept + pieces[left].iov_len <= room; left++)
-            kept += pieces[left].iov_len;
-        if (left < count && kept < room)
-            pieces[left++].iov_len = (size_t)(room - kept);
-        error = EFBIG;
-    }
-    while (left > 0) {
-        ssize_t done = NVS_RETRY_EINTR(pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written)));
-        if (done <= 0) {
-            error = done < 0 ? errno : error ? error : ENOSPC;
-            break;
-        }
-        written += (uint64_t)done;
-        for (; left > 0 && (size_t)done >= next->iov_len; next++, left--)
-            done -= (ssize_t)next->iov_len;
-        if (left > 0) {
-            next->iov_base = (char *)next->iov_base + done;
-            next->iov_len -= (size_t)done;
-        }
-    }
-    if (!error) {
+    struct nvs_pages pages;
+    nvs_pages_lay_out(&pages, thread->data, thread->ends, thread->flushed_bytes, used, first, events,
+                      state.file_end, state.encoder, state.padding);
+    int error;
+    uint64_t written = write_pieces(&pages, &error);
+    if (!error)
         state.file_end += written;
-    } else {
-        /* The file keeps the whole events that reached it, and ends there. */
-        uint64_t kept = 0, file_at = 0;
-        uint32_t whole = 0, e = first;
-        for (size_t piece = 0; piece < count; piece++) {
-            if (data_at[piece] >= 0) {
-                uint64_t data_start = (uint64_t)data_at[piece];
-                for (; e < events && thread->ends[e] <= data_start + lengths[piece]; e++) {
-                    uint64_t end_in_file = file_at + (thread->ends[e] - data_start);
-                    if (end_in_file > written)
-                        goto counted;
-                    kept = end_in_file;
-                    whole++;
-                }
-            }
-            file_at += lengths[piece];
-        }
-counted:
-        state.file_end += kept;
-        if (kept < written)
-            (void)ftruncate(state.fd, (off_t)state.file_end);
-        nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
-        char lost[24];
-        nvs_log_number(lost, events - first - whole);
-        SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", nvs_log_error_text(error ? error : ENOSPC),
-            error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
-            " events of this thread not written; recording stopped, the file ends at its last "
-            "whole event (the line at exit counts these with the events after them)");
-        stop();
-    }
-    thread->flushed_bytes = used;
-    thread->flushed_events = events;
+    else
+        write_failed(thread, &pages, first, events, written, error);
+    flushed(thread, used, events);
 }
 
 /* THREAD's buffer holds its sequence's start alone, with the thread's name:
@@ -635,7 +585,7 @@ static size_t block_bytes(void)
 {
     size_t bytes = sizeof(struct nvs_writer_thread) + state.private_bytes +
                    state.encoder->sequence_bytes;
-    return (bytes + FILE_PAGE - 1) & ~(size_t)(FILE_PAGE - 1);
+    return (bytes + NVS_FILE_PAGE - 1) & ~(size_t)(NVS_FILE_PAGE - 1);
 }
 
 /* Unclaimed under the lock where it can be taken, so that a move to another

@@ -1,0 +1,50 @@
+/* A thread's whole events laid out on the trace file's pages (trace_writer.c):
+ * no event crosses a 4 KiB page of the file, so a write the kernel cuts short
+ * (a SIGKILL, a full disk) ends between two whole events. Pure: no I/O, no
+ * state; the writer holds the file lock and writes the pieces with pwritev. */
+#ifndef NVS_RECORDER_PAGES_H
+#define NVS_RECORDER_PAGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "trace.h"
+#include "trace_writer.h"
+
+#define NVS_FILE_PAGE 4096u
+#define NVS_WRITE_PIECES 32u
+
+_Static_assert(NVS_TRACE_EVENT_MAX < NVS_FILE_PAGE, "an event fits in a page of the file");
+/* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
+_Static_assert(2 * (NVS_WRITER_ROOM / NVS_FILE_PAGE + 2) <= NVS_WRITE_PIECES,
+               "pieces for a whole buffer");
+
+/* The pieces of one write: runs of whole events, each within what is left of a
+ * page of the file, and blanks up to a page's end before an event that would
+ * cross it. data_at: each piece's offset in the buffer (-1 for blanks), to tell
+ * after a short write which events reached the file. */
+struct nvs_pages {
+    struct iovec pieces[NVS_WRITE_PIECES];
+    int64_t data_at[NVS_WRITE_PIECES];
+    size_t lengths[NVS_WRITE_PIECES];
+    size_t count;
+    uint64_t bytes;                     /* all pieces together */
+};
+
+/* The events [FIRST, EVENTS) of DATA, which end at ENDS[] (rising), from byte
+ * START to USED, laid out to be written at FILE_END; blanks come from PADDING
+ * (the encoder's pad_from, at least two pages of it). */
+void nvs_pages_lay_out(struct nvs_pages *out, const char *data, const uint16_t *ends,
+                       uint32_t start, uint32_t used, uint32_t first, uint32_t events,
+                       uint64_t file_end, const struct nvs_trace_encoder *encoder,
+                       const char *padding);
+
+/* After a write of PAGES that reached only WRITTEN bytes: how many of the
+ * events [FIRST, EVENTS) (ending at ENDS[]) reached the file whole; *KEPT, the
+ * bytes up to the last of them, where the file must end. */
+uint32_t nvs_pages_whole_events(const struct nvs_pages *pages, const uint16_t *ends,
+                                uint32_t first, uint32_t events, uint64_t written,
+                                uint64_t *kept);
+
+#endif
