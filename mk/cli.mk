@@ -29,12 +29,13 @@ $(BUILD)/nvtxshim: $(CLI_OBJECTS) $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call
 all: $(BUILD)/nvtxshim
 TEST_PROGRAMS += $(BUILD)/nvtxshim
 
-# The unit tests of the command's JSON reader for trace files (cli/readers/trace_json.c),
-# run by test/test_cli_trace_json.py.
-$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(BUILD)/cli/readers/trace_json.o \
+# The unit tests of the command's JSON reader for trace files (cli/readers/trace_json.c)
+# and of its JSON writing (cli/util/json_text.c), run by test/test_cli_trace_json.py.
+CLI_JSON_OBJECTS := $(BUILD)/cli/readers/trace_json.o $(BUILD)/cli/util/json_text.o
+$(BUILD)/test/test_cli_trace_json: test/unit/test_cli_trace_json.c $(CLI_JSON_OBJECTS) \
                                     $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli $< $(BUILD)/cli/readers/trace_json.o -o $@ -lm
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli $< $(CLI_JSON_OBJECTS) -o $@ -lm
 
 TEST_PROGRAMS += $(BUILD)/test/test_cli_trace_json
 

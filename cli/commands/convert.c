@@ -19,6 +19,7 @@
 #include "readers/input.h"
 #include "readers/load.h"
 #include "util/map.h"
+#include "writers/chrome_trace.h"
 #include "commands/options.h"
 #include "readers/sqlite_stream.h"
 #include "readers/trace_json.h"
@@ -171,165 +172,6 @@ static const char manual[] =
     "    nvtxshim convert --only nvtx,nvtx-kernel --nvtx-prefix frame report.sqlite frames.json\n"
     "    nvtxshim convert report.sqlite - | python3 -m json.tool | less\n";
 
-/* ---- output ------------------------------------------------------------------ */
-
-/* The JSON form of a name, made once: a file names each of its few hundred
- * names thousands of times. Known by its text (the stream's strings are its
- * own copies), JSON is the text's quoted form that follows it. */
-struct quoted_name {
-    char *json;
-    size_t length;
-};
-
-#define QUOTED_NAMES 3072              /* past so many, names are quoted each time */
-
-struct writer {
-    FILE *out;
-    char *quoted;
-    size_t quoted_size;
-    struct quoted_name *names;       /* QUOTED_NAMES of them; NULL: none kept */
-    size_t name_count;
-    struct map by_text;              /* (a hash of the text, its length) -> its place in names */
-    size_t items;                    /* written so far: each after the first follows a comma */
-    bool failed;
-};
-
-/* Each event on a line of its own that ends "},": the form NVTXSHIM_TRACE
- * writes (docs/user-guide.md: The trace file). */
-static void begin_item(struct writer *writer)
-{
-    if (writer->items++)
-        fputs(",\n", writer->out);
-}
-
-static void put_string(struct writer *writer, const char *text)
-{
-    size_t need = strlen(text) * 6 + 3;
-    if (need > writer->quoted_size) {
-        char *grown = realloc(writer->quoted, need);
-        if (!grown) {
-            writer->failed = true;
-            return;
-        }
-        writer->quoted = grown;
-        writer->quoted_size = need;
-    }
-    size_t length = nvs_json_quote(writer->quoted, writer->quoted_size, text);
-    fwrite(writer->quoted, 1, length, writer->out);
-}
-
-static uint64_t hash_name(const char *text, size_t length)
-{
-    uint64_t hash = 14695981039346656037ull;
-    for (size_t i = 0; i < length; i++)
-        hash = (hash ^ (unsigned char)text[i]) * 1099511628211ull;
-    return hash;
-}
-
-/* put_string of a name, quoted once: kept as the text, a NUL, then its JSON. */
-static void put_interned(struct writer *writer, const char *text)
-{
-    if (!writer->names) {
-        put_string(writer, text);
-        return;
-    }
-    size_t length = strlen(text);
-    uint64_t hash = hash_name(text, length);
-    struct map_slot *slot;
-    for (slot = nvs_map_find(&writer->by_text, hash, length); slot; slot = nvs_map_next(&writer->by_text, slot)) {
-        const struct quoted_name *name = &writer->names[slot->value];
-        if (memcmp(name->json, text, length + 1) == 0) {
-            fwrite(name->json + length + 1, 1, name->length, writer->out);
-            return;
-        }
-    }
-    size_t need = length + 1 + length * 6 + 3;
-    char *json = writer->name_count < QUOTED_NAMES ? malloc(need) : NULL;
-    if (!json || !(slot = nvs_map_add(&writer->by_text, hash, length))) {
-        free(json);
-        put_string(writer, text);
-        return;
-    }
-    memcpy(json, text, length + 1);
-    struct quoted_name *name = &writer->names[writer->name_count];
-    *name = (struct quoted_name){json, nvs_json_quote(json + length + 1, need - length - 1, text)};
-    slot->value = writer->name_count++;
-    fwrite(json + length + 1, 1, name->length, writer->out);
-}
-
-/* Nanoseconds as microseconds with three decimals, exactly. */
-static void put_microseconds(struct writer *writer, int64_t nanoseconds)
-{
-    uint64_t magnitude = nanoseconds < 0 ? (uint64_t)0 - (uint64_t)nanoseconds : (uint64_t)nanoseconds;
-    fprintf(writer->out, "%s%" PRIu64 ".%03" PRIu64, nanoseconds < 0 ? "-" : "", magnitude / 1000,
-            magnitude % 1000);
-}
-
-static void put_metadata(struct writer *writer, const char *what, uint32_t pid, uint32_t tid,
-                         const char *name)
-{
-    begin_item(writer);
-    fprintf(writer->out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-            ",\"args\":{\"name\":", what, pid, tid);
-    put_string(writer, name);
-    fputs("}}", writer->out);
-}
-
-/* A range's end: its start for one that ends before it starts (a viewer takes
- * no negative duration). */
-static int64_t range_end(const struct nvs_event *event)
-{
-    return event->end > event->start ? event->end : event->start;
-}
-
-/* {"name":...,"cat":...,PHASE,"ts":TIME: how every event starts. */
-static void put_head(struct writer *writer, const struct nvs_event *event, const char *phase, int64_t time)
-{
-    begin_item(writer);
-    fputs("{\"name\":", writer->out);
-    put_interned(writer, event->name);
-    fputs(",\"cat\":", writer->out);
-    put_interned(writer, event->domain);
-    fprintf(writer->out, ",%s,\"ts\":", phase);
-    put_microseconds(writer, time);
-}
-
-/* ,"pid":P,"tid":T and the args, when ARGS, then the closing brace. */
-static void put_tail(struct writer *writer, uint32_t pid, uint32_t tid, const char *args)
-{
-    fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32, pid, tid);
-    if (args && args[0])
-        fprintf(writer->out, ",\"args\":{%s}", args);
-    fputc('}', writer->out);
-}
-
-static void put_mark(struct writer *writer, const struct nvs_event *event)
-{
-    put_head(writer, event, "\"ph\":\"i\",\"s\":\"t\"", event->start);
-    put_tail(writer, event->pid, event->tid, event->args);
-}
-
-static void put_complete(struct writer *writer, const struct nvs_event *event)
-{
-    put_head(writer, event, "\"ph\":\"X\"", event->start);
-    fputs(",\"dur\":", writer->out);
-    put_microseconds(writer, range_end(event) - event->start);
-    put_tail(writer, event->pid, event->tid, event->args);
-}
-
-/* One half of an async pair, joined by (pid, cat, ID): the begin on the
- * thread that started the range, with its args; the end on the one that
- * ended it. */
-static void put_async(struct writer *writer, const struct nvs_event *event, bool end, uint64_t id)
-{
-    put_head(writer, event, end ? "\"ph\":\"e\"" : "\"ph\":\"b\"", end ? range_end(event) : event->start);
-    fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"id\":%" PRIu64, event->pid,
-            end && event->end_tid ? event->end_tid : event->tid, id);
-    if (!end && event->args && event->args[0])
-        fprintf(writer->out, ",\"args\":{%s}", event->args);
-    fputc('}', writer->out);
-}
-
 /* ---- async pairs: their ends, written when the events reach their time ---- */
 
 struct pending_end {
@@ -379,44 +221,13 @@ static struct pending_end pending_pop(struct pending_ends *heap)
 }
 
 /* The ends due at TIME or before. */
-static void put_ends_until(struct writer *writer, struct pending_ends *ends, int64_t time)
+static void put_ends_until(struct nvs_chrome_writer *writer, struct pending_ends *ends, int64_t time)
 {
     while (ends->count && ends->items[0].time <= time) {
         struct pending_end end = pending_pop(ends);
-        put_async(writer, end.event, true, end.id);
+        nvs_chrome_put_async(writer, end.event, true, end.id);
         free((void *)end.event);     /* a held event's: its first member */
     }
-}
-
-
-/* ---- launch arrows ------------------------------------------------------------ */
-
-/* Launch arrows as flow events v1, the form the Trace Event Format describes
- * (chrome://tracing reads it, Perfetto too): "s" at the call's start on its
- * thread, "f" with "bp":"e" at the work's start on its GPU row. Perfetto's
- * JSON importer (json_trace_parser.cc, flow_tracker.cc) binds an "s" to the
- * innermost slice open on its thread's track when it reads the "s", and an
- * "f" with "bp":"e" the same way on its own track; an "f" without "bp" would
- * wait for the next slice to begin there (the next kernel, not this one).
- * Its sorter reads the events of one time complete events first, longest
- * first, then the rest in file order: by the time it reads a flow event, the
- * call's (the work's) slice has begun and is the innermost one open, unless a
- * shorter slice starts at the same nanosecond on that row. A v1 flow event
- * binds only on its thread's own track, never to an async pair (b/e), which
- * has a track of its own: a call or piece of work written as one gets no
- * arrow, nor does work that starts before its call (an "f" read before its
- * "s" finds no flow to end). Perfetto's v2 form (bind_id with flow_out and
- * flow_in on the slices themselves) would bind async pairs too; v1 is kept
- * as the form the format describes. Each "s" and "f" is written right after
- * its slice, so that readers that take the events of one time in file order
- * bind them alike. */
-static void put_flow(struct writer *writer, const struct nvs_event *event, bool finish, uint64_t id)
-{
-    begin_item(writer);
-    fprintf(writer->out, "{\"name\":\"launch\",\"cat\":\"cuda flow\",\"ph\":\"%s\",\"id\":%" PRIu64
-            ",\"ts\":", finish ? "f\",\"bp\":\"e" : "s", id);
-    put_microseconds(writer, event->start);
-    fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 "}", event->pid, event->tid);
 }
 
 
@@ -570,15 +381,15 @@ static int compare_on_row(const void *a, const void *b)
         return (x->event.pid > y->event.pid) - (x->event.pid < y->event.pid);
     if (x->event.tid != y->event.tid)
         return (x->event.tid > y->event.tid) - (x->event.tid < y->event.tid);
-    if (range_end(&x->event) != range_end(&y->event))
-        return (range_end(&x->event) < range_end(&y->event)) - (range_end(&x->event) > range_end(&y->event));
+    if (nvs_chrome_range_end(&x->event) != nvs_chrome_range_end(&y->event))
+        return (nvs_chrome_range_end(&x->event) < nvs_chrome_range_end(&y->event)) - (nvs_chrome_range_end(&x->event) > nvs_chrome_range_end(&y->event));
     return (x->place > y->place) - (x->place < y->place);
 }
 
 /* ---- the conversion: the export's events in time order, written as they come ---- */
 
 struct converter {
-    struct writer writer;
+    struct nvs_chrome_writer writer;
     struct nvs_export *export;
     bool dry;                        /* the pass that finds the GPU work made async: nothing written */
     bool arrows;                     /* launch arrows drawn (cuda-api and kernel kept) */
@@ -641,7 +452,7 @@ static bool decide_async(struct converter *converter)
             return false;
         while (row->depth && row->ends[row->depth - 1] <= event->start)
             row->depth--;
-        if (row->depth && range_end(event) > row->ends[row->depth - 1]) {
+        if (row->depth && nvs_chrome_range_end(event) > row->ends[row->depth - 1]) {
             event->async = true;
             continue;
         }
@@ -649,7 +460,7 @@ static bool decide_async(struct converter *converter)
         if (!ends)
             return false;
         row->ends = ends;
-        ends[row->depth++] = range_end(event);
+        ends[row->depth++] = nvs_chrome_range_end(event);
     }
     return true;
 }
@@ -675,7 +486,7 @@ static bool put_flow_starts(struct converter *converter, const struct held *call
         if (slot->value != SIZE_MAX)
             continue;                /* the work is another call's too: its earliest call's arrow */
         slot->value = (size_t)converter->next_id;
-        put_flow(&converter->writer, &call->event, false, converter->next_id++);
+        nvs_chrome_put_flow(&converter->writer, &call->event, false, converter->next_id++);
         converter->arrow_count++;
     }
     return true;
@@ -686,7 +497,7 @@ static bool put_flow_starts(struct converter *converter, const struct held *call
 static bool put_held(struct converter *converter, struct held *held)
 {
     struct nvs_event *event = &held->event;
-    struct writer *writer = &converter->writer;
+    struct nvs_chrome_writer *writer = &converter->writer;
     if (converter->dry) {
         bool ok = !(event->async && is_gpu_work(event->kind)) ||
                   nvs_export_mark_async(converter->export, held->source, held->rowid) == 0;
@@ -699,12 +510,12 @@ static bool put_held(struct converter *converter, struct held *held)
         return false;
     bool kept = false;
     if (event->kind == NVS_EVENT_MARK) {
-        put_mark(writer, event);
+        nvs_chrome_put_mark(writer, event);
     } else if (!event->async) {
-        put_complete(writer, event);
+        nvs_chrome_put_complete(writer, event);
     } else {
-        put_async(writer, event, false, converter->next_id);
-        if (!pending_push(&converter->ends, (struct pending_end){range_end(event), converter->next_id, event}))
+        nvs_chrome_put_async(writer, event, false, converter->next_id);
+        if (!pending_push(&converter->ends, (struct pending_end){nvs_chrome_range_end(event), converter->next_id, event}))
             return false;
         converter->next_id++;
         converter->pairs++;
@@ -716,7 +527,7 @@ static bool put_held(struct converter *converter, struct held *held)
     if (converter->arrows && is_gpu_work(event->kind) && !event->async) {
         struct map_slot *slot = nvs_map_find(&converter->flows, (uint64_t)held->source, (uint64_t)held->rowid);
         if (slot) {
-            put_flow(writer, event, true, slot->value);
+            nvs_chrome_put_flow(writer, event, true, slot->value);
             nvs_map_remove(&converter->flows, slot);
         }
     }
@@ -784,7 +595,7 @@ static void put_last_ends(struct converter *converter)
 {
     while (converter->ends.count) {
         struct pending_end end = pending_pop(&converter->ends);
-        put_async(&converter->writer, end.event, true, end.id);
+        nvs_chrome_put_async(&converter->writer, end.event, true, end.id);
         free((struct held *)end.event);
     }
 }
@@ -812,7 +623,7 @@ static const char *find_name(const struct nvs_thread_name *names, size_t count, 
 
 /* The names of the processes with events written (PIDS), and of their
  * threads; how many thread names. */
-static size_t put_names(struct writer *writer, const struct map *pid_set, const struct nvs_events *events)
+static size_t put_names(struct nvs_chrome_writer *writer, const struct map *pid_set, const struct nvs_events *events)
 {
     uint32_t *pids = malloc((pid_set->used + 1) * sizeof *pids);
     struct nvs_thread_name *names = malloc((events->name_count + 1) * sizeof *names);
@@ -837,68 +648,16 @@ static size_t put_names(struct writer *writer, const struct map *pid_set, const 
         if (!process)
             process = find_name(names, count, pids[p], pids[p]); /* its main thread's */
         if (process)
-            put_metadata(writer, "process_name", pids[p], pids[p], process);
+            nvs_chrome_put_metadata(writer, "process_name", pids[p], pids[p], process);
     }
     for (size_t i = 0; i < count; i++)
         if (names[i].tid && bsearch(&names[i].pid, pids, unique, sizeof *pids, compare_pids)) {
-            put_metadata(writer, "thread_name", names[i].pid, names[i].tid, names[i].name);
+            nvs_chrome_put_metadata(writer, "thread_name", names[i].pid, names[i].tid, names[i].name);
             threads++;
         }
     free(pids);
     free(names);
     return threads;
-}
-
-
-/* ---- gzip: OUT.gz through stdio, so that the writer is the same ---------------- */
-
-static ssize_t gzip_write(void *cookie, const char *bytes, size_t size)
-{
-    size_t done = 0;
-    while (done < size) {
-        unsigned piece = size - done > (1u << 30) ? 1u << 30 : (unsigned)(size - done);
-        int written = gzwrite(cookie, bytes + done, piece);
-        if (written <= 0)
-            break;
-        done += (size_t)written;
-    }
-    return (ssize_t)done;            /* short: stdio sets the stream's error */
-}
-
-static int gzip_close(void *cookie)
-{
-    int status = gzclose(cookie);
-    if (status == Z_OK)
-        return 0;
-    if (status != Z_ERRNO)
-        errno = status == Z_MEM_ERROR ? ENOMEM : EIO;
-    return EOF;
-}
-
-/* PATH opened for writing, gzipped when its name ends .gz; NULL with errno. */
-static FILE *open_output(const char *path)
-{
-    size_t length = strlen(path);
-    if (length < 3 || strcmp(path + length - 3, ".gz") != 0)
-        return fopen(path, "w");
-    errno = 0;
-    /* Level 1: on the bench's harness export, 8 times smaller than the JSON for
-     * +40% of convert's time; level 6 (zlib's default) is another quarter
-     * smaller for +130%. */
-    gzFile file = gzopen(path, "wb1");
-    if (!file) {
-        errno = errno ? errno : ENOMEM;
-        return NULL;
-    }
-    gzbuffer(file, 1 << 18);
-    FILE *out = fopencookie(file, "w", (cookie_io_functions_t){.write = gzip_write, .close = gzip_close});
-    if (!out) {
-        int error = errno;
-        gzclose(file);
-        unlink(path);
-        errno = error;
-    }
-    return out;
 }
 
 
@@ -940,7 +699,7 @@ static FILE *open_body(void)
 }
 
 /* BODY (its events, each after ",\n") after the names, into OUT. False with errno. */
-static bool put_body(struct writer *writer, FILE *body, size_t body_items)
+static bool put_body(struct nvs_chrome_writer *writer, FILE *body, size_t body_items)
 {
     if (fflush(body) != 0 || fseek(body, writer->items ? 0 : 2, SEEK_SET) != 0)
         return false;
@@ -1005,7 +764,7 @@ static int convert_export(void *context, const char *database)
         setvbuf(body, body_buffer, _IOFBF, sizeof body_buffer);
         __fsetlocking(body, FSETLOCKING_BYCALLER);
     }
-    converter.writer = (struct writer){.out = body, .items = 1,
+    converter.writer = (struct nvs_chrome_writer){.out = body, .items = 1,
                                        .names = calloc(QUOTED_NAMES, sizeof(struct quoted_name))};
     if (status == 0)
         status = run_pass(&converter, wanted);
@@ -1020,7 +779,7 @@ static int convert_export(void *context, const char *database)
     FILE *out = NULL;
     int error = 0;
     if (status == 0 && !failed && !body_error) {
-        out = to_stdout ? stdout : open_output(output);
+        out = to_stdout ? stdout : nvs_chrome_open_output(output);
         if (!out) {
             fprintf(stderr, "nvtxshim: convert: cannot write %s: %s\n", output, strerror(errno));
             status = -1;
@@ -1059,11 +818,7 @@ static int convert_export(void *context, const char *database)
     }
     if (body)
         fclose(body);
-    free(converter.writer.quoted);
-    for (size_t i = 0; i < converter.writer.name_count; i++)
-        free(converter.writer.names[i].json);
-    free(converter.writer.names);
-    nvs_map_free(&converter.writer.by_text);
+    nvs_chrome_writer_free(&converter.writer);
     while (converter.ends.count)
         free((struct held *)pending_pop(&converter.ends).event);
     free(converter.ends.items);

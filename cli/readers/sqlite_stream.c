@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "util/grow.h"
-#include "readers/trace_json.h"
+#include "util/json_text.h"
 
 #include "readers/sqlite_names.h"
 #include "readers/sqlite_tables.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readers/trace_json.h"
+#include "util/json_text.h"
 
 bool nvs_sql_has_table(struct database *database, const char *table)
 {

@@ -22,6 +22,7 @@
 
 #include "readers/trace_json.h"
 #include "readers/trace_reader.h"
+#include "util/json_text.h"
 
 /* ---- the reader's state ----------------------------------------------------------- */
 

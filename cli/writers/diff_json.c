@@ -17,7 +17,7 @@
 
 #include "model/diff.h"
 #include "writers/report_json.h"
-#include "readers/trace_json.h"
+#include "util/json_text.h"
 
 #define SCHEMA "nvtxshim-diff/1"
 #define MAX_DEPTH 8

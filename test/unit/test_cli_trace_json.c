@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "readers/trace_json.h"
+#include "util/json_text.h"
 
 /* ---- the events read, written back as text ------------------------------------ */
 
