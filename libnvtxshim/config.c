@@ -227,6 +227,30 @@ static int parse_traced_hook(const char *name)
     return (id >= 0 && id < NVS_TRACED_HOOK_COUNT) ? id : -1;
 }
 
+/* The sets NVTXSHIM_HOOKS names (registry/hook_sets.def). */
+static const struct { const char *name; unsigned bit; } hook_sets[] = {
+#define NVS_HOOK_SET(id, name) { name, NVS_HOOKS_##id },
+#define NVS_DEVICE_SET(id, name, in, out) { name, NVS_HOOKS_##id },
+#include "registry/hook_sets.def"
+#undef NVS_HOOK_SET
+#undef NVS_DEVICE_SET
+};
+
+/* The device sets' frame markers: NAME.in and NAME.out, each with its set. */
+static const struct {
+    const char *name;
+    enum nvs_frame_marker marker;
+    unsigned set;
+} device_markers[] = {
+#define NVS_HOOK_SET(id, name)
+#define NVS_DEVICE_SET(id, name, in, out)                                                     \
+    { (in) ? name ".in" : NULL, NVS_FRAME_##id##_IN, NVS_HOOKS_##id },                          \
+    { (out) ? name ".out" : NULL, NVS_FRAME_##id##_OUT, NVS_HOOKS_##id },
+#include "registry/hook_sets.def"
+#undef NVS_HOOK_SET
+#undef NVS_DEVICE_SET
+};
+
 static bool parse_hooks(const char *value, unsigned *out)
 {
     if (!strcmp(value, "none")) { *out = 0; return true; }
@@ -236,13 +260,13 @@ static bool parse_hooks(const char *value, unsigned *out)
     for (;;) {
         const char *comma = strchr(item, ',');
         size_t length = comma ? (size_t)(comma - item) : strlen(item);
-        if (length == 3 && !strncmp(item, "usb", 3)) hooks |= NVS_HOOKS_USB;
-        else if (length == 3 && !strncmp(item, "x11", 3)) hooks |= NVS_HOOKS_X11;
-        else if (length == 4 && !strncmp(item, "cuda", 4)) hooks |= NVS_HOOKS_CUDA;
-        else if (length == 4 && !strncmp(item, "v4l2", 4)) hooks |= NVS_HOOKS_V4L2;
-        else if (length == 6 && !strncmp(item, "serial", 6)) hooks |= NVS_HOOKS_SERIAL;
-        else if (length == 3 && !strncmp(item, "hid", 3)) hooks |= NVS_HOOKS_HID;
-        else return false;
+        size_t set = 0;
+        while (set < sizeof hook_sets / sizeof hook_sets[0] &&
+               (strlen(hook_sets[set].name) != length || strncmp(item, hook_sets[set].name, length)))
+            set++;
+        if (set == sizeof hook_sets / sizeof hook_sets[0])
+            return false;
+        hooks |= hook_sets[set].bit;
         if (!comma)
             break;
         item = comma + 1;
@@ -287,14 +311,10 @@ static bool parse_frame(const char *value, struct nvs_config *config, struct why
     if (!strncmp(value, "usb.out:", 8))
         return parse_endpoint(value + 8, false, &config->frame_endpoint) &&
                (config->frame = NVS_FRAME_USB_OUT, true);
-    static const struct { const char *name; enum nvs_frame_marker marker; } devices[] = {
-        { "v4l2.in", NVS_FRAME_V4L2_IN },     { "serial.in", NVS_FRAME_SERIAL_IN },
-        { "serial.out", NVS_FRAME_SERIAL_OUT }, { "hid.in", NVS_FRAME_HID_IN },
-        { "hid.out", NVS_FRAME_HID_OUT },
-    };
-    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
-        size_t length = strlen(devices[i].name);
-        if (strncmp(value, devices[i].name, length) || (value[length] && value[length] != ':'))
+    for (size_t i = 0; i < sizeof device_markers / sizeof device_markers[0]; i++) {
+        const char *name = device_markers[i].name;
+        size_t length = name ? strlen(name) : 0;
+        if (!name || strncmp(value, name, length) || (value[length] && value[length] != ':'))
             continue;
         /* The device: a path or a glob, as the program opens it. */
         const char *path = value[length] ? value + length + 1 : "";
@@ -307,7 +327,7 @@ static bool parse_frame(const char *value, struct nvs_config *config, struct why
                 return false;
         }
         strcpy(config->frame_device, path);
-        config->frame = devices[i].marker;
+        config->frame = device_markers[i].marker;
         return true;
     }
     if (!strncmp(value, "call:", 5)) {
@@ -664,24 +684,20 @@ static unsigned marker_group(const struct nvs_config *config)
     case NVS_FRAME_X11_SWAP: case NVS_FRAME_X11_FLUSH: return NVS_HOOKS_X11;
     case NVS_FRAME_CUDA_HTOD: case NVS_FRAME_CUDA_DTOH: return NVS_HOOKS_CUDA;
     case NVS_FRAME_CALL: return nvs_hook_group((enum nvs_hook_id)config->frame_call);
-    case NVS_FRAME_V4L2_IN: return NVS_HOOKS_V4L2;
-    case NVS_FRAME_SERIAL_IN: case NVS_FRAME_SERIAL_OUT: return NVS_HOOKS_SERIAL;
-    case NVS_FRAME_HID_IN: case NVS_FRAME_HID_OUT: return NVS_HOOKS_HID;
-    default: return 0;
+    default: break;
     }
+    for (size_t i = 0; i < sizeof device_markers / sizeof device_markers[0]; i++)
+        if (device_markers[i].marker == config->frame)
+            return device_markers[i].set;
+    return 0;
 }
 
 static const char *group_name(unsigned group)
 {
-    switch (group) {
-    case NVS_HOOKS_USB: return "usb";
-    case NVS_HOOKS_X11: return "x11";
-    case NVS_HOOKS_CUDA: return "cuda";
-    case NVS_HOOKS_V4L2: return "v4l2";
-    case NVS_HOOKS_SERIAL: return "serial";
-    case NVS_HOOKS_HID: return "hid";
-    default: return "device-file";
-    }
+    for (size_t set = 0; set < sizeof hook_sets / sizeof hook_sets[0]; set++)
+        if (hook_sets[set].bit == group)
+            return hook_sets[set].name;
+    return "device-file";
 }
 
 /* VARIABLE=VALUE counts GROUP's calls, which NVTXSHIM_HOOKS leaves untraced. */

@@ -24,11 +24,14 @@ enum nvs_frame_marker {
     NVS_FRAME_CUDA_HTOD,
     NVS_FRAME_CUDA_DTOH,
     NVS_FRAME_CALL,
-    NVS_FRAME_V4L2_IN,                  /* each buffer dequeued (or read) from a camera */
-    NVS_FRAME_SERIAL_IN,                /* each read that returned bytes */
-    NVS_FRAME_SERIAL_OUT,               /* each write that took bytes */
-    NVS_FRAME_HID_IN,
-    NVS_FRAME_HID_OUT,
+    /* Each device set's (registry/hook_sets.def): NVS_FRAME_V4L2_IN, each
+     * buffer dequeued (or read) from a camera; NVS_FRAME_SERIAL_OUT, each
+     * write that took bytes... (those a set has no marker of are never set) */
+#define NVS_HOOK_SET(id, name)
+#define NVS_DEVICE_SET(id, name, in, out) NVS_FRAME_##id##_IN, NVS_FRAME_##id##_OUT,
+#include "registry/hook_sets.def"
+#undef NVS_HOOK_SET
+#undef NVS_DEVICE_SET
 };
 
 enum nvs_capture_trigger {

@@ -10,8 +10,8 @@
 
 #include "activation.h"
 #include "capture.h"
-#include "devices.h"
-#include "hooks/device_calls.h"
+#include "devices/table.h"
+#include "devices/device_calls.h"
 #include "config.h"
 #include "frames.h"
 #include "hook.h"
@@ -110,8 +110,9 @@ static void nvs_load(void)
      * a wrapper at any moment from here on (resolve.h). */
     nvs_resolve_libc_hooks();
     nvs_resolve_set_wrappers(nvs_hook_wrappers);
-    /* The table calls up to no protocol file: a usbfs node's URBs end through this */
-    nvs_devices_on_last_close(NVS_DEVICE_USBFS, nvs_usbfs_closed);
+    /* The table calls up to no kind's file: it tells devices by these, and
+     * reaches what a kind does (a usbfs node's last close) through them. */
+    nvs_devices_set_kinds(nvs_device_kinds);
     const struct nvs_config *config = nvs_config();
     nvs_image_set(nvs_sys_getpid());
     bool inert = nvs_resolve_earlier_copy(first_copy, sizeof first_copy);

@@ -60,7 +60,8 @@ enum nvs_cuda_category {
     NVS_CUDA_LAUNCH = 3,        /* a kernel launched */
 };
 
-/* Device files (hooks/devices.c). The camera's ranges:
+/* Device files (devices/: io.c for the I/O and waits, a file per kind for
+ * its ioctls). The camera's ranges:
  *   "VIDIOC_DQBUF /dev/video0 640x480 YUYV buf=2"   capture, payload bytesused
  *   "read /dev/video0 614400B"                       capture (read() I/O)
  *   "VIDIOC_QBUF /dev/video0 buf=2", "VIDIOC_S_FMT /dev/video0 640x480 YUYV",

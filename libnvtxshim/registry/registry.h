@@ -10,16 +10,33 @@
 #error "NVS_CUDA_VERSION must be defined (the Makefile reads it from cuda.h)"
 #endif
 
-/* The sets NVTXSHIM_HOOKS turns on and off; each traced hook is in one. */
+/* The sets NVTXSHIM_HOOKS turns on and off (hook_sets.def); each traced hook
+ * is in one. The device files' sets: cameras (v4l2), USB serial ttys and
+ * NVTXSHIM_DEVICES paths (serial), hidraw nodes (hid); usbfs nodes are in
+ * usb. */
+enum nvs_hook_set_number {
+#define NVS_HOOK_SET(id, name) NVS_HOOK_SET_NUMBER_##id,
+#define NVS_DEVICE_SET(id, name, in, out) NVS_HOOK_SET_NUMBER_##id,
+#include "hook_sets.def"
+#undef NVS_HOOK_SET
+#undef NVS_DEVICE_SET
+    NVS_HOOK_SET_COUNT
+};
+
 enum nvs_hook_set {
-    NVS_HOOKS_USB  = 1u << 0,
-    NVS_HOOKS_X11  = 1u << 1,
-    NVS_HOOKS_CUDA = 1u << 2,
-    NVS_HOOKS_V4L2 = 1u << 3,           /* camera device files */
-    NVS_HOOKS_SERIAL = 1u << 4,         /* USB serial ttys, NVTXSHIM_DEVICES paths */
-    NVS_HOOKS_HID  = 1u << 5,           /* hidraw nodes */
-    NVS_HOOKS_DEVICE_FILES = NVS_HOOKS_V4L2 | NVS_HOOKS_SERIAL | NVS_HOOKS_HID,
-    NVS_HOOKS_ALL  = NVS_HOOKS_USB | NVS_HOOKS_X11 | NVS_HOOKS_CUDA | NVS_HOOKS_DEVICE_FILES,
+#define NVS_HOOK_SET(id, name) NVS_HOOKS_##id = 1u << NVS_HOOK_SET_NUMBER_##id,
+#define NVS_DEVICE_SET(id, name, in, out) NVS_HOOKS_##id = 1u << NVS_HOOK_SET_NUMBER_##id,
+#include "hook_sets.def"
+#undef NVS_HOOK_SET
+#undef NVS_DEVICE_SET
+    NVS_HOOKS_DEVICE_FILES = 0
+#define NVS_HOOK_SET(id, name)
+#define NVS_DEVICE_SET(id, name, in, out) | NVS_HOOKS_##id
+#include "hook_sets.def"
+#undef NVS_HOOK_SET
+#undef NVS_DEVICE_SET
+    ,
+    NVS_HOOKS_ALL = (1u << NVS_HOOK_SET_COUNT) - 1,
 };
 
 enum nvs_hook_id {

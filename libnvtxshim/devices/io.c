@@ -1,6 +1,7 @@
 /* libc calls on device files: the I/O, ioctls and waits on the descriptors
- * devices.c's table holds (hooks/descriptors.c keeps the table), in domains
- * v4l2, serial, hid and usb (schema.h).
+ * the table holds (table.c; descriptors.c keeps it), each in its kind's
+ * domain (struct nvs_device_kind: v4l2, serial, hid, usb; schema.h),
+ * an ioctl handed to its kind.
  *
  * Every process that inherits LD_PRELOAD makes these calls, on files, pipes
  * and sockets: for those a wrapper is a table lookup and a jump to the real
@@ -23,10 +24,10 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../devices.h"
 #include "../emit.h"
 #include "../hook.h"
 #include "device_calls.h"
+#include "table.h"
 
 /* glibc declares these only under _FORTIFY_SOURCE. */
 ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_size);
@@ -56,8 +57,6 @@ SLOW static int ioctl_first(int fd, unsigned long request, void *argument)
     return real(fd, request, argument);
 }
 
-/* ---- names and marks ------------------------------------------------------------ */
-
 /* ---- reads and writes --------------------------------------------------------------- */
 
 enum direction { IN, OUT };
@@ -69,19 +68,16 @@ enum direction { IN, OUT };
 static void describe_io(struct nvs_attributes *range, const struct nvs_device *device,
                         enum nvs_hook_id id, size_t count, enum direction direction, bool vector)
 {
-    uint32_t category, color;
-    if (device->domain == NVS_DOMAIN_V4L2) {
-        category = NVS_V4L2_CAPTURE;
-        color = NVS_COLOR_V4L2_CAPTURE;
-    } else {
-        category = direction == IN ? NVS_TTY_READ : NVS_TTY_WRITE;
-        color = direction == IN ? NVS_COLOR_TTY_READ : NVS_COLOR_TTY_WRITE;
-    }
+    const struct nvs_device_kind *kind = device->kind;
+    uint32_t category = direction == IN ? kind->read_category : kind->write_category;
     *range = (struct nvs_attributes){
-        .domain = device->domain, .category = category, .color = color,
+        .domain = device->domain, .category = category,
+        .color = nvs_category_color(device->domain, category),
         .payload = count, .has_payload = !vector,
     };
-    if (vector)
+    if (kind->io_name)
+        range->name = kind->io_name(device, id, count, vector);
+    else if (vector)
         range->name = nvs_device_name(device, id, 0, "%s %s", nvs_hook_name(id), device->path);
     else
         range->name = nvs_device_name(device, id,
@@ -89,12 +85,12 @@ static void describe_io(struct nvs_attributes *range, const struct nvs_device *d
                                       "%s %s %zuB", nvs_hook_name(id), device->path, count);
 }
 
-/* Whether a read or write on DEVICE is traced: cameras, serial ports and HID
- * nodes (a usbfs node's reads are its descriptors). */
-static inline bool io_traced(const struct nvs_device *device)
+/* Whether a read or write on DEVICE is traced: its kind has a category for
+ * it (a usbfs node's reads are its descriptors: none). */
+static inline bool io_traced(const struct nvs_device *device, enum direction direction)
 {
-    return device->kind == NVS_DEVICE_V4L2 || device->kind == NVS_DEVICE_SERIAL ||
-           device->kind == NVS_DEVICE_HID;
+    return !device->watcher &&
+           (direction == IN ? device->kind->read_category : device->kind->write_category) != 0;
 }
 
 /* Whether a failed call on a non-blocking device only found nothing to read
@@ -144,7 +140,7 @@ SLOW static ssize_t device_io(unsigned slot, const struct io_call *call)
 {
     slot = nvs_device_slot(call->fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    if (!slot || !io_traced(device) || !nvs_call_enter(device->group))
+    if (!slot || !io_traced(device, call->direction) || !nvs_call_enter(device->group))
         return io_real(call);
     bool vector = call->count == SIZE_MAX;
     struct nvs_attributes range;
@@ -256,16 +252,9 @@ SLOW static int device_ioctl(unsigned slot, int fd, unsigned long request, void 
         }
         return result;
     }
-    switch (slot ? device->kind : NVS_DEVICE_NONE) {
-    case NVS_DEVICE_V4L2:
-        return nvs_v4l2_ioctl(real, device, fd, request, argument);
-    case NVS_DEVICE_USBFS:
-        return nvs_usbfs_ioctl(real, device, slot, fd, request, argument);
-    case NVS_DEVICE_HID:
-        return nvs_hid_ioctl(real, device, fd, request, argument);
-    default:
-        return real(fd, request, argument);
-    }
+    if (slot && !device->watcher && device->kind->ioctl)
+        return device->kind->ioctl(real, device, slot, fd, request, argument);
+    return real(fd, request, argument);
 }
 
 NVS_EXPORT int nvs_ioctl(int fd, unsigned long request, void *argument) __asm__("ioctl");
@@ -282,10 +271,12 @@ SLOW static int device_tcdrain(unsigned slot, int fd)
     enum nvs_hook_id id = NVS_HOOK_ID(tcdrain);
     slot = nvs_device_slot(fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    if (!slot || !io_traced(device) || !nvs_call_enter(device->group))
+    if (!slot || device->watcher || !device->kind->drain_category ||
+        !nvs_call_enter(device->group))
         return REAL(tcdrain)(fd);
     struct nvs_attributes range = {
-        .domain = device->domain, .category = NVS_TTY_DRAIN, .color = NVS_COLOR_DEVICE_WAIT,
+        .domain = device->domain, .category = device->kind->drain_category,
+        .color = nvs_category_color(device->domain, device->kind->drain_category),
         .name = nvs_device_name(device, id, 0, "tcdrain %s", device->path),
     };
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
@@ -308,14 +299,12 @@ NVS_EXPORT int tcdrain(int fd)
 static void describe_wait(struct nvs_attributes *range, enum nvs_hook_id id, unsigned slot)
 {
     const struct nvs_device *device = &nvs_devices[slot];
-    enum nvs_device_kind kind = device->kind == NVS_DEVICE_EPOLL
-                              ? (enum nvs_device_kind)atomic_load(&device->format) : device->kind;
-    uint32_t category = kind == NVS_DEVICE_V4L2 ? NVS_V4L2_WAIT
-                      : kind == NVS_DEVICE_USBFS ? NVS_USB_EVENTS : NVS_TTY_WAIT;
+    /* An epoll instance's kind is the device's it watches. */
+    uint32_t category = device->kind->wait_category;
     const char *hook = nvs_hook_name(id);
     *range = (struct nvs_attributes){
         .domain = device->domain, .category = category,
-        .color = kind == NVS_DEVICE_USBFS ? NVS_COLOR_USB_EVENTS : NVS_COLOR_DEVICE_WAIT,
+        .color = nvs_category_color(device->domain, category),
         .name = nvs_device_name(device, id, 0, "%s %s",
                                 hook[0] == '_' ? (id == NVS_HOOK_ID(__poll_chk) ? "poll" : "ppoll")
                                                : hook, device->path),
@@ -489,7 +478,7 @@ SLOW static void watching(int epfd, int fd, unsigned slot)
 {
     int saved_errno = errno;
     slot = nvs_device_slot(fd, slot);
-    if (slot && nvs_devices[slot].kind != NVS_DEVICE_EPOLL)
+    if (slot && !nvs_devices[slot].watcher)
         nvs_device_watched(epfd, slot);
     errno = saved_errno;
 }

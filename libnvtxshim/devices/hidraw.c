@@ -1,4 +1,5 @@
-/* hidraw: the ioctls that move data, in domain hid. Feature, input and output
+/* hidraw nodes, a kind of device file (nvs_device_hidraw, at the end): reads
+ * and writes as a serial port's, and the ioctls that move data, in domain hid. Feature, input and output
  * reports are a device's data as much as its reads and writes are (an
  * instrument may speak only feature reports); the report descriptor, its
  * size, the raw info and the name are what a client such as fido2-token asks
@@ -60,9 +61,10 @@ static uint64_t moved(const struct hid_request *known, const void *argument, int
     }
 }
 
-int nvs_hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
-                  void *argument)
+static int hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
+                     unsigned long request, void *argument)
 {
+    (void)slot;
     const struct hid_request *known = hid_request(request);
     if (!known || !nvs_call_enter(device->group))
         return real(fd, request, argument);
@@ -100,3 +102,19 @@ int nvs_hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
     nvs_call_close(NVS_DOMAIN_HID);
     return result;
 }
+
+/* hidraw's major is given out at boot: told by its class. */
+const struct nvs_device_kind nvs_device_hidraw = {
+    .name = "hid",
+    .sysfs_class = "/hidraw/",
+    .domain = NVS_DOMAIN_HID,
+    .group = NVS_HOOKS_HID,
+    .in_marker = NVS_FRAME_HID_IN,
+    .out_marker = NVS_FRAME_HID_OUT,
+    .read_category = NVS_TTY_READ,
+    .write_category = NVS_TTY_WRITE,
+    .wait_category = NVS_TTY_WAIT,
+    .drain_category = NVS_TTY_DRAIN,
+    .warning_category = NVS_TTY_WARNING,
+    .ioctl = hid_ioctl,
+};

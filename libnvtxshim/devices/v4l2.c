@@ -1,8 +1,9 @@
-/* V4L2 cameras: the streaming ioctls as ranges in domain v4l2, and what each
- * dequeued buffer tells that nothing else on the timeline does: how old the
- * frame already is (the kernel's capture timestamp to the dequeue) and
- * whether frames were dropped (its sequence number skips). schema.h has the
- * names. */
+/* V4L2 cameras, a kind of device file (nvs_device_v4l2, at the end): the
+ * streaming ioctls as ranges in domain v4l2, and what each dequeued buffer
+ * tells that nothing else on the timeline does: how old the frame already is
+ * (the kernel's capture timestamp to the dequeue) and whether frames were
+ * dropped (its sequence number skips). read() is a frame too. schema.h has
+ * the names. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -102,8 +103,10 @@ static union answer answer_of(unsigned long request, const void *argument)
     return copy;
 }
 
-void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const void *argument,
-                      int result)
+/* Untraced requests that still tell the camera's format (VIDIOC_G_FMT), and
+ * the traced ones' answers. */
+static void observe(struct nvs_device *device, unsigned long request, const void *argument,
+                    int result)
 {
     if (result != 0)
         return;
@@ -329,7 +332,7 @@ static int answered(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsign
     int saved_errno = errno;
     struct nvs_attributes range;
     if (result == 0) {
-        nvs_v4l2_observe(device, request, argument, result);
+        observe(device, request, argument, result);
         union answer answer = answer_of(request, argument);
         if (describe_answer(&range, device, (unsigned)request, &answer))
             nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range, began);
@@ -362,7 +365,7 @@ static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
     nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     int result = real(fd, request, argument);
     int saved_errno = errno;
-    nvs_v4l2_observe(device, request, argument, result);
+    observe(device, request, argument, result);
     union answer answer;
     if (command == (unsigned)VIDIOC_DQBUF && result == 0 &&
         is_capture((answer = answer_of(request, argument)).buffer.type)) {
@@ -379,15 +382,16 @@ static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
     return result;
 }
 
-int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
-                   void *argument)
+static int v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
+                      unsigned long request, void *argument)
 {
+    (void)slot;
     unsigned command = (unsigned)request;
     if (!traced_request(command) || !nvs_call_enter(device->group)) {
         int result = real(fd, request, argument);
         if (command == (unsigned)VIDIOC_G_FMT) {
             int saved_errno = errno;
-            nvs_v4l2_observe(device, request, argument, result);
+            observe(device, request, argument, result);
             errno = saved_errno;
         }
         return result;
@@ -405,3 +409,26 @@ int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigne
     nvs_call_leave();
     return result;
 }
+
+/* A camera's format and sequence are unknown until the program sets, reads or dequeues. */
+static void v4l2_opened(struct nvs_device *device)
+{
+    atomic_store(&device->format, 0);
+    atomic_store(&device->last_sequence, -1);
+}
+
+const struct nvs_device_kind nvs_device_v4l2 = {
+    .name = "v4l2",
+    .majors = { 81 },
+    .sysfs_class = "/video4linux/",
+    .domain = NVS_DOMAIN_V4L2,
+    .group = NVS_HOOKS_V4L2,
+    .in_marker = NVS_FRAME_V4L2_IN,
+    .out_marker = NVS_FRAME_OFF,
+    .read_category = NVS_V4L2_CAPTURE,
+    .write_category = NVS_V4L2_CAPTURE,
+    .wait_category = NVS_V4L2_WAIT,
+    .warning_category = NVS_V4L2_WARNING,
+    .ioctl = v4l2_ioctl,
+    .opened = v4l2_opened,
+};

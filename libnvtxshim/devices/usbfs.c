@@ -1,5 +1,5 @@
-/* Raw usbfs: programs that drive /dev/bus/usb/BBB/DDD with ioctls of their
- * own (fxload, vendor SDKs with a libusb linked in statically), in domain usb
+/* Raw usbfs, a kind of device file (nvs_device_usbfs, at the end): programs
+ * that drive /dev/bus/usb/BBB/DDD with ioctls of their own (fxload, vendor SDKs with a libusb linked in statically), in domain usb
  * and named like the libusb ranges (schema.h). libusb's own ioctls are made
  * inside its traced calls, deeper than the program's level, and pass
  * untraced: a transfer is never drawn twice. */
@@ -12,6 +12,8 @@
 
 #include "../emit.h"
 #include "device_calls.h"
+
+extern const struct nvs_device_kind nvs_device_usbfs;
 
 /* Name keys: the request (top 3 bits of the 32) and its details; a transfer
  * whose details do not fit gets its name as text, unregistered. */
@@ -118,14 +120,15 @@ static void reaped(const struct usbdevfs_urb *returned)
         char what[NVS_CALL_TEXT_MAX];
         snprintf(what, sizeof what, "USBDEVFS_REAPURB ep=0x%02x %s %s %d/%dB", endpoint,
                  type_name(urb->type), direction(endpoint), urb->actual_length, urb->buffer_length);
-        struct nvs_device device = { .domain = NVS_DOMAIN_USB };
+        struct nvs_device device = { .kind = &nvs_device_usbfs, .domain = NVS_DOMAIN_USB };
         nvs_device_warn(&device, what, -urb->status);
     }
     if (in && urb->type != USBDEVFS_URB_TYPE_CONTROL && urb->status == 0)
         nvs_call_completed(NVS_HOOK_ID(ioctl), NVS_FRAME_USB_IN, (int)endpoint);
 }
 
-void nvs_usbfs_closed(unsigned slot)
+/* The node in SLOT was closed (its last descriptor went): its URBs' ranges end. */
+static void usbfs_closed(unsigned slot)
 {
     for (int at = 0; at < URBS; at++)
         if (atomic_load(&urbs[at].urb) && urbs[at].slot == slot)
@@ -299,8 +302,8 @@ static int reap(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned l
     return result;
 }
 
-int nvs_usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
-                    unsigned long request, void *argument)
+static int usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
+                       unsigned long request, void *argument)
 {
     unsigned command = (unsigned)request;
     bool known = argument && (command == (unsigned)USBDEVFS_BULK ||
@@ -322,3 +325,17 @@ int nvs_usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot,
     nvs_call_leave();
     return result;
 }
+
+/* Its reads and writes pass untraced: a usbfs node's read is its descriptors. */
+const struct nvs_device_kind nvs_device_usbfs = {
+    .name = "usbfs",
+    .majors = { 189 },
+    .domain = NVS_DOMAIN_USB,
+    .group = NVS_HOOKS_USB,
+    .in_marker = NVS_FRAME_OFF,
+    .out_marker = NVS_FRAME_OFF,
+    .wait_category = NVS_USB_EVENTS,
+    .warning_category = NVS_USB_WARNING,
+    .ioctl = usbfs_ioctl,
+    .last_close = usbfs_closed,
+};

@@ -1,33 +1,65 @@
-/* The device files the program holds open (devices.c): a byte per descriptor
+/* The device files the program holds open (table.c): a byte per descriptor
  * naming the device it refers to, so that read, write, ioctl and poll on any
  * other descriptor cost a bounds check and a load before the real call.
  *
  * A descriptor enters the table when the program opens a device file of a
- * rig, told by its device number (or sysfs) after the open: a V4L2 node, a
- * USB serial tty, a hidraw node, a usbfs node, or a path NVTXSHIM_DEVICES
- * names. Duplicates share the device; close (and close_range, closefrom,
- * fclose, dup2 onto it) takes the descriptor out. Only devices whose group
- * NVTXSHIM_HOOKS traces, while a tool takes the ranges, are entered: with
- * nothing traced the table stays empty. */
-#ifndef NVS_DEVICES_H
-#define NVS_DEVICES_H
+ * rig, told by its device number (or sysfs) after the open: a device of one
+ * of the kinds (struct nvs_device_kind; kinds.c lists them: a V4L2 node, a
+ * USB serial tty, a hidraw node, a usbfs node), or a path
+ * NVTXSHIM_DEVICES names. Duplicates share the device; close (and
+ * close_range, closefrom, fclose, dup2 onto it) takes the descriptor out.
+ * Only devices whose set NVTXSHIM_HOOKS traces, while a tool takes the
+ * ranges, are entered: with nothing traced the table stays empty. */
+#ifndef NVS_DEVICE_TABLE_H
+#define NVS_DEVICE_TABLE_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "emit.h"
-#include "registry/registry.h"
-#include "schema.h"
+#include "../config.h"
+#include "../emit.h"
+#include "../registry/registry.h"
+#include "../schema.h"
 
-enum nvs_device_kind {
-    NVS_DEVICE_NONE,
-    NVS_DEVICE_V4L2,            /* a video4linux node (major 81) */
-    NVS_DEVICE_SERIAL,          /* a USB serial tty, or a path NVTXSHIM_DEVICES names */
-    NVS_DEVICE_HID,             /* a hidraw node */
-    NVS_DEVICE_USBFS,           /* /dev/bus/usb/BBB/DDD (major 189) */
-    NVS_DEVICE_EPOLL,           /* an epoll instance watching one of the above */
+struct nvs_device;
+typedef int (*nvs_ioctl_fn)(int fd, unsigned long request, void *argument);
+
+/* A kind of device file: what the table and the wrappers ask of a device,
+ * one const per kind in a file of its own (v4l2.c, serial.c, hidraw.c,
+ * usbfs.c), listed in kinds.c and called through, as libusb calls its
+ * platform's struct usbi_os_backend. */
+struct nvs_device_kind {
+    const char *name;
+    /* How a character device is told to be one, after the open: by its major
+     * number where Linux fixes it (devices.txt; 0 ends the list), else by its
+     * class in sysfs: SYSFS_CLASS in /sys/dev/char/MAJOR:MINOR's target (and
+     * SYSFS_ALSO too, where not NULL). */
+    unsigned short majors[3];
+    const char *sysfs_class, *sysfs_also;
+    /* The kind of a path NVTXSHIM_DEVICES names that no kind claims. */
+    bool listed;
+    enum nvs_domain domain;
+    unsigned group;                 /* its NVTXSHIM_HOOKS set (enum nvs_hook_set) */
+    /* The frame markers its calls are (NVTXSHIM_FRAME): a call that brought
+     * bytes in, one that took bytes out; NVS_FRAME_OFF: none. */
+    enum nvs_frame_marker in_marker, out_marker;
+    /* The categories (schema.h) of its ranges: read() and write() (0: not
+     * traced), a wait (poll, select, epoll_wait) for it, tcdrain (0: not
+     * traced), its red marks. */
+    uint32_t read_category, write_category, wait_category, drain_category, warning_category;
+    /* The name of a read or write (hook ID) of COUNT bytes, VECTOR: readv or
+     * writev, whose size is not known before the call; NULL: "read PATH 64B". */
+    struct nvs_name (*io_name)(const struct nvs_device *device, enum nvs_hook_id id, size_t count,
+                               bool vector);
+    /* Its ioctls: the range (when the request is one that is traced), the
+     * real call, what it tells of the device. NULL: they pass untraced. */
+    int (*ioctl)(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
+                 unsigned long request, void *argument);
+    /* A device of this kind entered the table: its own state starts (NULL: it keeps none). */
+    void (*opened)(struct nvs_device *device);
+    /* Its last descriptor went (NULL: nothing to do): a usbfs node's URBs end. */
+    void (*last_close)(unsigned slot);
 };
 
 #define NVS_DEVICE_SLOTS 256        /* slot 0 means "no device" */
@@ -36,9 +68,12 @@ enum nvs_device_kind {
 struct nvs_device {
     _Atomic unsigned refs;          /* descriptors naming this slot; 0: free */
     uint32_t uid;                   /* this open's number, for its ranges' name keys */
-    enum nvs_device_kind kind;      /* for an epoll instance: EPOLL */
-    enum nvs_domain domain;
-    unsigned group;                 /* its NVTXSHIM_HOOKS bit */
+    /* Its kind; an epoll instance that watches a device (WATCHER) has the
+     * watched device's, and is no device itself. */
+    const struct nvs_device_kind *kind;
+    bool watcher;
+    enum nvs_domain domain;         /* the kind's */
+    unsigned group;                 /* the kind's NVTXSHIM_HOOKS set */
     enum nvs_frame_marker in_marker, out_marker;    /* NVS_FRAME_OFF: not a marker */
     char path[NVS_DEVICE_PATH_MAX]; /* as opened (cut short: "..." at the end) */
     /* A camera's format, once the program set or read it: fourcc << 32 |
@@ -132,13 +167,12 @@ void nvs_devices_report(void);
 enum nvs_device_loss { NVS_DEVICE_LOSS_SLOTS, NVS_DEVICE_LOSS_URBS, NVS_DEVICE_LOSS_KINDS };
 void nvs_device_count_loss(enum nvs_device_loss loss);
 
-/* The usbfs node's URBs must end when its last descriptor goes: the table
- * calls CLOSED with the slot of a device of KIND whose last descriptor went
- * (set at load, before any device opens, by init.c: the table calls no
- * protocol file of its own accord). */
-void nvs_devices_on_last_close(enum nvs_device_kind kind, void (*closed)(unsigned slot));
+/* The kinds the table tells devices by, NULL-terminated (kinds.c's list): set
+ * at load, before any device opens, by init.c. The table calls no kind's file
+ * of its own accord: what a kind does (its last close) it reaches through this. */
+void nvs_devices_set_kinds(const struct nvs_device_kind *const *kinds);
 
-/* A device's names and warnings, for every protocol (hooks/): a cached name
+/* A device's names and warnings, for every kind: a cached name
  * for hook ID on DEVICE with PARAMETER (up to 32 bits), made by FORMAT on the
  * first use; a red mark in the device's domain, "WHAT failed: EIO". */
 __attribute__((format(printf, 4, 5)))

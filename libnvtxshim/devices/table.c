@@ -1,7 +1,7 @@
-/* The device files the program holds open (devices.h): which descriptors
+/* The device files the program holds open (table.h): which descriptors
  * they are, and what kind of device each is. */
 #define _GNU_SOURCE
-#include "devices.h"
+#include "table.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -12,9 +12,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "hook.h"
-#include "log.h"
-#include "sys.h"
+#include "../hook.h"
+#include "../log.h"
+#include "../sys.h"
 
 struct nvs_device nvs_devices[NVS_DEVICE_SLOTS];
 _Atomic unsigned char nvs_fd_slots[NVS_FD_DIRECT];
@@ -192,67 +192,59 @@ static bool terminal_major(unsigned major)
     return major == 4 || major == 5 || (major >= 136 && major <= 143);
 }
 
+/* The kinds, from init.c (nvs_devices_set_kinds): set at load, read on every open and close after. */
+static const struct nvs_device_kind *const *kinds NVS_ONCE_DATA;
+
+NVS_ONCE void nvs_devices_set_kinds(const struct nvs_device_kind *const *list)
+{
+    kinds = list;
+}
+
 /* The kind of the character device MAJOR:MINOR, by its number where the
  * number is fixed (Linux's devices.txt) and by its sysfs class otherwise
- * (hidraw's major is given out at boot). */
-static enum nvs_device_kind kind_of(unsigned major, unsigned minor)
+ * (hidraw's major is given out at boot); NULL for none. */
+static const struct nvs_device_kind *kind_of(unsigned major, unsigned minor)
 {
-    switch (major) {
-    case 81: return NVS_DEVICE_V4L2;
-    case 166:                           /* ttyACM: USB CDC ACM */
-    case 188: return NVS_DEVICE_SERIAL; /* ttyUSB: USB serial converters */
-    case 189: return NVS_DEVICE_USBFS;
-    }
+    for (const struct nvs_device_kind *const *kind = kinds; kind && *kind; kind++)
+        for (size_t i = 0; i < sizeof (*kind)->majors / sizeof (*kind)->majors[0] && (*kind)->majors[i]; i++)
+            if ((*kind)->majors[i] == major)
+                return *kind;
     if (terminal_major(major) || major == 1 || major == 10)
-        return NVS_DEVICE_NONE;
+        return NULL;
     char link[40], target[512];
     snprintf(link, sizeof link, "/sys/dev/char/%u:%u", major, minor);
     ssize_t length = readlink(link, target, sizeof target - 1);
     if (length <= 0)
-        return NVS_DEVICE_NONE;
+        return NULL;
     target[length] = '\0';
-    if (strstr(target, "/hidraw/"))
-        return NVS_DEVICE_HID;
-    if (strstr(target, "/video4linux/"))
-        return NVS_DEVICE_V4L2;
-    if (strstr(target, "/tty/") && strstr(target, "/usb"))
-        return NVS_DEVICE_SERIAL;
-    return NVS_DEVICE_NONE;
+    for (const struct nvs_device_kind *const *kind = kinds; kind && *kind; kind++)
+        if ((*kind)->sysfs_class && strstr(target, (*kind)->sysfs_class) &&
+            (!(*kind)->sysfs_also || strstr(target, (*kind)->sysfs_also)))
+            return *kind;
+    return NULL;
 }
 
 /* The kind of the device FD, opened at PATH: its fstat, or where that is not
  * a device of a rig, the path's stat (a device emulated in user space, such
  * as umockdev's, answers stat for it but gives a socket or a pty). */
-static enum nvs_device_kind kind_of_file(int fd, const char *path)
+static const struct nvs_device_kind *kind_of_file(int fd, const char *path)
 {
     struct stat status;
     if (fstat(fd, &status) == 0 && S_ISCHR(status.st_mode) &&
         !terminal_major(major(status.st_rdev)))
         return kind_of(major(status.st_rdev), minor(status.st_rdev));
     if (path[0] != '/' || stat(path, &status) != 0 || !S_ISCHR(status.st_mode))
-        return NVS_DEVICE_NONE;
+        return NULL;
     return kind_of(major(status.st_rdev), minor(status.st_rdev));
 }
 
-static unsigned group_of(enum nvs_device_kind kind)
+/* The kind a path NVTXSHIM_DEVICES names is, when no kind claims it. */
+static const struct nvs_device_kind *listed_kind(void)
 {
-    switch (kind) {
-    case NVS_DEVICE_V4L2: return NVS_HOOKS_V4L2;
-    case NVS_DEVICE_SERIAL: return NVS_HOOKS_SERIAL;
-    case NVS_DEVICE_HID: return NVS_HOOKS_HID;
-    case NVS_DEVICE_USBFS: return NVS_HOOKS_USB;
-    default: return 0;
-    }
-}
-
-static enum nvs_domain domain_of(enum nvs_device_kind kind)
-{
-    switch (kind) {
-    case NVS_DEVICE_V4L2: return NVS_DOMAIN_V4L2;
-    case NVS_DEVICE_HID: return NVS_DOMAIN_HID;
-    case NVS_DEVICE_USBFS: return NVS_DOMAIN_USB;
-    default: return NVS_DOMAIN_SERIAL;
-    }
+    for (const struct nvs_device_kind *const *kind = kinds; kind && *kind; kind++)
+        if ((*kind)->listed)
+            return *kind;
+    return NULL;
 }
 
 /* ---- the table ---------------------------------------------------------------- */
@@ -268,24 +260,13 @@ static unsigned claim_slot(void)
     return 0;
 }
 
-/* What a kind of device needs done when its last descriptor goes
- * (nvs_devices_on_last_close): set at load, read on every close after. */
-static void (*last_closed[NVS_DEVICE_EPOLL + 1])(unsigned slot) NVS_ONCE_DATA;
-
-NVS_ONCE void nvs_devices_on_last_close(enum nvs_device_kind kind, void (*closed)(unsigned slot))
-{
-    if ((unsigned)kind <= NVS_DEVICE_EPOLL)
-        last_closed[kind] = closed;
-}
-
 static void release_slot(unsigned slot)
 {
     struct nvs_device *device = &nvs_devices[slot];
     if (atomic_fetch_sub(&device->refs, 1) != 1)
         return;
-    void (*closed)(unsigned slot) = last_closed[device->kind <= NVS_DEVICE_EPOLL ? device->kind : 0];
-    if (closed)
-        closed(slot);
+    if (!device->watcher && device->kind->last_close)
+        device->kind->last_close(slot);
 }
 
 /* ---- names and warnings ----------------------------------------------------------- */
@@ -313,10 +294,8 @@ void nvs_device_warn(const struct nvs_device *device, const char *what, int erro
         snprintf(text, sizeof text, "%s failed: %s", what, name);
     else
         snprintf(text, sizeof text, "%s failed: error %d", what, error);
-    uint32_t category = device->domain == NVS_DOMAIN_V4L2 ? NVS_V4L2_WARNING
-                      : device->domain == NVS_DOMAIN_USB ? NVS_USB_WARNING : NVS_TTY_WARNING;
     struct nvs_attributes mark = {
-        .domain = device->domain, .name = { NULL, text }, .category = category,
+        .domain = device->domain, .name = { NULL, text }, .category = device->kind->warning_category,
         .color = NVS_COLOR_ERROR,
     };
     nvs_mark(&mark);
@@ -389,30 +368,29 @@ static void copy_path(char *out, const char *path)
 /* The frame marker a call on this device is, in or out, given NVTXSHIM_FRAME. */
 static void set_markers(struct nvs_device *device, const struct nvs_config *config)
 {
-    enum nvs_frame_marker in = NVS_FRAME_OFF, out = NVS_FRAME_OFF;
-    switch (device->kind) {
-    case NVS_DEVICE_V4L2: in = NVS_FRAME_V4L2_IN; break;
-    case NVS_DEVICE_SERIAL: in = NVS_FRAME_SERIAL_IN; out = NVS_FRAME_SERIAL_OUT; break;
-    case NVS_DEVICE_HID: in = NVS_FRAME_HID_IN; out = NVS_FRAME_HID_OUT; break;
-    default: break;
-    }
+    enum nvs_frame_marker in = device->kind->in_marker, out = device->kind->out_marker;
     bool this_device = !config->frame_device[0] ||
                        nvs_glob_match(config->frame_device, device->path);
-    device->in_marker = (this_device && config->frame == in) ? in : NVS_FRAME_OFF;
-    device->out_marker = (this_device && config->frame == out) ? out : NVS_FRAME_OFF;
+    device->in_marker = (this_device && in != NVS_FRAME_OFF && config->frame == in) ? in : NVS_FRAME_OFF;
+    device->out_marker = (this_device && out != NVS_FRAME_OFF && config->frame == out) ? out
+                                                                                   : NVS_FRAME_OFF;
 }
 
 void nvs_device_opened(int fd, const char *path, int flags)
 {
     int saved_errno = errno;
     const struct nvs_config *config = nvs_config();
-    enum nvs_device_kind kind = NVS_DEVICE_NONE;
-    if (config->devices[0] && listed(config->devices, path))
-        kind = NVS_DEVICE_SERIAL;
-    else if ((config->hooks & (NVS_HOOKS_DEVICE_FILES | NVS_HOOKS_USB)) && !never_a_rig(path) &&
-             !strncmp(path, "/dev/", 5))
+    const struct nvs_device_kind *kind = NULL;
+    /* A path NVTXSHIM_DEVICES names is of the kind its device number says,
+     * else serial-like. */
+    if (config->devices[0] && listed(config->devices, path)) {
+        if (!(kind = kind_of_file(fd, path)))
+            kind = listed_kind();
+    } else if ((config->hooks & (NVS_HOOKS_DEVICE_FILES | NVS_HOOKS_USB)) && !never_a_rig(path) &&
+               !strncmp(path, "/dev/", 5)) {
         kind = kind_of_file(fd, path);
-    unsigned group = group_of(kind);
+    }
+    unsigned group = kind ? kind->group : 0;
     /* Only what is traced now enters the table: nothing else pays for it. */
     if (!group || !(config->hooks & group) || !(nvs_traced_groups() & group)) {
         errno = saved_errno;
@@ -428,12 +406,13 @@ void nvs_device_opened(int fd, const char *path, int flags)
         struct nvs_device *device = &nvs_devices[slot];
         device->uid = new_uid();
         device->kind = kind;
-        device->domain = domain_of(kind);
+        device->watcher = false;
+        device->domain = kind->domain;
         device->group = group;
         copy_path(device->path, path);
-        atomic_store(&device->format, 0);
-        atomic_store(&device->last_sequence, -1);
         atomic_store(&device->nonblocking, (flags & O_NONBLOCK) != 0);
+        if (kind->opened)
+            kind->opened(device);
         set_markers(device, config);
         enter(fd, slot);
         nvs_log_debug("fd %d is %s device %s\n", fd, nvs_domain_name(device->domain), device->path);
@@ -499,13 +478,13 @@ void nvs_device_watched(int epfd, unsigned slot)
         return;
     struct nvs_device *device = &nvs_devices[epoll_slot], *watched = &nvs_devices[slot];
     device->uid = new_uid();
-    device->kind = NVS_DEVICE_EPOLL;
+    /* What kind of device it waits for decides the range's category. */
+    device->kind = watched->kind;
+    device->watcher = true;
     device->domain = watched->domain;
     device->group = watched->group;
     memcpy(device->path, watched->path, sizeof device->path);
     device->in_marker = device->out_marker = NVS_FRAME_OFF;
-    /* What kind of device it waits for decides the range's category. */
-    atomic_store(&device->format, (uint64_t)watched->kind);
     enter(epfd, epoll_slot);
 }
 

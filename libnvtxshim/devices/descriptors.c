@@ -24,7 +24,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "../devices.h"
+#include "table.h"
 #include "device_calls.h"
 
 /* Newer than the oldest glibc the library is built against (2.28, the wheel's):

@@ -1,14 +1,13 @@
-/* Between the descriptor wrappers (hooks/devices.c) and the two ioctl
- * protocols they hand over to: V4L2 (hooks/v4l2.c) and usbfs (hooks/usbfs.c). */
+/* Between the descriptor wrappers (io.c, descriptors.c), the kinds of device
+ * they hand over to (a file each: v4l2.c, serial.c, hidraw.c, usbfs.c)
+ * and the list of kinds (kinds.c) init.c gives the table. */
 #ifndef NVS_DEVICE_CALLS_H
 #define NVS_DEVICE_CALLS_H
 
 #include <errno.h>
 
-#include "../devices.h"
+#include "table.h"
 #include "../hook.h"
-
-typedef int (*nvs_ioctl_fn)(int fd, unsigned long request, void *argument);
 
 #define SLOW __attribute__((noinline, cold))
 
@@ -32,21 +31,8 @@ typedef int (*nvs_ioctl_fn)(int fd, unsigned long request, void *argument);
         return real arguments;                                                                \
     }
 
-/* A traced ioctl on a camera or a usbfs node: the range (when the request is
- * one that is traced), the real call, what it tells of the device. */
-int nvs_v4l2_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
-                   void *argument);
-int nvs_usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, int fd,
-                    unsigned long request, void *argument);
-int nvs_hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
-                  void *argument);
-/* Untraced requests that still tell the camera's format (VIDIOC_G_FMT). */
-void nvs_v4l2_observe(struct nvs_device *device, unsigned long request, const void *argument,
-                      int result);
-
-/* The usbfs node in SLOT was closed: its URBs' ranges end. Called by the
- * table (nvs_devices_on_last_close, set by init.c) when its last descriptor goes. */
-void nvs_usbfs_closed(unsigned slot);
+/* The kinds the library knows, NULL-terminated (kinds.c). */
+extern const struct nvs_device_kind *const nvs_device_kinds[];
 
 /* Whether a failed call failed the way a device's calls fail in normal use
  * (nothing to read yet, a signal): no mark for those. */
