@@ -201,48 +201,78 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
 #define NVS_IS_VOID(call) __builtin_types_compatible_p(__typeof__(call), void)
 #define NVS_VALUE(call) __builtin_choose_expr(NVS_IS_VOID(call), ((call), 0), (call))
 
-/* The body of every traced wrapper of function NAME (its group GROUP): the
- * real function, found with FIND(hook id) (nvs_resolve, or a family's own
- * lookup), straight away when the call is not traced, or MISSING when no
- * library defines it (nothing for a void function); otherwise OPEN (which
- * calls nvs_call_open), the real call with ARGUMENTS, CLOSE (nvs_call_close).
- * RESULT holds the real call's value inside CLOSE (0 for a void function). */
+/* The traced call itself, REAL known and the call entered: OPEN (which calls
+ * nvs_call_open), the real call with ARGUMENTS, CLOSE (nvs_call_close), and
+ * its value returned. RESULT holds the real call's value inside CLOSE (0 for a
+ * void function). */
+#define NVS_TRACED_CALL(arguments, open, close)                                              \
+    open;                                                                                    \
+    __typeof__(NVS_VALUE(real arguments)) result = NVS_VALUE(real arguments);                \
+    close;                                                                                   \
+    return __builtin_choose_expr(NVS_IS_VOID(real arguments), (void)0, result)
+
+/* The body of a traced wrapper of function NAME (its group GROUP) in one
+ * piece: the real function, found with FIND(hook id) (nvs_resolve, or a
+ * family's own lookup), straight away when the call is not traced, or MISSING
+ * when no library defines it (nothing for a void function); otherwise the
+ * traced call (NVS_TRACED_CALL: OPEN, the real call with ARGUMENTS, CLOSE). */
 #define NVS_WRAPPER_BODY(group, find, name, missing, arguments, open, close)                \
     __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                     \
     if (!real)                                                                               \
         return missing;                                                                      \
     if (!nvs_call_begins(group))                                                             \
         return real arguments;                                                               \
-    open;                                                                                    \
-    __typeof__(NVS_VALUE(real arguments)) result = NVS_VALUE(real arguments);                \
-    close;                                                                                   \
-    return __builtin_choose_expr(NVS_IS_VOID(real arguments), (void)0, result)
+    NVS_TRACED_CALL(arguments, open, close)
 
-/* A wrapper of TYPE NAME PARAMETERS in two halves. The exported one passes
+/* A wrapper of TYPE NAME PARAMETERS in three parts. The exported one passes
  * ARGUMENTS straight to the real function when that is known and the call
  * untraced: two loads, two tests and a jump, nothing kept for the traced path
  * (GCC still copies arguments passed on the stack, past the sixth, back to
- * where they were). Otherwise it jumps, the arguments where they are, to the
- * traced half, out of line, whose body is BODY (NVS_WRAPPER_BODY). Against a
- * body in the exported function, an untraced call costs 10 instructions less
- * for a CUDA wait and 19 less for a launch, whose eleven parameters put five on
- * the stack (callgrind, make bench). Declared first: cuda.h declares the
+ * where they were). When the call is traced it raises the thread's depth and
+ * jumps, the arguments where they are, to the traced part, out of line, which
+ * finds REAL with FIND(hook id) (resolved by then) and runs TRACED (statements
+ * that return the call's value). Before the real function is known or the
+ * traced groups are, the cold first part finds it (MISSING where none is),
+ * asks nvs_call_begins, and goes on like the exported one. Against a body in
+ * the exported function, an untraced call costs 10 instructions less for a
+ * CUDA wait and 19 less for a launch, whose eleven parameters put five on the
+ * stack (callgrind, make bench). Declared first: cuda.h declares the
  * per-thread-default-stream twins (_ptds, _ptsz) only for programs built with
  * --default-stream per-thread. */
-#define NVS_SPLIT_WRAPPER(group, type, name, parameters, arguments, body)                   \
+#define NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing, traced) \
     extern type name parameters;                                                             \
     static __attribute__((noinline)) type nvs_traced_##name parameters                       \
     {                                                                                        \
-        body;                                                                                \
+        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
+        traced;                                                                              \
+    }                                                                                        \
+    static __attribute__((noinline, cold)) type nvs_first_##name parameters                  \
+    {                                                                                        \
+        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
+        if (!real)                                                                           \
+            return missing;                                                                  \
+        if (!nvs_call_begins(group))                                                         \
+            return real arguments;                                                           \
+        return nvs_traced_##name arguments;                                                  \
     }                                                                                        \
     NVS_EXPORT type name parameters                                                          \
     {                                                                                        \
         __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                    \
             &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                   \
-        if (__builtin_expect(real != NULL, 1) && nvs_call_passes(group))                     \
+        unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire); \
+        if (__builtin_expect(!real || !(groups & NVS_GROUPS_READY), 0))                      \
+            return nvs_first_##name arguments;                                               \
+        if (__builtin_expect(!(groups & (group)) || nvs_hook_depth, 1))                      \
             return real arguments;                                                           \
+        nvs_hook_depth++;                                                                    \
         return nvs_traced_##name arguments;                                                  \
     }
+
+/* The usual split wrapper: its traced part is NVS_TRACED_CALL(ARGUMENTS, OPEN,
+ * CLOSE), one range around the real call. */
+#define NVS_SPLIT_WRAPPER(group, type, name, parameters, arguments, find, missing, open, close) \
+    NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing,        \
+                             NVS_TRACED_CALL(arguments, open, close))
 
 /* The body of a wrapper that calls the real function, then does AFTER (which
  * may read RESULT): entry-point lookups, allocations that empty a cache. */

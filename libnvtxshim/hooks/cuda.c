@@ -457,19 +457,19 @@ static int driver_kernel_name(const void *function, const char **name)
  * parameters, the range made alike. Both in two halves (hook.h). */
 #define WAIT(name, parameters, arguments)                                                   \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments,                \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND, arguments, \
-                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close()))
+        nvs_resolve, CUDA_ERROR_NOT_FOUND, \
+                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
 #define LAUNCH_PAIR(name, twin, parameters, arguments, function)                           \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments,                \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND, arguments, \
+        nvs_resolve, CUDA_ERROR_NOT_FOUND, \
                          nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),              \
                                          (const void *)(function), driver_kernel_name),    \
-                         nvs_copy_close()))                                                 \
+                         nvs_copy_close())                                                 \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, twin, parameters, arguments,                \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, CUDA_ERROR_NOT_FOUND, arguments, \
+        nvs_resolve, CUDA_ERROR_NOT_FOUND, \
                          nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),              \
                                          (const void *)(function), driver_kernel_name),    \
-                         nvs_copy_close()))
+                         nvs_copy_close())
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
 WAIT(cuStreamSynchronize_ptsz, (CUstream stream), (stream))
@@ -490,9 +490,8 @@ LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
 #define GRAPH_LAUNCH(name)                                                                  \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, (CUgraphExec graph, CUstream stream),  \
                       (graph, stream),                                                      \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, CUDA_ERROR_NOT_FOUND,           \
-                         (graph, stream), nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
-                         nvs_copy_close()))
+        nvs_resolve, CUDA_ERROR_NOT_FOUND, nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
+                         nvs_copy_close())
 GRAPH_LAUNCH(cuGraphLaunch)
 GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 

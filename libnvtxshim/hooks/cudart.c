@@ -137,25 +137,23 @@ static int runtime_kernel_name(const void *function, const char **name)
 /* A wait for the GPU and a launch (copy.h), in two halves (hook.h). */
 #define WAIT(name, parameters, arguments)                                                   \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name, parameters, arguments,             \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
-                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close()))
+        nvs_resolve, cudaErrorNotSupported, \
+                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
 #define LAUNCH(name)                                                                        \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                    \
                       (const void *function, dim3 grid, dim3 block, void **arguments,       \
                        size_t shared_bytes, cudaStream_t stream),                           \
                       (function, grid, block, arguments, shared_bytes, stream),             \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported,          \
-                         (function, grid, block, arguments, shared_bytes, stream),          \
+        nvs_resolve, cudaErrorNotSupported,          \
                          nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel),  \
                                          function, runtime_kernel_name),                    \
-                         nvs_copy_close()))
+                         nvs_copy_close())
 
 #define GRAPH_LAUNCH(name)                                                                  \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                    \
                       (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream),        \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported,          \
-                         (graph, stream), nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
-                         nvs_copy_close()))
+        nvs_resolve, cudaErrorNotSupported, nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
+                         nvs_copy_close())
 
 WAIT(cudaDeviceSynchronize, (void), ())
 WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))

@@ -52,7 +52,7 @@ void *nvs_gl_entry_point(const char *name, void *found, const char *prefix);
  * CHECK and OPENING, makes the call and ends the range. */
 #define X11_SPLIT(type, name, parameters, arguments, find, missing, check, opening)         \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, type, name, parameters, arguments,                      \
-        NVS_WRAPPER_BODY(NVS_HOOKS_X11, find, name, missing, arguments, check; opening,      \
-                         nvs_x11_end()))
+        find, missing, check; opening,      \
+                         nvs_x11_end())
 
 #endif

@@ -168,10 +168,9 @@ static __attribute__((noinline, cold)) void data_ended_unusually(enum nvs_hook_i
  * with the hook's own arguments, which its wrapper jumps to (a tail call:
  * the wrapper saves no register and moves no argument). */
 static inline __attribute__((always_inline)) int data_transfer(
-    enum nvs_hook_id id, libusb_device_handle *handle, unsigned char endpoint, unsigned char *data,
-    int length, int *transferred, unsigned int timeout)
+    enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real, libusb_device_handle *handle,
+    unsigned char endpoint, unsigned char *data, int length, int *transferred, unsigned int timeout)
 {
-    __typeof__(&libusb_bulk_transfer) real = (__typeof__(&libusb_bulk_transfer))nvs_resolve(id);
     struct nvs_attributes range;
     describe_data(&range, id, endpoint, length);
     nvs_call_open(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
@@ -195,46 +194,17 @@ static inline __attribute__((always_inline)) int data_transfer(
     return result;
 }
 
-/* A bulk or interrupt transfer's wrapper, and the function its traced calls
- * take (out of line: inlined, it would make the untraced path save registers
- * too; docs/ARCHITECTURE.md). */
+/* A bulk or interrupt transfer's wrapper (hook.h's, in three parts): its
+ * traced part passes libusb a transferred count of its own (data_transfer). */
 #define DATA_TRANSFER(name)                                                                   \
-    static __attribute__((noinline)) int traced_##name(                                        \
-        libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length, \
-        int *transferred, unsigned int timeout)                                               \
-    {                                                                                         \
-        return data_transfer(NVS_HOOK_ID(name), handle, endpoint, data, length, transferred,   \
-                             timeout);                                                        \
-    }                                                                                         \
-                                                                                              \
-    /* Before libusb is resolved or the traced groups are known. */                          \
-    static __attribute__((noinline, cold)) int first_##name(                                   \
-        libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length, \
-        int *transferred, unsigned int timeout)                                               \
-    {                                                                                         \
-        __typeof__(&name) real = NVS_REAL(name);                                              \
-        if (!real)                                                                            \
-            return LIBUSB_ERROR_NOT_SUPPORTED;                                                \
-        if (!nvs_call_begins(NVS_HOOKS_USB))                                                  \
-            return real(handle, endpoint, data, length, transferred, timeout);                \
-        return traced_##name(handle, endpoint, data, length, transferred, timeout);           \
-    }                                                                                         \
-                                                                                              \
-    /* Every way on is a tail call with the arguments as they came. */                       \
-    NVS_EXPORT int LIBUSB_CALL name(libusb_device_handle *handle, unsigned char endpoint,         \
-                                unsigned char *data, int length, int *transferred,            \
-                                unsigned int timeout)                                         \
-    {                                                                                         \
-        __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                     \
-            &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                    \
-        unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire); \
-        if (__builtin_expect(!real || !(groups & NVS_GROUPS_READY), 0))                       \
-            return first_##name(handle, endpoint, data, length, transferred, timeout);        \
-        if (__builtin_expect(!(groups & NVS_HOOKS_USB) || nvs_hook_depth, 1))                 \
-            return real(handle, endpoint, data, length, transferred, timeout);                \
-        nvs_hook_depth++;                                                                     \
-        return traced_##name(handle, endpoint, data, length, transferred, timeout);           \
-    }
+    NVS_SPLIT_WRAPPER_TRACED(                                                                 \
+        NVS_HOOKS_USB, int, name,                                                             \
+        (libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length, \
+         int *transferred, unsigned int timeout),                                             \
+        (handle, endpoint, data, length, transferred, timeout), nvs_resolve,                  \
+        LIBUSB_ERROR_NOT_SUPPORTED,                                                           \
+        return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, length,         \
+                             transferred, timeout))
 
 DATA_TRANSFER(libusb_bulk_transfer)
 DATA_TRANSFER(libusb_interrupt_transfer)

@@ -124,12 +124,10 @@ X11_SPLIT(xcb_void_cookie_t, xcb_render_trapezoids,
                        uint32_t length, const uint8_t *commands),                            \
                       (connection, op, source, destination, mask_format, glyphset, source_x, \
                        source_y, length, commands),                                          \
-        NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, (xcb_void_cookie_t){ 0 },          \
-                         (connection, op, source, destination, mask_format, glyphset,        \
-                          source_x, source_y, length, commands),                             \
+        nvs_resolve, (xcb_void_cookie_t){ 0 },                             \
                          nvs_check_xcb(connection);                                          \
                          nvs_x11_begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF),       \
-                         nvs_x11_end()))
+                         nvs_x11_end())
 
 RENDER_GLYPHS(xcb_render_composite_glyphs_8)
 RENDER_GLYPHS(xcb_render_composite_glyphs_16)

@@ -174,12 +174,10 @@ X11_SPLIT(void, XRenderCompositeTrapezoids,
                        int x, int y, const item *items, int count),                          \
                       (display, op, source, destination, mask_format, source_x, source_y, x, \
                        y, items, count),                                                     \
-        NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, ,                                 \
-                         (display, op, source, destination, mask_format, source_x, source_y, \
-                          x, y, items, count),                                               \
+        nvs_resolve, ,                                               \
                          nvs_check_xlib(display);                                            \
                          nvs_x11_begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF),       \
-                         nvs_x11_end()))
+                         nvs_x11_end())
 
 RENDER_TEXT(XRenderCompositeText8, XGlyphElt8)
 RENDER_TEXT(XRenderCompositeText16, XGlyphElt16)

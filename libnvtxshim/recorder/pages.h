@@ -10,15 +10,11 @@
 #include <sys/uio.h>
 
 #include "trace.h"
-#include "trace_writer.h"
 
 #define NVS_FILE_PAGE 4096u
 #define NVS_WRITE_PIECES 32u
 
 _Static_assert(NVS_TRACE_EVENT_MAX < NVS_FILE_PAGE, "an event fits in a page of the file");
-/* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
-_Static_assert(2 * (NVS_WRITER_ROOM / NVS_FILE_PAGE + 2) <= NVS_WRITE_PIECES,
-               "pieces for a whole buffer");
 
 /* The pieces of one write: runs of whole events, each within what is left of a
  * page of the file, and blanks up to a page's end before an event that would

@@ -61,6 +61,8 @@
 #include "../log.h"
 #include "../sys.h"
 
+/* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
+_Static_assert(2 * (NVS_WRITER_ROOM / NVS_FILE_PAGE + 2) <= NVS_WRITE_PIECES, "pieces for a whole buffer");
 #define FINISH_WAIT_NS 2000000000ull
 #define HEADER_MAX (2 * NVS_TRACE_EVENT_MAX)   /* the header, then the run's mark */
 #define COMPARED 256u                           /* bytes of the header read back at once */
