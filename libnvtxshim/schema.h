@@ -16,7 +16,7 @@
 
 enum nvs_domain { NVS_DOMAIN_USB, NVS_DOMAIN_X11, NVS_DOMAIN_CUDA, NVS_DOMAIN_SHIM,
                   NVS_DOMAIN_KERNEL, NVS_DOMAIN_V4L2, NVS_DOMAIN_SERIAL, NVS_DOMAIN_HID,
-                  NVS_DOMAIN_COUNT };
+                  NVS_DOMAIN_I2C, NVS_DOMAIN_COUNT };
 
 static inline const char *nvs_domain_name(enum nvs_domain domain)
 {
@@ -29,6 +29,7 @@ static inline const char *nvs_domain_name(enum nvs_domain domain)
     case NVS_DOMAIN_V4L2: return "v4l2";
     case NVS_DOMAIN_SERIAL: return "serial";
     case NVS_DOMAIN_HID: return "hid";
+    case NVS_DOMAIN_I2C: return "i2c";
     case NVS_DOMAIN_COUNT: break;
     }
     return NULL;
@@ -80,10 +81,19 @@ enum nvs_v4l2_category {
     NVS_V4L2_WARNING = 4,       /* marks: dropped frames */
     NVS_V4L2_FRAME_AGE = 5,     /* capture timestamp -> dequeue */
 };
-/* Serial ports and HID nodes share their categories. Their ranges:
+/* Serial ports, HID nodes and I2C nodes share their categories. Their ranges:
  *   "read /dev/ttyACM0 64B", "write /dev/ttyACM0 12B" (readv, writev too),
  *   payload the bytes asked for (the trace file: the bytes moved when fewer);
- *   "tcdrain /dev/ttyACM0"; "poll /dev/ttyACM0" (select, epoll_wait...). */
+ *   "tcdrain /dev/ttyACM0"; "poll /dev/ttyACM0" (select, epoll_wait...).
+ * An I2C node's (devices/i2c.c), each with the chip's address, payload the
+ * bytes moved (0 for a transfer that failed, which has a red mark):
+ *   "I2C_RDWR /dev/i2c-1 0x48 W1 R2"   one combined transfer, its messages in
+ *                                      order (W: to the chip, R: from it)
+ *   "I2C_SMBUS /dev/i2c-1 0x48 R word_data cmd=0x00"   an SMBus command
+ *   "read /dev/i2c-1 0x48 2B", "write /dev/i2c-1 0x48 1B"   to the address
+ *                                      I2C_SLAVE set
+ * read when the transfer brought bytes in, write when it only took them out,
+ * control when it failed (named after the node, "I2C_RDWR /dev/i2c-1"). */
 enum nvs_tty_category {
     NVS_TTY_READ = 1,           /* bytes in from the device */
     NVS_TTY_WRITE = 2,          /* bytes out: an actuation */
@@ -154,6 +164,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         return NULL;
     case NVS_DOMAIN_SERIAL:
     case NVS_DOMAIN_HID:
+    case NVS_DOMAIN_I2C:
         switch ((enum nvs_tty_category)category) {
         case NVS_TTY_READ: return "read";
         case NVS_TTY_WRITE: return "write";
@@ -229,6 +240,7 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
              : category == NVS_V4L2_FRAME_AGE ? NVS_COLOR_V4L2_AGE : NVS_COLOR_V4L2_CONTROL;
     case NVS_DOMAIN_SERIAL:
     case NVS_DOMAIN_HID:
+    case NVS_DOMAIN_I2C:
         return category == NVS_TTY_WRITE ? NVS_COLOR_TTY_WRITE
              : category == NVS_TTY_WAIT || category == NVS_TTY_DRAIN ? NVS_COLOR_DEVICE_WAIT
              : category == NVS_TTY_WARNING ? NVS_COLOR_ERROR

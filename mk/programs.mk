@@ -216,9 +216,14 @@ $(BUILD)/test/libmalloc_count.so: test/programs/malloc_count.c $(call flags,prog
 
 # The emulated V4L2 capture device (test/v4l2dev/emuv4l2.c), an LD_PRELOAD test double
 # that answers for /dev/video0 where the kernel has no V4L2 (test/test_emuv4l2.py).
-TEST_PROGRAMS += $(BUILD)/test/libemuv4l2.so $(BUILD)/test/libemufeature.so
+TEST_PROGRAMS += $(BUILD)/test/libemuv4l2.so $(BUILD)/test/libemufeature.so $(BUILD)/test/libemui2c.so
 # Feature reports for the recorded HID key (umockdev replays none): test/hidraw/emufeature.c.
 $(BUILD)/test/libemufeature.so: test/hidraw/emufeature.c $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(BASE_WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
+
+# The chips on an emulated I2C bus (no kernel here has i2c-dev): test/i2cdev/emui2c.c.
+$(BUILD)/test/libemui2c.so: test/i2cdev/emui2c.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(BASE_WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
 

@@ -19,6 +19,8 @@ packages=(
   # Real clients test/test_emuv4l2.py runs on the emulated V4L2 camera (test/v4l2dev/), and
   # the serial and HID tools for the device-file tests.
   ffmpeg v4l-utils python3-opencv python3-serial python3-hid fido2-tools libhidapi-hidraw0
+  # Real I2C clients test/test_i2c.py runs on the emulated bus (test/i2cdev/).
+  i2c-tools python3-smbus
   sqlite3 libsqlite3-dev zlib1g-dev
   # test/test_report_html.py renders nvtxshim report's page in headless Chromium and measures
   # the picture with PIL.

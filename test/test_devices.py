@@ -29,7 +29,7 @@ MS = 1000000
 # How long a check that needs a run the scheduler left alone at a few moments may keep trying
 # (at least 6 runs): generous for the ASan build with two busy processes beside it.
 RETRY_S = 180
-DEVICE_DOMAINS = ("v4l2", "serial", "hid")
+DEVICE_DOMAINS = ("v4l2", "serial", "hid", "i2c")
 
 
 def need(tool, package):

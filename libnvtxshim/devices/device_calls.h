@@ -1,6 +1,6 @@
 /* Between the descriptor wrappers (io.c, descriptors.c), the kinds of device
- * they hand over to (a file each: v4l2.c, serial.c, hidraw.c, usbfs.c)
- * and the list of kinds (kinds.c) init.c gives the table. */
+ * they hand over to (a file each: v4l2.c, serial.c, hidraw.c, usbfs.c,
+ * i2c.c) and the list of kinds (kinds.c) init.c gives the table. */
 #ifndef NVS_DEVICE_CALLS_H
 #define NVS_DEVICE_CALLS_H
 

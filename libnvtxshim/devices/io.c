@@ -1,6 +1,6 @@
 /* libc calls on device files: the I/O, ioctls and waits on the descriptors
  * the table holds (table.c; descriptors.c keeps it), each in its kind's
- * domain (struct nvs_device_kind: v4l2, serial, hid, usb; schema.h),
+ * domain (struct nvs_device_kind: v4l2, serial, hid, usb, i2c; schema.h),
  * an ioctl handed to its kind.
  *
  * Every process that inherits LD_PRELOAD makes these calls, on files, pipes

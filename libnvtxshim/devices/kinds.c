@@ -8,7 +8,8 @@
     KIND(v4l2)      /* cameras: video4linux nodes */                                          \
     KIND(serial)    /* USB serial ttys, NVTXSHIM_DEVICES paths */                             \
     KIND(hidraw)    /* HID nodes */                                                           \
-    KIND(usbfs)     /* /dev/bus/usb/BBB/DDD driven by the program's own ioctls */
+    KIND(usbfs)     /* /dev/bus/usb/BBB/DDD driven by the program's own ioctls */             \
+    KIND(i2c)       /* I2C buses: /dev/i2c-N */
 
 #define DECLARE(name) extern const struct nvs_device_kind nvs_device_##name;
 KINDS(DECLARE)

@@ -381,8 +381,8 @@ void nvs_device_opened(int fd, const char *path, int flags)
     int saved_errno = errno;
     const struct nvs_config *config = nvs_config();
     const struct nvs_device_kind *kind = NULL;
-    /* A path NVTXSHIM_DEVICES names is of the kind its device number says,
-     * else serial-like. */
+    /* A path NVTXSHIM_DEVICES names is of the kind its device number says
+     * (an I2C node is one), else serial-like. */
     if (config->devices[0] && listed(config->devices, path)) {
         if (!(kind = kind_of_file(fd, path)))
             kind = listed_kind();

@@ -5,7 +5,7 @@
  * A descriptor enters the table when the program opens a device file of a
  * rig, told by its device number (or sysfs) after the open: a device of one
  * of the kinds (struct nvs_device_kind; kinds.c lists them: a V4L2 node, a
- * USB serial tty, a hidraw node, a usbfs node), or a path
+ * USB serial tty, a hidraw node, a usbfs node, an I2C node), or a path
  * NVTXSHIM_DEVICES names. Duplicates share the device; close (and
  * close_range, closefrom, fclose, dup2 onto it) takes the descriptor out.
  * Only devices whose set NVTXSHIM_HOOKS traces, while a tool takes the
@@ -27,7 +27,7 @@ typedef int (*nvs_ioctl_fn)(int fd, unsigned long request, void *argument);
 
 /* A kind of device file: what the table and the wrappers ask of a device,
  * one const per kind in a file of its own (v4l2.c, serial.c, hidraw.c,
- * usbfs.c), listed in kinds.c and called through, as libusb calls its
+ * usbfs.c, i2c.c), listed in kinds.c and called through, as libusb calls its
  * platform's struct usbi_os_backend. */
 struct nvs_device_kind {
     const char *name;
@@ -81,6 +81,8 @@ struct nvs_device {
     _Atomic uint64_t format;
     /* The sequence number of the camera's last dequeued buffer; -1 after STREAMON. */
     _Atomic int64_t last_sequence;
+    /* An I2C node's chip, as I2C_SLAVE set it: its address plus 1; 0 while unset. */
+    _Atomic uint32_t i2c_address;
     /* O_NONBLOCK, as the program opened the device and set it since (fcntl
      * F_SETFL, ioctl FIONBIO): a call on a non-blocking device that finds
      * nothing (EAGAIN) is not drawn, and one that does is drawn when it

@@ -12,8 +12,8 @@
 
 /* The sets NVTXSHIM_HOOKS turns on and off (hook_sets.def); each traced hook
  * is in one. The device files' sets: cameras (v4l2), USB serial ttys and
- * NVTXSHIM_DEVICES paths (serial), hidraw nodes (hid); usbfs nodes are in
- * usb. */
+ * NVTXSHIM_DEVICES paths (serial), hidraw nodes (hid), I2C nodes (i2c); usbfs
+ * nodes are in usb. */
 enum nvs_hook_set_number {
 #define NVS_HOOK_SET(id, name) NVS_HOOK_SET_NUMBER_##id,
 #define NVS_DEVICE_SET(id, name, in, out) NVS_HOOK_SET_NUMBER_##id,
