@@ -27,7 +27,7 @@
 #include "readers/input.h"
 #include "writers/report_json.h"
 #include "commands/options.h"
-#include "writers/report_html.h"
+#include "writers/html.h"
 
 #define NS_PER_US 1e3
 #define NAMES_SHOWN 20              /* rows of the per-name table */

@@ -1,5 +1,5 @@
 /* nvtxshim diff --html: the comparison as one page that needs nothing else
- * (inline SVG and CSS, report_html.c's style): the runs, the verdict with its
+ * (inline SVG and CSS, html.c's style): the runs, the verdict with its
  * intervals and both groups' noise, both groups' frame time histograms on one
  * scale, each run's median and p99 frame on one scale (how far a group's runs
  * lie apart, seen), each column's mean per frame side by side, and the tables. */
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "model/diff.h"
-#include "writers/report_html.h"
+#include "writers/html.h"
 
 #define HISTOGRAM_BINS 48
 #define CHART_WIDTH 960
