@@ -100,7 +100,7 @@ const char *nvs_config_messages(void);
 
 /* What makes GLOB[0..LENGTH) no device path glob, or NULL: one that is not
  * absolute, is "/", holds a control character, or that nvs_glob_match
- * (devices.c) would read otherwise than it looks - a '[' without its ']'
+ * (devices/table.c) would read otherwise than it looks - a '[' without its ']'
  * (matched as a plain '['), a '/' inside [...] (never matched), a range from
  * a higher character to a lower one (matches nothing). NVTXSHIM_DEVICES'
  * entries and the frame markers' PATH are checked with it. */

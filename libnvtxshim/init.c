@@ -49,7 +49,7 @@ NVS_ONCE static bool any_hooked_library_loaded(void)
     for (int id = 0; id < NVS_TRACED_HOOK_COUNT; id++) {
         const char *library = nvs_hook_library((enum nvs_hook_id)id);
         /* libc is in every process: its device-file calls wake the library
-         * only when the program opens a device of a rig (devices.c). */
+         * only when the program opens a device of a rig (devices/table.c). */
         if ((count && (library == libraries[count - 1] || !strcmp(library, libraries[count - 1]))) ||
             !strcmp(library, "libc.so.6"))
             continue;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The library's own calls go to the real functions or the kernel, never to the
 # wrappers it exports for the program: linked with -Bsymbolic, a call
-# to write() from log.c would bind to hooks/devices.c's write and become a
-# traced device write, and tie every file that logs to hooks/.
+# to write() from log.c would bind to devices/io.c's write and become a
+# traced device write, and tie every file that logs to the wrappers.
 #
 # usage: own_calls.sh EXPORTS_MAP OBJECT...
 # Fails, naming each object and symbol, when an object refers to (leaves

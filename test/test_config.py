@@ -122,7 +122,7 @@ GLOBS = [("NVTXSHIM_DEVICES", "/dev/tty[", "a '[' without its ']'"),
 
 @pytest.mark.parametrize("variable, value, why", GLOBS, ids=[v for _, v, _ in GLOBS])
 def test_a_malformed_glob_gets_one_line_and_the_program_runs_on(make_device, variable, value, why):
-    # devices.c matches a '[' without its ']' as a plain '[': /dev/tty[ would name a file
+    # devices/table.c matches a '[' without its ']' as a plain '[': /dev/tty[ would name a file
     # no one has, silently. The glob is refused instead, with the accepted forms.
     device = make_device(frames=3)
     argv = [program("usb_capture"), "--frames", "3"]

@@ -1,4 +1,4 @@
-/* The descriptor table's bookkeeping (devices.c): every libc call that gives
+/* The descriptor table's bookkeeping (table.c): every libc call that gives
  * the program a descriptor or takes one away. An open of a rig's device file
  * enters it, a duplicate names the same device, a close takes it out, and any
  * other new descriptor clears what the table held for its number, so that a
