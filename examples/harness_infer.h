@@ -27,8 +27,10 @@ static inline void harness_convolve(const uint8_t *rgb, uint32_t *out, int width
             uint32_t sum = 0;
             for (int dy = -1; dy <= 1; dy++) {
                 for (int dx = -1; dx <= 1; dx++) {
-                    const uint8_t *p = rgb + ((size_t)harness_clamp(y + dy, height) * width +
-                                              (size_t)harness_clamp(x + dx, width)) * 3;
+                    const uint8_t *p = rgb +
+                        ((size_t)harness_clamp(y + dy, height) * width +
+                         (size_t)harness_clamp(x + dx, width)) *
+                            3;
                     sum += (uint32_t)p[0] + p[1] + p[2];
                 }
             }

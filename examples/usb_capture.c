@@ -38,8 +38,9 @@ static volatile int stop_events;
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: usb_capture [--frames N] [--width W] [--height H] "
-                    "[--device VID:PID] [--async]\n");
+    fprintf(stderr,
+            "usage: usb_capture [--frames N] [--width W] [--height H] "
+            "[--device VID:PID] [--async]\n");
     exit(2);
 }
 
@@ -47,18 +48,25 @@ static void parse(int argc, char **argv, struct options *options)
 {
     *options = (struct options){ 30, 64, 48, 0x1209, 0x0001, false };
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--frames") && i + 1 < argc) options->frames = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--width") && i + 1 < argc) options->width = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--height") && i + 1 < argc) options->height = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--async")) options->async = true;
+        if (!strcmp(argv[i], "--frames") && i + 1 < argc)
+            options->frames = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--width") && i + 1 < argc)
+            options->width = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--height") && i + 1 < argc)
+            options->height = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--async"))
+            options->async = true;
         else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
             unsigned vendor, product;
-            if (sscanf(argv[++i], "%x:%x", &vendor, &product) != 2) usage();
+            if (sscanf(argv[++i], "%x:%x", &vendor, &product) != 2)
+                usage();
             options->vendor = (uint16_t)vendor;
             options->product = (uint16_t)product;
-        } else usage();
+        } else
+            usage();
     }
-    if (options->frames < 1 || options->width < GRID || options->height < GRID) usage();
+    if (options->frames < 1 || options->width < GRID || options->height < GRID)
+        usage();
 }
 
 static int choose_action(const unsigned char *frame, int width, int height)
@@ -73,7 +81,8 @@ static int choose_action(const unsigned char *frame, int width, int height)
     }
     int best = 0;
     for (int i = 1; i < GRID * GRID; i++)
-        if (sums[i] > sums[best]) best = i;
+        if (sums[i] > sums[best])
+            best = i;
     return best;
 }
 
@@ -108,8 +117,9 @@ static void LIBUSB_CALL transfer_done(struct libusb_transfer *transfer)
 static int async_in(libusb_device_handle *handle, unsigned char endpoint, unsigned char type,
                     unsigned char *buffer, int length, int *actual, bool free_transfer)
 {
-    struct completion completion = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                                     false, 0, 0, NULL, false };
+    struct completion completion = {
+        PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, 0, 0, NULL, false
+    };
     completion.expected_user_data = &completion;
     struct libusb_transfer *transfer = libusb_alloc_transfer(0);
     if (!transfer)
@@ -156,8 +166,8 @@ int main(int argc, char **argv)
         free(frame);
         return 1;
     }
-    libusb_device_handle *handle =
-        libusb_open_device_with_vid_pid(context, options.vendor, options.product);
+    libusb_device_handle *handle = libusb_open_device_with_vid_pid(context, options.vendor,
+                                                                   options.product);
     if (!handle) {
         fprintf(stderr, "usb_capture: no device %04x:%04x\n", options.vendor, options.product);
         libusb_exit(context);
@@ -177,13 +187,21 @@ int main(int argc, char **argv)
     printf("actions:");
     for (int i = 0; i < options.frames; i++) {
         int moved = 0, result;
-        unsigned char command[8] = { 0xA5, (unsigned char)action, (unsigned char)(i & 0xff),
-                                     (unsigned char)(i >> 8), 0, 0, 0, 0x5A };
-        result = libusb_control_transfer(handle, 0x40, 0x01, (uint16_t)i, (uint16_t)action, NULL,
-                                         0, TIMEOUT_MS);
-        if (result < 0) errors++;
+        unsigned char command[8] = { 0xA5,
+                                     (unsigned char)action,
+                                     (unsigned char)(i & 0xff),
+                                     (unsigned char)(i >> 8),
+                                     0,
+                                     0,
+                                     0,
+                                     0x5A };
+        result = libusb_control_transfer(handle, 0x40, 0x01, (uint16_t)i, (uint16_t)action, NULL, 0,
+                                         TIMEOUT_MS);
+        if (result < 0)
+            errors++;
         result = libusb_bulk_transfer(handle, 0x02, command, sizeof command, &moved, TIMEOUT_MS);
-        if (result < 0) errors++;
+        if (result < 0)
+            errors++;
 
         if (options.async)
             result = async_in(handle, 0x81, LIBUSB_TRANSFER_TYPE_BULK, frame, frame_bytes, &moved,

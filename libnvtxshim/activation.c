@@ -21,7 +21,7 @@ static atomic_bool messages_printed NVS_ONCE_DATA;
  * pass every call straight through - the first copy's reach them through
  * RTLD_NEXT - so each call is traced once. */
 static bool inert NVS_ONCE_DATA;
-static const char *first_copy NVS_ONCE_DATA;       /* init.c's, which lives as long */
+static const char *first_copy NVS_ONCE_DATA; /* init.c's, which lives as long */
 
 NVS_ONCE void nvs_activation_set_inert(const char *first)
 {
@@ -44,8 +44,10 @@ static void print_messages(void)
     if (inert) {
         Dl_info self;
         nvs_log_info("another copy of the library is loaded first (%s): this one (%s) stays "
-                     "inert and passes every call through\n", first_copy,
-                     dladdr((void *)print_messages, &self) && self.dli_fname ? self.dli_fname : "?");
+                     "inert and passes every call through\n",
+                     first_copy,
+                     dladdr((void *)print_messages, &self) && self.dli_fname ? self.dli_fname
+                                                                             : "?");
         return;
     }
     nvs_log_raw(nvs_config_messages());
@@ -55,7 +57,8 @@ static void print_messages(void)
     char shown[NVS_CONFIG_SHOWN_SIZE];
     if (config->trace_path[0] && !nvs_record_enabled())
         nvs_log_info("NVTXSHIM_TRACE=%s is not written: another NVTX tool is attached "
-                     "(NVTX_INJECTION64_PATH=%s)\n", config->trace_path,
+                     "(NVTX_INJECTION64_PATH=%s)\n",
+                     config->trace_path,
                      nvs_config_shown(shown, config->nvtx_injection_path,
                                       strlen(config->nvtx_injection_path)));
 }

@@ -37,7 +37,6 @@
 
 __thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
 
-
 static struct {
     bool open;
     nvtxRangeId_t range;
@@ -96,12 +95,12 @@ static bool profiler_now(bool start)
     if (!atomic_load_explicit(&get_current, memory_order_relaxed) &&
         !nvs_library_loaded("libcuda.so"))
         return false;
-    get_current_fn current = (get_current_fn)
-        nvs_find_function_once(&get_current, "libcuda.so.1", "cuCtxGetCurrent");
-    profiler_fn found_start = (profiler_fn)
-        nvs_find_function_once(&profiler_start, "libcuda.so.1", "cuProfilerStart");
-    profiler_fn found_stop = (profiler_fn)
-        nvs_find_function_once(&profiler_stop, "libcuda.so.1", "cuProfilerStop");
+    get_current_fn current = (get_current_fn)nvs_find_function_once(&get_current, "libcuda.so.1",
+                                                                    "cuCtxGetCurrent");
+    profiler_fn found_start = (profiler_fn)nvs_find_function_once(&profiler_start, "libcuda.so.1",
+                                                                  "cuProfilerStart");
+    profiler_fn found_stop = (profiler_fn)nvs_find_function_once(&profiler_stop, "libcuda.so.1",
+                                                                 "cuProfilerStop");
     if (!current || !found_start || !found_stop)
         return false;
     CUcontext context = NULL;
@@ -114,7 +113,8 @@ static bool profiler_now(bool start)
     static atomic_bool refusal_said;
     if (result != CUDA_SUCCESS && !atomic_exchange(&refusal_said, true))
         nvs_log_info("NVTXSHIM_CAPTURE_VIA: the driver's %s returned CUDA error %d, so nsys -c "
-                     "cudaProfilerApi may not see the capture window\n", name, (int)result);
+                     "cudaProfilerApi may not see the capture window\n",
+                     name, (int)result);
     else
         nvs_log_debug("capture: %s returned %d\n", name, (int)result);
     return true;
@@ -255,8 +255,7 @@ void nvs_capture_on_frame(uint64_t ended, uint64_t beginning)
         if (beginning)
             evaluate_signals();
         return;
-    default:
-        return;
+    default: return;
     }
 }
 
@@ -265,8 +264,7 @@ void nvs_capture_on_call(enum nvs_hook_id id)
     const struct nvs_config *config = nvs_config();
     switch (config->capture) {
     case NVS_CAPTURE_OFF:
-    case NVS_CAPTURE_FRAMES:
-        return;
+    case NVS_CAPTURE_FRAMES: return;
     case NVS_CAPTURE_CALLS: {
         if ((int)id != config->capture_call)
             return;
@@ -284,12 +282,13 @@ void nvs_capture_on_call(enum nvs_hook_id id)
                 nvs_call_after_work = true;
             unlock();
             if (late)
-                nvs_log_info("capture: call %" PRIu64 " of %s ended before call %" PRIu64 ", on another "
-                             "thread, opened the window: it holds call %" PRIu64 " alone\n", last,
-                             nvs_hook_name(id), call, call);
+                nvs_log_info("capture: call %" PRIu64 " of %s ended before call %" PRIu64
+                             ", on another "
+                             "thread, opened the window: it holds call %" PRIu64 " alone\n",
+                             last, nvs_hook_name(id), call, call);
         }
         if (call == last)
-            nvs_call_after_work = true;   /* nvs_capture_after_call when it ends */
+            nvs_call_after_work = true; /* nvs_capture_after_call when it ends */
         return;
     }
     case NVS_CAPTURE_TIME: {
@@ -356,9 +355,9 @@ static void install_in_front_of(int number, const struct sigaction *program)
     ours.sa_sigaction = on_signal;
     ours.sa_mask = program->sa_mask;
     bool has_handler = (program->sa_flags & SA_SIGINFO) ||
-                       (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN);
-    ours.sa_flags = SA_SIGINFO | (has_handler ? program->sa_flags & (SA_RESTART | SA_ONSTACK)
-                                              : SA_RESTART);
+        (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN);
+    ours.sa_flags = SA_SIGINFO |
+        (has_handler ? program->sa_flags & (SA_RESTART | SA_ONSTACK) : SA_RESTART);
     if (real)
         real(number, &ours, NULL);
 }
@@ -376,11 +375,10 @@ static void install_signal(int number)
 bool nvs_capture_keeps_signal(int number)
 {
     return atomic_load_explicit(&signal_installed, memory_order_acquire) &&
-           number == nvs_config()->capture_signal;
+        number == nvs_config()->capture_signal;
 }
 
-int nvs_capture_program_sigaction(int number, const struct sigaction *action,
-                                  struct sigaction *old)
+int nvs_capture_program_sigaction(int number, const struct sigaction *action, struct sigaction *old)
 {
     int slot = atomic_load(&chained_slot);
     if (old)
@@ -398,13 +396,14 @@ static void describe(const struct nvs_config *config)
 {
     char what[160], options[NVS_NAME_MAX * 2 + 96];
     bool repeats = config->capture == NVS_CAPTURE_SIGNAL ||
-                   (config->capture == NVS_CAPTURE_FRAMES && config->capture_period);
+        (config->capture == NVS_CAPTURE_FRAMES && config->capture_period);
     switch (config->capture) {
     case NVS_CAPTURE_FRAMES:
         if (config->capture_period)
-            snprintf(what, sizeof what, "frames %" PRIu64 "-%" PRIu64 ", then every %" PRIu64
-                     " frames", config->capture_start,
-                     config->capture_start + config->capture_count - 1, config->capture_period);
+            snprintf(what, sizeof what,
+                     "frames %" PRIu64 "-%" PRIu64 ", then every %" PRIu64 " frames",
+                     config->capture_start, config->capture_start + config->capture_count - 1,
+                     config->capture_period);
         else
             snprintf(what, sizeof what, "frames %" PRIu64 "-%" PRIu64, config->capture_start,
                      config->capture_start + config->capture_count - 1);
@@ -425,7 +424,8 @@ static void describe(const struct nvs_config *config)
         break;
     default: {
         const char *name = nvs_config_signal_name(config->capture_signal);
-        snprintf(what, sizeof what, "toggled by each SIG%s (kill -%s %d)", name, name, (int)getpid());
+        snprintf(what, sizeof what, "toggled by each SIG%s (kill -%s %d)", name, name,
+                 (int)getpid());
         break;
     }
     }

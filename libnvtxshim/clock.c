@@ -21,10 +21,10 @@
 
 __thread struct nvs_clock_line nvs_clock_line __attribute__((tls_model("initial-exec")));
 
-#define WINDOW_NS 100000000ull      /* a line holds for 100 ms at most ... */
-#define MEASURED_SHARE 4u           /* ... and a quarter of the time its rate was measured over */
-#define FIRST_RATE_NS 1000000ull    /* no line before the rate has 1 ms behind it */
-#define AHEAD_MAX_NS 1000000ull     /* an old line ahead by more: the kernel's clock jumped */
+#define WINDOW_NS 100000000ull   /* a line holds for 100 ms at most ... */
+#define MEASURED_SHARE 4u        /* ... and a quarter of the time its rate was measured over */
+#define FIRST_RATE_NS 1000000ull /* no line before the rate has 1 ms behind it */
+#define AHEAD_MAX_NS 1000000ull  /* an old line ahead by more: the kernel's clock jumped */
 
 enum { TSC_UNASKED, TSC_ALLOWED, TSC_REFUSED };
 
@@ -92,7 +92,7 @@ static bool kernel_clock_is_counter(void)
     ssize_t length = nvs_sys_read(fd, name, sizeof name - 1);
     nvs_sys_close(fd);
     return length == (ssize_t)strlen(COUNTER_CLOCKSOURCE) &&
-           !memcmp(name, COUNTER_CLOCKSOURCE, strlen(COUNTER_CLOCKSOURCE));
+        !memcmp(name, COUNTER_CLOCKSOURCE, strlen(COUNTER_CLOCKSOURCE));
 }
 
 #if defined(__aarch64__)
@@ -105,8 +105,10 @@ static bool rate_agrees(uint64_t measured_ns, uint64_t measured_ticks)
 {
     if (!counter_frequency)
         return false;
-    unsigned __int128 stated_ns = (unsigned __int128)measured_ticks * 1000000000ull / counter_frequency;
-    unsigned __int128 difference = stated_ns > measured_ns ? stated_ns - measured_ns : measured_ns - stated_ns;
+    unsigned __int128 stated_ns = (unsigned __int128)measured_ticks * 1000000000ull /
+        counter_frequency;
+    unsigned __int128 difference = stated_ns > measured_ns ? stated_ns - measured_ns
+                                                           : measured_ns - stated_ns;
     return difference <= measured_ns / 64;
 }
 
@@ -114,7 +116,7 @@ static void read_counter_frequency(void)
 {
     uint64_t frequency;
     __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(frequency));
-    counter_frequency = frequency & 0xffffffffu;    /* its upper half is reserved */
+    counter_frequency = frequency & 0xffffffffu; /* its upper half is reserved */
 }
 #else
 /* The TSC's frequency is not stated: the rate measured is the rate. */
@@ -125,7 +127,9 @@ static bool rate_agrees(uint64_t measured_ns, uint64_t measured_ticks)
     return true;
 }
 
-static void read_counter_frequency(void) {}
+static void read_counter_frequency(void)
+{
+}
 #endif
 
 /* Some library before libc defines clock_gettime (a fake clock): the
@@ -200,8 +204,8 @@ uint64_t nvs_clock_anchor(void)
     /* The old line may have run a little ahead of the kernel's clock: the
      * thread's time never goes back, the new line starts where it ended. */
     if (line->rate && tsc - line->tsc0 < 2 * line->window) {
-        uint64_t ahead = line->ns0 + (uint64_t)(((unsigned __int128)(tsc - line->tsc0) *
-                                                 line->rate) >> 32);
+        uint64_t ahead = line->ns0 +
+            (uint64_t)(((unsigned __int128)(tsc - line->tsc0) * line->rate) >> 32);
         if (ahead > ns && ahead - ns < AHEAD_MAX_NS)
             given = ahead;
     }
@@ -210,8 +214,8 @@ uint64_t nvs_clock_anchor(void)
     if (ns >= baseline.ns + FIRST_RATE_NS && tsc > baseline.tsc) {
         uint64_t measured_ns = ns - baseline.ns, measured_ticks = tsc - baseline.tsc;
         uint64_t rate = (uint64_t)(((unsigned __int128)measured_ns << 32) / measured_ticks);
-        uint64_t window_ns = measured_ns / MEASURED_SHARE < WINDOW_NS
-                             ? measured_ns / MEASURED_SHARE : WINDOW_NS;
+        uint64_t window_ns = measured_ns / MEASURED_SHARE < WINDOW_NS ? measured_ns / MEASURED_SHARE
+                                                                      : WINDOW_NS;
         if (rate && rate_agrees(measured_ns, measured_ticks)) {
             line->tsc0 = tsc;
             line->ns0 = given;
@@ -228,8 +232,12 @@ uint64_t nvs_clock_anchor(void)
 
 #else
 
-void nvs_clock_enable(void) {}
-void nvs_clock_refuse_thread(void) {}
+void nvs_clock_enable(void)
+{
+}
+void nvs_clock_refuse_thread(void)
+{
+}
 uint64_t nvs_clock_anchor(void)
 {
     return nvs_clock_read(CLOCK_MONOTONIC);

@@ -51,13 +51,13 @@ static inline __attribute__((always_inline)) uint64_t nvs_clock_counter(void)
 #endif
 
 struct nvs_clock_line {
-    uint64_t ticks;             /* TSC ticks the line holds for from tsc0; 0: not in use */
-    uint64_t tsc0;              /* the anchor: the TSC ... */
-    uint64_t ns0;               /* ... and CLOCK_MONOTONIC, read together */
-    uint64_t rate;              /* nanoseconds per tick, << 32 */
-    uint64_t window;            /* ticks, as made (ticks is 0 while an anchor is made) */
-    uint32_t busy;              /* an anchor is being made (a signal handler leaves it be) */
-    uint32_t refused;           /* may this thread read the TSC: unasked, allowed, refused
+    uint64_t ticks;   /* TSC ticks the line holds for from tsc0; 0: not in use */
+    uint64_t tsc0;    /* the anchor: the TSC ... */
+    uint64_t ns0;     /* ... and CLOCK_MONOTONIC, read together */
+    uint64_t rate;    /* nanoseconds per tick, << 32 */
+    uint64_t window;  /* ticks, as made (ticks is 0 while an anchor is made) */
+    uint32_t busy;    /* an anchor is being made (a signal handler leaves it be) */
+    uint32_t refused; /* may this thread read the TSC: unasked, allowed, refused
                                  * (PR_SET_TSC) */
 };
 extern __thread struct nvs_clock_line nvs_clock_line __attribute__((tls_model("initial-exec")));

@@ -24,8 +24,8 @@ struct report {
     int errors;
 };
 
-__attribute__((format(printf, 2, 3)))
-static void report_line(struct report *report, const char *format, ...)
+__attribute__((format(printf, 2, 3))) static void report_line(struct report *report,
+                                                              const char *format, ...)
 {
     char line[1024];
     va_list args;
@@ -144,8 +144,8 @@ static void report_bad(struct report *report, const char *variable, const char *
 {
     char value_shown[SHOWN_SIZE];
     report->errors++;
-    report_line(report, "nvtxshim: %s='%s' is not valid%s%s (accepted: %s); %s",
-                variable, nvs_config_shown(value_shown, value, strlen(value)), why->text ? ": " : "",
+    report_line(report, "nvtxshim: %s='%s' is not valid%s%s (accepted: %s); %s", variable,
+                nvs_config_shown(value_shown, value, strlen(value)), why->text ? ": " : "",
                 why->text ? why->text : "", accepted, consequence);
 }
 
@@ -173,10 +173,14 @@ static bool parse_number(const char *text, const char *end, uint64_t *out)
         uint64_t value = 0;
         for (const char *c = text + 2; c < end; c++) {
             unsigned digit;
-            if (*c >= '0' && *c <= '9') digit = (unsigned)(*c - '0');
-            else if (*c >= 'a' && *c <= 'f') digit = (unsigned)(*c - 'a' + 10);
-            else if (*c >= 'A' && *c <= 'F') digit = (unsigned)(*c - 'A' + 10);
-            else return false;
+            if (*c >= '0' && *c <= '9')
+                digit = (unsigned)(*c - '0');
+            else if (*c >= 'a' && *c <= 'f')
+                digit = (unsigned)(*c - 'a' + 10);
+            else if (*c >= 'A' && *c <= 'F')
+                digit = (unsigned)(*c - 'A' + 10);
+            else
+                return false;
             if (value >> 60)
                 return false;
             value = value * 16 + digit;
@@ -209,11 +213,16 @@ static bool parse_duration(const char *text, const char *end, uint64_t *out_ns)
     }
     size_t unit_length = (size_t)(end - c);
     uint64_t unit;
-    if (unit_length == 2 && !strncmp(c, "ns", 2)) unit = 1;
-    else if (unit_length == 2 && !strncmp(c, "us", 2)) unit = 1000;
-    else if (unit_length == 2 && !strncmp(c, "ms", 2)) unit = 1000000;
-    else if (unit_length == 1 && *c == 's') unit = 1000000000;
-    else return false;
+    if (unit_length == 2 && !strncmp(c, "ns", 2))
+        unit = 1;
+    else if (unit_length == 2 && !strncmp(c, "us", 2))
+        unit = 1000;
+    else if (unit_length == 2 && !strncmp(c, "ms", 2))
+        unit = 1000000;
+    else if (unit_length == 1 && *c == 's')
+        unit = 1000000000;
+    else
+        return false;
     if (whole > UINT64_MAX / unit / 2)
         return false;
     *out_ns = whole * unit + fraction * unit / fraction_scale;
@@ -228,7 +237,10 @@ static int parse_traced_hook(const char *name)
 }
 
 /* The sets NVTXSHIM_HOOKS names (registry/hook_sets.def). */
-static const struct { const char *name; unsigned bit; } hook_sets[] = {
+static const struct {
+    const char *name;
+    unsigned bit;
+} hook_sets[] = {
 #define NVS_HOOK_SET(id, name) { name, NVS_HOOKS_##id },
 #define NVS_DEVICE_SET(id, name, in, out) { name, NVS_HOOKS_##id },
 #include "registry/hook_sets.def"
@@ -243,9 +255,9 @@ static const struct {
     unsigned set;
 } device_markers[] = {
 #define NVS_HOOK_SET(id, name)
-#define NVS_DEVICE_SET(id, name, in, out)                                                     \
-    { (in) ? name ".in" : NULL, NVS_FRAME_##id##_IN, NVS_HOOKS_##id },                          \
-    { (out) ? name ".out" : NULL, NVS_FRAME_##id##_OUT, NVS_HOOKS_##id },
+#define NVS_DEVICE_SET(id, name, in, out)                                                          \
+    { (in) ? name ".in" : NULL, NVS_FRAME_##id##_IN, NVS_HOOKS_##id },                             \
+        { (out) ? name ".out" : NULL, NVS_FRAME_##id##_OUT, NVS_HOOKS_##id },
 #include "registry/hook_sets.def"
 #undef NVS_HOOK_SET
 #undef NVS_DEVICE_SET
@@ -253,16 +265,23 @@ static const struct {
 
 static bool parse_hooks(const char *value, unsigned *out)
 {
-    if (!strcmp(value, "none")) { *out = 0; return true; }
-    if (!strcmp(value, "all")) { *out = NVS_HOOKS_ALL; return true; }
+    if (!strcmp(value, "none")) {
+        *out = 0;
+        return true;
+    }
+    if (!strcmp(value, "all")) {
+        *out = NVS_HOOKS_ALL;
+        return true;
+    }
     unsigned hooks = 0;
     const char *item = value;
     for (;;) {
         const char *comma = strchr(item, ',');
         size_t length = comma ? (size_t)(comma - item) : strlen(item);
         size_t set = 0;
-        while (set < sizeof hook_sets / sizeof hook_sets[0] &&
-               (strlen(hook_sets[set].name) != length || strncmp(item, hook_sets[set].name, length)))
+        while (
+            set < sizeof hook_sets / sizeof hook_sets[0] &&
+            (strlen(hook_sets[set].name) != length || strncmp(item, hook_sets[set].name, length)))
             set++;
         if (set == sizeof hook_sets / sizeof hook_sets[0])
             return false;
@@ -293,10 +312,16 @@ static bool parse_endpoint(const char *text, bool in, int *out)
 
 static bool parse_frame(const char *value, struct nvs_config *config, struct why *why)
 {
-    static const struct { const char *name; enum nvs_frame_marker marker; } plain[] = {
-        { "off", NVS_FRAME_OFF },           { "usb.in", NVS_FRAME_USB_IN },
-        { "usb.out", NVS_FRAME_USB_OUT },   { "x11.swap", NVS_FRAME_X11_SWAP },
-        { "x11.flush", NVS_FRAME_X11_FLUSH }, { "cuda.htod", NVS_FRAME_CUDA_HTOD },
+    static const struct {
+        const char *name;
+        enum nvs_frame_marker marker;
+    } plain[] = {
+        { "off", NVS_FRAME_OFF },
+        { "usb.in", NVS_FRAME_USB_IN },
+        { "usb.out", NVS_FRAME_USB_OUT },
+        { "x11.swap", NVS_FRAME_X11_SWAP },
+        { "x11.flush", NVS_FRAME_X11_FLUSH },
+        { "cuda.htod", NVS_FRAME_CUDA_HTOD },
         { "cuda.dtoh", NVS_FRAME_CUDA_DTOH },
     };
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
@@ -307,10 +332,10 @@ static bool parse_frame(const char *value, struct nvs_config *config, struct why
     }
     if (!strncmp(value, "usb.in:", 7))
         return parse_endpoint(value + 7, true, &config->frame_endpoint) &&
-               (config->frame = NVS_FRAME_USB_IN, true);
+            (config->frame = NVS_FRAME_USB_IN, true);
     if (!strncmp(value, "usb.out:", 8))
         return parse_endpoint(value + 8, false, &config->frame_endpoint) &&
-               (config->frame = NVS_FRAME_USB_OUT, true);
+            (config->frame = NVS_FRAME_USB_OUT, true);
     for (size_t i = 0; i < sizeof device_markers / sizeof device_markers[0]; i++) {
         const char *name = device_markers[i].name;
         size_t length = name ? strlen(name) : 0;
@@ -355,13 +380,13 @@ static bool parse_devices(const char *value, struct nvs_config *config, struct w
         size_t length = comma ? (size_t)(comma - item) : strlen(item);
         const char *problem = length ? nvs_glob_problem(item, length) : "an empty entry";
         if (problem && item == value && !comma) {
-            why->text = problem;   /* the list's one entry */
+            why->text = problem; /* the list's one entry */
             return false;
         }
         if (problem) {
             char item_shown[SHOWN_SIZE];
-            snprintf(why->buffer, sizeof why->buffer, "'%s': %s", nvs_config_shown(item_shown, item, length),
-                     problem);
+            snprintf(why->buffer, sizeof why->buffer, "'%s': %s",
+                     nvs_config_shown(item_shown, item, length), problem);
             why->text = why->buffer;
             return false;
         }
@@ -388,8 +413,11 @@ static bool parse_window(const char *text, uint64_t *start, uint64_t *count)
 }
 
 /* The signals NVTXSHIM_CAPTURE=signal:NAME may name. */
-static const struct { const char *name; int number; } signals[] = {
-    { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
+static const struct {
+    const char *name;
+    int number;
+} signals[] = {
+    { "USR1", SIGUSR1 },   { "USR2", SIGUSR2 }, { "HUP", SIGHUP },
     { "WINCH", SIGWINCH }, { "URG", SIGURG },
 };
 
@@ -432,9 +460,10 @@ static bool parse_capture(const char *value, struct nvs_config *config)
         config->capture_period = 0;
         if (!parse_window(window, &config->capture_start, &config->capture_count))
             return false;
-        if (slash && (!strchr(window, '+') ||
-                      !parse_u64(slash + 1, slash + 1 + strlen(slash + 1), &config->capture_period) ||
-                      config->capture_period < config->capture_count))
+        if (slash &&
+            (!strchr(window, '+') ||
+             !parse_u64(slash + 1, slash + 1 + strlen(slash + 1), &config->capture_period) ||
+             config->capture_period < config->capture_count))
             return false;
         config->capture = NVS_CAPTURE_FRAMES;
         return true;
@@ -460,8 +489,9 @@ static bool parse_capture(const char *value, struct nvs_config *config)
         config->capture_duration_ns = 0;
         if (!parse_duration(text, plus ? plus : end, &config->capture_delay_ns))
             return false;
-        if (plus && (!parse_duration(plus + 1, end, &config->capture_duration_ns) ||
-                     config->capture_duration_ns == 0))
+        if (plus &&
+            (!parse_duration(plus + 1, end, &config->capture_duration_ns) ||
+             config->capture_duration_ns == 0))
             return false;
         config->capture = NVS_CAPTURE_TIME;
         return true;
@@ -615,41 +645,57 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
     switch (variable) {
     case V_LOG:
         ok = parse_choice(value, log_levels, &choice);
-        if (ok) config->log = (enum nvs_log_level)choice;
+        if (ok)
+            config->log = (enum nvs_log_level)choice;
         return ok;
     case V_HOOKS:
         ok = parse_hooks(value, &config->hooks);
-        if (!ok) config->hooks = 0;
+        if (!ok)
+            config->hooks = 0;
         return ok;
     case V_FRAME:
         ok = parse_frame(value, config, why);
-        if (!ok) { config->frame = NVS_FRAME_OFF; config->frame_endpoint = -1; config->frame_call = -1;
-                   config->frame_device[0] = '\0'; }
+        if (!ok) {
+            config->frame = NVS_FRAME_OFF;
+            config->frame_endpoint = -1;
+            config->frame_call = -1;
+            config->frame_device[0] = '\0';
+        }
         return ok;
     case V_DEVICES:
         ok = parse_devices(value, config, why);
-        if (!ok) config->devices[0] = '\0';
+        if (!ok)
+            config->devices[0] = '\0';
         return ok;
     case V_FRAME_BUDGET:
         ok = parse_duration(value, value + strlen(value), &config->frame_budget_ns) &&
-             config->frame_budget_ns > 0;
-        if (!ok) config->frame_budget_ns = 0;
+            config->frame_budget_ns > 0;
+        if (!ok)
+            config->frame_budget_ns = 0;
         return ok;
     case V_CAPTURE:
         ok = parse_capture(value, config);
-        if (!ok) { config->capture = NVS_CAPTURE_OFF; config->capture_call = -1; }
+        if (!ok) {
+            config->capture = NVS_CAPTURE_OFF;
+            config->capture_call = -1;
+        }
         return ok;
     case V_CAPTURE_VIA:
         ok = parse_choice(value, vias, &choice);
-        if (ok) config->capture_via = (enum nvs_capture_via)choice;
+        if (ok)
+            config->capture_via = (enum nvs_capture_via)choice;
         return ok;
     case V_CAPTURE_NAME:
         ok = parse_capture_name(value, config, why);
-        if (!ok) { strcpy(config->capture_message, "capture"); strcpy(config->capture_domain, "nvtxshim"); }
+        if (!ok) {
+            strcpy(config->capture_message, "capture");
+            strcpy(config->capture_domain, "nvtxshim");
+        }
         return ok;
     case V_TRACE:
         ok = parse_trace(value, config, why);
-        if (!ok) config->trace_path[0] = '\0';
+        if (!ok)
+            config->trace_path[0] = '\0';
         return ok;
     case V_KERNEL:
         config->kernel = false;
@@ -661,17 +707,17 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
             return true;
         }
         ok = !strncmp(value, "on:", 3) &&
-             parse_duration(value + 3, value + strlen(value), &config->kernel_min_interval_ns) &&
-             config->kernel_min_interval_ns > 0;
+            parse_duration(value + 3, value + strlen(value), &config->kernel_min_interval_ns) &&
+            config->kernel_min_interval_ns > 0;
         config->kernel = ok;
-        if (!ok) config->kernel_min_interval_ns = 1000000;
+        if (!ok)
+            config->kernel_min_interval_ns = 1000000;
         return ok;
     case V_HELP:
         ok = parse_choice(value, help, &choice);
         config->help = ok && choice == 1;
         return ok;
-    case V_COUNT:
-        break;
+    case V_COUNT: break;
     }
     return false;
 }
@@ -680,9 +726,12 @@ static bool apply(enum variable variable, const char *value, struct nvs_config *
 static unsigned marker_group(const struct nvs_config *config)
 {
     switch (config->frame) {
-    case NVS_FRAME_USB_IN: case NVS_FRAME_USB_OUT:     return NVS_HOOKS_USB;
-    case NVS_FRAME_X11_SWAP: case NVS_FRAME_X11_FLUSH: return NVS_HOOKS_X11;
-    case NVS_FRAME_CUDA_HTOD: case NVS_FRAME_CUDA_DTOH: return NVS_HOOKS_CUDA;
+    case NVS_FRAME_USB_IN:
+    case NVS_FRAME_USB_OUT: return NVS_HOOKS_USB;
+    case NVS_FRAME_X11_SWAP:
+    case NVS_FRAME_X11_FLUSH: return NVS_HOOKS_X11;
+    case NVS_FRAME_CUDA_HTOD:
+    case NVS_FRAME_CUDA_DTOH: return NVS_HOOKS_CUDA;
     case NVS_FRAME_CALL: return nvs_hook_group((enum nvs_hook_id)config->frame_call);
     default: break;
     }
@@ -706,10 +755,12 @@ static void report_untraced(struct report *report, const char *variable, const c
 {
     char value_shown[SHOWN_SIZE], hooks_shown[SHOWN_SIZE];
     report->errors++;
-    report_line(report, "nvtxshim: %s=%s counts %s calls, but NVTXSHIM_HOOKS=%s leaves them "
-                "untraced (add %s to it); %s", variable, nvs_config_shown(value_shown, value, strlen(value)),
-                group_name(group), hooks ? nvs_config_shown(hooks_shown, hooks, strlen(hooks)) : "",
-                group_name(group), consequence);
+    report_line(report,
+                "nvtxshim: %s=%s counts %s calls, but NVTXSHIM_HOOKS=%s leaves them "
+                "untraced (add %s to it); %s",
+                variable, nvs_config_shown(value_shown, value, strlen(value)), group_name(group),
+                hooks ? nvs_config_shown(hooks_shown, hooks, strlen(hooks)) : "", group_name(group),
+                consequence);
 }
 
 /* A frame marker or a calls: window whose calls NVTXSHIM_HOOKS switched off
@@ -725,8 +776,9 @@ static void check_markers(struct nvs_config *config, const char *const *values,
         config->frame_endpoint = config->frame_call = -1;
         config->frame_device[0] = '\0';
     }
-    group = config->capture == NVS_CAPTURE_CALLS ?
-            nvs_hook_group((enum nvs_hook_id)config->capture_call) : 0;
+    group = config->capture == NVS_CAPTURE_CALLS
+        ? nvs_hook_group((enum nvs_hook_id)config->capture_call)
+        : 0;
     if (group && !(config->hooks & group)) {
         report_untraced(report, "NVTXSHIM_CAPTURE", values[V_CAPTURE], group, values[V_HOOKS],
                         "capture stays off");
@@ -743,7 +795,7 @@ static void report_unknown(struct report *report, const char *entry)
     /* ", _HOOKS, _FRAME, ...": the first is shown as NVTXSHIM_HOOKS. */
     static const char known[] =
 #define NVS_VARIABLE(id, name, option, argument, default_value, summary, accepted, if_bad, manual) \
-        ", _" name
+    ", _" name
 #include "variables.def"
 #undef NVS_VARIABLE
         ;
@@ -753,7 +805,7 @@ static void report_unknown(struct report *report, const char *entry)
 }
 
 NVS_ONCE static int parse(struct nvs_config *config, bool zeroed, char *const *envp,
-                 nvs_config_report_fn report_fn, void *context)
+                          nvs_config_report_fn report_fn, void *context)
 {
     struct report report = { report_fn, context, 0 };
     const char *values[V_COUNT] = { 0 };
@@ -791,7 +843,8 @@ NVS_ONCE static int parse(struct nvs_config *config, bool zeroed, char *const *e
     if (config->capture == NVS_CAPTURE_FRAMES && config->frame == NVS_FRAME_OFF) {
         char capture_shown[SHOWN_SIZE];
         report.errors++;
-        report_line(&report, "nvtxshim: NVTXSHIM_CAPTURE=%s counts frames, but NVTXSHIM_FRAME "
+        report_line(&report,
+                    "nvtxshim: NVTXSHIM_CAPTURE=%s counts frames, but NVTXSHIM_FRAME "
                     "is off (set it to the call that begins a frame); capture stays off",
                     nvs_config_shown(capture_shown, values[V_CAPTURE], strlen(values[V_CAPTURE])));
         config->capture = NVS_CAPTURE_OFF;

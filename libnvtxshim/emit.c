@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
 static bool active;
 /* Set at load, before any NVTX call: the recorder, when it is the tool. */
@@ -228,8 +227,7 @@ void nvs_mark(const struct nvs_attributes *attributes)
     nvtxDomainMarkEx(nvs_emit_domains[attributes->domain], &event);
 }
 
-bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
-                             const char *message)
+bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain, const char *message)
 {
     if (!nvs_emit_active())
         return false;

@@ -30,13 +30,13 @@ static inline struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t k
 struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char *text);
 
 /* Looks NAME up by KEY, formatting it into BUFFER on the first use. */
-#define NVS_NAME(variable, domain, key, buffer, ...)                                     \
-    do {                                                                                 \
-        (variable) = nvs_name_lookup((domain), (key));                                   \
-        if (!(variable).registered) {                                                    \
-            snprintf((buffer), sizeof(buffer), __VA_ARGS__);                             \
-            (variable) = nvs_name_store((domain), (key), (buffer));                      \
-        }                                                                                \
+#define NVS_NAME(variable, domain, key, buffer, ...)                                               \
+    do {                                                                                           \
+        (variable) = nvs_name_lookup((domain), (key));                                             \
+        if (!(variable).registered) {                                                              \
+            snprintf((buffer), sizeof(buffer), __VA_ARGS__);                                       \
+            (variable) = nvs_name_store((domain), (key), (buffer));                                \
+        }                                                                                          \
     } while (0)
 
 struct nvs_attributes {
@@ -107,8 +107,8 @@ struct nvs_emit_direct {
                  uint64_t start_ns, uint64_t end_ns);
     /* nvs_range_args and nvs_interval, which only this tool can record. */
     void (*range_args)(nvtxRangeId_t id, const struct nvs_trace_args *args);
-    void (*interval)(nvtxDomainHandle_t domain, const char *name, uint32_t tid,
-                     uint64_t start_ns, uint64_t end_ns, const struct nvs_trace_args *args);
+    void (*interval)(nvtxDomainHandle_t domain, const char *name, uint32_t tid, uint64_t start_ns,
+                     uint64_t end_ns, const struct nvs_trace_args *args);
     void (*flush)(void);
 };
 void nvs_emit_set_direct(const struct nvs_emit_direct *tool);

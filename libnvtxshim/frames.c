@@ -14,7 +14,7 @@
 #include "spin.h"
 
 struct frame {
-    uint64_t number;        /* the last frame begun; 0 before the first */
+    uint64_t number; /* the last frame begun; 0 before the first */
     uint64_t start_ns;
     nvtxRangeId_t range;
     bool open;
@@ -31,7 +31,7 @@ static bool is_marker(const struct nvs_config *config, enum nvs_hook_id id,
     if (config->frame == NVS_FRAME_CALL)
         return (int)id == config->frame_call;
     return event == config->frame &&
-           (config->frame_endpoint < 0 || config->frame_endpoint == endpoint);
+        (config->frame_endpoint < 0 || config->frame_endpoint == endpoint);
 }
 
 /* The frame's range ends at END_NS, and its over-budget mark, where there is one, says
@@ -49,9 +49,12 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
         char text[NVS_OVER_BUDGET_TEXT_MAX];
         nvs_over_budget_text(text, frame->number, took_ns, budget_ns);
         struct nvs_attributes mark = {
-            .domain = NVS_DOMAIN_SHIM, .name = { NULL, text },
-            .category = NVS_SHIM_WARNING, .color = NVS_COLOR_ERROR,
-            .payload = took_ns, .has_payload = true,
+            .domain = NVS_DOMAIN_SHIM,
+            .name = { NULL, text },
+            .category = NVS_SHIM_WARNING,
+            .color = NVS_COLOR_ERROR,
+            .payload = took_ns,
+            .has_payload = true,
         };
         nvs_mark(&mark);
     }
@@ -76,8 +79,12 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
     char text[32];
     snprintf(text, sizeof text, NVS_FRAME_PREFIX "%" PRIu64, current.number);
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_SHIM, .name = { NULL, text }, .category = NVS_SHIM_FRAME,
-        .color = NVS_COLOR_FRAME, .payload = current.number, .has_payload = true,
+        .domain = NVS_DOMAIN_SHIM,
+        .name = { NULL, text },
+        .category = NVS_SHIM_FRAME,
+        .color = NVS_COLOR_FRAME,
+        .payload = current.number,
+        .has_payload = true,
     };
     close_frame(&previous, now, config->frame_budget_ns);
     nvs_kernel_frame_begin(current.number);

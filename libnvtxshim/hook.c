@@ -21,10 +21,10 @@ _Atomic unsigned nvs_traced_groups_state NVS_ONCE_DATA;
  * others read it is a data race (ThreadSanitizer). A relaxed load costs what
  * a plain one does. */
 enum call_work {
-    WORK_FRAMES = 1u << 0,          /* NVTXSHIM_FRAME counts markers */
-    WORK_CAPTURE = 1u << 1,         /* a capture trigger counts calls, time or signals */
-    WORK_CUDA_CAPTURE = 1u << 2,    /* cuProfilerStart/Stop may wait for a CUDA thread */
-    WORK_KERNEL = 1u << 3,          /* the kernel probe lists the threads that make calls */
+    WORK_FRAMES = 1u << 0,       /* NVTXSHIM_FRAME counts markers */
+    WORK_CAPTURE = 1u << 1,      /* a capture trigger counts calls, time or signals */
+    WORK_CUDA_CAPTURE = 1u << 2, /* cuProfilerStart/Stop may wait for a CUDA thread */
+    WORK_KERNEL = 1u << 3,       /* the kernel probe lists the threads that make calls */
 };
 _Atomic unsigned nvs_call_work;
 
@@ -40,14 +40,18 @@ unsigned nvs_traced_groups_init(void)
      * tool is attached, yet frames decide the capture). */
     bool followed = nvs_emit_active() || config->capture != NVS_CAPTURE_OFF;
     unsigned groups = (config->hooks && followed) ? config->hooks : 0;
-    atomic_store_explicit(&nvs_call_work,
-                          (config->frame != NVS_FRAME_OFF ? WORK_FRAMES : 0) |
-                          (config->capture == NVS_CAPTURE_CALLS || config->capture == NVS_CAPTURE_TIME ||
-                           config->capture == NVS_CAPTURE_SIGNAL ? WORK_CAPTURE : 0) |
-                          (config->capture != NVS_CAPTURE_OFF && config->capture_via != NVS_VIA_NVTX
-                               ? WORK_CUDA_CAPTURE : 0) |
-                          (config->kernel ? WORK_KERNEL : 0),
-                          memory_order_relaxed);
+    atomic_store_explicit(
+        &nvs_call_work,
+        (config->frame != NVS_FRAME_OFF ? WORK_FRAMES : 0) |
+            (config->capture == NVS_CAPTURE_CALLS || config->capture == NVS_CAPTURE_TIME ||
+                     config->capture == NVS_CAPTURE_SIGNAL
+                 ? WORK_CAPTURE
+                 : 0) |
+            (config->capture != NVS_CAPTURE_OFF && config->capture_via != NVS_VIA_NVTX
+                 ? WORK_CUDA_CAPTURE
+                 : 0) |
+            (config->kernel ? WORK_KERNEL : 0),
+        memory_order_relaxed);
     /* Release: a thread that sees the groups sees the work too. */
     atomic_store_explicit(&nvs_traced_groups_state, groups | NVS_GROUPS_READY,
                           memory_order_release);
@@ -83,7 +87,8 @@ void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int en
 
 void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint)
 {
-    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) & WORK_FRAMES, 0))
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) & WORK_FRAMES,
+                         0))
         nvs_frames_count(id, marker, endpoint);
 }
 

@@ -55,7 +55,8 @@ static inline unsigned nvs_traced_groups(void)
 static inline bool nvs_call_passes(unsigned group)
 {
     unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire);
-    return __builtin_expect((groups & NVS_GROUPS_READY) && (!(groups & group) || nvs_hook_depth), 1);
+    return __builtin_expect((groups & NVS_GROUPS_READY) && (!(groups & group) || nvs_hook_depth),
+                            1);
 }
 
 /* True when this is a program-level call of a traced library: the wrapper
@@ -205,10 +206,10 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
  * nvs_call_open), the real call with ARGUMENTS, CLOSE (nvs_call_close), and
  * its value returned. RESULT holds the real call's value inside CLOSE (0 for a
  * void function). */
-#define NVS_TRACED_CALL(arguments, open, close)                                              \
-    open;                                                                                    \
-    __typeof__(NVS_VALUE(real arguments)) result = NVS_VALUE(real arguments);                \
-    close;                                                                                   \
+#define NVS_TRACED_CALL(arguments, open, close)                                                    \
+    open;                                                                                          \
+    __typeof__(NVS_VALUE(real arguments)) result = NVS_VALUE(real arguments);                      \
+    close;                                                                                         \
     return __builtin_choose_expr(NVS_IS_VOID(real arguments), (void)0, result)
 
 /* The body of a traced wrapper of function NAME (its group GROUP) in one
@@ -216,12 +217,12 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
  * family's own lookup), straight away when the call is not traced, or MISSING
  * when no library defines it (nothing for a void function); otherwise the
  * traced call (NVS_TRACED_CALL: OPEN, the real call with ARGUMENTS, CLOSE). */
-#define NVS_WRAPPER_BODY(group, find, name, missing, arguments, open, close)                \
-    __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                     \
-    if (!real)                                                                               \
-        return missing;                                                                      \
-    if (!nvs_call_begins(group))                                                             \
-        return real arguments;                                                               \
+#define NVS_WRAPPER_BODY(group, find, name, missing, arguments, open, close)                       \
+    __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                           \
+    if (!real)                                                                                     \
+        return missing;                                                                            \
+    if (!nvs_call_begins(group))                                                                   \
+        return real arguments;                                                                     \
     NVS_TRACED_CALL(arguments, open, close)
 
 /* A wrapper of TYPE NAME PARAMETERS in three parts. The exported one passes
@@ -239,49 +240,49 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
  * stack (callgrind, make bench). Declared first: cuda.h declares the
  * per-thread-default-stream twins (_ptds, _ptsz) only for programs built with
  * --default-stream per-thread. */
-#define NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing, traced) \
-    extern type name parameters;                                                             \
-    static __attribute__((noinline)) type nvs_traced_##name parameters                       \
-    {                                                                                        \
-        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
-        traced;                                                                              \
-    }                                                                                        \
-    static __attribute__((noinline, cold)) type nvs_first_##name parameters                  \
-    {                                                                                        \
-        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                 \
-        if (!real)                                                                           \
-            return missing;                                                                  \
-        if (!nvs_call_begins(group))                                                         \
-            return real arguments;                                                           \
-        return nvs_traced_##name arguments;                                                  \
-    }                                                                                        \
-    NVS_EXPORT type name parameters                                                          \
-    {                                                                                        \
-        __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                    \
-            &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                   \
-        unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire); \
-        if (__builtin_expect(!real || !(groups & NVS_GROUPS_READY), 0))                      \
-            return nvs_first_##name arguments;                                               \
-        if (__builtin_expect(!(groups & (group)) || nvs_hook_depth, 1))                      \
-            return real arguments;                                                           \
-        nvs_hook_depth++;                                                                    \
-        return nvs_traced_##name arguments;                                                  \
+#define NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing, traced)  \
+    extern type name parameters;                                                                   \
+    static __attribute__((noinline)) type nvs_traced_##name parameters                             \
+    {                                                                                              \
+        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                       \
+        traced;                                                                                    \
+    }                                                                                              \
+    static __attribute__((noinline, cold)) type nvs_first_##name parameters                        \
+    {                                                                                              \
+        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                       \
+        if (!real)                                                                                 \
+            return missing;                                                                        \
+        if (!nvs_call_begins(group))                                                               \
+            return real arguments;                                                                 \
+        return nvs_traced_##name arguments;                                                        \
+    }                                                                                              \
+    NVS_EXPORT type name parameters                                                                \
+    {                                                                                              \
+        __typeof__(&name) real = (__typeof__(&name))atomic_load_explicit(                          \
+            &nvs_real_functions[NVS_HOOK_ID(name)], memory_order_acquire);                         \
+        unsigned groups = atomic_load_explicit(&nvs_traced_groups_state, memory_order_acquire);    \
+        if (__builtin_expect(!real || !(groups & NVS_GROUPS_READY), 0))                            \
+            return nvs_first_##name arguments;                                                     \
+        if (__builtin_expect(!(groups & (group)) || nvs_hook_depth, 1))                            \
+            return real arguments;                                                                 \
+        nvs_hook_depth++;                                                                          \
+        return nvs_traced_##name arguments;                                                        \
     }
 
 /* The usual split wrapper: its traced part is NVS_TRACED_CALL(ARGUMENTS, OPEN,
  * CLOSE), one range around the real call. */
-#define NVS_SPLIT_WRAPPER(group, type, name, parameters, arguments, find, missing, open, close) \
-    NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing,        \
+#define NVS_SPLIT_WRAPPER(group, type, name, parameters, arguments, find, missing, open, close)    \
+    NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing,              \
                              NVS_TRACED_CALL(arguments, open, close))
 
 /* The body of a wrapper that calls the real function, then does AFTER (which
  * may read RESULT): entry-point lookups, allocations that empty a cache. */
-#define NVS_PASS_THEN(name, missing, arguments, after)                                       \
-    __typeof__(&name) real = NVS_REAL(name);                                                 \
-    if (!real)                                                                               \
-        return missing;                                                                      \
-    __typeof__(real arguments) result = real arguments;                                      \
-    after;                                                                                   \
+#define NVS_PASS_THEN(name, missing, arguments, after)                                             \
+    __typeof__(&name) real = NVS_REAL(name);                                                       \
+    if (!real)                                                                                     \
+        return missing;                                                                            \
+    __typeof__(real arguments) result = real arguments;                                            \
+    after;                                                                                         \
     return result
 
 #endif

@@ -104,9 +104,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
     tid = tid_of(next);
     thread = tid ? bpf_map_lookup_elem(&watched, &tid) : NULL;
     if (!thread || !thread->since_ns)
-        return 0;   /* not watched, or not switched out since it was */
+        return 0; /* not watched, or not switched out since it was */
     if (thread->state == NVS_THREAD_RUNNING) {
-        __sync_fetch_and_add(&thread->figures.unseen, 1);   /* its switch out was not seen */
+        __sync_fetch_and_add(&thread->figures.unseen, 1); /* its switch out was not seen */
         return 0;
     }
     __u64 spent = now - thread->since_ns;

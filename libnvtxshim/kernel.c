@@ -31,11 +31,24 @@ bool nvs_kernel_running NVS_ONCE_DATA;
 
 #ifndef NVS_KERNEL_PROBE
 
-void nvs_kernel_note_thread(void) {}
-void nvs_kernel_frame_begin(uint64_t number) { (void)number; }
-void nvs_kernel_frame_end(uint64_t number, uint64_t range) { (void)number; (void)range; }
-void nvs_kernel_finish(void) {}
-void nvs_kernel_reset_after_fork(void) {}
+void nvs_kernel_note_thread(void)
+{
+}
+void nvs_kernel_frame_begin(uint64_t number)
+{
+    (void)number;
+}
+void nvs_kernel_frame_end(uint64_t number, uint64_t range)
+{
+    (void)number;
+    (void)range;
+}
+void nvs_kernel_finish(void)
+{
+}
+void nvs_kernel_reset_after_fork(void)
+{
+}
 
 void nvs_kernel_activate(void)
 {
@@ -57,12 +70,12 @@ void nvs_kernel_activate(void)
 #define WORST 5
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
-#define PROC_PID_INIT_INO 0xEFFFFFFCu   /* the kernel's initial pid namespace */
+#define PROC_PID_INIT_INO 0xEFFFFFFCu /* the kernel's initial pid namespace */
 
 struct slot {
     uint32_t tid;
-    _Atomic uint64_t last_frame;        /* the last frame this thread made a hooked call in */
-    struct nvs_thread_figures base;     /* its figures at the last frame end */
+    _Atomic uint64_t last_frame;    /* the last frame this thread made a hooked call in */
+    struct nvs_thread_figures base; /* its figures at the last frame end */
 };
 
 static struct slot slots[SLOTS];
@@ -84,7 +97,7 @@ struct frame_figures {
     uint64_t frame;
     struct nvs_thread_figures sum;
 };
-static struct frame_figures worst[WORST];   /* frame 0: none yet */
+static struct frame_figures worst[WORST]; /* frame 0: none yet */
 
 static int quiet(enum libbpf_print_level level, const char *format, va_list arguments)
 {
@@ -112,11 +125,13 @@ static int on_interval(void *context, void *data, size_t size)
     const struct nvs_offcpu_interval *interval = data;
     if (size < sizeof *interval)
         return 0;
-    const struct nvs_trace_args args = { 2, { { NVS_ARG_OFFCPU_NS, interval->end_ns - interval->start_ns },
-                                               { NVS_ARG_TID, interval->tid } } };
+    const struct nvs_trace_args args = { 2,
+                                         { { NVS_ARG_OFFCPU_NS,
+                                             interval->end_ns - interval->start_ns },
+                                           { NVS_ARG_TID, interval->tid } } };
     nvs_interval(NVS_DOMAIN_KERNEL,
                  interval->state == NVS_THREAD_RUNNABLE ? "off CPU: runnable (waiting for a CPU)"
-                                                         : "off CPU: blocked",
+                                                        : "off CPU: blocked",
                  interval->tid, interval->start_ns, interval->end_ns, &args);
     return 0;
 }
@@ -221,8 +236,8 @@ void nvs_kernel_note_thread(void)
         errno = saved_errno;
         my_slot = slot;
     }
-    atomic_store_explicit(&my_slot->last_frame, atomic_load_explicit(&current_frame,
-                                                                     memory_order_relaxed),
+    atomic_store_explicit(&my_slot->last_frame,
+                          atomic_load_explicit(&current_frame, memory_order_relaxed),
                           memory_order_relaxed);
 }
 
@@ -321,8 +336,11 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     char text[256];
     nvs_kernel_mark_format(text, sizeof text, number, &figures);
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_KERNEL, .name = { NULL, text }, .color = NVS_COLOR_KERNEL,
-        .payload = sum.runnable_ns + sum.blocked_ns, .has_payload = true,
+        .domain = NVS_DOMAIN_KERNEL,
+        .name = { NULL, text },
+        .color = NVS_COLOR_KERNEL,
+        .payload = sum.runnable_ns + sum.blocked_ns,
+        .has_payload = true,
     };
     nvs_mark(&mark);
     struct nvs_trace_args args = { .count = NVS_FIGURE_COUNT };
@@ -350,19 +368,20 @@ NVS_ONCE void nvs_kernel_finish(void)
             unseen += now.figures.unseen;
     }
     if (unseen)
-        nvs_log_info("kernel: %llu context switch%s of the watched threads went unreported by the "
-                     "kernel (it does not trace some tasks' switches); the frames they fell in show "
-                     "less time off CPU than they had\n", unseen, unseen == 1 ? "" : "es");
+        nvs_log_info(
+            "kernel: %llu context switch%s of the watched threads went unreported by the "
+            "kernel (it does not trace some tasks' switches); the frames they fell in show "
+            "less time off CPU than they had\n",
+            unseen, unseen == 1 ? "" : "es");
     if (worst[0].frame) {
         char line[512];
         int used = snprintf(line, sizeof line, "kernel: worst frames by time off CPU:");
         for (unsigned i = 0; i < WORST && worst[i].frame && used < (int)sizeof line; i++)
-            used += snprintf(line + used, sizeof line - (size_t)used,
-                             "%s frame %" PRIu64 " %.1f ms (runnable %.1f, blocked %.1f)",
-                             i ? "," : "", worst[i].frame,
-                             (double)(worst[i].sum.runnable_ns + worst[i].sum.blocked_ns) / 1e6,
-                             (double)worst[i].sum.runnable_ns / 1e6,
-                             (double)worst[i].sum.blocked_ns / 1e6);
+            used += snprintf(
+                line + used, sizeof line - (size_t)used,
+                "%s frame %" PRIu64 " %.1f ms (runnable %.1f, blocked %.1f)", i ? "," : "",
+                worst[i].frame, (double)(worst[i].sum.runnable_ns + worst[i].sum.blocked_ns) / 1e6,
+                (double)worst[i].sum.runnable_ns / 1e6, (double)worst[i].sum.blocked_ns / 1e6);
         nvs_log_info("%s\n", line);
     }
     ring_buffer__free(ring);

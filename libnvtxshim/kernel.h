@@ -4,15 +4,15 @@
 
 /* Per watched thread, cumulative since it was first watched. */
 struct nvs_thread_figures {
-    unsigned long long runnable_ns;   /* off CPU but runnable: preempted, or woken and waiting */
-    unsigned long long blocked_ns;    /* off CPU asleep, until woken */
-    unsigned long long involuntary;   /* switched out while runnable (preemptions) */
-    unsigned long long voluntary;     /* switched out to sleep */
-    unsigned long long migrations;    /* moved to another CPU */
-    unsigned long long faults;        /* user page faults */
-    unsigned long long urbs;          /* URBs submitted and given back (kernels with USB) */
-    unsigned long long urb_ns;        /* their time from submission to giveback */
-    unsigned long long unseen;        /* switches the kernel did not report to the probe */
+    unsigned long long runnable_ns; /* off CPU but runnable: preempted, or woken and waiting */
+    unsigned long long blocked_ns;  /* off CPU asleep, until woken */
+    unsigned long long involuntary; /* switched out while runnable (preemptions) */
+    unsigned long long voluntary;   /* switched out to sleep */
+    unsigned long long migrations;  /* moved to another CPU */
+    unsigned long long faults;      /* user page faults */
+    unsigned long long urbs;        /* URBs submitted and given back (kernels with USB) */
+    unsigned long long urb_ns;      /* their time from submission to giveback */
+    unsigned long long unseen;      /* switches the kernel did not report to the probe */
 };
 
 enum nvs_thread_state { NVS_THREAD_RUNNING, NVS_THREAD_RUNNABLE, NVS_THREAD_BLOCKED };
@@ -20,17 +20,17 @@ enum nvs_thread_state { NVS_THREAD_RUNNING, NVS_THREAD_RUNNABLE, NVS_THREAD_BLOC
 /* The value of the watched-threads map. */
 struct nvs_thread {
     struct nvs_thread_figures figures;
-    unsigned long long since_ns;      /* when the current off-CPU state began */
-    unsigned int state;               /* enum nvs_thread_state */
+    unsigned long long since_ns; /* when the current off-CPU state began */
+    unsigned int state;          /* enum nvs_thread_state */
     unsigned int pad;
 };
 
 /* One long off-CPU interval of a watched thread (ring buffer record). */
 struct nvs_offcpu_interval {
-    unsigned long long start_ns;      /* CLOCK_MONOTONIC, as bpf_ktime_get_ns */
+    unsigned long long start_ns; /* CLOCK_MONOTONIC, as bpf_ktime_get_ns */
     unsigned long long end_ns;
     unsigned int tid;
-    unsigned int state;               /* NVS_THREAD_RUNNABLE or NVS_THREAD_BLOCKED */
+    unsigned int state; /* NVS_THREAD_RUNNABLE or NVS_THREAD_BLOCKED */
 };
 
 #ifndef __bpf__

@@ -18,16 +18,18 @@
 
 #include "resolve.h"
 
-#define LIBBPF_FUNCTIONS(X)                                                            \
-    X(libbpf_set_print) X(libbpf_find_vmlinux_btf_id) X(bpf_program__autoload)         \
-    X(bpf_program__set_autoload) X(bpf_map__fd) X(bpf_map_update_elem)                 \
-    X(bpf_map_lookup_elem) X(ring_buffer__new) X(ring_buffer__consume)                 \
-    X(ring_buffer__free) X(bpf_object__open_skeleton) X(bpf_object__load_skeleton)     \
-    X(bpf_object__attach_skeleton) X(bpf_object__detach_skeleton)                      \
-    X(bpf_object__destroy_skeleton)
+#define LIBBPF_FUNCTIONS(X)                                                                        \
+    X(libbpf_set_print)                                                                            \
+    X(libbpf_find_vmlinux_btf_id) X(bpf_program__autoload) X(bpf_program__set_autoload)            \
+        X(bpf_map__fd) X(bpf_map_update_elem) X(bpf_map_lookup_elem) X(ring_buffer__new)           \
+            X(ring_buffer__consume) X(ring_buffer__free) X(bpf_object__open_skeleton)              \
+                X(bpf_object__load_skeleton) X(bpf_object__attach_skeleton)                        \
+                    X(bpf_object__detach_skeleton) X(bpf_object__destroy_skeleton)
 
 #define DECLARE(name) __typeof__(&name) name;
-static struct { LIBBPF_FUNCTIONS(DECLARE) } libbpf;
+static struct {
+    LIBBPF_FUNCTIONS(DECLARE)
+} libbpf;
 #undef DECLARE
 
 bool nvs_libbpf_open(char *why, size_t size)
@@ -40,10 +42,10 @@ bool nvs_libbpf_open(char *why, size_t size)
         snprintf(why, size, "%s", error ? error : "libbpf.so.1 cannot be loaded");
         return false;
     }
-#define FIND(name)                                                                     \
-    if (!(libbpf.name = (__typeof__(&name))nvs_dlsym(handle, #name))) {                    \
-        snprintf(why, size, "libbpf.so.1 has no %s (too old a libbpf)", #name);        \
-        return false;                                                                  \
+#define FIND(name)                                                                                 \
+    if (!(libbpf.name = (__typeof__(&name))nvs_dlsym(handle, #name))) {                            \
+        snprintf(why, size, "libbpf.so.1 has no %s (too old a libbpf)", #name);                    \
+        return false;                                                                              \
     }
     LIBBPF_FUNCTIONS(FIND)
 #undef FIND
@@ -101,7 +103,8 @@ void ring_buffer__free(struct ring_buffer *rb)
     libbpf.ring_buffer__free(rb);
 }
 
-int bpf_object__open_skeleton(struct bpf_object_skeleton *s, const struct bpf_object_open_opts *opts)
+int bpf_object__open_skeleton(struct bpf_object_skeleton *s,
+                              const struct bpf_object_open_opts *opts)
 {
     return libbpf.bpf_object__open_skeleton(s, opts);
 }

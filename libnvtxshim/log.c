@@ -93,17 +93,24 @@ const char *nvs_log_error_name(int error)
 {
     if (strerrorname_np)
         return strerrorname_np(error);
-    /* The errors the library reports (opening and writing its trace, a device's
+        /* The errors the library reports (opening and writing its trace, a device's
      * calls); the rest stay numbers. */
-#define NAMED(code) { code, #code }
-    static const struct { int error; const char *name; } names[] = {
-        NAMED(EPERM), NAMED(ENOENT), NAMED(EINTR), NAMED(EIO), NAMED(ENXIO), NAMED(EBADF),
-        NAMED(EAGAIN), NAMED(ENOMEM), NAMED(EACCES), NAMED(EFAULT), NAMED(EBUSY), NAMED(EEXIST),
-        NAMED(ENODEV), NAMED(ENOTDIR), NAMED(EISDIR), NAMED(EINVAL), NAMED(ENFILE),
-        NAMED(EMFILE), NAMED(ENOTTY), NAMED(ETXTBSY), NAMED(EFBIG), NAMED(ENOSPC),
-        NAMED(ESPIPE), NAMED(EROFS), NAMED(EPIPE), NAMED(ERANGE), NAMED(ELOOP), NAMED(ENOSYS),
-        NAMED(EOVERFLOW), NAMED(ENAMETOOLONG), NAMED(EOPNOTSUPP), NAMED(ETIMEDOUT),
-        NAMED(EDQUOT), NAMED(EPROTO), NAMED(ENODATA), NAMED(ESHUTDOWN), NAMED(ENOLCK),
+#define NAMED(code)                                                                                \
+    {                                                                                              \
+        code, #code                                                                                \
+    }
+    static const struct {
+        int error;
+        const char *name;
+    } names[] = {
+        NAMED(EPERM),      NAMED(ENOENT),    NAMED(EINTR),  NAMED(EIO),       NAMED(ENXIO),
+        NAMED(EBADF),      NAMED(EAGAIN),    NAMED(ENOMEM), NAMED(EACCES),    NAMED(EFAULT),
+        NAMED(EBUSY),      NAMED(EEXIST),    NAMED(ENODEV), NAMED(ENOTDIR),   NAMED(EISDIR),
+        NAMED(EINVAL),     NAMED(ENFILE),    NAMED(EMFILE), NAMED(ENOTTY),    NAMED(ETXTBSY),
+        NAMED(EFBIG),      NAMED(ENOSPC),    NAMED(ESPIPE), NAMED(EROFS),     NAMED(EPIPE),
+        NAMED(ERANGE),     NAMED(ELOOP),     NAMED(ENOSYS), NAMED(EOVERFLOW), NAMED(ENAMETOOLONG),
+        NAMED(EOPNOTSUPP), NAMED(ETIMEDOUT), NAMED(EDQUOT), NAMED(EPROTO),    NAMED(ENODATA),
+        NAMED(ESHUTDOWN),  NAMED(ENOLCK),
     };
 #undef NAMED
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -75,8 +75,8 @@ static uintptr_t dynamic_pointer(uintptr_t value, uintptr_t base)
 
 /* A defined function NAME, at its default (non-hidden) version. */
 NVS_UNINSTRUMENTED
-static int symbol_matches(const ElfW(Sym) *symbol, const char *strings, const ElfW(Half) *versions,
-                          size_t index, const char *name)
+static int symbol_matches(const ElfW(Sym) * symbol, const char *strings,
+                          const ElfW(Half) * versions, size_t index, const char *name)
 {
     if (symbol->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(symbol->st_info) != STT_FUNC)
         return 0;
@@ -176,8 +176,8 @@ NVS_ONCE bool nvs_resolve_earlier_copy(char *path, size_t size)
     while (map->l_prev)
         map = map->l_prev;
     for (const struct link_map *object = map; object && object != own; object = object->l_next) {
-        if (find_in_object(object, "InitializeInjectionNvtx2") && find_in_object(object, "dlvsym") &&
-            find_in_object(object, "libusb_bulk_transfer")) {
+        if (find_in_object(object, "InitializeInjectionNvtx2") &&
+            find_in_object(object, "dlvsym") && find_in_object(object, "libusb_bulk_transfer")) {
             snprintf(path, size, "%s", object->l_name && object->l_name[0] ? object->l_name : "?");
             return true;
         }
@@ -221,7 +221,7 @@ NVS_ONCE void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
  * wrappers. The linker's marks of this object's start and the end of its
  * text, hidden, so they are this object's whatever else is loaded. */
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-extern const char _etext[] __attribute__((visibility("hidden")));  /* GNU ld's and LLD's */
+extern const char _etext[] __attribute__((visibility("hidden"))); /* GNU ld's and LLD's */
 
 static int is_our_wrapper(const void *address)
 {
@@ -516,31 +516,31 @@ static bool after_this_library(const void *address)
  * (every call of it then called itself). */
 #if defined(__clang__)
 #define NVS_TAIL_CALLS
-#define NVS_TAIL __attribute__((musttail))  /* clang: the tail call is made or the build fails */
+#define NVS_TAIL __attribute__((musttail)) /* clang: the tail call is made or the build fails */
 #else
-#define NVS_TAIL_CALLS optimize("optimize-sibling-calls")  /* GCC: at -O0 too */
+#define NVS_TAIL_CALLS optimize("optimize-sibling-calls") /* GCC: at -O0 too */
 #define NVS_TAIL
 #endif
 
-__attribute__((visibility("default"), NVS_TAIL_CALLS)) NVS_UNINSTRUMENTED
-void *dlsym(void *handle, const char *name)
+__attribute__((visibility("default"), NVS_TAIL_CALLS)) NVS_UNINSTRUMENTED void *dlsym(
+    void *handle, const char *name)
 {
     dlsym_fn real = get_real_dlsym();
     if (!atomic_load(&hook_filter) ||
-        (handle == RTLD_NEXT && (nvs_hook_find(name) < 0 ||
-                                 after_this_library(__builtin_return_address(0)))))
+        (handle == RTLD_NEXT &&
+         (nvs_hook_find(name) < 0 || after_this_library(__builtin_return_address(0)))))
         NVS_TAIL return real(handle, name);
     void *symbol = real(handle, name);
     return truthful(name, symbol, next_by_dlsym, NULL);
 }
 
-__attribute__((visibility("default"), NVS_TAIL_CALLS)) NVS_UNINSTRUMENTED
-void *dlvsym(void *handle, const char *name, const char *version)
+__attribute__((visibility("default"), NVS_TAIL_CALLS)) NVS_UNINSTRUMENTED void *dlvsym(
+    void *handle, const char *name, const char *version)
 {
     dlvsym_fn real = get_real_dlvsym();
     if (!atomic_load(&hook_filter) ||
-        (handle == RTLD_NEXT && (nvs_hook_find(name) < 0 ||
-                                 after_this_library(__builtin_return_address(0)))))
+        (handle == RTLD_NEXT &&
+         (nvs_hook_find(name) < 0 || after_this_library(__builtin_return_address(0)))))
         NVS_TAIL return real(handle, name, version);
     void *symbol = real(handle, name, version);
     return truthful(name, symbol, next_by_dlvsym, version);

@@ -24,11 +24,12 @@ int nvs_kernel_mark_format(char *out, size_t size, uint64_t frame,
         snprintf(urbs, sizeof urbs, ", %" PRIu64 " URB%s %.1f ms in the kernel", v[NVS_FIGURE_URBS],
                  plural(v[NVS_FIGURE_URBS]), (double)v[NVS_FIGURE_URB_NS] / 1e6);
     return snprintf(out, size,
-                    "frame %" PRIu64 ": runnable %.1f ms (%" PRIu64 " preemption%s), blocked %.1f ms, "
-                    "%" PRIu64 " fault%s%s%s", frame, (double)v[NVS_FIGURE_RUNNABLE_NS] / 1e6,
-                    v[NVS_FIGURE_PREEMPTIONS], plural(v[NVS_FIGURE_PREEMPTIONS]),
-                    (double)v[NVS_FIGURE_BLOCKED_NS] / 1e6, v[NVS_FIGURE_FAULTS],
-                    plural(v[NVS_FIGURE_FAULTS]), migrations, urbs);
+                    "frame %" PRIu64 ": runnable %.1f ms (%" PRIu64
+                    " preemption%s), blocked %.1f ms, "
+                    "%" PRIu64 " fault%s%s%s",
+                    frame, (double)v[NVS_FIGURE_RUNNABLE_NS] / 1e6, v[NVS_FIGURE_PREEMPTIONS],
+                    plural(v[NVS_FIGURE_PREEMPTIONS]), (double)v[NVS_FIGURE_BLOCKED_NS] / 1e6,
+                    v[NVS_FIGURE_FAULTS], plural(v[NVS_FIGURE_FAULTS]), migrations, urbs);
 }
 
 /* ---- reading it back ------------------------------------------------------------- */
@@ -97,8 +98,8 @@ bool nvs_kernel_mark_parse(const char *text, uint64_t *frame, struct nvs_kernel_
         !counted(&at, "fault", &v[NVS_FIGURE_FAULTS]))
         return false;
     figures->present = 1u << NVS_FIGURE_RUNNABLE_NS | 1u << NVS_FIGURE_BLOCKED_NS |
-                       1u << NVS_FIGURE_PREEMPTIONS | 1u << NVS_FIGURE_FAULTS |
-                       1u << NVS_FIGURE_MIGRATIONS | 1u << NVS_FIGURE_URBS;
+        1u << NVS_FIGURE_PREEMPTIONS | 1u << NVS_FIGURE_FAULTS | 1u << NVS_FIGURE_MIGRATIONS |
+        1u << NVS_FIGURE_URBS;
     const char *before = at;
     if (!literal(&at, ", ") || !counted(&at, "migration", &v[NVS_FIGURE_MIGRATIONS]))
         at = before;

@@ -13,7 +13,7 @@
 #include "sys.h"
 
 struct nvs_spin {
-    _Atomic long holder;    /* the holding thread's nvs_thread_identity, 0 when free */
+    _Atomic long holder; /* the holding thread's nvs_thread_identity, 0 when free */
 };
 
 /* Where a test holds a thread on its way into the lock (test/unit/test_capture.c

@@ -28,14 +28,14 @@
 
 /* EXPRESSION (a system call returning -1 and errno on failure) made again
  * while it fails with EINTR, NVS_EINTR_TRIES times at most. */
-#define NVS_RETRY_EINTR(expression)                                                 \
-    __extension__({                                                                 \
-        __typeof__(expression) result_;                                             \
-        int tries_ = 0;                                                             \
-        do                                                                          \
-            result_ = (expression);                                                 \
-        while (result_ == -1 && errno == EINTR && ++tries_ < NVS_EINTR_TRIES);      \
-        result_;                                                                    \
+#define NVS_RETRY_EINTR(expression)                                                                \
+    __extension__({                                                                                \
+        __typeof__(expression) result_;                                                            \
+        int tries_ = 0;                                                                            \
+        do                                                                                         \
+            result_ = (expression);                                                                \
+        while (result_ == -1 && errno == EINTR && ++tries_ < NVS_EINTR_TRIES);                     \
+        result_;                                                                                   \
     })
 
 static inline int nvs_sys_open(const char *path, int flags, mode_t mode)

@@ -28,8 +28,8 @@ packages=(
   # test/test_report_json.py validates report --json against docs/schema/report-v1.json.
   python3-jsonschema
   valgrind strace
-  # make tags (scripts/tags.py).
-  universal-ctags
+  # make tags (scripts/tags.py), and the style test/test_style.py checks (.clang-format).
+  universal-ctags clang-format
   btrfs-progs
   nsight-systems nsight-systems-target
 )

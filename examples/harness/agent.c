@@ -21,7 +21,10 @@ static bool agent_open_gpu(struct agent *agent, char *reason, size_t size)
         return false;
     }
     struct driver *cu = &agent->cu;
-    const struct { void *slot; const char *name; } entries[] = {
+    const struct {
+        void *slot;
+        const char *name;
+    } entries[] = {
         { &cu->cuInit, "cuInit" },
         { &cu->cuDeviceGet, "cuDeviceGet" },
         { &cu->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain" },
@@ -52,7 +55,8 @@ static bool agent_open_gpu(struct agent *agent, char *reason, size_t size)
     const char *step;
     if ((step = "cuInit", result = cu->cuInit(0)) ||
         (step = "cuDeviceGet", result = cu->cuDeviceGet(&device, 0)) ||
-        (step = "cuDevicePrimaryCtxRetain", result = cu->cuDevicePrimaryCtxRetain(&context, device)) ||
+        (step = "cuDevicePrimaryCtxRetain",
+         result = cu->cuDevicePrimaryCtxRetain(&context, device)) ||
         (step = "cuCtxSetCurrent", result = cu->cuCtxSetCurrent(context)) ||
         (step = "cuModuleLoadData", result = cu->cuModuleLoadData(&module, harness_image)) ||
         (step = "cuModuleGetFunction",

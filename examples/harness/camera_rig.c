@@ -32,7 +32,8 @@ void v4l2_close(struct v4l2_camera *camera)
     for (unsigned i = 0; i < camera->count; i++)
         if (camera->buffers[i].start && camera->buffers[i].start != MAP_FAILED)
             munmap(camera->buffers[i].start, camera->buffers[i].length);
-    struct v4l2_requestbuffers request = { .count = 0, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+    struct v4l2_requestbuffers request = { .count = 0,
+                                           .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
                                            .memory = V4L2_MEMORY_MMAP };
     xioctl(camera->fd, VIDIOC_REQBUFS, &request);
     close(camera->fd);
@@ -56,7 +57,8 @@ int v4l2_open(struct v4l2_camera *camera, struct options *o)
     format.fmt.pix.height = (uint32_t)o->height;
     format.fmt.pix.pixelformat = V4L2_PIX_FMT_YUYV;
     format.fmt.pix.field = V4L2_FIELD_NONE;
-    struct v4l2_requestbuffers request = { .count = 4, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+    struct v4l2_requestbuffers request = { .count = 4,
+                                           .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
                                            .memory = V4L2_MEMORY_MMAP };
     if ((step = "VIDIOC_S_FMT", xioctl(camera->fd, VIDIOC_S_FMT, &format) < 0) ||
         (step = "VIDIOC_REQBUFS", xioctl(camera->fd, VIDIOC_REQBUFS, &request) < 0))
@@ -74,20 +76,22 @@ int v4l2_open(struct v4l2_camera *camera, struct options *o)
         v4l2_close(camera);
         return -1;
     }
-    if (camera->width < 16 || camera->height < 16 || camera->width > 8192 || camera->height > 8192 ||
-        request.count < 1) {
+    if (camera->width < 16 || camera->height < 16 || camera->width > 8192 ||
+        camera->height > 8192 || request.count < 1) {
         fprintf(stderr, "%s: %s gives %ux%u frames in %u buffers\n", program, o->camera,
                 camera->width, camera->height, request.count);
         v4l2_close(camera);
         return -1;
     }
     unsigned bytes_per_pixel = camera->format == V4L2_PIX_FMT_YUYV ? 2
-                               : camera->format == V4L2_PIX_FMT_GREY ? 1 : 3;
+        : camera->format == V4L2_PIX_FMT_GREY                      ? 1
+                                                                   : 3;
     if (camera->bytes_per_line < camera->width * bytes_per_pixel)
         camera->bytes_per_line = camera->width * bytes_per_pixel;
     camera->count = request.count < V4L2_BUFFERS_MAX ? request.count : V4L2_BUFFERS_MAX;
     for (unsigned i = 0; i < camera->count; i++) {
-        struct v4l2_buffer buffer = { .index = i, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+        struct v4l2_buffer buffer = { .index = i,
+                                      .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
                                       .memory = V4L2_MEMORY_MMAP };
         if ((step = "VIDIOC_QUERYBUF", xioctl(camera->fd, VIDIOC_QUERYBUF, &buffer) < 0))
             goto failed;
@@ -98,7 +102,8 @@ int v4l2_open(struct v4l2_camera *camera, struct options *o)
             goto failed;
     }
     for (unsigned i = 0; i < camera->count; i++) {
-        struct v4l2_buffer buffer = { .index = i, .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+        struct v4l2_buffer buffer = { .index = i,
+                                      .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
                                       .memory = V4L2_MEMORY_MMAP };
         if ((step = "VIDIOC_QBUF", xioctl(camera->fd, VIDIOC_QBUF, &buffer) < 0))
             goto failed;
@@ -119,7 +124,8 @@ int v4l2_start(struct v4l2_camera *camera)
 {
     enum v4l2_buf_type type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
     if (xioctl(camera->fd, VIDIOC_STREAMON, &type) < 0) {
-        fprintf(stderr, "%s: %s: VIDIOC_STREAMON failed: %s\n", program, camera->path, strerror(errno));
+        fprintf(stderr, "%s: %s: VIDIOC_STREAMON failed: %s\n", program, camera->path,
+                strerror(errno));
         return -1;
     }
     camera->streaming = true;
@@ -136,8 +142,11 @@ static bool v4l2_convert(const struct v4l2_camera *camera, const unsigned char *
                          unsigned char *frame)
 {
     uint32_t width = camera->width, height = camera->height, stride = camera->bytes_per_line;
-    if (bytes < (size_t)stride * (height - 1) + width * (camera->format == V4L2_PIX_FMT_YUYV ? 2 :
-                                                          camera->format == V4L2_PIX_FMT_GREY ? 1 : 3))
+    if (bytes < (size_t)stride * (height - 1) +
+            width *
+                (camera->format == V4L2_PIX_FMT_YUYV       ? 2
+                     : camera->format == V4L2_PIX_FMT_GREY ? 1
+                                                           : 3))
         return false;
     for (uint32_t y = 0; y < height; y++) {
         const unsigned char *row = data + (size_t)y * stride;
@@ -153,15 +162,11 @@ static bool v4l2_convert(const struct v4l2_camera *camera, const unsigned char *
                 out[2] = clamp_byte((298 * c + 516 * d + 128) >> 8);
                 break;
             }
-            case V4L2_PIX_FMT_RGB24:
-                memcpy(out, row + x * 3, 3);
-                break;
+            case V4L2_PIX_FMT_RGB24: memcpy(out, row + x * 3, 3); break;
             case V4L2_PIX_FMT_BGR24:
                 out[0] = row[x * 3 + 2], out[1] = row[x * 3 + 1], out[2] = row[x * 3];
                 break;
-            default:                          /* GREY */
-                out[0] = out[1] = out[2] = row[x];
-                break;
+            default: /* GREY */ out[0] = out[1] = out[2] = row[x]; break;
             }
         }
     }
@@ -199,9 +204,10 @@ bool v4l2_observe(struct v4l2_camera *camera, unsigned char *frame, struct frame
     info->buffer = (int)buffer.index;
     info->sequence = buffer.sequence;
     info->capture_ns = (int64_t)buffer.timestamp.tv_sec * 1000000000 +
-                       (int64_t)buffer.timestamp.tv_usec * 1000;
+        (int64_t)buffer.timestamp.tv_usec * 1000;
     info->dropped = camera->sequenced && buffer.sequence > camera->next_sequence
-                    ? buffer.sequence - camera->next_sequence : 0;
+        ? buffer.sequence - camera->next_sequence
+        : 0;
     camera->next_sequence = buffer.sequence + 1;
     camera->sequenced = true;
     if (buffer.index >= camera->count || (buffer.flags & V4L2_BUF_FLAG_ERROR))
@@ -217,7 +223,8 @@ bool v4l2_requeue(struct v4l2_camera *camera, struct frame_info *info)
     if (info->buffer < 0)
         return true;
     struct v4l2_buffer buffer = { .index = (uint32_t)info->buffer,
-                                  .type = V4L2_BUF_TYPE_VIDEO_CAPTURE, .memory = V4L2_MEMORY_MMAP };
+                                  .type = V4L2_BUF_TYPE_VIDEO_CAPTURE,
+                                  .memory = V4L2_MEMORY_MMAP };
     info->buffer = -1;
     if (xioctl(camera->fd, VIDIOC_QBUF, &buffer) == 0)
         return true;
@@ -251,7 +258,7 @@ int serial_open(struct serial_actuator *serial, const char *path)
  * write returned in *WROTE_NS. Returns the errors (a failed write or read, a
  * reply other than "ok FRAME CELL"). */
 int serial_act(struct serial_actuator *serial, int i, int action, char *reply, size_t size,
-                      int64_t *wrote_ns)
+               int64_t *wrote_ns)
 {
     char command[64];
     int length = snprintf(command, sizeof command, "move %d %d\n", i, action);
@@ -280,17 +287,19 @@ int serial_act(struct serial_actuator *serial, int i, int action, char *reply, s
             break;
         }
         if (serial->pending_length == sizeof serial->pending)
-            serial->pending_length = 0;       /* a line too long: dropped */
+            serial->pending_length = 0; /* a line too long: dropped */
         struct pollfd wait = { .fd = serial->fd, .events = POLLIN };
         int ready = poll(&wait, 1, TIMEOUT_MS);
         if (ready < 0 && errno == EINTR)
             continue;
         ssize_t got = ready > 0 ? read(serial->fd, serial->pending + serial->pending_length,
-                                       sizeof serial->pending - serial->pending_length) : -1;
+                                       sizeof serial->pending - serial->pending_length)
+                                : -1;
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0) {
-            fprintf(stderr, "%s: %s: no reply to '%.*s'\n", program, serial->path, length - 1, command);
+            fprintf(stderr, "%s: %s: no reply to '%.*s'\n", program, serial->path, length - 1,
+                    command);
             return 1;
         }
         serial->pending_length += (size_t)got;

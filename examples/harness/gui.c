@@ -114,7 +114,7 @@ bool gui_show(struct gui *gui, const unsigned char *frame, int width, int index,
         for (int x = 0; x < gui->width; x++) {
             const unsigned char *p = source + (size_t)(x / gui->scale) * 3;
             row[x] = (uint32_t)p[0] << gui->shift[0] | (uint32_t)p[1] << gui->shift[1] |
-                     (uint32_t)p[2] << gui->shift[2];
+                (uint32_t)p[2] << gui->shift[2];
         }
     }
     if (gui->use_shm)
@@ -140,8 +140,7 @@ bool gui_show(struct gui *gui, const unsigned char *frame, int width, int index,
     while (XPending(gui->display)) {
         XEvent event;
         XNextEvent(gui->display, &event);
-        if (event.type == ClientMessage &&
-            (Atom)event.xclient.data.l[0] == gui->delete_window)
+        if (event.type == ClientMessage && (Atom)event.xclient.data.l[0] == gui->delete_window)
             open = false;
     }
     return open;

@@ -43,8 +43,8 @@
 struct options {
     int frames, width, height, queue;
     uint16_t vendor, product;
-    const char *camera;      /* a V4L2 device's path (--camera v4l2:PATH), or NULL: USB */
-    const char *actuator;    /* a serial port's path (--actuator serial:PATH), or NULL: USB */
+    const char *camera;   /* a V4L2 device's path (--camera v4l2:PATH), or NULL: USB */
+    const char *actuator; /* a serial port's path (--actuator serial:PATH), or NULL: USB */
     bool async, threads, gui, log;
     double fps;
     enum { INFER_AUTO, INFER_GPU, INFER_CPU } inference;
@@ -69,7 +69,7 @@ struct env {
     pthread_cond_t changed;
     pthread_t events;
     volatile int stop_events;
-    int64_t acted_ns;  /* when the last command (bulk OUT) returned, CLOCK_MONOTONIC */
+    int64_t acted_ns; /* when the last command (bulk OUT) returned, CLOCK_MONOTONIC */
 };
 
 #define V4L2_BUFFERS_MAX 8
@@ -77,7 +77,10 @@ struct v4l2_camera {
     const char *path;
     int fd;
     unsigned count;
-    struct { void *start; size_t length; } buffers[V4L2_BUFFERS_MAX];
+    struct {
+        void *start;
+        size_t length;
+    } buffers[V4L2_BUFFERS_MAX];
     uint32_t width, height, format, bytes_per_line;
     uint32_t next_sequence;
     bool streaming, sequenced;
@@ -89,15 +92,15 @@ struct frame_info {
     bool v4l2;
     uint32_t sequence, dropped;
     int64_t capture_ns, dequeue_ns;
-    int buffer;                       /* to queue again once acted on; -1: none */
-    int64_t act_ns;                   /* when this frame's actuation returned */
-    int sent;                         /* the cell that actuation carried */
+    int buffer;     /* to queue again once acted on; -1: none */
+    int64_t act_ns; /* when this frame's actuation returned */
+    int sent;       /* the cell that actuation carried */
 };
 
 struct serial_actuator {
     const char *path;
     int fd;
-    char pending[256];               /* bytes read after the last reply's newline */
+    char pending[256]; /* bytes read after the last reply's newline */
     size_t pending_length;
 };
 

@@ -89,32 +89,48 @@ static long whole(const char *text, long low, long high)
 
 static void parse(int argc, char **argv, struct options *o)
 {
-    *o = (struct options){ .frames = 300, .width = 64, .height = 48, .queue = 4,
-                           .vendor = 0x1209, .product = 0x0001 };
+    *o = (struct options){
+        .frames = 300, .width = 64, .height = 48, .queue = 4, .vendor = 0x1209, .product = 0x0001
+    };
     for (int i = 1; i < argc; i++) {
         const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) usage(0);
-        else if (!strcmp(argv[i], "--async")) o->async = true;
-        else if (!strcmp(argv[i], "--threads")) o->threads = true;
-        else if (!strcmp(argv[i], "--log")) o->log = true;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            usage(0);
+        else if (!strcmp(argv[i], "--async"))
+            o->async = true;
+        else if (!strcmp(argv[i], "--threads"))
+            o->threads = true;
+        else if (!strcmp(argv[i], "--log"))
+            o->log = true;
         else if ((v = option_value(argc, argv, &i, "--camera"))) {
-            if (!strcmp(v, "usb")) o->camera = NULL;
-            else if (!strncmp(v, "v4l2:", 5) && v[5]) o->camera = v + 5;
-            else usage(2);
+            if (!strcmp(v, "usb"))
+                o->camera = NULL;
+            else if (!strncmp(v, "v4l2:", 5) && v[5])
+                o->camera = v + 5;
+            else
+                usage(2);
         } else if ((v = option_value(argc, argv, &i, "--actuator"))) {
-            if (!strcmp(v, "usb")) o->actuator = NULL;
-            else if (!strncmp(v, "serial:", 7) && v[7]) o->actuator = v + 7;
-            else usage(2);
-        }
-        else if ((v = option_value(argc, argv, &i, "--use_gui"))) o->gui = whole(v, 0, 1);
-        else if ((v = option_value(argc, argv, &i, "--frames"))) o->frames = (int)whole(v, 1, 100000000);
-        else if ((v = option_value(argc, argv, &i, "--queue"))) o->queue = (int)whole(v, 1, 64);
-        else if ((v = option_value(argc, argv, &i, "--width"))) o->width = (int)whole(v, 16, 8192);
-        else if ((v = option_value(argc, argv, &i, "--height"))) o->height = (int)whole(v, 16, 8192);
+            if (!strcmp(v, "usb"))
+                o->actuator = NULL;
+            else if (!strncmp(v, "serial:", 7) && v[7])
+                o->actuator = v + 7;
+            else
+                usage(2);
+        } else if ((v = option_value(argc, argv, &i, "--use_gui")))
+            o->gui = whole(v, 0, 1);
+        else if ((v = option_value(argc, argv, &i, "--frames")))
+            o->frames = (int)whole(v, 1, 100000000);
+        else if ((v = option_value(argc, argv, &i, "--queue")))
+            o->queue = (int)whole(v, 1, 64);
+        else if ((v = option_value(argc, argv, &i, "--width")))
+            o->width = (int)whole(v, 16, 8192);
+        else if ((v = option_value(argc, argv, &i, "--height")))
+            o->height = (int)whole(v, 16, 8192);
         else if ((v = option_value(argc, argv, &i, "--fps"))) {
             char *end;
             o->fps = strtod(v, &end);
-            if (*end || o->fps < 0) usage(2);
+            if (*end || o->fps < 0)
+                usage(2);
         } else if ((v = option_value(argc, argv, &i, "--device"))) {
             unsigned vendor, product;
             char extra;
@@ -124,11 +140,16 @@ static void parse(int argc, char **argv, struct options *o)
             o->vendor = (uint16_t)vendor;
             o->product = (uint16_t)product;
         } else if ((v = option_value(argc, argv, &i, "--inference"))) {
-            if (!strcmp(v, "auto")) o->inference = INFER_AUTO;
-            else if (!strcmp(v, "gpu")) o->inference = INFER_GPU;
-            else if (!strcmp(v, "cpu")) o->inference = INFER_CPU;
-            else usage(2);
-        } else usage(2);
+            if (!strcmp(v, "auto"))
+                o->inference = INFER_AUTO;
+            else if (!strcmp(v, "gpu"))
+                o->inference = INFER_GPU;
+            else if (!strcmp(v, "cpu"))
+                o->inference = INFER_CPU;
+            else
+                usage(2);
+        } else
+            usage(2);
     }
     if (o->camera && o->async) {
         fprintf(stderr, "%s: --async streams the USB camera's frames; not with --camera v4l2\n",
@@ -165,7 +186,7 @@ static uint32_t crc32_update(uint32_t crc, const unsigned char *data, size_t len
 struct mailbox {
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    int frame_ready;  /* index of the frame waiting for the main thread, or -1 */
+    int frame_ready; /* index of the frame waiting for the main thread, or -1 */
     bool frame_whole;
     int action_ready; /* index of the frame whose action is waiting, or -1 */
     int action;
@@ -300,7 +321,8 @@ int main(int argc, char **argv)
     loop.frames[0] = malloc(frame_bytes);
     loop.frames[1] = malloc(frame_bytes);
     char *actions = calloc((size_t)o.frames + 1, 1);
-    if (!loop.frames[0] || !loop.frames[1] || !actions || (use_usb && env_open(&loop.env, &o) < 0)) {
+    if (!loop.frames[0] || !loop.frames[1] || !actions ||
+        (use_usb && env_open(&loop.env, &o) < 0)) {
         rig_close(&loop);
         free(actions);
         free(loop.frames[0]);
@@ -344,7 +366,9 @@ int main(int argc, char **argv)
         printf("; actuator=%04x:%04x", o.vendor, o.product);
     printf("; capture on %s; inference=%s; gui=%s\n",
            o.threads ? "its own thread" : "the main thread", loop.agent.gpu ? "gpu" : "cpu",
-           !loop.gui_on ? "off" : loop.gui.use_shm ? "xshm" : "xputimage");
+           !loop.gui_on           ? "off"
+               : loop.gui.use_shm ? "xshm"
+                                  : "xputimage");
     fflush(stdout);
 
     struct mailbox *box = &loop.box;

@@ -127,13 +127,20 @@ void env_close(struct env *env)
 int env_act(struct env *env, int i, int action)
 {
     int errors = 0, moved = 0;
-    unsigned char command[8] = { 0xA5, (unsigned char)action, (unsigned char)(i & 0xff),
-                                 (unsigned char)((i >> 8) & 0xff), 0, 0, 0, 0x5A };
+    unsigned char command[8] = { 0xA5,
+                                 (unsigned char)action,
+                                 (unsigned char)(i & 0xff),
+                                 (unsigned char)((i >> 8) & 0xff),
+                                 0,
+                                 0,
+                                 0,
+                                 0x5A };
     if (libusb_control_transfer(env->handle, 0x40, 0x01, (uint16_t)i, (uint16_t)action, NULL, 0,
                                 TIMEOUT_MS) < 0)
         errors++;
-    if (libusb_bulk_transfer(env->handle, EP_COMMAND, command, sizeof command, &moved,
-                             TIMEOUT_MS) < 0 || moved != (int)sizeof command)
+    if (libusb_bulk_transfer(env->handle, EP_COMMAND, command, sizeof command, &moved, TIMEOUT_MS) <
+            0 ||
+        moved != (int)sizeof command)
         errors++;
     env->acted_ns = monotonic_ns();
     return errors;
@@ -167,7 +174,7 @@ bool env_observe(struct env *env, unsigned char *frame, int *errors)
             libusb_clear_halt(env->handle, EP_FRAMES);
     }
     bool whole_frame = result == 0 && status == LIBUSB_TRANSFER_COMPLETED &&
-                       moved == env->frame_bytes;
+        moved == env->frame_bytes;
     if (!whole_frame)
         ++*errors;
 

@@ -19,14 +19,15 @@ struct copy {
     uint64_t bytes;
     enum direction direction;
     enum host_memory host;
-    bool name_direction;   /* generic calls (cuMemcpy, 2D, 3D) say which way in the name */
+    bool name_direction; /* generic calls (cuMemcpy, 2D, 3D) say which way in the name */
 };
 
 struct copy nvs_copy_host_to_device(size_t bytes, const void *host);
 struct copy nvs_copy_device_to_host(size_t bytes, const void *host);
 struct copy nvs_copy_between(size_t bytes, enum direction direction);
 /* Unified addresses (cuMemcpy, cudaMemcpyDefault): the driver says which way. */
-struct copy nvs_copy_unified(size_t bytes, unsigned long long destination, unsigned long long source);
+struct copy nvs_copy_unified(size_t bytes, unsigned long long destination,
+                             unsigned long long source);
 enum host_memory nvs_copy_host_memory(const void *host);
 /* Opens and closes the range of copy hook ID (hook.h's call path). Out of
  * line: the wrappers' untraced path then saves no register for them. */
@@ -66,18 +67,18 @@ static inline void nvs_copy_begin(enum nvs_hook_id id, struct copy copy)
  * (TYPE CUresult) or the runtime (cudaError_t): the same parameters, the
  * description (a struct copy, made on the traced path only) and the range
  * made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
-#define COPY_PAIR(type, name, twin, parameters, arguments, description)                      \
-    extern type name parameters;                                                            \
-    NVS_EXPORT type name parameters                                                         \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, NVS_COPY_MISSING_##type, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
-    }                                                                                       \
-    extern type twin parameters;                                                            \
-    NVS_EXPORT type twin parameters                                                         \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, NVS_COPY_MISSING_##type, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close()); \
+#define COPY_PAIR(type, name, twin, parameters, arguments, description)                            \
+    extern type name parameters;                                                                   \
+    NVS_EXPORT type name parameters                                                                \
+    {                                                                                              \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, NVS_COPY_MISSING_##type, arguments,    \
+                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close());        \
+    }                                                                                              \
+    extern type twin parameters;                                                                   \
+    NVS_EXPORT type twin parameters                                                                \
+    {                                                                                              \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, NVS_COPY_MISSING_##type, arguments,    \
+                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close());        \
     }
 
 #endif

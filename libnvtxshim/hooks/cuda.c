@@ -25,13 +25,12 @@ _Static_assert(CUDA_VERSION == NVS_CUDA_VERSION, "the hook table was made for an
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
                                   cuuint64_t flags);
 
-
 #include "copy.h"
 
 static const char *const direction_names[] = {
-    [HTOD] = "HtoD", [DTOH] = "DtoH", [DTOD] = "DtoD", [HTOH] = "HtoH", [HTOA] = "HtoA",
-    [ATOH] = "AtoH", [DTOA] = "DtoA", [ATOD] = "AtoD", [ATOA] = "AtoA", [PEER] = "peer",
-    [BATCH] = "batch", [UNKNOWN] = "",
+    [HTOD] = "HtoD", [DTOH] = "DtoH", [DTOD] = "DtoD",   [HTOH] = "HtoH",
+    [HTOA] = "HtoA", [ATOH] = "AtoH", [DTOA] = "DtoA",   [ATOD] = "AtoD",
+    [ATOA] = "AtoA", [PEER] = "peer", [BATCH] = "batch", [UNKNOWN] = "",
 };
 
 /* ---- pinned or pageable ------------------------------------------------------ */
@@ -67,7 +66,7 @@ static enum pointer_kind ask_driver(CUdeviceptr pointer)
 
 /* A miss: the driver is asked, and its answer kept. */
 static __attribute__((noinline)) enum pointer_kind kind_asked(uintptr_t address, unsigned now,
-                                                               _Atomic uint64_t *slot)
+                                                              _Atomic uint64_t *slot)
 {
     int saved_errno = errno;
     enum pointer_kind kind = ask_driver((CUdeviceptr)address);
@@ -161,7 +160,8 @@ static struct copy structured(uint64_t bytes, CUmemorytype source_type, enum poi
 {
     bool from_host = source == KIND_PINNED || source == KIND_PAGEABLE;
     bool to_host = destination == KIND_PINNED || destination == KIND_PAGEABLE;
-    bool from_array = source_type == CU_MEMORYTYPE_ARRAY, to_array = destination_type == CU_MEMORYTYPE_ARRAY;
+    bool from_array = source_type == CU_MEMORYTYPE_ARRAY,
+         to_array = destination_type == CU_MEMORYTYPE_ARRAY;
     struct copy copy = { bytes, UNKNOWN, HOST_NONE, true };
     if (from_host)
         copy.direction = to_array ? HTOA : to_host ? HTOH : HTOD;
@@ -185,10 +185,10 @@ static struct copy copy_2d(const CUDA_MEMCPY2D *p)
 }
 
 /* CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER name their fields alike. */
-#define STRUCTURED_3D(p)                                                                    \
-    ((p) ? structured((uint64_t)(p)->WidthInBytes * (p)->Height * (p)->Depth,               \
-                      (p)->srcMemoryType, side((p)->srcMemoryType, (p)->srcHost, (p)->srcDevice), \
-                      (p)->dstMemoryType, side((p)->dstMemoryType, (p)->dstHost, (p)->dstDevice)) \
+#define STRUCTURED_3D(p)                                                                           \
+    ((p) ? structured((uint64_t)(p)->WidthInBytes * (p)->Height * (p)->Depth, (p)->srcMemoryType,  \
+                      side((p)->srcMemoryType, (p)->srcHost, (p)->srcDevice), (p)->dstMemoryType,  \
+                      side((p)->dstMemoryType, (p)->dstHost, (p)->dstDevice))                      \
          : nvs_copy_between(0, UNKNOWN))
 
 static struct copy copy_3d(const CUDA_MEMCPY3D *p)
@@ -215,7 +215,7 @@ static struct copy batch_3d(size_t count, const CUDA_MEMCPY3D_BATCH_OP *operatio
     uint64_t bytes = 0;
     for (size_t i = 0; operations && i < count; i++)
         bytes += (uint64_t)operations[i].extent.width * operations[i].extent.height *
-                 operations[i].extent.depth;
+            operations[i].extent.depth;
     return nvs_copy_between(bytes, BATCH);
 }
 #endif
@@ -225,10 +225,14 @@ static struct copy batch_3d(size_t count, const CUDA_MEMCPY3D_BATCH_OP *operatio
 /* "64KiB", "9KiB", "1536KiB", "100B": the largest unit that divides exactly. */
 static void format_bytes(char *out, size_t size, uint64_t bytes)
 {
-    if (bytes && bytes % (1ull << 30) == 0) snprintf(out, size, "%" PRIu64 "GiB", bytes >> 30);
-    else if (bytes && bytes % (1ull << 20) == 0) snprintf(out, size, "%" PRIu64 "MiB", bytes >> 20);
-    else if (bytes && bytes % 1024 == 0) snprintf(out, size, "%" PRIu64 "KiB", bytes >> 10);
-    else snprintf(out, size, "%" PRIu64 "B", bytes);
+    if (bytes && bytes % (1ull << 30) == 0)
+        snprintf(out, size, "%" PRIu64 "GiB", bytes >> 30);
+    else if (bytes && bytes % (1ull << 20) == 0)
+        snprintf(out, size, "%" PRIu64 "MiB", bytes >> 20);
+    else if (bytes && bytes % 1024 == 0)
+        snprintf(out, size, "%" PRIu64 "KiB", bytes >> 10);
+    else
+        snprintf(out, size, "%" PRIu64 "B", bytes);
 }
 
 /* The range of a copy: the API's name, the size, the direction where the
@@ -238,12 +242,14 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
     *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_COPY,
+        .domain = NVS_DOMAIN_CUDA,
+        .category = NVS_CUDA_COPY,
         .color = copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY,
-        .payload = copy->bytes, .has_payload = true,
+        .payload = copy->bytes,
+        .has_payload = true,
     };
     uint64_t key = ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
-                   ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
+        ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
     range->name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
     if (range->name.registered)
         return;
@@ -252,15 +258,15 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
     format_bytes(size, sizeof size, copy->bytes);
     snprintf(text, NVS_CALL_TEXT_MAX, "%.*s %s%s%s%s", nvs_api_name_length(name), name, size,
              copy->name_direction && copy->direction != UNKNOWN ? " " : "",
-             copy->name_direction ? direction_names[copy->direction] : "",
-             host_names[copy->host]);
+             copy->name_direction ? direction_names[copy->direction] : "", host_names[copy->host]);
     range->name = nvs_name_store(NVS_DOMAIN_CUDA, key, text);
 }
 
 __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
 {
     enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
-                                 : copy->direction == DTOH ? NVS_FRAME_CUDA_DTOH : NVS_FRAME_OFF;
+        : copy->direction == DTOH                          ? NVS_FRAME_CUDA_DTOH
+                                                           : NVS_FRAME_OFF;
     struct nvs_attributes range;
     char text[NVS_CALL_TEXT_MAX];
     describe_copy(&range, text, id, copy);
@@ -278,7 +284,9 @@ __attribute__((noinline)) void nvs_copy_close(void)
 __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_WAIT, .color = NVS_COLOR_CUDA_WAIT,
+        .domain = NVS_DOMAIN_CUDA,
+        .category = NVS_CUDA_WAIT,
+        .color = NVS_COLOR_CUDA_WAIT,
     };
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
@@ -288,7 +296,9 @@ __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
 __attribute__((noinline)) void nvs_graph_launch_open(enum nvs_hook_id id)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_LAUNCH, .color = NVS_COLOR_CUDA_LAUNCH,
+        .domain = NVS_DOMAIN_CUDA,
+        .category = NVS_CUDA_LAUNCH,
+        .color = NVS_COLOR_CUDA_LAUNCH,
     };
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
@@ -361,13 +371,15 @@ static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_ho
     struct nvs_name name = { NULL, NULL };
     if (kernel) {
         char *demangled;
-        snprintf(text, NVS_CALL_TEXT_MAX, "%s %s", nvs_hook_name(api), readable_kernel_name(kernel, &demangled));
+        snprintf(text, NVS_CALL_TEXT_MAX, "%s %s", nvs_hook_name(api),
+                 readable_kernel_name(kernel, &demangled));
         free(demangled);
         name = nvs_name_store(NVS_DOMAIN_CUDA, nvs_call_name_key(api, key), text);
     }
     /* Without a name of its own (or a slot for it in emit.c), the bare API name from now on. */
-    nvtxStringHandle_t published = name.registered ? name.registered
-                                                   : nvs_call_hook_name(NVS_DOMAIN_CUDA, api).registered;
+    nvtxStringHandle_t published = name.registered
+        ? name.registered
+        : nvs_call_hook_name(NVS_DOMAIN_CUDA, api).registered;
     atomic_store_explicit(&slot->name, published, memory_order_release);
     return name;
 }
@@ -380,7 +392,9 @@ static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
     if (!address || address >> 48)
         return name;
     unsigned modules = atomic_load_explicit(&module_generation, memory_order_acquire);
-    uint64_t api_bits = api == NVS_HOOK_ID(cudaLaunchKernel) ? 1 : api == NVS_HOOK_ID(cuLaunchKernel) ? 0 : 2;
+    uint64_t api_bits = api == NVS_HOOK_ID(cudaLaunchKernel) ? 1
+        : api == NVS_HOOK_ID(cuLaunchKernel)                 ? 0
+                                                             : 2;
     uint64_t key = address | (uint64_t)(modules & 0x3fff) << 48 | api_bits << 62;
     uint32_t first = kernel_slot_of(key);
     const char *kernel = NULL;
@@ -399,7 +413,7 @@ static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
             int answer = name_of(function, &kernel);
             errno = saved_errno;
             if (answer < 0)
-                return name;            /* not now: asked again at the next launch */
+                return name; /* not now: asked again at the next launch */
             asked = true;
         }
         uint64_t expected = 0;
@@ -419,7 +433,9 @@ __attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hoo
                                                const void *function, nvs_kernel_namer *name_of)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA, .category = NVS_CUDA_LAUNCH, .color = NVS_COLOR_CUDA_LAUNCH,
+        .domain = NVS_DOMAIN_CUDA,
+        .category = NVS_CUDA_LAUNCH,
+        .color = NVS_COLOR_CUDA_LAUNCH,
     };
     char text[NVS_CALL_TEXT_MAX];
     range.name = kernel_name(api, function, name_of, text);
@@ -437,10 +453,10 @@ static int driver_kernel_name(const void *function, const char **name)
 {
 #if NVS_CUDA_VERSION >= 12030
     static _Atomic(void *) found_function, found_kernel;
-    __typeof__(&cuFuncGetName) get_function =
-        (__typeof__(&cuFuncGetName))nvs_find_function_once(&found_function, "libcuda.so.1", "cuFuncGetName");
-    __typeof__(&cuKernelGetName) get_kernel =
-        (__typeof__(&cuKernelGetName))nvs_find_function_once(&found_kernel, "libcuda.so.1", "cuKernelGetName");
+    __typeof__(&cuFuncGetName) get_function = (__typeof__(&cuFuncGetName))nvs_find_function_once(
+        &found_function, "libcuda.so.1", "cuFuncGetName");
+    __typeof__(&cuKernelGetName) get_kernel = (__typeof__(&cuKernelGetName))nvs_find_function_once(
+        &found_kernel, "libcuda.so.1", "cuKernelGetName");
     if ((!get_function || get_function(name, (CUfunction)(uintptr_t)function) != CUDA_SUCCESS) &&
         (!get_kernel || get_kernel(name, (CUkernel)(uintptr_t)function) != CUDA_SUCCESS))
         *name = NULL;
@@ -455,21 +471,20 @@ static int driver_kernel_name(const void *function, const char **name)
 
 /* A wait for the GPU (copy.h), and a launch with its per-thread twin: the same
  * parameters, the range made alike. Both in two halves (hook.h). */
-#define WAIT(name, parameters, arguments)                                                   \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments,                \
-        nvs_resolve, CUDA_ERROR_NOT_FOUND, \
-                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
-#define LAUNCH_PAIR(name, twin, parameters, arguments, function)                           \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments,                \
-        nvs_resolve, CUDA_ERROR_NOT_FOUND, \
-                         nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),              \
-                                         (const void *)(function), driver_kernel_name),    \
-                         nvs_copy_close())                                                 \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, twin, parameters, arguments,                \
-        nvs_resolve, CUDA_ERROR_NOT_FOUND, \
-                         nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),              \
-                                         (const void *)(function), driver_kernel_name),    \
-                         nvs_copy_close())
+#define WAIT(name, parameters, arguments)                                                          \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments, nvs_resolve,          \
+                      CUDA_ERROR_NOT_FOUND, nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
+#define LAUNCH_PAIR(name, twin, parameters, arguments, function)                                   \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments, nvs_resolve,          \
+                      CUDA_ERROR_NOT_FOUND,                                                        \
+                      nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),                        \
+                                      (const void *)(function), driver_kernel_name),               \
+                      nvs_copy_close())                                                            \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, twin, parameters, arguments, nvs_resolve,          \
+                      CUDA_ERROR_NOT_FOUND,                                                        \
+                      nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),                        \
+                                      (const void *)(function), driver_kernel_name),               \
+                      nvs_copy_close())
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
 WAIT(cuStreamSynchronize_ptsz, (CUstream stream), (stream))
@@ -483,15 +498,15 @@ LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
              unsigned int block_x, unsigned int block_y, unsigned int block_z,
              unsigned int shared_bytes, CUstream stream, void **parameters, void **extra),
             (function, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes, stream,
-             parameters, extra), function)
+             parameters, extra),
+            function)
 
 /* A CUDA graph's launch: what PyTorch's CUDAGraph.replay and torch.compile's
  * reduce-overhead mode run each step, in place of each kernel's launch. */
-#define GRAPH_LAUNCH(name)                                                                  \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, (CUgraphExec graph, CUstream stream),  \
-                      (graph, stream),                                                      \
-        nvs_resolve, CUDA_ERROR_NOT_FOUND, nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
-                         nvs_copy_close())
+#define GRAPH_LAUNCH(name)                                                                         \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, (CUgraphExec graph, CUstream stream),        \
+                      (graph, stream), nvs_resolve, CUDA_ERROR_NOT_FOUND,                          \
+                      nvs_graph_launch_open(NVS_HOOK_ID(name)), nvs_copy_close())
 GRAPH_LAUNCH(cuGraphLaunch)
 GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 
@@ -504,22 +519,22 @@ LAUNCH_PAIR(cuLaunchKernelEx, cuLaunchKernelEx_ptsz,
 #endif
 
 /* The copies, each with its per-thread-default-stream twin (copy.h's COPY_PAIR). */
-COPY_PAIR(CUresult, cuMemcpy, cuMemcpy_ptds,
-          (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
-          nvs_copy_unified(bytes, dst, src))
+COPY_PAIR(CUresult, cuMemcpy, cuMemcpy_ptds, (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
+          (dst, src, bytes), nvs_copy_unified(bytes, dst, src))
 COPY_PAIR(CUresult, cuMemcpyAsync, cuMemcpyAsync_ptsz,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_unified(bytes, dst, src))
 COPY_PAIR(CUresult, cuMemcpyPeer, cuMemcpyPeer_ptds,
-          (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context, size_t bytes),
+          (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context,
+           size_t bytes),
           (dst, dst_context, src, src_context, bytes), nvs_copy_between(bytes, PEER))
 COPY_PAIR(CUresult, cuMemcpyPeerAsync, cuMemcpyPeerAsync_ptsz,
           (CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src, CUcontext src_context,
            size_t bytes, CUstream stream),
           (dst, dst_context, src, src_context, bytes, stream), nvs_copy_between(bytes, PEER))
 COPY_PAIR(CUresult, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds,
-          (CUdeviceptr dst, const void *src, size_t bytes),
-          (dst, src, bytes), nvs_copy_host_to_device(bytes, src))
+          (CUdeviceptr dst, const void *src, size_t bytes), (dst, src, bytes),
+          nvs_copy_host_to_device(bytes, src))
 COPY_PAIR(CUresult, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz,
           (CUdeviceptr dst, const void *src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_host_to_device(bytes, src))
@@ -527,30 +542,30 @@ COPY_PAIR(CUresult, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds,
           (void *dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
           nvs_copy_device_to_host(bytes, dst))
 COPY_PAIR(CUresult, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz,
-          (void *dst, CUdeviceptr src, size_t bytes, CUstream stream),
-          (dst, src, bytes, stream), nvs_copy_device_to_host(bytes, dst))
+          (void *dst, CUdeviceptr src, size_t bytes, CUstream stream), (dst, src, bytes, stream),
+          nvs_copy_device_to_host(bytes, dst))
 COPY_PAIR(CUresult, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds,
-          (CUdeviceptr dst, CUdeviceptr src, size_t bytes),
-          (dst, src, bytes), nvs_copy_between(bytes, DTOD))
+          (CUdeviceptr dst, CUdeviceptr src, size_t bytes), (dst, src, bytes),
+          nvs_copy_between(bytes, DTOD))
 COPY_PAIR(CUresult, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz,
           (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream),
           (dst, src, bytes, stream), nvs_copy_between(bytes, DTOD))
 COPY_PAIR(CUresult, cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds,
-          (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes),
-          (dst, offset, src, bytes), nvs_copy_between(bytes, DTOA))
+          (CUarray dst, size_t offset, CUdeviceptr src, size_t bytes), (dst, offset, src, bytes),
+          nvs_copy_between(bytes, DTOA))
 COPY_PAIR(CUresult, cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds,
-          (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes),
-          (dst, src, offset, bytes), nvs_copy_between(bytes, ATOD))
+          (CUdeviceptr dst, CUarray src, size_t offset, size_t bytes), (dst, src, offset, bytes),
+          nvs_copy_between(bytes, ATOD))
 COPY_PAIR(CUresult, cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds,
-          (CUarray dst, size_t offset, const void *src, size_t bytes),
-          (dst, offset, src, bytes), ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
+          (CUarray dst, size_t offset, const void *src, size_t bytes), (dst, offset, src, bytes),
+          ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
 COPY_PAIR(CUresult, cuMemcpyHtoAAsync_v2, cuMemcpyHtoAAsync_v2_ptsz,
           (CUarray dst, size_t offset, const void *src, size_t bytes, CUstream stream),
           (dst, offset, src, bytes, stream),
           ((struct copy){ bytes, HTOA, nvs_copy_host_memory(src), false }))
 COPY_PAIR(CUresult, cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds,
-          (void *dst, CUarray src, size_t offset, size_t bytes),
-          (dst, src, offset, bytes), ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
+          (void *dst, CUarray src, size_t offset, size_t bytes), (dst, src, offset, bytes),
+          ((struct copy){ bytes, ATOH, nvs_copy_host_memory(dst), false }))
 COPY_PAIR(CUresult, cuMemcpyAtoHAsync_v2, cuMemcpyAtoHAsync_v2_ptsz,
           (void *dst, CUarray src, size_t offset, size_t bytes, CUstream stream),
           (dst, src, offset, bytes, stream),
@@ -559,23 +574,20 @@ COPY_PAIR(CUresult, cuMemcpyAtoA_v2, cuMemcpyAtoA_v2_ptds,
           (CUarray dst, size_t dst_offset, CUarray src, size_t src_offset, size_t bytes),
           (dst, dst_offset, src, src_offset, bytes), nvs_copy_between(bytes, ATOA))
 COPY_PAIR(CUresult, cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
-COPY_PAIR(CUresult, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds,
-          (const CUDA_MEMCPY2D *p), (p), copy_2d(p))
+COPY_PAIR(CUresult, cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *p),
+          (p), copy_2d(p))
 COPY_PAIR(CUresult, cuMemcpy2DAsync_v2, cuMemcpy2DAsync_v2_ptsz,
-          (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream),
-          copy_2d(p))
+          (const CUDA_MEMCPY2D *p, CUstream stream), (p, stream), copy_2d(p))
 COPY_PAIR(CUresult, cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *p), (p), copy_3d(p))
 COPY_PAIR(CUresult, cuMemcpy3DAsync_v2, cuMemcpy3DAsync_v2_ptsz,
-          (const CUDA_MEMCPY3D *p, CUstream stream), (p, stream),
-          copy_3d(p))
+          (const CUDA_MEMCPY3D *p, CUstream stream), (p, stream), copy_3d(p))
 COPY_PAIR(CUresult, cuMemcpy3DPeer, cuMemcpy3DPeer_ptds, (const CUDA_MEMCPY3D_PEER *p), (p),
           copy_3d_peer(p))
 COPY_PAIR(CUresult, cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync_ptsz,
-          (const CUDA_MEMCPY3D_PEER *p, CUstream stream), (p, stream),
-          copy_3d_peer(p))
+          (const CUDA_MEMCPY3D_PEER *p, CUstream stream), (p, stream), copy_3d_peer(p))
 #if NVS_CUDA_VERSION >= 13000
 COPY_PAIR(CUresult, cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync_v2_ptsz,
-          (CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+          (CUdeviceptr * dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
            CUmemcpyAttributes *attributes, size_t *attribute_indices, size_t attribute_count,
            CUstream stream),
           (dsts, srcs, sizes, count, attributes, attribute_indices, attribute_count, stream),
@@ -589,13 +601,13 @@ COPY_PAIR(CUresult, cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync_v2_ptsz,
 /* ---- allocations: the pinned/pageable cache forgets ------------------------------------ */
 
 /* Passed straight through, then the cache forgets (traced or not). */
-#define FORGETS(name, parameters, arguments)                                                \
-    NVS_EXPORT CUresult CUDAAPI name parameters                                                 \
-    {                                                                                       \
-        NVS_PASS_THEN(name, CUDA_ERROR_NOT_FOUND, arguments, forget_pointers());            \
+#define FORGETS(name, parameters, arguments)                                                       \
+    NVS_EXPORT CUresult CUDAAPI name parameters                                                    \
+    {                                                                                              \
+        NVS_PASS_THEN(name, CUDA_ERROR_NOT_FOUND, arguments, forget_pointers());                   \
     }
 
-FORGETS(cuMemAlloc_v2, (CUdeviceptr *pointer, size_t bytes), (pointer, bytes))
+FORGETS(cuMemAlloc_v2, (CUdeviceptr * pointer, size_t bytes), (pointer, bytes))
 FORGETS(cuMemFree_v2, (CUdeviceptr pointer), (pointer))
 FORGETS(cuMemAllocHost_v2, (void **pointer, size_t bytes), (pointer, bytes))
 FORGETS(cuMemHostAlloc, (void **pointer, size_t bytes, unsigned int flags), (pointer, bytes, flags))
@@ -641,10 +653,10 @@ void *nvs_driver_entry_point(const char *symbol, void *found)
 }
 
 NVS_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function, int version,
-                                         cuuint64_t flags)
+                                             cuuint64_t flags)
 {
-    PFN_cuGetProcAddress_v11030 real =
-        (PFN_cuGetProcAddress_v11030)nvs_resolve(NVS_HOOK_ID(cuGetProcAddress));
+    PFN_cuGetProcAddress_v11030 real = (PFN_cuGetProcAddress_v11030)nvs_resolve(
+        NVS_HOOK_ID(cuGetProcAddress));
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUresult result = real(symbol, function, version, flags);
@@ -655,12 +667,12 @@ NVS_EXPORT CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **function
 
 #if NVS_CUDA_VERSION >= 12000
 NVS_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **function, int version,
-                                            cuuint64_t flags,
-                                            CUdriverProcAddressQueryResult *status)
+                                                cuuint64_t flags,
+                                                CUdriverProcAddressQueryResult *status)
 {
     NVS_PASS_THEN(cuGetProcAddress_v2, CUDA_ERROR_NOT_FOUND,
                   (symbol, function, version, flags, status),
-                  if (result == CUDA_SUCCESS && function)
-                      *function = nvs_driver_entry_point(symbol, *function));
+                  if (result == CUDA_SUCCESS &&
+                      function) *function = nvs_driver_entry_point(symbol, *function));
 }
 #endif

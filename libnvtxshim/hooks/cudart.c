@@ -9,7 +9,6 @@
 #include "../hook.h"
 #include "copy.h"
 
-
 /* A runtime copy of BYTES between DESTINATION and SOURCE of KIND. */
 static struct copy runtime_copy(size_t bytes, const void *destination, const void *source,
                                 enum cudaMemcpyKind kind)
@@ -20,11 +19,9 @@ static struct copy runtime_copy(size_t bytes, const void *destination, const voi
     case cudaMemcpyDeviceToHost: copy = nvs_copy_device_to_host(bytes, destination); break;
     case cudaMemcpyDeviceToDevice: copy = nvs_copy_between(bytes, DTOD); break;
     case cudaMemcpyHostToHost: copy = nvs_copy_between(bytes, HTOH); break;
-    default:
-        copy = nvs_copy_unified(bytes, (uintptr_t)destination, (uintptr_t)source);
-        break;
+    default: copy = nvs_copy_unified(bytes, (uintptr_t)destination, (uintptr_t)source); break;
     }
-    copy.name_direction = true;  /* one call, every direction: the name says which */
+    copy.name_direction = true; /* one call, every direction: the name says which */
     return copy;
 }
 
@@ -44,12 +41,12 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
 /* A copy wrapper (copy.h describes the copy; COPY_PAIR there makes a copy and
  * its per-thread-default-stream twin). In one piece; declared first, as in
  * NVS_SPLIT_WRAPPER. */
-#define COPY(name, parameters, arguments, description)                                      \
-    extern cudaError_t name parameters;                                                     \
-    NVS_EXPORT cudaError_t name parameters                                                      \
-    {                                                                                       \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments, \
-                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close()); \
+#define COPY(name, parameters, arguments, description)                                             \
+    extern cudaError_t name parameters;                                                            \
+    NVS_EXPORT cudaError_t name parameters                                                         \
+    {                                                                                              \
+        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments,      \
+                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close());        \
     }
 
 COPY_PAIR(cudaError_t, cudaMemcpy, cudaMemcpy_ptds,
@@ -62,24 +59,24 @@ COPY_PAIR(cudaError_t, cudaMemcpy2D, cudaMemcpy2D_ptds,
           (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
            size_t height, enum cudaMemcpyKind kind),
           (dst, dst_pitch, src, src_pitch, width, height, kind),
-          runtime_copy(width * height, dst, src, kind))
+          runtime_copy(width *height, dst, src, kind))
 COPY_PAIR(cudaError_t, cudaMemcpy2DAsync, cudaMemcpy2DAsync_ptsz,
           (void *dst, size_t dst_pitch, const void *src, size_t src_pitch, size_t width,
            size_t height, enum cudaMemcpyKind kind, cudaStream_t stream),
           (dst, dst_pitch, src, src_pitch, width, height, kind, stream),
-          runtime_copy(width * height, dst, src, kind))
+          runtime_copy(width *height, dst, src, kind))
 COPY_PAIR(cudaError_t, cudaMemcpy3D, cudaMemcpy3D_ptds, (const struct cudaMemcpy3DParms *p), (p),
           copy_3d(p))
 COPY_PAIR(cudaError_t, cudaMemcpy3DAsync, cudaMemcpy3DAsync_ptsz,
-          (const struct cudaMemcpy3DParms *p, cudaStream_t stream),
-          (p, stream), copy_3d(p))
+          (const struct cudaMemcpy3DParms *p, cudaStream_t stream), (p, stream), copy_3d(p))
 COPY_PAIR(cudaError_t, cudaMemcpy3DPeer, cudaMemcpy3DPeer_ptds,
           (const struct cudaMemcpy3DPeerParms *p), (p), copy_3d_peer(p))
 COPY_PAIR(cudaError_t, cudaMemcpy3DPeerAsync, cudaMemcpy3DPeerAsync_ptsz,
           (const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream), (p, stream),
           copy_3d_peer(p))
 COPY_PAIR(cudaError_t, cudaMemcpyToSymbol, cudaMemcpyToSymbol_ptds,
-          (const void *symbol, const void *src, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
+          (const void *symbol, const void *src, size_t bytes, size_t offset,
+           enum cudaMemcpyKind kind),
           (symbol, src, bytes, offset, kind), runtime_copy(bytes, symbol, src, kind))
 COPY_PAIR(cudaError_t, cudaMemcpyFromSymbol, cudaMemcpyFromSymbol_ptds,
           (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind),
@@ -110,12 +107,12 @@ static int runtime_kernel_name(const void *function, const char **name)
 {
 #if NVS_CUDA_VERSION >= 12030
     static _Atomic(void *) get_name, peek, take;
-    __typeof__(&cudaFuncGetName) get_name_fn =
-        (__typeof__(&cudaFuncGetName))nvs_find_function_once(&get_name, "libcudart.so", "cudaFuncGetName");
-    __typeof__(&cudaPeekAtLastError) peek_fn =
-        (__typeof__(&cudaPeekAtLastError))nvs_find_function_once(&peek, "libcudart.so", "cudaPeekAtLastError");
-    __typeof__(&cudaGetLastError) take_fn =
-        (__typeof__(&cudaGetLastError))nvs_find_function_once(&take, "libcudart.so", "cudaGetLastError");
+    __typeof__(&cudaFuncGetName) get_name_fn = (__typeof__(&cudaFuncGetName))nvs_find_function_once(
+        &get_name, "libcudart.so", "cudaFuncGetName");
+    __typeof__(&cudaPeekAtLastError) peek_fn = (__typeof__(&cudaPeekAtLastError))
+        nvs_find_function_once(&peek, "libcudart.so", "cudaPeekAtLastError");
+    __typeof__(&cudaGetLastError) take_fn = (__typeof__(&cudaGetLastError))nvs_find_function_once(
+        &take, "libcudart.so", "cudaGetLastError");
     *name = NULL;
     if (!get_name_fn || !peek_fn || !take_fn)
         return 0;
@@ -135,25 +132,24 @@ static int runtime_kernel_name(const void *function, const char **name)
 }
 
 /* A wait for the GPU and a launch (copy.h), in two halves (hook.h). */
-#define WAIT(name, parameters, arguments)                                                   \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name, parameters, arguments,             \
-        nvs_resolve, cudaErrorNotSupported, \
-                         nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
-#define LAUNCH(name)                                                                        \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                    \
-                      (const void *function, dim3 grid, dim3 block, void **arguments,       \
-                       size_t shared_bytes, cudaStream_t stream),                           \
-                      (function, grid, block, arguments, shared_bytes, stream),             \
-        nvs_resolve, cudaErrorNotSupported,          \
-                         nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel),  \
-                                         function, runtime_kernel_name),                    \
-                         nvs_copy_close())
+#define WAIT(name, parameters, arguments)                                                          \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name, parameters, arguments, nvs_resolve,       \
+                      cudaErrorNotSupported, nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
+#define LAUNCH(name)                                                                               \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                           \
+                      (const void *function, dim3 grid, dim3 block, void **arguments,              \
+                       size_t shared_bytes, cudaStream_t stream),                                  \
+                      (function, grid, block, arguments, shared_bytes, stream), nvs_resolve,       \
+                      cudaErrorNotSupported,                                                       \
+                      nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel), function,  \
+                                      runtime_kernel_name),                                        \
+                      nvs_copy_close())
 
-#define GRAPH_LAUNCH(name)                                                                  \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                    \
-                      (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream),        \
-        nvs_resolve, cudaErrorNotSupported, nvs_graph_launch_open(NVS_HOOK_ID(name)),         \
-                         nvs_copy_close())
+#define GRAPH_LAUNCH(name)                                                                         \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                           \
+                      (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream), nvs_resolve,  \
+                      cudaErrorNotSupported, nvs_graph_launch_open(NVS_HOOK_ID(name)),             \
+                      nvs_copy_close())
 
 WAIT(cudaDeviceSynchronize, (void), ())
 WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))
@@ -165,12 +161,12 @@ GRAPH_LAUNCH(cudaGraphLaunch)
 GRAPH_LAUNCH(cudaGraphLaunch_ptsz)
 
 /* Driver entry points handed out by the runtime get the wrappers too. */
-#define ENTRY_POINT(name, parameters, arguments, symbol, function)                          \
-    NVS_EXPORT cudaError_t CUDARTAPI name parameters                                            \
-    {                                                                                       \
-        NVS_PASS_THEN(name, cudaErrorNotSupported, arguments,                               \
-                      if (result == cudaSuccess && function)                                \
-                          *function = nvs_driver_entry_point(symbol, *function));           \
+#define ENTRY_POINT(name, parameters, arguments, symbol, function)                                 \
+    NVS_EXPORT cudaError_t CUDARTAPI name parameters                                               \
+    {                                                                                              \
+        NVS_PASS_THEN(name, cudaErrorNotSupported, arguments,                                      \
+                      if (result == cudaSuccess &&                                                 \
+                          function) *function = nvs_driver_entry_point(symbol, *function));        \
     }
 
 #if NVS_CUDA_VERSION >= 12000

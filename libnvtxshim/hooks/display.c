@@ -21,7 +21,9 @@ static atomic_bool display_checked;
 static void say(const char *text)
 {
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_X11, .name = { NULL, text }, .category = NVS_X11_WARNING,
+        .domain = NVS_DOMAIN_X11,
+        .name = { NULL, text },
+        .category = NVS_X11_WARNING,
         .color = NVS_COLOR_ERROR,
     };
     nvs_mark(&mark);
@@ -35,17 +37,21 @@ static void report_display(const char *name, int fd, int (*has_shm)(void *), voi
     struct sockaddr_storage address;
     socklen_t length = sizeof address;
     char text[192], shown[NVS_CONFIG_SHOWN_SIZE];
-    name = nvs_config_shown(shown, name, strlen(name));     /* $DISPLAY may hold anything */
+    name = nvs_config_shown(shown, name, strlen(name)); /* $DISPLAY may hold anything */
     bool remote = getsockname(fd, (struct sockaddr *)&address, &length) == 0 &&
-                  (address.ss_family == AF_INET || address.ss_family == AF_INET6);
+        (address.ss_family == AF_INET || address.ss_family == AF_INET6);
     if (remote) {
-        snprintf(text, sizeof text, "remote X display %s (TCP): round trips cross the network, "
-                 "no MIT-SHM", name);
+        snprintf(text, sizeof text,
+                 "remote X display %s (TCP): round trips cross the network, "
+                 "no MIT-SHM",
+                 name);
         nvs_log_info("X display '%s' is remote (TCP): every round trip crosses the network and "
-                     "images cannot use MIT-SHM\n", name);
+                     "images cannot use MIT-SHM\n",
+                     name);
         say(text);
     } else if (!has_shm(connection)) {
-        snprintf(text, sizeof text, "no MIT-SHM on X display %s: images go through the socket", name);
+        snprintf(text, sizeof text, "no MIT-SHM on X display %s: images go through the socket",
+                 name);
         nvs_log_info("X display '%s' offers no MIT-SHM: images go through the socket\n", name);
         say(text);
     }
@@ -55,8 +61,8 @@ static int xlib_has_shm(void *display)
 {
     int opcode, event, error;
     static _Atomic(void *) found;
-    __typeof__(&XQueryExtension) query = (__typeof__(&XQueryExtension))
-        nvs_find_function_once(&found, "libX11.so.6", "XQueryExtension");
+    __typeof__(&XQueryExtension) query = (__typeof__(&XQueryExtension))nvs_find_function_once(
+        &found, "libX11.so.6", "XQueryExtension");
     return query && query(display, "MIT-SHM", &opcode, &event, &error);
 }
 
@@ -69,8 +75,8 @@ static int xcb_has_shm(void *connection)
         nvs_find_function_once(&found_reply, "libxcb.so.1", "xcb_query_extension_reply");
     if (!query || !reply_of)
         return 1;
-    xcb_query_extension_reply_t *reply =
-        reply_of(connection, query(connection, 7, "MIT-SHM"), NULL);
+    xcb_query_extension_reply_t *reply = reply_of(connection, query(connection, 7, "MIT-SHM"),
+                                                  NULL);
     int present = reply && reply->present;
     free(reply);
     return present;
@@ -103,7 +109,8 @@ void nvs_x11_begin(enum nvs_hook_id id, enum nvs_x11_category category,
                    enum nvs_frame_marker marker)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11, .category = category,
+        .domain = NVS_DOMAIN_X11,
+        .category = category,
         .color = nvs_category_color(NVS_DOMAIN_X11, category),
     };
     nvs_call_open(id, marker, -1, &range);
@@ -113,12 +120,15 @@ void nvs_x11_begin_area(enum nvs_hook_id id, unsigned width, unsigned height, bo
                         uint64_t bytes)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11, .category = NVS_X11_DRAW, .color = NVS_COLOR_X11_DRAW,
-        .payload = bytes, .has_payload = moves,
+        .domain = NVS_DOMAIN_X11,
+        .category = NVS_X11_DRAW,
+        .color = NVS_COLOR_X11_DRAW,
+        .payload = bytes,
+        .has_payload = moves,
     };
     char text[NVS_CALL_TEXT_MAX];
     uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(width & 0xffffff) << 24) |
-                   (height & 0xffffff);
+        (height & 0xffffff);
     NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }

@@ -42,17 +42,17 @@ void *nvs_gl_entry_point(const char *name, void *found, const char *prefix);
 
 /* Pass through when untraced, else one range around the real call. CHECK
  * looks at the display once; OPENING opens the range. */
-#define X11_CALL(name, check, opening, arguments)                                          \
-    NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, (__typeof__(real arguments)){ 0 },    \
-                     arguments, check; opening, nvs_x11_end())
+#define X11_CALL(name, check, opening, arguments)                                                  \
+    NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, name, (__typeof__(real arguments)){ 0 },          \
+                     arguments, check;                                                             \
+                     opening, nvs_x11_end())
 
 /* The RENDER, GL upload and Vulkan present wrappers come in two halves
  * (NVS_SPLIT_WRAPPER, hook.h): the traced half finds the real function with
  * FIND(id) (MISSING when there is none; nothing for a void function), does
  * CHECK and OPENING, makes the call and ends the range. */
-#define X11_SPLIT(type, name, parameters, arguments, find, missing, check, opening)         \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, type, name, parameters, arguments,                      \
-        find, missing, check; opening,      \
-                         nvs_x11_end())
+#define X11_SPLIT(type, name, parameters, arguments, find, missing, check, opening)                \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, type, name, parameters, arguments, find, missing, check;      \
+                      opening, nvs_x11_end())
 
 #endif

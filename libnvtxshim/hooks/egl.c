@@ -18,5 +18,5 @@ NVS_EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char
     if (!real)
         return NULL;
     return (__eglMustCastToProperFunctionPointerType)nvs_gl_entry_point(name, (void *)real(name),
-                                                                         "egl");
+                                                                        "egl");
 }

@@ -48,8 +48,8 @@ NVS_EXPORT __GLXextFuncPtr glXGetProcAddressARB(const GLubyte *name)
 
 NVS_EXPORT __GLXextFuncPtr glXGetProcAddress(const GLubyte *name)
 {
-    __typeof__(&glXGetProcAddressARB) real =
-        (__typeof__(&glXGetProcAddressARB))nvs_resolve(NVS_HOOK_ID(glXGetProcAddress));
+    __typeof__(&glXGetProcAddressARB) real = (__typeof__(&glXGetProcAddressARB))nvs_resolve(
+        NVS_HOOK_ID(glXGetProcAddress));
     if (!real)
         return NULL;
     return (__GLXextFuncPtr)nvs_gl_entry_point((const char *)name, (void *)real(name), "glX");
@@ -72,44 +72,58 @@ static unsigned gl_pixel_bytes(GLenum format, GLenum type)
 {
     unsigned components;
     switch (format) {
-    case GL_RED: case GL_GREEN: case GL_BLUE: case GL_ALPHA: case GL_LUMINANCE:
-    case GL_DEPTH_COMPONENT: case GL_STENCIL_INDEX: case GL_RED_INTEGER: case GL_GREEN_INTEGER:
-    case GL_BLUE_INTEGER: case GL_ALPHA_INTEGER:
-        components = 1;
-        break;
-    case GL_RG: case GL_RG_INTEGER: case GL_LUMINANCE_ALPHA: case GL_DEPTH_STENCIL:
-        components = 2;
-        break;
-    case GL_RGB: case GL_BGR: case GL_RGB_INTEGER: case GL_BGR_INTEGER:
-        components = 3;
-        break;
-    case GL_RGBA: case GL_BGRA: case GL_RGBA_INTEGER: case GL_BGRA_INTEGER:
-        components = 4;
-        break;
-    default:
-        return 0;
+    case GL_RED:
+    case GL_GREEN:
+    case GL_BLUE:
+    case GL_ALPHA:
+    case GL_LUMINANCE:
+    case GL_DEPTH_COMPONENT:
+    case GL_STENCIL_INDEX:
+    case GL_RED_INTEGER:
+    case GL_GREEN_INTEGER:
+    case GL_BLUE_INTEGER:
+    case GL_ALPHA_INTEGER: components = 1; break;
+    case GL_RG:
+    case GL_RG_INTEGER:
+    case GL_LUMINANCE_ALPHA:
+    case GL_DEPTH_STENCIL: components = 2; break;
+    case GL_RGB:
+    case GL_BGR:
+    case GL_RGB_INTEGER:
+    case GL_BGR_INTEGER: components = 3; break;
+    case GL_RGBA:
+    case GL_BGRA:
+    case GL_RGBA_INTEGER:
+    case GL_BGRA_INTEGER: components = 4; break;
+    default: return 0;
     }
     switch (type) {
-    case GL_UNSIGNED_BYTE: case GL_BYTE:
-        return components;
-    case GL_UNSIGNED_SHORT: case GL_SHORT: case GL_HALF_FLOAT: case GL_HALF_FLOAT_OES:
-        return components * 2;
-    case GL_UNSIGNED_INT: case GL_INT: case GL_FLOAT:
-        return components * 4;
+    case GL_UNSIGNED_BYTE:
+    case GL_BYTE: return components;
+    case GL_UNSIGNED_SHORT:
+    case GL_SHORT:
+    case GL_HALF_FLOAT:
+    case GL_HALF_FLOAT_OES: return components * 2;
+    case GL_UNSIGNED_INT:
+    case GL_INT:
+    case GL_FLOAT: return components * 4;
     /* Packed: one value holds the whole pixel. */
-    case GL_UNSIGNED_BYTE_3_3_2: case GL_UNSIGNED_BYTE_2_3_3_REV:
-        return 1;
-    case GL_UNSIGNED_SHORT_5_6_5: case GL_UNSIGNED_SHORT_5_6_5_REV:
-    case GL_UNSIGNED_SHORT_4_4_4_4: case GL_UNSIGNED_SHORT_4_4_4_4_REV:
-    case GL_UNSIGNED_SHORT_5_5_5_1: case GL_UNSIGNED_SHORT_1_5_5_5_REV:
-        return 2;
-    case GL_UNSIGNED_INT_8_8_8_8: case GL_UNSIGNED_INT_8_8_8_8_REV:
-    case GL_UNSIGNED_INT_10_10_10_2: case GL_UNSIGNED_INT_2_10_10_10_REV:
-    case GL_UNSIGNED_INT_24_8: case GL_UNSIGNED_INT_10F_11F_11F_REV:
-    case GL_UNSIGNED_INT_5_9_9_9_REV:
-        return 4;
-    case GL_FLOAT_32_UNSIGNED_INT_24_8_REV:
-        return 8;
+    case GL_UNSIGNED_BYTE_3_3_2:
+    case GL_UNSIGNED_BYTE_2_3_3_REV: return 1;
+    case GL_UNSIGNED_SHORT_5_6_5:
+    case GL_UNSIGNED_SHORT_5_6_5_REV:
+    case GL_UNSIGNED_SHORT_4_4_4_4:
+    case GL_UNSIGNED_SHORT_4_4_4_4_REV:
+    case GL_UNSIGNED_SHORT_5_5_5_1:
+    case GL_UNSIGNED_SHORT_1_5_5_5_REV: return 2;
+    case GL_UNSIGNED_INT_8_8_8_8:
+    case GL_UNSIGNED_INT_8_8_8_8_REV:
+    case GL_UNSIGNED_INT_10_10_10_2:
+    case GL_UNSIGNED_INT_2_10_10_10_REV:
+    case GL_UNSIGNED_INT_24_8:
+    case GL_UNSIGNED_INT_10F_11F_11F_REV:
+    case GL_UNSIGNED_INT_5_9_9_9_REV: return 4;
+    case GL_FLOAT_32_UNSIGNED_INT_24_8_REV: return 8;
     }
     return 0;
 }
@@ -128,8 +142,11 @@ static __attribute__((noinline)) void begin_upload(enum nvs_hook_id id, GLsizei 
     uint64_t d = depth > 0 ? (uint64_t)depth : 0;
     unsigned pixel = pixels ? gl_pixel_bytes(format, type) : 0;
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11, .category = NVS_X11_UPLOAD, .color = NVS_COLOR_X11_UPLOAD,
-        .payload = w * h * (depth ? d : 1) * pixel, .has_payload = pixel != 0,
+        .domain = NVS_DOMAIN_X11,
+        .category = NVS_X11_UPLOAD,
+        .color = NVS_COLOR_X11_UPLOAD,
+        .payload = w * h * (depth ? d : 1) * pixel,
+        .has_payload = pixel != 0,
     };
     char text[NVS_CALL_TEXT_MAX];
     uint64_t key = nvs_call_name_key(id, (w & 0x3ffff) << 36 | (h & 0x3ffff) << 18 | (d & 0x3ffff));
@@ -158,32 +175,28 @@ static void *gl_resolve(enum nvs_hook_id id)
 }
 
 X11_SPLIT(void, glTexImage2D,
-               (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
-                GLint border, GLenum format, GLenum type, const void *pixels),
-               (target, level, internal_format, width, height, border, format, type, pixels),
-               gl_resolve, , (void)0,
-               begin_upload(NVS_HOOK_ID(glTexImage2D), width, height, 0, format, type, pixels))
+          (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
+           GLint border, GLenum format, GLenum type, const void *pixels),
+          (target, level, internal_format, width, height, border, format, type, pixels), gl_resolve,
+          , (void)0,
+          begin_upload(NVS_HOOK_ID(glTexImage2D), width, height, 0, format, type, pixels))
 
 X11_SPLIT(void, glTexSubImage2D,
-               (GLenum target, GLint level, GLint x, GLint y, GLsizei width, GLsizei height,
-                GLenum format, GLenum type, const void *pixels),
-               (target, level, x, y, width, height, format, type, pixels),
-               gl_resolve, , (void)0,
-               begin_upload(NVS_HOOK_ID(glTexSubImage2D), width, height, 0, format, type, pixels))
+          (GLenum target, GLint level, GLint x, GLint y, GLsizei width, GLsizei height,
+           GLenum format, GLenum type, const void *pixels),
+          (target, level, x, y, width, height, format, type, pixels), gl_resolve, , (void)0,
+          begin_upload(NVS_HOOK_ID(glTexSubImage2D), width, height, 0, format, type, pixels))
 
 X11_SPLIT(void, glTexImage3D,
-               (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
-                GLsizei depth, GLint border, GLenum format, GLenum type, const void *pixels),
-               (target, level, internal_format, width, height, depth, border, format, type,
-                pixels),
-               gl_resolve, , (void)0,
-               begin_upload(NVS_HOOK_ID(glTexImage3D), width, height, depth, format, type, pixels))
+          (GLenum target, GLint level, GLint internal_format, GLsizei width, GLsizei height,
+           GLsizei depth, GLint border, GLenum format, GLenum type, const void *pixels),
+          (target, level, internal_format, width, height, depth, border, format, type, pixels),
+          gl_resolve, , (void)0,
+          begin_upload(NVS_HOOK_ID(glTexImage3D), width, height, depth, format, type, pixels))
 
 X11_SPLIT(void, glTexSubImage3D,
-               (GLenum target, GLint level, GLint x, GLint y, GLint z, GLsizei width,
-                GLsizei height, GLsizei depth, GLenum format, GLenum type, const void *pixels),
-               (target, level, x, y, z, width, height, depth, format, type, pixels),
-               gl_resolve, , (void)0,
-               begin_upload(NVS_HOOK_ID(glTexSubImage3D), width, height, depth, format, type,
-                            pixels))
-
+          (GLenum target, GLint level, GLint x, GLint y, GLint z, GLsizei width, GLsizei height,
+           GLsizei depth, GLenum format, GLenum type, const void *pixels),
+          (target, level, x, y, z, width, height, depth, format, type, pixels), gl_resolve, ,
+          (void)0,
+          begin_upload(NVS_HOOK_ID(glTexSubImage3D), width, height, depth, format, type, pixels))

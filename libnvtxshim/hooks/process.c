@@ -17,7 +17,6 @@
 #include "../recorder/record.h"
 #include "../resolve.h"
 
-
 /* A vfork child shares our memory: it must leave the parent's frame and trace
  * alone. The open frame ends here as it would at exit; after a failed exec the
  * next marker begins the next frame. */
@@ -75,7 +74,8 @@ NVS_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 }
 
 /* glibc 2.34 and later; where libc has none, it fails as the missing system call would. */
-NVS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+NVS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *const envp[],
+                        int flags)
 {
     __typeof__(&execveat) real = NVS_REAL(execveat);
     if (!real) {
@@ -87,19 +87,19 @@ NVS_EXPORT int execveat(int dirfd, const char *path, char *const argv[], char *c
 }
 
 /* The list forms: the arguments are gathered on the stack into an argv. */
-#define GATHER_ARGUMENTS(first, arguments, argv, after)                                 \
-    size_t count = 1;                                                                    \
-    va_list arguments;                                                                   \
-    va_start(arguments, first);                                                          \
-    while (va_arg(arguments, char *))                                                    \
-        count++;                                                                         \
-    va_end(arguments);                                                                   \
-    char *argv[count + 1];                                                               \
-    argv[0] = (char *)(first);                                                           \
-    va_start(arguments, first);                                                          \
-    for (size_t i = 1; i <= count; i++)                                                  \
-        argv[i] = va_arg(arguments, char *);                                             \
-    after;                                                                               \
+#define GATHER_ARGUMENTS(first, arguments, argv, after)                                            \
+    size_t count = 1;                                                                              \
+    va_list arguments;                                                                             \
+    va_start(arguments, first);                                                                    \
+    while (va_arg(arguments, char *))                                                              \
+        count++;                                                                                   \
+    va_end(arguments);                                                                             \
+    char *argv[count + 1];                                                                         \
+    argv[0] = (char *)(first);                                                                     \
+    va_start(arguments, first);                                                                    \
+    for (size_t i = 1; i <= count; i++)                                                            \
+        argv[i] = va_arg(arguments, char *);                                                       \
+    after;                                                                                         \
     va_end(arguments)
 
 NVS_EXPORT int execl(const char *path, const char *arg, ...)

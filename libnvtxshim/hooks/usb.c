@@ -12,7 +12,6 @@
 #include "../emit.h"
 #include "../hook.h"
 
-
 static const char *direction(unsigned char endpoint)
 {
     return (endpoint & LIBUSB_ENDPOINT_IN) ? "IN" : "OUT";
@@ -52,8 +51,7 @@ static const char *status_name(enum libusb_transfer_status status)
 }
 
 /* A red mark beside the range: a failed, timed-out or stalled transfer, a failed call. */
-__attribute__((format(printf, 2, 3)))
-static void warn(uint64_t payload, const char *format, ...)
+__attribute__((format(printf, 2, 3))) static void warn(uint64_t payload, const char *format, ...)
 {
     char text[160];
     va_list args;
@@ -61,8 +59,12 @@ static void warn(uint64_t payload, const char *format, ...)
     vsnprintf(text, sizeof text, format, args);
     va_end(args);
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_USB, .name = { NULL, text }, .category = NVS_USB_WARNING,
-        .color = NVS_COLOR_ERROR, .payload = payload, .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .name = { NULL, text },
+        .category = NVS_USB_WARNING,
+        .color = NVS_COLOR_ERROR,
+        .payload = payload,
+        .has_payload = true,
     };
     nvs_mark(&mark);
 }
@@ -100,8 +102,12 @@ static void warn(uint64_t payload, const char *format, ...)
 static void short_mark(struct nvs_name name, uint64_t moved)
 {
     struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_USB, .name = name, .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB, .payload = moved, .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .name = name,
+        .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB,
+        .payload = moved,
+        .has_payload = true,
     };
     nvs_mark(&mark);
 }
@@ -115,8 +121,8 @@ static void short_mark(struct nvs_name name, uint64_t moved)
  * used: endpoint, direction, length. Out of line, with its buffer: the
  * traced call's frame stays small. */
 static __attribute__((noinline, cold)) struct nvs_name name_data(enum nvs_hook_id id,
-                                                                  unsigned char endpoint,
-                                                                  int length, uint64_t key)
+                                                                 unsigned char endpoint, int length,
+                                                                 uint64_t key)
 {
     char text[NVS_CALL_TEXT_MAX];
     snprintf(text, sizeof text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
@@ -130,8 +136,11 @@ static inline __attribute__((always_inline)) void describe_data(struct nvs_attri
                                                                 unsigned char endpoint, int length)
 {
     *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = (uint64_t)(length > 0 ? length : 0), .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB,
+        .payload = (uint64_t)(length > 0 ? length : 0),
+        .has_payload = true,
     };
     uint64_t key = nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length);
     range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
@@ -142,17 +151,16 @@ static inline __attribute__((always_inline)) void describe_data(struct nvs_attri
 /* A bulk or interrupt transfer's range ends unusually: it failed (RESULT),
  * or MOVED of LENGTH bytes moved, fewer than asked for. errno is kept. */
 static __attribute__((noinline, cold)) void data_ended_unusually(enum nvs_hook_id id,
-                                                                  unsigned char endpoint,
-                                                                  int length, int moved,
-                                                                  int result)
+                                                                 unsigned char endpoint, int length,
+                                                                 int moved, int result)
 {
     int saved_errno = errno;
     if (result < 0)
         warn((uint64_t)moved, "%s %s ep=0x%02x %s %d/%dB", error_name(result), nvs_hook_name(id),
              endpoint, direction(endpoint), moved, length);
     /* All of it: the range's payload says so already. */
-    if (moved != length &&
-        !nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) && result >= 0 && moved < length) {
+    if (moved != length && !nvs_range_set_payload(NVS_DOMAIN_USB, (uint64_t)moved) && result >= 0 &&
+        moved < length) {
         struct nvs_name name;
         char text[NVS_CALL_TEXT_MAX];
         NVS_NAME(name, NVS_DOMAIN_USB,
@@ -196,15 +204,15 @@ static inline __attribute__((always_inline)) int data_transfer(
 
 /* A bulk or interrupt transfer's wrapper (hook.h's, in three parts): its
  * traced part passes libusb a transferred count of its own (data_transfer). */
-#define DATA_TRANSFER(name)                                                                   \
-    NVS_SPLIT_WRAPPER_TRACED(                                                                 \
-        NVS_HOOKS_USB, int, name,                                                             \
-        (libusb_device_handle *handle, unsigned char endpoint, unsigned char *data, int length, \
-         int *transferred, unsigned int timeout),                                             \
-        (handle, endpoint, data, length, transferred, timeout), nvs_resolve,                  \
-        LIBUSB_ERROR_NOT_SUPPORTED,                                                           \
-        return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, length,         \
-                             transferred, timeout))
+#define DATA_TRANSFER(name)                                                                        \
+    NVS_SPLIT_WRAPPER_TRACED(NVS_HOOKS_USB, int, name,                                             \
+                             (libusb_device_handle * handle, unsigned char endpoint,               \
+                              unsigned char *data, int length, int *transferred,                   \
+                              unsigned int timeout),                                               \
+                             (handle, endpoint, data, length, transferred, timeout), nvs_resolve,  \
+                             LIBUSB_ERROR_NOT_SUPPORTED,                                           \
+                             return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, \
+                                                  length, transferred, timeout))
 
 DATA_TRANSFER(libusb_bulk_transfer)
 DATA_TRANSFER(libusb_interrupt_transfer)
@@ -214,17 +222,21 @@ static void describe_control(struct nvs_attributes *range, char *text, uint8_t r
                              uint8_t request, uint16_t value, uint16_t length)
 {
     *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = length, .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB,
+        .payload = length,
+        .has_payload = true,
     };
     uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_control_transfer),
                                      ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
-                                     ((uint64_t)value << 16) | length);
+                                         ((uint64_t)value << 16) | length);
     range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
     if (range->name.registered)
         return;
-    snprintf(text, NVS_CALL_TEXT_MAX, "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB",
-             request_type, request, value, direction(request_type), length);
+    snprintf(text, NVS_CALL_TEXT_MAX,
+             "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", request_type,
+             request, value, direction(request_type), length);
     range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
 }
 
@@ -239,7 +251,7 @@ static void control_moved(uint8_t request_type, uint8_t request, uint16_t value,
         return;
     uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_control_transfer),
                                      ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
-                                     ((uint64_t)value << 16) | length);
+                                         ((uint64_t)value << 16) | length);
     struct nvs_name name;
     char text[NVS_CALL_TEXT_MAX];
     NVS_NAME(name, NVS_DOMAIN_USB, key ^ SHORT_KEY, text,
@@ -249,10 +261,10 @@ static void control_moved(uint8_t request_type, uint8_t request, uint16_t value,
 }
 
 NVS_EXPORT int LIBUSB_CALL libusb_control_transfer(libusb_device_handle *handle,
-                                               uint8_t request_type, uint8_t request,
-                                               uint16_t value, uint16_t index,
-                                               unsigned char *data, uint16_t length,
-                                               unsigned int timeout)
+                                                   uint8_t request_type, uint8_t request,
+                                                   uint16_t value, uint16_t index,
+                                                   unsigned char *data, uint16_t length,
+                                                   unsigned int timeout)
 {
     __typeof__(&libusb_control_transfer) real = NVS_REAL(libusb_control_transfer);
     if (!real)
@@ -363,12 +375,12 @@ static void describe(char *text, size_t size, const struct libusb_transfer *tran
 static uint64_t transfer_key(const struct libusb_transfer *transfer)
 {
     uint64_t shape = transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS
-                         ? ((uint64_t)(uint16_t)transfer->num_iso_packets << 16) |
-                               (transfer->num_iso_packets > 0 ? transfer->iso_packet_desc[0].length & 0xffff : 0)
-                         : (uint32_t)transfer->length;
+        ? ((uint64_t)(uint16_t)transfer->num_iso_packets << 16) |
+            (transfer->num_iso_packets > 0 ? transfer->iso_packet_desc[0].length & 0xffff : 0)
+        : (uint32_t)transfer->length;
     if (transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL && transfer->length >= 8 && transfer->buffer)
         shape ^= (uint64_t)transfer->buffer[0] << 24 ^ (uint64_t)transfer->buffer[1] << 32 ^
-                 (uint64_t)(transfer->buffer[2] | transfer->buffer[3] << 8) << 40;
+            (uint64_t)(transfer->buffer[2] | transfer->buffer[3] << 8) << 40;
     return ((uint64_t)transfer->type << 52) ^ ((uint64_t)transfer->endpoint << 44) ^ shape;
 }
 
@@ -382,7 +394,7 @@ static uint64_t requested_bytes(const struct libusb_transfer *transfer)
 static bool counts_as_frame_in(const struct libusb_transfer *transfer)
 {
     return transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL &&
-           (transfer->endpoint & LIBUSB_ENDPOINT_IN);
+        (transfer->endpoint & LIBUSB_ENDPOINT_IN);
 }
 
 /* Marks a completion that failed (cancellation is the program's own doing
@@ -409,8 +421,10 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     libusb_transfer_cb_fn callback = flight->callback;
     nvtxRangeId_t submitted = flight->range;
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .name = flight->callback_name,
-        .category = NVS_USB_CALLBACK, .color = NVS_COLOR_USB_CALLBACK,
+        .domain = NVS_DOMAIN_USB,
+        .name = flight->callback_name,
+        .category = NVS_USB_CALLBACK,
+        .color = NVS_COLOR_USB_CALLBACK,
         .payload = (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
         .has_payload = true,
     };
@@ -446,8 +460,11 @@ static void describe_submit(struct nvs_attributes *range, char *text,
     uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_submit_transfer), transfer_key(transfer));
     char what[112];
     *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = requested_bytes(transfer), .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB,
+        .payload = requested_bytes(transfer),
+        .has_payload = true,
     };
     range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
     flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ (1ull << 55));
@@ -473,7 +490,7 @@ static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) 
         return real(transfer);
     }
     bool frame_out = !(transfer->endpoint & LIBUSB_ENDPOINT_IN) &&
-                     transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
+        transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
     struct nvs_attributes range;
     char text[NVS_CALL_TEXT_MAX];
     describe_submit(&range, text, transfer, flight);
@@ -527,7 +544,7 @@ static void name_event_thread(void)
     int saved_errno = errno;
     if (syscall(SYS_gettid) != getpid()) {
         char thread_name[16] = "", process_name[16] = "";
-        syscall(SYS_prctl, PR_GET_NAME, thread_name, 0, 0, 0);  /* not through our prctl */
+        syscall(SYS_prctl, PR_GET_NAME, thread_name, 0, 0, 0); /* not through our prctl */
         snprintf(process_name, sizeof process_name, "%s", program_invocation_short_name);
         if (!strcmp(thread_name, process_name))
             nvs_name_thread("libusb events");
@@ -541,7 +558,9 @@ static __attribute__((noinline)) void open_events(enum nvs_hook_id id)
 {
     name_event_thread();
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_EVENTS, .color = NVS_COLOR_USB_EVENTS,
+        .domain = NVS_DOMAIN_USB,
+        .category = NVS_USB_EVENTS,
+        .color = NVS_COLOR_USB_EVENTS,
     };
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
@@ -552,26 +571,24 @@ static __attribute__((noinline)) void close_events(void)
 }
 
 /* Each event function: pass through when untraced, otherwise one range. */
-#define EVENTS_WRAPPER(name, parameters, arguments)                                        \
-    NVS_EXPORT int LIBUSB_CALL name parameters                                                 \
-    {                                                                                      \
-        NVS_WRAPPER_BODY(NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED,     \
-                         arguments,                                                        \
-                         open_events(NVS_HOOK_ID(name)),                                   \
-                         close_events());                                                  \
+#define EVENTS_WRAPPER(name, parameters, arguments)                                                \
+    NVS_EXPORT int LIBUSB_CALL name parameters                                                     \
+    {                                                                                              \
+        NVS_WRAPPER_BODY(NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,  \
+                         open_events(NVS_HOOK_ID(name)), close_events());                          \
     }
 
-EVENTS_WRAPPER(libusb_handle_events, (libusb_context *context), (context))
-EVENTS_WRAPPER(libusb_handle_events_completed, (libusb_context *context, int *completed),
+EVENTS_WRAPPER(libusb_handle_events, (libusb_context * context), (context))
+EVENTS_WRAPPER(libusb_handle_events_completed, (libusb_context * context, int *completed),
                (context, completed))
-EVENTS_WRAPPER(libusb_handle_events_timeout, (libusb_context *context, struct timeval *timeout),
+EVENTS_WRAPPER(libusb_handle_events_timeout, (libusb_context * context, struct timeval *timeout),
                (context, timeout))
 EVENTS_WRAPPER(libusb_handle_events_timeout_completed,
-               (libusb_context *context, struct timeval *timeout, int *completed),
+               (libusb_context * context, struct timeval *timeout, int *completed),
                (context, timeout, completed))
-EVENTS_WRAPPER(libusb_wait_for_event, (libusb_context *context, struct timeval *timeout),
+EVENTS_WRAPPER(libusb_wait_for_event, (libusb_context * context, struct timeval *timeout),
                (context, timeout))
-EVENTS_WRAPPER(libusb_handle_events_locked, (libusb_context *context, struct timeval *timeout),
+EVENTS_WRAPPER(libusb_handle_events_locked, (libusb_context * context, struct timeval *timeout),
                (context, timeout))
 
 /* ---- device management and descriptor requests ------------------------------ */
@@ -584,9 +601,11 @@ static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_us
                                                 bool has_payload, uint64_t payload)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = category,
+        .domain = NVS_DOMAIN_USB,
+        .category = category,
         .color = nvs_category_color(NVS_DOMAIN_USB, category),
-        .payload = payload, .has_payload = has_payload,
+        .payload = payload,
+        .has_payload = has_payload,
     };
     char text[NVS_CALL_TEXT_MAX];
     if (format) {
@@ -620,37 +639,36 @@ static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result
 
 /* A wrapper that opens one range of CATEGORY around the call (FORMAT, FIRST,
  * SECOND: the numbers in its name; PAYLOAD: the bytes it asks for, if any). */
-#define DEVICE_CALL(name, parameters, arguments, category, format, first, second, has_payload, \
-                    payload)                                                                    \
-    NVS_EXPORT int LIBUSB_CALL name parameters                                                      \
-    {                                                                                           \
-        NVS_WRAPPER_BODY(NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED,          \
-                         arguments,                                                             \
-                         open_call(NVS_HOOK_ID(name), category, format, first, second,          \
-                                   has_payload, payload),                                       \
-                         close_call(NVS_HOOK_ID(name), result, has_payload));                   \
+#define DEVICE_CALL(name, parameters, arguments, category, format, first, second, has_payload,     \
+                    payload)                                                                       \
+    NVS_EXPORT int LIBUSB_CALL name parameters                                                     \
+    {                                                                                              \
+        NVS_WRAPPER_BODY(                                                                          \
+            NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,               \
+            open_call(NVS_HOOK_ID(name), category, format, first, second, has_payload, payload),   \
+            close_call(NVS_HOOK_ID(name), result, has_payload));                                   \
     }
 
-DEVICE_CALL(libusb_open, (libusb_device *device, libusb_device_handle **handle),
-            (device, handle), NVS_USB_DEVICE, NULL, 0, 0, false, 0)
-DEVICE_CALL(libusb_set_configuration, (libusb_device_handle *handle, int configuration),
+DEVICE_CALL(libusb_open, (libusb_device * device, libusb_device_handle **handle), (device, handle),
+            NVS_USB_DEVICE, NULL, 0, 0, false, 0)
+DEVICE_CALL(libusb_set_configuration, (libusb_device_handle * handle, int configuration),
             (handle, configuration), NVS_USB_DEVICE, "%d", configuration, 0, false, 0)
-DEVICE_CALL(libusb_claim_interface, (libusb_device_handle *handle, int interface_number),
+DEVICE_CALL(libusb_claim_interface, (libusb_device_handle * handle, int interface_number),
             (handle, interface_number), NVS_USB_DEVICE, "%d", interface_number, 0, false, 0)
-DEVICE_CALL(libusb_release_interface, (libusb_device_handle *handle, int interface_number),
+DEVICE_CALL(libusb_release_interface, (libusb_device_handle * handle, int interface_number),
             (handle, interface_number), NVS_USB_DEVICE, "%d", interface_number, 0, false, 0)
 DEVICE_CALL(libusb_set_interface_alt_setting,
-            (libusb_device_handle *handle, int interface_number, int alternate_setting),
+            (libusb_device_handle * handle, int interface_number, int alternate_setting),
             (handle, interface_number, alternate_setting), NVS_USB_DEVICE, "%d alt=%d",
             interface_number, alternate_setting, false, 0)
-DEVICE_CALL(libusb_clear_halt, (libusb_device_handle *handle, unsigned char endpoint),
+DEVICE_CALL(libusb_clear_halt, (libusb_device_handle * handle, unsigned char endpoint),
             (handle, endpoint), NVS_USB_DEVICE, "ep=0x%02x", endpoint, 0, false, 0)
-DEVICE_CALL(libusb_reset_device, (libusb_device_handle *handle), (handle), NVS_USB_DEVICE, NULL,
-            0, 0, false, 0)
+DEVICE_CALL(libusb_reset_device, (libusb_device_handle * handle), (handle), NVS_USB_DEVICE, NULL, 0,
+            0, false, 0)
 DEVICE_CALL(libusb_get_string_descriptor_ascii,
-            (libusb_device_handle *handle, uint8_t index, unsigned char *data, int length),
+            (libusb_device_handle * handle, uint8_t index, unsigned char *data, int length),
             (handle, index, data, length), NVS_USB_TRANSFER, "idx=%d", index, 0, true,
             (uint64_t)(length > 0 ? length : 0))
 DEVICE_CALL(libusb_get_bos_descriptor,
-            (libusb_device_handle *handle, struct libusb_bos_descriptor **bos), (handle, bos),
+            (libusb_device_handle * handle, struct libusb_bos_descriptor **bos), (handle, bos),
             NVS_USB_TRANSFER, NULL, 0, 0, false, 0)

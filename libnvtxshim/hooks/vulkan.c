@@ -13,8 +13,8 @@
  * or a layer's function): the wrapper is handed out instead, and it calls the
  * loader's exported vkQueuePresentKHR, which dispatches by the queue. */
 
-X11_SPLIT(VkResult, vkQueuePresentKHR, (VkQueue queue, const VkPresentInfoKHR *info),
-          (queue, info), nvs_resolve, VK_ERROR_INITIALIZATION_FAILED, (void)0,
+X11_SPLIT(VkResult, vkQueuePresentKHR, (VkQueue queue, const VkPresentInfoKHR *info), (queue, info),
+          nvs_resolve, VK_ERROR_INITIALIZATION_FAILED, (void)0,
           nvs_x11_begin(NVS_HOOK_ID(vkQueuePresentKHR), NVS_X11_SWAP, NVS_FRAME_X11_SWAP))
 
 /* The loader's answer FOUND for NAME, or the wrapper where NAME is hooked (the

@@ -26,7 +26,7 @@ static uint64_t image_bytes(const XImage *image, unsigned width, unsigned height
 /* ---- Xlib ------------------------------------------------------------------ */
 
 NVS_EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
-                     int source_y, int x, int y, unsigned int width, unsigned int height)
+                         int source_y, int x, int y, unsigned int width, unsigned int height)
 {
     X11_CALL(XPutImage, nvs_check_xlib(display),
              nvs_x11_begin_image(NVS_HOOK_ID(XPutImage), width, height,
@@ -34,9 +34,9 @@ NVS_EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *ima
              (display, drawable, gc, image, source_x, source_y, x, y, width, height));
 }
 
-NVS_EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
-                         int source_y, int x, int y, unsigned int width, unsigned int height,
-                         Bool send_event)
+NVS_EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *image,
+                             int source_x, int source_y, int x, int y, unsigned int width,
+                             unsigned int height, Bool send_event)
 {
     X11_CALL(XShmPutImage, nvs_check_xlib(display),
              nvs_x11_begin_image(NVS_HOOK_ID(XShmPutImage), width, height,
@@ -45,8 +45,9 @@ NVS_EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage 
 }
 
 /* A copy inside the server: no image data crosses the connection. */
-NVS_EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC gc, int source_x,
-                     int source_y, unsigned int width, unsigned int height, int x, int y)
+NVS_EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC gc,
+                         int source_x, int source_y, unsigned int width, unsigned int height, int x,
+                         int y)
 {
     X11_CALL(XCopyArea, nvs_check_xlib(display),
              nvs_x11_begin_area(NVS_HOOK_ID(XCopyArea), width, height, false, 0),
@@ -54,13 +55,13 @@ NVS_EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination
 }
 
 NVS_EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsigned int width,
-                         unsigned int height, unsigned long plane_mask, int format)
+                             unsigned int height, unsigned long plane_mask, int format)
 {
     /* The reply's size is known only afterwards: the payload counts 4 bytes a pixel. */
-    X11_CALL(XGetImage, nvs_check_xlib(display),
-             nvs_x11_begin_image(NVS_HOOK_ID(XGetImage), width, height,
-                                 (uint64_t)width * height * 4),
-             (display, drawable, x, y, width, height, plane_mask, format));
+    X11_CALL(
+        XGetImage, nvs_check_xlib(display),
+        nvs_x11_begin_image(NVS_HOOK_ID(XGetImage), width, height, (uint64_t)width * height * 4),
+        (display, drawable, x, y, width, height, plane_mask, format));
 }
 
 NVS_EXPORT int XFlush(Display *display)
@@ -114,7 +115,7 @@ NVS_EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
 }
 
 NVS_EXPORT int XIfEvent(Display *display, XEvent *event,
-                    Bool (*predicate)(Display *, XEvent *, XPointer), XPointer argument)
+                        Bool (*predicate)(Display *, XEvent *, XPointer), XPointer argument)
 {
     /* The predicate is the program's code, called from inside Xlib: its calls are its own. */
     X11_CALL(XIfEvent, nvs_check_xlib(display),
@@ -135,49 +136,46 @@ NVS_EXPORT int XPending(Display *display)
  * trapezoids, glyphs) are named after the function. */
 
 X11_SPLIT(void, XRenderComposite,
-               (Display *display, int op, Picture source, Picture mask, Picture destination,
-                int source_x, int source_y, int mask_x, int mask_y, int x, int y,
-                unsigned int width, unsigned int height),
-               (display, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y,
-                width, height),
-               nvs_resolve, , nvs_check_xlib(display),
-               nvs_x11_begin_area(NVS_HOOK_ID(XRenderComposite), width, height, false, 0))
+          (Display * display, int op, Picture source, Picture mask, Picture destination,
+           int source_x, int source_y, int mask_x, int mask_y, int x, int y, unsigned int width,
+           unsigned int height),
+          (display, op, source, mask, destination, source_x, source_y, mask_x, mask_y, x, y, width,
+           height),
+          nvs_resolve, , nvs_check_xlib(display),
+          nvs_x11_begin_area(NVS_HOOK_ID(XRenderComposite), width, height, false, 0))
 
 X11_SPLIT(void, XRenderFillRectangle,
-               (Display *display, int op, Picture destination, const XRenderColor *color, int x,
-                int y, unsigned int width, unsigned int height),
-               (display, op, destination, color, x, y, width, height),
-               nvs_resolve, , nvs_check_xlib(display),
-               nvs_x11_begin_area(NVS_HOOK_ID(XRenderFillRectangle), width, height, false, 0))
+          (Display * display, int op, Picture destination, const XRenderColor *color, int x, int y,
+           unsigned int width, unsigned int height),
+          (display, op, destination, color, x, y, width, height), nvs_resolve, ,
+          nvs_check_xlib(display),
+          nvs_x11_begin_area(NVS_HOOK_ID(XRenderFillRectangle), width, height, false, 0))
 
 X11_SPLIT(void, XRenderFillRectangles,
-               (Display *display, int op, Picture destination, const XRenderColor *color,
-                const XRectangle *rectangles, int count),
-               (display, op, destination, color, rectangles, count),
-               nvs_resolve, , nvs_check_xlib(display),
-               nvs_x11_begin(NVS_HOOK_ID(XRenderFillRectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
+          (Display * display, int op, Picture destination, const XRenderColor *color,
+           const XRectangle *rectangles, int count),
+          (display, op, destination, color, rectangles, count), nvs_resolve, ,
+          nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XRenderFillRectangles), NVS_X11_DRAW, NVS_FRAME_OFF))
 
 X11_SPLIT(void, XRenderCompositeTrapezoids,
-               (Display *display, int op, Picture source, Picture destination,
-                const XRenderPictFormat *mask_format, int source_x, int source_y,
-                const XTrapezoid *trapezoids, int count),
-               (display, op, source, destination, mask_format, source_x, source_y, trapezoids,
-                count),
-               nvs_resolve, , nvs_check_xlib(display),
-               nvs_x11_begin(NVS_HOOK_ID(XRenderCompositeTrapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
+          (Display * display, int op, Picture source, Picture destination,
+           const XRenderPictFormat *mask_format, int source_x, int source_y,
+           const XTrapezoid *trapezoids, int count),
+          (display, op, source, destination, mask_format, source_x, source_y, trapezoids, count),
+          nvs_resolve, , nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XRenderCompositeTrapezoids), NVS_X11_DRAW, NVS_FRAME_OFF))
 
 /* Text: glyphs the server holds, composited (cairo's Xlib text). */
-#define RENDER_TEXT(name, item)                                                              \
-    NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, void, name,                                             \
-                      (Display *display, int op, Picture source, Picture destination,        \
-                       const XRenderPictFormat *mask_format, int source_x, int source_y,     \
-                       int x, int y, const item *items, int count),                          \
-                      (display, op, source, destination, mask_format, source_x, source_y, x, \
-                       y, items, count),                                                     \
-        nvs_resolve, ,                                               \
-                         nvs_check_xlib(display);                                            \
-                         nvs_x11_begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF),       \
-                         nvs_x11_end())
+#define RENDER_TEXT(name, item)                                                                    \
+    NVS_SPLIT_WRAPPER(                                                                             \
+        NVS_HOOKS_X11, void, name,                                                                 \
+        (Display * display, int op, Picture source, Picture destination,                           \
+         const XRenderPictFormat *mask_format, int source_x, int source_y, int x, int y,           \
+         const item *items, int count),                                                            \
+        (display, op, source, destination, mask_format, source_x, source_y, x, y, items, count),   \
+        nvs_resolve, , nvs_check_xlib(display);                                                    \
+        nvs_x11_begin(NVS_HOOK_ID(name), NVS_X11_DRAW, NVS_FRAME_OFF), nvs_x11_end())
 
 RENDER_TEXT(XRenderCompositeText8, XGlyphElt8)
 RENDER_TEXT(XRenderCompositeText16, XGlyphElt16)

@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ESCAPED_MAX 512u            /* a name, JSON-escaped, at most */
+#define ESCAPED_MAX 512u /* a name, JSON-escaped, at most */
 #define DOMAIN_NAME_MAX 256u
-#define CATEGORY_MAX 48u            /* a category name, escaped, with its length byte */
-#define SHAPE_PREFIX 192u           /* multiples of 32 */
+#define CATEGORY_MAX 48u  /* a category name, escaped, with its length byte */
+#define SHAPE_PREFIX 192u /* multiples of 32 */
 #define SHAPE_ARGS 128u
 
 /* ---- what this encoder keeps in the model's opaque areas ---------------- */
@@ -24,33 +24,33 @@
 struct json_domain {
     uint32_t name_length;
     char name[DOMAIN_NAME_MAX];
-    char categories[NVS_TRACE_CATEGORIES][CATEGORY_MAX];   /* [0] = length */
+    char categories[NVS_TRACE_CATEGORIES][CATEGORY_MAX]; /* [0] = length */
 };
 _Static_assert(sizeof(struct json_domain) <= NVS_ENCODER_DOMAIN_BYTES, "domain cache");
 
 enum shape_state { SHAPE_UNMADE, SHAPE_MAKING, SHAPE_MADE };
 
 struct json_string {
-    _Atomic uint32_t state;         /* of the shape */
+    _Atomic uint32_t state; /* of the shape */
     uint32_t category;
     uint32_t color;
-    uint32_t generation;            /* category_generation when made */
+    uint32_t generation; /* category_generation when made */
     const struct nvs_trace_domain *domain;
     uint32_t prefix_length;
     uint32_t args_length;
-    char prefix[SHAPE_PREFIX];      /* {"name":"N","cat":"D","ph":"X","ts": */
-    char args[SHAPE_ARGS];          /* ,"args":{"category":".." */
+    char prefix[SHAPE_PREFIX]; /* {"name":"N","cat":"D","ph":"X","ts": */
+    char args[SHAPE_ARGS];     /* ,"args":{"category":".." */
     uint32_t length;
-    char text[ESCAPED_MAX];         /* the escaped name */
+    char text[ESCAPED_MAX]; /* the escaped name */
 };
 _Static_assert(sizeof(struct json_string) <= NVS_ENCODER_STRING_BYTES, "string cache");
 
 struct json_thread {
     uint32_t ids_length;
-    char ids[64];                   /* ,"pid":P,"tid":T, blank-padded */
-    uint64_t ts_high;               /* the last timestamp's microseconds / 10000 ... */
+    char ids[64];     /* ,"pid":P,"tid":T, blank-padded */
+    uint64_t ts_high; /* the last timestamp's microseconds / 10000 ... */
     uint32_t ts_high_length;
-    char ts_high_text[64];          /* ... as text, blank-padded */
+    char ts_high_text[64]; /* ... as text, blank-padded */
 };
 _Static_assert(sizeof(struct json_thread) <= NVS_ENCODER_THREAD_BYTES, "thread cache");
 
@@ -163,8 +163,7 @@ static char *put_payload(char *out, const struct nvs_trace_event *event)
         snprintf(text, sizeof text, "%.9g", (double)value);
         break;
     }
-    default:
-        return out;
+    default: return out;
     }
     /* JSON has no inf or nan: those go out as strings. */
     bool number = strspn(text, "0123456789+-.e") == strlen(text);
@@ -217,7 +216,8 @@ static char *put_args(char *out, const struct nvs_trace_event *event,
         if (out != first)
             *out++ = ',';
         out = PUT_LITERAL(out, "\"category\":");
-        uint64_t named = atomic_load_explicit(&event->domain->named_categories, memory_order_acquire);
+        uint64_t named = atomic_load_explicit(&event->domain->named_categories,
+                                              memory_order_acquire);
         if (event->category < NVS_TRACE_CATEGORIES && (named >> event->category & 1)) {
             const char *name = domain_of(event->domain)->categories[event->category];
             *out++ = '"';
@@ -342,7 +342,7 @@ static inline __attribute__((always_inline)) const struct json_string *shape_of(
         struct nvs_trace_event fixed = *event;
         fixed.payload_type = NVS_PAYLOAD_NONE;
         char args[320];
-        char *end = put_args(args, &fixed, NULL, false) - 1;      /* without its closing brace */
+        char *end = put_args(args, &fixed, NULL, false) - 1; /* without its closing brace */
         now = SHAPE_UNMADE;
         if (shape->length + domain_of(event->domain)->name_length + 48 <= SHAPE_PREFIX &&
             (size_t)(end - args) <= SHAPE_ARGS) {
@@ -363,9 +363,8 @@ static inline __attribute__((always_inline)) const struct json_string *shape_of(
         if (now == SHAPE_MADE)
             atomic_store_explicit(&shape->state, SHAPE_MADE, memory_order_release);
     }
-    if (now == SHAPE_MADE && shape->domain == event->domain &&
-        shape->category == event->category && shape->color == event->color &&
-        shape->generation == generation)
+    if (now == SHAPE_MADE && shape->domain == event->domain && shape->category == event->category &&
+        shape->color == event->color && shape->generation == generation)
         return shape;
     return NULL;
 }
@@ -398,7 +397,8 @@ static char *json_stamp(char *out, int32_t pid, uint64_t mark)
     return PUT_LITERAL(out, "\"}},\n");
 }
 
-static char *json_thread_name(char *out, const struct nvs_trace_thread_ids *thread, const char *name)
+static char *json_thread_name(char *out, const struct nvs_trace_thread_ids *thread,
+                              const char *name)
 {
     out = PUT_LITERAL(out, "{\"name\":\"thread_name\",\"ph\":\"M\"");
     out = put_ids(out, thread);
@@ -503,7 +503,7 @@ static char *json_end(char *out, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t id, uint64_t end_ns,
                       const struct nvs_trace_args *args, bool describe)
 {
-    (void)describe;     /* JSON has no track descriptors */
+    (void)describe; /* JSON has no track descriptors */
     const struct json_string *shape = shape_of(event);
     if (shape) {
         out = put_shaped_head(out, shape, 'e');
@@ -556,14 +556,16 @@ static void json_prepare_domain(struct nvs_trace_domain *domain)
 static void json_prepare_string(struct nvs_trace_string *string)
 {
     struct json_string *json = string_of(string);
-    json->length = (uint32_t)escape_json(json->text, sizeof json->text, string->text, string->length);
+    json->length = (uint32_t)escape_json(json->text, sizeof json->text, string->text,
+                                         string->length);
 }
 
 static void json_prepare_category(struct nvs_trace_domain *domain, uint32_t category,
                                   const char *name)
 {
     char *slot = domain_of(domain)->categories[category];
-    slot[0] = (char)escape_json(slot + 1, CATEGORY_MAX - 1, name, strnlen(name, NVS_TRACE_TEXT_MAX));
+    slot[0] = (char)escape_json(slot + 1, CATEGORY_MAX - 1, name,
+                                strnlen(name, NVS_TRACE_TEXT_MAX));
     atomic_fetch_add_explicit(&category_generation, 1, memory_order_release);
 }
 

@@ -81,7 +81,8 @@ static byte *put_text_field(byte *out, const byte *tag, size_t tag_length, const
  * U+FFFD, as in the JSON form) into OUT, at most SIZE bytes of whole
  * characters; its length (utf8.h's cleaner). Out of line: its callers share
  * one copy. */
-static __attribute__((noinline)) size_t copy_utf8(char *out, size_t size, const char *text, size_t length)
+static __attribute__((noinline)) size_t copy_utf8(char *out, size_t size, const char *text,
+                                                  size_t length)
 {
     return nvs_utf8_clean(out, size, text, length, NVS_UTF8_BARE);
 }
@@ -126,11 +127,10 @@ byte *pf_put_payload(byte *out, const struct nvs_trace_event *event)
             value = single;
         }
         *out++ = DA_DOUBLE;
-        out = put_bytes(out, &value, sizeof value);     /* little-endian, as protobuf's fixed64 */
+        out = put_bytes(out, &value, sizeof value); /* little-endian, as protobuf's fixed64 */
         break;
     }
-    default:
-        break;
+    default: break;
     }
     return close_length(body, out);
 }
@@ -183,7 +183,8 @@ static byte *put_args(byte *out, const struct nvs_trace_args *args)
         *out++ = TE_ANNOTATION;
         byte *body = open_length(out);
         const char *key = args->member[i].key;
-        out = put_text_field(body, (const byte[]){ DA_NAME }, 1, key, strnlen(key, NVS_TRACE_KEY_MAX));
+        out = put_text_field(body, (const byte[]){ DA_NAME }, 1, key,
+                             strnlen(key, NVS_TRACE_KEY_MAX));
         out = put_field_varint(out, DA_UINT, args->member[i].value);
         out = close_length(body, out);
     }
@@ -219,10 +220,10 @@ static __attribute__((noinline, cold)) void make_shape(struct pf_string *shape,
     size_t length = (size_t)(put_named_body(body, event, TYPE_BEGIN, &category_iid) - body);
     /* A named category that could not be interned is text: no shape. */
     bool named = !event->category || category_iid || event->category >= NVS_TRACE_CATEGORIES ||
-                 !(atomic_load(&event->domain->named_categories) >> event->category & 1);
+        !(atomic_load(&event->domain->named_categories) >> event->category & 1);
     if (length > SHAPE_BYTES || !named || !internable(shape->iid) ||
         !internable(domain_of(event->domain)->iid))
-        return;                 /* it stays "making": its events take the general way */
+        return; /* it stays "making": its events take the general way */
     memcpy(shape->shape, body, length);
     shape->shape_length = (uint32_t)length;
     shape->category = event->category;
@@ -256,7 +257,7 @@ static inline __attribute__((always_inline)) const struct pf_string *shape_of(
 
 /* What an event may carry besides its type. */
 enum {
-    WITH_NAME = 1,              /* name, domain and NVTX category */
+    WITH_NAME = 1, /* name, domain and NVTX category */
     WITH_PAYLOAD = 4,
     WITH_COLOR = 8,
 };
@@ -273,10 +274,13 @@ static byte *put_event(byte *out, struct nvs_trace_thread_ids *thread, int type,
     uint32_t category_iid = 0;
     if ((with & WITH_NAME) && internable(domain->iid) && event->category < NVS_TRACE_CATEGORIES &&
         (atomic_load_explicit(&event->domain->named_categories, memory_order_acquire) >>
-         event->category & 1))
+             event->category &
+         1))
         category_iid = domain->categories[event->category].iid;
-    bool new_domain = (with & WITH_NAME) && internable(domain->iid) && !defined(sequence, domain->iid);
-    bool new_name = (with & WITH_NAME) && name && internable(name->iid) && !defined(sequence, name->iid);
+    bool new_domain = (with & WITH_NAME) && internable(domain->iid) &&
+        !defined(sequence, domain->iid);
+    bool new_name = (with & WITH_NAME) && name && internable(name->iid) &&
+        !defined(sequence, name->iid);
     bool new_category = internable(category_iid) && !defined(sequence, category_iid);
 
     *out++ = TAG_PACKET;
@@ -290,7 +294,8 @@ static byte *put_event(byte *out, struct nvs_trace_thread_ids *thread, int type,
             *out++ = IN_CATEGORIES;
             byte *entry = open_length(out);
             out = put_field_varint(entry, ENTRY_IID, domain->iid);
-            out = put_text_field(out, (const byte[]){ ENTRY_TEXT }, 1, domain->name, domain->name_length);
+            out = put_text_field(out, (const byte[]){ ENTRY_TEXT }, 1, domain->name,
+                                 domain->name_length);
             out = close_length(entry, out);
             define(sequence, domain->iid);
         }
@@ -298,7 +303,8 @@ static byte *put_event(byte *out, struct nvs_trace_thread_ids *thread, int type,
             *out++ = IN_NAMES;
             byte *entry = open_length(out);
             out = put_field_varint(entry, ENTRY_IID, name->iid);
-            out = put_text_field(out, (const byte[]){ ENTRY_TEXT }, 1, name->name, name->name_length);
+            out = put_text_field(out, (const byte[]){ ENTRY_TEXT }, 1, name->name,
+                                 name->name_length);
             out = close_length(entry, out);
             define(sequence, name->iid);
         }
@@ -325,7 +331,8 @@ static byte *put_event(byte *out, struct nvs_trace_thread_ids *thread, int type,
             out = put_field_varint(out, TE_CATEGORY_IID, domain->iid);
             out = put_category(out, event, false, &unused);
         } else {
-            out = put_text_field(out, (const byte[]){ TE2_CATEGORY }, 2, domain->name, domain->name_length);
+            out = put_text_field(out, (const byte[]){ TE2_CATEGORY }, 2, domain->name,
+                                 domain->name_length);
             out = put_category(out, event, true, &unused);
         }
         if (name && internable(name->iid)) {
@@ -374,7 +381,8 @@ static char *pf_header(char *text, int32_t pid, const char *process_name)
     byte *process = open_length(out);
     out = put_field_varint(process, PD_PID, (uint64_t)(int64_t)pid);
     char name[NAME_MAX_BYTES];
-    size_t length = copy_utf8(name, sizeof name, process_name, strnlen(process_name, NVS_TRACE_TEXT_MAX));
+    size_t length = copy_utf8(name, sizeof name, process_name,
+                              strnlen(process_name, NVS_TRACE_TEXT_MAX));
     out = put_text_field(out, (const byte[]){ PD_NAME }, 1, name, length);
     out = close_length(process, out);
     out = close_length(descriptor, out);
@@ -386,7 +394,10 @@ static char *pf_header(char *text, int32_t pid, const char *process_name)
     *out++ = TAG_CLOCK_SNAPSHOT;
     byte *snapshot = open_length(out);
     out = snapshot;
-    static const struct { uint32_t id; clockid_t clock; } clocks[] = {
+    static const struct {
+        uint32_t id;
+        clockid_t clock;
+    } clocks[] = {
         { CLOCK_MONOTONIC_ID, CLOCK_MONOTONIC },
         { CLOCK_BOOTTIME_ID, CLOCK_BOOTTIME },
         { CLOCK_REALTIME_ID, CLOCK_REALTIME },
@@ -457,7 +468,7 @@ static char *pf_start(char *text, struct nvs_trace_thread_ids *thread, const cha
     out = PUT(out, TAG2_DEFAULTS);
     byte *defaults = open_length(out);
     out = PUT(defaults, TAG2_CLOCK_ID, CLOCK_SEQUENCE);
-    *out++ = TAG_TRACK_EVENT;       /* TracePacketDefaults.track_event_defaults = 11 */
+    *out++ = TAG_TRACK_EVENT; /* TracePacketDefaults.track_event_defaults = 11 */
     byte *track = open_length(out);
     out = put_field_varint(track, TE_TRACK, THREAD_UUID(thread->tid));
     out = close_length(track, out);
@@ -479,8 +490,9 @@ static char *pf_start(char *text, struct nvs_trace_thread_ids *thread, const cha
     *out++ = TAG_INTERNED;
     byte *interned = open_length(out);
     out = interned;
-    static const char *const names[] = { [NAME_PAYLOAD] = "payload", [NAME_CATEGORY] = "category",
-                                         [NAME_COLOR] = "color" };
+    static const char *const names[] = {
+        [NAME_PAYLOAD] = "payload", [NAME_CATEGORY] = "category", [NAME_COLOR] = "color"
+    };
     for (uint32_t iid = NAME_PAYLOAD; iid <= NAME_COLOR; iid++) {
         *out++ = IN_ANNOTATION_NAMES;
         byte *entry = open_length(out);
@@ -501,8 +513,8 @@ static char *pf_thread_name(char *text, const struct nvs_trace_thread_ids *threa
 static __attribute__((noinline)) char *push_general(char *text, struct nvs_trace_thread_ids *thread,
                                                     const struct nvs_trace_event *event)
 {
-    return (char *)put_event((byte *)text, thread, TYPE_BEGIN, event, event->start_ns, 0,
-                             WITH_NAME, NULL);
+    return (char *)put_event((byte *)text, thread, TYPE_BEGIN, event, event->start_ns, 0, WITH_NAME,
+                             NULL);
 }
 
 /* A push: the begin of a slice on the thread's track. */
@@ -511,7 +523,7 @@ static char *pf_push(char *text, struct nvs_trace_thread_ids *thread,
 {
     if (!event->registered)
         return push_general(text, thread, event);
-    shape_of(event);            /* made here, the first time */
+    shape_of(event); /* made here, the first time */
     char *end = pf_push_cached(text, thread->sequence, event->registered, event->domain,
                                event->category, event->start_ns);
     return end ? end : push_general(text, thread, event);
@@ -619,9 +631,8 @@ static void pf_prepare_category(struct nvs_trace_domain *domain, uint32_t catego
                                 const char *name)
 {
     struct pf_domain *pf = domain_of(domain);
-    pf->categories[category].length =
-        (uint8_t)copy_utf8(pf->categories[category].name, CATEGORY_MAX, name,
-                           strnlen(name, NVS_TRACE_TEXT_MAX));
+    pf->categories[category].length = (uint8_t)copy_utf8(
+        pf->categories[category].name, CATEGORY_MAX, name, strnlen(name, NVS_TRACE_TEXT_MAX));
     pf->categories[category].iid = new_iid();
     atomic_fetch_add_explicit(&nvs_pftrace_category_generation, 1, memory_order_release);
 }

@@ -18,7 +18,7 @@
 /* ---- Perfetto's field tags, from the numbers in pftrace_proto.h ------------- */
 
 #define TAG_PACKET PF_TAG(PF_TRACE_PACKET, PF_WIRE_LENGTH)
-#define TAG_PADDING PF_TAG(PF_TRACE_PADDING, PF_WIRE_VARINT)   /* unknown: skipped */
+#define TAG_PADDING PF_TAG(PF_TRACE_PADDING, PF_WIRE_VARINT) /* unknown: skipped */
 #define TAG_TIMESTAMP PF_TAG(PF_PACKET_TIMESTAMP, PF_WIRE_VARINT)
 #define TAG_SEQUENCE PF_TAG(PF_PACKET_SEQUENCE, PF_WIRE_VARINT)
 #define TAG_FLAGS PF_TAG(PF_PACKET_FLAGS, PF_WIRE_VARINT)
@@ -79,7 +79,7 @@ _Static_assert(PF_EVENT_TRACK == PF_EVENT_DEFAULTS_TRACK, "one tag for both trac
 #define CLOCK_REALTIME_ID PF_CLOCK_REALTIME
 #define CLOCK_MONOTONIC_ID PF_CLOCK_MONOTONIC
 #define CLOCK_BOOTTIME_ID PF_CLOCK_BOOTTIME
-#define CLOCK_SEQUENCE PF_CLOCK_BUILTIN_LIMIT    /* the sequence's own, incremental */
+#define CLOCK_SEQUENCE PF_CLOCK_BUILTIN_LIMIT /* the sequence's own, incremental */
 
 /* The annotation names every sequence defines in its first packet. */
 #define NAME_PAYLOAD 1
@@ -93,20 +93,20 @@ _Static_assert(PF_EVENT_TRACK == PF_EVENT_DEFAULTS_TRACK, "one tag for both trac
 #define ASYNC_UUID(id) (2ull * (id))
 #define THREAD_UUID(tid) (1ull << 61 | (tid))
 
-#define INTERNED_BITS 65536u            /* iids a sequence keeps track of; later ones go inline */
-#define NAME_MAX_BYTES 768u             /* a name of NVS_TRACE_TEXT_MAX bytes, made UTF-8 */
+#define INTERNED_BITS 65536u /* iids a sequence keeps track of; later ones go inline */
+#define NAME_MAX_BYTES 768u  /* a name of NVS_TRACE_TEXT_MAX bytes, made UTF-8 */
 #define DOMAIN_NAME_MAX 256u
-#define CATEGORY_MAX 43u             /* a category name, UTF-8 (the JSON form keeps 47 escaped) */
+#define CATEGORY_MAX 43u /* a category name, UTF-8 (the JSON form keeps 47 escaped) */
 #define SHAPE_BYTES 24u
 
 /* ---- what this encoder keeps in the model's opaque areas ---------------- */
 
 struct pf_sequence {
-    uint64_t last_ns;               /* clock 64's value */
-    uint32_t marked;                /* bytes of interned[] that may have a bit set */
+    uint64_t last_ns; /* clock 64's value */
+    uint32_t marked;  /* bytes of interned[] that may have a bit set */
     uint32_t head_length;
-    unsigned char head[16];         /* sequence id and SEQ_NEEDS_INCREMENTAL_STATE */
-    unsigned char interned[INTERNED_BITS / 8];  /* iids defined on the sequence */
+    unsigned char head[16];                    /* sequence id and SEQ_NEEDS_INCREMENTAL_STATE */
+    unsigned char interned[INTERNED_BITS / 8]; /* iids defined on the sequence */
 };
 
 struct pf_domain {
@@ -126,16 +126,16 @@ enum shape_state { SHAPE_UNMADE, SHAPE_MAKING };
 struct pf_string {
     uint32_t iid;
     uint32_t name_length;
-    char name[NAME_MAX_BYTES];      /* the name as UTF-8 */
-    _Atomic uint32_t state;         /* of the shape: unmade, or taken by the one who makes it */
+    char name[NAME_MAX_BYTES]; /* the name as UTF-8 */
+    _Atomic uint32_t state;    /* of the shape: unmade, or taken by the one who makes it */
     /* The domain it was made for, once made (its shape_iid internable), else
      * NULL: published last, one test of both */
     _Atomic(const struct nvs_trace_domain *) made_for;
-    uint32_t shape_iid;             /* its bit: name, domain and category all defined */
+    uint32_t shape_iid; /* its bit: name, domain and category all defined */
     uint32_t category;
     uint32_t generation;
     uint32_t shape_length;
-    unsigned char shape[SHAPE_BYTES];   /* the begin's body: type, category, name, annotation */
+    unsigned char shape[SHAPE_BYTES]; /* the begin's body: type, category, name, annotation */
 };
 _Static_assert(sizeof(struct pf_string) <= NVS_ENCODER_STRING_BYTES, "string cache");
 /* Bumped when a category is named: shapes made before then are remade. */
@@ -171,7 +171,7 @@ static inline byte *put_bytes(byte *out, const void *data, size_t length)
     return out + length;
 }
 
-#define PUT(out, ...)                                                   \
+#define PUT(out, ...)                                                                              \
     put_bytes((out), (const byte[]){ __VA_ARGS__ }, sizeof((const byte[]){ __VA_ARGS__ }))
 
 static inline byte *put_field_varint(byte *out, byte tag, uint64_t value)
@@ -191,8 +191,8 @@ static inline bool defined(const struct pf_sequence *sequence, uint32_t iid)
 
 /* The sequence id and flags, then the time: on clock 64 as the delta from the
  * sequence's last time, or, for a time before it, on CLOCK_MONOTONIC whole. */
-static inline __attribute__((always_inline)) byte *put_head(struct pf_sequence *sequence,
-                                                            byte *out, uint64_t ns)
+static inline __attribute__((always_inline)) byte *put_head(struct pf_sequence *sequence, byte *out,
+                                                            uint64_t ns)
 {
     memcpy(out, sequence->head, sizeof sequence->head);
     out += sequence->head_length;
@@ -225,10 +225,11 @@ static inline __attribute__((always_inline)) const struct pf_string *pf_shape_re
     /* made_for first: it publishes the fields read after it */
     if (__builtin_expect(atomic_load_explicit(&shape->made_for, memory_order_acquire) != domain, 0))
         return NULL;
-    uint32_t iid = shape->shape_iid;    /* below INTERNED_BITS once made */
-    if (__builtin_expect(shape->category != category || shape->generation != generation ||
-                         !(sequence->interned[iid / 8 % sizeof sequence->interned] >> (iid % 8) & 1),
-                         0))
+    uint32_t iid = shape->shape_iid; /* below INTERNED_BITS once made */
+    if (__builtin_expect(
+            shape->category != category || shape->generation != generation ||
+                !(sequence->interned[iid / 8 % sizeof sequence->interned] >> (iid % 8) & 1),
+            0))
         return NULL;
     return shape;
 }
@@ -286,8 +287,7 @@ byte *pf_put_payload(byte *out, const struct nvs_trace_event *event);
  * the range's payload as it is now (a transfer's bytes moved); NOW: END_NS
  * was just read (put_head_now); OWN: the payload is none or u64 (the
  * library's own), so nothing here calls out. */
-static inline __attribute__((always_inline)) char *pop_end(char *text,
-                                                           struct pf_sequence *sequence,
+static inline __attribute__((always_inline)) char *pop_end(char *text, struct pf_sequence *sequence,
                                                            const struct nvs_trace_event *event,
                                                            uint64_t end_ns, bool now, bool own)
 {
@@ -328,4 +328,3 @@ static inline __attribute__((always_inline)) char *pf_pop_end_own(
 }
 
 #endif
-

@@ -10,7 +10,7 @@
 
 static struct {
     const struct nvs_trace_encoder *encoder;
-    pthread_mutex_t lock;           /* domains and category names: set-up calls, not events */
+    pthread_mutex_t lock; /* domains and category names: set-up calls, not events */
     struct nvs_trace_domain *domains;
     uint32_t domain_count;
     _Atomic(struct nvs_trace_string *) strings;
@@ -49,12 +49,25 @@ void nvs_args_wide_to_utf8(char *out, size_t size, const wchar_t *text)
         uint32_t c = (uint32_t)*text;
         unsigned char bytes[4];
         size_t length;
-        if (c < 0x80) { bytes[0] = (unsigned char)c; length = 1; }
-        else if (c < 0x800) { bytes[0] = 0xc0 | (c >> 6); bytes[1] = 0x80 | (c & 0x3f); length = 2; }
-        else if (c < 0x10000) { bytes[0] = 0xe0 | (c >> 12); bytes[1] = 0x80 | ((c >> 6) & 0x3f);
-                                bytes[2] = 0x80 | (c & 0x3f); length = 3; }
-        else { bytes[0] = 0xf0 | (c >> 18); bytes[1] = 0x80 | ((c >> 12) & 0x3f);
-               bytes[2] = 0x80 | ((c >> 6) & 0x3f); bytes[3] = 0x80 | (c & 0x3f); length = 4; }
+        if (c < 0x80) {
+            bytes[0] = (unsigned char)c;
+            length = 1;
+        } else if (c < 0x800) {
+            bytes[0] = 0xc0 | (c >> 6);
+            bytes[1] = 0x80 | (c & 0x3f);
+            length = 2;
+        } else if (c < 0x10000) {
+            bytes[0] = 0xe0 | (c >> 12);
+            bytes[1] = 0x80 | ((c >> 6) & 0x3f);
+            bytes[2] = 0x80 | (c & 0x3f);
+            length = 3;
+        } else {
+            bytes[0] = 0xf0 | (c >> 18);
+            bytes[1] = 0x80 | ((c >> 12) & 0x3f);
+            bytes[2] = 0x80 | ((c >> 6) & 0x3f);
+            bytes[3] = 0x80 | (c & 0x3f);
+            length = 4;
+        }
         if (used + length + 1 > size)
             break;
         memcpy(out + used, bytes, length);
@@ -119,17 +132,17 @@ static enum nvs_trace_payload payload_type(int32_t nvtx)
 {
     switch (nvtx) {
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: return NVS_PAYLOAD_U64;
-    case NVTX_PAYLOAD_TYPE_INT64:          return NVS_PAYLOAD_I64;
+    case NVTX_PAYLOAD_TYPE_INT64: return NVS_PAYLOAD_I64;
     case NVTX_PAYLOAD_TYPE_UNSIGNED_INT32: return NVS_PAYLOAD_U32;
-    case NVTX_PAYLOAD_TYPE_INT32:          return NVS_PAYLOAD_I32;
-    case NVTX_PAYLOAD_TYPE_DOUBLE:         return NVS_PAYLOAD_DOUBLE;
-    case NVTX_PAYLOAD_TYPE_FLOAT:          return NVS_PAYLOAD_FLOAT;
-    default:                               return NVS_PAYLOAD_NONE;
+    case NVTX_PAYLOAD_TYPE_INT32: return NVS_PAYLOAD_I32;
+    case NVTX_PAYLOAD_TYPE_DOUBLE: return NVS_PAYLOAD_DOUBLE;
+    case NVTX_PAYLOAD_TYPE_FLOAT: return NVS_PAYLOAD_FLOAT;
+    default: return NVS_PAYLOAD_NONE;
     }
 }
 
 void nvs_args_capture(struct nvs_trace_event *event, struct nvs_trace_domain *domain,
-                    const nvtxEventAttributes_t *attributes)
+                      const nvtxEventAttributes_t *attributes)
 {
     event->domain = domain ? domain : &nvs_args_default_domain;
     event->registered = NULL;
@@ -150,14 +163,14 @@ void nvs_args_capture(struct nvs_trace_event *event, struct nvs_trace_domain *do
         event->registered = (struct nvs_trace_string *)attributes->message.registered;
         break;
     case NVTX_MESSAGE_TYPE_ASCII:
-        event->text_length = nvs_args_copy_text(event->text, sizeof event->text, attributes->message.ascii);
+        event->text_length = nvs_args_copy_text(event->text, sizeof event->text,
+                                                attributes->message.ascii);
         break;
     case NVTX_MESSAGE_TYPE_UNICODE:
         nvs_args_wide_to_utf8(event->text, sizeof event->text, attributes->message.unicode);
         event->text_length = (uint32_t)strlen(event->text);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

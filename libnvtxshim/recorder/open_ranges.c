@@ -14,7 +14,7 @@ static bool grow(uint32_t capacity)
 {
     uint32_t chunk = capacity / NVS_OPEN_CHUNK;
     if (chunk >= NVS_OPEN_CHUNKS) {
-        errno = ENOMEM;     /* the table's own limit */
+        errno = ENOMEM; /* the table's own limit */
         return false;
     }
     size_t bytes = NVS_OPEN_CHUNK * sizeof(struct nvs_open_range);
@@ -42,7 +42,8 @@ struct nvs_open_range *nvs_open_claim(uint32_t *index)
     if (open * 2 > capacity && grow(capacity))
         capacity = atomic_load(&nvs_open_table.capacity);
     for (uint32_t attempt = 0; attempt < capacity; attempt++) {
-        *index = atomic_fetch_add_explicit(&nvs_open_table.cursor, 1, memory_order_relaxed) % capacity;
+        *index = atomic_fetch_add_explicit(&nvs_open_table.cursor, 1, memory_order_relaxed) %
+            capacity;
         struct nvs_open_range *slot = nvs_open_slot(*index);
         uint32_t expected = NVS_OPEN_FREE;
         if (slot && atomic_compare_exchange_strong(&slot->state, &expected, NVS_OPEN_USED))

@@ -13,21 +13,21 @@
 
 #include "trace.h"
 
-#define NVS_OPEN_CHUNK 1024u        /* slots added this many at a time */
-#define NVS_OPEN_CHUNKS 1024u       /* ... up to a million open at once */
+#define NVS_OPEN_CHUNK 1024u  /* slots added this many at a time */
+#define NVS_OPEN_CHUNKS 1024u /* ... up to a million open at once */
 
 enum { NVS_OPEN_FREE, NVS_OPEN_USED, NVS_OPEN_ENDING };
 
 struct nvs_writer_thread;
 
 struct nvs_open_range {
-    _Atomic uint32_t state;         /* NVS_OPEN_FREE, NVS_OPEN_USED, NVS_OPEN_ENDING */
+    _Atomic uint32_t state; /* NVS_OPEN_FREE, NVS_OPEN_USED, NVS_OPEN_ENDING */
     uint32_t generation;
-    uint64_t trace_id;              /* the id of its begin and end in the trace */
-    struct nvs_writer_thread *begun_on;     /* whose sequence wrote its begin, */
-    uint32_t begun_restarts;                /* and how often it had started again then */
+    uint64_t trace_id;                  /* the id of its begin and end in the trace */
+    struct nvs_writer_thread *begun_on; /* whose sequence wrote its begin, */
+    uint32_t begun_restarts;            /* and how often it had started again then */
     struct nvs_trace_event event;
-    struct nvs_trace_args args;     /* added while it is open, written at its end */
+    struct nvs_trace_args args; /* added while it is open, written at its end */
 };
 
 /* Read inline on the end's way; changed only here and in open_ranges.c. */
@@ -41,8 +41,8 @@ extern struct nvs_open_table {
 /* The slot at INDEX, or NULL where its chunk was never made. */
 static inline struct nvs_open_range *nvs_open_slot(uint32_t index)
 {
-    struct nvs_open_range *chunk =
-        atomic_load_explicit(&nvs_open_table.chunks[index / NVS_OPEN_CHUNK], memory_order_acquire);
+    struct nvs_open_range *chunk = atomic_load_explicit(
+        &nvs_open_table.chunks[index / NVS_OPEN_CHUNK], memory_order_acquire);
     return chunk ? &chunk[index % NVS_OPEN_CHUNK] : NULL;
 }
 

@@ -57,9 +57,8 @@ void nvs_pages_lay_out(struct nvs_pages *out, const char *data, const uint16_t *
     out->bytes = at;
 }
 
-uint32_t nvs_pages_whole_events(const struct nvs_pages *pages, const uint16_t *ends,
-                                uint32_t first, uint32_t events, uint64_t written,
-                                uint64_t *kept)
+uint32_t nvs_pages_whole_events(const struct nvs_pages *pages, const uint16_t *ends, uint32_t first,
+                                uint32_t events, uint64_t written, uint64_t *kept)
 {
     uint64_t file_at = 0;
     uint32_t whole = 0, e = first;

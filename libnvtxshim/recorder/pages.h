@@ -25,7 +25,7 @@ struct nvs_pages {
     int64_t data_at[NVS_WRITE_PIECES];
     size_t lengths[NVS_WRITE_PIECES];
     size_t count;
-    uint64_t bytes;                     /* all pieces together */
+    uint64_t bytes; /* all pieces together */
 };
 
 /* The events [FIRST, EVENTS) of DATA, which end at ENDS[] (rising), from byte
@@ -39,8 +39,7 @@ void nvs_pages_lay_out(struct nvs_pages *out, const char *data, const uint16_t *
 /* After a write of PAGES that reached only WRITTEN bytes: how many of the
  * events [FIRST, EVENTS) (ending at ENDS[]) reached the file whole; *KEPT, the
  * bytes up to the last of them, where the file must end. */
-uint32_t nvs_pages_whole_events(const struct nvs_pages *pages, const uint16_t *ends,
-                                uint32_t first, uint32_t events, uint64_t written,
-                                uint64_t *kept);
+uint32_t nvs_pages_whole_events(const struct nvs_pages *pages, const uint16_t *ends, uint32_t first,
+                                uint32_t events, uint64_t written, uint64_t *kept);
 
 #endif

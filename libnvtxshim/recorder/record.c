@@ -42,7 +42,7 @@
 /* The calling thread's stack of open push/pop ranges, in the writer's
  * per-thread memory: its head is zeroed whenever a thread takes it over. */
 struct range_stack {
-    int depth;                      /* may exceed NVS_TRACE_STACK_DEPTH: counted, not kept */
+    int depth; /* may exceed NVS_TRACE_STACK_DEPTH: counted, not kept */
     /* Ranges from this level up may have a pending begin (NVS_BEGIN_PENDING);
      * none below it has. */
     int pending_from;
@@ -83,18 +83,18 @@ static void copy_event(struct nvs_trace_event *target, const struct nvs_trace_ev
 
 /* ENCODE_CALL writes one event at out_, THREAD's room for it (none: the
  * event is dropped, counted by the writer); whether it reached the buffer. */
-#define WRITTEN_EVENT_NOW(thread, encode_call)                                        \
-    __extension__({                                                                   \
-        char *out_ = nvs_writer_begin(thread);                                        \
-        if (out_)                                                                     \
-            nvs_writer_commit((thread), encode_call);                                 \
-        out_ != NULL;                                                                 \
+#define WRITTEN_EVENT_NOW(thread, encode_call)                                                     \
+    __extension__({                                                                                \
+        char *out_ = nvs_writer_begin(thread);                                                     \
+        if (out_)                                                                                  \
+            nvs_writer_commit((thread), encode_call);                                              \
+        out_ != NULL;                                                                              \
     })
 /* The same after the begins still pending on THREAD (settle, below). */
-#define WRITTEN_EVENT(thread, encode_call)                                            \
-    __extension__({                                                                   \
-        settle(thread);                                                               \
-        WRITTEN_EVENT_NOW(thread, encode_call);                                       \
+#define WRITTEN_EVENT(thread, encode_call)                                                         \
+    __extension__({                                                                                \
+        settle(thread);                                                                            \
+        WRITTEN_EVENT_NOW(thread, encode_call);                                                    \
     })
 #define WRITE_EVENT(thread, encode_call) ((void)WRITTEN_EVENT(thread, encode_call))
 
@@ -125,8 +125,7 @@ static inline int kept_depth(int depth)
  * (the writer moved to another file), the begins written before it are
  * pending again (sequence_restarted): the loop goes round again for them. */
 static __attribute__((noinline)) void write_pending_begins(struct nvs_writer_thread *thread,
-                                                           struct range_stack *stack,
-                                                           bool final)
+                                                           struct range_stack *stack, bool final)
 {
     if (nvs_writer_busy(thread))
         return;
@@ -148,11 +147,11 @@ again:
                 nvs_writer_count_final(NVS_LOSS_OPEN_AT_END, left);
                 return;
             }
-            event->begun = NVS_BEGIN_NONE;      /* dropped, counted by the writer */
+            event->begun = NVS_BEGIN_NONE; /* dropped, counted by the writer */
             continue;
         }
         if (event->begun < NVS_BEGIN_PENDING) {
-            nvs_writer_abandon(thread);         /* a handler wrote it before the room was taken */
+            nvs_writer_abandon(thread); /* a handler wrote it before the room was taken */
             continue;
         }
         event->begun = NVS_BEGIN_NONE;
@@ -174,7 +173,7 @@ static void write_own_range(struct nvs_writer_thread *thread, struct nvs_trace_e
 {
     char *out = nvs_writer_begin(thread);
     if (!out) {
-        event->begun = NVS_BEGIN_NONE;          /* dropped, counted by the writer */
+        event->begun = NVS_BEGIN_NONE; /* dropped, counted by the writer */
         return;
     }
     struct nvs_trace_thread_ids *ids = nvs_writer_ids(thread);
@@ -184,7 +183,7 @@ static void write_own_range(struct nvs_writer_thread *thread, struct nvs_trace_e
         atomic_signal_fence(memory_order_seq_cst);
         out = state.encoder->push(out, ids, event);
     } else if (begun != NVS_BEGIN_WRITTEN) {
-        nvs_writer_abandon(thread);             /* its begin was dropped: its end goes too */
+        nvs_writer_abandon(thread); /* its begin was dropped: its end goes too */
         return;
     }
     nvs_writer_commit(thread, state.encoder->complete(out, ids, event, end_ns));
@@ -286,7 +285,7 @@ static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_eve
         /* No begin to write: "written" says the slot is filled, for the finish */
         atomic_signal_fence(memory_order_seq_cst);
         event->begun = NVS_BEGIN_WRITTEN;
-        stack->pending_from = stack->depth;     /* nothing ever pending: settle stays one test */
+        stack->pending_from = stack->depth; /* nothing ever pending: settle stays one test */
         return;
     }
     mark_pending(stack, event, level, NVS_BEGIN_PENDING);
@@ -303,7 +302,7 @@ static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *at
             nvs_args_capture_text(event, text);
         else
             nvs_args_capture(event, domain, attributes);
-        event->start_ns = now_ns();     /* last: the range holds as little of ours as can be */
+        event->start_ns = now_ns(); /* last: the range holds as little of ours as can be */
         pushed(thread, event, level);
     }
     return level;
@@ -327,8 +326,8 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
     struct range_stack *stack = stack_of(thread);
     int top = stack->depth - 1;
     /* The usual case first: the innermost range is DOMAIN's. */
-    if (__builtin_expect(top >= 0 && top < NVS_TRACE_STACK_DEPTH &&
-                         stack->ranges[top].domain == domain, 1)) {
+    if (__builtin_expect(
+            top >= 0 && top < NVS_TRACE_STACK_DEPTH && stack->ranges[top].domain == domain, 1)) {
         struct nvs_trace_event *event = &stack->ranges[top];
         if (!state.encoder->push) {
             /* Nothing is ever pending: pending_from may stay above the depth.
@@ -336,8 +335,8 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
              * process meanwhile does not write it again (nvs_record_finish). */
             event->begun = NVS_BEGIN_NONE;
             atomic_signal_fence(memory_order_seq_cst);
-            (void)WRITTEN_EVENT_NOW(thread, state.encoder->complete(out_, nvs_writer_ids(thread),
-                                                                    event, end_ns));
+            (void)WRITTEN_EVENT_NOW(
+                thread, state.encoder->complete(out_, nvs_writer_ids(thread), event, end_ns));
             return stack->depth = top;
         } else {
             /* Its begin may still be pending (one a handler's write passed
@@ -353,7 +352,7 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
     if (stack->depth == 0)
         return -1;
     if (stack->depth > NVS_TRACE_STACK_DEPTH)
-        return popped(stack, stack->depth - 1);     /* deeper than we keep: counted at its push */
+        return popped(stack, stack->depth - 1); /* deeper than we keep: counted at its push */
     /* DOMAIN's innermost range lies under others still open (another domain's):
      * as a complete event it would cross them, so it goes out as a pair. */
     for (int i = stack->depth - 2; i >= 0; i--) {
@@ -361,7 +360,7 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
         if (event->domain != domain)
             continue;
         if (!state.encoder->close_under) {
-            event->begun = NVS_BEGIN_NONE;      /* this pop's, as above */
+            event->begun = NVS_BEGIN_NONE; /* this pop's, as above */
             atomic_signal_fence(memory_order_seq_cst);
             write_pair(thread, nvs_writer_ids(thread), event, end_ns, NULL);
         } else {
@@ -384,7 +383,7 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
             } else if (event->begun == NVS_BEGIN_WRITTEN) {
                 nvs_writer_commit(thread, state.encoder->close_under(out, ids, event, end_ns));
             } else {
-                nvs_writer_abandon(thread);     /* its begin was dropped: its end goes too */
+                nvs_writer_abandon(thread); /* its begin was dropped: its end goes too */
             }
         }
         memmove(&stack->ranges[i], &stack->ranges[i + 1],
@@ -403,21 +402,22 @@ static int pop(const struct nvs_trace_domain *domain)
 static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_t domain,
                                 const struct nvs_attributes *attributes)
 {
-    event->domain = (struct nvs_trace_domain *)domain;     /* one of the library's, never NULL */
+    event->domain = (struct nvs_trace_domain *)domain; /* one of the library's, never NULL */
     event->registered = (struct nvs_trace_string *)attributes->name.registered;
     event->category = attributes->category;
     event->color = attributes->color & 0xffffffu;
     event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
     event->payload = attributes->payload;
-    event->text_length = attributes->name.registered ? 0
-                         : nvs_args_copy_text(event->text, sizeof event->text, attributes->name.text);
+    event->text_length = attributes->name.registered
+        ? 0
+        : nvs_args_copy_text(event->text, sizeof event->text, attributes->name.text);
 }
 
 /* The library's own ranges when this recorder is its NVTX tool: straight
  * here, without building NVTX attributes for NVTX to hand over. */
 static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
-    int saved_errno = errno;        /* a buffer claimed, a file opened or written */
+    int saved_errno = errno; /* a buffer claimed, a file opened or written */
     int level;
     struct nvs_writer_thread *thread;
     struct nvs_trace_event *event = next_stack_slot(&level, &thread);
@@ -446,7 +446,8 @@ static void direct_pop(nvtxDomainHandle_t domain)
 static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
     struct nvs_writer_thread *thread = nvs_writer_current;
-    const struct nvs_trace_string *name = (const struct nvs_trace_string *)attributes->name.registered;
+    const struct nvs_trace_string *name = (const struct nvs_trace_string *)
+                                              attributes->name.registered;
     if (__builtin_expect(!thread || !name, 0))
         goto general;
     struct range_stack *stack = stack_of(thread);
@@ -478,7 +479,7 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
     if (__builtin_expect(!thread, 0))
         goto general;
     struct range_stack *stack = stack_of(thread);
-    unsigned top = (unsigned)stack->depth - 1;    /* none open: above the stack */
+    unsigned top = (unsigned)stack->depth - 1; /* none open: above the stack */
     if (__builtin_expect(top >= NVS_TRACE_STACK_DEPTH, 0))
         goto general;
     struct nvs_trace_event *event = &stack->ranges[top];
@@ -501,9 +502,10 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
         if (__builtin_expect(!shape, 0))
             goto abandon;
     } else if (__builtin_expect((unsigned)stack->pending_from != top + 1 ||
-                                event->begun != NVS_BEGIN_WRITTEN ||
-                                event->payload_type > NVS_PAYLOAD_U64, 0)) {
-        goto abandon;   /* begins pending under it, its own not written, a payload to format */
+                                    event->begun != NVS_BEGIN_WRITTEN ||
+                                    event->payload_type > NVS_PAYLOAD_U64,
+                                0)) {
+        goto abandon; /* begins pending under it, its own not written, a payload to format */
     }
     bool fast;
     uint64_t end_ns = nvs_clock_try(&fast);
@@ -511,7 +513,7 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
         goto abandon;
     if (shape)
         out = pf_put_begin(out, sequence, shape, event->start_ns, true);
-    event->begun = NVS_BEGIN_NONE;      /* a handler from here on leaves it be */
+    event->begun = NVS_BEGIN_NONE; /* a handler from here on leaves it be */
     nvs_writer_commit(thread, pf_pop_end_own(out, sequence, event, end_ns));
     stack->depth = (int)top;
     stack->pending_from = (int)top;
@@ -543,7 +545,6 @@ static void direct_set_payload(nvtxDomainHandle_t domain, uint64_t payload)
     }
 }
 
-
 /* The writer moved to another file (the first stopped being this run's) and
  * THREAD's sequence starts again there: the begins it wrote stayed with the
  * file left behind, so they are pending again, for the new one, each written
@@ -572,8 +573,8 @@ static nvtxRangeId_t started(struct nvs_writer_thread *thread, struct nvs_open_r
     slot->generation++;
     slot->trace_id = atomic_fetch_add_explicit(&state.next_trace_id, 1, memory_order_relaxed) + 1;
     slot->args.count = 0;
-    WRITE_EVENT(thread, state.encoder->begin(out_, nvs_writer_ids(thread), &slot->event,
-                                             slot->trace_id));
+    WRITE_EVENT(thread,
+                state.encoder->begin(out_, nvs_writer_ids(thread), &slot->event, slot->trace_id));
     /* After the write, which may have started the sequence again; no one has
      * the id to end it before this returns */
     slot->begun_on = thread;
@@ -586,7 +587,7 @@ static struct nvs_open_range *starting_slot(struct nvs_writer_thread *thread, ui
 {
     if (!thread)
         return NULL;
-    int saved_errno = errno;        /* a chunk of the table mapped, or refused: not the program's */
+    int saved_errno = errno; /* a chunk of the table mapped, or refused: not the program's */
     struct nvs_open_range *slot = nvs_open_claim(index);
     if (!slot)
         nvs_writer_count_error(NVS_LOSS_NO_MEMORY, 1, errno);
@@ -623,7 +624,8 @@ static nvtxRangeId_t direct_start(nvtxDomainHandle_t domain,
 
 /* Whether SLOT's begin is on a sequence other than THREAD's as it stands:
  * another buffer's, or this one's before it started again in another file. */
-static inline bool begun_elsewhere(const struct nvs_open_range *slot, struct nvs_writer_thread *thread)
+static inline bool begun_elsewhere(const struct nvs_open_range *slot,
+                                   struct nvs_writer_thread *thread)
 {
     return slot->begun_on != thread || slot->begun_restarts != nvs_writer_restarts(thread);
 }
@@ -637,9 +639,9 @@ static void end_at(nvtxRangeId_t id, uint64_t end_ns)
     /* begun_elsewhere is read in the encoder's call, after the room was taken:
      * taking it may start this thread's sequence again in another file. */
     if (thread)
-        WRITE_EVENT(thread, state.encoder->end(out_, nvs_writer_ids(thread), &slot->event,
-                                               slot->trace_id, end_ns, &slot->args,
-                                               begun_elsewhere(slot, thread)));
+        WRITE_EVENT(thread,
+                    state.encoder->end(out_, nvs_writer_ids(thread), &slot->event, slot->trace_id,
+                                       end_ns, &slot->args, begun_elsewhere(slot, thread)));
     nvs_open_free(slot);
 }
 
@@ -685,7 +687,7 @@ static void direct_interval(nvtxDomainHandle_t domain, const char *name, uint32_
         return;
     struct nvs_trace_event event;
     nvs_args_capture_text(&event, name);
-    event.domain = (struct nvs_trace_domain *)domain;     /* one of the library's */
+    event.domain = (struct nvs_trace_domain *)domain; /* one of the library's */
     event.start_ns = start_ns;
     struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     write_pair(thread, &ids, &event, end_ns, args);
@@ -721,19 +723,70 @@ static inline const char *utf8(char *out, const wchar_t *text)
     return out;
 }
 
-static void NVTX_API mark_ex(attributes_t a) { struct nvs_trace_event e; timed(&e, NULL, a); mark(&e); }
-static void NVTX_API mark_a(const char *m) { struct nvs_trace_event e; timed_text(&e, m); mark(&e); }
-static void NVTX_API mark_w(const wchar_t *m) { wide_text_t t; mark_a(utf8(t, m)); }
-static nvtxRangeId_t NVTX_API start_ex(attributes_t a) { struct nvs_trace_event e; timed(&e, NULL, a); return start(&e); }
-static nvtxRangeId_t NVTX_API start_a(const char *m) { struct nvs_trace_event e; timed_text(&e, m); return start(&e); }
-static nvtxRangeId_t NVTX_API start_w(const wchar_t *m) { wide_text_t t; return start_a(utf8(t, m)); }
-static void NVTX_API end_id(nvtxRangeId_t id) { end(id); }
-static int NVTX_API push_ex(attributes_t a) { return push(NULL, a, NULL); }
-static int NVTX_API push_a(const char *m) { return push(NULL, NULL, m ? m : ""); }
-static int NVTX_API push_w(const wchar_t *m) { wide_text_t t; return push_a(utf8(t, m)); }
-static int NVTX_API pop_default(void) { return pop(nvs_args_domain(NULL)); }
-static void NVTX_API category_a(uint32_t c, const char *n) { nvs_args_name_category(nvs_args_domain(NULL), c, n); }
-static void NVTX_API category_w(uint32_t c, const wchar_t *n) { wide_text_t t; category_a(c, utf8(t, n)); }
+static void NVTX_API mark_ex(attributes_t a)
+{
+    struct nvs_trace_event e;
+    timed(&e, NULL, a);
+    mark(&e);
+}
+static void NVTX_API mark_a(const char *m)
+{
+    struct nvs_trace_event e;
+    timed_text(&e, m);
+    mark(&e);
+}
+static void NVTX_API mark_w(const wchar_t *m)
+{
+    wide_text_t t;
+    mark_a(utf8(t, m));
+}
+static nvtxRangeId_t NVTX_API start_ex(attributes_t a)
+{
+    struct nvs_trace_event e;
+    timed(&e, NULL, a);
+    return start(&e);
+}
+static nvtxRangeId_t NVTX_API start_a(const char *m)
+{
+    struct nvs_trace_event e;
+    timed_text(&e, m);
+    return start(&e);
+}
+static nvtxRangeId_t NVTX_API start_w(const wchar_t *m)
+{
+    wide_text_t t;
+    return start_a(utf8(t, m));
+}
+static void NVTX_API end_id(nvtxRangeId_t id)
+{
+    end(id);
+}
+static int NVTX_API push_ex(attributes_t a)
+{
+    return push(NULL, a, NULL);
+}
+static int NVTX_API push_a(const char *m)
+{
+    return push(NULL, NULL, m ? m : "");
+}
+static int NVTX_API push_w(const wchar_t *m)
+{
+    wide_text_t t;
+    return push_a(utf8(t, m));
+}
+static int NVTX_API pop_default(void)
+{
+    return pop(nvs_args_domain(NULL));
+}
+static void NVTX_API category_a(uint32_t c, const char *n)
+{
+    nvs_args_name_category(nvs_args_domain(NULL), c, n);
+}
+static void NVTX_API category_w(uint32_t c, const wchar_t *n)
+{
+    wide_text_t t;
+    category_a(c, utf8(t, n));
+}
 
 static void NVTX_API name_thread_a(uint32_t tid, const char *name)
 {
@@ -743,23 +796,76 @@ static void NVTX_API name_thread_a(uint32_t tid, const char *name)
     struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     WRITE_EVENT(thread, state.encoder->thread_name(out_, &ids, name ? name : ""));
 }
-static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n) { wide_text_t t; name_thread_a(tid, utf8(t, n)); }
+static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n)
+{
+    wide_text_t t;
+    name_thread_a(tid, utf8(t, n));
+}
 
-static void NVTX_API domain_mark(domain_t d, attributes_t a) { struct nvs_trace_event e; timed(&e, d, a); mark(&e); }
-static nvtxRangeId_t NVTX_API domain_start(domain_t d, attributes_t a) { struct nvs_trace_event e; timed(&e, d, a); return start(&e); }
-static void NVTX_API domain_end(domain_t d, nvtxRangeId_t id) { (void)d; end(id); }
-static int NVTX_API domain_push(domain_t d, attributes_t a) { return push(nvs_args_domain(d), a, NULL); }
-static int NVTX_API domain_pop(domain_t d) { return pop(nvs_args_domain(d)); }
-static void NVTX_API domain_category_a(domain_t d, uint32_t c, const char *n) { nvs_args_name_category(nvs_args_domain(d), c, n); }
-static void NVTX_API domain_category_w(domain_t d, uint32_t c, const wchar_t *n) { wide_text_t t; domain_category_a(d, c, utf8(t, n)); }
-static nvtxStringHandle_t NVTX_API register_a(domain_t d, const char *text) { (void)d; return (nvtxStringHandle_t)nvs_args_register_string(text); }
-static nvtxStringHandle_t NVTX_API register_w(domain_t d, const wchar_t *text) { wide_text_t t; return register_a(d, utf8(t, text)); }
-static domain_t NVTX_API domain_create_a(const char *name) { return (domain_t)nvs_args_domain_create(name); }
-static domain_t NVTX_API domain_create_w(const wchar_t *name) { wide_text_t t; return domain_create_a(utf8(t, name)); }
-static void NVTX_API domain_destroy(domain_t d) { (void)d; /* kept: events may still name it */ }
-static void NVTX_API initialize(const void *reserved) { (void)reserved; }
+static void NVTX_API domain_mark(domain_t d, attributes_t a)
+{
+    struct nvs_trace_event e;
+    timed(&e, d, a);
+    mark(&e);
+}
+static nvtxRangeId_t NVTX_API domain_start(domain_t d, attributes_t a)
+{
+    struct nvs_trace_event e;
+    timed(&e, d, a);
+    return start(&e);
+}
+static void NVTX_API domain_end(domain_t d, nvtxRangeId_t id)
+{
+    (void)d;
+    end(id);
+}
+static int NVTX_API domain_push(domain_t d, attributes_t a)
+{
+    return push(nvs_args_domain(d), a, NULL);
+}
+static int NVTX_API domain_pop(domain_t d)
+{
+    return pop(nvs_args_domain(d));
+}
+static void NVTX_API domain_category_a(domain_t d, uint32_t c, const char *n)
+{
+    nvs_args_name_category(nvs_args_domain(d), c, n);
+}
+static void NVTX_API domain_category_w(domain_t d, uint32_t c, const wchar_t *n)
+{
+    wide_text_t t;
+    domain_category_a(d, c, utf8(t, n));
+}
+static nvtxStringHandle_t NVTX_API register_a(domain_t d, const char *text)
+{
+    (void)d;
+    return (nvtxStringHandle_t)nvs_args_register_string(text);
+}
+static nvtxStringHandle_t NVTX_API register_w(domain_t d, const wchar_t *text)
+{
+    wide_text_t t;
+    return register_a(d, utf8(t, text));
+}
+static domain_t NVTX_API domain_create_a(const char *name)
+{
+    return (domain_t)nvs_args_domain_create(name);
+}
+static domain_t NVTX_API domain_create_w(const wchar_t *name)
+{
+    wide_text_t t;
+    return domain_create_a(utf8(t, name));
+}
+static void NVTX_API domain_destroy(domain_t d)
+{
+    (void)d; /* kept: events may still name it */
+}
+static void NVTX_API initialize(const void *reserved)
+{
+    (void)reserved;
+}
 
-static void attach(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunctionPointer function)
+static void attach(NvtxFunctionTable table, unsigned size, unsigned id,
+                   NvtxFunctionPointer function)
 {
     if (id < size && table[id])
         *table[id] = function;
@@ -767,8 +873,8 @@ static void attach(NvtxFunctionTable table, unsigned size, unsigned id, NvtxFunc
 
 #define FN(f) ((NvtxFunctionPointer)(f))
 
-__attribute__((visibility("default")))
-int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table)
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(
+    NvtxGetExportTableFunc_t get_export_table)
 {
     if (!enabled || !get_export_table)
         return 0;
@@ -841,7 +947,7 @@ static bool binary_path(const char *path)
     static const char extension[] = ".pftrace";
     size_t length = strlen(path);
     return length >= sizeof extension - 1 &&
-           strcmp(path + length - (sizeof extension - 1), extension) == 0;
+        strcmp(path + length - (sizeof extension - 1), extension) == 0;
 }
 
 void nvs_record_enable(const char *path_template)
@@ -892,8 +998,8 @@ static void write_unfinished(struct nvs_writer_thread *thread, struct range_stac
             nvs_writer_count_final(NVS_LOSS_OPEN_AT_END, left);
             return;
         }
-        nvs_writer_commit(thread, state.encoder->unfinished(out, nvs_writer_ids(thread), event,
-                                                            end_ns));
+        nvs_writer_commit(thread,
+                          state.encoder->unfinished(out, nvs_writer_ids(thread), event, end_ns));
     }
 }
 
@@ -910,7 +1016,8 @@ static void end_open_ranges(struct nvs_writer_thread *thread)
     uint64_t left = 0;
     for (struct nvs_writer_thread *other = nvs_writer_all(); other; other = other->next)
         if (other != thread && atomic_load_explicit(&other->claimed, memory_order_relaxed))
-            left += (uint64_t)kept_depth(__atomic_load_n(&stack_of(other)->depth, __ATOMIC_RELAXED));
+            left += (uint64_t)kept_depth(
+                __atomic_load_n(&stack_of(other)->depth, __ATOMIC_RELAXED));
     if (thread) {
         struct range_stack *stack = stack_of(thread);
         if (nvs_writer_busy(thread))

@@ -13,14 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../schema.h"     /* struct nvs_trace_args */
+#include "../schema.h" /* struct nvs_trace_args */
 
-#define NVS_TRACE_TEXT_MAX 256u     /* a name, UTF-8, with its NUL; longer ones are cut */
-#define NVS_TRACE_CATEGORIES 64u    /* categories a domain can name (more are numbers) */
-#define NVS_TRACE_EVENT_MAX 2048u   /* one encoded event, at most */
-#define NVS_TRACE_EVENT_MIN 8u      /* ... and at least (a protobuf end packet is 12) */
-#define NVS_TRACE_KEY_MAX 32u       /* the length of their keys, at most */
-#define NVS_TRACE_STACK_DEPTH 1024  /* push/pop ranges open on one thread that are kept */
+#define NVS_TRACE_TEXT_MAX 256u    /* a name, UTF-8, with its NUL; longer ones are cut */
+#define NVS_TRACE_CATEGORIES 64u   /* categories a domain can name (more are numbers) */
+#define NVS_TRACE_EVENT_MAX 2048u  /* one encoded event, at most */
+#define NVS_TRACE_EVENT_MIN 8u     /* ... and at least (a protobuf end packet is 12) */
+#define NVS_TRACE_KEY_MAX 32u      /* the length of their keys, at most */
+#define NVS_TRACE_STACK_DEPTH 1024 /* push/pop ranges open on one thread that are kept */
 #define NVS_TRACE_STACK_DEPTH_TEXT "1024"
 
 /* What an encoder keeps per domain, per registered string, per thread. */
@@ -30,9 +30,9 @@
 
 struct nvs_trace_domain {
     struct nvs_trace_domain *next;
-    uint32_t index;                 /* 1..; 0 is the default domain */
+    uint32_t index; /* 1..; 0 is the default domain */
     char name[NVS_TRACE_TEXT_MAX];
-    _Atomic uint64_t named_categories;  /* bit N: category N has its name (the first given) */
+    _Atomic uint64_t named_categories; /* bit N: category N has its name (the first given) */
     alignas(16) unsigned char encoded[NVS_ENCODER_DOMAIN_BYTES];
 };
 
@@ -45,20 +45,27 @@ struct nvs_trace_string {
     alignas(16) unsigned char encoded[NVS_ENCODER_STRING_BYTES];
 };
 
-enum nvs_trace_payload { NVS_PAYLOAD_NONE, NVS_PAYLOAD_U64, NVS_PAYLOAD_I64, NVS_PAYLOAD_U32,
-                         NVS_PAYLOAD_I32, NVS_PAYLOAD_DOUBLE, NVS_PAYLOAD_FLOAT };
+enum nvs_trace_payload {
+    NVS_PAYLOAD_NONE,
+    NVS_PAYLOAD_U64,
+    NVS_PAYLOAD_I64,
+    NVS_PAYLOAD_U32,
+    NVS_PAYLOAD_I32,
+    NVS_PAYLOAD_DOUBLE,
+    NVS_PAYLOAD_FLOAT
+};
 
 /* A range, a mark, or an async begin/end. */
 struct nvs_trace_event {
-    uint64_t start_ns;              /* CLOCK_MONOTONIC */
+    uint64_t start_ns; /* CLOCK_MONOTONIC */
     struct nvs_trace_domain *domain;
-    struct nvs_trace_string *registered;    /* NULL: the name is in text */
+    struct nvs_trace_string *registered; /* NULL: the name is in text */
     uint32_t category;
-    uint32_t color;                 /* 0xRRGGBB, 0 for none */
+    uint32_t color; /* 0xRRGGBB, 0 for none */
     enum nvs_trace_payload payload_type;
     uint32_t text_length;
-    uint64_t payload;               /* raw bits */
-    uint8_t begun;                  /* a push's begin, for encoders with one (record.c's
+    uint64_t payload; /* raw bits */
+    uint8_t begun;    /* a push's begin, for encoders with one (record.c's
                                      * NVS_BEGIN_*): not written, written (its pop writes
                                      * the end), or pending (its pop writes both) */
     char text[NVS_TRACE_TEXT_MAX];
@@ -72,7 +79,7 @@ struct nvs_trace_event {
 struct nvs_trace_thread_ids {
     int32_t pid;
     uint32_t tid;
-    uint32_t sequence_id;           /* 2, 3, ...: one per buffer, for the file's life */
+    uint32_t sequence_id; /* 2, 3, ...: one per buffer, for the file's life */
     void *sequence;
     alignas(16) unsigned char encoded[NVS_ENCODER_THREAD_BYTES];
 };
@@ -98,7 +105,8 @@ struct nvs_trace_encoder {
      * before any other event of its thread: record.c); complete then writes
      * only its end, and close_under the end of one popped from under others
      * still open. */
-    char *(*push)(char *out, struct nvs_trace_thread_ids *thread, const struct nvs_trace_event *event);
+    char *(*push)(char *out, struct nvs_trace_thread_ids *thread,
+                  const struct nvs_trace_event *event);
     char *(*close_under)(char *out, struct nvs_trace_thread_ids *thread,
                          const struct nvs_trace_event *event, uint64_t end_ns);
     /* A range that nests on its thread (push/pop). */

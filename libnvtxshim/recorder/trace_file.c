@@ -18,7 +18,7 @@
 #include "../log.h"
 #include "../sys.h"
 
-#define DESCRIPTOR_FLOOR 200        /* the trace's descriptor: above the numbers programs reuse */
+#define DESCRIPTOR_FLOOR 200 /* the trace's descriptor: above the numbers programs reuse */
 #define SUFFIX_TRIES 100
 
 bool nvs_file_is_dev_null(const struct stat *status)
@@ -28,10 +28,14 @@ bool nvs_file_is_dev_null(const struct stat *status)
 
 static const char *kind_of(mode_t mode)
 {
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
     return "not a regular file";
 }
 
@@ -76,21 +80,23 @@ void nvs_file_expand_path(char *out, size_t size, const char *template, pid_t pi
         char expanded[NVS_PATH_MAX];
         memcpy(expanded, out, used + 1);
         with_suffix(out, size, expanded, nvs_log_number(number, (unsigned long long)pid));
-        if (!out[0])            /* no room for the suffix: the path as it was */
+        if (!out[0]) /* no room for the suffix: the path as it was */
             memcpy(out, expanded, used + 1);
     }
 }
 
 static enum nvs_candidate refuse_kind(const char *path, mode_t mode)
 {
-    SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(mode), "); no trace is recorded");
+    SAY("NVTXSHIM_TRACE=", path, ": not a regular file (", kind_of(mode),
+        "); no trace is recorded");
     return NVS_CANDIDATE_REFUSED;
 }
 
 static enum nvs_candidate refuse(const char *what, const char *path, int error)
 {
     SAY("NVTXSHIM_TRACE: cannot ", what, " ", path, ": ",
-        error == ELOOP ? "it is a symbolic link" : nvs_log_error_text(error), "; no trace is recorded");
+        error == ELOOP ? "it is a symbolic link" : nvs_log_error_text(error),
+        "; no trace is recorded");
     return NVS_CANDIDATE_REFUSED;
 }
 
@@ -104,12 +110,20 @@ static int kernel_file_system(int fd, const char **name)
         unsigned long magic;
         const char *name;
     } kinds[] = {
-        { PROC_SUPER_MAGIC, "proc" }, { SYSFS_MAGIC, "sysfs" }, { DEBUGFS_MAGIC, "debugfs" },
-        { TRACEFS_MAGIC, "tracefs" }, { CGROUP_SUPER_MAGIC, "cgroup" },
-        { CGROUP2_SUPER_MAGIC, "cgroup2" }, { SECURITYFS_MAGIC, "securityfs" },
-        { SELINUX_MAGIC, "selinuxfs" }, { SMACK_MAGIC, "smackfs" }, { EFIVARFS_MAGIC, "efivarfs" },
-        { BPF_FS_MAGIC, "bpf" }, { PSTOREFS_MAGIC, "pstore" },
-        { 0x62656570, "configfs" }, { 0x65735543, "fusectl" },   /* not in linux/magic.h */
+        { PROC_SUPER_MAGIC, "proc" },
+        { SYSFS_MAGIC, "sysfs" },
+        { DEBUGFS_MAGIC, "debugfs" },
+        { TRACEFS_MAGIC, "tracefs" },
+        { CGROUP_SUPER_MAGIC, "cgroup" },
+        { CGROUP2_SUPER_MAGIC, "cgroup2" },
+        { SECURITYFS_MAGIC, "securityfs" },
+        { SELINUX_MAGIC, "selinuxfs" },
+        { SMACK_MAGIC, "smackfs" },
+        { EFIVARFS_MAGIC, "efivarfs" },
+        { BPF_FS_MAGIC, "bpf" },
+        { PSTOREFS_MAGIC, "pstore" },
+        { 0x62656570, "configfs" },
+        { 0x65735543, "fusectl" }, /* not in linux/magic.h */
     };
     struct statfs about;
     *name = NULL;
@@ -129,9 +143,11 @@ static int kernel_file_system(int fd, const char **name)
 static void remove_made(const char *path, int fd, bool locked)
 {
     struct stat mine, named;
-    bool known = NVS_RETRY_EINTR(fstat(fd, &mine)) == 0 && NVS_RETRY_EINTR(lstat(path, &named)) == 0;
-    if (known && !(mine.st_dev == named.st_dev && mine.st_ino == named.st_ino &&
-                   (locked || mine.st_size == 0)))
+    bool known = NVS_RETRY_EINTR(fstat(fd, &mine)) == 0 &&
+        NVS_RETRY_EINTR(lstat(path, &named)) == 0;
+    if (known &&
+        !(mine.st_dev == named.st_dev && mine.st_ino == named.st_ino &&
+          (locked || mine.st_size == 0)))
         return;
     if (NVS_RETRY_EINTR(nvs_sys_unlink(path)) != 0)
         SAY("NVTXSHIM_TRACE: ", path, ", made by this process and not used, could not be removed (",
@@ -171,14 +187,14 @@ static int open_candidate(bool ours_by_name, struct nvs_trace_candidate *out)
         if (!S_ISREG(status->st_mode) && !S_ISLNK(status->st_mode) && !nvs_file_is_dev_null(status))
             return refuse_kind(path, status->st_mode);
     } else if (errno != ENOENT) {
-        return refuse("write", path, errno);     /* what is there is not known: never opened */
+        return refuse("write", path, errno); /* what is there is not known: never opened */
     } else {
         out->fd = NVS_RETRY_EINTR(nvs_sys_open(path, flags | O_CREAT | O_EXCL, 0666));
         out->made = out->fd >= 0;
         if (out->fd < 0 && errno != EEXIST)
             return refuse("write", path, errno);
     }
-    if (out->fd < 0)     /* there already, or made by another process since */
+    if (out->fd < 0) /* there already, or made by another process since */
         out->fd = NVS_RETRY_EINTR(nvs_sys_open(path, flags | O_CREAT, 0666));
     if (out->fd < 0)
         return refuse("write", path, errno);
@@ -193,7 +209,7 @@ static int open_candidate(bool ours_by_name, struct nvs_trace_candidate *out)
         return refuse_kind(path, mode);
     }
     if (!S_ISREG(status->st_mode))
-        return NVS_CANDIDATE_OPEN;      /* /dev/null */
+        return NVS_CANDIDATE_OPEN; /* /dev/null */
     const char *kernel;
     int error = kernel_file_system(out->fd, &kernel);
     if (error || kernel) {
@@ -244,8 +260,8 @@ int nvs_file_move_up(int fd)
  * NVS_CANDIDATE_IN_USE when all are in use. WANTED made here and locked by
  * another process at once is that process's; made here where the kernel
  * refuses every lock, it is removed. */
-enum nvs_candidate nvs_file_open_first_free(const char *wanted, int first, const char *skip, pid_t pid,
-                                            struct nvs_trace_candidate *out)
+enum nvs_candidate nvs_file_open_first_free(const char *wanted, int first, const char *skip,
+                                            pid_t pid, struct nvs_trace_candidate *out)
 {
     char suffix[48];
     int result = NVS_CANDIDATE_IN_USE, made_wanted = -1;

@@ -10,10 +10,10 @@
 #include "../config.h"
 
 /* One nvtxshim: line from its pieces, async-signal-safe (log.h). */
-#define SAY(...)                                                                    \
-    do {                                                                            \
-        const char *const pieces_[] = { __VA_ARGS__ };                              \
-        nvs_log_pieces(pieces_, sizeof pieces_ / sizeof pieces_[0]);                \
+#define SAY(...)                                                                                   \
+    do {                                                                                           \
+        const char *const pieces_[] = { __VA_ARGS__ };                                             \
+        nvs_log_pieces(pieces_, sizeof pieces_ / sizeof pieces_[0]);                               \
     } while (0)
 
 bool nvs_file_is_dev_null(const struct stat *status);
@@ -29,7 +29,7 @@ struct nvs_trace_candidate {
     char name[NVS_PATH_MAX];
     int fd;
     struct stat status;
-    bool made;          /* made by this process (O_EXCL): removed where it is not used */
+    bool made; /* made by this process (O_EXCL): removed where it is not used */
 };
 
 /* The first of WANTED, NAME.PID.EXT, NAME.PID.1.EXT, ... from the FIRST on,
@@ -37,8 +37,8 @@ struct nvs_trace_candidate {
  * and status set); NVS_CANDIDATE_IN_USE when all are in use;
  * NVS_CANDIDATE_REFUSED, said in one line, when one cannot be a trace. Files
  * made on the way and not used are removed. */
-enum nvs_candidate nvs_file_open_first_free(const char *wanted, int first, const char *skip, pid_t pid,
-                                            struct nvs_trace_candidate *out);
+enum nvs_candidate nvs_file_open_first_free(const char *wanted, int first, const char *skip,
+                                            pid_t pid, struct nvs_trace_candidate *out);
 
 /* Closes CANDIDATE's descriptor, and removes its file where this process made
  * it (LOCKED: CANDIDATE's lock is held, so the file is nobody else's). */

@@ -62,23 +62,24 @@
 #include "../sys.h"
 
 /* A buffer spans at most ROOM / PAGE + 2 pages of the file: two pieces each. */
-_Static_assert(2 * (NVS_WRITER_ROOM / NVS_FILE_PAGE + 2) <= NVS_WRITE_PIECES, "pieces for a whole buffer");
+_Static_assert(2 * (NVS_WRITER_ROOM / NVS_FILE_PAGE + 2) <= NVS_WRITE_PIECES,
+               "pieces for a whole buffer");
 #define FINISH_WAIT_NS 2000000000ull
-#define HEADER_MAX (2 * NVS_TRACE_EVENT_MAX)   /* the header, then the run's mark */
-#define COMPARED 256u                           /* bytes of the header read back at once */
+#define HEADER_MAX (2 * NVS_TRACE_EVENT_MAX) /* the header, then the run's mark */
+#define COMPARED 256u                        /* bytes of the header read back at once */
 
 enum file_state { FILE_OFF, FILE_PENDING, FILE_OPEN, FILE_STOPPED, FILE_REFUSED };
 
 static struct {
     const struct nvs_trace_encoder *encoder;
     size_t private_bytes;
-    _Atomic int file;               /* enum file_state */
+    _Atomic int file; /* enum file_state */
     _Atomic bool finished;
-    _Atomic long lock_holder;       /* the file lock: its holder's nvs_thread_identity, 0 when free */
+    _Atomic long lock_holder; /* the file lock: its holder's nvs_thread_identity, 0 when free */
     _Atomic(struct nvs_writer_thread *) threads;
     _Atomic uint64_t lost[NVS_LOSS_KINDS];
-    _Atomic uint32_t stale;         /* claimed buffers that are stale: not ready meanwhile */
-    _Atomic int loss_errors[NVS_LOSS_KINDS];  /* the errno of the last loss of each kind, 0: none */
+    _Atomic uint32_t stale; /* claimed buffers that are stale: not ready meanwhile */
+    _Atomic int loss_errors[NVS_LOSS_KINDS]; /* the errno of the last loss of each kind, 0: none */
     pid_t pid;
     void (*restarted)(struct nvs_writer_thread *thread);
     /* Under the file lock: */
@@ -87,19 +88,20 @@ static struct {
     ino_t inode;
     uint64_t file_end;
     uint64_t end_before_tail;
-    uint64_t closing_from;          /* the finish's: where the caller's last events begin */
-    uint64_t taken_back_from;       /* where a resume cuts the file (end_before_tail: the tail) */
-    int finish_lock;                /* enum lock_result of the finish */
+    uint64_t closing_from;    /* the finish's: where the caller's last events begin */
+    uint64_t taken_back_from; /* where a resume cuts the file (end_before_tail: the tail) */
+    int finish_lock;          /* enum lock_result of the finish */
     bool tail_written;
     bool forked_child;
     uint32_t header_length;
-    char header[HEADER_MAX];        /* as written at the file's start, with the run's mark */
+    char header[HEADER_MAX]; /* as written at the file's start, with the run's mark */
     char path_template[NVS_PATH_MAX];
     char path[NVS_PATH_MAX];
-    char padding[2 * NVS_FILE_PAGE];    /* a gap shorter than the encoder's pad_min takes a page more */
+    char
+        padding[2 * NVS_FILE_PAGE]; /* a gap shorter than the encoder's pad_min takes a page more */
     _Atomic uint32_t sequences;     /* sequence ids given to buffers: 2, 3, ... */
     char note[2 * NVS_PATH_MAX + 128];
-} state;                           /* zero-initialised: no page of it is read at load */
+} state; /* zero-initialised: no page of it is read at load */
 
 static pthread_key_t thread_key;
 __thread struct nvs_writer_thread *nvs_writer_current __attribute__((tls_model("initial-exec")));
@@ -128,8 +130,9 @@ static long current_tid(void)
  * It becomes true under the file lock only. */
 static void update_ready(void)
 {
-    atomic_store(&nvs_writer_ready, atomic_load(&state.file) == FILE_OPEN &&
-                                    !atomic_load(&state.finished) && !atomic_load(&state.stale));
+    atomic_store(&nvs_writer_ready,
+                 atomic_load(&state.file) == FILE_OPEN && !atomic_load(&state.finished) &&
+                     !atomic_load(&state.stale));
 }
 
 static void set_file(int file)
@@ -212,7 +215,7 @@ static bool write_all(const char *data, size_t length, uint64_t offset)
     while (length > 0) {
         ssize_t written = NVS_RETRY_EINTR(pwrite(state.fd, data, length, (off_t)offset));
         if (written == 0)
-            errno = ENOSPC;     /* nothing taken, nothing said: as a full disk */
+            errno = ENOSPC; /* nothing taken, nothing said: as a full disk */
         if (written <= 0)
             return false;
         data += written;
@@ -251,7 +254,7 @@ static bool start_file(struct nvs_trace_candidate *file, const char *then)
     state.inode = file->status.st_ino;
     state.file_end = 0;
     state.tail_written = false;
-    state.closing_from = UINT64_MAX;    /* a finish under way wrote its last events elsewhere */
+    state.closing_from = UINT64_MAX; /* a finish under way wrote its last events elsewhere */
     char *end = state.encoder->header(state.header, state.pid, program_invocation_short_name);
     end = state.encoder->stamp(end, state.pid, run_mark());
     state.header_length = (uint32_t)(end - state.header);
@@ -274,13 +277,15 @@ static void open_file(void)
     enum nvs_candidate result = nvs_file_open_first_free(wanted, 0, NULL, state.pid, &candidate);
     if (result != NVS_CANDIDATE_OPEN) {
         if (result == NVS_CANDIDATE_IN_USE)
-            SAY("NVTXSHIM_TRACE=", wanted, ": it and the names made from it by adding the process id "
+            SAY("NVTXSHIM_TRACE=", wanted,
+                ": it and the names made from it by adding the process id "
                 "are in use by other processes; no trace is recorded");
         set_file(FILE_REFUSED);
         return;
     }
     if (strcmp(candidate.name, wanted) != 0)
-        SAY("NVTXSHIM_TRACE=", wanted, " is in use by another process; this process writes ", candidate.name);
+        SAY("NVTXSHIM_TRACE=", wanted, " is in use by another process; this process writes ",
+            candidate.name);
     if (!start_file(&candidate, "; no trace is recorded")) {
         set_file(FILE_REFUSED);
         return;
@@ -302,7 +307,7 @@ static void stop(void)
 static bool holds_our_writing(int fd, const struct stat *status, bool read, int *error)
 {
     if (!S_ISREG(status->st_mode))
-        return true;                    /* /dev/null */
+        return true; /* /dev/null */
     if ((uint64_t)status->st_size < state.file_end)
         return false;
     if (!read)
@@ -333,19 +338,22 @@ static bool move_elsewhere(const char *why, int error)
     nvs_file_expand_path(wanted, sizeof wanted, state.path_template, state.pid, state.forked_child);
     const char *before = error ? " (" : "", *text = error ? nvs_log_error_text(error) : "",
                *after = error ? ")" : "";
-    if (nvs_file_open_first_free(wanted, 1, state.path, state.pid, &candidate) != NVS_CANDIDATE_OPEN) {
-        SAY("NVTXSHIM_TRACE=", state.path, ": ", why, before, text, after, "; no other file could be "
+    if (nvs_file_open_first_free(wanted, 1, state.path, state.pid, &candidate) !=
+        NVS_CANDIDATE_OPEN) {
+        SAY("NVTXSHIM_TRACE=", state.path, ": ", why, before, text, after,
+            "; no other file could be "
             "opened, recording stopped");
         stop();
         return false;
     }
-    SAY("NVTXSHIM_TRACE=", state.path, ": ", why, before, text, after, "; this process writes the rest to ",
-        candidate.name);
+    SAY("NVTXSHIM_TRACE=", state.path, ": ", why, before, text, after,
+        "; this process writes the rest to ", candidate.name);
     if (!start_file(&candidate, "; recording stopped")) {
         stop();
         return false;
     }
-    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread;
+         thread = thread->next)
         if (atomic_load(&thread->claimed) && !atomic_exchange(&thread->stale, true))
             atomic_fetch_add(&state.stale, 1);
     update_ready();
@@ -369,7 +377,8 @@ static bool descriptor_is_ours(void)
         /* Open, but the kernel will not say what it is now: it may be a file
          * of the program's that took the number. Nothing more goes to it. */
         SAY("NVTXSHIM_TRACE=", state.path, ": cannot examine the trace file's descriptor (",
-            nvs_log_error_text(errno), "); recording stopped, the file ends at its last whole event");
+            nvs_log_error_text(errno),
+            "); recording stopped, the file ends at its last whole event");
         stop();
         return false;
     }
@@ -383,22 +392,24 @@ static bool descriptor_is_ours(void)
         return move_elsewhere("the file was cut short by another writer", 0);
     }
     /* Read and write: the mark is read back. ERROR: the first call refused on the way. */
-    int fd = NVS_RETRY_EINTR(nvs_sys_open(state.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0));
+    int fd = NVS_RETRY_EINTR(
+        nvs_sys_open(state.path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0));
     int error = fd < 0 && errno != ENOENT ? errno : 0;
     bool ours = false;
     if (fd >= 0 && NVS_RETRY_EINTR(fstat(fd, &status)) != 0)
         error = errno;
     else if (fd >= 0 && status.st_dev == state.device && status.st_ino == state.inode) {
         if (!S_ISREG(status.st_mode))
-            ours = true;                        /* /dev/null */
+            ours = true; /* /dev/null */
         else if (NVS_RETRY_EINTR(flock(fd, LOCK_EX | LOCK_NB)) != 0)
-            error = errno == EWOULDBLOCK ? 0 : errno;   /* locked: another run's now */
+            error = errno == EWOULDBLOCK ? 0 : errno; /* locked: another run's now */
         else
             ours = holds_our_writing(fd, &status, true, &error);
     }
     if (ours) {
         state.fd = nvs_file_move_up(fd);
-        SAY("NVTXSHIM_TRACE=", state.path, ": the program closed or reused the trace file's "
+        SAY("NVTXSHIM_TRACE=", state.path,
+            ": the program closed or reused the trace file's "
             "descriptor; the file is opened again");
         return true;
     }
@@ -408,10 +419,12 @@ static bool descriptor_is_ours(void)
     if (error)
         return move_elsewhere("the program closed or reused the trace file's descriptor, and the "
                               "file could not be opened again to check that it is still this "
-                              "process's", error);
+                              "process's",
+                              error);
     return move_elsewhere("the program closed or reused the trace file's descriptor, and the file "
                           "is no longer this process's (another process took the path, or the file "
-                          "was removed or rewritten)", 0);
+                          "was removed or rewritten)",
+                          0);
 }
 
 /* ---- writing a thread's whole events ------------------------------------------- */
@@ -443,7 +456,8 @@ static uint64_t write_pieces(struct nvs_pages *pages, int *error)
         *error = EFBIG;
     }
     while (left > 0) {
-        ssize_t done = NVS_RETRY_EINTR(pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written)));
+        ssize_t done = NVS_RETRY_EINTR(
+            pwritev(state.fd, next, (int)left, (off_t)(state.file_end + written)));
         if (done <= 0) {
             *error = done < 0 ? errno : *error ? *error : ENOSPC;
             break;
@@ -473,7 +487,8 @@ static void write_failed(struct nvs_writer_thread *thread, const struct nvs_page
     nvs_writer_count(NVS_LOSS_WRITE_FAILED, events - first - whole);
     char lost[24];
     nvs_log_number(lost, events - first - whole);
-    SAY("NVTXSHIM_TRACE=", state.path, ": write failed (", nvs_log_error_text(error ? error : ENOSPC),
+    SAY("NVTXSHIM_TRACE=", state.path, ": write failed (",
+        nvs_log_error_text(error ? error : ENOSPC),
         error == EFBIG ? ": the process's file size limit, RLIMIT_FSIZE" : "", "): ", lost,
         " events of this thread not written; recording stopped, the file ends at its last "
         "whole event (the line at exit counts these with the events after them)");
@@ -508,8 +523,8 @@ static void write_pending(struct nvs_writer_thread *thread)
         return;
     }
     struct nvs_pages pages;
-    nvs_pages_lay_out(&pages, thread->data, thread->ends, thread->flushed_bytes, used, first, events,
-                      state.file_end, state.encoder, state.padding);
+    nvs_pages_lay_out(&pages, thread->data, thread->ends, thread->flushed_bytes, used, first,
+                      events, state.file_end, state.encoder, state.padding);
     int error;
     uint64_t written = write_pieces(&pages, &error);
     if (!error)
@@ -525,7 +540,7 @@ static void start_buffer(struct nvs_writer_thread *thread)
 {
     thread->flushed_bytes = thread->flushed_events = 0;
     char name[17] = "";
-    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0);     /* not through the library's prctl */
+    syscall(SYS_prctl, PR_GET_NAME, name, 0, 0, 0); /* not through the library's prctl */
     uint64_t now_ns = nvs_clock_ns();
     uint32_t length = (uint32_t)(state.encoder->start(thread->data, &thread->ids, name, now_ns) -
                                  thread->data);
@@ -586,7 +601,7 @@ static bool make_room(struct nvs_writer_thread *thread)
 static size_t block_bytes(void)
 {
     size_t bytes = sizeof(struct nvs_writer_thread) + state.private_bytes +
-                   state.encoder->sequence_bytes;
+        state.encoder->sequence_bytes;
     return (bytes + NVS_FILE_PAGE - 1) & ~(size_t)(NVS_FILE_PAGE - 1);
 }
 
@@ -731,7 +746,8 @@ void nvs_writer_flush(void)
         lock_file(false) != LOCK_TAKEN)
         return;
     if (!atomic_load(&state.finished))
-        for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+        for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread;
+             thread = thread->next)
             write_pending(thread);
     unlock_file();
 }
@@ -779,8 +795,10 @@ static void say_losses(void)
 {
     static const char *const why[NVS_LOSS_KINDS] = {
         [NVS_LOSS_WRITE_FAILED] = " because the file could not be written",
-        [NVS_LOSS_TOO_DEEP] = " ranges nested deeper than " NVS_TRACE_STACK_DEPTH_TEXT " on one thread",
-        [NVS_LOSS_IN_HANDLER] = " made by signal handlers that interrupted an event on their thread",
+        [NVS_LOSS_TOO_DEEP] = " ranges nested deeper than " NVS_TRACE_STACK_DEPTH_TEXT
+                              " on one thread",
+        [NVS_LOSS_IN_HANDLER] =
+            " made by signal handlers that interrupted an event on their thread",
         [NVS_LOSS_NO_MEMORY] = " for want of memory",
         [NVS_LOSS_MOVED] = " made for the file that stopped being this process's, which only that "
                            "file could read",
@@ -826,7 +844,8 @@ bool nvs_writer_finish_start(void)
     int saved_errno = errno;
     enum lock_result lock = lock_file(true);
     if (lock == LOCK_TIMED_OUT) {
-        SAY("NVTXSHIM_TRACE=", state.path, ": a thread kept the file past the finish; "
+        SAY("NVTXSHIM_TRACE=", state.path,
+            ": a thread kept the file past the finish; "
             "the file ends at its last whole event");
         errno = saved_errno;
         return false;
@@ -837,7 +856,8 @@ bool nvs_writer_finish_start(void)
      * still pending is opened only if the last events need it: the buffers
      * keep their starts for it meanwhile. */
     if (atomic_load(&state.file) != FILE_PENDING)
-        for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+        for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread;
+             thread = thread->next)
             write_pending(thread);
     /* The finishing thread's sequence starts again now if it is stale, so
      * that its stack has heard of it before its last events are written. */
@@ -855,7 +875,7 @@ bool nvs_writer_finish_start(void)
 char *nvs_writer_begin_final(struct nvs_writer_thread *thread)
 {
     if (thread->writing)
-        return NULL;        /* a handler inside this thread's own event */
+        return NULL; /* a handler inside this thread's own event */
     int saved_errno = errno;
     bool taken = state.finish_lock == LOCK_TAKEN;
     if (taken && atomic_load(&state.file) == FILE_PENDING) {
@@ -863,7 +883,8 @@ char *nvs_writer_begin_final(struct nvs_writer_thread *thread)
         state.closing_from = state.file_end;
     }
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
-    bool full = (published & 0xffffu) > NVS_WRITER_BYTES || (published >> 16) >= NVS_WRITER_EVENTS - 1;
+    bool full = (published & 0xffffu) > NVS_WRITER_BYTES ||
+        (published >> 16) >= NVS_WRITER_EVENTS - 1;
     if (taken && atomic_load(&state.file) == FILE_OPEN && (full || atomic_load(&thread->stale))) {
         write_pending(thread);
         empty_buffer(thread);
@@ -891,20 +912,24 @@ void nvs_writer_count_final(enum nvs_writer_loss why, uint64_t events)
 void nvs_writer_finish_end(bool taken_back)
 {
     int saved_errno = errno;
-    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next)
+    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread;
+         thread = thread->next)
         write_pending(thread);
     size_t overlap = state.encoder->tail_overlap, length = strlen(state.encoder->tail);
-    bool ends = atomic_load(&state.file) == FILE_OPEN && state.file_end >= overlap && descriptor_is_ours();
+    bool ends = atomic_load(&state.file) == FILE_OPEN && state.file_end >= overlap &&
+        descriptor_is_ours();
     if (ends && !write_all(state.encoder->tail, length, state.file_end - overlap)) {
         /* Each byte of the tail ends the file where a cut may: what is there reads */
-        SAY("NVTXSHIM_TRACE=", state.path, ": the closing write failed (", nvs_log_error_text(errno),
+        SAY("NVTXSHIM_TRACE=", state.path, ": the closing write failed (",
+            nvs_log_error_text(errno),
             "): every event is in the file, which ends without its closing ] (a file cut short, "
             "which viewers read)");
     } else if (ends) {
         state.end_before_tail = state.file_end;
         /* closing_from is past the end where the file changed meanwhile */
         state.taken_back_from = taken_back && state.closing_from < state.file_end
-                                ? state.closing_from : state.end_before_tail;
+            ? state.closing_from
+            : state.end_before_tail;
         state.file_end = state.file_end - overlap + length;
         state.tail_written = true;
     }
@@ -946,13 +971,13 @@ void nvs_writer_resume(void)
 void nvs_writer_fork_child(void)
 {
     atomic_store(&state.lock_holder, 0);
-    cached_tid = 0;     /* this thread's id is the child's now */
+    cached_tid = 0; /* this thread's id is the child's now */
     if (atomic_load(&state.file) == FILE_OFF)
         return;
     struct stat status;
     if (state.fd >= 0 && fstat(state.fd, &status) == 0 && status.st_dev == state.device &&
         status.st_ino == state.inode)
-        nvs_sys_close(state.fd);    /* the parent's: its lock must not outlive the parent here */
+        nvs_sys_close(state.fd); /* the parent's: its lock must not outlive the parent here */
     state.fd = -1;
     state.pid = nvs_sys_getpid();
     state.forked_child = true;
@@ -966,7 +991,8 @@ void nvs_writer_fork_child(void)
         atomic_store(&state.lost[kind], 0);
     for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
         atomic_store(&state.loss_errors[kind], 0);
-    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread; thread = thread->next) {
+    for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread;
+         thread = thread->next) {
         atomic_store(&thread->published, 0);
         thread->flushed_bytes = thread->flushed_events = 0;
         thread->writing = 0;

@@ -18,8 +18,9 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 
-#define NVS_WRITER_BYTES (32u * 1024u)  /* a thread's whole events before they go to the file */
-#define NVS_WRITER_ROOM (NVS_WRITER_BYTES + 2u * NVS_TRACE_EVENT_MAX)  /* a name and an event past it */
+#define NVS_WRITER_BYTES (32u * 1024u) /* a thread's whole events before they go to the file */
+#define NVS_WRITER_ROOM                                                                            \
+    (NVS_WRITER_BYTES + 2u * NVS_TRACE_EVENT_MAX) /* a name and an event past it */
 /* Every encoded event is at least NVS_TRACE_EVENT_MIN bytes, so a buffer's bytes bound its
  * events; a buffer that nonetheless holds this many is flushed before the next (a guard: an
  * encoder's short event must never write past ends[]). */
@@ -36,28 +37,29 @@ struct nvs_writer_thread {
     _Atomic uint32_t published;     /* events << 16 | bytes: the whole events in data */
     uint32_t flushed_bytes;         /* of those, written: changed under the file lock only */
     uint32_t flushed_events;
-    _Atomic bool stale;             /* made for a file the writer left: starts again first */
-    uint32_t restarts;              /* times its sequence started again in another file */
+    _Atomic bool stale; /* made for a file the writer left: starts again first */
+    uint32_t restarts;  /* times its sequence started again in another file */
     struct nvs_trace_thread_ids ids;
-    uint16_t ends[NVS_WRITER_EVENTS];   /* where each published event ends in data */
+    uint16_t ends[NVS_WRITER_EVENTS]; /* where each published event ends in data */
     alignas(64) char data[NVS_WRITER_ROOM];
     alignas(64) unsigned char private[];
 };
 
-extern __thread struct nvs_writer_thread *nvs_writer_current __attribute__((tls_model("initial-exec")));
+extern __thread struct nvs_writer_thread *nvs_writer_current
+    __attribute__((tls_model("initial-exec")));
 /* The file is open and not finished, and no buffer is stale (made for a file
  * the writer left): events go straight into the buffer. */
 extern _Atomic bool nvs_writer_ready;
 
 /* Why an event is not in the file: counted, and said in one line at exit. */
 enum nvs_writer_loss {
-    NVS_LOSS_WRITE_FAILED,      /* the file could not take it (disk full, I/O error) */
-    NVS_LOSS_TOO_DEEP,          /* a push/pop range nested deeper than the stack keeps */
-    NVS_LOSS_IN_HANDLER,        /* made by a signal handler that interrupted an event */
-    NVS_LOSS_NO_MEMORY,         /* no memory for a thread's buffer or an open range */
-    NVS_LOSS_MOVED,             /* made for a file that stopped being this run's, and only
+    NVS_LOSS_WRITE_FAILED, /* the file could not take it (disk full, I/O error) */
+    NVS_LOSS_TOO_DEEP,     /* a push/pop range nested deeper than the stack keeps */
+    NVS_LOSS_IN_HANDLER,   /* made by a signal handler that interrupted an event */
+    NVS_LOSS_NO_MEMORY,    /* no memory for a thread's buffer or an open range */
+    NVS_LOSS_MOVED,        /* made for a file that stopped being this run's, and only
                                  * readable there (the protobuf form's) */
-    NVS_LOSS_OPEN_AT_END,       /* push/pop ranges open at the end that were not ended in the
+    NVS_LOSS_OPEN_AT_END,  /* push/pop ranges open at the end that were not ended in the
                                  * file (other threads', whose stacks are theirs) */
     NVS_LOSS_KINDS,
 };
@@ -72,8 +74,7 @@ enum nvs_writer_loss {
  * nvs_writer_begin (or nvs_writer_begin_final), before the room is given. */
 #define NVS_WRITER_PRIVATE_ZEROED 64u
 void nvs_writer_enable(const char *path_template, const struct nvs_trace_encoder *encoder,
-                       size_t private_bytes,
-                       void (*restarted)(struct nvs_writer_thread *thread));
+                       size_t private_bytes, void (*restarted)(struct nvs_writer_thread *thread));
 /* One line said when the file is opened (why this recorder records), or NULL. */
 void nvs_writer_note(const char *line);
 bool nvs_writer_enabled(void);
@@ -121,8 +122,9 @@ static inline __attribute__((always_inline)) char *nvs_writer_try_begin(
     atomic_signal_fence(memory_order_seq_cst);
     uint32_t published = atomic_load_explicit(&thread->published, memory_order_relaxed);
     if (__builtin_expect(!atomic_load_explicit(&nvs_writer_ready, memory_order_relaxed) ||
-                         (published & 0xffffu) > NVS_WRITER_BYTES ||
-                         (published >> 16) >= NVS_WRITER_EVENTS - 1, 0)) {
+                             (published & 0xffffu) > NVS_WRITER_BYTES ||
+                             (published >> 16) >= NVS_WRITER_EVENTS - 1,
+                         0)) {
         atomic_signal_fence(memory_order_seq_cst);
         thread->writing = 0;
         return NULL;

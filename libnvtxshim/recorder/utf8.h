@@ -11,17 +11,21 @@
 static inline size_t nvs_utf8_length(const unsigned char *c, const unsigned char *end)
 {
     size_t length;
-    unsigned char low = 0x80, high = 0xbf;      /* the second byte's range */
+    unsigned char low = 0x80, high = 0xbf; /* the second byte's range */
     if (*c >= 0xc2 && *c <= 0xdf)
         length = 2;
     else if (*c >= 0xe0 && *c <= 0xef) {
         length = 3;
-        if (*c == 0xe0) low = 0xa0;             /* no overlong forms */
-        if (*c == 0xed) high = 0x9f;            /* no surrogates */
+        if (*c == 0xe0)
+            low = 0xa0; /* no overlong forms */
+        if (*c == 0xed)
+            high = 0x9f; /* no surrogates */
     } else if (*c >= 0xf0 && *c <= 0xf4) {
         length = 4;
-        if (*c == 0xf0) low = 0x90;
-        if (*c == 0xf4) high = 0x8f;            /* nothing past U+10FFFF */
+        if (*c == 0xf0)
+            low = 0x90;
+        if (*c == 0xf4)
+            high = 0x8f; /* nothing past U+10FFFF */
     } else
         return 0;
     if ((size_t)(end - c) < length || c[1] < low || c[1] > high)
@@ -34,8 +38,8 @@ static inline size_t nvs_utf8_length(const unsigned char *c, const unsigned char
 
 /* How nvs_utf8_clean writes its text. */
 enum nvs_utf8_form {
-    NVS_UTF8_BARE,      /* as it is, made well-formed (protobuf's string fields) */
-    NVS_UTF8_JSON,      /* as the inside of a JSON string: quotes, backslashes and
+    NVS_UTF8_BARE, /* as it is, made well-formed (protobuf's string fields) */
+    NVS_UTF8_JSON, /* as the inside of a JSON string: quotes, backslashes and
                            control bytes escaped, U+FFFD written \ufffd */
 };
 
