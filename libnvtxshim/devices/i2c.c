@@ -23,6 +23,10 @@
 #include "../emit.h"
 #include "device_calls.h"
 
+#ifndef I2C_RDWR_IOCTL_MAX_MSGS
+#define I2C_RDWR_IOCTL_MAX_MSGS 42      /* older kernel headers: the limit i2c-dev has had since 2.6 */
+#endif
+
 /* Name keys: the request (top 2 bits of the 32) and its details; a transfer
  * whose details do not fit gets its name as text, unregistered. */
 enum { KEY_RDWR = 1, KEY_SMBUS, KEY_FAILED };
@@ -93,7 +97,8 @@ static void transfer_done(struct nvs_device *device, const struct transfer *tran
         range.category = NVS_TTY_CONTROL;
         range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->failed_key, "%s",
                                      transfer->what);
-        nvs_device_warn(device, transfer->what, error);
+        if (!nvs_device_ordinary_failure(error))    /* a signal's EINTR is no failure of the bus */
+            nvs_device_warn(device, transfer->what, error);
     }
     range.color = nvs_category_color(NVS_DOMAIN_I2C, range.category);
     nvs_call_drawn(NVS_HOOK_ID(ioctl), marker, -1, &range, began);
