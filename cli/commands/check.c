@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <glob.h>
 #include <limits.h>
 #include <link.h>
@@ -23,6 +22,7 @@
 
 #include "commands/child.h"
 #include "commands/commands.h"
+#include "commands/options.h"
 
 #define CAP_SYS_ADMIN_NUMBER 21
 #define CAP_PERFMON_NUMBER 38
@@ -609,41 +609,51 @@ static const char *container_kind(char *evidence, size_t size)
     return NULL;
 }
 
+/* What check's command line says. */
+struct check_line {
+    const char *library, *nsys;
+};
+
+enum { CHECK_LIBRARY, CHECK_NSYS };
+
+static const struct nvs_option check_options[] = {
+    {"library", 0, NVS_OPTION_VALUE, CHECK_LIBRARY},
+    {"nsys", 0, NVS_OPTION_VALUE, CHECK_NSYS},
+    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
+    {NULL, 0, 0, 0},
+};
+
+static void check_manual(void *context)
+{
+    (void)context;
+    help();
+}
+
+static int check_option(void *context, int id, const char *value)
+{
+    struct check_line *line = context;
+    if (id == CHECK_LIBRARY)
+        line->library = value;
+    else
+        line->nsys = value;
+    return -1;
+}
+
+static const struct nvs_command_line check_command_line = {
+    .command = "check", .options = check_options, .options_first = true,
+    .manual = check_manual, .option = check_option,
+};
+
 int nvs_cli_check(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"library", required_argument, NULL, 'l'},
-        {"nsys", required_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *library = NULL, *nsys = NULL;
-    int c;
-    opterr = 0;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "+:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            help();
-            return 0;
-        case 'l':
-            library = optarg;
-            break;
-        case 's':
-            nsys = optarg;
-            break;
-        case ':':
-            fprintf(stderr, "nvtxshim check: option '%s' needs a value (nvtxshim check --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "nvtxshim check: unknown option '%s' (nvtxshim check --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "nvtxshim check: unexpected '%s' (nvtxshim check --help)\n", argv[optind]);
+    struct check_line line = {NULL, NULL};
+    int first;
+    int parsed = nvs_options_read(&check_command_line, argc, argv, &line, &first);
+    if (parsed >= 0)
+        return parsed;
+    const char *library = line.library, *nsys = line.nsys;
+    if (first < argc) {
+        fprintf(stderr, "nvtxshim check: unexpected '%s' (nvtxshim check --help)\n", argv[first]);
         return 2;
     }
 

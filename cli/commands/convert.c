@@ -872,50 +872,72 @@ static int convert(const char *input, const char *output, uint64_t max_input, co
 }
 
 
+/* What convert's command line says. */
+struct convert_line {
+    const char *paths[2];
+    int given;
+    struct filter filter;
+    uint64_t max_input;
+};
+
+enum { CONVERT_ONLY, CONVERT_NVTX_PREFIX, CONVERT_MAX_INPUT };
+
+static const struct nvs_option convert_options[] = {
+    {"only", 0, NVS_OPTION_VALUE, CONVERT_ONLY},
+    {"nvtx-prefix", 0, NVS_OPTION_VALUE, CONVERT_NVTX_PREFIX},
+    {"max-input", 0, NVS_OPTION_VALUE, CONVERT_MAX_INPUT},
+    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
+    {NULL, 0, 0, 0},
+};
+
+static void convert_manual(void *context)
+{
+    (void)context;
+    fputs(manual, stdout);
+}
+
+static int convert_option(void *context, int id, const char *value)
+{
+    struct convert_line *line = context;
+    int status = 0;
+    switch (id) {
+    case CONVERT_ONLY:
+        status = each_item("--only", value, &line->filter, add_only);
+        break;
+    case CONVERT_NVTX_PREFIX:
+        status = each_item("--nvtx-prefix", value, &line->filter, add_prefix);
+        break;
+    case CONVERT_MAX_INPUT:
+        if (!nvs_input_parse_size(value ? value : "", &line->max_input))
+            status = usage_error(NVS_OPTION_MAX_INPUT_USAGE, value ? value : "");
+        break;
+    }
+    return status ? status : -1;
+}
+
+static int convert_operand(void *context, const char *operand, bool after_dashes)
+{
+    struct convert_line *line = context;
+    (void)after_dashes;
+    if (line->given == 2)
+        return usage_error("one input and one output: '%s' is one too many", operand);
+    line->paths[line->given++] = operand;
+    return -1;
+}
+
+static const struct nvs_command_line convert_command_line = {
+    .command = "convert", .options = convert_options, .dashes = NVS_DASHES_END,
+    .manual = convert_manual, .option = convert_option, .operand = convert_operand,
+};
+
 int nvs_cli_convert(int argc, char **argv)
 {
-    const char *paths[2] = {NULL, NULL};
-    int given = 0;
-    if (nvs_option_help(argc, argv)) {
-        fputs(manual, stdout);
-        return 0;
-    }
-    struct filter filter = {0};
-    uint64_t max_input = 0;
-    bool options_end = false;
-    for (int i = 1; i < argc; i++) {
-        const char *argument = argv[i], *value;
-        int status = 0;
-        if (!options_end && strcmp(argument, "--") == 0) {
-            options_end = true;
-        } else if (!options_end && (strcmp(argument, "--only") == 0 || strncmp(argument, "--only=", 7) == 0)) {
-            status = each_item("--only", argument[6] ? argument + 7 : (i + 1 < argc ? argv[++i] : NULL),
-                               &filter, add_only);
-        } else if (!options_end && (strcmp(argument, "--nvtx-prefix") == 0 ||
-                                    strncmp(argument, "--nvtx-prefix=", 14) == 0)) {
-            status = each_item("--nvtx-prefix", argument[13] ? argument + 14 : (i + 1 < argc ? argv[++i] : NULL),
-                               &filter, add_prefix);
-        } else if (!options_end && (value = nvs_option_value("--max-input", argc, argv, &i))) {
-            if (!nvs_input_parse_size(value, &max_input))
-                status = usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
-        } else if (!options_end && argument[0] == '-' && argument[1]) {
-            status = usage_error("unknown option %s", argument);
-        } else if (given < 2) {
-            paths[given++] = argument;
-        } else {
-            status = usage_error("one input and one output: '%s' is one too many", argument);
-        }
-        if (status) {
-            filter_free(&filter);
-            return status;
-        }
-    }
-    if (given < 2) {
-        filter_free(&filter);
-        return usage_error("%swhich files? nvtxshim convert IN.sqlite OUT.json", "");
-    }
-    const char *input = paths[0], *output = paths[1];
-    int outcome = convert(input, output, max_input, &filter);
-    filter_free(&filter);
-    return outcome;
+    struct convert_line line = {0};
+    int status = nvs_options_read(&convert_command_line, argc, argv, &line, NULL);
+    if (status < 0 && line.given < 2)
+        status = usage_error("%swhich files? nvtxshim convert IN.sqlite OUT.json", "");
+    if (status < 0)
+        status = convert(line.paths[0], line.paths[1], line.max_input, &line.filter);
+    filter_free(&line.filter);
+    return status;
 }

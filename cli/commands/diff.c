@@ -627,87 +627,126 @@ static bool parse_percent(const char *value, double *out)
     return true;
 }
 
-int nvs_cli_diff(int argc, char **argv)
+/* What diff's command line says. */
+struct diff_line {
+    struct nvs_diff *diff;
+    const char *html, *json;
+    int64_t budget_ns;
+    uint64_t max_input;
+    char **operands;                 /* A's runs, then B's */
+    size_t count, separator, stdin_count;
+    bool separated;                  /* by a -- */
+};
+
+/* The gates' ids are the statistics they gate (NVS_DIFF_STATISTICS: both). */
+enum { DIFF_JSON = NVS_DIFF_STATISTICS + 1, DIFF_HTML, DIFF_BUDGET, DIFF_MAX_INPUT };
+
+static const struct nvs_option diff_options[] = {
+    {"json", 0, NVS_OPTION_OPTIONAL, DIFF_JSON},
+    {"html", 0, NVS_OPTION_VALUE, DIFF_HTML},
+    {"fail-over", 0, NVS_OPTION_VALUE, NVS_DIFF_STATISTICS},
+    {"fail-over-median", 0, NVS_OPTION_VALUE, NVS_DIFF_MEDIAN},
+    {"fail-over-p99", 0, NVS_OPTION_VALUE, NVS_DIFF_P99},
+    {"budget", 0, NVS_OPTION_VALUE, DIFF_BUDGET},
+    {"max-input", 0, NVS_OPTION_VALUE, DIFF_MAX_INPUT},
+    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
+    {NULL, 0, 0, 0},
+};
+
+static void diff_manual(void *context)
 {
-    const char *html = NULL, *json = NULL, *value;
-    struct nvs_diff diff = {.side = {{.label = 'A'}, {.label = 'B'}}, .gate = {-1, -1}};
-    int64_t budget_ns = 0;
-    uint64_t max_input = 0;
-    if (nvs_option_help(argc, argv)) {
-        fputs(manual, stdout);
-        return 0;
+    (void)context;
+    fputs(manual, stdout);
+}
+
+/* --fail-over (GATE NVS_DIFF_STATISTICS), --fail-over-median or --fail-over-p99 VALUE. */
+static int diff_gate(struct nvs_diff *diff, int gate, const char *value)
+{
+    static const char *const names[] = {"--fail-over-median", "--fail-over-p99", "--fail-over"};
+    double percent = 0;
+    if (!parse_percent(value, &percent)) {
+        char format[96];
+        snprintf(format, sizeof format, "%s needs a percentage, 0 or more (10, 2.5): '%%s'", names[gate]);
+        return usage_error(format, value);
     }
-    char **operands = calloc((size_t)argc + 1, sizeof *operands);
-    if (!operands)
-        return out_of_memory(), TROUBLE;
-    size_t count = 0, separator = 0, stdin_count = 0;
-    bool separated = false;
+    for (int s = 0; s < NVS_DIFF_STATISTICS; s++)
+        if (gate == NVS_DIFF_STATISTICS || gate == s) {
+            diff->gate[s] = percent;
+            diff->gate_option[s] = names[gate];
+        }
+    return -1;
+}
+
+static int diff_option(void *context, int id, const char *value)
+{
+    struct diff_line *line = context;
+    if (id == DIFF_JSON) {
+        line->json = value ? value : "-";
+        if (value && !*value)
+            return usage_error("%s--json= needs the document's file name (or - for standard output)", "");
+        return -1;
+    }
+    value = value ? value : "";
+    switch (id) {
+    case DIFF_HTML:
+        if (!*value)
+            return usage_error("%s--html needs the page's file name", "");
+        line->html = value;
+        break;
+    case DIFF_BUDGET:
+        line->budget_ns = nvs_option_budget(value);
+        if (!line->budget_ns)
+            return usage_error(NVS_OPTION_BUDGET_USAGE, value);
+        break;
+    case DIFF_MAX_INPUT:
+        if (!nvs_input_parse_size(value, &line->max_input))
+            return usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
+        break;
+    default:
+        return diff_gate(line->diff, id, value);
+    }
+    return -1;
+}
+
+/* A run, or the -- between A's and B's. */
+static int diff_operand(void *context, const char *operand, bool after_dashes)
+{
+    struct diff_line *line = context;
+    (void)after_dashes;
+    if (strcmp(operand, "--") == 0) {
+        if (line->separated)
+            return usage_error("%sone -- between A's runs and B's, not two", "");
+        line->separated = true;
+        line->separator = line->count;
+        return -1;
+    }
+    line->stdin_count += strcmp(operand, "-") == 0;
+    line->operands[line->count++] = (char *)operand;
+    return -1;
+}
+
+static const struct nvs_command_line diff_command_line = {
+    .command = "diff", .options = diff_options, .dashes = NVS_DASHES_OPERAND,
+    .manual = diff_manual, .option = diff_option, .operand = diff_operand,
+};
+
+/* The runs a side, and the outputs, checked once the line is read: 0 or a
+ * usage error's status. */
+static int check_line(struct diff_line *line)
+{
     int status = 0;
-    for (int i = 1; i < argc && status == 0; i++) {
-        const char *argument = argv[i];
-        int gate = -1;                  /* the statistic an option gates; 2 for both */
-        if (strcmp(argument, "--json") == 0 || strncmp(argument, "--json=", 7) == 0) {
-            json = argument[6] ? argument + 7 : "-";
-            if (!*json)
-                status = usage_error("%s--json= needs the document's file name (or - for standard "
-                                     "output)", "");
-        } else if ((value = nvs_option_value("--html", argc, argv, &i))) {
-            if (!*value)
-                status = usage_error("%s--html needs the page's file name", "");
-            html = value;
-        } else if ((value = nvs_option_value("--fail-over", argc, argv, &i))) {
-            gate = NVS_DIFF_STATISTICS;
-        } else if ((value = nvs_option_value("--fail-over-median", argc, argv, &i))) {
-            gate = NVS_DIFF_MEDIAN;
-        } else if ((value = nvs_option_value("--fail-over-p99", argc, argv, &i))) {
-            gate = NVS_DIFF_P99;
-        } else if ((value = nvs_option_value("--budget", argc, argv, &i))) {
-            budget_ns = nvs_option_budget(value);
-            if (!budget_ns)
-                status = usage_error(NVS_OPTION_BUDGET_USAGE, value);
-        } else if ((value = nvs_option_value("--max-input", argc, argv, &i))) {
-            if (!nvs_input_parse_size(value, &max_input))
-                status = usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
-        } else if (strcmp(argument, "--") == 0) {
-            if (separated)
-                status = usage_error("%sone -- between A's runs and B's, not two", "");
-            separated = true;
-            separator = count;
-        } else if (argument[0] == '-' && argument[1]) {
-            status = usage_error("unknown option %s", argument);
-        } else {
-            stdin_count += strcmp(argument, "-") == 0;
-            operands[count++] = argv[i];
-        }
-        if (gate >= 0 && status == 0) {
-            static const char *const names[] = {"--fail-over-median", "--fail-over-p99", "--fail-over"};
-            double percent = 0;
-            if (!parse_percent(value, &percent)) {
-                char format[96];
-                snprintf(format, sizeof format, "%s needs a percentage, 0 or more (10, 2.5): '%%s'",
-                         names[gate]);
-                status = usage_error(format, value);
-            }
-            for (int s = 0; s < NVS_DIFF_STATISTICS && status == 0; s++)
-                if (gate == NVS_DIFF_STATISTICS || gate == s) {
-                    diff.gate[s] = percent;
-                    diff.gate_option[s] = names[gate];
-                }
-        }
-    }
-    if (status == 0) {
-        if (!separated && count < 2)
-            status = usage_error("%swhich runs? nvtxshim diff A B, or A1 A2 ... -- B1 B2 ...", "");
-        else if (!separated && count > 2)
-            status = usage_error("'%s': more than one run a side needs -- between A's runs and B's "
-                                 "(nvtxshim diff A1 A2 -- B1 B2)", operands[2]);
-        else if (separated && (separator == 0 || separator == count))
-            status = usage_error("%s", separator == 0 ? "no run of A before --" : "no run of B after --");
-        else if (stdin_count > 1)
-            status = usage_error("%sstandard input can be one of the runs, not two", "");
-        if (!separated)
-            separator = 1;
-    }
+    if (!line->separated && line->count < 2)
+        status = usage_error("%swhich runs? nvtxshim diff A B, or A1 A2 ... -- B1 B2 ...", "");
+    else if (!line->separated && line->count > 2)
+        status = usage_error("'%s': more than one run a side needs -- between A's runs and B's "
+                             "(nvtxshim diff A1 A2 -- B1 B2)", line->operands[2]);
+    else if (line->separated && (line->separator == 0 || line->separator == line->count))
+        status = usage_error("%s", line->separator == 0 ? "no run of A before --" : "no run of B after --");
+    else if (line->stdin_count > 1)
+        status = usage_error("%sstandard input can be one of the runs, not two", "");
+    if (!line->separated)
+        line->separator = 1;
+    const char *json = line->json, *html = line->html;
     bool to_stdout = json && strcmp(json, "-") == 0;
     if (status == 0 && json && !to_stdout && html && same_file(json, html))
         status = usage_error("--json and --html name the same file: %s", json);
@@ -715,6 +754,28 @@ int nvs_cli_diff(int argc, char **argv)
         status = TROUBLE;
     if (status == 0 && json && !to_stdout && nvs_json_refused("diff", json) != 0)
         status = TROUBLE;
+    return status;
+}
+
+int nvs_cli_diff(int argc, char **argv)
+{
+    struct nvs_diff diff = {.side = {{.label = 'A'}, {.label = 'B'}}, .gate = {-1, -1}};
+    struct diff_line line = {.diff = &diff};
+    line.operands = calloc((size_t)argc + 1, sizeof *line.operands);
+    if (!line.operands)
+        return out_of_memory(), TROUBLE;
+    int status = nvs_options_read(&diff_command_line, argc, argv, &line, NULL);
+    if (status >= 0) {
+        free(line.operands);
+        return status;
+    }
+    status = check_line(&line);
+    char **operands = line.operands;
+    const char *html = line.html, *json = line.json;
+    bool to_stdout = json && strcmp(json, "-") == 0;
+    size_t count = line.count, separator = line.separator;
+    int64_t budget_ns = line.budget_ns;
+    uint64_t max_input = line.max_input;
     if (status != 0) {
         free(operands);
         return status;

@@ -504,57 +504,95 @@ static bool same_file(const char *a, const char *b)
                                  first.st_dev == second.st_dev && first.st_ino == second.st_ino);
 }
 
+/* What report's command line says. */
+struct report_line {
+    const char *path, *html, *json;
+    bool json_bare;                  /* --json without =OUT: a file after it is not its */
+    long slowest;
+    int64_t budget_ns;
+    uint64_t max_input;
+};
+
+enum { REPORT_SLOWEST, REPORT_HTML, REPORT_JSON, REPORT_MAX_INPUT, REPORT_BUDGET };
+
+static const struct nvs_option report_options[] = {
+    {"slowest", 0, NVS_OPTION_VALUE, REPORT_SLOWEST},
+    {"html", 0, NVS_OPTION_VALUE, REPORT_HTML},
+    /* its value only as --json=OUT, as getopt's optional arguments: a word
+     * after it is FILE */
+    {"json", 0, NVS_OPTION_OPTIONAL, REPORT_JSON},
+    {"max-input", 0, NVS_OPTION_VALUE, REPORT_MAX_INPUT},
+    {"budget", 0, NVS_OPTION_VALUE, REPORT_BUDGET},
+    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
+    {NULL, 0, 0, 0},
+};
+
+static void report_manual(void *context)
+{
+    (void)context;
+    fputs(manual, stdout);
+}
+
+static int report_option(void *context, int id, const char *value)
+{
+    struct report_line *line = context;
+    value = value ? value : (id == REPORT_JSON ? NULL : "");
+    switch (id) {
+    case REPORT_SLOWEST:
+        if (!nvs_option_count(value, 0, &line->slowest))
+            return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value);
+        break;
+    case REPORT_HTML:
+        if (!*value)
+            return usage_error("%s--html needs the page's file name", "");
+        line->html = value;
+        break;
+    case REPORT_JSON:
+        line->json = value ? value : "-";
+        line->json_bare = !value;
+        if (value && !*value)
+            return usage_error("%s--json=OUT needs the document's file name (or - for standard output)", "");
+        break;
+    case REPORT_MAX_INPUT:
+        if (!nvs_input_parse_size(value, &line->max_input))
+            return usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
+        break;
+    case REPORT_BUDGET:
+        line->budget_ns = nvs_option_budget(value);
+        if (!line->budget_ns)
+            return usage_error(NVS_OPTION_BUDGET_USAGE, value);
+        break;
+    }
+    return -1;
+}
+
+static int report_operand(void *context, const char *operand, bool after_dashes)
+{
+    struct report_line *line = context;
+    if (after_dashes && line->path)
+        return usage_error("unknown option %s", "--");
+    if (!line->path)
+        line->path = operand;
+    else if (line->json_bare)
+        return usage_error("one file at a time: '%s' is one too many (the document's file is given "
+                           "as --json=OUT)", operand);
+    else
+        return usage_error("one file at a time: '%s' is one too many", operand);
+    return -1;
+}
+
+static const struct nvs_command_line report_command_line = {
+    .command = "report", .options = report_options, .dashes = NVS_DASHES_NEXT,
+    .manual = report_manual, .option = report_option, .operand = report_operand,
+};
+
 int nvs_cli_report(int argc, char **argv)
 {
-    const char *path = NULL, *html = NULL, *json = NULL, *value;
-    bool json_bare = false;             /* --json without =OUT: a file after it is not its */
-    long slowest = DEFAULT_SLOWEST;
-    int64_t budget_ns = 0;
-    uint64_t max_input = 0;
-    if (nvs_option_help(argc, argv)) {
-        fputs(manual, stdout);
-        return 0;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *argument = argv[i];
-        if ((value = nvs_option_value("--slowest", argc, argv, &i))) {
-            if (!nvs_option_count(value, 0, &slowest))
-                return usage_error("--slowest needs a number of frames, 0 or more: '%s'", value);
-        } else if ((value = nvs_option_value("--html", argc, argv, &i))) {
-            if (!*value)
-                return usage_error("%s--html needs the page's file name", "");
-            html = value;
-        } else if (strcmp(argument, "--json") == 0) {
-            /* its value only as --json=OUT, as getopt's optional arguments: a
-             * word after it is FILE */
-            json = "-";
-            json_bare = true;
-        } else if (strncmp(argument, "--json=", strlen("--json=")) == 0) {
-            json = argument + strlen("--json=");
-            json_bare = false;
-            if (!*json)
-                return usage_error("%s--json=OUT needs the document's file name (or - for standard output)",
-                                   "");
-        } else if ((value = nvs_option_value("--max-input", argc, argv, &i))) {
-            if (!nvs_input_parse_size(value, &max_input))
-                return usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
-        } else if ((value = nvs_option_value("--budget", argc, argv, &i))) {
-            budget_ns = nvs_option_budget(value);
-            if (!budget_ns)
-                return usage_error(NVS_OPTION_BUDGET_USAGE, value);
-        } else if (strcmp(argument, "--") == 0 && i + 1 < argc && !path) {
-            path = argv[++i];
-        } else if (argument[0] == '-' && argument[1]) {
-            return usage_error("unknown option %s", argument);
-        } else if (!path) {
-            path = argument;
-        } else if (json_bare) {
-            return usage_error("one file at a time: '%s' is one too many (the document's file is given "
-                               "as --json=OUT)", argument);
-        } else {
-            return usage_error("one file at a time: '%s' is one too many", argument);
-        }
-    }
+    struct report_line line = {.slowest = DEFAULT_SLOWEST};
+    int parsed = nvs_options_read(&report_command_line, argc, argv, &line, NULL);
+    if (parsed >= 0)
+        return parsed;
+    const char *path = line.path, *html = line.html, *json = line.json;
     if (!path)
         return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION] "
                            "[--html OUT.html] [--json[=OUT]] [--max-input SIZE]", "");
@@ -575,11 +613,11 @@ int nvs_cli_report(int argc, char **argv)
 
     struct nvs_events events = {0};
     struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX,
-                                       .max_input = max_input};
+                                       .max_input = line.max_input};
     /* Everything is worked out once, as the file is read (figures.c); the
      * summary, the document and the page print it. */
-    struct nvs_report report = {.path = path, .slowest = slowest};
-    if (nvs_figures_load(&events, path, &options, budget_ns, &report) != 0) {
+    struct nvs_report report = {.path = path, .slowest = line.slowest};
+    if (nvs_figures_load(&events, path, &options, line.budget_ns, &report) != 0) {
         nvs_figures_free(&report);
         nvs_events_free(&events);
         return 1;

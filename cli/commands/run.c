@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 
 #include "commands/child.h"
 #include "commands/commands.h"
+#include "commands/options.h"
 #include "commands/run_trace.h"
 #include "commands/top.h"
 
@@ -177,124 +177,135 @@ static bool parse_seconds(const char *text, double *seconds)
     return true;
 }
 
-int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
+static void launch_manual(void *context)
 {
-    struct option options[VARIABLE_COUNT + 16];
+    const struct nvs_launch *launch = context;
+    launch->help();
+}
+
+/* An option that sets a variable: VALUE its value (NULL: none given). */
+static int variable_option(struct nvs_launch *launch, size_t index, const char *value)
+{
+    const char *name = variable_options[index].option;
+    if (launch->profile && !strcmp(name, "trace"))
+        return nvs_launch_usage_error(launch, "%s: under nsys the events go to nsys, not "
+                                      "to a trace file (nvtxshim run --trace writes one)",
+                                      "--trace");
+    if (!strcmp(name, "kernel")) {
+        static char kernel_value[256];
+        if (!value || !strcmp(value, "on") || !strcmp(value, "off") || !strncmp(value, "on:", 3))
+            launch->values[index] = value ? value : "on";
+        else {
+            snprintf(kernel_value, sizeof kernel_value, "on:%s", value);
+            launch->values[index] = kernel_value;
+        }
+    } else {
+        launch->values[index] = variable_options[index].argument ? value : "1";
+    }
+    return -1;
+}
+
+static int launch_option(void *context, int id, const char *value)
+{
+    struct nvs_launch *launch = context;
+    switch (id) {
+    case 'n':
+        launch->dry_run = true;
+        break;
+    case OPTION_TOP:
+        launch->top = true;
+        break;
+    case 'o':
+        launch->output = value;
+        break;
+    case 'f':
+        launch->force = true;
+        break;
+    case OPTION_LIBRARY:
+        launch->library = value;
+        break;
+    case OPTION_APIS:
+        launch->apis = value;
+        break;
+    case OPTION_CPU_SAMPLING:
+        launch->cpu_sampling = true;
+        break;
+    case OPTION_NSYS:
+        launch->nsys = value;
+        break;
+    case OPTION_BARE:
+        launch->bare = true;
+        break;
+    case OPTION_TIMEOUT:
+    case OPTION_FINISH_TIMEOUT:
+        if (!parse_seconds(value, id == OPTION_TIMEOUT ? &launch->timeout_s : &launch->finish_timeout_s))
+            return nvs_launch_usage_error(launch, "'%s' is not a number of seconds", value);
+        break;
+    default:
+        return variable_option(launch, (size_t)(id - OPTION_VARIABLE), value);
+    }
+    return -1;
+}
+
+/* The table of run's options, or profile's: a variable's each, then the command's own. */
+static void launch_options(const struct nvs_launch *launch, struct nvs_option *options)
+{
     size_t n = 0;
     for (size_t i = 0; i < VARIABLE_COUNT; i++) {
         const struct variable_option *o = &variable_options[i];
-        int has_arg = !strcmp(o->option, "kernel") ? optional_argument
-                      : o->argument ? required_argument : no_argument;
-        options[n++] = (struct option){o->option, has_arg, NULL, OPTION_VARIABLE + (int)i};
+        enum nvs_option_takes takes = !strcmp(o->option, "kernel") ? NVS_OPTION_OPTIONAL
+                                      : o->argument                ? NVS_OPTION_VALUE
+                                                                   : NVS_OPTION_FLAG;
+        options[n++] = (struct nvs_option){o->option, 0, takes, OPTION_VARIABLE + (int)i};
     }
-    options[n++] = (struct option){"library", required_argument, NULL, OPTION_LIBRARY};
-    options[n++] = (struct option){"dry-run", no_argument, NULL, 'n'};
+    options[n++] = (struct nvs_option){"library", 0, NVS_OPTION_VALUE, OPTION_LIBRARY};
+    options[n++] = (struct nvs_option){"dry-run", 'n', NVS_OPTION_FLAG, 'n'};
     if (!launch->profile)
-        options[n++] = (struct option){"top", no_argument, NULL, OPTION_TOP};
-    options[n++] = (struct option){"help", no_argument, NULL, 'h'};
+        options[n++] = (struct nvs_option){"top", 0, NVS_OPTION_FLAG, OPTION_TOP};
+    options[n++] = (struct nvs_option){"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP};
     if (launch->profile) {
-        options[n++] = (struct option){"output", required_argument, NULL, 'o'};
-        options[n++] = (struct option){"force", no_argument, NULL, 'f'};
-        options[n++] = (struct option){"apis", required_argument, NULL, OPTION_APIS};
-        options[n++] = (struct option){"cpu-sampling", no_argument, NULL, OPTION_CPU_SAMPLING};
-        options[n++] = (struct option){"nsys", required_argument, NULL, OPTION_NSYS};
-        options[n++] = (struct option){"timeout", required_argument, NULL, OPTION_TIMEOUT};
-        options[n++] = (struct option){"finish-timeout", required_argument, NULL,
-                                       OPTION_FINISH_TIMEOUT};
-        options[n++] = (struct option){"bare", no_argument, NULL, OPTION_BARE};
+        options[n++] = (struct nvs_option){"output", 'o', NVS_OPTION_VALUE, 'o'};
+        options[n++] = (struct nvs_option){"force", 'f', NVS_OPTION_FLAG, 'f'};
+        options[n++] = (struct nvs_option){"apis", 0, NVS_OPTION_VALUE, OPTION_APIS};
+        options[n++] = (struct nvs_option){"cpu-sampling", 0, NVS_OPTION_FLAG, OPTION_CPU_SAMPLING};
+        options[n++] = (struct nvs_option){"nsys", 0, NVS_OPTION_VALUE, OPTION_NSYS};
+        options[n++] = (struct nvs_option){"timeout", 0, NVS_OPTION_VALUE, OPTION_TIMEOUT};
+        options[n++] = (struct nvs_option){"finish-timeout", 0, NVS_OPTION_VALUE, OPTION_FINISH_TIMEOUT};
+        options[n++] = (struct nvs_option){"bare", 0, NVS_OPTION_FLAG, OPTION_BARE};
     }
-    options[n] = (struct option){NULL, 0, NULL, 0};
-    const char *short_options = launch->profile ? "+:hnfo:" : "+:hn";
+    options[n] = (struct nvs_option){NULL, 0, 0, 0};
+}
 
-    opterr = 0;
-    optind = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, short_options, options, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            launch->help();
-            return 0;
-        case 'n':
-            launch->dry_run = true;
-            break;
-        case OPTION_TOP:
-            launch->top = true;
-            break;
-        case 'o':
-            launch->output = optarg;
-            break;
-        case 'f':
-            launch->force = true;
-            break;
-        case OPTION_LIBRARY:
-            launch->library = optarg;
-            break;
-        case OPTION_APIS:
-            launch->apis = optarg;
-            break;
-        case OPTION_CPU_SAMPLING:
-            launch->cpu_sampling = true;
-            break;
-        case OPTION_NSYS:
-            launch->nsys = optarg;
-            break;
-        case OPTION_BARE:
-            launch->bare = true;
-            break;
-        case OPTION_TIMEOUT:
-        case OPTION_FINISH_TIMEOUT:
-            if (!parse_seconds(optarg, c == OPTION_TIMEOUT ? &launch->timeout_s
-                                                           : &launch->finish_timeout_s))
-                return nvs_launch_usage_error(launch, "'%s' is not a number of seconds", optarg);
-            break;
-        case ':':
-            return nvs_launch_usage_error(launch, "option '%s' needs a value", argv[optind - 1]);
-        case '?':
-            if (optopt) {
-                char shown[3] = {'-', (char)optopt, '\0'};
-                return nvs_launch_usage_error(launch, "unknown option '%s'", shown);
-            }
-            return nvs_launch_usage_error(launch, "unknown option '%s'", argv[optind - 1]);
-        default: {
-            size_t index = (size_t)(c - OPTION_VARIABLE);
-            const char *name = variable_options[index].option;
-            if (launch->profile && !strcmp(name, "trace"))
-                return nvs_launch_usage_error(launch, "%s: under nsys the events go to nsys, not "
-                                              "to a trace file (nvtxshim run --trace writes one)",
-                                              "--trace");
-            if (!strcmp(name, "kernel")) {
-                static char kernel_value[256];
-                if (!optarg || !strcmp(optarg, "on") || !strcmp(optarg, "off") ||
-                    !strncmp(optarg, "on:", 3))
-                    launch->values[index] = optarg ? optarg : "on";
-                else {
-                    snprintf(kernel_value, sizeof kernel_value, "on:%s", optarg);
-                    launch->values[index] = kernel_value;
-                }
-            } else {
-                launch->values[index] = variable_options[index].argument ? optarg : "1";
-            }
-        }
-        }
-    }
+int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
+{
+    struct nvs_option options[VARIABLE_COUNT + 16];
+    launch_options(launch, options);
+    const struct nvs_command_line line = {
+        .command = launch->command, .options = options, .options_first = true, .unknown_by_letter = true,
+        .manual = launch_manual, .option = launch_option,
+    };
+    int first;
+    int status = nvs_options_read(&line, argc, argv, launch, &first);
+    if (status >= 0)
+        return status;
 
-    bool separated = optind > 0 && optind <= argc && !strcmp(argv[optind - 1], "--");
+    bool separated = first > 0 && first <= argc && !strcmp(argv[first - 1], "--");
     /* profile [OPTIONS] -- NSYS_OPTIONS -- PROGRAM: nsys options begin with '-',
      * a program does not, so `profile -- emucam -- prog` runs emucam. */
-    if (launch->profile && separated && optind < argc && argv[optind][0] == '-') {
-        int end = optind;
+    if (launch->profile && separated && first < argc && argv[first][0] == '-') {
+        int end = first;
         while (end < argc && strcmp(argv[end], "--"))
             end++;
         if (end == argc)
             return nvs_launch_usage_error(launch, "%s", "nsys options after the first -- end with a "
                                           "second -- before the program");
-        launch->nsys_options = argv + optind;
-        launch->nsys_option_count = end - optind;
-        optind = end + 1;
+        launch->nsys_options = argv + first;
+        launch->nsys_option_count = end - first;
+        first = end + 1;
     }
-    if (optind >= argc)
+    if (first >= argc)
         return nvs_launch_usage_error(launch, "%s", "no program to run");
-    launch->program = argv + optind;
+    launch->program = argv + first;
     return -1;
 }
 

@@ -389,39 +389,72 @@ static int usage_error(const char *format, const char *what)
     return nvs_option_usage_error("top", format, what);
 }
 
+/* What top's command line says. */
+struct top_line {
+    struct nvs_top_options top;
+    const char *path;
+};
+
+enum { TOP_FRAMES, TOP_INTERVAL, TOP_ONCE };
+
+static const struct nvs_option top_options[] = {
+    {"frames", 0, NVS_OPTION_VALUE, TOP_FRAMES},
+    {"interval", 0, NVS_OPTION_VALUE, TOP_INTERVAL},
+    {"once", 0, NVS_OPTION_FLAG, TOP_ONCE},
+    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
+    {NULL, 0, 0, 0},
+};
+
+static void top_manual(void *context)
+{
+    (void)context;
+    fputs(manual, stdout);
+}
+
+static int top_option(void *context, int id, const char *value)
+{
+    struct top_line *line = context;
+    value = value ? value : "";
+    if (id == TOP_FRAMES) {
+        long frames;
+        if (!nvs_option_count(value, 1, &frames))
+            return usage_error("--frames needs a number of frames, 1 or more: '%s'", value);
+        line->top.frames = (size_t)frames;
+    } else if (id == TOP_INTERVAL) {
+        char *end;
+        errno = 0;
+        double seconds = strtod(value, &end);
+        if (!*value || *end || errno || !(seconds >= 0.05) || seconds > 3600)
+            return usage_error("--interval needs seconds, 0.05 to 3600: '%s'", value);
+        line->top.interval_s = seconds;
+    } else {
+        line->top.once = true;
+    }
+    return -1;
+}
+
+static int top_operand(void *context, const char *operand, bool after_dashes)
+{
+    struct top_line *line = context;
+    (void)after_dashes;
+    if (line->path)
+        return usage_error("one file at a time: '%s' is one too many", operand);
+    line->path = operand;
+    return -1;
+}
+
+static const struct nvs_command_line top_command_line = {
+    .command = "top", .options = top_options, .dashes = NVS_DASHES_UNKNOWN,
+    .manual = top_manual, .option = top_option, .operand = top_operand,
+};
+
 int nvs_cli_top(int argc, char **argv)
 {
-    struct nvs_top_options top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0};
-    const char *path = NULL, *value;
-    if (nvs_option_help(argc, argv)) {
-        fputs(manual, stdout);
-        return 0;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *argument = argv[i];
-        if ((value = nvs_option_value("--frames", argc, argv, &i))) {
-            long frames;
-            if (!nvs_option_count(value, 1, &frames))
-                return usage_error("--frames needs a number of frames, 1 or more: '%s'", value);
-            top.frames = (size_t)frames;
-        } else if ((value = nvs_option_value("--interval", argc, argv, &i))) {
-            char *end;
-            errno = 0;
-            double seconds = strtod(value, &end);
-            if (!*value || *end || errno || !(seconds >= 0.05) || seconds > 3600)
-                return usage_error("--interval needs seconds, 0.05 to 3600: '%s'", value);
-            top.interval_s = seconds;
-        } else if (strcmp(argument, "--once") == 0) {
-            top.once = true;
-        } else if (argument[0] == '-' && argument[1]) {
-            return usage_error("unknown option %s", argument);
-        } else if (!path) {
-            path = argument;
-        } else {
-            return usage_error("one file at a time: '%s' is one too many", argument);
-        }
-    }
-    if (!path)
+    struct top_line line = {.top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0}};
+    int status = nvs_options_read(&top_command_line, argc, argv, &line, NULL);
+    if (status >= 0)
+        return status;
+    if (!line.path)
         return usage_error("%swhich file? nvtxshim top FILE (the trace a program is writing)", "");
-    return nvs_top_watch(path, 0, &top, NULL);
+    return nvs_top_watch(line.path, 0, &line.top, NULL);
 }
