@@ -317,7 +317,12 @@ def measure_calls(s, env, results):
     say("== per call, NVTXSHIM_TRACE recording, .json and .pftrace interleaved "
         "(%d rounds x %d repeats x %d calls)" % (s.rounds_trace, s.repeats, s.n_traced))
     warm = min(1000, s.n_traced)
+    floor = []
     for _ in range(s.rounds_trace):
+        # The floor of a range (calls.c, "floor"): no call, no library, only two counter reads
+        # and two 16-byte stores into a thread's buffer; in the same rounds as the recordings.
+        floor += parse_results(run(calls_command(s, "plain", ["floor"], s.n_traced, s.repeats),
+                                   env)).get("floor", [])
         for column, extension in RECORDINGS:
             trace = os.path.join(s.scratch, "calls-trace" + extension)
             recording = dict(env, NVTXSHIM_TRACE=trace)
@@ -344,6 +349,8 @@ def measure_calls(s, env, results):
                                        % (extension, row, recorded, wanted))
     results["checks"].append("recording: every hand-written and shim range was in the trace file "
                              "(.json and .pftrace)")
+    if floor:
+        results.setdefault("floor", {})["ns"] = summary(floor)
 
     if "nsys" in s.skip or not s.nsys:
         say("== per call under nsys: skipped (%s)" % ("BENCH_SKIP" if s.nsys else "no nsys"))
@@ -408,6 +415,8 @@ def measure_instructions(s, env, results):
     os.makedirs(directory, exist_ok=True)
     say("== instructions per call (valgrind --tool=callgrind, %d calls; %d while recording)"
         % (s.n_callgrind, s.n_callgrind_traced))
+    results.setdefault("floor", {})["instructions"] = callgrind_run(
+        s, env, "plain", "floor", s.n_callgrind, os.path.join(directory, "floor.out"))
     for column, n, extra in (("none", s.n_callgrind, {}),
                              ("null", s.n_callgrind, {"NVTX_INJECTION64_PATH": s.null_tool}),
                              ("trace", s.n_callgrind_traced,
@@ -913,6 +922,53 @@ LONG_PEAK_LIMIT = 300e6
 TOP_INTERVAL_LIMIT = 2.0
 
 
+def floor_ratios(results, column, kind, ranges):
+    """(ns added a range, its ratio to the floor's ns, instructions added a range) of the shim
+    recording COLUMN, or Nones."""
+    floor = results.get("floor", {}).get("ns")
+    ns, ins = results["ns"].get(column, {}), results["instructions"].get(column, {})
+    shim, plain = ns.get("shim", {}).get(kind), ns.get("plain", {}).get(kind)
+    shim_ir, plain_ir = ins.get("shim", {}).get(kind), ins.get("plain", {}).get(kind)
+    per_range = None if shim is None or plain is None else (shim["median"] - plain["median"]) / ranges
+    ratio = None if per_range is None or not floor else per_range / floor["median"]
+    ir = None if shim_ir is None or plain_ir is None else (shim_ir - plain_ir) / ranges
+    return per_range, ratio, ir
+
+
+def floor_targets(results):
+    """The recorder against the floor of a range (bench/calls.c, "floor"): a .pftrace range
+    within 1.25 x the floor's time and 150 instructions (the asynchronous call, three ranges,
+    within 3 x that), JSON within 2 x .pftrace, and the shim's own work with a null tool within
+    50 instructions of the hand-written pair."""
+    lines = []
+    if not results.get("floor", {}).get("ns"):
+        return lines
+    ins = results["instructions"]
+    for kind, call, ranges in KINDS:
+        if ranges == 0:
+            continue
+        per_range, ratio, ir = floor_ratios(results, "pftrace", kind, ranges)
+        limit = 1.25 if ranges == 1 else 1.25 * 3 / ranges
+        if ratio is not None:
+            lines.append((".pftrace: a range <= %.2f x the floor" % limit, call,
+                          "+%s ns a range, %.2f x" % (fmt_ns(per_range), ratio),
+                          verdict(ratio <= limit, (ratio - limit) * results["floor"]["ns"]["median"], "ns")))
+        ir_limit = 150 if ranges == 1 else 150 * 3 / ranges
+        if ir is not None:
+            lines.append((".pftrace: a range <= %.0f instructions" % ir_limit, call, "+%.0f" % ir,
+                          verdict(ir <= ir_limit, ir - ir_limit, "instr")))
+        json_range, _, json_ir = floor_ratios(results, "trace", kind, ranges)
+        if json_range is not None and per_range is not None and per_range > 0:
+            lines.append(("JSON: <= 2 x .pftrace", call,
+                          "+%s vs +%s ns a range" % (fmt_ns(json_range), fmt_ns(per_range)),
+                          verdict(json_range <= 2 * per_range, json_range - 2 * per_range, "ns")))
+        shim, hand = ins.get("null", {}).get("shim", {}).get(kind), ins.get("null", {}).get("hand", {}).get(kind)
+        if shim is not None and hand is not None:
+            lines.append(("null tool: shim <= NVTX pair + 50 instructions", call,
+                          "%.0f vs %.0f + 50" % (shim, hand), verdict(shim <= hand + 50, shim - hand - 50, "instr")))
+    return lines
+
+
 def long_targets(results):
     lines = []
     report = results.get("long", {}).get("report")
@@ -1105,6 +1161,7 @@ def targets(results):
             lines.append(("recording: instructions <= the baseline build", call,
                           "+%.0f vs +%.0f" % (shim_ir, base_ir),
                           verdict(shim_ir <= base_ir, shim_ir - base_ir, "instr")))
+    lines += floor_targets(results)
     lines += long_targets(results)
     starts = results.get("starts", {})
     if starts.get("shim") and starts.get("empty"):
@@ -1154,6 +1211,22 @@ def per_call_table(results, s, w):
             w("%-28s %-18s" % (name, label) + "".join(" %-19s" % c for c in cells) + " | " +
               " ".join("%9s" % ("-" if v is None else "%.0f" % v) for v in ir))
     w("")
+    floor = results.get("floor", {})
+    if floor.get("ns"):
+        w("the floor of a range (two time-stamp counter reads, two 16-byte stores into the thread's buffer, no")
+        w("call): %s ns, %s instructions; the shim's recording over its plain call, a range, and as a ratio to it:"
+          % (fmt_cell(floor["ns"]), "-" if floor.get("instructions") is None else "%.0f" % floor["instructions"]))
+        for kind, call, ranges in KINDS:
+            if ranges == 0:
+                continue
+            cells = []
+            for column, extension in RECORDINGS:
+                per_range, ratio, ir = floor_ratios(results, column, kind, ranges)
+                cells.append("%s %s ns (%s x), %s instr" % (
+                    extension, "-" if per_range is None else "+" + fmt_ns(per_range),
+                    "-" if ratio is None else "%.2f" % ratio, "-" if ir is None else "%.0f" % ir))
+            w("  %-28s %s" % (call, "; ".join(cells)))
+        w("")
 
 
 def tail_sections(results, s, w):

@@ -5,12 +5,13 @@
  * tracing in front of the call.
  *
  *   calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,cuda_sync,
- *                                    cuda_launch,ioctl,pipe_read,null_write]
+ *                                    cuda_launch,ioctl,pipe_read,null_write,floor]
  *         [-n N] [-r R] [--warm W]
  *
  * plain: the call as the program makes it (with LD_PRELOAD=libnvtxshim.so this
  * is the shim's row). nvtx: the same call wrapped by hand in NVTX ranges with
  * registered strings, payload and colour, the ranges the shim would make.
+ * floor: no call, only what recording a range must do at the least (below).
  * Each kind's timed loop is its own noinline function, bench_KIND_MODE, so
  * `valgrind --tool=callgrind --toggle-collect=bench_KIND_MODE` counts exactly
  * the loop; warm-up runs through warm_KIND_MODE, outside it. */
@@ -268,6 +269,58 @@ static inline __attribute__((always_inline)) void null_write_nvtx(void)
     null_write_plain();
 }
 
+/* ---- the floor of a range ----------------------------------------------------- */
+
+/* What recording a range must do at the least, and nothing else: read the
+ * time-stamp counter at its start and at its end, and store a 16-byte record
+ * each time (the time and a word: a name's handle, the payload) into a buffer
+ * of the thread's own, handed on (here: started again, the count kept) when it
+ * is full. No call is made: the recording rows' cost over their plain call is
+ * judged against this row's time (make bench prints the ratio). */
+struct floor_record {
+    uint64_t time, word;
+};
+#define FLOOR_RECORDS 2048                 /* 32 KiB, the trace writer's buffer */
+static __thread struct floor_record floor_buffer[FLOOR_RECORDS] __attribute__((aligned(64)));
+static __thread unsigned floor_used;
+static unsigned long long floor_handed;
+/* Seen from outside, so that no store is dropped as never read. */
+struct floor_record *volatile floor_seen;
+
+static inline __attribute__((always_inline)) uint64_t floor_counter(void)
+{
+#if defined(__x86_64__)
+    uint32_t low, high;
+    __asm__ volatile("rdtsc" : "=a"(low), "=d"(high));
+    return (uint64_t)high << 32 | low;
+#elif defined(__aarch64__)
+    uint64_t value;
+    __asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(value)::"memory");
+    return value;
+#else
+#error "a time-stamp counter for this architecture"
+#endif
+}
+
+static inline __attribute__((always_inline)) void floor_plain(void)
+{
+    if (__builtin_expect(floor_used > FLOOR_RECORDS - 2, 0)) {
+        floor_seen = floor_buffer;
+        floor_handed++;
+        floor_used = 0;
+    }
+    struct floor_record *record = &floor_buffer[floor_used];
+    record[0] = (struct floor_record){ floor_counter(), (uint64_t)TRANSFER_BYTES << 32 | 1 };
+    __asm__ volatile("" ::"r"(record) : "memory");
+    record[1] = (struct floor_record){ floor_counter(), 1 };
+    floor_used += 2;
+}
+
+static inline __attribute__((always_inline)) void floor_nvtx(void)
+{
+    floor_plain();
+}
+
 /* ---- the loops ---------------------------------------------------------------- */
 
 #define LOOPS(kind, mode)                                                                   \
@@ -294,6 +347,7 @@ LOOPS(cuda_launch, plain) LOOPS(cuda_launch, nvtx)
 LOOPS(ioctl, plain) LOOPS(ioctl, nvtx)
 LOOPS(pipe_read, plain) LOOPS(pipe_read, nvtx)
 LOOPS(null_write, plain) LOOPS(null_write, nvtx)
+LOOPS(floor, plain) LOOPS(floor, nvtx)
 
 typedef void (*loop_fn)(long);
 
@@ -305,7 +359,7 @@ static const struct kind {
                      { warm_##kind##_plain, warm_##kind##_nvtx } }
     KIND(usb_sync), KIND(usb_async), KIND(xflush), KIND(cuda_htod), KIND(cuda_sync),
     KIND(cuda_launch), KIND(xreply), KIND(usb_clear_halt), KIND(ioctl), KIND(pipe_read),
-    KIND(null_write),
+    KIND(null_write), KIND(floor),
 #undef KIND
 };
 #define KIND_COUNT (sizeof kinds / sizeof kinds[0])
@@ -322,7 +376,7 @@ static void usage(int status)
     fprintf(status ? stderr : stdout,
             "usage: calls --mode plain|nvtx [--kinds usb_sync,usb_async,xflush,cuda_htod,\n"
             "                                        cuda_sync,cuda_launch,xreply,usb_clear_halt,ioctl,\n"
-            "                                        pipe_read,null_write]\n"
+            "                                        pipe_read,null_write,floor]\n"
             "             [-n CALLS] [-r REPEATS] [--warm CALLS]\n");
     exit(status);
 }

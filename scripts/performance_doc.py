@@ -114,6 +114,28 @@ def block_added(results):
     return table(["call", "no tool", "null tool", "`.json`", "`.pftrace`", "`nsys -t nvtx`"], rows)
 
 
+def block_floor(results):
+    floor = results.get("floor", {})
+    if not floor.get("ns"):
+        return "No floor row in this run.\n"
+    text = ("The floor: %s ns and %s instructions a range (median [min-max] of the recording rounds).\n\n"
+            % (bench.spread_text(floor["ns"], 1, 1),
+               "–" if floor.get("instructions") is None else instructions(floor["instructions"])))
+    rows = []
+    for kind, call, ranges in bench.KINDS:
+        if ranges == 0:
+            continue
+        cells = []
+        for column, _ in bench.RECORDINGS:
+            per_range, ratio, ir = bench.floor_ratios(results, column, kind, ranges)
+            cells += ["–" if per_range is None else "+%s" % bench.fmt_ns(per_range),
+                      "–" if ratio is None else "%.2f ×" % ratio,
+                      "–" if ir is None else "%.0f" % ir]
+        rows.append(["`%s`" % call + ("" if ranges == 1 else " (a range of %d)" % ranges)] + cells)
+    return text + table(["call", "`.json` ns", "× floor", "instructions", "`.pftrace` ns", "× floor",
+                         "instructions"], rows)
+
+
 def block_tools(results):
     plain = results["ns"].get("none", {}).get("plain", {}).get("usb_sync")
     ioctl = results["tools"].get("ioctl(FIONREAD), no tool", {}).get("ns")
@@ -269,6 +291,7 @@ BLOCKS = {
     "calls": block_calls,
     "descriptors": lambda results: block_calls(results, device=False),
     "added": block_added,
+    "floor": block_floor,
     "tools": block_tools,
     "harness": block_harness,
     "starts": block_starts,
