@@ -24,9 +24,9 @@ enum nvs_frame_marker {
     NVS_FRAME_CUDA_HTOD,
     NVS_FRAME_CUDA_DTOH,
     NVS_FRAME_CALL,
-    /* Each device set's (registry/hook_sets.def): NVS_FRAME_V4L2_IN, each
-     * buffer dequeued (or read) from a camera; NVS_FRAME_SERIAL_OUT, each
-     * write that took bytes... (those a set has no marker of are never set) */
+/* Each device set's (registry/hook_sets.def): NVS_FRAME_V4L2_IN, each buffer
+ * dequeued (or read) from a camera; NVS_FRAME_SERIAL_OUT, each write that took
+ * bytes... (those a set has no marker of are never set) */
 #define NVS_HOOK_SET(id, name)
 #define NVS_DEVICE_SET(id, name, in, out) NVS_FRAME_##id##_IN, NVS_FRAME_##id##_OUT,
 #include "registry/hook_sets.def"
@@ -49,36 +49,36 @@ enum nvs_log_level { NVS_LOG_QUIET, NVS_LOG_INFO, NVS_LOG_DEBUG };
 #define NVS_PATH_MAX 4096
 
 struct nvs_config {
-    unsigned hooks;                     /* enum nvs_hook_set bits */
+    unsigned hooks; /* enum nvs_hook_set bits */
 
     enum nvs_frame_marker frame;
-    int frame_endpoint;                 /* usb.in/usb.out endpoint address, -1 for any */
-    int frame_call;                     /* call:NAME hook id, -1 when unused */
-    uint64_t frame_budget_ns;           /* 0: no budget */
+    int frame_endpoint;       /* usb.in/usb.out endpoint address, -1 for any */
+    int frame_call;           /* call:NAME hook id, -1 when unused */
+    uint64_t frame_budget_ns; /* 0: no budget */
 
     enum nvs_capture_trigger capture;
-    uint64_t capture_start;             /* first frame / call index (1-based) */
-    uint64_t capture_count;             /* frames / calls in the capture */
-    uint64_t capture_period;            /* frames:S+C/P: a window every P frames; 0 = once */
-    int capture_call;                   /* calls:NAME hook id */
-    uint64_t capture_delay_ns;          /* time: from the first hooked call */
-    uint64_t capture_duration_ns;       /* time: 0 = until exit */
-    int capture_signal;                 /* signal: signal number */
+    uint64_t capture_start;       /* first frame / call index (1-based) */
+    uint64_t capture_count;       /* frames / calls in the capture */
+    uint64_t capture_period;      /* frames:S+C/P: a window every P frames; 0 = once */
+    int capture_call;             /* calls:NAME hook id */
+    uint64_t capture_delay_ns;    /* time: from the first hooked call */
+    uint64_t capture_duration_ns; /* time: 0 = until exit */
+    int capture_signal;           /* signal: signal number */
     enum nvs_capture_via capture_via;
     char capture_message[NVS_NAME_MAX];
     char capture_domain[NVS_NAME_MAX];
 
     bool kernel;
-    uint64_t kernel_min_interval_ns;    /* on:THRESHOLD: off-CPU intervals kept as ranges */
+    uint64_t kernel_min_interval_ns; /* on:THRESHOLD: off-CPU intervals kept as ranges */
     enum nvs_log_level log;
     bool help;
 
     /* Not ours: the X display a bare XCB connection most likely uses. */
     char display[NVS_NAME_MAX];
     /* The paths last: set only when given, so that the defaults are one page. */
-    char frame_device[NVS_NAME_MAX];    /* v4l2.in:PATH...: a glob, "" for any device */
-    char devices[NVS_PATH_MAX];         /* NVTXSHIM_DEVICES: comma list of path globs */
-    char trace_path[NVS_PATH_MAX];      /* as given, with %p unexpanded; "" = off */
+    char frame_device[NVS_NAME_MAX]; /* v4l2.in:PATH...: a glob, "" for any device */
+    char devices[NVS_PATH_MAX];      /* NVTXSHIM_DEVICES: comma list of path globs */
+    char trace_path[NVS_PATH_MAX];   /* as given, with %p unexpanded; "" = off */
     /* Not ours, but decides whether the recorder may attach: another NVTX tool. */
     char nvtx_injection_path[NVS_PATH_MAX];
 };
@@ -89,8 +89,8 @@ typedef void (*nvs_config_report_fn)(const char *line, void *context);
 /* Parses ENVP (an environ-style array) into CONFIG. Every bad or unknown
  * NVTXSHIM_* variable produces exactly one line through REPORT and leaves its
  * feature at the default (off). Returns the number of bad variables. */
-int nvs_config_parse(struct nvs_config *config, char *const *envp,
-                     nvs_config_report_fn report, void *context);
+int nvs_config_parse(struct nvs_config *config, char *const *envp, nvs_config_report_fn report,
+                     void *context);
 
 /* The process's configuration, parsed from environ on first use. */
 const struct nvs_config *nvs_config(void);

@@ -50,7 +50,8 @@ NVS_ONCE static bool any_hooked_library_loaded(void)
         const char *library = nvs_hook_library((enum nvs_hook_id)id);
         /* libc is in every process: its device-file calls wake the library
          * only when the program opens a device of a rig (devices/table.c). */
-        if ((count && (library == libraries[count - 1] || !strcmp(library, libraries[count - 1]))) ||
+        if ((count &&
+             (library == libraries[count - 1] || !strcmp(library, libraries[count - 1]))) ||
             !strcmp(library, "libc.so.6"))
             continue;
         libraries[count++] = library;
@@ -72,8 +73,7 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
         Dl_info other;
         void *handle = dlopen(config->nvtx_injection_path, RTLD_LAZY | RTLD_NOLOAD);
         void *entry = handle ? nvs_dlsym(handle, "InitializeInjectionNvtx2") : NULL;
-        bool ours = entry && dladdr(entry, &other) &&
-                    other.dli_fbase == self.dli_fbase;
+        bool ours = entry && dladdr(entry, &other) && other.dli_fbase == self.dli_fbase;
         if (handle)
             dlclose(handle);
         if (!ours)
@@ -84,16 +84,24 @@ NVS_ONCE static void setup_recorder(const struct nvs_config *config)
     nvs_record_enable(config->trace_path);
     if (stale) {
         char note[2 * NVS_PATH_MAX + 128], shown[NVS_CONFIG_SHOWN_SIZE];
-        snprintf(note, sizeof note, "NVTX_INJECTION64_PATH=%s names no file: NVTXSHIM_TRACE=%s "
-                 "records instead", nvs_config_shown(shown, config->nvtx_injection_path,
-                                                     strlen(config->nvtx_injection_path)),
+        snprintf(note, sizeof note,
+                 "NVTX_INJECTION64_PATH=%s names no file: NVTXSHIM_TRACE=%s "
+                 "records instead",
+                 nvs_config_shown(shown, config->nvtx_injection_path,
+                                  strlen(config->nvtx_injection_path)),
                  config->trace_path);
         nvs_record_note(note);
     }
 }
 
-static void fork_prepare(void) { nvs_record_fork_prepare(); }
-static void fork_parent(void) { nvs_record_fork_parent(); }
+static void fork_prepare(void)
+{
+    nvs_record_fork_prepare();
+}
+static void fork_parent(void)
+{
+    nvs_record_fork_parent();
+}
 static void fork_child(void)
 {
     nvs_image_set(nvs_sys_getpid());
@@ -103,8 +111,7 @@ static void fork_child(void)
     nvs_kernel_reset_after_fork();
 }
 
-__attribute__((constructor))
-static void nvs_load(void)
+__attribute__((constructor)) static void nvs_load(void)
 {
     /* First: a signal handler may make the process's first libc call through
      * a wrapper at any moment from here on (resolve.h). */
@@ -126,15 +133,15 @@ static void nvs_load(void)
         nvs_devices_configure(config);
     /* What a fork resets - the trace file, frames, the capture, the probe,
      * whose image this is - exists only when one of them is asked for. */
-    if (!inert && (config->trace_path[0] || config->frame != NVS_FRAME_OFF ||
-                   config->capture != NVS_CAPTURE_OFF || config->kernel))
+    if (!inert &&
+        (config->trace_path[0] || config->frame != NVS_FRAME_OFF ||
+         config->capture != NVS_CAPTURE_OFF || config->kernel))
         pthread_atfork(fork_prepare, fork_parent, fork_child);
     if (any_hooked_library_loaded())
         (void)nvs_activate();
 }
 
-__attribute__((destructor))
-static void nvs_unload(void)
+__attribute__((destructor)) static void nvs_unload(void)
 {
     nvs_end_frames();
     if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)

@@ -14,9 +14,18 @@
 
 /* ---- domains ----------------------------------------------------------------- */
 
-enum nvs_domain { NVS_DOMAIN_USB, NVS_DOMAIN_X11, NVS_DOMAIN_CUDA, NVS_DOMAIN_SHIM,
-                  NVS_DOMAIN_KERNEL, NVS_DOMAIN_V4L2, NVS_DOMAIN_SERIAL, NVS_DOMAIN_HID,
-                  NVS_DOMAIN_I2C, NVS_DOMAIN_COUNT };
+enum nvs_domain {
+    NVS_DOMAIN_USB,
+    NVS_DOMAIN_X11,
+    NVS_DOMAIN_CUDA,
+    NVS_DOMAIN_SHIM,
+    NVS_DOMAIN_KERNEL,
+    NVS_DOMAIN_V4L2,
+    NVS_DOMAIN_SERIAL,
+    NVS_DOMAIN_HID,
+    NVS_DOMAIN_I2C,
+    NVS_DOMAIN_COUNT
+};
 
 static inline const char *nvs_domain_name(enum nvs_domain domain)
 {
@@ -38,27 +47,27 @@ static inline const char *nvs_domain_name(enum nvs_domain domain)
 /* ---- categories, numbered per domain ----------------------------------------- */
 
 enum nvs_usb_category {
-    NVS_USB_TRANSFER = 1,       /* data moved */
-    NVS_USB_EVENTS = 2,         /* event handling */
-    NVS_USB_CALLBACK = 3,       /* the program's completion callback */
-    NVS_USB_WARNING = 4,        /* marks: failed transfers and calls */
-    NVS_USB_DEVICE = 5,         /* device management: open, configuration, interfaces, reset */
+    NVS_USB_TRANSFER = 1, /* data moved */
+    NVS_USB_EVENTS = 2,   /* event handling */
+    NVS_USB_CALLBACK = 3, /* the program's completion callback */
+    NVS_USB_WARNING = 4,  /* marks: failed transfers and calls */
+    NVS_USB_DEVICE = 5,   /* device management: open, configuration, interfaces, reset */
 };
 
 enum nvs_x11_category {
-    NVS_X11_DRAW = 1,           /* image data to or from the server */
-    NVS_X11_FLUSH = 2,          /* requests written out */
-    NVS_X11_ROUND_TRIP = 3,     /* waiting for the server's reply */
-    NVS_X11_WAIT = 4,           /* waiting for events */
-    NVS_X11_SWAP = 5,           /* GLX/EGL buffer swaps, Vulkan presents */
-    NVS_X11_WARNING = 6,        /* marks: a remote display, no MIT-SHM */
-    NVS_X11_UPLOAD = 7,         /* GL texture uploads from the program's memory */
+    NVS_X11_DRAW = 1,       /* image data to or from the server */
+    NVS_X11_FLUSH = 2,      /* requests written out */
+    NVS_X11_ROUND_TRIP = 3, /* waiting for the server's reply */
+    NVS_X11_WAIT = 4,       /* waiting for events */
+    NVS_X11_SWAP = 5,       /* GLX/EGL buffer swaps, Vulkan presents */
+    NVS_X11_WARNING = 6,    /* marks: a remote display, no MIT-SHM */
+    NVS_X11_UPLOAD = 7,     /* GL texture uploads from the program's memory */
 };
 
 enum nvs_cuda_category {
-    NVS_CUDA_COPY = 1,          /* memory copied */
-    NVS_CUDA_WAIT = 2,          /* the CPU waits for the GPU: stream, context, event */
-    NVS_CUDA_LAUNCH = 3,        /* a kernel launched */
+    NVS_CUDA_COPY = 1,   /* memory copied */
+    NVS_CUDA_WAIT = 2,   /* the CPU waits for the GPU: stream, context, event */
+    NVS_CUDA_LAUNCH = 3, /* a kernel launched */
 };
 
 /* Device files (devices/: io.c for the I/O and waits, a file per kind for
@@ -75,11 +84,11 @@ enum nvs_cuda_category {
  *       dequeue and only the payload tells the age)
  *   mark "dropped N frames /dev/video0 at seq=S"     warning, payload N */
 enum nvs_v4l2_category {
-    NVS_V4L2_CAPTURE = 1,       /* a frame handed to the program: DQBUF, read() */
-    NVS_V4L2_CONTROL = 2,       /* QBUF, STREAMON/OFF, S_FMT, REQBUFS */
-    NVS_V4L2_WAIT = 3,          /* poll/select/epoll_wait for a frame */
-    NVS_V4L2_WARNING = 4,       /* marks: dropped frames */
-    NVS_V4L2_FRAME_AGE = 5,     /* capture timestamp -> dequeue */
+    NVS_V4L2_CAPTURE = 1,   /* a frame handed to the program: DQBUF, read() */
+    NVS_V4L2_CONTROL = 2,   /* QBUF, STREAMON/OFF, S_FMT, REQBUFS */
+    NVS_V4L2_WAIT = 3,      /* poll/select/epoll_wait for a frame */
+    NVS_V4L2_WARNING = 4,   /* marks: dropped frames */
+    NVS_V4L2_FRAME_AGE = 5, /* capture timestamp -> dequeue */
 };
 /* Serial ports, HID nodes and I2C nodes share their categories. Their ranges:
  *   "read /dev/ttyACM0 64B", "write /dev/ttyACM0 12B" (readv, writev too),
@@ -95,12 +104,12 @@ enum nvs_v4l2_category {
  * read when the transfer brought bytes in, write when it only took them out,
  * control when it failed (named after the node, "I2C_RDWR /dev/i2c-1"). */
 enum nvs_tty_category {
-    NVS_TTY_READ = 1,           /* bytes in from the device */
-    NVS_TTY_WRITE = 2,          /* bytes out: an actuation */
-    NVS_TTY_WAIT = 3,           /* poll/select/epoll_wait before a read */
+    NVS_TTY_READ = 1,  /* bytes in from the device */
+    NVS_TTY_WRITE = 2, /* bytes out: an actuation */
+    NVS_TTY_WAIT = 3,  /* poll/select/epoll_wait before a read */
     NVS_TTY_WARNING = 4,
-    NVS_TTY_DRAIN = 5,          /* tcdrain: waiting for the bytes to leave */
-    NVS_TTY_CONTROL = 6,        /* a HID node's descriptor, name or info asked for */
+    NVS_TTY_DRAIN = 5,   /* tcdrain: waiting for the bytes to leave */
+    NVS_TTY_CONTROL = 6, /* a HID node's descriptor, name or info asked for */
 };
 /* Raw usbfs ioctls (USBDEVFS_*) are in domain usb, with its categories and
  * ranges named like libusb's: "USBDEVFS_BULK ep=0x02 OUT 64B",
@@ -109,8 +118,8 @@ enum nvs_tty_category {
  * the reap that returns it), "USBDEVFS_REAPURB" (a blocking reap). */
 
 enum nvs_shim_category {
-    NVS_SHIM_FRAME = 1,         /* frame ranges */
-    NVS_SHIM_WARNING = 4,       /* marks: frames over budget */
+    NVS_SHIM_FRAME = 1,   /* frame ranges */
+    NVS_SHIM_WARNING = 4, /* marks: frames over budget */
 };
 
 /* Categories run from 1 to below this in every domain. */
@@ -175,8 +184,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
         }
         return NULL;
     case NVS_DOMAIN_KERNEL:
-    case NVS_DOMAIN_COUNT:
-        break;
+    case NVS_DOMAIN_COUNT: break;
     }
     return NULL;
 }
@@ -194,7 +202,7 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
 #define NVS_COLOR_X11_SWAP 0xFF6A1B9Au
 #define NVS_COLOR_X11_UPLOAD 0xFF00838Fu
 #define NVS_COLOR_CUDA_COPY 0xFFF57C00u
-#define NVS_COLOR_CUDA_PAGEABLE 0xFFD84315u   /* a copy from pageable memory: a hidden stall */
+#define NVS_COLOR_CUDA_PAGEABLE 0xFFD84315u /* a copy from pageable memory: a hidden stall */
 #define NVS_COLOR_CUDA_WAIT 0xFF9E9D24u
 #define NVS_COLOR_CUDA_LAUNCH 0xFF00ACC1u
 #define NVS_COLOR_V4L2_CAPTURE 0xFF8E24AAu
@@ -206,17 +214,18 @@ static inline const char *nvs_category_name(enum nvs_domain domain, uint32_t cat
 #define NVS_COLOR_FRAME 0xFF5E35B1u
 #define NVS_COLOR_KERNEL 0xFF6D4C41u
 #define NVS_COLOR_CAPTURE 0xFFC62828u
-#define NVS_COLOR_ERROR 0xFFD50000u             /* every warning mark */
+#define NVS_COLOR_ERROR 0xFFD50000u /* every warning mark */
 
 /* The colour of a range of CATEGORY in DOMAIN (marks of a warning category: red). */
 static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t category)
 {
     switch (domain) {
     case NVS_DOMAIN_USB:
-        return category == NVS_USB_EVENTS ? NVS_COLOR_USB_EVENTS
-             : category == NVS_USB_CALLBACK ? NVS_COLOR_USB_CALLBACK
-             : category == NVS_USB_DEVICE ? NVS_COLOR_USB_DEVICE
-             : category == NVS_USB_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_USB;
+        return category == NVS_USB_EVENTS  ? NVS_COLOR_USB_EVENTS
+            : category == NVS_USB_CALLBACK ? NVS_COLOR_USB_CALLBACK
+            : category == NVS_USB_DEVICE   ? NVS_COLOR_USB_DEVICE
+            : category == NVS_USB_WARNING  ? NVS_COLOR_ERROR
+                                           : NVS_COLOR_USB;
     case NVS_DOMAIN_X11:
         switch ((enum nvs_x11_category)category) {
         case NVS_X11_DRAW: return NVS_COLOR_X11_DRAW;
@@ -229,22 +238,25 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
         }
         return 0;
     case NVS_DOMAIN_CUDA:
-        return category == NVS_CUDA_WAIT ? NVS_COLOR_CUDA_WAIT
-             : category == NVS_CUDA_LAUNCH ? NVS_COLOR_CUDA_LAUNCH : NVS_COLOR_CUDA_COPY;
+        return category == NVS_CUDA_WAIT  ? NVS_COLOR_CUDA_WAIT
+            : category == NVS_CUDA_LAUNCH ? NVS_COLOR_CUDA_LAUNCH
+                                          : NVS_COLOR_CUDA_COPY;
     case NVS_DOMAIN_SHIM: return category == NVS_SHIM_WARNING ? NVS_COLOR_ERROR : NVS_COLOR_FRAME;
     case NVS_DOMAIN_KERNEL: return NVS_COLOR_KERNEL;
     case NVS_DOMAIN_V4L2:
-        return category == NVS_V4L2_CAPTURE ? NVS_COLOR_V4L2_CAPTURE
-             : category == NVS_V4L2_WAIT ? NVS_COLOR_DEVICE_WAIT
-             : category == NVS_V4L2_WARNING ? NVS_COLOR_ERROR
-             : category == NVS_V4L2_FRAME_AGE ? NVS_COLOR_V4L2_AGE : NVS_COLOR_V4L2_CONTROL;
+        return category == NVS_V4L2_CAPTURE  ? NVS_COLOR_V4L2_CAPTURE
+            : category == NVS_V4L2_WAIT      ? NVS_COLOR_DEVICE_WAIT
+            : category == NVS_V4L2_WARNING   ? NVS_COLOR_ERROR
+            : category == NVS_V4L2_FRAME_AGE ? NVS_COLOR_V4L2_AGE
+                                             : NVS_COLOR_V4L2_CONTROL;
     case NVS_DOMAIN_SERIAL:
     case NVS_DOMAIN_HID:
     case NVS_DOMAIN_I2C:
-        return category == NVS_TTY_WRITE ? NVS_COLOR_TTY_WRITE
-             : category == NVS_TTY_WAIT || category == NVS_TTY_DRAIN ? NVS_COLOR_DEVICE_WAIT
-             : category == NVS_TTY_WARNING ? NVS_COLOR_ERROR
-             : category == NVS_TTY_CONTROL ? NVS_COLOR_V4L2_CONTROL : NVS_COLOR_TTY_READ;
+        return category == NVS_TTY_WRITE                            ? NVS_COLOR_TTY_WRITE
+            : category == NVS_TTY_WAIT || category == NVS_TTY_DRAIN ? NVS_COLOR_DEVICE_WAIT
+            : category == NVS_TTY_WARNING                           ? NVS_COLOR_ERROR
+            : category == NVS_TTY_CONTROL                           ? NVS_COLOR_V4L2_CONTROL
+                                                                    : NVS_COLOR_TTY_READ;
     case NVS_DOMAIN_COUNT: break;
     }
     return 0;
@@ -257,11 +269,12 @@ static inline uint32_t nvs_category_color(enum nvs_domain domain, uint32_t categ
 static inline enum nvs_cuda_category nvs_cuda_category_of(const char *name)
 {
     static const char *const waits[] = {
-        "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+        "cuStreamSynchronize",   "cuCtxSynchronize",      "cuEventSynchronize",
         "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
     };
     static const char *const launches[] = {
-        "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernel", "cuGraphLaunch", "cudaGraphLaunch",
+        "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernel",
+        "cuGraphLaunch",  "cudaGraphLaunch",
     };
     size_t length = 0;
     while (name[length] && name[length] != ' ')
@@ -327,8 +340,8 @@ static inline bool nvs_over_budget_read(const char *text, int64_t *budget_ns)
  * written twice: as args of the frame's range (trace file) under these keys,
  * and as the text of a mark in domain kernel (the one form nsys keeps). */
 enum nvs_kernel_figure {
-    NVS_FIGURE_RUNNABLE_NS,     /* off CPU but runnable: waiting for a CPU */
-    NVS_FIGURE_BLOCKED_NS,      /* off CPU asleep */
+    NVS_FIGURE_RUNNABLE_NS, /* off CPU but runnable: waiting for a CPU */
+    NVS_FIGURE_BLOCKED_NS,  /* off CPU asleep */
     NVS_FIGURE_PREEMPTIONS,
     NVS_FIGURE_VOLUNTARY,
     NVS_FIGURE_MIGRATIONS,
@@ -359,7 +372,7 @@ static inline const char *nvs_kernel_figure_key(enum nvs_kernel_figure figure)
 /* Numbers a range carries to its end (the kernel probe's figures of a frame, an
  * interval's), written as its args in the order given, under keys that live as
  * long as the program (these). */
-#define NVS_TRACE_ARGS_MAX 10u      /* numbers in the args of one end or interval */
+#define NVS_TRACE_ARGS_MAX 10u /* numbers in the args of one end or interval */
 struct nvs_trace_args {
     unsigned count;
     struct {

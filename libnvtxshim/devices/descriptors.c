@@ -86,7 +86,8 @@ NVS_EXPORT int nvs_openat(int dirfd, const char *path, int flags, mode_t mode)
     return opened(REAL(openat)(dirfd, path, flags, mode), path, flags);
 }
 
-NVS_EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode) __asm__("openat64");
+NVS_EXPORT int nvs_openat64(int dirfd, const char *path, int flags,
+                            mode_t mode) __asm__("openat64");
 NVS_EXPORT int nvs_openat64(int dirfd, const char *path, int flags, mode_t mode)
 {
     return opened(REAL(openat64)(dirfd, path, flags, mode), path, flags);
@@ -248,40 +249,39 @@ NVS_EXPORT int fclose(FILE *stream)
     return REAL(fclose)(stream);
 }
 
-
 /* ---- every other call that hands out a descriptor --------------------------------------- */
 
 /* A call that returns a new descriptor (or -1). */
-#define NEW_DESCRIPTOR(name, parameters, arguments)                                          \
-    NVS_EXPORT int name parameters                                                               \
-    {                                                                                        \
-        int given = REAL(name) arguments;                                                    \
-        if (__builtin_expect(nvs_devices_open(), 0))                                         \
-            handed_out(given);                                                               \
-        return given;                                                                        \
+#define NEW_DESCRIPTOR(name, parameters, arguments)                                                \
+    NVS_EXPORT int name parameters                                                                 \
+    {                                                                                              \
+        int given = REAL(name) arguments;                                                          \
+        if (__builtin_expect(nvs_devices_open(), 0))                                               \
+            handed_out(given);                                                                     \
+        return given;                                                                              \
     }
 
 /* One that returns a stream (or a directory) over one. */
-#define NEW_STREAM(type, name, descriptor_of, parameters, arguments)                          \
-    NVS_EXPORT type *name parameters                                                             \
-    {                                                                                        \
-        type *stream = REAL(name) arguments;                                                 \
-        if (__builtin_expect(nvs_devices_open(), 0) && stream)                               \
-            handed_out(descriptor_of(stream));                                               \
-        return stream;                                                                       \
+#define NEW_STREAM(type, name, descriptor_of, parameters, arguments)                               \
+    NVS_EXPORT type *name parameters                                                               \
+    {                                                                                              \
+        type *stream = REAL(name) arguments;                                                       \
+        if (__builtin_expect(nvs_devices_open(), 0) && stream)                                     \
+            handed_out(descriptor_of(stream));                                                     \
+        return stream;                                                                             \
     }
 
 /* One that writes two into ITS FDS (pipe, socketpair): read after the call, when
  * the kernel has written them. */
-#define NEW_PAIR(name, parameters, arguments)                                                \
-    NVS_EXPORT int name parameters                                                               \
-    {                                                                                        \
-        int result = REAL(name) arguments;                                                   \
-        if (__builtin_expect(nvs_devices_open(), 0) && result == 0) {                        \
-            handed_out(fds[0]);                                                              \
-            handed_out(fds[1]);                                                              \
-        }                                                                                    \
-        return result;                                                                       \
+#define NEW_PAIR(name, parameters, arguments)                                                      \
+    NVS_EXPORT int name parameters                                                                 \
+    {                                                                                              \
+        int result = REAL(name) arguments;                                                         \
+        if (__builtin_expect(nvs_devices_open(), 0) && result == 0) {                              \
+            handed_out(fds[0]);                                                                    \
+            handed_out(fds[1]);                                                                    \
+        }                                                                                          \
+        return result;                                                                             \
     }
 
 NEW_DESCRIPTOR(creat, (const char *path, mode_t mode), (path, mode))
@@ -324,7 +324,7 @@ NEW_PAIR(socketpair, (int domain, int type, int protocol, int fds[2]),
          (domain, type, protocol, fds))
 
 NVS_EXPORT int openpty(int *master, int *slave, char *name, const struct termios *settings,
-                   const struct winsize *size)
+                       const struct winsize *size)
 {
     static _Atomic(void *) in_libutil;
     __typeof__(&openpty) real = REAL(openpty);
@@ -353,14 +353,14 @@ static inline void reopening(const char *path, FILE *stream)
     }
 }
 
-#define REOPEN(name)                                                                         \
-    NVS_EXPORT FILE *name(const char *path, const char *mode, FILE *stream)                      \
-    {                                                                                        \
-        reopening(path, stream);                                                             \
-        FILE *result = REAL(name)(path, mode, stream);                                       \
-        if (__builtin_expect(nvs_devices_open(), 0) && result)                               \
-            handed_out(fileno(result));                                                      \
-        return result;                                                                       \
+#define REOPEN(name)                                                                               \
+    NVS_EXPORT FILE *name(const char *path, const char *mode, FILE *stream)                        \
+    {                                                                                              \
+        reopening(path, stream);                                                                   \
+        FILE *result = REAL(name)(path, mode, stream);                                             \
+        if (__builtin_expect(nvs_devices_open(), 0) && result)                                     \
+            handed_out(fileno(result));                                                            \
+        return result;                                                                             \
     }
 
 REOPEN(freopen)
@@ -416,7 +416,7 @@ NVS_EXPORT ssize_t recvmsg(int fd, struct msghdr *message, int flags)
 }
 
 NVS_EXPORT int recvmmsg(int fd, struct mmsghdr *messages, unsigned int count, int flags,
-                    struct timespec *timeout)
+                        struct timespec *timeout)
 {
     int result = REAL(recvmmsg)(fd, messages, count, flags, timeout);
     if (__builtin_expect(nvs_devices_open(), 0))

@@ -19,16 +19,17 @@
  * then, NAME_first, which finds it (out of line) and makes the call. No test
  * on the way and no register saved: the jump is the wrapper's last
  * instruction. */
-#define PASS(name, arguments) return atomic_load_explicit(&real_##name, memory_order_relaxed) arguments
+#define PASS(name, arguments)                                                                      \
+    return atomic_load_explicit(&real_##name, memory_order_relaxed) arguments
 
-#define RESOLVING(name, type, parameters, arguments)                                          \
-    SLOW static type name##_first parameters;                                                 \
-    static _Atomic(__typeof__(&name)) real_##name = name##_first;                             \
-    SLOW static type name##_first parameters                                                  \
-    {                                                                                         \
-        __typeof__(&name) real = REAL(name);                                                  \
-        atomic_store_explicit(&real_##name, real, memory_order_relaxed);                      \
-        return real arguments;                                                                \
+#define RESOLVING(name, type, parameters, arguments)                                               \
+    SLOW static type name##_first parameters;                                                      \
+    static _Atomic(__typeof__(&name)) real_##name = name##_first;                                  \
+    SLOW static type name##_first parameters                                                       \
+    {                                                                                              \
+        __typeof__(&name) real = REAL(name);                                                       \
+        atomic_store_explicit(&real_##name, real, memory_order_relaxed);                           \
+        return real arguments;                                                                     \
     }
 
 /* The kinds the library knows, NULL-terminated (kinds.c). */

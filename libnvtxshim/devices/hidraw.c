@@ -19,7 +19,7 @@
 enum hid_move { HID_QUERY, HID_IN, HID_OUT };
 
 struct hid_request {
-    unsigned number;                /* _IOC_NR */
+    unsigned number; /* _IOC_NR */
     const char *name;
     enum hid_move move;
 };
@@ -51,13 +51,13 @@ static uint64_t moved(const struct hid_request *known, const void *argument, int
         return 0;
     switch (known->number) {
     case 0x01: return sizeof(int);
-    case 0x02: {                    /* copied out: the program's buffer may sit anywhere */
+    case 0x02: { /* copied out: the program's buffer may sit anywhere */
         uint32_t size;
         memcpy(&size, argument, sizeof size);
         return size;
     }
     case 0x03: return sizeof(struct hidraw_devinfo);
-    default: return result > 0 ? (uint64_t)result : 0;     /* reports and strings: their length */
+    default: return result > 0 ? (uint64_t)result : 0; /* reports and strings: their length */
     }
 }
 
@@ -72,25 +72,28 @@ static int hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot
     struct nvs_attributes range = {
         .domain = NVS_DOMAIN_HID,
         .category = known->move == HID_IN ? NVS_TTY_READ
-                  : known->move == HID_OUT ? NVS_TTY_WRITE : NVS_TTY_CONTROL,
+            : known->move == HID_OUT      ? NVS_TTY_WRITE
+                                          : NVS_TTY_CONTROL,
         .has_payload = true,
     };
     range.color = nvs_category_color(NVS_DOMAIN_HID, range.category);
     /* The report requests carry their buffer's size; the queries have a fixed one. */
     if (known->move != HID_QUERY || known->number >= 0x04)
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), known->number << 16 | (size & 0xffff),
-                                     "%s %s %uB", known->name, device->path, size);
+        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
+                                     known->number << 16 | (size & 0xffff), "%s %s %uB",
+                                     known->name, device->path, size);
     else
         range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), known->number << 16, "%s %s",
                                      known->name, device->path);
-    range.payload = size;           /* asked for; under nsys it stays, the trace file gets the moved */
+    range.payload = size; /* asked for; under nsys it stays, the trace file gets the moved */
     nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     int result = real(fd, request, argument);
     int saved_errno = errno;
     uint64_t bytes = moved(known, argument, result);
     nvs_range_set_payload(NVS_DOMAIN_HID, bytes);
     enum nvs_frame_marker marker = known->move == HID_IN ? device->in_marker
-                                 : known->move == HID_OUT ? device->out_marker : NVS_FRAME_OFF;
+        : known->move == HID_OUT                         ? device->out_marker
+                                                         : NVS_FRAME_OFF;
     if (bytes > 0 && marker != NVS_FRAME_OFF)
         nvs_call_completed(NVS_HOOK_ID(ioctl), marker, -1);
     if (result < 0 && !nvs_device_ordinary_failure(saved_errno)) {

@@ -24,7 +24,7 @@
 #include "device_calls.h"
 
 #ifndef I2C_RDWR_IOCTL_MAX_MSGS
-#define I2C_RDWR_IOCTL_MAX_MSGS 42      /* older kernel headers: the limit i2c-dev has had since 2.6 */
+#define I2C_RDWR_IOCTL_MAX_MSGS 42 /* older kernel headers: the limit i2c-dev has had since 2.6 */
 #endif
 
 /* Name keys: the request (top 2 bits of the 32) and its details; a transfer
@@ -68,7 +68,7 @@ static struct nvs_name i2c_io_name(const struct nvs_device *device, enum nvs_hoo
  * 0); MOVED bytes, of which IN came from the chip. One that failed (RESULT <
  * 0) is named after WHAT alone, with a red mark. */
 struct transfer {
-    const char *what;               /* "I2C_RDWR /dev/i2c-1 0x48": the failed one's name */
+    const char *what; /* "I2C_RDWR /dev/i2c-1 0x48": the failed one's name */
     char name[NVS_CALL_TEXT_MAX];
     uint32_t key, failed_key;
     uint64_t moved, in;
@@ -78,7 +78,8 @@ static void transfer_done(struct nvs_device *device, const struct transfer *tran
                           int error, uint64_t began)
 {
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_I2C, .has_payload = true,
+        .domain = NVS_DOMAIN_I2C,
+        .has_payload = true,
         .payload = result >= 0 ? transfer->moved : 0,
     };
     enum nvs_frame_marker marker = NVS_FRAME_OFF;
@@ -91,13 +92,14 @@ static void transfer_done(struct nvs_device *device, const struct transfer *tran
             range.name.text = transfer->name;
         /* A transfer that brought bytes in is the node's in marker; one that
          * only took bytes out, its out marker. */
-        marker = transfer->in ? device->in_marker : transfer->moved ? device->out_marker
-                                                                     : NVS_FRAME_OFF;
+        marker = transfer->in ? device->in_marker
+            : transfer->moved ? device->out_marker
+                              : NVS_FRAME_OFF;
     } else {
         range.category = NVS_TTY_CONTROL;
         range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->failed_key, "%s",
                                      transfer->what);
-        if (!nvs_device_ordinary_failure(error))    /* a signal's EINTR is no failure of the bus */
+        if (!nvs_device_ordinary_failure(error)) /* a signal's EINTR is no failure of the bus */
             nvs_device_warn(device, transfer->what, error);
     }
     range.color = nvs_category_color(NVS_DOMAIN_I2C, range.category);
@@ -133,8 +135,9 @@ static int rdwr(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned l
             transfer.in += in ? message.len : 0;
             if (length > 0 && (size_t)length < sizeof transfer.name) {
                 if (message.addr != last_address)
-                    length += snprintf(transfer.name + length, sizeof transfer.name - (size_t)length,
-                                       " 0x%02x", message.addr);
+                    length += snprintf(transfer.name + length,
+                                       sizeof transfer.name - (size_t)length, " 0x%02x",
+                                       message.addr);
                 if ((size_t)length < sizeof transfer.name)
                     length += snprintf(transfer.name + length,
                                        sizeof transfer.name - (size_t)length, " %c%u",
@@ -177,10 +180,9 @@ static const char *smbus_size_name(uint32_t size)
 static uint64_t smbus_moved(const struct i2c_smbus_ioctl_data *command)
 {
     uint8_t block_length = 0;
-    if (command->data && (command->size == I2C_SMBUS_BLOCK_DATA ||
-                          command->size == I2C_SMBUS_I2C_BLOCK_BROKEN ||
-                          command->size == I2C_SMBUS_BLOCK_PROC_CALL ||
-                          command->size == I2C_SMBUS_I2C_BLOCK_DATA))
+    if (command->data &&
+        (command->size == I2C_SMBUS_BLOCK_DATA || command->size == I2C_SMBUS_I2C_BLOCK_BROKEN ||
+         command->size == I2C_SMBUS_BLOCK_PROC_CALL || command->size == I2C_SMBUS_I2C_BLOCK_DATA))
         memcpy(&block_length, &command->data->block[0], 1);
     if (block_length > I2C_SMBUS_BLOCK_MAX)
         block_length = I2C_SMBUS_BLOCK_MAX;
@@ -190,7 +192,8 @@ static uint64_t smbus_moved(const struct i2c_smbus_ioctl_data *command)
     case I2C_SMBUS_BYTE_DATA: return 2;
     case I2C_SMBUS_WORD_DATA: return 3;
     case I2C_SMBUS_PROC_CALL: return 5;
-    case I2C_SMBUS_BLOCK_DATA: case I2C_SMBUS_BLOCK_PROC_CALL: return 2u + block_length;
+    case I2C_SMBUS_BLOCK_DATA:
+    case I2C_SMBUS_BLOCK_PROC_CALL: return 2u + block_length;
     default: return 1u + block_length;
     }
 }
@@ -209,19 +212,21 @@ static int smbus(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned 
     struct transfer transfer = { .what = what, .failed_key = KEY(KEY_FAILED, 1u << 11 | chip) };
     if (result >= 0) {
         struct i2c_smbus_ioctl_data command;
-        memcpy(&command, program_argument, sizeof command);     /* accepted; at any alignment */
+        memcpy(&command, program_argument, sizeof command); /* accepted; at any alignment */
         bool in = command.read_write == I2C_SMBUS_READ;
         transfer.moved = smbus_moved(&command);
         /* What came back: a read's data, a process call's answer. */
         transfer.in = in || command.size == I2C_SMBUS_PROC_CALL ||
-                              command.size == I2C_SMBUS_BLOCK_PROC_CALL
-                          ? transfer.moved : 0;
+                command.size == I2C_SMBUS_BLOCK_PROC_CALL
+            ? transfer.moved
+            : 0;
         snprintf(transfer.name, sizeof transfer.name, "I2C_SMBUS %s%s %c %s cmd=0x%02x",
                  device->path, address, in ? 'R' : 'W', smbus_size_name(command.size),
                  command.command);
         if (chip < 0x100 && command.size < 16)
-            transfer.key = KEY(KEY_SMBUS, chip << 22 | (in ? 1u << 21 : 0) | command.size << 17 |
-                                              (uint32_t)command.command << 9);
+            transfer.key = KEY(KEY_SMBUS,
+                               chip << 22 | (in ? 1u << 21 : 0) | command.size << 17 |
+                                   (uint32_t)command.command << 9);
     }
     transfer_done(device, &transfer, result, saved_errno, began);
     errno = saved_errno;
@@ -237,7 +242,8 @@ static int i2c_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot
         /* The address is the argument itself, no pointer: kept once the kernel took it. */
         int result = real(fd, request, argument);
         if (result == 0)
-            atomic_store_explicit(&device->i2c_address, ((unsigned)(uintptr_t)argument & 0x3ffu) + 1,
+            atomic_store_explicit(&device->i2c_address,
+                                  ((unsigned)(uintptr_t)argument & 0x3ffu) + 1,
                                   memory_order_relaxed);
         return result;
     }

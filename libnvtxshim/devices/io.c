@@ -42,9 +42,11 @@ RESOLVING(write, ssize_t, (int fd, const void *buffer, size_t count), (fd, buffe
 RESOLVING(readv, ssize_t, (int fd, const struct iovec *vector, int count), (fd, vector, count))
 RESOLVING(writev, ssize_t, (int fd, const struct iovec *vector, int count), (fd, vector, count))
 RESOLVING(tcdrain, int, (int fd), (fd))
-RESOLVING(poll, int, (struct pollfd *fds, nfds_t count, int timeout), (fds, count, timeout))
-RESOLVING(select, int, (int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
-                        struct timeval *timeout), (count, read_set, write_set, except_set, timeout))
+RESOLVING(poll, int, (struct pollfd * fds, nfds_t count, int timeout), (fds, count, timeout))
+RESOLVING(select, int,
+          (int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
+           struct timeval *timeout),
+          (count, read_set, write_set, except_set, timeout))
 RESOLVING(epoll_wait, int, (int epfd, struct epoll_event *events, int count, int timeout),
           (epfd, events, count, timeout))
 
@@ -71,9 +73,11 @@ static void describe_io(struct nvs_attributes *range, const struct nvs_device *d
     const struct nvs_device_kind *kind = device->kind;
     uint32_t category = direction == IN ? kind->read_category : kind->write_category;
     *range = (struct nvs_attributes){
-        .domain = device->domain, .category = category,
+        .domain = device->domain,
+        .category = category,
         .color = nvs_category_color(device->domain, category),
-        .payload = count, .has_payload = !vector,
+        .payload = count,
+        .has_payload = !vector,
     };
     if (kind->io_name)
         range->name = kind->io_name(device, id, count, vector);
@@ -90,7 +94,7 @@ static void describe_io(struct nvs_attributes *range, const struct nvs_device *d
 static inline bool io_traced(const struct nvs_device *device, enum direction direction)
 {
     return !device->watcher &&
-           (direction == IN ? device->kind->read_category : device->kind->write_category) != 0;
+        (direction == IN ? device->kind->read_category : device->kind->write_category) != 0;
 }
 
 /* Whether a failed call on a non-blocking device only found nothing to read
@@ -115,7 +119,7 @@ struct io_call {
     enum direction direction;
     int fd;
     void *buffer;
-    size_t count, buffer_size;      /* count: SIZE_MAX for a vector */
+    size_t count, buffer_size; /* count: SIZE_MAX for a vector */
     const struct iovec *vector;
     int vector_count;
 };
@@ -125,14 +129,10 @@ static ssize_t io_real(const struct io_call *call)
     switch (call->id) {
     case NVS_HOOK_ID(__read_chk):
         return REAL(__read_chk)(call->fd, call->buffer, call->count, call->buffer_size);
-    case NVS_HOOK_ID(write):
-        return REAL(write)(call->fd, call->buffer, call->count);
-    case NVS_HOOK_ID(readv):
-        return REAL(readv)(call->fd, call->vector, call->vector_count);
-    case NVS_HOOK_ID(writev):
-        return REAL(writev)(call->fd, call->vector, call->vector_count);
-    default:
-        return REAL(read)(call->fd, call->buffer, call->count);
+    case NVS_HOOK_ID(write): return REAL(write)(call->fd, call->buffer, call->count);
+    case NVS_HOOK_ID(readv): return REAL(readv)(call->fd, call->vector, call->vector_count);
+    case NVS_HOOK_ID(writev): return REAL(writev)(call->fd, call->vector, call->vector_count);
+    default: return REAL(read)(call->fd, call->buffer, call->count);
     }
 }
 
@@ -183,8 +183,9 @@ NVS_EXPORT ssize_t read(int fd, void *buffer, size_t count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
-        struct io_call call = { NVS_HOOK_ID(read), NVS_HOOK_ID(read), IN, fd, buffer, count, 0,
-                                NULL, 0 };
+        struct io_call call = {
+            NVS_HOOK_ID(read), NVS_HOOK_ID(read), IN, fd, buffer, count, 0, NULL, 0
+        };
         return device_io(slot, &call);
     }
     PASS(read, (fd, buffer, count));
@@ -194,8 +195,9 @@ NVS_EXPORT ssize_t __read_chk(int fd, void *buffer, size_t count, size_t buffer_
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
-        struct io_call call = { NVS_HOOK_ID(__read_chk), NVS_HOOK_ID(read), IN, fd, buffer, count,
-                                buffer_size, NULL, 0 };
+        struct io_call call = {
+            NVS_HOOK_ID(__read_chk), NVS_HOOK_ID(read), IN, fd, buffer, count, buffer_size, NULL, 0
+        };
         return device_io(slot, &call);
     }
     PASS(__read_chk, (fd, buffer, count, buffer_size));
@@ -205,8 +207,9 @@ NVS_EXPORT ssize_t write(int fd, const void *buffer, size_t count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
-        struct io_call call = { NVS_HOOK_ID(write), NVS_HOOK_ID(write), OUT, fd, (void *)buffer,
-                                count, 0, NULL, 0 };
+        struct io_call call = {
+            NVS_HOOK_ID(write), NVS_HOOK_ID(write), OUT, fd, (void *)buffer, count, 0, NULL, 0
+        };
         return device_io(slot, &call);
     }
     PASS(write, (fd, buffer, count));
@@ -216,8 +219,9 @@ NVS_EXPORT ssize_t readv(int fd, const struct iovec *vector, int count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
-        struct io_call call = { NVS_HOOK_ID(readv), NVS_HOOK_ID(readv), IN, fd, NULL, SIZE_MAX, 0,
-                                vector, count };
+        struct io_call call = {
+            NVS_HOOK_ID(readv), NVS_HOOK_ID(readv), IN, fd, NULL, SIZE_MAX, 0, vector, count
+        };
         return device_io(slot, &call);
     }
     PASS(readv, (fd, vector, count));
@@ -227,8 +231,9 @@ NVS_EXPORT ssize_t writev(int fd, const struct iovec *vector, int count)
 {
     unsigned slot = nvs_fd_slot(fd);
     if (__builtin_expect(slot != 0, 0)) {
-        struct io_call call = { NVS_HOOK_ID(writev), NVS_HOOK_ID(writev), OUT, fd, NULL, SIZE_MAX,
-                                0, vector, count };
+        struct io_call call = {
+            NVS_HOOK_ID(writev), NVS_HOOK_ID(writev), OUT, fd, NULL, SIZE_MAX, 0, vector, count
+        };
         return device_io(slot, &call);
     }
     PASS(writev, (fd, vector, count));
@@ -247,7 +252,7 @@ SLOW static int device_ioctl(unsigned slot, int fd, unsigned long request, void 
         int result = real(fd, request, argument);
         int on;
         if (result == 0) {
-            memcpy(&on, argument, sizeof on);   /* the program's int may sit anywhere */
+            memcpy(&on, argument, sizeof on); /* the program's int may sit anywhere */
             nvs_device_set_nonblocking(slot, on != 0);
         }
         return result;
@@ -271,11 +276,11 @@ SLOW static int device_tcdrain(unsigned slot, int fd)
     enum nvs_hook_id id = NVS_HOOK_ID(tcdrain);
     slot = nvs_device_slot(fd, slot);
     const struct nvs_device *device = &nvs_devices[slot];
-    if (!slot || device->watcher || !device->kind->drain_category ||
-        !nvs_call_enter(device->group))
+    if (!slot || device->watcher || !device->kind->drain_category || !nvs_call_enter(device->group))
         return REAL(tcdrain)(fd);
     struct nvs_attributes range = {
-        .domain = device->domain, .category = device->kind->drain_category,
+        .domain = device->domain,
+        .category = device->kind->drain_category,
         .color = nvs_category_color(device->domain, device->kind->drain_category),
         .name = nvs_device_name(device, id, 0, "tcdrain %s", device->path),
     };
@@ -303,11 +308,13 @@ static void describe_wait(struct nvs_attributes *range, enum nvs_hook_id id, uns
     uint32_t category = device->kind->wait_category;
     const char *hook = nvs_hook_name(id);
     *range = (struct nvs_attributes){
-        .domain = device->domain, .category = category,
+        .domain = device->domain,
+        .category = category,
         .color = nvs_category_color(device->domain, category),
         .name = nvs_device_name(device, id, 0, "%s %s",
                                 hook[0] == '_' ? (id == NVS_HOOK_ID(__poll_chk) ? "poll" : "ppoll")
-                                               : hook, device->path),
+                                               : hook,
+                                device->path),
     };
 }
 
@@ -399,7 +406,7 @@ NVS_EXPORT int __poll_chk(struct pollfd *fds, nfds_t count, int timeout, size_t 
 }
 
 NVS_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
-                 const sigset_t *mask)
+                     const sigset_t *mask)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_poll(NVS_HOOK_ID(ppoll), fds, count, 0, timeout, mask, 0);
@@ -407,7 +414,7 @@ NVS_EXPORT int ppoll(struct pollfd *fds, nfds_t count, const struct timespec *ti
 }
 
 NVS_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t count, const struct timespec *timeout,
-                       const sigset_t *mask, size_t fds_size)
+                           const sigset_t *mask, size_t fds_size)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_poll(NVS_HOOK_ID(__ppoll_chk), fds, count, 0, timeout, mask, fds_size);
@@ -446,7 +453,7 @@ SLOW static int device_select(int count, fd_set *read_set, fd_set *write_set, fd
 }
 
 NVS_EXPORT int select(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
-                  struct timeval *timeout)
+                      struct timeval *timeout)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_select(count, read_set, write_set, except_set, timeout);
@@ -467,7 +474,7 @@ SLOW static int device_pselect(int count, fd_set *read_set, fd_set *write_set, f
 }
 
 NVS_EXPORT int pselect(int count, fd_set *read_set, fd_set *write_set, fd_set *except_set,
-                   const struct timespec *timeout, const sigset_t *mask)
+                       const struct timespec *timeout, const sigset_t *mask)
 {
     if (__builtin_expect(nvs_devices_open(), 0))
         return device_pselect(count, read_set, write_set, except_set, timeout, mask);
@@ -496,8 +503,8 @@ SLOW static int device_epoll_wait(unsigned slot, int epfd, struct epoll_event *e
                                   int timeout, const sigset_t *mask, bool with_mask)
 {
     slot = nvs_device_slot(epfd, slot);
-    bool traced = slot && wait_begins(with_mask ? NVS_HOOK_ID(epoll_pwait) : NVS_HOOK_ID(epoll_wait),
-                                      slot);
+    bool traced = slot &&
+        wait_begins(with_mask ? NVS_HOOK_ID(epoll_pwait) : NVS_HOOK_ID(epoll_wait), slot);
     int result = with_mask ? REAL(epoll_pwait)(epfd, events, count, timeout, mask)
                            : REAL(epoll_wait)(epfd, events, count, timeout);
     if (traced)
@@ -514,7 +521,7 @@ NVS_EXPORT int epoll_wait(int epfd, struct epoll_event *events, int count, int t
 }
 
 NVS_EXPORT int epoll_pwait(int epfd, struct epoll_event *events, int count, int timeout,
-                       const sigset_t *mask)
+                           const sigset_t *mask)
 {
     unsigned slot = nvs_fd_slot(epfd);
     if (__builtin_expect(slot != 0, 0))

@@ -4,20 +4,17 @@
  * kind whose major numbers, else whose sysfs class, fit it. */
 #include "device_calls.h"
 
-#define KINDS(KIND)                                                                           \
-    KIND(v4l2)      /* cameras: video4linux nodes */                                          \
-    KIND(serial)    /* USB serial ttys, NVTXSHIM_DEVICES paths */                             \
-    KIND(hidraw)    /* HID nodes */                                                           \
-    KIND(usbfs)     /* /dev/bus/usb/BBB/DDD driven by the program's own ioctls */             \
-    KIND(i2c)       /* I2C buses: /dev/i2c-N */
+#define KINDS(KIND)                                                                                \
+    KIND(v4l2)   /* cameras: video4linux nodes */                                                  \
+    KIND(serial) /* USB serial ttys, NVTXSHIM_DEVICES paths */                                     \
+    KIND(hidraw) /* HID nodes */                                                                   \
+    KIND(usbfs)  /* /dev/bus/usb/BBB/DDD driven by the program's own ioctls */                     \
+    KIND(i2c)    /* I2C buses: /dev/i2c-N */
 
 #define DECLARE(name) extern const struct nvs_device_kind nvs_device_##name;
 KINDS(DECLARE)
 #undef DECLARE
 
-const struct nvs_device_kind *const nvs_device_kinds[] = {
 #define ROW(name) &nvs_device_##name,
-    KINDS(ROW)
+const struct nvs_device_kind *const nvs_device_kinds[] = { KINDS(ROW) NULL };
 #undef ROW
-    NULL
-};

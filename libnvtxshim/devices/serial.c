@@ -7,7 +7,7 @@
 
 const struct nvs_device_kind nvs_device_serial = {
     .name = "serial",
-    .majors = { 166, 188 },         /* ttyACM (USB CDC ACM), ttyUSB (USB serial converters) */
+    .majors = { 166, 188 }, /* ttyACM (USB CDC ACM), ttyUSB (USB serial converters) */
     .sysfs_class = "/tty/",
     .sysfs_also = "/usb",
     .listed = true,

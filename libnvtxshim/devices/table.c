@@ -170,11 +170,11 @@ static bool listed(const char *list, const char *path)
 static bool never_a_rig(const char *path)
 {
     static const char *const exact[] = {
-        "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
-        "/dev/ptmx", "/dev/console", "/dev/kmsg", "/dev/log", "/dev/kvm", "/dev/fuse",
+        "/dev/null", "/dev/zero",    "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+        "/dev/ptmx", "/dev/console", "/dev/kmsg", "/dev/log",    "/dev/kvm",     "/dev/fuse",
     };
     static const char *const prefixes[] = {
-        "/dev/pts/", "/dev/shm/", "/dev/fd/", "/dev/std", "/dev/dri/", "/dev/nvidia",
+        "/dev/pts/", "/dev/shm/",    "/dev/fd/",        "/dev/std",  "/dev/dri/",  "/dev/nvidia",
         "/dev/snd/", "/dev/mqueue/", "/dev/hugepages/", "/dev/net/", "/dev/vhost",
     };
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
@@ -206,7 +206,8 @@ NVS_ONCE void nvs_devices_set_kinds(const struct nvs_device_kind *const *list)
 static const struct nvs_device_kind *kind_of(unsigned major, unsigned minor)
 {
     for (const struct nvs_device_kind *const *kind = kinds; kind && *kind; kind++)
-        for (size_t i = 0; i < sizeof (*kind)->majors / sizeof (*kind)->majors[0] && (*kind)->majors[i]; i++)
+        for (size_t i = 0;
+             i < sizeof(*kind)->majors / sizeof(*kind)->majors[0] && (*kind)->majors[i]; i++)
             if ((*kind)->majors[i] == major)
                 return *kind;
     if (terminal_major(major) || major == 1 || major == 10)
@@ -295,12 +296,13 @@ void nvs_device_warn(const struct nvs_device *device, const char *what, int erro
     else
         snprintf(text, sizeof text, "%s failed: error %d", what, error);
     struct nvs_attributes mark = {
-        .domain = device->domain, .name = { NULL, text }, .category = device->kind->warning_category,
+        .domain = device->domain,
+        .name = { NULL, text },
+        .category = device->kind->warning_category,
         .color = NVS_COLOR_ERROR,
     };
     nvs_mark(&mark);
 }
-
 
 /* FD now names SLOT (whose reference the caller holds). */
 static void enter(int fd, unsigned slot)
@@ -309,7 +311,7 @@ static void enter(int fd, unsigned slot)
         unsigned old = atomic_exchange_explicit(&nvs_fd_slots[fd], (unsigned char)slot,
                                                 memory_order_release);
         atomic_fetch_add_explicit(&nvs_device_fds, 1, memory_order_relaxed);
-        if (old) {                  /* closed behind our back (a raw system call) */
+        if (old) { /* closed behind our back (a raw system call) */
             atomic_fetch_sub_explicit(&nvs_device_fds, 1, memory_order_relaxed);
             release_slot(old);
         }
@@ -370,10 +372,12 @@ static void set_markers(struct nvs_device *device, const struct nvs_config *conf
 {
     enum nvs_frame_marker in = device->kind->in_marker, out = device->kind->out_marker;
     bool this_device = !config->frame_device[0] ||
-                       nvs_glob_match(config->frame_device, device->path);
-    device->in_marker = (this_device && in != NVS_FRAME_OFF && config->frame == in) ? in : NVS_FRAME_OFF;
-    device->out_marker = (this_device && out != NVS_FRAME_OFF && config->frame == out) ? out
-                                                                                   : NVS_FRAME_OFF;
+        nvs_glob_match(config->frame_device, device->path);
+    device->in_marker = (this_device && in != NVS_FRAME_OFF && config->frame == in) ? in
+                                                                                    : NVS_FRAME_OFF;
+    device->out_marker = (this_device && out != NVS_FRAME_OFF && config->frame == out)
+        ? out
+        : NVS_FRAME_OFF;
 }
 
 void nvs_device_opened(int fd, const char *path, int flags)
@@ -397,7 +401,7 @@ void nvs_device_opened(int fd, const char *path, int flags)
         return;
     }
     become_owner();
-    if (!owns_table()) {                /* a vfork child, before its exec */
+    if (!owns_table()) { /* a vfork child, before its exec */
         errno = saved_errno;
         return;
     }
@@ -472,7 +476,7 @@ void nvs_device_forget_closed(void)
 void nvs_device_watched(int epfd, unsigned slot)
 {
     if (nvs_fd_slot(epfd) || !owns_table())
-        return;                     /* already watching a device: named after the first */
+        return; /* already watching a device: named after the first */
     unsigned epoll_slot = claim_slot();
     if (!epoll_slot)
         return;
@@ -499,7 +503,8 @@ NVS_ONCE void nvs_devices_report(void)
     uint64_t urbs = atomic_load(&losses[NVS_DEVICE_LOSS_URBS]);
     if (slots)
         nvs_log_info("%llu device file opens were not traced: more than %d device "
-                     "descriptors open at once\n", (unsigned long long)slots, NVS_DEVICE_SLOTS - 1);
+                     "descriptors open at once\n",
+                     (unsigned long long)slots, NVS_DEVICE_SLOTS - 1);
     if (urbs)
         nvs_log_info("%llu usbfs URBs had no range: more in flight than the library follows\n",
                      (unsigned long long)urbs);

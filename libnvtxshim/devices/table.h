@@ -40,7 +40,7 @@ struct nvs_device_kind {
     /* The kind of a path NVTXSHIM_DEVICES names that no kind claims. */
     bool listed;
     enum nvs_domain domain;
-    unsigned group;                 /* its NVTXSHIM_HOOKS set (enum nvs_hook_set) */
+    unsigned group; /* its NVTXSHIM_HOOKS set (enum nvs_hook_set) */
     /* The frame markers its calls are (NVTXSHIM_FRAME): a call that brought
      * bytes in, one that took bytes out; NVS_FRAME_OFF: none. */
     enum nvs_frame_marker in_marker, out_marker;
@@ -62,20 +62,20 @@ struct nvs_device_kind {
     void (*last_close)(unsigned slot);
 };
 
-#define NVS_DEVICE_SLOTS 256        /* slot 0 means "no device" */
+#define NVS_DEVICE_SLOTS 256 /* slot 0 means "no device" */
 #define NVS_DEVICE_PATH_MAX 64
 
 struct nvs_device {
-    _Atomic unsigned refs;          /* descriptors naming this slot; 0: free */
-    uint32_t uid;                   /* this open's number, for its ranges' name keys */
+    _Atomic unsigned refs; /* descriptors naming this slot; 0: free */
+    uint32_t uid;          /* this open's number, for its ranges' name keys */
     /* Its kind; an epoll instance that watches a device (WATCHER) has the
      * watched device's, and is no device itself. */
     const struct nvs_device_kind *kind;
     bool watcher;
-    enum nvs_domain domain;         /* the kind's */
-    unsigned group;                 /* the kind's NVTXSHIM_HOOKS set */
-    enum nvs_frame_marker in_marker, out_marker;    /* NVS_FRAME_OFF: not a marker */
-    char path[NVS_DEVICE_PATH_MAX]; /* as opened (cut short: "..." at the end) */
+    enum nvs_domain domain;                      /* the kind's */
+    unsigned group;                              /* the kind's NVTXSHIM_HOOKS set */
+    enum nvs_frame_marker in_marker, out_marker; /* NVS_FRAME_OFF: not a marker */
+    char path[NVS_DEVICE_PATH_MAX];              /* as opened (cut short: "..." at the end) */
     /* A camera's format, once the program set or read it: fourcc << 32 |
      * width << 16 | height; 0 while unknown. */
     _Atomic uint64_t format;
@@ -112,7 +112,8 @@ static inline unsigned nvs_fd_slot(int fd)
 {
     if (__builtin_expect((unsigned)fd < NVS_FD_DIRECT, 1))
         return atomic_load_explicit(&nvs_fd_slots[fd], memory_order_relaxed);
-    if (__builtin_expect(fd < 0 || !atomic_load_explicit(&nvs_fd_far_count, memory_order_relaxed), 1))
+    if (__builtin_expect(fd < 0 || !atomic_load_explicit(&nvs_fd_far_count, memory_order_relaxed),
+                         1))
         return 0;
     return NVS_FD_FAR;
 }
@@ -133,9 +134,9 @@ static inline bool nvs_devices_open(void)
 extern _Atomic bool nvs_device_globs;
 static inline bool nvs_device_candidate(const char *path)
 {
-    return path && ((path[0] == '/' && path[1] == 'd' && path[2] == 'e' && path[3] == 'v' &&
-                     path[4] == '/') ||
-                    atomic_load_explicit(&nvs_device_globs, memory_order_relaxed));
+    return path &&
+        ((path[0] == '/' && path[1] == 'd' && path[2] == 'e' && path[3] == 'v' && path[4] == '/') ||
+         atomic_load_explicit(&nvs_device_globs, memory_order_relaxed));
 }
 
 /* FD was just opened at PATH with FLAGS: enters it when it is a traced device.
@@ -177,9 +178,9 @@ void nvs_devices_set_kinds(const struct nvs_device_kind *const *kinds);
 /* A device's names and warnings, for every kind: a cached name
  * for hook ID on DEVICE with PARAMETER (up to 32 bits), made by FORMAT on the
  * first use; a red mark in the device's domain, "WHAT failed: EIO". */
-__attribute__((format(printf, 4, 5)))
-struct nvs_name nvs_device_name(const struct nvs_device *device, enum nvs_hook_id id,
-                                uint32_t parameter, const char *format, ...);
+__attribute__((format(printf, 4, 5))) struct nvs_name nvs_device_name(
+    const struct nvs_device *device, enum nvs_hook_id id, uint32_t parameter, const char *format,
+    ...);
 void nvs_device_warn(const struct nvs_device *device, const char *what, int error);
 
 /* A glob as fnmatch(3) with FNM_PATHNAME takes it (*, ?, [...]), without

@@ -48,7 +48,7 @@ enum urb_state { URB_OPENING, URB_OPEN, URB_ENDED };
 
 #define URBS 256
 static struct {
-    _Atomic(void *) urb;            /* the program's struct usbdevfs_urb; NULL: free */
+    _Atomic(void *) urb; /* the program's struct usbdevfs_urb; NULL: free */
     _Atomic int state;
     nvtxRangeId_t range;
     unsigned char slot;
@@ -110,7 +110,7 @@ static void reaped(const struct usbdevfs_urb *returned)
     int at = urb_find(returned);
     if (at < 0)
         return;
-    struct usbdevfs_urb copy;       /* the program's, read where it sits at any alignment */
+    struct usbdevfs_urb copy; /* the program's, read where it sits at any alignment */
     memcpy(&copy, returned, sizeof copy);
     const struct usbdevfs_urb *urb = &copy;
     unsigned endpoint = urb->endpoint;
@@ -155,8 +155,11 @@ static void transfer_done(struct nvs_device *device, const struct transfer *tran
 {
     char text[NVS_CALL_TEXT_MAX];
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = result > 0 ? (uint64_t)result : 0, .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB,
+        .payload = result > 0 ? (uint64_t)result : 0,
+        .has_payload = true,
     };
     enum nvs_frame_marker marker = NVS_FRAME_OFF;
     if (result >= 0 && transfer->key) {
@@ -174,8 +177,8 @@ static void transfer_done(struct nvs_device *device, const struct transfer *tran
         snprintf(text, sizeof text, "%s %s", transfer->request, device->path);
         nvs_device_warn(device, text, error);
     }
-    nvs_call_drawn(NVS_HOOK_ID(ioctl), marker, marker != NVS_FRAME_OFF ? (int)transfer->endpoint : -1,
-                   &range, began);
+    nvs_call_drawn(NVS_HOOK_ID(ioctl), marker,
+                   marker != NVS_FRAME_OFF ? (int)transfer->endpoint : -1, &range, began);
 }
 
 static int bulk(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned long request,
@@ -187,7 +190,7 @@ static int bulk(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned l
     struct transfer transfer = { .request = "USBDEVFS_BULK" };
     struct usbdevfs_bulktransfer copy, *argument = &copy;
     if (result >= 0) {
-        memcpy(&copy, program_argument, sizeof copy);   /* accepted; at any alignment */
+        memcpy(&copy, program_argument, sizeof copy); /* accepted; at any alignment */
         unsigned endpoint = argument->ep & 0xff;
         snprintf(transfer.details, sizeof transfer.details, "ep=0x%02x %s %uB", endpoint,
                  direction(endpoint), argument->len);
@@ -212,7 +215,7 @@ static int control(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigne
     struct transfer transfer = { .request = "USBDEVFS_CONTROL", .marker = NVS_FRAME_OFF };
     struct usbdevfs_ctrltransfer copy, *argument = &copy;
     if (result >= 0) {
-        memcpy(&copy, program_argument, sizeof copy);   /* accepted; at any alignment */
+        memcpy(&copy, program_argument, sizeof copy); /* accepted; at any alignment */
         snprintf(transfer.details, sizeof transfer.details,
                  "type=0x%02x req=0x%02x val=0x%04x %s %uB", argument->bRequestType,
                  argument->bRequest, argument->wValue, direction(argument->bRequestType),
@@ -250,13 +253,17 @@ static int submit(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, i
     int length = urb->buffer_length;
     char text[NVS_CALL_TEXT_MAX];
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB, .category = NVS_USB_TRANSFER, .color = NVS_COLOR_USB,
-        .payload = (uint64_t)(length > 0 ? length : 0), .has_payload = true,
+        .domain = NVS_DOMAIN_USB,
+        .category = NVS_USB_TRANSFER,
+        .color = NVS_COLOR_USB,
+        .payload = (uint64_t)(length > 0 ? length : 0),
+        .has_payload = true,
     };
     if (length >= 0 && length < (1 << 18)) {
         range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
-                                     KEY(KEY_SUBMIT, ((urb->type & 3u) << 27) | (in ? 1u << 26 : 0) |
-                                                         (endpoint << 18) | (unsigned)length),
+                                     KEY(KEY_SUBMIT,
+                                         ((urb->type & 3u) << 27) | (in ? 1u << 26 : 0) |
+                                             (endpoint << 18) | (unsigned)length),
                                      "USBDEVFS_SUBMITURB ep=0x%02x %s %s %dB", endpoint,
                                      type_name(urb->type), in ? "IN" : "OUT", length);
     } else {
@@ -264,10 +271,10 @@ static int submit(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, i
                  type_name(urb->type), in ? "IN" : "OUT", length);
         range.name.text = text;
     }
-    urbs[at].range = nvs_call_open_async(NVS_HOOK_ID(ioctl),
-                                         !in && urb->type != USBDEVFS_URB_TYPE_CONTROL
-                                             ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF,
-                                         (int)endpoint, &range);
+    urbs[at].range = nvs_call_open_async(
+        NVS_HOOK_ID(ioctl),
+        !in && urb->type != USBDEVFS_URB_TYPE_CONTROL ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF,
+        (int)endpoint, &range);
     int opening = URB_OPENING;
     if (!atomic_compare_exchange_strong(&urbs[at].state, &opening, URB_OPEN)) {
         /* Reaped (or its node closed) on another thread meanwhile. */
@@ -286,7 +293,9 @@ static int reap(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned l
 {
     if (blocking) {
         struct nvs_attributes range = {
-            .domain = NVS_DOMAIN_USB, .category = NVS_USB_EVENTS, .color = NVS_COLOR_USB_EVENTS,
+            .domain = NVS_DOMAIN_USB,
+            .category = NVS_USB_EVENTS,
+            .color = NVS_COLOR_USB_EVENTS,
             .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), KEY(KEY_REAP, 0),
                                     "USBDEVFS_REAPURB %s", device->path),
         };
@@ -306,11 +315,10 @@ static int usbfs_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned sl
                        unsigned long request, void *argument)
 {
     unsigned command = (unsigned)request;
-    bool known = argument && (command == (unsigned)USBDEVFS_BULK ||
-                              command == (unsigned)USBDEVFS_CONTROL ||
-                              command == (unsigned)USBDEVFS_SUBMITURB ||
-                              command == (unsigned)USBDEVFS_REAPURB ||
-                              command == (unsigned)USBDEVFS_REAPURBNDELAY);
+    bool known = argument &&
+        (command == (unsigned)USBDEVFS_BULK || command == (unsigned)USBDEVFS_CONTROL ||
+         command == (unsigned)USBDEVFS_SUBMITURB || command == (unsigned)USBDEVFS_REAPURB ||
+         command == (unsigned)USBDEVFS_REAPURBNDELAY);
     if (!known || !nvs_call_enter(device->group))
         return real(fd, request, argument);
     int result;

@@ -16,8 +16,16 @@
 #include "device_calls.h"
 
 /* Name keys: the request (high byte of the 32-bit parameter) and its details. */
-enum { KEY_DQBUF = 1, KEY_QBUF, KEY_STREAMON, KEY_STREAMOFF, KEY_S_FMT, KEY_REQBUFS, KEY_AGE,
-       KEY_FAILED };
+enum {
+    KEY_DQBUF = 1,
+    KEY_QBUF,
+    KEY_STREAMON,
+    KEY_STREAMOFF,
+    KEY_S_FMT,
+    KEY_REQBUFS,
+    KEY_AGE,
+    KEY_FAILED
+};
 
 static uint32_t key(unsigned request, uint32_t details)
 {
@@ -48,8 +56,7 @@ static uint64_t format_of(const struct v4l2_format *format)
     case V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE:
         return pack_format(format->fmt.pix_mp.pixelformat, format->fmt.pix_mp.width,
                            format->fmt.pix_mp.height);
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -69,8 +76,8 @@ static void describe_format(char *out, size_t size, uint64_t format)
     /* Formats with a trailing blank ("Y8  ") read better without it. */
     for (int i = 3; i > 0 && fourcc[i] == ' '; i--)
         fourcc[i] = '\0';
-    snprintf(out, size, " %ux%u %s", (unsigned)(format >> 16) & 0xffffu,
-             (unsigned)format & 0xffffu, fourcc);
+    snprintf(out, size, " %ux%u %s", (unsigned)(format >> 16) & 0xffffu, (unsigned)format & 0xffffu,
+             fourcc);
 }
 
 static const char *memory_name(uint32_t memory)
@@ -155,8 +162,12 @@ static void dequeued(struct nvs_device *device, const struct v4l2_buffer *buffer
         snprintf(text, sizeof text, "dropped %lld frame%s %s", (long long)dropped,
                  dropped == 1 ? "" : "s", device->path);
         struct nvs_attributes mark = {
-            .domain = NVS_DOMAIN_V4L2, .name = { NULL, text }, .category = NVS_V4L2_WARNING,
-            .color = NVS_COLOR_ERROR, .payload = (uint64_t)dropped, .has_payload = true,
+            .domain = NVS_DOMAIN_V4L2,
+            .name = { NULL, text },
+            .category = NVS_V4L2_WARNING,
+            .color = NVS_COLOR_ERROR,
+            .payload = (uint64_t)dropped,
+            .has_payload = true,
         };
         nvs_mark(&mark);
     }
@@ -165,13 +176,16 @@ static void dequeued(struct nvs_device *device, const struct v4l2_buffer *buffer
     if ((buffer->flags & V4L2_BUF_FLAG_TIMESTAMP_MASK) != V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
         return;
     uint64_t captured = (uint64_t)buffer->timestamp.tv_sec * 1000000000ull +
-                        (uint64_t)buffer->timestamp.tv_usec * 1000ull;
+        (uint64_t)buffer->timestamp.tv_usec * 1000ull;
     uint64_t now = nvs_now_ns();
     if (captured == 0 || captured > now || now - captured > 60ull * 1000000000ull)
         return;
     struct nvs_attributes age = {
-        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_FRAME_AGE, .color = NVS_COLOR_V4L2_AGE,
-        .payload = now - captured, .has_payload = true,
+        .domain = NVS_DOMAIN_V4L2,
+        .category = NVS_V4L2_FRAME_AGE,
+        .color = NVS_COLOR_V4L2_AGE,
+        .payload = now - captured,
+        .has_payload = true,
         .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_AGE, buffer->index),
                                 NVS_FRAME_AGE_PREFIX "%s buf=%u", device->path, buffer->index),
     };
@@ -180,26 +194,29 @@ static void dequeued(struct nvs_device *device, const struct v4l2_buffer *buffer
 
 static const char *request_name(unsigned command)
 {
-    return command == (unsigned)VIDIOC_DQBUF ? "VIDIOC_DQBUF"
-         : command == (unsigned)VIDIOC_QBUF ? "VIDIOC_QBUF"
-         : command == (unsigned)VIDIOC_STREAMON ? "VIDIOC_STREAMON"
-         : command == (unsigned)VIDIOC_STREAMOFF ? "VIDIOC_STREAMOFF"
-         : command == (unsigned)VIDIOC_S_FMT ? "VIDIOC_S_FMT"
-         : command == (unsigned)VIDIOC_REQBUFS ? "VIDIOC_REQBUFS" : "ioctl";
+    return command == (unsigned)VIDIOC_DQBUF    ? "VIDIOC_DQBUF"
+        : command == (unsigned)VIDIOC_QBUF      ? "VIDIOC_QBUF"
+        : command == (unsigned)VIDIOC_STREAMON  ? "VIDIOC_STREAMON"
+        : command == (unsigned)VIDIOC_STREAMOFF ? "VIDIOC_STREAMOFF"
+        : command == (unsigned)VIDIOC_S_FMT     ? "VIDIOC_S_FMT"
+        : command == (unsigned)VIDIOC_REQBUFS   ? "VIDIOC_REQBUFS"
+                                                : "ioctl";
 }
 
 /* Whether REQUEST is one the library draws. */
 static bool traced_request(unsigned command)
 {
     return command == (unsigned)VIDIOC_DQBUF || command == (unsigned)VIDIOC_QBUF ||
-           command == (unsigned)VIDIOC_STREAMON || command == (unsigned)VIDIOC_STREAMOFF ||
-           command == (unsigned)VIDIOC_S_FMT || command == (unsigned)VIDIOC_REQBUFS;
+        command == (unsigned)VIDIOC_STREAMON || command == (unsigned)VIDIOC_STREAMOFF ||
+        command == (unsigned)VIDIOC_S_FMT || command == (unsigned)VIDIOC_REQBUFS;
 }
 
 static struct nvs_attributes control_range(void)
 {
     return (struct nvs_attributes){
-        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_CONTROL, .color = NVS_COLOR_V4L2_CONTROL,
+        .domain = NVS_DOMAIN_V4L2,
+        .category = NVS_V4L2_CONTROL,
+        .color = NVS_COLOR_V4L2_CONTROL,
     };
 }
 
@@ -211,7 +228,9 @@ static struct nvs_attributes dequeue_range(struct nvs_device *device)
     uint64_t known = atomic_load_explicit(&device->format, memory_order_relaxed);
     describe_format(format, sizeof format, known);
     struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_V4L2, .category = NVS_V4L2_CAPTURE, .color = NVS_COLOR_V4L2_CAPTURE,
+        .domain = NVS_DOMAIN_V4L2,
+        .category = NVS_V4L2_CAPTURE,
+        .color = NVS_COLOR_V4L2_CAPTURE,
         .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_DQBUF, format_hash(known)),
                                 "VIDIOC_DQBUF %s%s", device->path, format),
     };
@@ -245,11 +264,10 @@ static bool describe_answer(struct nvs_attributes *range, struct nvs_device *dev
         const struct v4l2_requestbuffers *request = &answer->request;
         if (!is_capture(request->type))
             return false;
-        range->name = nvs_device_name(device, id,
-                                      key(KEY_REQBUFS, (request->count & 0xffffu) << 4 |
-                                                       (request->memory & 0xfu)),
-                                      "VIDIOC_REQBUFS %s %u %s", device->path, request->count,
-                                      memory_name(request->memory));
+        range->name = nvs_device_name(
+            device, id,
+            key(KEY_REQBUFS, (request->count & 0xffffu) << 4 | (request->memory & 0xfu)),
+            "VIDIOC_REQBUFS %s %u %s", device->path, request->count, memory_name(request->memory));
     }
     return true;
 }
@@ -288,7 +306,7 @@ static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int
         struct nvs_attributes done = dequeue_range(device);
         done.payload = bytes_used(&answer.buffer);
         done.has_payload = true;
-        handed_out(device, &answer.buffer);     /* its frame begins inside its range */
+        handed_out(device, &answer.buffer); /* its frame begins inside its range */
         nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done, began);
     } else if (result != 0) {
         /* A failure other than finding no frame is drawn, as on a blocking one. */
@@ -311,9 +329,10 @@ static struct nvs_attributes failed_range(struct nvs_device *device, unsigned co
 {
     struct nvs_attributes range = control_range();
     unsigned which = command == (unsigned)VIDIOC_QBUF ? KEY_QBUF
-                   : command == (unsigned)VIDIOC_S_FMT ? KEY_S_FMT : KEY_REQBUFS;
-    range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_FAILED, which),
-                                 "%s %s failed", request_name(command), device->path);
+        : command == (unsigned)VIDIOC_S_FMT           ? KEY_S_FMT
+                                                      : KEY_REQBUFS;
+    range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_FAILED, which), "%s %s failed",
+                                 request_name(command), device->path);
     range.payload = 0;
     range.has_payload = true;
     return range;
@@ -358,10 +377,10 @@ static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
     if (command == (unsigned)VIDIOC_DQBUF)
         range = dequeue_range(device);
     else
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
-                                     key(command == (unsigned)VIDIOC_STREAMON ? KEY_STREAMON
-                                                                              : KEY_STREAMOFF, 0),
-                                     "%s %s", request_name(command), device->path);
+        range.name = nvs_device_name(
+            device, NVS_HOOK_ID(ioctl),
+            key(command == (unsigned)VIDIOC_STREAMON ? KEY_STREAMON : KEY_STREAMOFF, 0), "%s %s",
+            request_name(command), device->path);
     nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     int result = real(fd, request, argument);
     int saved_errno = errno;
@@ -374,7 +393,7 @@ static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
     }
     if (result != 0) {
         if (command == (unsigned)VIDIOC_DQBUF && saved_errno != EAGAIN)
-            nvs_range_set_payload(NVS_DOMAIN_V4L2, 0);      /* moved nothing */
+            nvs_range_set_payload(NVS_DOMAIN_V4L2, 0); /* moved nothing */
         failed(device, command, saved_errno);
     }
     errno = saved_errno;
