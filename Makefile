@@ -125,7 +125,7 @@ BPF_CFLAGS = -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BUILD)/kernel -I
              -ffile-prefix-map=$(CURDIR)=. -fdebug-compilation-dir=.
 FLAGS_bpf = $(CLANG) $(BPF_CFLAGS) $(BPFTOOL) $(VMLINUX_BTF)
 
-.PHONY: all deps test demo install clean check-nvtx programs
+.PHONY: all deps test check demo install clean check-nvtx programs
 NO_PROBE_LINE ?= libnvtxshim: built without the kernel probe (it needs libbpf, bpftool, clang and $(VMLINUX_BTF): make deps, then make)
 all: check-nvtx $(BUILD)/libnvtxshim.so
 	@$(if $(KERNEL_PROBE),,echo "$(NO_PROBE_LINE)")
@@ -189,8 +189,14 @@ deps:
 programs: all $(or $(ARCH_PROGRAMS),$(TEST_PROGRAMS))
 
 # deps first, then a fresh make: what deps installed (libbpf, nvcc, the NVTX
-# headers) changes what this Makefile finds when it is read.
+# headers) changes what this Makefile finds when it is read. deps calls apt only for
+# what is missing (one line and no apt call where everything is there); make check is
+# the same suite with no installation at all (a machine without root or a network).
+.PHONY: check
 test: deps deps-aarch64
+	$(Q)$(MAKE) --no-print-directory check
+
+check:
 	$(Q)$(MAKE) --no-print-directory all $(TEST_PROGRAMS)
 	$(Q)$(MAKE) --no-print-directory aarch64-programs
 	$(Q)$(PYTHON) -m pytest -q -rs --durations=15 test/ -p no:cacheprovider
