@@ -38,8 +38,11 @@ def on_the_bus(tmp_path, command, shim=True, **settings):
     tmp_path.mkdir(parents=True, exist_ok=True)
     log = tmp_path / "bus.log"
     trace = tmp_path / "i2c-%p.json"
-    # The library first, the emulator behind it, umockdev's own preload last.
+    # The library first, the emulator behind it, umockdev's own preload last (make test-asan:
+    # the ASan runtime before them all, NVS_TEST_PRELOAD_FIRST, as conftest.command puts it).
     preload = "%s:%s:$LD_PRELOAD" % (SHIM, EMULATOR) if shim else "%s:$LD_PRELOAD" % EMULATOR
+    if shim:
+        preload = "${NVS_TEST_PRELOAD_FIRST:+$NVS_TEST_PRELOAD_FIRST:}" + preload
     env = dict(EMUI2C_NODE=NODE, EMUI2C_CHIPS=CHIPS, EMUI2C_LOG=str(log),
                NVTXSHIM_TRACE=str(trace), **settings)
     result = subprocess.run(["umockdev-run", "--device", "i2c-1.umockdev", "--", "sh", "-c",
