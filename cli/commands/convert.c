@@ -719,6 +719,118 @@ struct conversion {
     int outcome;
 };
 
+/* The export's tables FILTER keeps (NVS_EXPORT_* bits); GPU, those of the GPU's work. */
+static unsigned wanted_tables(const struct filter *filter, unsigned gpu)
+{
+    return (keeps_kind(filter, NVS_EVENT_PROJECTION) ? 1u << NVS_EXPORT_PROJECTIONS : 0) |
+           (keeps_kind(filter, NVS_EVENT_RANGE) ? 1u << NVS_EXPORT_NVTX : 0) |
+           (keeps_kind(filter, NVS_EVENT_OS_CALL) ? 1u << NVS_EXPORT_OSRT : 0) |
+           (keeps_kind(filter, NVS_EVENT_CUDA_API) ? 1u << NVS_EXPORT_API : 0) |
+           (keeps_kind(filter, NVS_EVENT_GPU_KERNEL) ? gpu : 0) |
+           (keeps_kind(filter, NVS_EVENT_THREAD_STATE) ? 1u << NVS_EXPORT_SCHED : 0);
+}
+
+/* The events, in time order, into a temporary file (*BODY, or NULL): 0, or -1
+ * after its line. */
+static int write_body(struct converter *converter, const struct filter *filter, FILE **body)
+{
+    bool projected = keeps_kind(filter, NVS_EVENT_PROJECTION);
+    unsigned gpu = 1u << NVS_EXPORT_KERNEL | 1u << NVS_EXPORT_COPY | 1u << NVS_EXPORT_SET;
+    unsigned wanted = wanted_tables(filter, gpu);
+    int status = projected ? nvs_export_project(converter->export) : 0;
+    /* The GPU work that crosses another range on its row gets no arrow: found
+     * first, so that each call's "s" can follow it. */
+    if (status == 0 && converter->arrows) {
+        converter->dry = true;
+        status = run_pass(converter, gpu | (wanted & 1u << NVS_EXPORT_PROJECTIONS));
+        converter->dry = false;
+    }
+    *body = status == 0 ? open_body() : NULL;
+    if (status == 0 && !*body) {
+        fprintf(stderr, "nvtxshim: convert: no temporary file for the events: %s\n", strerror(errno));
+        status = -1;
+    }
+    static char body_buffer[1 << 20];
+    if (*body) {
+        setvbuf(*body, body_buffer, _IOFBF, sizeof body_buffer);
+        __fsetlocking(*body, FSETLOCKING_BYCALLER);
+    }
+    converter->writer = (struct nvs_chrome_writer){.out = *body, .items = 1,
+                                                   .names = calloc(QUOTED_NAMES, sizeof(struct quoted_name))};
+    if (status == 0)
+        status = run_pass(converter, wanted);
+    if (status == 0)
+        put_last_ends(converter);
+    return status;
+}
+
+/* OUT written whole: "[", the names of the processes and threads with events
+ * (*THREADS of them), BODY's BODY_ITEMS events, "]". 0, or the error (an
+ * errno). */
+static int write_out(struct converter *converter, FILE *out, bool to_stdout, FILE *body, size_t body_items,
+                     const struct nvs_events *names, size_t *threads)
+{
+    int error = 0;
+    static char buffer[1 << 20];
+    if (!to_stdout)
+        setvbuf(out, buffer, _IOFBF, sizeof buffer);
+    /* one thread writes: no lock a call (they took a tenth of the time) */
+    __fsetlocking(out, FSETLOCKING_BYCALLER);
+    converter->writer.out = out;
+    converter->writer.items = 0;
+    fputs("[\n", out);
+    *threads = put_names(&converter->writer, &converter->pids, names);
+    if (!put_body(&converter->writer, body, body_items))
+        error = errno ? errno : EIO;
+    /* the last event's comma becomes a space, as the recorder finishes a trace */
+    fputs(converter->writer.items ? " \n]\n" : "]\n", out);
+    if (converter->writer.failed)
+        error = error ? error : ENOMEM;
+    else if (ferror(out))
+        error = error ? error : (errno ? errno : EIO);
+    errno = 0;
+    if (to_stdout ? fflush(stdout) != 0 : fclose(out) != 0)
+        error = error ? error : (errno ? errno : EIO);
+    return error;
+}
+
+/* What the converter holds, freed (its export is closed apart). */
+static void converter_free(struct converter *converter)
+{
+    nvs_chrome_writer_free(&converter->writer);
+    while (converter->ends.count)
+        free((struct held *)pending_pop(&converter->ends).event);
+    free(converter->ends.items);
+    free(converter->group);
+    free(converter->sorted);
+    free(converter->stacks);
+    nvs_map_free(&converter->flows);
+    nvs_map_free(&converter->pids);
+}
+
+/* What was written to OUTPUT, and the launches left without an arrow
+ * (UNFINISHED: without their work), on stderr. */
+static void say_written(const struct converter *converter, const char *output, size_t threads, size_t unfinished)
+{
+    if (converter->left_out)
+        fprintf(stderr, "nvtxshim: convert: %zu launch%s without an arrow: the API call or the GPU work "
+                "crosses another range on its row (written as an async pair, which a flow event cannot bind "
+                "to), or the work starts before the call\n", converter->left_out,
+                converter->left_out == 1 ? "" : "es");
+    if (unfinished)
+        fprintf(stderr, "nvtxshim: convert: %zu launch arrow%s without their GPU work: the export's work "
+                "changed while it was read\n", unfinished, unfinished == 1 ? "" : "s");
+    const size_t *counts = converter->counts;
+    fprintf(stderr, "nvtxshim: convert: wrote %s: %zu NVTX ranges, %zu marks, %zu OS runtime calls, "
+            "%zu CUDA API calls, %zu GPU kernels, %zu GPU copies, %zu memsets, %zu NVTX projections, "
+            "%zu launch arrows, %zu thread states, %zu thread names; %zu of the ranges as async pairs "
+            "(\"ph\":\"b\"/\"e\")\n", output,
+            counts[NVS_EVENT_RANGE], counts[NVS_EVENT_MARK], counts[NVS_EVENT_OS_CALL],
+            counts[NVS_EVENT_CUDA_API], counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY],
+            counts[NVS_EVENT_GPU_SET], counts[NVS_EVENT_PROJECTION], converter->arrow_count,
+            counts[NVS_EVENT_THREAD_STATE], threads, converter->pairs);
+}
+
 /* The export at DATABASE converted into OUTPUT (convert's nvs_load_options
  * read_export). */
 static int convert_export(void *context, const char *database)
@@ -737,39 +849,9 @@ static int convert_export(void *context, const char *database)
     struct converter converter = {.export = export, .next_id = 1,
                                   .arrows = keeps_kind(filter, NVS_EVENT_CUDA_API) &&
                                             keeps_kind(filter, NVS_EVENT_GPU_KERNEL)};
-    bool projected = keeps_kind(filter, NVS_EVENT_PROJECTION);
-    unsigned gpu = 1u << NVS_EXPORT_KERNEL | 1u << NVS_EXPORT_COPY | 1u << NVS_EXPORT_SET;
-    unsigned wanted = (projected ? 1u << NVS_EXPORT_PROJECTIONS : 0) |
-                      (keeps_kind(filter, NVS_EVENT_RANGE) ? 1u << NVS_EXPORT_NVTX : 0) |
-                      (keeps_kind(filter, NVS_EVENT_OS_CALL) ? 1u << NVS_EXPORT_OSRT : 0) |
-                      (keeps_kind(filter, NVS_EVENT_CUDA_API) ? 1u << NVS_EXPORT_API : 0) |
-                      (keeps_kind(filter, NVS_EVENT_GPU_KERNEL) ? gpu : 0) |
-                      (keeps_kind(filter, NVS_EVENT_THREAD_STATE) ? 1u << NVS_EXPORT_SCHED : 0);
-    int status = projected ? nvs_export_project(export) : 0;
-    /* The GPU work that crosses another range on its row gets no arrow: found
-     * first, so that each call's "s" can follow it. */
-    if (status == 0 && converter.arrows) {
-        converter.dry = true;
-        status = run_pass(&converter, gpu | (wanted & 1u << NVS_EXPORT_PROJECTIONS));
-        converter.dry = false;
-    }
+    FILE *body;
+    int status = write_body(&converter, filter, &body);
     bool to_stdout = strcmp(output, "-") == 0;
-    FILE *body = status == 0 ? open_body() : NULL;
-    if (status == 0 && !body) {
-        fprintf(stderr, "nvtxshim: convert: no temporary file for the events: %s\n", strerror(errno));
-        status = -1;
-    }
-    static char body_buffer[1 << 20];
-    if (body) {
-        setvbuf(body, body_buffer, _IOFBF, sizeof body_buffer);
-        __fsetlocking(body, FSETLOCKING_BYCALLER);
-    }
-    converter.writer = (struct nvs_chrome_writer){.out = body, .items = 1,
-                                       .names = calloc(QUOTED_NAMES, sizeof(struct quoted_name))};
-    if (status == 0)
-        status = run_pass(&converter, wanted);
-    if (status == 0)
-        put_last_ends(&converter);
     size_t body_items = converter.writer.items - 1;
     bool failed = converter.writer.failed;
     int body_error = body && ferror(body) ? (errno ? errno : EIO) : 0;
@@ -787,26 +869,7 @@ static int convert_export(void *context, const char *database)
     }
     size_t threads = 0;
     if (out) {
-        static char buffer[1 << 20];
-        if (!to_stdout)
-            setvbuf(out, buffer, _IOFBF, sizeof buffer);
-        /* one thread writes: no lock a call (they took a tenth of the time) */
-        __fsetlocking(out, FSETLOCKING_BYCALLER);
-        converter.writer.out = out;
-        converter.writer.items = 0;
-        fputs("[\n", out);
-        threads = put_names(&converter.writer, &converter.pids, names);
-        if (!put_body(&converter.writer, body, body_items))
-            error = errno ? errno : EIO;
-        /* the last event's comma becomes a space, as the recorder finishes a trace */
-        fputs(converter.writer.items ? " \n]\n" : "]\n", out);
-        if (converter.writer.failed)
-            error = error ? error : ENOMEM;
-        else if (ferror(out))
-            error = error ? error : (errno ? errno : EIO);
-        errno = 0;
-        if (to_stdout ? fflush(stdout) != 0 : fclose(out) != 0)
-            error = error ? error : (errno ? errno : EIO);
+        error = write_out(&converter, out, to_stdout, body, body_items, names, &threads);
     } else if (status == 0) {
         error = body_error ? body_error : ENOMEM;
         if (failed)
@@ -818,16 +881,8 @@ static int convert_export(void *context, const char *database)
     }
     if (body)
         fclose(body);
-    nvs_chrome_writer_free(&converter.writer);
-    while (converter.ends.count)
-        free((struct held *)pending_pop(&converter.ends).event);
-    free(converter.ends.items);
-    free(converter.group);
-    free(converter.sorted);
-    free(converter.stacks);
     size_t unfinished = converter.flows.used;
-    nvs_map_free(&converter.flows);
-    nvs_map_free(&converter.pids);
+    converter_free(&converter);
     nvs_export_close(export);
     if (status != 0)
         return -1;
@@ -837,23 +892,7 @@ static int convert_export(void *context, const char *database)
             unlink(output);
         return -1;
     }
-    if (converter.left_out)
-        fprintf(stderr, "nvtxshim: convert: %zu launch%s without an arrow: the API call or the GPU work "
-                "crosses another range on its row (written as an async pair, which a flow event cannot bind "
-                "to), or the work starts before the call\n", converter.left_out,
-                converter.left_out == 1 ? "" : "es");
-    if (unfinished)
-        fprintf(stderr, "nvtxshim: convert: %zu launch arrow%s without their GPU work: the export's work "
-                "changed while it was read\n", unfinished, unfinished == 1 ? "" : "s");
-    size_t *counts = converter.counts;
-    fprintf(stderr, "nvtxshim: convert: wrote %s: %zu NVTX ranges, %zu marks, %zu OS runtime calls, "
-            "%zu CUDA API calls, %zu GPU kernels, %zu GPU copies, %zu memsets, %zu NVTX projections, "
-            "%zu launch arrows, %zu thread states, %zu thread names; %zu of the ranges as async pairs "
-            "(\"ph\":\"b\"/\"e\")\n", output,
-            counts[NVS_EVENT_RANGE], counts[NVS_EVENT_MARK], counts[NVS_EVENT_OS_CALL],
-            counts[NVS_EVENT_CUDA_API], counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY],
-            counts[NVS_EVENT_GPU_SET], counts[NVS_EVENT_PROJECTION], converter.arrow_count,
-            counts[NVS_EVENT_THREAD_STATE], threads, converter.pairs);
+    say_written(&converter, output, threads, unfinished);
     conversion->outcome = 0;
     return 0;
 }

@@ -20,107 +20,114 @@
 #define CAP_PERFMON_NUMBER 38
 #define DEFAULT_FINISH_TIMEOUT_S 300.0
 
+/* profile's manual page: what comes before the options that set variables (run.c
+ * prints those), and what comes after. */
+static const char manual_head[] =
+    "NAME\n"
+    "    nvtxshim profile - profile a program with Nsight Systems and libnvtxshim\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    nvtxshim profile [OPTIONS] [-- NSYS_OPTIONS] -- PROGRAM [ARGS...]\n"
+    "    nvtxshim profile --bare [-o NAME] [-f] [--nsys PATH] [--timeout SECONDS]\n"
+    "        [--finish-timeout SECONDS] [-- NSYS_OPTIONS] -- PROGRAM [ARGS...]\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs PROGRAM under nsys profile with the library in front of it and the options\n"
+    "    set as NVTXSHIM_* variables, as nvtxshim run does. The library is appended to the\n"
+    "    program's LD_PRELOAD by a shell that nsys starts, after nsys's own preload\n"
+    "    library (which must stay). nsys gets the options that match:\n"
+    "\n"
+    "        -t nvtx                          plus --apis\n"
+    "        --sample=none --cpuctxsw=none    --cpu-sampling: process-tree for both\n"
+    "        -c nvtx -p capture@nvtxshim      with --capture (the --capture-name);\n"
+    "                                         -c cudaProfilerApi with --capture-via cuda\n"
+    "        --capture-range-end=stop         =repeat for windows that come back\n"
+    "                                         (frames:S+C/P, signal): one report each,\n"
+    "                                         NAME.1.nsys-rep, NAME.2.nsys-rep, ...\n"
+    "        -o NAME --force-overwrite true --export none\n"
+    "\n"
+    "    NSYS_OPTIONS, between the first -- and a second one, are passed to nsys profile\n"
+    "    after these; one that sets an option of this list replaces it (-t, -s, --cpuctxsw,\n"
+    "    -c, -p, --capture-range-end, -o, -f, --export).\n"
+    "\n"
+    "    A watchdog bounds nsys: nsys 2022.4's agent can keep spinning after the program\n"
+    "    exits, and nsys profile then never returns. When nsys spends --finish-timeout\n"
+    "    seconds with no program of its own running (starting up, or writing the report),\n"
+    "    or --timeout seconds in all, the watchdog kills nsys, what it started, and the\n"
+    "    session's agent (SIGKILL: the agent ignores SIGTERM), and runs it all once more.\n"
+    "    Ctrl-C is nsys's: it stops the program and the report is still written.\n"
+    "\n"
+    "    Each report is then exported (nsys export --type sqlite, to NAME.sqlite beside it),\n"
+    "    its path printed, and its summary printed as nvtxshim report prints it.\n"
+    "\n"
+    "    With --bare, only the watchdog is added: nsys profile runs with -o NAME, the\n"
+    "    NSYS_OPTIONS and PROGRAM as they are given - no library, no other nsys option,\n"
+    "    no variable set, no export and no summary - for scripts that set nsys up\n"
+    "    themselves (the test suite and make bench run nsys this way).\n"
+    "\n"
+    "OPTIONS\n"
+    "    The options of nvtxshim run set the same variables, except --trace (under nsys the\n"
+    "    events go to nsys):\n"
+    "\n";
+static const char manual_tail[] =
+    "    -o, --output NAME\n"
+    "        The report: NAME.nsys-rep. %p becomes this command's process id.\n"
+    "        [nvtxshim-%p, in the current directory]\n"
+    "\n"
+    "    -f, --force\n"
+    "        Replace reports of that name (otherwise an existing one stops here).\n"
+    "\n"
+    "    --apis LIST\n"
+    "        What nsys traces (-t): nvtx is always there; add osrt, cuda, cudnn, cublas, ...\n"
+    "        [nvtx]\n"
+    "\n"
+    "    --cpu-sampling\n"
+    "        CPU samples and context switches of the program's processes. Needs root or\n"
+    "        kernel.perf_event_paranoid <= 2 (nvtxshim check says which); off by default\n"
+    "        because nsys 2022.4 often hangs at exit with it (the watchdog then retries).\n"
+    "\n"
+    "    --nsys PATH\n"
+    "        The nsys to run. [nsys, from PATH]\n"
+    "\n"
+    "    --timeout SECONDS\n"
+    "        The most one nsys run may take in all; 0: no limit. [0]\n"
+    "\n"
+    "    --finish-timeout SECONDS\n"
+    "        The most nsys may spend with no program of its own running; raise it for runs\n"
+    "        with millions of events, which take minutes to write. 0: no limit. [300]\n"
+    "\n"
+    "    --bare\n"
+    "        nsys profile under the watchdog and nothing else (see DESCRIPTION). The options\n"
+    "        that set variables, --library, --apis and --cpu-sampling do not go with it.\n"
+    "\n"
+    "    --library PATH\n"
+    "        The library to preload (see nvtxshim run --help).\n"
+    "\n"
+    "    -n, --dry-run\n"
+    "        Print the nsys command, as a shell line with its environment, and exit 0.\n"
+    "\n"
+    "    -h, --help\n"
+    "        This page.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    When a report was made, the program's exit status (nsys passes it on). 2 for a\n"
+    "    usage error or a bad value (nothing started); 125 when no report was made: nsys\n"
+    "    or the library not found, nsys failed, nsys hung twice, or the capture window\n"
+    "    never opened.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    nvtxshim profile --frame usb.in:0x81 --capture frames:100+50 -- ./camera_loop\n"
+    "    nvtxshim profile --frame call:libusb_control_transfer --capture frames:100+5/1000 \\\n"
+    "        -o rig -- python3 harness_physical.py --use_gui=0\n"
+    "    nvtxshim profile --frame x11.swap --apis osrt,cuda -- --stats=true -- ./viewer\n"
+    "    nvtxshim profile --bare --timeout 120 -o plain -- -t osrt -- ./camera_loop\n"
+    "    nvtxshim check    (what works here)\n";
+
 static void help_profile(void)
 {
-    fputs("NAME\n"
-          "    nvtxshim profile - profile a program with Nsight Systems and libnvtxshim\n"
-          "\n"
-          "SYNOPSIS\n"
-          "    nvtxshim profile [OPTIONS] [-- NSYS_OPTIONS] -- PROGRAM [ARGS...]\n"
-          "    nvtxshim profile --bare [-o NAME] [-f] [--nsys PATH] [--timeout SECONDS]\n"
-          "        [--finish-timeout SECONDS] [-- NSYS_OPTIONS] -- PROGRAM [ARGS...]\n"
-          "\n"
-          "DESCRIPTION\n"
-          "    Runs PROGRAM under nsys profile with the library in front of it and the options\n"
-          "    set as NVTXSHIM_* variables, as nvtxshim run does. The library is appended to the\n"
-          "    program's LD_PRELOAD by a shell that nsys starts, after nsys's own preload\n"
-          "    library (which must stay). nsys gets the options that match:\n"
-          "\n"
-          "        -t nvtx                          plus --apis\n"
-          "        --sample=none --cpuctxsw=none    --cpu-sampling: process-tree for both\n"
-          "        -c nvtx -p capture@nvtxshim      with --capture (the --capture-name);\n"
-          "                                         -c cudaProfilerApi with --capture-via cuda\n"
-          "        --capture-range-end=stop         =repeat for windows that come back\n"
-          "                                         (frames:S+C/P, signal): one report each,\n"
-          "                                         NAME.1.nsys-rep, NAME.2.nsys-rep, ...\n"
-          "        -o NAME --force-overwrite true --export none\n"
-          "\n"
-          "    NSYS_OPTIONS, between the first -- and a second one, are passed to nsys profile\n"
-          "    after these; one that sets an option of this list replaces it (-t, -s, --cpuctxsw,\n"
-          "    -c, -p, --capture-range-end, -o, -f, --export).\n"
-          "\n"
-          "    A watchdog bounds nsys: nsys 2022.4's agent can keep spinning after the program\n"
-          "    exits, and nsys profile then never returns. When nsys spends --finish-timeout\n"
-          "    seconds with no program of its own running (starting up, or writing the report),\n"
-          "    or --timeout seconds in all, the watchdog kills nsys, what it started, and the\n"
-          "    session's agent (SIGKILL: the agent ignores SIGTERM), and runs it all once more.\n"
-          "    Ctrl-C is nsys's: it stops the program and the report is still written.\n"
-          "\n"
-          "    Each report is then exported (nsys export --type sqlite, to NAME.sqlite beside it),\n"
-          "    its path printed, and its summary printed as nvtxshim report prints it.\n"
-          "\n"
-          "    With --bare, only the watchdog is added: nsys profile runs with -o NAME, the\n"
-          "    NSYS_OPTIONS and PROGRAM as they are given - no library, no other nsys option,\n"
-          "    no variable set, no export and no summary - for scripts that set nsys up\n"
-          "    themselves (the test suite and make bench run nsys this way).\n"
-          "\n"
-          "OPTIONS\n"
-          "    The options of nvtxshim run set the same variables, except --trace (under nsys the\n"
-          "    events go to nsys):\n"
-          "\n", stdout);
+    fputs(manual_head, stdout);
     nvs_launch_print_variable_options(stdout, true);
-    fputs("    -o, --output NAME\n"
-          "        The report: NAME.nsys-rep. %p becomes this command's process id.\n"
-          "        [nvtxshim-%p, in the current directory]\n"
-          "\n"
-          "    -f, --force\n"
-          "        Replace reports of that name (otherwise an existing one stops here).\n"
-          "\n"
-          "    --apis LIST\n"
-          "        What nsys traces (-t): nvtx is always there; add osrt, cuda, cudnn, cublas, ...\n"
-          "        [nvtx]\n"
-          "\n"
-          "    --cpu-sampling\n"
-          "        CPU samples and context switches of the program's processes. Needs root or\n"
-          "        kernel.perf_event_paranoid <= 2 (nvtxshim check says which); off by default\n"
-          "        because nsys 2022.4 often hangs at exit with it (the watchdog then retries).\n"
-          "\n"
-          "    --nsys PATH\n"
-          "        The nsys to run. [nsys, from PATH]\n"
-          "\n"
-          "    --timeout SECONDS\n"
-          "        The most one nsys run may take in all; 0: no limit. [0]\n"
-          "\n"
-          "    --finish-timeout SECONDS\n"
-          "        The most nsys may spend with no program of its own running; raise it for runs\n"
-          "        with millions of events, which take minutes to write. 0: no limit. [300]\n"
-          "\n"
-          "    --bare\n"
-          "        nsys profile under the watchdog and nothing else (see DESCRIPTION). The options\n"
-          "        that set variables, --library, --apis and --cpu-sampling do not go with it.\n"
-          "\n"
-          "    --library PATH\n"
-          "        The library to preload (see nvtxshim run --help).\n"
-          "\n"
-          "    -n, --dry-run\n"
-          "        Print the nsys command, as a shell line with its environment, and exit 0.\n"
-          "\n"
-          "    -h, --help\n"
-          "        This page.\n"
-          "\n"
-          "EXIT STATUS\n"
-          "    When a report was made, the program's exit status (nsys passes it on). 2 for a\n"
-          "    usage error or a bad value (nothing started); 125 when no report was made: nsys\n"
-          "    or the library not found, nsys failed, nsys hung twice, or the capture window\n"
-          "    never opened.\n"
-          "\n"
-          "EXAMPLES\n"
-          "    nvtxshim profile --frame usb.in:0x81 --capture frames:100+50 -- ./camera_loop\n"
-          "    nvtxshim profile --frame call:libusb_control_transfer --capture frames:100+5/1000 \\\n"
-          "        -o rig -- python3 harness_physical.py --use_gui=0\n"
-          "    nvtxshim profile --frame x11.swap --apis osrt,cuda -- --stats=true -- ./viewer\n"
-          "    nvtxshim profile --bare --timeout 120 -o plain -- -t osrt -- ./camera_loop\n"
-          "    nvtxshim check    (what works here)\n", stdout);
+    fputs(manual_tail, stdout);
 }
 
 
@@ -415,6 +422,73 @@ static int refuse_with_bare(const struct nvs_launch *launch)
                                   "library, with NSYS_OPTIONS only)", given);
 }
 
+/* The nsys profile command line: NSYS, the options matching LAUNCH's (CONFIG),
+ * the report's name BASE, the user's nsys options, the shell that preloads
+ * LIBRARY, the program. */
+static void build_command(struct argv_builder *command, const char *nsys, const struct nvs_launch *launch,
+                          const struct nvs_config *config, const char *base, const char *library)
+{
+    add(command, nsys);
+    add(command, "profile");
+    if (!launch->bare)
+        add_matching_options(command, launch, config);
+    /* The report's name as expanded here (%p is this process), the user's -o included. */
+    add_option(command, NSYS_OUTPUT, base);
+    if (!launch->bare) {
+        add_unless_given(command, launch, NSYS_FORCE, "true");
+        add_unless_given(command, launch, NSYS_EXPORT, "none");
+    }
+    for (int i = 0; i < launch->nsys_option_count; i++) {
+        const char *arg = launch->nsys_options[i];
+        size_t length = strlen(NSYS_OUTPUT.long_name);
+        if (!strcmp(arg, NSYS_OUTPUT.short_name) || !strcmp(arg, NSYS_OUTPUT.long_name))
+            i++;
+        else if (strncmp(arg, NSYS_OUTPUT.long_name, length) || arg[length] != '=')
+            add(command, arg);
+    }
+    if (!launch->bare)
+        add_preloading_shell(command, library);
+    for (char **arg = launch->program; *arg; arg++)
+        add(command, *arg);
+}
+
+/* COMMAND run under the watchdog, twice if nsys hangs the first time (its
+ * report then removed): whether it finished, its status at *WAIT_STATUS. */
+static bool run_nsys(const struct argv_builder *command, const struct nvs_launch *launch, const char *base,
+                     int *wait_status)
+{
+    /* Ctrl-C reaches nsys (same process group), which stops the program and
+     * writes its report; this process stays to export and summarise it (and,
+     * --bare, to see that it was made). */
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    struct nvs_cli_limits limits = {launch->timeout_s, launch->finish_timeout_s};
+    bool finished = false;
+    for (int attempt = 1; attempt <= 2 && !finished; attempt++) {
+        fflush(NULL);
+        pid_t pid = nvs_cli_start(command->argv, -1);
+        if (pid < 0) {
+            fprintf(stderr, "nvtxshim profile: cannot start nsys: %s\n", strerror(errno));
+            break;
+        }
+        finished = nvs_cli_wait(pid, &limits, wait_status);
+        /* An agent left behind, after a hang or a failure, keeps a core busy. */
+        int agents = nvs_cli_kill_nsys_agents(pid);
+        if (finished)
+            break;
+        remove_reports(base);
+        fprintf(stderr, "\nnvtxshim profile: nsys did not finish within %s; killed it, what it "
+                "started and %d agent%s (nsys 2022.4's agent can spin after the program "
+                "exits)%s\n", launch->timeout_s > 0 ? "--timeout or --finish-timeout"
+                                                    : "--finish-timeout",
+                agents, agents == 1 ? "" : "s", attempt == 1 ? "; once more:" : "; giving up");
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    return finished;
+}
+
 int nvs_cli_profile(int argc, char **argv)
 {
     struct nvs_launch launch = {.command = "profile", .profile = true, .help = help_profile,
@@ -452,28 +526,7 @@ int nvs_cli_profile(int argc, char **argv)
     }
 
     struct argv_builder command = {0};
-    add(&command, nsys);
-    add(&command, "profile");
-    if (!launch.bare)
-        add_matching_options(&command, &launch, &config);
-    /* The report's name as expanded here (%p is this process), the user's -o included. */
-    add_option(&command, NSYS_OUTPUT, base);
-    if (!launch.bare) {
-        add_unless_given(&command, &launch, NSYS_FORCE, "true");
-        add_unless_given(&command, &launch, NSYS_EXPORT, "none");
-    }
-    for (int i = 0; i < launch.nsys_option_count; i++) {
-        const char *arg = launch.nsys_options[i];
-        size_t length = strlen(NSYS_OUTPUT.long_name);
-        if (!strcmp(arg, NSYS_OUTPUT.short_name) || !strcmp(arg, NSYS_OUTPUT.long_name))
-            i++;
-        else if (strncmp(arg, NSYS_OUTPUT.long_name, length) || arg[length] != '=')
-            add(&command, arg);
-    }
-    if (!launch.bare)
-        add_preloading_shell(&command, library);
-    for (char **arg = launch.program; *arg; arg++)
-        add(&command, *arg);
+    build_command(&command, nsys, &launch, &config, base, library);
 
     if (launch.dry_run) {
         nvs_launch_print_variables(&launch);
@@ -492,36 +545,8 @@ int nvs_cli_profile(int argc, char **argv)
         remove_reports(base);
     }
 
-    /* Ctrl-C reaches nsys (same process group), which stops the program and
-     * writes its report; this process stays to export and summarise it (and,
-     * --bare, to see that it was made). */
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
-    sigaction(SIGINT, &ignore, &old_int);
-    sigaction(SIGQUIT, &ignore, &old_quit);
-    struct nvs_cli_limits limits = {launch.timeout_s, launch.finish_timeout_s};
     int wait_status = 0;
-    bool finished = false;
-    for (int attempt = 1; attempt <= 2 && !finished; attempt++) {
-        fflush(NULL);
-        pid_t pid = nvs_cli_start(command.argv, -1);
-        if (pid < 0) {
-            fprintf(stderr, "nvtxshim profile: cannot start nsys: %s\n", strerror(errno));
-            break;
-        }
-        finished = nvs_cli_wait(pid, &limits, &wait_status);
-        /* An agent left behind, after a hang or a failure, keeps a core busy. */
-        int agents = nvs_cli_kill_nsys_agents(pid);
-        if (finished)
-            break;
-        remove_reports(base);
-        fprintf(stderr, "\nnvtxshim profile: nsys did not finish within %s; killed it, what it "
-                "started and %d agent%s (nsys 2022.4's agent can spin after the program "
-                "exits)%s\n", launch.timeout_s > 0 ? "--timeout or --finish-timeout"
-                                                   : "--finish-timeout",
-                agents, agents == 1 ? "" : "s", attempt == 1 ? "; once more:" : "; giving up");
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
+    bool finished = run_nsys(&command, &launch, base, &wait_status);
     free_builder(&command);
     char **reports = existing_reports(base);
     if (!finished || !reports || !reports[0]) {

@@ -340,6 +340,27 @@ static void put_clipped_labels(FILE *out, const struct nvs_report_process *proce
     }
 }
 
+/* What a bar of a binned frame chart stands for, and its ticks and strip. */
+static void put_bin_note(FILE *out, const struct nvs_report_process *process, size_t count)
+{
+    size_t smaller = smaller_bin(process, count), larger = larger_bin(process, count);
+    fprintf(out, "<p class=\"note\">%zu frames in %zu bins of %zu or %zu consecutive frames: a bar stacks "
+            "the parts of its bin&#39;s median frame, ", process->count, count, smaller, larger);
+    if (has_own_p99(smaller))
+        fputs("the dark tick is the bin&#39;s p99 and the light one its slowest frame", out);
+    else if (has_own_p99(larger))
+        fprintf(out, "the dark tick is the bin&#39;s p99 and the light one its slowest frame, the only tick "
+                "of a bin of fewer than %d frames (whose p99 is its slowest frame)", P99_FRAMES);
+    else
+        fprintf(out, "the tick is the bin&#39;s slowest frame, and its p99 too: of fewer than %d frames the "
+                "p99 by nearest rank is the slowest", P99_FRAMES);
+    fprintf(out, ". A tick above the scale, which holds the run&#39;s p99 frame and every bin&#39;s median, "
+            "sits at the top edge with its frame time over the plot (the highest of the ticks there, "
+            "where several lie close together); %s Each bar&#39;s tooltip has its figures.</p>\n",
+            process->budget_ns ? "the strip under the plot is the share of each bin&#39;s frames over the "
+            "budget, darker for more." : "");
+}
+
 /* Frame time per frame: a stacked bar per frame and the frames over the
  * budget on a band behind them; past MAX_BARS frames, a bar per bin of
  * consecutive frames drawn as its distribution (struct bar), on the scale of
@@ -363,24 +384,8 @@ void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, c
     struct plot plot = make_plot(FRAME_PLOT_HEIGHT, scale * 1.04, &step);
     fputs("<h3>Frame time per frame</h3>\n", out);
     put_legend(out, process, count);
-    if (binned) {
-        size_t smaller = smaller_bin(process, count), larger = larger_bin(process, count);
-        fprintf(out, "<p class=\"note\">%zu frames in %zu bins of %zu or %zu consecutive frames: a bar stacks "
-                "the parts of its bin&#39;s median frame, ", process->count, count, smaller, larger);
-        if (has_own_p99(smaller))
-            fputs("the dark tick is the bin&#39;s p99 and the light one its slowest frame", out);
-        else if (has_own_p99(larger))
-            fprintf(out, "the dark tick is the bin&#39;s p99 and the light one its slowest frame, the only tick "
-                    "of a bin of fewer than %d frames (whose p99 is its slowest frame)", P99_FRAMES);
-        else
-            fprintf(out, "the tick is the bin&#39;s slowest frame, and its p99 too: of fewer than %d frames the "
-                    "p99 by nearest rank is the slowest", P99_FRAMES);
-        fprintf(out, ". A tick above the scale, which holds the run&#39;s p99 frame and every bin&#39;s median, "
-                "sits at the top edge with its frame time over the plot (the highest of the ticks there, "
-                "where several lie close together); %s Each bar&#39;s tooltip has its figures.</p>\n",
-                process->budget_ns ? "the strip under the plot is the share of each bin&#39;s frames over the "
-                "budget, darker for more." : "");
-    }
+    if (binned)
+        put_bin_note(out, process, count);
     int below = binned && process->budget_ns ? AXIS_ROOM + 10 : AXIS_ROOM;
     open_chart_with_room(out, &plot, "frame time per frame", true, below);
     for (size_t b = 0; b < count && !binned; b++)
