@@ -33,14 +33,14 @@ enum level { LEVEL_OK, LEVEL_WARN, LEVEL_FAIL };
 
 struct check {
     int failures, warnings;
-    bool nsys_missing;               /* the one FAIL that recording to a file does not mind */
+    bool nsys_missing; /* the one FAIL that recording to a file does not mind */
 };
 
 /* One line: the level, what was found, and for WARN and FAIL the fix. */
-__attribute__((format(printf, 4, 5)))
-static void say(struct check *check, enum level level, const char *fix, const char *format, ...)
+__attribute__((format(printf, 4, 5))) static void say(struct check *check, enum level level,
+                                                      const char *fix, const char *format, ...)
 {
-    static const char *const names[] = {"OK  ", "WARN", "FAIL"};
+    static const char *const names[] = { "OK  ", "WARN", "FAIL" };
     char text[2048];
     va_list args;
     va_start(args, format);
@@ -101,7 +101,8 @@ static void help(void)
           "\n"
           "EXAMPLES\n"
           "    nvtxshim check\n"
-          "    nvtxshim check --nsys /opt/nvidia/nsight-systems/2024.5.1/bin/nsys\n", stdout);
+          "    nvtxshim check --nsys /opt/nvidia/nsight-systems/2024.5.1/bin/nsys\n",
+          stdout);
 }
 
 static bool file_contains(const char *path, const char *needle, size_t length)
@@ -129,8 +130,8 @@ static bool check_library(struct check *check, const char *given, bool *probe_bu
     char path[PATH_MAX], looked[3 * PATH_MAX];
     *probe_built = false;
     if (!nvs_cli_find_library(given, path, sizeof path, looked, sizeof looked)) {
-        say(check, LEVEL_FAIL, "make, or --library PATH",
-            "library %s not found (looked at %s)", NVS_LIBRARY_NAME, looked);
+        say(check, LEVEL_FAIL, "make, or --library PATH", "library %s not found (looked at %s)",
+            NVS_LIBRARY_NAME, looked);
         return false;
     }
     static const char libbpf[] = "libbpf.so.1";
@@ -150,11 +151,12 @@ static void first_line(char *text)
 static void check_importer(struct check *check, const char *nsys)
 {
     char real[PATH_MAX];
-    glob_t found = {0};
+    glob_t found = { 0 };
     /* Debian's second copy matters only to Debian's nsys. */
     bool packaged = realpath(nsys, real) && !strncmp(real, "/usr/lib/", 9);
-    int globbed = packaged ? glob("/usr/lib/*/nsight-systems/target-linux-*", GLOB_ONLYDIR, NULL,
-                                  &found) : GLOB_NOMATCH;
+    int globbed = packaged
+        ? glob("/usr/lib/*/nsight-systems/target-linux-*", GLOB_ONLYDIR, NULL, &found)
+        : GLOB_NOMATCH;
     size_t count = globbed == 0 ? found.gl_pathc : 0;
     bool any = false;
     for (size_t i = 0; i <= count; i++) {
@@ -179,10 +181,14 @@ static void check_importer(struct check *check, const char *nsys)
         any = true;
         if (access(importer, X_OK)) {
             char fix[3 * PATH_MAX];
-            snprintf(fix, sizeof fix, "make deps, or sudo ln -s /usr/lib/nsight-systems/host-linux-x64 "
-                     "%s/host-linux-x64", parent);
-            say(check, LEVEL_FAIL, fix, "nsys cannot write reports: no %s (nsys profile leaves "
-                "a .qdstrm file and no report)", importer);
+            snprintf(fix, sizeof fix,
+                     "make deps, or sudo ln -s /usr/lib/nsight-systems/host-linux-x64 "
+                     "%s/host-linux-x64",
+                     parent);
+            say(check, LEVEL_FAIL, fix,
+                "nsys cannot write reports: no %s (nsys profile leaves "
+                "a .qdstrm file and no report)",
+                importer);
             globfree(&found);
             return;
         }
@@ -199,23 +205,27 @@ static bool check_nsys(struct check *check, const char *given, char *status_outp
     const char *name = given ? given : "nsys";
     status_output[0] = '\0';
     if (!nvs_cli_find_program(name, nsys, sizeof nsys)) {
-        say(check, LEVEL_FAIL, "install Nsight Systems from https://developer.nvidia.com/nsight-systems "
+        say(check, LEVEL_FAIL,
+            "install Nsight Systems from https://developer.nvidia.com/nsight-systems "
             "(or sudo apt install nsight-systems nsight-systems-target from NVIDIA's CUDA repository; "
             "make deps in a clone of this project)",
             "%s not found%s: nvtxshim profile cannot run; without it, nvtxshim run --trace FILE "
             "records (JSON, or .pftrace for ui.perfetto.dev) and nvtxshim report, top and diff read "
-            "the trace", name, strchr(name, '/') ? "" : " on PATH");
+            "the trace",
+            name, strchr(name, '/') ? "" : " on PATH");
         check->nsys_missing = true;
         return false;
     }
-    char *version_argv[] = {nsys, "--version", NULL};
+    char *version_argv[] = { nsys, "--version", NULL };
     int status = nvs_cli_capture(version_argv, output, sizeof output, PROBE_TIMEOUT_S);
     const char *version = strstr(output, "version ");
     if (status != 0 || !version) {
         first_line(output);
         say(check, LEVEL_FAIL, "sudo apt install --reinstall nsight-systems nsight-systems-target",
             "nsys at %s does not run: %s", nsys,
-            status < 0 ? "nsys --version did not finish" : output[0] ? output : "no version");
+            status < 0      ? "nsys --version did not finish"
+                : output[0] ? output
+                            : "no version");
         return false;
     }
     char shown[128];
@@ -223,7 +233,7 @@ static bool check_nsys(struct check *check, const char *given, char *status_outp
     first_line(shown);
     say(check, LEVEL_OK, NULL, "nsys %s at %s", shown, nsys);
     check_importer(check, nsys);
-    char *status_argv[] = {nsys, "status", "-e", NULL};
+    char *status_argv[] = { nsys, "status", "-e", NULL };
     if (nvs_cli_capture(status_argv, status_output, size, PROBE_TIMEOUT_S) < 0)
         status_output[0] = '\0';
     return true;
@@ -267,7 +277,7 @@ static void check_sampling(struct check *check, const char *status_output)
     int level = nvs_cli_perf_event_paranoid();
     bool root = geteuid() == 0;
     bool privileged = root || nvs_cli_capable(CAP_PERFMON_NUMBER) ||
-                      nvs_cli_capable(CAP_SYS_ADMIN_NUMBER);
+        nvs_cli_capable(CAP_SYS_ADMIN_NUMBER);
     char paranoid[64];
     if (level == INT_MIN)
         snprintf(paranoid, sizeof paranoid, "perf_event_paranoid unreadable");
@@ -279,18 +289,22 @@ static void check_sampling(struct check *check, const char *status_output)
     const char *who = root ? ", root" : privileged ? ", CAP_PERFMON" : "";
     const char *source = nsys_verdict >= 0 ? "; nsys status -e agrees" : "";
     if (possible) {
-        say(check, LEVEL_OK, NULL, "%s%s: CPU sampling and context switches possible%s%s "
+        say(check, LEVEL_OK, NULL,
+            "%s%s: CPU sampling and context switches possible%s%s "
             "(nvtxshim profile --cpu-sampling; off by default: nsys 2022.4 often hangs with them)",
-            paranoid, who, (privileged || (level != INT_MIN && level <= 1)) ? ", kernel samples too" : "",
-            source);
+            paranoid, who,
+            (privileged || (level != INT_MIN && level <= 1)) ? ", kernel samples too" : "", source);
     } else if (!privileged && level > 2) {
         say(check, LEVEL_WARN, "sudo sysctl kernel.perf_event_paranoid=2",
             "%s: no CPU sampling or context switches (NVTX, OS runtime and CUDA tracing work)",
             paranoid);
     } else {
-        say(check, LEVEL_WARN, "run as root, or in a container add --cap-add PERFMON "
-            "(docker/run.sh does)", "%s%s, but nsys status -e says CPU sampling and context "
-            "switches are not possible here", paranoid, who);
+        say(check, LEVEL_WARN,
+            "run as root, or in a container add --cap-add PERFMON "
+            "(docker/run.sh does)",
+            "%s%s, but nsys status -e says CPU sampling and context "
+            "switches are not possible here",
+            paranoid, who);
     }
 }
 
@@ -315,8 +329,10 @@ static void check_kernel_probe(struct check *check, bool library_found, bool pro
         say(check, LEVEL_WARN, "a kernel built with CONFIG_DEBUG_INFO_BTF=y",
             "kernel probe (--kernel): no %s, so the probe cannot load", btf);
     else if (!root && !capable)
-        say(check, LEVEL_WARN, "run as root (sudo -E nvtxshim ...), or give the program CAP_BPF "
-            "and CAP_PERFMON", "kernel probe (--kernel): needs root or CAP_BPF and CAP_PERFMON");
+        say(check, LEVEL_WARN,
+            "run as root (sudo -E nvtxshim ...), or give the program CAP_BPF "
+            "and CAP_PERFMON",
+            "kernel probe (--kernel): needs root or CAP_BPF and CAP_PERFMON");
     else
         say(check, LEVEL_OK, NULL, "kernel probe (--kernel): %s, BTF at %s",
             root ? "root" : "CAP_BPF and CAP_PERFMON", btf);
@@ -338,7 +354,7 @@ static int in_child(int (*fn)(int fd), char *text, size_t size)
     }
     close(pipe_fds[1]);
     int status = 0;
-    struct nvs_cli_limits limits = {PROBE_TIMEOUT_S, 0};
+    struct nvs_cli_limits limits = { PROBE_TIMEOUT_S, 0 };
     bool finished = pid > 0 && nvs_cli_wait(pid, &limits, &status);
     ssize_t n = read(pipe_fds[0], text, size - 1);
     text[n > 0 ? n : 0] = '\0';
@@ -356,8 +372,8 @@ static int query_display(int fd)
     if (!x11)
         return DISPLAY_NO_X11;
     void *(*open_display)(const char *) = (void *(*)(const char *))dlsym(x11, "XOpenDisplay");
-    int (*query)(void *, const char *, int *, int *, int *) =
-        (int (*)(void *, const char *, int *, int *, int *))dlsym(x11, "XQueryExtension");
+    int (*query)(void *, const char *, int *, int *, int *) = (int (*)(
+        void *, const char *, int *, int *, int *))dlsym(x11, "XQueryExtension");
     if (!open_display || !query)
         return DISPLAY_NO_X11;
     void *display = open_display(NULL);
@@ -371,8 +387,10 @@ static void check_display(struct check *check)
 {
     const char *display = getenv("DISPLAY");
     if (!display || !display[0]) {
-        say(check, LEVEL_WARN, "export DISPLAY=:0 on the machine's own display, or "
-            "xvfb-run -a nvtxshim run ...", "DISPLAY is not set: programs cannot open a window "
+        say(check, LEVEL_WARN,
+            "export DISPLAY=:0 on the machine's own display, or "
+            "xvfb-run -a nvtxshim run ...",
+            "DISPLAY is not set: programs cannot open a window "
             "(fine for a program without a GUI)");
         return;
     }
@@ -380,24 +398,32 @@ static void check_display(struct check *check)
     const char *colon = strrchr(display, ':');
     size_t host_length = colon ? (size_t)(colon - display) : strlen(display);
     bool local = display[0] == '/' || host_length == 0 ||
-                 (host_length == 4 && !strncmp(display, "unix", 4));
+        (host_length == 4 && !strncmp(display, "unix", 4));
     char text[256];
     int result = in_child(query_display, text, sizeof text);
     if (result == DISPLAY_NO_X11)
         say(check, LEVEL_WARN, "sudo apt install libx11-6",
             "DISPLAY=%s: libX11 not found, so it was not tried", display);
     else if (result == DISPLAY_CANNOT_OPEN || result < 0)
-        say(check, LEVEL_WARN, "check that the X server runs and that XAUTHORITY points at its "
-            "cookie", "DISPLAY=%s: cannot connect to the X server%s", display,
+        say(check, LEVEL_WARN,
+            "check that the X server runs and that XAUTHORITY points at its "
+            "cookie",
+            "DISPLAY=%s: cannot connect to the X server%s", display,
             result < 0 ? " (no answer)" : "");
     else if (!local)
-        say(check, LEVEL_WARN, "run the GUI on the rig's own display (DISPLAY=:0), or profile "
-            "without the GUI", "DISPLAY=%s is remote (TCP, as ssh -X gives): every round trip "
-            "crosses the network and images cannot use MIT-SHM", display);
+        say(check, LEVEL_WARN,
+            "run the GUI on the rig's own display (DISPLAY=:0), or profile "
+            "without the GUI",
+            "DISPLAY=%s is remote (TCP, as ssh -X gives): every round trip "
+            "crosses the network and images cannot use MIT-SHM",
+            display);
     else if (result == DISPLAY_NO_SHM)
-        say(check, LEVEL_WARN, "a server with the MIT-SHM extension; in a container, "
-            "docker run --ipc=host", "DISPLAY=%s: local, but the server offers no MIT-SHM: "
-            "images go through the socket", display);
+        say(check, LEVEL_WARN,
+            "a server with the MIT-SHM extension; in a container, "
+            "docker run --ipc=host",
+            "DISPLAY=%s: local, but the server offers no MIT-SHM: "
+            "images go through the socket",
+            display);
     else
         say(check, LEVEL_OK, NULL, "DISPLAY=%s: local (Unix socket), MIT-SHM offered", display);
 }
@@ -424,8 +450,8 @@ static void check_libusb(struct check *check)
     }
     char path[PATH_MAX] = "?";
     library_path(usb, path, sizeof path);
-    const struct version *(*get_version)(void) =
-        (const struct version *(*)(void))dlsym(usb, "libusb_get_version");
+    const struct version *(*get_version)(void) = (const struct version *(*)(void))dlsym(
+        usb, "libusb_get_version");
     const struct version *version = get_version ? get_version() : NULL;
     if (version)
         say(check, LEVEL_OK, NULL, "libusb %u.%u.%u at %s", version->major, version->minor,
@@ -452,7 +478,7 @@ static bool emulated_camera(char *path, size_t size)
     struct stat st;
     int wrote = snprintf(path, size, "%s/emucam", exe);
     return wrote > 0 && (size_t)wrote < size && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-           access(path, X_OK) == 0;
+        access(path, X_OK) == 0;
 }
 
 static void check_usb_devices(struct check *check, bool container)
@@ -484,8 +510,9 @@ static void check_usb_devices(struct check *check, bool container)
     char camera[PATH_MAX];
     bool built_here = emulated_camera(camera, sizeof camera);
     if (devices == 0)
-        say(check, LEVEL_WARN, container ? "docker run --device /dev/bus/usb (docker/run.sh does)"
-                                         : "plug the device in (lsusb lists it)",
+        say(check, LEVEL_WARN,
+            container ? "docker run --device /dev/bus/usb (docker/run.sh does)"
+                      : "plug the device in (lsusb lists it)",
             "no USB devices visible (%s): only an emulated device works here%s%s%s",
             buses ? "/dev/bus/usb is empty" : "no /dev/bus/usb",
             built_here ? ", such as the emulated camera " : " (the emulated camera, emucam, is ",
@@ -493,8 +520,8 @@ static void check_usb_devices(struct check *check, bool container)
             built_here ? "" : ")");
     else if (writable == 0)
         say(check, LEVEL_WARN, "a udev rule giving your group the device, or run as root",
-            "%d USB device%s, none that you can open for writing: libusb cannot use them",
-            devices, devices == 1 ? "" : "s");
+            "%d USB device%s, none that you can open for writing: libusb cannot use them", devices,
+            devices == 1 ? "" : "s");
     else
         say(check, LEVEL_OK, NULL, "%d USB device%s, %d that you can open", devices,
             devices == 1 ? "" : "s", writable);
@@ -502,7 +529,7 @@ static void check_usb_devices(struct check *check, bool container)
 
 static void check_x11_libraries(struct check *check)
 {
-    static const char *const names[] = {"libX11.so.6", "libxcb.so.1"};
+    static const char *const names[] = { "libX11.so.6", "libxcb.so.1" };
     char found[2][PATH_MAX];
     const char *missing = NULL;
     for (int i = 0; i < 2; i++) {
@@ -555,8 +582,10 @@ static void check_cuda(struct check *check)
             "libcuda.so.1 not found: no NVIDIA driver, so no CUDA copies to see (fine without "
             "a GPU)");
     else if (result == 2)
-        say(check, LEVEL_WARN, "on a GPU machine, check nvidia-smi; in a container, docker run "
-            "--gpus all", "%s: CUDA copies cannot run here", text);
+        say(check, LEVEL_WARN,
+            "on a GPU machine, check nvidia-smi; in a container, docker run "
+            "--gpus all",
+            "%s: CUDA copies cannot run here", text);
     else
         say(check, LEVEL_WARN, "check nvidia-smi", "libcuda.so.1: asking the driver %s",
             "failed (the check crashed or did not finish)");
@@ -596,7 +625,7 @@ static const char *container_kind(char *evidence, size_t size)
     f = fopen("/proc/1/cgroup", "re");
     if (f) {
         char line[512];
-        static const char *const kinds[] = {"docker", "kubepods", "lxc", "containerd"};
+        static const char *const kinds[] = { "docker", "kubepods", "lxc", "containerd" };
         while (fgets(line, sizeof line, f))
             for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
                 if (strstr(line, kinds[i])) {
@@ -617,10 +646,10 @@ struct check_line {
 enum { CHECK_LIBRARY, CHECK_NSYS };
 
 static const struct nvs_option check_options[] = {
-    {"library", 0, NVS_OPTION_VALUE, CHECK_LIBRARY},
-    {"nsys", 0, NVS_OPTION_VALUE, CHECK_NSYS},
-    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
-    {NULL, 0, 0, 0},
+    { "library", 0, NVS_OPTION_VALUE, CHECK_LIBRARY },
+    { "nsys", 0, NVS_OPTION_VALUE, CHECK_NSYS },
+    { "help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP },
+    { NULL, 0, 0, 0 },
 };
 
 static void check_manual(void *context)
@@ -640,13 +669,16 @@ static int check_option(void *context, int id, const char *value)
 }
 
 static const struct nvs_command_line check_command_line = {
-    .command = "check", .options = check_options, .options_first = true,
-    .manual = check_manual, .option = check_option,
+    .command = "check",
+    .options = check_options,
+    .options_first = true,
+    .manual = check_manual,
+    .option = check_option,
 };
 
 int nvs_cli_check(int argc, char **argv)
 {
-    struct check_line line = {NULL, NULL};
+    struct check_line line = { NULL, NULL };
     int first;
     int parsed = nvs_options_read(&check_command_line, argc, argv, &line, &first);
     if (parsed >= 0)
@@ -657,7 +689,7 @@ int nvs_cli_check(int argc, char **argv)
         return 2;
     }
 
-    struct check check = {0, 0, false};
+    struct check check = { 0, 0, false };
     bool probe_built;
     bool library_found = check_library(&check, library, &probe_built);
     char status_output[8192];
@@ -673,7 +705,8 @@ int nvs_cli_check(int argc, char **argv)
     check_x11_libraries(&check);
     check_cuda(&check);
     if (container)
-        say(&check, LEVEL_OK, NULL, "in a container (%s: %s): the lines above say what it lets "
+        say(&check, LEVEL_OK, NULL,
+            "in a container (%s: %s): the lines above say what it lets "
             "through; docker/run.sh passes the GPU, the display, USB and the profiling rights",
             container, evidence);
     else
@@ -682,7 +715,8 @@ int nvs_cli_check(int argc, char **argv)
         printf("nvtxshim check: profiling cannot proceed: %d FAIL line%s above%s\n", check.failures,
                check.failures == 1 ? "" : "s",
                check.nsys_missing && check.failures == 1
-                   ? " (recording to a trace file can: nvtxshim run --trace FILE -- PROGRAM)" : "");
+                   ? " (recording to a trace file can: nvtxshim run --trace FILE -- PROGRAM)"
+                   : "");
     else
         printf("nvtxshim check: profiling can proceed (nvtxshim profile)%s\n",
                check.warnings ? "; the WARN lines say what the profile will lack" : "");

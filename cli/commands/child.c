@@ -58,7 +58,7 @@ bool nvs_cli_find_library(const char *given, char *path, size_t size, char *look
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     *slash = '\0';
-    static const char *const places[] = {"%s/" NVS_LIBRARY_NAME, "%s/../lib/" NVS_LIBRARY_NAME};
+    static const char *const places[] = { "%s/" NVS_LIBRARY_NAME, "%s/../lib/" NVS_LIBRARY_NAME };
     for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
         char candidate[PATH_MAX + 32];
         snprintf(candidate, sizeof candidate, places[i], exe);
@@ -174,7 +174,7 @@ static size_t read_processes(struct proc_entry **out)
             entries = grown;
             capacity *= 2;
         }
-        entries[count++] = (struct proc_entry){atoi(entry->d_name), parent, state};
+        entries[count++] = (struct proc_entry){ atoi(entry->d_name), parent, state };
     }
     closedir(proc);
     *out = entries;
@@ -294,7 +294,7 @@ bool nvs_cli_wait(pid_t pid, const struct nvs_cli_limits *limits, int *status)
             tick_s = idle_since + limits->idle_s - now;
         if (tick_s < 0.001)
             tick_s = 0.001;
-        struct timespec tick = {(time_t)tick_s, (long)((tick_s - (double)(time_t)tick_s) * 1e9)};
+        struct timespec tick = { (time_t)tick_s, (long)((tick_s - (double)(time_t)tick_s) * 1e9) };
         int signal_number = sigtimedwait(&wanted, NULL, &tick);
         if (signal_number == SIGTERM || signal_number == SIGHUP)
             kill(pid, signal_number);
@@ -305,7 +305,7 @@ bool nvs_cli_wait(pid_t pid, const struct nvs_cli_limits *limits, int *status)
     sigset_t child_only;
     sigemptyset(&child_only);
     sigaddset(&child_only, SIGCHLD);
-    struct timespec zero = {0, 0};
+    struct timespec zero = { 0, 0 };
     while (sigtimedwait(&child_only, NULL, &zero) > 0)
         ;
     sigprocmask(SIG_SETMASK, &previous, NULL);
@@ -364,7 +364,7 @@ int nvs_cli_capture(char *const argv[], char *output, size_t size, double timeou
             timed_out = true;
             break;
         }
-        struct pollfd readable = {pipe_fds[0], POLLIN, 0};
+        struct pollfd readable = { pipe_fds[0], POLLIN, 0 };
         if (poll(&readable, 1, wait_ms) < 0 && errno != EINTR)
             break;
         char chunk[4096];
@@ -383,7 +383,7 @@ int nvs_cli_capture(char *const argv[], char *output, size_t size, double timeou
     close(pipe_fds[0]);
     /* The pipe closed: the child is about to exit, within what is left of the time. */
     double left = timed_out ? 0 : deadline - now_s();
-    struct nvs_cli_limits limits = {left > 0.001 ? left : 0.001, 0};
+    struct nvs_cli_limits limits = { left > 0.001 ? left : 0.001, 0 };
     int status;
     if (!nvs_cli_wait(pid, &limits, &status))
         return -1;

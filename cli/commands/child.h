@@ -28,8 +28,8 @@ bool nvs_cli_find_program(const char *name, char *path, size_t size);
 pid_t nvs_cli_start(char *const argv[], int output_fd);
 
 struct nvs_cli_limits {
-    double total_s;   /* the whole run; 0: no limit */
-    double idle_s;    /* time during which the child has no living descendant
+    double total_s; /* the whole run; 0: no limit */
+    double idle_s;  /* time during which the child has no living descendant
                        * (before the program starts, after it ends); 0: no limit */
 };
 

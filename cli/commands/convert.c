@@ -20,6 +20,7 @@
 #include "readers/load.h"
 #include "util/map.h"
 #include "writers/chrome_trace.h"
+#include "commands/convert_filter.h"
 #include "commands/options.h"
 #include "readers/sqlite_stream.h"
 #include "readers/trace_json.h"
@@ -193,7 +194,8 @@ static bool earlier(const struct pending_end *a, const struct pending_end *b)
 
 static bool pending_push(struct pending_ends *heap, struct pending_end end)
 {
-    struct pending_end *grown = nvs_room_for_one(heap->items, heap->count, &heap->capacity, sizeof *grown, 256);
+    struct pending_end *grown = nvs_room_for_one(heap->items, heap->count, &heap->capacity,
+                                                 sizeof *grown, 256);
     if (!grown)
         return false;
     heap->items = grown;
@@ -221,110 +223,14 @@ static struct pending_end pending_pop(struct pending_ends *heap)
 }
 
 /* The ends due at TIME or before. */
-static void put_ends_until(struct nvs_chrome_writer *writer, struct pending_ends *ends, int64_t time)
+static void put_ends_until(struct nvs_chrome_writer *writer, struct pending_ends *ends,
+                           int64_t time)
 {
     while (ends->count && ends->items[0].time <= time) {
         struct pending_end end = pending_pop(ends);
         nvs_chrome_put_async(writer, end.event, true, end.id);
-        free((void *)end.event);     /* a held event's: its first member */
+        free((void *)end.event); /* a held event's: its first member */
     }
-}
-
-
-/* ---- what is kept: --only and --nvtx-prefix ------------------------------------ */
-
-/* --only's names, nCompass's converter's, and the kinds each keeps. */
-static const struct {
-    const char *name;
-    enum nvs_event_kind kinds[3];
-    size_t count;
-} only_names[] = {
-    {"nvtx", {NVS_EVENT_RANGE, NVS_EVENT_MARK}, 2},
-    {"nvtx-kernel", {NVS_EVENT_PROJECTION}, 1},
-    {"cuda-api", {NVS_EVENT_CUDA_API}, 1},
-    {"kernel", {NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET}, 3},
-    {"osrt", {NVS_EVENT_OS_CALL}, 1},
-    {"sched", {NVS_EVENT_THREAD_STATE}, 1},
-};
-#define ONLY_NAMES (sizeof only_names / sizeof only_names[0])
-
-struct filter {
-    bool only;                       /* --only given: KEEP says what is kept */
-    bool keep[NVS_EVENT_KINDS];
-    char **prefixes;                 /* --nvtx-prefix's, each a copy */
-    size_t prefix_count;
-};
-
-static int usage_error(const char *format, const char *what)
-{
-    return nvs_option_usage_error("convert", format, what);
-}
-
-/* VALUE's comma list, each item LENGTH bytes at ITEM, given to ADD; the
- * first usage error's status, or 0. */
-static int each_item(const char *option, const char *value, struct filter *filter,
-                     int (*add)(struct filter *, const char *item, size_t length))
-{
-    if (!value)
-        return usage_error("%s needs a value", option);
-    for (const char *item = value;; item++) {
-        size_t length = strcspn(item, ",");
-        if (!length) {
-            char message[160];
-            snprintf(message, sizeof message, "%s: an empty item in '%.100s'", option, value);
-            return usage_error("%s", message);
-        }
-        int status = add(filter, item, length);
-        if (status)
-            return status;
-        item += length;
-        if (!*item)
-            return 0;
-    }
-}
-
-static int add_only(struct filter *filter, const char *item, size_t length)
-{
-    for (size_t i = 0; i < ONLY_NAMES; i++)
-        if (strlen(only_names[i].name) == length && memcmp(only_names[i].name, item, length) == 0) {
-            for (size_t k = 0; k < only_names[i].count; k++)
-                filter->keep[only_names[i].kinds[k]] = true;
-            filter->only = true;
-            return 0;
-        }
-    char message[256];
-    int written = snprintf(message, sizeof message, "--only: unknown kind '%.*s': the kinds are",
-                           (int)(length > 64 ? 64 : length), item);
-    for (size_t i = 0; i < ONLY_NAMES && written > 0 && (size_t)written < sizeof message; i++)
-        written += snprintf(message + written, sizeof message - (size_t)written, "%s %s",
-                            i ? "," : "", only_names[i].name);
-    return usage_error("%s", message);
-}
-
-static int add_prefix(struct filter *filter, const char *item, size_t length)
-{
-    char **grown = realloc(filter->prefixes, (filter->prefix_count + 1) * sizeof *grown);
-    char *copy = grown ? strndup(item, length) : NULL;
-    if (grown)
-        filter->prefixes = grown;
-    if (!copy) {
-        fputs("nvtxshim: convert: out of memory\n", stderr);
-        return 1;
-    }
-    filter->prefixes[filter->prefix_count++] = copy;
-    return 0;
-}
-
-static void filter_free(struct filter *filter)
-{
-    for (size_t i = 0; i < filter->prefix_count; i++)
-        free(filter->prefixes[i]);
-    free(filter->prefixes);
-}
-
-static bool keeps_kind(const struct filter *filter, enum nvs_event_kind kind)
-{
-    return !filter->only || filter->keep[kind];
 }
 
 /* ---- complete events nest on each row ------------------------------------- */
@@ -337,7 +243,7 @@ struct held {
     int64_t rowid;
     const struct nvs_export_launch *launches;
     size_t launch_count;
-    size_t place;                    /* among those that start together */
+    size_t place; /* among those that start together */
 };
 
 static struct held *hold(const struct nvs_export_event *item)
@@ -348,8 +254,10 @@ static struct held *hold(const struct nvs_export_event *item)
     struct held *held = malloc(sizeof *held + launches + name + args);
     if (!held)
         return NULL;
-    *held = (struct held){.event = *event, .source = item->source, .rowid = item->rowid,
-                          .launch_count = item->launch_count};
+    *held = (struct held){ .event = *event,
+                           .source = item->source,
+                           .rowid = item->rowid,
+                           .launch_count = item->launch_count };
     char *bytes = (char *)(held + 1);
     if (launches) {
         memcpy(bytes, item->launches, launches);
@@ -382,7 +290,8 @@ static int compare_on_row(const void *a, const void *b)
     if (x->event.tid != y->event.tid)
         return (x->event.tid > y->event.tid) - (x->event.tid < y->event.tid);
     if (nvs_chrome_range_end(&x->event) != nvs_chrome_range_end(&y->event))
-        return (nvs_chrome_range_end(&x->event) < nvs_chrome_range_end(&y->event)) - (nvs_chrome_range_end(&x->event) > nvs_chrome_range_end(&y->event));
+        return (nvs_chrome_range_end(&x->event) < nvs_chrome_range_end(&y->event)) -
+            (nvs_chrome_range_end(&x->event) > nvs_chrome_range_end(&y->event));
     return (x->place > y->place) - (x->place < y->place);
 }
 
@@ -391,18 +300,18 @@ static int compare_on_row(const void *a, const void *b)
 struct converter {
     struct nvs_chrome_writer writer;
     struct nvs_export *export;
-    bool dry;                        /* the pass that finds the GPU work made async: nothing written */
-    bool arrows;                     /* launch arrows drawn (cuda-api and kernel kept) */
-    struct held **group;             /* the events that start at one time, in the stream's order */
+    bool dry;            /* the pass that finds the GPU work made async: nothing written */
+    bool arrows;         /* launch arrows drawn (cuda-api and kernel kept) */
+    struct held **group; /* the events that start at one time, in the stream's order */
     size_t group_count, group_capacity;
     struct held **sorted;
     size_t sorted_capacity;
-    struct map rows;                 /* (pid, tid) -> its place in stacks */
+    struct map rows; /* (pid, tid) -> its place in stacks */
     struct row_stack *stacks;
     size_t stack_count, stack_capacity;
     struct pending_ends ends;
-    struct map flows;                /* (source, rowid) of GPU work -> its arrow's id: "s" written, "f" not */
-    struct map pids;                 /* (pid, 0): the processes with events written */
+    struct map flows; /* (source, rowid) of GPU work -> its arrow's id: "s" written, "f" not */
+    struct map pids;  /* (pid, 0): the processes with events written */
     uint64_t next_id;
     size_t counts[NVS_EVENT_KINDS];
     size_t pairs, arrow_count, left_out;
@@ -420,7 +329,7 @@ static struct row_stack *row_of(struct converter *converter, uint32_t pid, uint3
         if (!stacks)
             return NULL;
         converter->stacks = stacks;
-        stacks[converter->stack_count] = (struct row_stack){0};
+        stacks[converter->stack_count] = (struct row_stack){ 0 };
         slot->value = converter->stack_count++;
     }
     return &converter->stacks[slot->value];
@@ -480,11 +389,12 @@ static bool put_flow_starts(struct converter *converter, const struct held *call
             converter->left_out++;
             continue;
         }
-        struct map_slot *slot = nvs_map_put(&converter->flows, (uint64_t)launch->source, (uint64_t)launch->rowid);
+        struct map_slot *slot = nvs_map_put(&converter->flows, (uint64_t)launch->source,
+                                            (uint64_t)launch->rowid);
         if (!slot)
             return false;
         if (slot->value != SIZE_MAX)
-            continue;                /* the work is another call's too: its earliest call's arrow */
+            continue; /* the work is another call's too: its earliest call's arrow */
         slot->value = (size_t)converter->next_id;
         nvs_chrome_put_flow(&converter->writer, &call->event, false, converter->next_id++);
         converter->arrow_count++;
@@ -500,7 +410,7 @@ static bool put_held(struct converter *converter, struct held *held)
     struct nvs_chrome_writer *writer = &converter->writer;
     if (converter->dry) {
         bool ok = !(event->async && is_gpu_work(event->kind)) ||
-                  nvs_export_mark_async(converter->export, held->source, held->rowid) == 0;
+            nvs_export_mark_async(converter->export, held->source, held->rowid) == 0;
         free(held);
         return ok;
     }
@@ -515,7 +425,9 @@ static bool put_held(struct converter *converter, struct held *held)
         nvs_chrome_put_complete(writer, event);
     } else {
         nvs_chrome_put_async(writer, event, false, converter->next_id);
-        if (!pending_push(&converter->ends, (struct pending_end){nvs_chrome_range_end(event), converter->next_id, event}))
+        if (!pending_push(
+                &converter->ends,
+                (struct pending_end){ nvs_chrome_range_end(event), converter->next_id, event }))
             return false;
         converter->next_id++;
         converter->pairs++;
@@ -525,7 +437,8 @@ static bool put_held(struct converter *converter, struct held *held)
     if (converter->arrows && event->kind == NVS_EVENT_CUDA_API)
         ok = put_flow_starts(converter, held);
     if (converter->arrows && is_gpu_work(event->kind) && !event->async) {
-        struct map_slot *slot = nvs_map_find(&converter->flows, (uint64_t)held->source, (uint64_t)held->rowid);
+        struct map_slot *slot = nvs_map_find(&converter->flows, (uint64_t)held->source,
+                                             (uint64_t)held->rowid);
         if (slot) {
             nvs_chrome_put_flow(writer, event, true, slot->value);
             nvs_map_remove(&converter->flows, slot);
@@ -563,7 +476,8 @@ static int run_pass(struct converter *converter, unsigned wanted)
             ok = put_group(converter);
         struct held *held = ok ? hold(&item) : NULL;
         struct held **group = held ? nvs_room_for_one(converter->group, converter->group_count,
-                                                      &converter->group_capacity, sizeof *group, 64) : NULL;
+                                                      &converter->group_capacity, sizeof *group, 64)
+                                   : NULL;
         if (!group) {
             free(held);
             ok = false;
@@ -614,16 +528,20 @@ static int compare_names(const void *a, const void *b)
     return (x->tid > y->tid) - (x->tid < y->tid);
 }
 
-static const char *find_name(const struct nvs_thread_name *names, size_t count, uint32_t pid, uint32_t tid)
+static const char *find_name(const struct nvs_thread_name *names, size_t count, uint32_t pid,
+                             uint32_t tid)
 {
-    struct nvs_thread_name key = {pid, tid, NULL};
-    const struct nvs_thread_name *found = count ? bsearch(&key, names, count, sizeof key, compare_names) : NULL;
+    struct nvs_thread_name key = { pid, tid, NULL };
+    const struct nvs_thread_name *found = count
+        ? bsearch(&key, names, count, sizeof key, compare_names)
+        : NULL;
     return found ? found->name : NULL;
 }
 
 /* The names of the processes with events written (PIDS), and of their
  * threads; how many thread names. */
-static size_t put_names(struct nvs_chrome_writer *writer, const struct map *pid_set, const struct nvs_events *events)
+static size_t put_names(struct nvs_chrome_writer *writer, const struct map *pid_set,
+                        const struct nvs_events *events)
 {
     uint32_t *pids = malloc((pid_set->used + 1) * sizeof *pids);
     struct nvs_thread_name *names = malloc((events->name_count + 1) * sizeof *names);
@@ -652,7 +570,8 @@ static size_t put_names(struct nvs_chrome_writer *writer, const struct map *pid_
     }
     for (size_t i = 0; i < count; i++)
         if (names[i].tid && bsearch(&names[i].pid, pids, unique, sizeof *pids, compare_pids)) {
-            nvs_chrome_put_metadata(writer, "thread_name", names[i].pid, names[i].tid, names[i].name);
+            nvs_chrome_put_metadata(writer, "thread_name", names[i].pid, names[i].tid,
+                                    names[i].name);
             threads++;
         }
     free(pids);
@@ -660,21 +579,11 @@ static size_t put_names(struct nvs_chrome_writer *writer, const struct map *pid_
     return threads;
 }
 
-
 /* Out of memory: said, and 1. */
 static int out_of_memory(void)
 {
     fputs("nvtxshim: convert: out of memory\n", stderr);
     return 1;
-}
-
-static bool keeps_nvtx_name(void *context, const char *name)
-{
-    const struct filter *filter = context;
-    for (size_t i = 0; i < filter->prefix_count; i++)
-        if (strncmp(name, filter->prefixes[i], strlen(filter->prefixes[i])) == 0)
-            return true;
-    return false;
 }
 
 /* The events are written first to a temporary file (unlinked at once): the
@@ -684,7 +593,8 @@ static FILE *open_body(void)
 {
     const char *directory = getenv("TMPDIR");
     char name[4096];
-    snprintf(name, sizeof name, "%s/nvtxshim-convert-XXXXXX", directory && *directory ? directory : "/tmp");
+    snprintf(name, sizeof name, "%s/nvtxshim-convert-XXXXXX",
+             directory && *directory ? directory : "/tmp");
     int fd = mkostemp(name, O_CLOEXEC);
     if (fd < 0)
         return NULL;
@@ -715,26 +625,27 @@ static bool put_body(struct nvs_chrome_writer *writer, FILE *body, size_t body_i
 
 struct conversion {
     const char *output;
-    const struct filter *filter;
+    const struct nvs_filter *filter;
     int outcome;
 };
 
 /* The export's tables FILTER keeps (NVS_EXPORT_* bits); GPU, those of the GPU's work. */
-static unsigned wanted_tables(const struct filter *filter, unsigned gpu)
+static unsigned wanted_tables(const struct nvs_filter *filter, unsigned gpu)
 {
-    return (keeps_kind(filter, NVS_EVENT_PROJECTION) ? 1u << NVS_EXPORT_PROJECTIONS : 0) |
-           (keeps_kind(filter, NVS_EVENT_RANGE) ? 1u << NVS_EXPORT_NVTX : 0) |
-           (keeps_kind(filter, NVS_EVENT_OS_CALL) ? 1u << NVS_EXPORT_OSRT : 0) |
-           (keeps_kind(filter, NVS_EVENT_CUDA_API) ? 1u << NVS_EXPORT_API : 0) |
-           (keeps_kind(filter, NVS_EVENT_GPU_KERNEL) ? gpu : 0) |
-           (keeps_kind(filter, NVS_EVENT_THREAD_STATE) ? 1u << NVS_EXPORT_SCHED : 0);
+    return (nvs_filter_keeps_kind(filter, NVS_EVENT_PROJECTION) ? 1u << NVS_EXPORT_PROJECTIONS
+                                                                : 0) |
+        (nvs_filter_keeps_kind(filter, NVS_EVENT_RANGE) ? 1u << NVS_EXPORT_NVTX : 0) |
+        (nvs_filter_keeps_kind(filter, NVS_EVENT_OS_CALL) ? 1u << NVS_EXPORT_OSRT : 0) |
+        (nvs_filter_keeps_kind(filter, NVS_EVENT_CUDA_API) ? 1u << NVS_EXPORT_API : 0) |
+        (nvs_filter_keeps_kind(filter, NVS_EVENT_GPU_KERNEL) ? gpu : 0) |
+        (nvs_filter_keeps_kind(filter, NVS_EVENT_THREAD_STATE) ? 1u << NVS_EXPORT_SCHED : 0);
 }
 
 /* The events, in time order, into a temporary file (*BODY, or NULL): 0, or -1
  * after its line. */
-static int write_body(struct converter *converter, const struct filter *filter, FILE **body)
+static int write_body(struct converter *converter, const struct nvs_filter *filter, FILE **body)
 {
-    bool projected = keeps_kind(filter, NVS_EVENT_PROJECTION);
+    bool projected = nvs_filter_keeps_kind(filter, NVS_EVENT_PROJECTION);
     unsigned gpu = 1u << NVS_EXPORT_KERNEL | 1u << NVS_EXPORT_COPY | 1u << NVS_EXPORT_SET;
     unsigned wanted = wanted_tables(filter, gpu);
     int status = projected ? nvs_export_project(converter->export) : 0;
@@ -747,7 +658,8 @@ static int write_body(struct converter *converter, const struct filter *filter, 
     }
     *body = status == 0 ? open_body() : NULL;
     if (status == 0 && !*body) {
-        fprintf(stderr, "nvtxshim: convert: no temporary file for the events: %s\n", strerror(errno));
+        fprintf(stderr, "nvtxshim: convert: no temporary file for the events: %s\n",
+                strerror(errno));
         status = -1;
     }
     static char body_buffer[1 << 20];
@@ -755,8 +667,9 @@ static int write_body(struct converter *converter, const struct filter *filter, 
         setvbuf(*body, body_buffer, _IOFBF, sizeof body_buffer);
         __fsetlocking(*body, FSETLOCKING_BYCALLER);
     }
-    converter->writer = (struct nvs_chrome_writer){.out = *body, .items = 1,
-                                                   .names = calloc(QUOTED_NAMES, sizeof(struct quoted_name))};
+    converter->writer = (struct nvs_chrome_writer){
+        .out = *body, .items = 1, .names = calloc(QUOTED_NAMES, sizeof(struct quoted_name))
+    };
     if (status == 0)
         status = run_pass(converter, wanted);
     if (status == 0)
@@ -767,8 +680,8 @@ static int write_body(struct converter *converter, const struct filter *filter, 
 /* OUT written whole: "[", the names of the processes and threads with events
  * (*THREADS of them), BODY's BODY_ITEMS events, "]". 0, or the error (an
  * errno). */
-static int write_out(struct converter *converter, FILE *out, bool to_stdout, FILE *body, size_t body_items,
-                     const struct nvs_events *names, size_t *threads)
+static int write_out(struct converter *converter, FILE *out, bool to_stdout, FILE *body,
+                     size_t body_items, const struct nvs_events *names, size_t *threads)
 {
     int error = 0;
     static char buffer[1 << 20];
@@ -810,25 +723,32 @@ static void converter_free(struct converter *converter)
 
 /* What was written to OUTPUT, and the launches left without an arrow
  * (UNFINISHED: without their work), on stderr. */
-static void say_written(const struct converter *converter, const char *output, size_t threads, size_t unfinished)
+static void say_written(const struct converter *converter, const char *output, size_t threads,
+                        size_t unfinished)
 {
     if (converter->left_out)
-        fprintf(stderr, "nvtxshim: convert: %zu launch%s without an arrow: the API call or the GPU work "
-                "crosses another range on its row (written as an async pair, which a flow event cannot bind "
-                "to), or the work starts before the call\n", converter->left_out,
-                converter->left_out == 1 ? "" : "es");
+        fprintf(
+            stderr,
+            "nvtxshim: convert: %zu launch%s without an arrow: the API call or the GPU work "
+            "crosses another range on its row (written as an async pair, which a flow event cannot bind "
+            "to), or the work starts before the call\n",
+            converter->left_out, converter->left_out == 1 ? "" : "es");
     if (unfinished)
-        fprintf(stderr, "nvtxshim: convert: %zu launch arrow%s without their GPU work: the export's work "
-                "changed while it was read\n", unfinished, unfinished == 1 ? "" : "s");
+        fprintf(stderr,
+                "nvtxshim: convert: %zu launch arrow%s without their GPU work: the export's work "
+                "changed while it was read\n",
+                unfinished, unfinished == 1 ? "" : "s");
     const size_t *counts = converter->counts;
-    fprintf(stderr, "nvtxshim: convert: wrote %s: %zu NVTX ranges, %zu marks, %zu OS runtime calls, "
-            "%zu CUDA API calls, %zu GPU kernels, %zu GPU copies, %zu memsets, %zu NVTX projections, "
-            "%zu launch arrows, %zu thread states, %zu thread names; %zu of the ranges as async pairs "
-            "(\"ph\":\"b\"/\"e\")\n", output,
-            counts[NVS_EVENT_RANGE], counts[NVS_EVENT_MARK], counts[NVS_EVENT_OS_CALL],
-            counts[NVS_EVENT_CUDA_API], counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY],
-            counts[NVS_EVENT_GPU_SET], counts[NVS_EVENT_PROJECTION], converter->arrow_count,
-            counts[NVS_EVENT_THREAD_STATE], threads, converter->pairs);
+    fprintf(
+        stderr,
+        "nvtxshim: convert: wrote %s: %zu NVTX ranges, %zu marks, %zu OS runtime calls, "
+        "%zu CUDA API calls, %zu GPU kernels, %zu GPU copies, %zu memsets, %zu NVTX projections, "
+        "%zu launch arrows, %zu thread states, %zu thread names; %zu of the ranges as async pairs "
+        "(\"ph\":\"b\"/\"e\")\n",
+        output, counts[NVS_EVENT_RANGE], counts[NVS_EVENT_MARK], counts[NVS_EVENT_OS_CALL],
+        counts[NVS_EVENT_CUDA_API], counts[NVS_EVENT_GPU_KERNEL], counts[NVS_EVENT_GPU_COPY],
+        counts[NVS_EVENT_GPU_SET], counts[NVS_EVENT_PROJECTION], converter->arrow_count,
+        counts[NVS_EVENT_THREAD_STATE], threads, converter->pairs);
 }
 
 /* The export at DATABASE converted into OUTPUT (convert's nvs_load_options
@@ -836,19 +756,22 @@ static void say_written(const struct converter *converter, const char *output, s
 static int convert_export(void *context, const char *database)
 {
     struct conversion *conversion = context;
-    const struct filter *filter = conversion->filter;
+    const struct nvs_filter *filter = conversion->filter;
     const char *output = conversion->output;
-    struct nvs_load_options options = {.command = "convert", .what = NVS_LOAD_EVERYTHING, .say_skipped = true,
-                                       .exports_only = true};
+    struct nvs_load_options options = {
+        .command = "convert", .what = NVS_LOAD_EVERYTHING, .say_skipped = true, .exports_only = true
+    };
     const struct nvs_events *names;
-    struct nvs_export *export = nvs_export_open(database, &options, filter->prefix_count ? keeps_nvtx_name : NULL,
-                                                (void *)filter, &names);
+    struct nvs_export *export = nvs_export_open(
+        database, &options, filter->prefix_count ? nvs_filter_keeps_nvtx_name : NULL,
+        (void *)filter, &names);
     conversion->outcome = 1;
     if (!export)
         return -1;
-    struct converter converter = {.export = export, .next_id = 1,
-                                  .arrows = keeps_kind(filter, NVS_EVENT_CUDA_API) &&
-                                            keeps_kind(filter, NVS_EVENT_GPU_KERNEL)};
+    struct converter converter = { .export = export,
+                                   .next_id = 1,
+                                   .arrows = nvs_filter_keeps_kind(filter, NVS_EVENT_CUDA_API) &&
+                                       nvs_filter_keeps_kind(filter, NVS_EVENT_GPU_KERNEL) };
     FILE *body;
     int status = write_body(&converter, filter, &body);
     bool to_stdout = strcmp(output, "-") == 0;
@@ -897,36 +820,44 @@ static int convert_export(void *context, const char *database)
     return 0;
 }
 
-static int convert(const char *input, const char *output, uint64_t max_input, const struct filter *filter)
+static int convert(const char *input, const char *output, uint64_t max_input,
+                   const struct nvs_filter *filter)
 {
-    struct conversion conversion = {.output = output, .filter = filter, .outcome = 1};
-    struct nvs_load_options options = {.command = "convert", .what = NVS_LOAD_EVERYTHING,
-                                       .say_skipped = true, .exports_only = true,
-                                       .max_input = max_input, .read_export = convert_export,
-                                       .export_context = &conversion};
-    struct nvs_events events = {0};
+    struct conversion conversion = { .output = output, .filter = filter, .outcome = 1 };
+    struct nvs_load_options options = { .command = "convert",
+                                        .what = NVS_LOAD_EVERYTHING,
+                                        .say_skipped = true,
+                                        .exports_only = true,
+                                        .max_input = max_input,
+                                        .read_export = convert_export,
+                                        .export_context = &conversion };
+    struct nvs_events events = { 0 };
     nvs_events_load(&events, input, &options);
     nvs_events_free(&events);
     return conversion.outcome;
 }
 
+static int usage_error(const char *format, const char *what)
+{
+    return nvs_option_usage_error("convert", format, what);
+}
 
 /* What convert's command line says. */
 struct convert_line {
     const char *paths[2];
     int given;
-    struct filter filter;
+    struct nvs_filter filter;
     uint64_t max_input;
 };
 
 enum { CONVERT_ONLY, CONVERT_NVTX_PREFIX, CONVERT_MAX_INPUT };
 
 static const struct nvs_option convert_options[] = {
-    {"only", 0, NVS_OPTION_VALUE, CONVERT_ONLY},
-    {"nvtx-prefix", 0, NVS_OPTION_VALUE, CONVERT_NVTX_PREFIX},
-    {"max-input", 0, NVS_OPTION_VALUE, CONVERT_MAX_INPUT},
-    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
-    {NULL, 0, 0, 0},
+    { "only", 0, NVS_OPTION_VALUE, CONVERT_ONLY },
+    { "nvtx-prefix", 0, NVS_OPTION_VALUE, CONVERT_NVTX_PREFIX },
+    { "max-input", 0, NVS_OPTION_VALUE, CONVERT_MAX_INPUT },
+    { "help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP },
+    { NULL, 0, 0, 0 },
 };
 
 static void convert_manual(void *context)
@@ -941,10 +872,10 @@ static int convert_option(void *context, int id, const char *value)
     int status = 0;
     switch (id) {
     case CONVERT_ONLY:
-        status = each_item("--only", value, &line->filter, add_only);
+        status = nvs_filter_each_item("--only", value, &line->filter, nvs_filter_add_only);
         break;
     case CONVERT_NVTX_PREFIX:
-        status = each_item("--nvtx-prefix", value, &line->filter, add_prefix);
+        status = nvs_filter_each_item("--nvtx-prefix", value, &line->filter, nvs_filter_add_prefix);
         break;
     case CONVERT_MAX_INPUT:
         if (!nvs_input_parse_size(value ? value : "", &line->max_input))
@@ -965,18 +896,22 @@ static int convert_operand(void *context, const char *operand, bool after_dashes
 }
 
 static const struct nvs_command_line convert_command_line = {
-    .command = "convert", .options = convert_options, .dashes = NVS_DASHES_END,
-    .manual = convert_manual, .option = convert_option, .operand = convert_operand,
+    .command = "convert",
+    .options = convert_options,
+    .dashes = NVS_DASHES_END,
+    .manual = convert_manual,
+    .option = convert_option,
+    .operand = convert_operand,
 };
 
 int nvs_cli_convert(int argc, char **argv)
 {
-    struct convert_line line = {0};
+    struct convert_line line = { 0 };
     int status = nvs_options_read(&convert_command_line, argc, argv, &line, NULL);
     if (status < 0 && line.given < 2)
         status = usage_error("%swhich files? nvtxshim convert IN.sqlite OUT.json", "");
     if (status < 0)
         status = convert(line.paths[0], line.paths[1], line.max_input, &line.filter);
-    filter_free(&line.filter);
+    nvs_filter_free(&line.filter);
     return status;
 }

@@ -30,9 +30,9 @@
 #include "writers/html.h"
 
 #define NS_PER_US 1e3
-#define NAMES_SHOWN 20              /* rows of the per-name table */
-#define LEFT_OUT_SHOWN 5            /* a directory's files left out, named at most */
-#define TROUBLE 2                   /* the exit status of anything but a comparison */
+#define NAMES_SHOWN 20   /* rows of the per-name table */
+#define LEFT_OUT_SHOWN 5 /* a directory's files left out, named at most */
+#define TROUBLE 2        /* the exit status of anything but a comparison */
 
 static const char manual[] =
     "NAME\n"
@@ -178,8 +178,10 @@ static int keep_loop(struct nvs_diff_run *run, const struct nvs_report *report)
         if (!loop || report->processes[p].count > loop->count)
             loop = &report->processes[p];
     if (!loop || !loop->count) {
-        fprintf(stderr, "nvtxshim: diff: no frame ranges in %s: record it with NVTXSHIM_FRAME "
-                "set\n", run->path);
+        fprintf(stderr,
+                "nvtxshim: diff: no frame ranges in %s: record it with NVTXSHIM_FRAME "
+                "set\n",
+                run->path);
         return -1;
     }
     run->pid = loop->pid;
@@ -222,10 +224,11 @@ static int keep_loop(struct nvs_diff_run *run, const struct nvs_report *report)
  * next input is read. 0, or -1 after one line. */
 static int load_run(struct nvs_diff_run *run, int64_t budget_ns, uint64_t max_input)
 {
-    struct nvs_load_options options = {.command = "diff", .what = NVS_LOAD_NVTX,
-                                       .max_input = max_input};
-    struct nvs_events events = {0};
-    struct nvs_report report = {.path = run->path};
+    struct nvs_load_options options = { .command = "diff",
+                                        .what = NVS_LOAD_NVTX,
+                                        .max_input = max_input };
+    struct nvs_events events = { 0 };
+    struct nvs_report report = { .path = run->path };
     int status = nvs_figures_load(&events, run->path, &options, budget_ns, &report);
     if (status == 0)
         status = keep_loop(run, &report);
@@ -256,7 +259,8 @@ static struct nvs_diff_run *add_run(struct nvs_diff_side *side, const char *path
 
 /* The names a directory's traces and exports have: what a recording, convert
  * and nsys write, gzipped or not. */
-static const char *const trace_suffixes[] = {".json", ".pftrace", ".sqlite", ".nsys-rep", ".qdrep"};
+static const char *const trace_suffixes[] = { ".json", ".pftrace", ".sqlite", ".nsys-rep",
+                                              ".qdrep" };
 
 static bool trace_name(const char *name, size_t *stem)
 {
@@ -343,8 +347,9 @@ static int add_directory(struct nvs_diff_side *side, const char *path)
         } else {
             side->directories = more;
             listed = &side->directories[side->directory_count++];
-            *listed = (struct nvs_diff_directory){.path = strdup(path), .first_run = side->run_count,
-                                                  .left_out = calloc(count + 1, sizeof(char *))};
+            *listed = (struct nvs_diff_directory){ .path = strdup(path),
+                                                   .first_run = side->run_count,
+                                                   .left_out = calloc(count + 1, sizeof(char *)) };
             if (!listed->path || !listed->left_out)
                 status = out_of_memory();
         }
@@ -381,8 +386,10 @@ static int add_directory(struct nvs_diff_side *side, const char *path)
         free(names[i]);
     free(names);
     if (status == 0 && listed && !listed->run_count) {
-        fprintf(stderr, "nvtxshim: diff: %s holds no trace or export (named *.json, *.pftrace, "
-                "*.sqlite, *.nsys-rep or *.qdrep, or those .gz)\n", path);
+        fprintf(stderr,
+                "nvtxshim: diff: %s holds no trace or export (named *.json, *.pftrace, "
+                "*.sqlite, *.nsys-rep or *.qdrep, or those .gz)\n",
+                path);
         status = -1;
     }
     return status;
@@ -410,7 +417,8 @@ static const char *plural(size_t count)
     return count == 1 ? "" : "s";
 }
 
-static void describe_directory(const struct nvs_diff_side *side, const struct nvs_diff_directory *listed)
+static void describe_directory(const struct nvs_diff_side *side,
+                               const struct nvs_diff_directory *listed)
 {
     printf("  %c: %s: %zu file%s read, by name:", side->label, listed->path, listed->run_count,
            plural(listed->run_count));
@@ -456,9 +464,10 @@ static void describe_runs(const struct nvs_diff_side *side)
             printf(", %zu over the %.3f ms budget", run->over_budget,
                    (double)run->budget_ns / NVS_DIFF_NS_PER_MS);
         if (run->estimated)
-            printf(" (its breakdown into columns is an estimate: %zu call%s reached the trace after "
-                   "their frame was closed, or frames came out of order)", run->late_calls,
-                   plural(run->late_calls));
+            printf(
+                " (its breakdown into columns is an estimate: %zu call%s reached the trace after "
+                "their frame was closed, or frames came out of order)",
+                run->late_calls, plural(run->late_calls));
         putchar('\n');
     }
 }
@@ -472,9 +481,10 @@ static void print_noise(const struct nvs_diff *diff)
 {
     const struct nvs_diff_side *a = &diff->side[0], *b = &diff->side[1];
     if (a->run_count < 2 && b->run_count < 2) {
-        puts("  noise: one run of A and one of B: how far runs of the same code lie apart cannot be "
-             "judged (record 2 or more a side); the intervals hold the variation of each run's "
-             "frames alone");
+        puts(
+            "  noise: one run of A and one of B: how far runs of the same code lie apart cannot be "
+            "judged (record 2 or more a side); the intervals hold the variation of each run's "
+            "frames alone");
         return;
     }
     puts("  noise, how far each group's runs lie apart (least to greatest; that spread over the "
@@ -488,7 +498,8 @@ static void print_noise(const struct nvs_diff *diff)
         printf("    %c, %zu runs:", group->label, group->run_count);
         for (int s = 0; s < NVS_DIFF_STATISTICS; s++)
             printf("%s %s %.3f to %.3f ms (%.1f %%)", s ? ";" : "", nvs_diff_statistic_names[s],
-                   ms(group->spread[s].least), ms(group->spread[s].greatest), group->spread[s].percent);
+                   ms(group->spread[s].least), ms(group->spread[s].greatest),
+                   group->spread[s].percent);
         putchar('\n');
     }
 }
@@ -496,20 +507,20 @@ static void print_noise(const struct nvs_diff *diff)
 static void print_verdict(const struct nvs_diff *diff)
 {
     const struct nvs_diff_side *a = &diff->side[0], *b = &diff->side[1];
-    static const int stat_of[NVS_DIFF_STATISTICS] = {NVS_STAT_P50, NVS_STAT_P99};
+    static const int stat_of[NVS_DIFF_STATISTICS] = { NVS_STAT_P50, NVS_STAT_P99 };
     printf("\n== Verdict: %s (B against A; %d %% intervals from %zu resamples of the runs, then of "
-           "each run's frames)\n", nvs_diff_verdict_word(diff), NVS_DIFF_CONFIDENCE, diff->resamples);
+           "each run's frames)\n",
+           nvs_diff_verdict_word(diff), NVS_DIFF_CONFIDENCE, diff->resamples);
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++) {
         const struct nvs_diff_interval *change = &diff->change[s];
         char name[16];
         snprintf(name, sizeof name, "%s frame", nvs_diff_statistic_names[s]);
         printf("  %-12s %9.3f -> %9.3f ms %+8.1f %% [%+.1f, %+.1f]  ", name,
-               ms(a->stats[NVS_COLUMN_TOTAL][stat_of[s]]), ms(b->stats[NVS_COLUMN_TOTAL][stat_of[s]]),
-               change->estimate, change->low, change->high);
+               ms(a->stats[NVS_COLUMN_TOTAL][stat_of[s]]),
+               ms(b->stats[NVS_COLUMN_TOTAL][stat_of[s]]), change->estimate, change->low,
+               change->high);
         switch (diff->judgement[s]) {
-        case NVS_DIFF_UNJUDGED:
-            puts("unjudged: A's noise cannot be judged from one run");
-            break;
+        case NVS_DIFF_UNJUDGED: puts("unjudged: A's noise cannot be judged from one run"); break;
         case NVS_DIFF_WITHIN_NOISE:
             printf("within noise: inside A's spread (%.1f %%)\n", a->spread[s].percent);
             break;
@@ -521,18 +532,22 @@ static void print_verdict(const struct nvs_diff *diff)
     fputs("  moved the frame (mean per frame, B less A):", stdout);
     for (size_t k = 0; k < diff->named_count; k++) {
         const struct nvs_diff_interval *change = &diff->column_change[diff->named[k]];
-        printf("%s %s %+.3f ms [%+.3f, %+.3f]", k ? "," : "", nvs_report_column_names[diff->named[k]],
-               ms(change->estimate), ms(change->low), ms(change->high));
+        printf("%s %s %+.3f ms [%+.3f, %+.3f]", k ? "," : "",
+               nvs_report_column_names[diff->named[k]], ms(change->estimate), ms(change->low),
+               ms(change->high));
     }
     if (!diff->named_count)
-        fputs(a->run_count < 2 ? " no column's mean moved clear of 0" : " no column's mean moved "
-              "beyond A's noise", stdout);
+        fputs(a->run_count < 2 ? " no column's mean moved clear of 0"
+                               : " no column's mean moved "
+                                 "beyond A's noise",
+              stdout);
     putchar('\n');
     print_noise(diff);
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++)
         if (diff->gate[s] >= 0)
             printf("  gate %s %g %%: the %s frame is %s (the low end of its interval, %+.1f %%, %s "
-                   "it)\n", diff->gate_option[s], diff->gate[s], nvs_diff_statistic_names[s],
+                   "it)\n",
+                   diff->gate_option[s], diff->gate[s], nvs_diff_statistic_names[s],
                    diff->regression[s] ? "a regression" : "within it", diff->change[s].low,
                    diff->regression[s] ? "is above" : "is not above");
 }
@@ -542,8 +557,8 @@ static void print_frames(const struct nvs_diff *diff)
     const struct nvs_diff_side *a = &diff->side[0], *b = &diff->side[1];
     puts("\n== Per frame (milliseconds; all of a side's frames; p50 and p99 by nearest rank): A, "
          "then B, then the change");
-    printf("  %-10s %9s %9s %9s %9s   %9s %9s %9s %9s   %9s %-21s %9s\n", "", "A mean", "p50", "p99",
-           "max", "B mean", "p50", "p99", "max", "mean", "[95 % interval]", "p99");
+    printf("  %-10s %9s %9s %9s %9s   %9s %9s %9s %9s   %9s %-21s %9s\n", "", "A mean", "p50",
+           "p99", "max", "B mean", "p50", "p99", "max", "mean", "[95 % interval]", "p99");
     for (int c = 0; c < NVS_COLUMNS; c++) {
         if (!nvs_diff_column_shown(diff, c))
             continue;
@@ -558,7 +573,8 @@ static void print_frames(const struct nvs_diff *diff)
         if (c != NVS_COLUMN_LATENCY)
             snprintf(interval, sizeof interval, "[%+.3f, %+.3f]", ms(diff->column_change[c].low),
                      ms(diff->column_change[c].high));
-        printf(" %-21s %+9.3f\n", interval, ms(b->stats[c][NVS_STAT_P99] - a->stats[c][NVS_STAT_P99]));
+        printf(" %-21s %+9.3f\n", interval,
+               ms(b->stats[c][NVS_STAT_P99] - a->stats[c][NVS_STAT_P99]));
     }
 }
 
@@ -575,7 +591,8 @@ static void print_names(const struct nvs_diff *diff)
 {
     bool several = diff->side[0].run_count > 1 || diff->side[1].run_count > 1;
     printf("\n== Range names by the time per frame they moved (count; mean and p99%s in "
-           "microseconds; per frame in milliseconds)\n", several ? " (the median of the runs')" : "");
+           "microseconds; per frame in milliseconds)\n",
+           several ? " (the median of the runs')" : "");
     printf("  %-9s %-34s %8s %9s %9s %8s %9s %9s %9s %9s %9s\n", "domain", "name", "A count",
            "mean", "p99", "B count", "mean", "p99", "A/frame", "B/frame", "change");
     for (size_t i = 0; i < diff->name_count && i < NAMES_SHOWN; i++) {
@@ -593,7 +610,8 @@ static void print_names(const struct nvs_diff *diff)
         estimated += diff->names[i].estimated[0] || diff->names[i].estimated[1];
     if (estimated)
         printf("  (~: a p99 of a run with more ranges of the name than are kept exactly, estimated "
-               "within %.1f %%; counts and means are exact)\n", 100.0 * NVS_SKETCH_ERROR);
+               "within %.1f %%; counts and means are exact)\n",
+               100.0 * NVS_SKETCH_ERROR);
 }
 
 static void print_text(const struct nvs_diff *diff)
@@ -613,7 +631,7 @@ static bool same_file(const char *a, const char *b)
 {
     struct stat x, y;
     return strcmp(a, "-") != 0 && stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
+        x.st_ino == y.st_ino;
 }
 
 static bool parse_percent(const char *value, double *out)
@@ -633,24 +651,24 @@ struct diff_line {
     const char *html, *json;
     int64_t budget_ns;
     uint64_t max_input;
-    char **operands;                 /* A's runs, then B's */
+    char **operands; /* A's runs, then B's */
     size_t count, separator, stdin_count;
-    bool separated;                  /* by a -- */
+    bool separated; /* by a -- */
 };
 
 /* The gates' ids are the statistics they gate (NVS_DIFF_STATISTICS: both). */
 enum { DIFF_JSON = NVS_DIFF_STATISTICS + 1, DIFF_HTML, DIFF_BUDGET, DIFF_MAX_INPUT };
 
 static const struct nvs_option diff_options[] = {
-    {"json", 0, NVS_OPTION_OPTIONAL, DIFF_JSON},
-    {"html", 0, NVS_OPTION_VALUE, DIFF_HTML},
-    {"fail-over", 0, NVS_OPTION_VALUE, NVS_DIFF_STATISTICS},
-    {"fail-over-median", 0, NVS_OPTION_VALUE, NVS_DIFF_MEDIAN},
-    {"fail-over-p99", 0, NVS_OPTION_VALUE, NVS_DIFF_P99},
-    {"budget", 0, NVS_OPTION_VALUE, DIFF_BUDGET},
-    {"max-input", 0, NVS_OPTION_VALUE, DIFF_MAX_INPUT},
-    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
-    {NULL, 0, 0, 0},
+    { "json", 0, NVS_OPTION_OPTIONAL, DIFF_JSON },
+    { "html", 0, NVS_OPTION_VALUE, DIFF_HTML },
+    { "fail-over", 0, NVS_OPTION_VALUE, NVS_DIFF_STATISTICS },
+    { "fail-over-median", 0, NVS_OPTION_VALUE, NVS_DIFF_MEDIAN },
+    { "fail-over-p99", 0, NVS_OPTION_VALUE, NVS_DIFF_P99 },
+    { "budget", 0, NVS_OPTION_VALUE, DIFF_BUDGET },
+    { "max-input", 0, NVS_OPTION_VALUE, DIFF_MAX_INPUT },
+    { "help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP },
+    { NULL, 0, 0, 0 },
 };
 
 static void diff_manual(void *context)
@@ -662,11 +680,12 @@ static void diff_manual(void *context)
 /* --fail-over (GATE NVS_DIFF_STATISTICS), --fail-over-median or --fail-over-p99 VALUE. */
 static int diff_gate(struct nvs_diff *diff, int gate, const char *value)
 {
-    static const char *const names[] = {"--fail-over-median", "--fail-over-p99", "--fail-over"};
+    static const char *const names[] = { "--fail-over-median", "--fail-over-p99", "--fail-over" };
     double percent = 0;
     if (!parse_percent(value, &percent)) {
         char format[96];
-        snprintf(format, sizeof format, "%s needs a percentage, 0 or more (10, 2.5): '%%s'", names[gate]);
+        snprintf(format, sizeof format, "%s needs a percentage, 0 or more (10, 2.5): '%%s'",
+                 names[gate]);
         return usage_error(format, value);
     }
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++)
@@ -683,7 +702,8 @@ static int diff_option(void *context, int id, const char *value)
     if (id == DIFF_JSON) {
         line->json = value ? value : "-";
         if (value && !*value)
-            return usage_error("%s--json= needs the document's file name (or - for standard output)", "");
+            return usage_error(
+                "%s--json= needs the document's file name (or - for standard output)", "");
         return -1;
     }
     value = value ? value : "";
@@ -702,8 +722,7 @@ static int diff_option(void *context, int id, const char *value)
         if (!nvs_input_parse_size(value, &line->max_input))
             return usage_error(NVS_OPTION_MAX_INPUT_USAGE, value);
         break;
-    default:
-        return diff_gate(line->diff, id, value);
+    default: return diff_gate(line->diff, id, value);
     }
     return -1;
 }
@@ -726,8 +745,12 @@ static int diff_operand(void *context, const char *operand, bool after_dashes)
 }
 
 static const struct nvs_command_line diff_command_line = {
-    .command = "diff", .options = diff_options, .dashes = NVS_DASHES_OPERAND,
-    .manual = diff_manual, .option = diff_option, .operand = diff_operand,
+    .command = "diff",
+    .options = diff_options,
+    .dashes = NVS_DASHES_OPERAND,
+    .manual = diff_manual,
+    .option = diff_option,
+    .operand = diff_operand,
 };
 
 /* The runs a side, and the outputs, checked once the line is read: 0 or a
@@ -739,9 +762,11 @@ static int check_line(struct diff_line *line)
         status = usage_error("%swhich runs? nvtxshim diff A B, or A1 A2 ... -- B1 B2 ...", "");
     else if (!line->separated && line->count > 2)
         status = usage_error("'%s': more than one run a side needs -- between A's runs and B's "
-                             "(nvtxshim diff A1 A2 -- B1 B2)", line->operands[2]);
+                             "(nvtxshim diff A1 A2 -- B1 B2)",
+                             line->operands[2]);
     else if (line->separated && (line->separator == 0 || line->separator == line->count))
-        status = usage_error("%s", line->separator == 0 ? "no run of A before --" : "no run of B after --");
+        status = usage_error(
+            "%s", line->separator == 0 ? "no run of A before --" : "no run of B after --");
     else if (line->stdin_count > 1)
         status = usage_error("%sstandard input can be one of the runs, not two", "");
     if (!line->separated)
@@ -759,8 +784,8 @@ static int check_line(struct diff_line *line)
 
 int nvs_cli_diff(int argc, char **argv)
 {
-    struct nvs_diff diff = {.side = {{.label = 'A'}, {.label = 'B'}}, .gate = {-1, -1}};
-    struct diff_line line = {.diff = &diff};
+    struct nvs_diff diff = { .side = { { .label = 'A' }, { .label = 'B' } }, .gate = { -1, -1 } };
+    struct diff_line line = { .diff = &diff };
     line.operands = calloc((size_t)argc + 1, sizeof *line.operands);
     if (!line.operands)
         return out_of_memory(), TROUBLE;
@@ -789,8 +814,9 @@ int nvs_cli_diff(int argc, char **argv)
     for (int side = 0; side < 2 && status == 0; side++)
         for (size_t r = 0; r < diff.side[side].run_count && status == 0; r++) {
             const char *path = diff.side[side].runs[r].path;
-            const char *out = html && same_file(path, html) ? html
-                            : json && !to_stdout && same_file(path, json) ? json : NULL;
+            const char *out = html && same_file(path, html)   ? html
+                : json && !to_stdout && same_file(path, json) ? json
+                                                              : NULL;
             if (out) {
                 usage_error("%s is a run to compare, not the output's file", out);
                 nvs_diff_free(&diff);
@@ -817,10 +843,11 @@ int nvs_cli_diff(int argc, char **argv)
     for (int s = 0; s < NVS_DIFF_STATISTICS && status == 0; s++) {
         if (!diff.regression[s])
             continue;
-        fprintf(stderr, "nvtxshim: diff: the %s frame grew %+.1f %% (%d %% interval %+.1f %% to "
-                "%+.1f %%), wholly above %s %g %%\n", nvs_diff_statistic_names[s],
-                diff.change[s].estimate, NVS_DIFF_CONFIDENCE, diff.change[s].low, diff.change[s].high,
-                diff.gate_option[s], diff.gate[s]);
+        fprintf(stderr,
+                "nvtxshim: diff: the %s frame grew %+.1f %% (%d %% interval %+.1f %% to "
+                "%+.1f %%), wholly above %s %g %%\n",
+                nvs_diff_statistic_names[s], diff.change[s].estimate, NVS_DIFF_CONFIDENCE,
+                diff.change[s].low, diff.change[s].high, diff.gate_option[s], diff.gate[s]);
         regression = true;
     }
     nvs_diff_free(&diff);

@@ -19,42 +19,50 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-    {"run", nvs_cli_run, "run a program with the library in front of it (options become NVTXSHIM_* variables)"},
-    {"profile", nvs_cli_profile, "the same under nsys profile, bounded by a watchdog; prints the report and its summary"},
-    {"check", nvs_cli_check, "what will and will not work on this machine, and the command that fixes it"},
-    {"report", nvs_cli_report, "summarise an nsys report, its SQLite export or a trace file"},
-    {"convert", nvs_cli_convert, "an nsys report or its SQLite export as a trace for Perfetto (JSON, or .json.gz)"},
-    {"top", nvs_cli_top, "a live view of a recording in progress: the frames so far, the slowest and its calls"},
-    {"diff", nvs_cli_diff, "runs before and after a change compared (several a side): median and p99 frame with intervals, judged against the noise; exit 0/1/2 for CI"},
+    { "run", nvs_cli_run,
+      "run a program with the library in front of it (options become NVTXSHIM_* variables)" },
+    { "profile", nvs_cli_profile,
+      "the same under nsys profile, bounded by a watchdog; prints the report and its summary" },
+    { "check", nvs_cli_check,
+      "what will and will not work on this machine, and the command that fixes it" },
+    { "report", nvs_cli_report, "summarise an nsys report, its SQLite export or a trace file" },
+    { "convert", nvs_cli_convert,
+      "an nsys report or its SQLite export as a trace for Perfetto (JSON, or .json.gz)" },
+    { "top", nvs_cli_top,
+      "a live view of a recording in progress: the frames so far, the slowest and its calls" },
+    { "diff", nvs_cli_diff,
+      "runs before and after a change compared (several a side): median and p99 frame with intervals, judged against the noise; exit 0/1/2 for CI" },
 };
 
 static void usage(FILE *out)
 {
-    fputs("NAME\n"
-          "    nvtxshim - see a program's USB, device, display and CUDA calls in Nsight Systems or a\n"
-          "    trace\n"
-          "\n"
-          "SYNOPSIS\n"
-          "    nvtxshim COMMAND [OPTIONS] [ARGS...]\n"
-          "    nvtxshim COMMAND --help\n"
-          "    nvtxshim --library        the library's path, to append to LD_PRELOAD\n"
-          "    nvtxshim --version\n"
-          "\n"
-          "DESCRIPTION\n"
-          "    libnvtxshim, put in front of an unmodified program with LD_PRELOAD, wraps in NVTX\n"
-          "    ranges, with the bytes each moved:\n"
-          "      - libusb-1.0, and the device files a rig is made of: V4L2 cameras, USB serial\n"
-          "        ports, hidraw and raw usbfs nodes (other device files, a pty or /dev/i2c-*,\n"
-          "        where --devices names them);\n"
-          "      - the display: Xlib, XCB and XRender drawing, flushes and round trips; GLX and\n"
-          "        EGL buffer swaps, GL texture uploads, Vulkan's present;\n"
-          "      - CUDA, driver and runtime API: host/device copies, the CPU's waits for the GPU\n"
-          "        (stream, context, event and device synchronisation), kernel launches.\n"
-          "    It counts the program's frames (--frame) and opens nsys capture ranges itself\n"
-          "    (--capture). The events go to Nsight Systems (profile), or, without it, to a\n"
-          "    trace file the library writes (run --trace); report, top and diff read both.\n"
-          "\n"
-          "COMMANDS\n", out);
+    fputs(
+        "NAME\n"
+        "    nvtxshim - see a program's USB, device, display and CUDA calls in Nsight Systems or a\n"
+        "    trace\n"
+        "\n"
+        "SYNOPSIS\n"
+        "    nvtxshim COMMAND [OPTIONS] [ARGS...]\n"
+        "    nvtxshim COMMAND --help\n"
+        "    nvtxshim --library        the library's path, to append to LD_PRELOAD\n"
+        "    nvtxshim --version\n"
+        "\n"
+        "DESCRIPTION\n"
+        "    libnvtxshim, put in front of an unmodified program with LD_PRELOAD, wraps in NVTX\n"
+        "    ranges, with the bytes each moved:\n"
+        "      - libusb-1.0, and the device files a rig is made of: V4L2 cameras, USB serial\n"
+        "        ports, hidraw and raw usbfs nodes (other device files, a pty or /dev/i2c-*,\n"
+        "        where --devices names them);\n"
+        "      - the display: Xlib, XCB and XRender drawing, flushes and round trips; GLX and\n"
+        "        EGL buffer swaps, GL texture uploads, Vulkan's present;\n"
+        "      - CUDA, driver and runtime API: host/device copies, the CPU's waits for the GPU\n"
+        "        (stream, context, event and device synchronisation), kernel launches.\n"
+        "    It counts the program's frames (--frame) and opens nsys capture ranges itself\n"
+        "    (--capture). The events go to Nsight Systems (profile), or, without it, to a\n"
+        "    trace file the library writes (run --trace); report, top and diff read both.\n"
+        "\n"
+        "COMMANDS\n",
+        out);
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "    %-9s %s\n", subcommands[i].name, subcommands[i].summary);
     fputs("\n"
@@ -67,7 +75,8 @@ static void usage(FILE *out)
           "    nvtxshim profile --frame usb.in:0x81 --capture frames:100+50 -- ./my_camera_loop\n"
           "    LD_PRELOAD=\"${LD_PRELOAD:+$LD_PRELOAD:}$(nvtxshim --library)\" \\\n"
           "        nsys profile -t nvtx,osrt --sample=none --cpuctxsw=none ./my_camera_loop\n"
-          "    nvtxshim help profile\n", out);
+          "    nvtxshim help profile\n",
+          out);
 }
 
 int main(int argc, char **argv)
@@ -96,7 +105,7 @@ int main(int argc, char **argv)
             /* `nvtxshim help CMD` is `nvtxshim CMD --help`. */
             for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
                 if (!strcmp(argv[2], subcommands[i].name)) {
-                    char *help_argv[] = {argv[2], "--help", NULL};
+                    char *help_argv[] = { argv[2], "--help", NULL };
                     return subcommands[i].main(2, help_argv);
                 }
             fprintf(stderr, "nvtxshim: no command '%s' (nvtxshim --help lists them)\n", argv[2]);

@@ -23,7 +23,8 @@ int nvs_option_usage_error(const char *command, const char *format, const char *
 }
 
 /* The usage error of a command whose options come first: "nvtxshim COMMAND: ...". */
-static int first_usage_error(const struct nvs_command_line *line, const char *format, const char *what)
+static int first_usage_error(const struct nvs_command_line *line, const char *format,
+                             const char *what)
 {
     fprintf(stderr, "nvtxshim %s: ", line->command);
     fprintf(stderr, format, what);
@@ -40,8 +41,8 @@ static size_t option_count(const struct nvs_command_line *line)
 }
 
 /* The option met: the manual for --help, else the command's handler. */
-static int hand_on(const struct nvs_command_line *line, const struct nvs_option *option, const char *value,
-                   void *context)
+static int hand_on(const struct nvs_command_line *line, const struct nvs_option *option,
+                   const char *value, void *context)
 {
     if (option->id == NVS_OPTION_HELP) {
         line->manual(context);
@@ -61,7 +62,7 @@ static int unknown_first(const struct nvs_command_line *line, char **argv)
         if (letter >= FIRST_CODE)
             letter = line->options[letter - FIRST_CODE].letter;
         if (letter) {
-            char shown[3] = {'-', (char)letter, '\0'};
+            char shown[3] = { '-', (char)letter, '\0' };
             return first_usage_error(line, "unknown option '%s'", shown);
         }
     }
@@ -69,20 +70,21 @@ static int unknown_first(const struct nvs_command_line *line, char **argv)
 }
 
 /* Options first: getopt_long over a table made from LINE's. */
-static int read_first(const struct nvs_command_line *line, int argc, char **argv, void *context, int *operands)
+static int read_first(const struct nvs_command_line *line, int argc, char **argv, void *context,
+                      int *operands)
 {
     size_t count = option_count(line);
     struct option longs[count + 1];
     char shorts[2 + 3 * count + 1];
     size_t s = 0;
-    shorts[s++] = '+';                   /* the first operand ends the options */
-    shorts[s++] = ':';                   /* a missing value told from an unknown option */
+    shorts[s++] = '+'; /* the first operand ends the options */
+    shorts[s++] = ':'; /* a missing value told from an unknown option */
     for (size_t i = 0; i < count; i++) {
         const struct nvs_option *option = &line->options[i];
-        int has_arg = option->takes == NVS_OPTION_VALUE      ? required_argument
-                      : option->takes == NVS_OPTION_OPTIONAL ? optional_argument
-                                                             : no_argument;
-        longs[i] = (struct option){option->name, has_arg, NULL, FIRST_CODE + (int)i};
+        int has_arg = option->takes == NVS_OPTION_VALUE ? required_argument
+            : option->takes == NVS_OPTION_OPTIONAL      ? optional_argument
+                                                        : no_argument;
+        longs[i] = (struct option){ option->name, has_arg, NULL, FIRST_CODE + (int)i };
         if (option->letter) {
             shorts[s++] = option->letter;
             if (option->takes != NVS_OPTION_FLAG)
@@ -91,7 +93,7 @@ static int read_first(const struct nvs_command_line *line, int argc, char **argv
                 shorts[s++] = ':';
         }
     }
-    longs[count] = (struct option){NULL, 0, NULL, 0};
+    longs[count] = (struct option){ NULL, 0, NULL, 0 };
     shorts[s] = '\0';
 
     opterr = 0;
@@ -120,8 +122,8 @@ static int read_first(const struct nvs_command_line *line, int argc, char **argv
 
 /* The option of LINE's table that WORD spells whole: --name, --name=VALUE
  * (*VALUE, *ATTACHED) where it takes one, or -x. */
-static const struct nvs_option *spelt(const struct nvs_command_line *line, const char *word, const char **value,
-                                      bool *attached)
+static const struct nvs_option *spelt(const struct nvs_command_line *line, const char *word,
+                                      const char **value, bool *attached)
 {
     *value = NULL;
     *attached = false;
@@ -158,17 +160,13 @@ static int dashes(const struct nvs_command_line *line, int argc, char **argv, in
                   void *context)
 {
     switch (line->dashes) {
-    case NVS_DASHES_END:
-        *ended = true;
-        return -1;
+    case NVS_DASHES_END: *ended = true; return -1;
     case NVS_DASHES_NEXT:
         if (*i + 1 < argc)
             return line->operand(context, argv[++*i], true);
         break;
-    case NVS_DASHES_OPERAND:
-        return line->operand(context, argv[*i], false);
-    case NVS_DASHES_UNKNOWN:
-        break;
+    case NVS_DASHES_OPERAND: return line->operand(context, argv[*i], false);
+    case NVS_DASHES_UNKNOWN: break;
     }
     return nvs_option_usage_error(line->command, "unknown option %s", argv[*i]);
 }
@@ -204,7 +202,8 @@ static int read_mixed(const struct nvs_command_line *line, int argc, char **argv
     return -1;
 }
 
-int nvs_options_read(const struct nvs_command_line *line, int argc, char **argv, void *context, int *operands)
+int nvs_options_read(const struct nvs_command_line *line, int argc, char **argv, void *context,
+                     int *operands)
 {
     if (line->options_first)
         return read_first(line, argc, argv, context, operands);
@@ -230,9 +229,10 @@ bool nvs_option_count(const char *text, long least, long *out)
 int64_t nvs_option_budget(const char *text)
 {
     char variable[128];
-    if (snprintf(variable, sizeof variable, "NVTXSHIM_FRAME_BUDGET=%s", text) >= (int)sizeof variable)
+    if (snprintf(variable, sizeof variable, "NVTXSHIM_FRAME_BUDGET=%s", text) >=
+        (int)sizeof variable)
         return 0;
-    char *environment[] = {variable, NULL};
+    char *environment[] = { variable, NULL };
     struct nvs_config config;
     if (nvs_config_parse(&config, environment, ignore_config_line, NULL) != 0 ||
         config.frame_budget_ns > INT64_MAX)

@@ -10,24 +10,24 @@
 #include <stdint.h>
 
 /* The usage errors of the options parsed alike, for FORMAT below with the value. */
-#define NVS_OPTION_MAX_INPUT_USAGE \
+#define NVS_OPTION_MAX_INPUT_USAGE                                                                 \
     "--max-input needs a size in bytes, with k, M, G or T if you like (512M, 8G): '%s'"
-#define NVS_OPTION_BUDGET_USAGE \
+#define NVS_OPTION_BUDGET_USAGE                                                                    \
     "--budget needs a duration with its unit (33ms, 500us, 16.7ms, 2s): '%s'"
 
 /* How an option takes its value. */
 enum nvs_option_takes {
-    NVS_OPTION_FLAG,                 /* --name alone (-x) */
-    NVS_OPTION_VALUE,                /* --name VALUE or --name=VALUE (-x VALUE, -xVALUE) */
-    NVS_OPTION_OPTIONAL,             /* --name, or --name=VALUE: the word after it is never its value */
+    NVS_OPTION_FLAG,     /* --name alone (-x) */
+    NVS_OPTION_VALUE,    /* --name VALUE or --name=VALUE (-x VALUE, -xVALUE) */
+    NVS_OPTION_OPTIONAL, /* --name, or --name=VALUE: the word after it is never its value */
 };
 
 /* One option of a command's table; the table ends with a NULL name. */
 struct nvs_option {
-    const char *name;                /* the long name, without its dashes */
-    char letter;                     /* the short one; 0 for none */
+    const char *name; /* the long name, without its dashes */
+    char letter;      /* the short one; 0 for none */
     enum nvs_option_takes takes;
-    int id;                          /* what the command's handler is told, or NVS_OPTION_HELP */
+    int id; /* what the command's handler is told, or NVS_OPTION_HELP */
 };
 
 /* The id of --help: the parser prints the command's manual and the status is 0. */
@@ -35,15 +35,15 @@ struct nvs_option {
 
 /* What "--" means where options and operands mix. */
 enum nvs_dashes {
-    NVS_DASHES_UNKNOWN,              /* nothing: an unknown option (top) */
-    NVS_DASHES_END,                  /* the end of the options: every word after it is an operand (convert) */
-    NVS_DASHES_NEXT,                 /* the one word after it is an operand, whatever it looks like (report) */
-    NVS_DASHES_OPERAND,              /* an operand itself, handed on as "--" (diff: between its groups) */
+    NVS_DASHES_UNKNOWN, /* nothing: an unknown option (top) */
+    NVS_DASHES_END,     /* the end of the options: every word after it is an operand (convert) */
+    NVS_DASHES_NEXT,    /* the one word after it is an operand, whatever it looks like (report) */
+    NVS_DASHES_OPERAND, /* an operand itself, handed on as "--" (diff: between its groups) */
 };
 
 /* How a command's words read. */
 struct nvs_command_line {
-    const char *command;             /* "report": the usage errors' lines name it */
+    const char *command; /* "report": the usage errors' lines name it */
     const struct nvs_option *options;
     /* true: the options come first and getopt_long reads them, with "+" (run,
      * profile, check): a long name may be shortened while it is unambiguous,
@@ -57,8 +57,8 @@ struct nvs_command_line {
     /* options first: an unknown short option shown as -X, as run and profile
      * say it (else the word it came in, as check says it) */
     bool unknown_by_letter;
-    enum nvs_dashes dashes;          /* options mixed */
-    void (*manual)(void *context);   /* the manual page, on stdout */
+    enum nvs_dashes dashes;        /* options mixed */
+    void (*manual)(void *context); /* the manual page, on stdout */
     /* An option met, its VALUE NULL when it has none (a flag, --name at the
      * end of the line, an optional value not given); -1 to go on, or the
      * exit status. */
@@ -73,7 +73,8 @@ struct nvs_command_line {
  * the index of the first operand; may be NULL), or the exit status: 0 after
  * the manual; 2 after a usage error's one line, the parser's own ("unknown
  * option", "needs a value") or a handler's; what a handler returned. */
-int nvs_options_read(const struct nvs_command_line *line, int argc, char **argv, void *context, int *operands);
+int nvs_options_read(const struct nvs_command_line *line, int argc, char **argv, void *context,
+                     int *operands);
 
 /* One "nvtxshim: COMMAND: FORMAT (nvtxshim COMMAND --help)" line on stderr,
  * FORMAT with WHAT; returns 2, the exit status of a usage error. */

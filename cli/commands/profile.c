@@ -130,21 +130,20 @@ static void help_profile(void)
     fputs(manual_tail, stdout);
 }
 
-
 /* nsys profile's options that profile sets itself; the user's NSYS_OPTIONS may
  * set any of them instead (nsys refuses an option given twice). */
 struct nsys_option {
     const char *short_name, *long_name;
 };
-static const struct nsys_option NSYS_TRACE = {"-t", "--trace"};
-static const struct nsys_option NSYS_SAMPLE = {"-s", "--sample"};
-static const struct nsys_option NSYS_CPUCTXSW = {NULL, "--cpuctxsw"};
-static const struct nsys_option NSYS_CAPTURE = {"-c", "--capture-range"};
-static const struct nsys_option NSYS_NVTX_CAPTURE = {"-p", "--nvtx-capture"};
-static const struct nsys_option NSYS_CAPTURE_END = {NULL, "--capture-range-end"};
-static const struct nsys_option NSYS_OUTPUT = {"-o", "--output"};
-static const struct nsys_option NSYS_FORCE = {"-f", "--force-overwrite"};
-static const struct nsys_option NSYS_EXPORT = {NULL, "--export"};
+static const struct nsys_option NSYS_TRACE = { "-t", "--trace" };
+static const struct nsys_option NSYS_SAMPLE = { "-s", "--sample" };
+static const struct nsys_option NSYS_CPUCTXSW = { NULL, "--cpuctxsw" };
+static const struct nsys_option NSYS_CAPTURE = { "-c", "--capture-range" };
+static const struct nsys_option NSYS_NVTX_CAPTURE = { "-p", "--nvtx-capture" };
+static const struct nsys_option NSYS_CAPTURE_END = { NULL, "--capture-range-end" };
+static const struct nsys_option NSYS_OUTPUT = { "-o", "--output" };
+static const struct nsys_option NSYS_FORCE = { "-f", "--force-overwrite" };
+static const struct nsys_option NSYS_EXPORT = { NULL, "--export" };
 
 /* The user's value of OPTION in NSYS_OPTIONS ("" for one with no value seen),
  * or NULL when it is not there. */
@@ -165,7 +164,7 @@ static const char *user_nsys_option(const struct nvs_launch *launch, struct nsys
 struct argv_builder {
     char **argv;
     int count, capacity;
-    char *owned[16];        /* the "--option=value" words made here */
+    char *owned[16]; /* the "--option=value" words made here */
     int owned_count;
 };
 
@@ -215,12 +214,14 @@ static int report_base(const struct nvs_launch *launch, const char *name, char *
     char expanded[PATH_MAX];
     size_t used = 0;
     for (const char *c = name; *c; c++) {
-        char piece[32] = {*c, '\0'};
+        char piece[32] = { *c, '\0' };
         if (*c == '%') {
             /* nsys has % sequences of its own: the name is made here, whole. */
             if (c[1] != 'p')
-                return nvs_launch_usage_error(launch, "%s: %%p is the only %% sequence in a report "
-                                              "name", name);
+                return nvs_launch_usage_error(launch,
+                                              "%s: %%p is the only %% sequence in a report "
+                                              "name",
+                                              name);
             snprintf(piece, sizeof piece, "%d", (int)getpid());
             c++;
         }
@@ -296,7 +297,7 @@ static size_t free_reports(char **reports)
 /* Removes BASE's reports and exports (nsys may leave a partial one behind). */
 static void remove_reports(const char *base)
 {
-    static const char *const endings[] = {"nsys-rep", "sqlite", "qdstrm"};
+    static const char *const endings[] = { "nsys-rep", "sqlite", "qdstrm" };
     char path[PATH_MAX + 32];
     for (size_t e = 0; e < sizeof endings / sizeof endings[0]; e++) {
         snprintf(path, sizeof path, "%s.%s", base, endings[e]);
@@ -328,8 +329,8 @@ static void summarise(const char *nsys, char **reports, double export_timeout_s)
         if (asprintf(&database, "%.*s.sqlite", (int)(strlen(reports[i]) - strlen(".nsys-rep")),
                      reports[i]) < 0)
             return;
-        char *export_argv[] = {(char *)nsys, "export", "--type", "sqlite", "--force-overwrite",
-                               "true", "-o", database, reports[i], NULL};
+        char *export_argv[] = { (char *)nsys, "export", "--type", "sqlite",   "--force-overwrite",
+                                "true",       "-o",     database, reports[i], NULL };
         char output[4096];
         int status = nvs_cli_capture(export_argv, output, sizeof output, export_timeout_s);
         if (count > 1)
@@ -338,7 +339,8 @@ static void summarise(const char *nsys, char **reports, double export_timeout_s)
             printf("\n== report: %s\n", reports[i]);
         printf("   open it in Nsight Systems: nsys-ui %s\n", reports[i]);
         if (status != 0 || access(database, R_OK)) {
-            printf("   no SQLite export: nsys export %s\n", status < 0 ? "did not finish" : "failed");
+            printf("   no SQLite export: nsys export %s\n",
+                   status < 0 ? "did not finish" : "failed");
             fflush(stdout);
             fputs(output, stderr);
             free(database);
@@ -346,7 +348,7 @@ static void summarise(const char *nsys, char **reports, double export_timeout_s)
         }
         printf("   SQLite export: %s\n\n", database);
         fflush(stdout);
-        char *report_argv[] = {"report", database, NULL};
+        char *report_argv[] = { "report", database, NULL };
         optind = 0;
         nvs_cli_report(2, report_argv);
         fflush(NULL);
@@ -369,9 +371,11 @@ static void add_matching_options(struct argv_builder *command, const struct nvs_
     add_unless_given(command, launch, NSYS_TRACE, apis);
     bool sampling = launch->cpu_sampling;
     if (sampling && !may_sample()) {
-        fprintf(stderr, "nvtxshim profile: kernel.perf_event_paranoid=%d allows no CPU sampling "
+        fprintf(stderr,
+                "nvtxshim profile: kernel.perf_event_paranoid=%d allows no CPU sampling "
                 "without root: --cpu-sampling left off (fix: sudo sysctl "
-                "kernel.perf_event_paranoid=2)\n", nvs_cli_perf_event_paranoid());
+                "kernel.perf_event_paranoid=2)\n",
+                nvs_cli_perf_event_paranoid());
         sampling = false;
     }
     add_unless_given(command, launch, NSYS_SAMPLE, sampling ? "process-tree" : "none");
@@ -389,7 +393,7 @@ static void add_matching_options(struct argv_builder *command, const struct nvs_
     }
     /* Windows that come back need one report each; a single one ends the collection. */
     bool repeats = config->capture == NVS_CAPTURE_SIGNAL ||
-                   (config->capture == NVS_CAPTURE_FRAMES && config->capture_period);
+        (config->capture == NVS_CAPTURE_FRAMES && config->capture_period);
     if (config->capture != NVS_CAPTURE_OFF)
         add_unless_given(command, launch, NSYS_CAPTURE_END, repeats ? "repeat" : "stop");
 }
@@ -401,9 +405,10 @@ static void add_preloading_shell(struct argv_builder *command, const char *libra
 {
     add(command, "sh");
     add(command, "-c");
-    add(command, "case \":$LD_PRELOAD:\" in *\":$1:\"*) ;; *) "
-                 "LD_PRELOAD=\"${LD_PRELOAD:+$LD_PRELOAD:}$1\"; export LD_PRELOAD;; esac; "
-                 "shift; exec \"$@\"");
+    add(command,
+        "case \":$LD_PRELOAD:\" in *\":$1:\"*) ;; *) "
+        "LD_PRELOAD=\"${LD_PRELOAD:+$LD_PRELOAD:}$1\"; export LD_PRELOAD;; esac; "
+        "shift; exec \"$@\"");
     add(command, "nvtxshim");
     add(command, library);
 }
@@ -414,19 +419,24 @@ static int refuse_with_bare(const struct nvs_launch *launch)
 {
     const char *given = nvs_launch_variable_option(launch);
     if (!given)
-        given = launch->library ? "library" : launch->apis ? "apis"
-                : launch->cpu_sampling ? "cpu-sampling" : NULL;
+        given = launch->library    ? "library"
+            : launch->apis         ? "apis"
+            : launch->cpu_sampling ? "cpu-sampling"
+                                   : NULL;
     if (!given)
         return -1;
-    return nvs_launch_usage_error(launch, "--%s does not go with --bare (nsys runs without the "
-                                  "library, with NSYS_OPTIONS only)", given);
+    return nvs_launch_usage_error(launch,
+                                  "--%s does not go with --bare (nsys runs without the "
+                                  "library, with NSYS_OPTIONS only)",
+                                  given);
 }
 
 /* The nsys profile command line: NSYS, the options matching LAUNCH's (CONFIG),
  * the report's name BASE, the user's nsys options, the shell that preloads
  * LIBRARY, the program. */
-static void build_command(struct argv_builder *command, const char *nsys, const struct nvs_launch *launch,
-                          const struct nvs_config *config, const char *base, const char *library)
+static void build_command(struct argv_builder *command, const char *nsys,
+                          const struct nvs_launch *launch, const struct nvs_config *config,
+                          const char *base, const char *library)
 {
     add(command, nsys);
     add(command, "profile");
@@ -454,16 +464,16 @@ static void build_command(struct argv_builder *command, const char *nsys, const 
 
 /* COMMAND run under the watchdog, twice if nsys hangs the first time (its
  * report then removed): whether it finished, its status at *WAIT_STATUS. */
-static bool run_nsys(const struct argv_builder *command, const struct nvs_launch *launch, const char *base,
-                     int *wait_status)
+static bool run_nsys(const struct argv_builder *command, const struct nvs_launch *launch,
+                     const char *base, int *wait_status)
 {
     /* Ctrl-C reaches nsys (same process group), which stops the program and
      * writes its report; this process stays to export and summarise it (and,
      * --bare, to see that it was made). */
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    struct sigaction ignore = { .sa_handler = SIG_IGN }, old_int, old_quit;
     sigaction(SIGINT, &ignore, &old_int);
     sigaction(SIGQUIT, &ignore, &old_quit);
-    struct nvs_cli_limits limits = {launch->timeout_s, launch->finish_timeout_s};
+    struct nvs_cli_limits limits = { launch->timeout_s, launch->finish_timeout_s };
     bool finished = false;
     for (int attempt = 1; attempt <= 2 && !finished; attempt++) {
         fflush(NULL);
@@ -478,10 +488,11 @@ static bool run_nsys(const struct argv_builder *command, const struct nvs_launch
         if (finished)
             break;
         remove_reports(base);
-        fprintf(stderr, "\nnvtxshim profile: nsys did not finish within %s; killed it, what it "
+        fprintf(stderr,
+                "\nnvtxshim profile: nsys did not finish within %s; killed it, what it "
                 "started and %d agent%s (nsys 2022.4's agent can spin after the program "
-                "exits)%s\n", launch->timeout_s > 0 ? "--timeout or --finish-timeout"
-                                                    : "--finish-timeout",
+                "exits)%s\n",
+                launch->timeout_s > 0 ? "--timeout or --finish-timeout" : "--finish-timeout",
                 agents, agents == 1 ? "" : "s", attempt == 1 ? "; once more:" : "; giving up");
     }
     sigaction(SIGINT, &old_int, NULL);
@@ -491,22 +502,27 @@ static bool run_nsys(const struct argv_builder *command, const struct nvs_launch
 
 int nvs_cli_profile(int argc, char **argv)
 {
-    struct nvs_launch launch = {.command = "profile", .profile = true, .help = help_profile,
-                                .finish_timeout_s = DEFAULT_FINISH_TIMEOUT_S};
+    struct nvs_launch launch = { .command = "profile",
+                                 .profile = true,
+                                 .help = help_profile,
+                                 .finish_timeout_s = DEFAULT_FINISH_TIMEOUT_S };
     int status = nvs_launch_parse(&launch, argc, argv);
     if (status >= 0)
         return status;
     const char *user_output = user_nsys_option(&launch, NSYS_OUTPUT);
     if (user_output && launch.output)
-        return nvs_launch_usage_error(&launch, "%s", "--output and the nsys option -o both name the "
+        return nvs_launch_usage_error(&launch, "%s",
+                                      "--output and the nsys option -o both name the "
                                       "report");
     char base[PATH_MAX];
-    if ((status = report_base(&launch, user_output ? user_output
-                              : launch.output ? launch.output : "nvtxshim-%p",
+    if ((status = report_base(&launch,
+                              user_output         ? user_output
+                                  : launch.output ? launch.output
+                                                  : "nvtxshim-%p",
                               base, sizeof base)) >= 0)
         return status;
     char library[PATH_MAX];
-    struct nvs_config config = {0};
+    struct nvs_config config = { 0 };
     if (launch.bare)
         status = refuse_with_bare(&launch);
     else if ((status = nvs_launch_find_library(&launch, library, sizeof library)) < 0)
@@ -517,15 +533,17 @@ int nvs_cli_profile(int argc, char **argv)
     const char *nsys_name = launch.nsys ? launch.nsys : "nsys";
     if (!nvs_cli_find_program(nsys_name, nsys, sizeof nsys)) {
         if (!launch.dry_run) {
-            fprintf(stderr, "nvtxshim profile: %s not found (fix: make deps, or sudo apt install "
+            fprintf(stderr,
+                    "nvtxshim profile: %s not found (fix: make deps, or sudo apt install "
                     "nsight-systems nsight-systems-target; nvtxshim check says more). Without "
-                    "nsys, nvtxshim run --trace FILE records the same events.\n", nsys_name);
+                    "nsys, nvtxshim run --trace FILE records the same events.\n",
+                    nsys_name);
             return 125;
         }
         snprintf(nsys, sizeof nsys, "%s", nsys_name);
     }
 
-    struct argv_builder command = {0};
+    struct argv_builder command = { 0 };
     build_command(&command, nsys, &launch, &config, base, library);
 
     if (launch.dry_run) {
@@ -537,8 +555,10 @@ int nvs_cli_profile(int argc, char **argv)
     }
     if (free_reports(existing_reports(base)) > 0) {
         if (!launch.force) {
-            fprintf(stderr, "nvtxshim profile: %s.nsys-rep (or .1.nsys-rep) exists: --force "
-                    "replaces it, --output names another\n", base);
+            fprintf(stderr,
+                    "nvtxshim profile: %s.nsys-rep (or .1.nsys-rep) exists: --force "
+                    "replaces it, --output names another\n",
+                    base);
             free_builder(&command);
             return 2;
         }
@@ -555,7 +575,8 @@ int nvs_cli_profile(int argc, char **argv)
                     nvs_cli_exit_status(wait_status),
                     !launch.bare && config.capture != NVS_CAPTURE_OFF
                         ? "; with --capture a report is written only when the window opens: "
-                          "did the program get that far?" : "");
+                          "did the program get that far?"
+                        : "");
         free_reports(reports);
         return 125;
     }

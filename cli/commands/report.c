@@ -271,8 +271,8 @@ static void put_repr(const char *text)
 static void print_names(const struct nvs_report *report)
 {
     puts("== NVTX ranges per name (microseconds; " NEAREST_RANK ")");
-    printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50", "p99",
-           "max");
+    printf("  %-9s %-34s %7s %10s %10s %10s %10s\n", "domain", "name", "count", "mean", "p50",
+           "p99", "max");
     size_t estimated = 0;
     for (size_t i = 0; i < report->name_count; i++) {
         const struct nvs_report_name *row = &report->names[i];
@@ -290,9 +290,10 @@ static void print_names(const struct nvs_report *report)
         putchar('\n');
     }
     if (estimated)
-        printf("  (~: p50 and p99 of %zu name%s with more ranges than are kept exactly, estimated within "
-               "%.1f %%; count, mean and max are exact)\n", estimated, estimated == 1 ? "" : "s",
-               100.0 * NVS_SKETCH_ERROR);
+        printf(
+            "  (~: p50 and p99 of %zu name%s with more ranges than are kept exactly, estimated within "
+            "%.1f %%; count, mean and max are exact)\n",
+            estimated, estimated == 1 ? "" : "s", 100.0 * NVS_SKETCH_ERROR);
 }
 
 static void print_marks(const struct nvs_report *report)
@@ -312,14 +313,16 @@ static void print_marks(const struct nvs_report *report)
             printf(" x%zu\n", kind->examples[t].count);
         }
         if (kind->text_count > NVS_MARK_EXAMPLES)
-            printf("  %-9s %7s    ... and %zu%s other text%s\n", "", "", kind->text_count - NVS_MARK_EXAMPLES,
-                   kind->more_texts ? " or more" : "", kind->text_count - NVS_MARK_EXAMPLES == 1 ? "" : "s");
+            printf("  %-9s %7s    ... and %zu%s other text%s\n", "", "",
+                   kind->text_count - NVS_MARK_EXAMPLES, kind->more_texts ? " or more" : "",
+                   kind->text_count - NVS_MARK_EXAMPLES == 1 ? "" : "s");
     }
 }
 
 /* What the heading says each part column is, in the columns' order (columns.def). */
 static const char *const part_meanings[NVS_COLUMNS] = {
-#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) [NVS_COLUMN_##ID] = PHRASE,
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE)                  \
+    [NVS_COLUMN_##ID] = PHRASE,
 #include "model/columns.def"
 #undef NVS_COLUMN
 };
@@ -367,7 +370,7 @@ static void print_process(const struct nvs_report *report, const struct nvs_repo
         if (shown[c])
             printf(" %9s", nvs_report_column_names[c]);
     putchar('\n');
-    static const char *const labels[NVS_STATS] = {"mean", "p50", "p99", "max"};
+    static const char *const labels[NVS_STATS] = { "mean", "p50", "p99", "max" };
     for (int s = 0; s < NVS_STATS; s++) {
         char label[32];
         if (s == NVS_STAT_MEAN)
@@ -381,9 +384,10 @@ static void print_process(const struct nvs_report *report, const struct nvs_repo
         putchar('\n');
     }
     if (process->estimated)
-        printf("  (the breakdown into columns is an estimate: %zu call%s reached the trace after their "
-               "frame was closed, or frames came out of order)\n", process->late_calls,
-               process->late_calls == 1 ? "" : "s");
+        printf(
+            "  (the breakdown into columns is an estimate: %zu call%s reached the trace after their "
+            "frame was closed, or frames came out of order)\n",
+            process->late_calls, process->late_calls == 1 ? "" : "s");
     if (process->with_kernel && process->with_kernel < n)
         printf("  (kernel figures for %zu of the %zu frames; the others count as 0)\n",
                process->with_kernel, n);
@@ -404,13 +408,15 @@ static void print_process(const struct nvs_report *report, const struct nvs_repo
             printf(", and %zu other frame%s", frames_with - DROP_EXAMPLES,
                    frames_with - DROP_EXAMPLES == 1 ? "" : "s");
         if (process->dropped_outside)
-            printf("%s%" PRIu64 " outside the frames", listed ? ", " : "", process->dropped_outside);
+            printf("%s%" PRIu64 " outside the frames", listed ? ", " : "",
+                   process->dropped_outside);
         puts(")");
     }
     if (process->budget_from != NVS_BUDGET_NONE)
         printf("  over the budget of %.3f ms (from %s): %zu of the %zu frames\n",
                (double)process->budget_ns / NS_PER_MS,
-               process->budget_from == NVS_BUDGET_OPTION ? "--budget" : "the library's over budget marks",
+               process->budget_from == NVS_BUDGET_OPTION ? "--budget"
+                                                         : "the library's over budget marks",
                process->over_budget, n);
     puts("  slowest frames:");
     for (size_t k = 0; k < n && (long)k < report->slowest; k++) {
@@ -430,7 +436,8 @@ static void print_process(const struct nvs_report *report, const struct nvs_repo
             printf("  (%" PRIu64 " preemption%s, %" PRIu64 " fault%s)", row->preemptions,
                    row->preemptions == 1 ? "" : "s", row->faults, row->faults == 1 ? "" : "s");
         if (row->dropped)
-            printf("  (%" PRIu64 " camera frame%s dropped)", row->dropped, row->dropped == 1 ? "" : "s");
+            printf("  (%" PRIu64 " camera frame%s dropped)", row->dropped,
+                   row->dropped == 1 ? "" : "s");
         putchar('\n');
     }
 }
@@ -449,11 +456,14 @@ static void print_latency(const struct nvs_report *report)
     const struct nvs_report_latency *latency = &report->latency;
     if (!latency->camera_frames)
         return;
-    puts("\n== Capture to actuation (milliseconds; " NEAREST_RANK "): from a camera frame's capture to "
+    puts("\n== Capture to actuation (milliseconds; " NEAREST_RANK
+         "): from a camera frame's capture to "
          "the end of the first actuation after its dequeue");
     if (!latency->pairs) {
-        printf("  no actuation after any of the %zu camera frames (USB transfers out, serial or HID "
-               "writes: %zu)\n", latency->camera_frames, latency->actuations);
+        printf(
+            "  no actuation after any of the %zu camera frames (USB transfers out, serial or HID "
+            "writes: %zu)\n",
+            latency->camera_frames, latency->actuations);
         return;
     }
     printf("  %-14s %9s %9s %9s %9s\n", "", "mean", "p50", "p99", "max");
@@ -463,12 +473,12 @@ static void print_latency(const struct nvs_report *report)
     for (int s = 0; s < NVS_STATS; s++)
         printf(" %9.3f", latency->stats[s] / NS_PER_MS);
     putchar('\n');
-    printf("  (%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on no new frame)\n",
-           latency->camera_frames, latency->camera_frames == 1 ? "" : "s",
-           latency->camera_frames - latency->pairs, latency->actuations,
-           latency->actuations == 1 ? "" : "s", latency->actuations - latency->pairs);
+    printf(
+        "  (%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on no new frame)\n",
+        latency->camera_frames, latency->camera_frames == 1 ? "" : "s",
+        latency->camera_frames - latency->pairs, latency->actuations,
+        latency->actuations == 1 ? "" : "s", latency->actuations - latency->pairs);
 }
-
 
 static void print_captures(const struct nvs_report *report)
 {
@@ -500,14 +510,15 @@ static int usage_error(const char *format, const char *what)
 static bool same_file(const char *a, const char *b)
 {
     struct stat first, second;
-    return strcmp(a, b) == 0 || (stat(a, &first) == 0 && stat(b, &second) == 0 &&
-                                 first.st_dev == second.st_dev && first.st_ino == second.st_ino);
+    return strcmp(a, b) == 0 ||
+        (stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev &&
+         first.st_ino == second.st_ino);
 }
 
 /* What report's command line says. */
 struct report_line {
     const char *path, *html, *json;
-    bool json_bare;                  /* --json without =OUT: a file after it is not its */
+    bool json_bare; /* --json without =OUT: a file after it is not its */
     long slowest;
     int64_t budget_ns;
     uint64_t max_input;
@@ -516,15 +527,15 @@ struct report_line {
 enum { REPORT_SLOWEST, REPORT_HTML, REPORT_JSON, REPORT_MAX_INPUT, REPORT_BUDGET };
 
 static const struct nvs_option report_options[] = {
-    {"slowest", 0, NVS_OPTION_VALUE, REPORT_SLOWEST},
-    {"html", 0, NVS_OPTION_VALUE, REPORT_HTML},
+    { "slowest", 0, NVS_OPTION_VALUE, REPORT_SLOWEST },
+    { "html", 0, NVS_OPTION_VALUE, REPORT_HTML },
     /* its value only as --json=OUT, as getopt's optional arguments: a word
      * after it is FILE */
-    {"json", 0, NVS_OPTION_OPTIONAL, REPORT_JSON},
-    {"max-input", 0, NVS_OPTION_VALUE, REPORT_MAX_INPUT},
-    {"budget", 0, NVS_OPTION_VALUE, REPORT_BUDGET},
-    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
-    {NULL, 0, 0, 0},
+    { "json", 0, NVS_OPTION_OPTIONAL, REPORT_JSON },
+    { "max-input", 0, NVS_OPTION_VALUE, REPORT_MAX_INPUT },
+    { "budget", 0, NVS_OPTION_VALUE, REPORT_BUDGET },
+    { "help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP },
+    { NULL, 0, 0, 0 },
 };
 
 static void report_manual(void *context)
@@ -551,7 +562,8 @@ static int report_option(void *context, int id, const char *value)
         line->json = value ? value : "-";
         line->json_bare = !value;
         if (value && !*value)
-            return usage_error("%s--json=OUT needs the document's file name (or - for standard output)", "");
+            return usage_error(
+                "%s--json=OUT needs the document's file name (or - for standard output)", "");
         break;
     case REPORT_MAX_INPUT:
         if (!nvs_input_parse_size(value, &line->max_input))
@@ -575,27 +587,33 @@ static int report_operand(void *context, const char *operand, bool after_dashes)
         line->path = operand;
     else if (line->json_bare)
         return usage_error("one file at a time: '%s' is one too many (the document's file is given "
-                           "as --json=OUT)", operand);
+                           "as --json=OUT)",
+                           operand);
     else
         return usage_error("one file at a time: '%s' is one too many", operand);
     return -1;
 }
 
 static const struct nvs_command_line report_command_line = {
-    .command = "report", .options = report_options, .dashes = NVS_DASHES_NEXT,
-    .manual = report_manual, .option = report_option, .operand = report_operand,
+    .command = "report",
+    .options = report_options,
+    .dashes = NVS_DASHES_NEXT,
+    .manual = report_manual,
+    .option = report_option,
+    .operand = report_operand,
 };
 
 int nvs_cli_report(int argc, char **argv)
 {
-    struct report_line line = {.slowest = DEFAULT_SLOWEST};
+    struct report_line line = { .slowest = DEFAULT_SLOWEST };
     int parsed = nvs_options_read(&report_command_line, argc, argv, &line, NULL);
     if (parsed >= 0)
         return parsed;
     const char *path = line.path, *html = line.html, *json = line.json;
     if (!path)
         return usage_error("%swhich file? nvtxshim report FILE [--slowest N] [--budget DURATION] "
-                           "[--html OUT.html] [--json[=OUT]] [--max-input SIZE]", "");
+                           "[--html OUT.html] [--json[=OUT]] [--max-input SIZE]",
+                           "");
     struct stat file, page;
     if (html && stat(path, &file) == 0 && stat(html, &page) == 0 && file.st_dev == page.st_dev &&
         file.st_ino == page.st_ino)
@@ -611,12 +629,13 @@ int nvs_cli_report(int argc, char **argv)
     if (json && !json_to_stdout && nvs_json_refused("report", json) != 0)
         return 1;
 
-    struct nvs_events events = {0};
-    struct nvs_load_options options = {.command = "report", .what = NVS_LOAD_NVTX,
-                                       .max_input = line.max_input};
+    struct nvs_events events = { 0 };
+    struct nvs_load_options options = { .command = "report",
+                                        .what = NVS_LOAD_NVTX,
+                                        .max_input = line.max_input };
     /* Everything is worked out once, as the file is read (figures.c); the
      * summary, the document and the page print it. */
-    struct nvs_report report = {.path = path, .slowest = line.slowest};
+    struct nvs_report report = { .path = path, .slowest = line.slowest };
     if (nvs_figures_load(&events, path, &options, line.budget_ns, &report) != 0) {
         nvs_figures_free(&report);
         nvs_events_free(&events);

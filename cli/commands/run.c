@@ -30,7 +30,7 @@ extern char **environ;
 /* One line per NVTXSHIM_* variable: its option, and the text of its manual entry. */
 struct variable_option {
     const char *option;
-    const char *argument;      /* NULL: a switch */
+    const char *argument; /* NULL: a switch */
     const char *variable;
     const char *description;
 };
@@ -43,7 +43,8 @@ static const struct variable_option variable_options[] = {
 #undef NVS_VARIABLE
 };
 #define VARIABLE_COUNT (sizeof variable_options / sizeof variable_options[0])
-_Static_assert(VARIABLE_COUNT <= NVS_LAUNCH_VARIABLES_MAX, "NVS_LAUNCH_VARIABLES_MAX (run.h) is too small");
+_Static_assert(VARIABLE_COUNT <= NVS_LAUNCH_VARIABLES_MAX,
+               "NVS_LAUNCH_VARIABLES_MAX (run.h) is too small");
 
 enum {
     OPTION_VARIABLE = 1000, /* + index into variable_options */
@@ -128,34 +129,36 @@ static void help_run(void)
           "    inherit), else libnvtxshim.so beside this command (the build directory), else\n"
           "    ../lib/libnvtxshim.so from it (make install).\n"
           "\n"
-          "OPTIONS\n", stdout);
-    nvs_launch_print_variable_options(stdout, false);
-    fputs("    --library PATH\n"
-          "        The library to preload (see DESCRIPTION).\n"
-          "\n"
-          "    -n, --dry-run\n"
-          "        Print the command, as a shell line with its environment, and exit 0.\n"
-          "\n"
-          "    --top\n"
-          "        Run PROGRAM as a child instead, and show its trace live until it ends\n"
-          "        (nvtxshim top --help): the trace is --trace's file, else a temporary\n"
-          "        .pftrace removed at the end. The exit status is still PROGRAM's.\n"
-          "\n"
-          "    -h, --help\n"
-          "        This page.\n"
-          "\n"
-          "EXIT STATUS\n"
-          "    PROGRAM's own (killed by a signal: the same signal). Before PROGRAM starts: 2 for\n"
-          "    a usage error or a bad value, 125 when the library is not found, 126 when PROGRAM\n"
-          "    cannot be executed, 127 when it is not found.\n"
-          "\n"
-          "EXAMPLES\n"
-          "    nvtxshim run --frame usb.in:0x81 --frame-budget 33ms --trace rig-%p.json -- ./camera_loop\n"
-          "    nvtxshim run --frame x11.swap --trace gui.pftrace -- glxgears\n"
-          "    nvtxshim run --hooks usb --kernel --trace loop.json -- python3 my_pyusb_loop.py\n"
-          "    nvtxshim run --frame call:libusb_control_transfer --trace t.json -- \\\n"
-          "        build/emucam -- build/harness_physical --frames 100   (the emulated camera)\n",
+          "OPTIONS\n",
           stdout);
+    nvs_launch_print_variable_options(stdout, false);
+    fputs(
+        "    --library PATH\n"
+        "        The library to preload (see DESCRIPTION).\n"
+        "\n"
+        "    -n, --dry-run\n"
+        "        Print the command, as a shell line with its environment, and exit 0.\n"
+        "\n"
+        "    --top\n"
+        "        Run PROGRAM as a child instead, and show its trace live until it ends\n"
+        "        (nvtxshim top --help): the trace is --trace's file, else a temporary\n"
+        "        .pftrace removed at the end. The exit status is still PROGRAM's.\n"
+        "\n"
+        "    -h, --help\n"
+        "        This page.\n"
+        "\n"
+        "EXIT STATUS\n"
+        "    PROGRAM's own (killed by a signal: the same signal). Before PROGRAM starts: 2 for\n"
+        "    a usage error or a bad value, 125 when the library is not found, 126 when PROGRAM\n"
+        "    cannot be executed, 127 when it is not found.\n"
+        "\n"
+        "EXAMPLES\n"
+        "    nvtxshim run --frame usb.in:0x81 --frame-budget 33ms --trace rig-%p.json -- ./camera_loop\n"
+        "    nvtxshim run --frame x11.swap --trace gui.pftrace -- glxgears\n"
+        "    nvtxshim run --hooks usb --kernel --trace loop.json -- python3 my_pyusb_loop.py\n"
+        "    nvtxshim run --frame call:libusb_control_transfer --trace t.json -- \\\n"
+        "        build/emucam -- build/harness_physical --frames 100   (the emulated camera)\n",
+        stdout);
 }
 
 int nvs_launch_usage_error(const struct nvs_launch *launch, const char *format, const char *detail)
@@ -188,7 +191,8 @@ static int variable_option(struct nvs_launch *launch, size_t index, const char *
 {
     const char *name = variable_options[index].option;
     if (launch->profile && !strcmp(name, "trace"))
-        return nvs_launch_usage_error(launch, "%s: under nsys the events go to nsys, not "
+        return nvs_launch_usage_error(launch,
+                                      "%s: under nsys the events go to nsys, not "
                                       "to a trace file (nvtxshim run --trace writes one)",
                                       "--trace");
     if (!strcmp(name, "kernel")) {
@@ -209,40 +213,22 @@ static int launch_option(void *context, int id, const char *value)
 {
     struct nvs_launch *launch = context;
     switch (id) {
-    case 'n':
-        launch->dry_run = true;
-        break;
-    case OPTION_TOP:
-        launch->top = true;
-        break;
-    case 'o':
-        launch->output = value;
-        break;
-    case 'f':
-        launch->force = true;
-        break;
-    case OPTION_LIBRARY:
-        launch->library = value;
-        break;
-    case OPTION_APIS:
-        launch->apis = value;
-        break;
-    case OPTION_CPU_SAMPLING:
-        launch->cpu_sampling = true;
-        break;
-    case OPTION_NSYS:
-        launch->nsys = value;
-        break;
-    case OPTION_BARE:
-        launch->bare = true;
-        break;
+    case 'n': launch->dry_run = true; break;
+    case OPTION_TOP: launch->top = true; break;
+    case 'o': launch->output = value; break;
+    case 'f': launch->force = true; break;
+    case OPTION_LIBRARY: launch->library = value; break;
+    case OPTION_APIS: launch->apis = value; break;
+    case OPTION_CPU_SAMPLING: launch->cpu_sampling = true; break;
+    case OPTION_NSYS: launch->nsys = value; break;
+    case OPTION_BARE: launch->bare = true; break;
     case OPTION_TIMEOUT:
     case OPTION_FINISH_TIMEOUT:
-        if (!parse_seconds(value, id == OPTION_TIMEOUT ? &launch->timeout_s : &launch->finish_timeout_s))
+        if (!parse_seconds(value,
+                           id == OPTION_TIMEOUT ? &launch->timeout_s : &launch->finish_timeout_s))
             return nvs_launch_usage_error(launch, "'%s' is not a number of seconds", value);
         break;
-    default:
-        return variable_option(launch, (size_t)(id - OPTION_VARIABLE), value);
+    default: return variable_option(launch, (size_t)(id - OPTION_VARIABLE), value);
     }
     return -1;
 }
@@ -254,26 +240,28 @@ static void launch_options(const struct nvs_launch *launch, struct nvs_option *o
     for (size_t i = 0; i < VARIABLE_COUNT; i++) {
         const struct variable_option *o = &variable_options[i];
         enum nvs_option_takes takes = !strcmp(o->option, "kernel") ? NVS_OPTION_OPTIONAL
-                                      : o->argument                ? NVS_OPTION_VALUE
+            : o->argument                                          ? NVS_OPTION_VALUE
                                                                    : NVS_OPTION_FLAG;
-        options[n++] = (struct nvs_option){o->option, 0, takes, OPTION_VARIABLE + (int)i};
+        options[n++] = (struct nvs_option){ o->option, 0, takes, OPTION_VARIABLE + (int)i };
     }
-    options[n++] = (struct nvs_option){"library", 0, NVS_OPTION_VALUE, OPTION_LIBRARY};
-    options[n++] = (struct nvs_option){"dry-run", 'n', NVS_OPTION_FLAG, 'n'};
+    options[n++] = (struct nvs_option){ "library", 0, NVS_OPTION_VALUE, OPTION_LIBRARY };
+    options[n++] = (struct nvs_option){ "dry-run", 'n', NVS_OPTION_FLAG, 'n' };
     if (!launch->profile)
-        options[n++] = (struct nvs_option){"top", 0, NVS_OPTION_FLAG, OPTION_TOP};
-    options[n++] = (struct nvs_option){"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP};
+        options[n++] = (struct nvs_option){ "top", 0, NVS_OPTION_FLAG, OPTION_TOP };
+    options[n++] = (struct nvs_option){ "help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP };
     if (launch->profile) {
-        options[n++] = (struct nvs_option){"output", 'o', NVS_OPTION_VALUE, 'o'};
-        options[n++] = (struct nvs_option){"force", 'f', NVS_OPTION_FLAG, 'f'};
-        options[n++] = (struct nvs_option){"apis", 0, NVS_OPTION_VALUE, OPTION_APIS};
-        options[n++] = (struct nvs_option){"cpu-sampling", 0, NVS_OPTION_FLAG, OPTION_CPU_SAMPLING};
-        options[n++] = (struct nvs_option){"nsys", 0, NVS_OPTION_VALUE, OPTION_NSYS};
-        options[n++] = (struct nvs_option){"timeout", 0, NVS_OPTION_VALUE, OPTION_TIMEOUT};
-        options[n++] = (struct nvs_option){"finish-timeout", 0, NVS_OPTION_VALUE, OPTION_FINISH_TIMEOUT};
-        options[n++] = (struct nvs_option){"bare", 0, NVS_OPTION_FLAG, OPTION_BARE};
+        options[n++] = (struct nvs_option){ "output", 'o', NVS_OPTION_VALUE, 'o' };
+        options[n++] = (struct nvs_option){ "force", 'f', NVS_OPTION_FLAG, 'f' };
+        options[n++] = (struct nvs_option){ "apis", 0, NVS_OPTION_VALUE, OPTION_APIS };
+        options[n++] = (struct nvs_option){ "cpu-sampling", 0, NVS_OPTION_FLAG,
+                                            OPTION_CPU_SAMPLING };
+        options[n++] = (struct nvs_option){ "nsys", 0, NVS_OPTION_VALUE, OPTION_NSYS };
+        options[n++] = (struct nvs_option){ "timeout", 0, NVS_OPTION_VALUE, OPTION_TIMEOUT };
+        options[n++] = (struct nvs_option){ "finish-timeout", 0, NVS_OPTION_VALUE,
+                                            OPTION_FINISH_TIMEOUT };
+        options[n++] = (struct nvs_option){ "bare", 0, NVS_OPTION_FLAG, OPTION_BARE };
     }
-    options[n] = (struct nvs_option){NULL, 0, 0, 0};
+    options[n] = (struct nvs_option){ NULL, 0, 0, 0 };
 }
 
 int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
@@ -281,8 +269,12 @@ int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
     struct nvs_option options[VARIABLE_COUNT + 16];
     launch_options(launch, options);
     const struct nvs_command_line line = {
-        .command = launch->command, .options = options, .options_first = true, .unknown_by_letter = true,
-        .manual = launch_manual, .option = launch_option,
+        .command = launch->command,
+        .options = options,
+        .options_first = true,
+        .unknown_by_letter = true,
+        .manual = launch_manual,
+        .option = launch_option,
     };
     int first;
     int status = nvs_options_read(&line, argc, argv, launch, &first);
@@ -297,7 +289,8 @@ int nvs_launch_parse(struct nvs_launch *launch, int argc, char **argv)
         while (end < argc && strcmp(argv[end], "--"))
             end++;
         if (end == argc)
-            return nvs_launch_usage_error(launch, "%s", "nsys options after the first -- end with a "
+            return nvs_launch_usage_error(launch, "%s",
+                                          "nsys options after the first -- end with a "
                                           "second -- before the program");
         launch->nsys_options = argv + first;
         launch->nsys_option_count = end - first;
@@ -327,9 +320,10 @@ int nvs_launch_apply_variables(const struct nvs_launch *launch, struct nvs_confi
     unsetenv("NVTXSHIM_LIBRARY");
     int errors = nvs_config_parse(config, environ, report_config_line, NULL);
     if (errors > 0) {
-        fprintf(stderr, "nvtxshim %s: not started: fix what the line%s above say%s (each option "
-                "sets the NVTXSHIM_* variable it names)\n", launch->command,
-                errors == 1 ? "" : "s", errors == 1 ? "s" : "");
+        fprintf(stderr,
+                "nvtxshim %s: not started: fix what the line%s above say%s (each option "
+                "sets the NVTXSHIM_* variable it names)\n",
+                launch->command, errors == 1 ? "" : "s", errors == 1 ? "s" : "");
         return 2;
     }
     return -1;
@@ -403,8 +397,10 @@ int nvs_launch_find_library(const struct nvs_launch *launch, char *library, size
     char looked[3 * PATH_MAX];
     if (nvs_cli_find_library(launch->library, library, size, looked, sizeof looked))
         return -1;
-    fprintf(stderr, "nvtxshim %s: %s not found (looked at %s); build it with make, or give "
-            "--library PATH\n", launch->command, NVS_LIBRARY_NAME, looked);
+    fprintf(stderr,
+            "nvtxshim %s: %s not found (looked at %s); build it with make, or give "
+            "--library PATH\n",
+            launch->command, NVS_LIBRARY_NAME, looked);
     return 125;
 }
 
@@ -431,8 +427,8 @@ static void trace_path_of(const char *template, pid_t pid, char *path, size_t si
  * process, whose id would have been PROGRAM's had it been exec'd (a supervisor's
  * SIGTERM, NVTXSHIM_CAPTURE=signal's SIGUSR1). Stops are not held: a terminal's
  * ^Z must stop this command too, or the shell never sees the job stop. */
-static const int passed_on[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM,
-                                SIGWINCH};
+static const int passed_on[] = { SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
+                                 SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH };
 
 /* PROGRAM as a child, with this process's descriptors, dispositions and MASK;
  * a pipe that exec closes tells a failed exec from the program's own 127.
@@ -503,7 +499,7 @@ static int end_like(int status)
     if (!WIFSIGNALED(status))
         return nvs_cli_exit_status(status);
     int signal_number = WTERMSIG(status);
-    struct rlimit no_core = {0, 0};
+    struct rlimit no_core = { 0, 0 };
     setrlimit(RLIMIT_CORE, &no_core);
     signal(signal_number, SIG_DFL);
     fflush(NULL);
@@ -538,13 +534,15 @@ static void say_nothing_traced(const struct nvs_launch *launch, const char *temp
     program = program ? program + 1 : launch->program[0];
     const char *hooks = getenv("NVTXSHIM_HOOKS"), *devices = getenv("NVTXSHIM_DEVICES");
     bool all_hooks = !hooks || !*hooks || !strcmp(hooks, "all");
-    fprintf(stderr, "nvtxshim: run: %s%s: nothing was traced, so no trace file was written: %s made "
+    fprintf(stderr,
+            "nvtxshim: run: %s%s: nothing was traced, so no trace file was written: %s made "
             "no call that the library traces (libusb, X11/GL/Vulkan, CUDA, NVTX, V4L2 cameras, USB "
             "serial ports, hidraw, usbfs%s%s%s); other device files (a pty, /dev/i2c-*) are traced "
-            "only where --devices names them%s%s%s\n", asked, template, program,
-            all_hooks ? "" : "; NVTXSHIM_HOOKS is '", all_hooks ? "" : hooks, all_hooks ? "" : "'",
-            devices && *devices ? " (NVTXSHIM_DEVICES is '" : "", devices && *devices ? devices : "",
-            devices && *devices ? "')" : "");
+            "only where --devices names them%s%s%s\n",
+            asked, template, program, all_hooks ? "" : "; NVTXSHIM_HOOKS is '",
+            all_hooks ? "" : hooks, all_hooks ? "" : "'",
+            devices && *devices ? " (NVTXSHIM_DEVICES is '" : "",
+            devices && *devices ? devices : "", devices && *devices ? "')" : "");
 }
 
 /* A run with a trace file: PROGRAM as a child (see help_run), then the line
@@ -602,7 +600,7 @@ static int run_with_top(struct nvs_launch *launch)
     }
     char path[PATH_MAX];
     trace_path_of(template, child, path, sizeof path);
-    struct nvs_top_options top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0};
+    struct nvs_top_options top = { .frames = NVS_TOP_FRAMES, .interval_s = 1.0 };
     nvs_top_watch(path, child, &top, &status);
     if (waitpid(child, &status, WNOHANG) == 0) {
         /* interrupted: the program has the same signal, and is waited for */
@@ -621,7 +619,7 @@ static int run_with_top(struct nvs_launch *launch)
 
 int nvs_cli_run(int argc, char **argv)
 {
-    struct nvs_launch launch = {.command = "run", .help = help_run};
+    struct nvs_launch launch = { .command = "run", .help = help_run };
     int status = nvs_launch_parse(&launch, argc, argv);
     if (status >= 0)
         return status;

@@ -16,23 +16,23 @@
 /* A run or profile command line, as nvs_launch_parse reads it. */
 struct nvs_launch {
     bool profile;
-    const char *command;            /* "run" or "profile", for messages */
-    void (*help)(void);             /* the command's manual page, for --help */
+    const char *command; /* "run" or "profile", for messages */
+    void (*help)(void);  /* the command's manual page, for --help */
     const char *values[NVS_LAUNCH_VARIABLES_MAX];
     const char *library;
     bool dry_run;
-    bool top;                       /* run --top: the trace shown live (top.c) until it ends */
+    bool top; /* run --top: the trace shown live (top.c) until it ends */
     /* profile */
     const char *output;
     bool force;
     const char *apis;
     bool cpu_sampling;
     const char *nsys;
-    bool bare;                      /* nsys alone: nothing preloaded, nothing added */
+    bool bare; /* nsys alone: nothing preloaded, nothing added */
     double timeout_s, finish_timeout_s;
     char **nsys_options;
     int nsys_option_count;
-    char **program;                 /* NULL-terminated */
+    char **program; /* NULL-terminated */
 };
 
 /* Fills LAUNCH (its command, help and profile set) from ARGV; returns -1 to go

@@ -74,8 +74,8 @@ void nvs_trace_files_free(struct nvs_trace_files *files)
  * The library never writes through a symbolic link, so lstat. */
 static bool add_regular(struct nvs_trace_files *files, const glob_t *matches)
 {
-    struct seen_file *grown = realloc(files->files, (files->count + matches->gl_pathc + 1) *
-                                      sizeof *grown);
+    struct seen_file *grown = realloc(files->files,
+                                      (files->count + matches->gl_pathc + 1) * sizeof *grown);
     if (!grown)
         return false;
     files->files = grown;
@@ -86,8 +86,8 @@ static bool add_regular(struct nvs_trace_files *files, const glob_t *matches)
         char *path = strdup(matches->gl_pathv[i]);
         if (!path)
             return false;
-        files->files[files->count++] = (struct seen_file){path, st.st_dev, st.st_ino, st.st_size,
-                                                          st.st_mtim, st.st_ctim};
+        files->files[files->count++] = (struct seen_file){ path,       st.st_dev,  st.st_ino,
+                                                           st.st_size, st.st_mtim, st.st_ctim };
     }
     return true;
 }
@@ -99,7 +99,7 @@ struct nvs_trace_files *nvs_trace_files_look(const char *template)
         return NULL;
     for (int suffixed = 0; suffixed < 2; suffixed++) {
         char *pattern = pattern_of(template, suffixed);
-        glob_t matches = {0};
+        glob_t matches = { 0 };
         int found = pattern ? glob(pattern, GLOB_PERIOD, NULL, &matches) : GLOB_NOSPACE;
         bool added = found == GLOB_NOMATCH || (found == 0 && add_regular(files, &matches));
         if (found == 0)
@@ -133,16 +133,16 @@ bool nvs_trace_files_written(const struct nvs_trace_files *before, const char *t
 {
     struct nvs_trace_files *after = nvs_trace_files_look(template);
     if (!after)
-        return true;            /* cannot tell: nothing is said */
+        return true; /* cannot tell: nothing is said */
     bool written = false;
     for (size_t i = 0; i < after->count && !written; i++) {
         const struct seen_file *now = &after->files[i];
-        const struct seen_file *then = before->count ? bsearch(now, before->files, before->count,
-                                                               sizeof *before->files, by_path)
-                                                     : NULL;
+        const struct seen_file *then = before->count
+            ? bsearch(now, before->files, before->count, sizeof *before->files, by_path)
+            : NULL;
         written = !then || then->device != now->device || then->inode != now->inode ||
-                  then->size != now->size || !same_time(then->modified, now->modified) ||
-                  !same_time(then->changed, now->changed);
+            then->size != now->size || !same_time(then->modified, now->modified) ||
+            !same_time(then->changed, now->changed);
     }
     nvs_trace_files_free(after);
     return written;

@@ -112,7 +112,7 @@ static double seconds_now(void)
 
 static void pause_for(double seconds)
 {
-    struct timespec wait = {(time_t)seconds, (long)((seconds - floor(seconds)) * 1e9)};
+    struct timespec wait = { (time_t)seconds, (long)((seconds - floor(seconds)) * 1e9) };
     while (!interrupted && nanosleep(&wait, &wait) != 0 && errno == EINTR)
         continue;
 }
@@ -121,7 +121,8 @@ static void print_columns(FILE *out, const struct nvs_live_loop *loop, const dou
 {
     for (int c = 0; c <= NVS_LAST_PART; c++)
         if (c == NVS_COLUMN_TOTAL || loop->shown[c])
-            fprintf(out, "%s%s %.3f", c ? " | " : "", nvs_report_column_names[c], values[c] / NS_PER_MS);
+            fprintf(out, "%s%s %.3f", c ? " | " : "", nvs_report_column_names[c],
+                    values[c] / NS_PER_MS);
     fputc('\n', out);
 }
 
@@ -129,17 +130,21 @@ static void print_columns(FILE *out, const struct nvs_live_loop *loop, const dou
 static void print_view(FILE *out, const char *path, const struct nvs_live_loop *loop, bool found,
                        double interval, uint64_t read)
 {
-    fprintf(out, "nvtxshim top: %s, %.1f MB read; every %.1f s\n", path, (double)read / 1e6, interval);
+    fprintf(out, "nvtxshim top: %s, %.1f MB read; every %.1f s\n", path, (double)read / 1e6,
+            interval);
     if (!found) {
-        fputs("no frames yet (the recorder writes each at its end; NVTXSHIM_FRAME says what a frame "
-              "is)\n", out);
+        fputs(
+            "no frames yet (the recorder writes each at its end; NVTXSHIM_FRAME says what a frame "
+            "is)\n",
+            out);
         return;
     }
     fprintf(out, "process %" PRIu32 "%s%s%s: %zu frames so far: p50 %.3f, p99 %.3f, max %.3f ms",
             loop->pid, loop->name ? " (" : "", loop->name ? loop->name : "", loop->name ? ")" : "",
             loop->count, loop->p50 / NS_PER_MS, loop->p99 / NS_PER_MS, loop->max / NS_PER_MS);
     if (loop->budget_ns)
-        fprintf(out, "; %zu over the %.3f ms budget", loop->over_budget, (double)loop->budget_ns / NS_PER_MS);
+        fprintf(out, "; %zu over the %.3f ms budget", loop->over_budget,
+                (double)loop->budget_ns / NS_PER_MS);
     fputc('\n', out);
     fprintf(out, "last %zu frames (%" PRIu64 "-%" PRIu64 "), mean ms: ", loop->last_count,
             loop->first_number, loop->last_number);
@@ -156,7 +161,8 @@ static void print_view(FILE *out, const char *path, const struct nvs_live_loop *
     fputs(loop->call_count ? "\n" : " none\n", out);
     if (loop->estimated)
         fputs("  (the breakdown is an estimate: some calls reached the file after their frame was "
-              "closed)\n", out);
+              "closed)\n",
+              out);
 }
 
 /* Whether process PID is gone (0: not known yet). */
@@ -179,14 +185,14 @@ struct follow {
     int fd;
     dev_t device;
     ino_t inode;
-    uint64_t offset;                 /* read so far */
-    uint64_t shown_events;           /* events the last view was made of (UINT64_MAX: none yet) */
+    uint64_t offset;       /* read so far */
+    uint64_t shown_events; /* events the last view was made of (UINT64_MAX: none yet) */
     double last_view;
-    double looked_at;                /* when the last wait for more ended */
-    uint32_t watched;                /* the loop's process, once known */
-    bool ended;                      /* the program has ended (the last look follows) */
-    bool replaced;                   /* the file was cut or replaced: read it again from its start */
-    bool found;                      /* the last view had frames */
+    double looked_at; /* when the last wait for more ended */
+    uint32_t watched; /* the loop's process, once known */
+    bool ended;       /* the program has ended (the last look follows) */
+    bool replaced;    /* the file was cut or replaced: read it again from its start */
+    bool found;       /* the last view had frames */
     struct nvs_events *events;
     struct nvs_figures_builder *builder;
 };
@@ -238,9 +244,9 @@ static bool replaced(const struct follow *follow)
 {
     struct stat status;
     if (stat(follow->path, &status) != 0)
-        return false;       /* removed: what was read stays readable through the descriptor */
+        return false; /* removed: what was read stays readable through the descriptor */
     return status.st_dev != follow->device || status.st_ino != follow->inode ||
-           (uint64_t)status.st_size < follow->offset;
+        (uint64_t)status.st_size < follow->offset;
 }
 
 static long follow_read(void *context, char *into, size_t size, char *error, size_t error_size)
@@ -251,8 +257,9 @@ static long follow_read(void *context, char *into, size_t size, char *error, siz
             return 0;
         /* a long file being caught up with: a view every interval meanwhile, of what was read
          * (not just after a wait: the view at the end of what is there comes soon) */
-        double now = seconds_now(), since = follow->last_view > follow->looked_at ? follow->last_view
-                                                                                  : follow->looked_at;
+        double now = seconds_now(),
+               since = follow->last_view > follow->looked_at ? follow->last_view
+                                                             : follow->looked_at;
         if (now - since >= follow->top->interval_s && view(follow) != 0) {
             snprintf(error, error_size, "out of memory");
             return -1;
@@ -277,7 +284,7 @@ static long follow_read(void *context, char *into, size_t size, char *error, siz
             return 0;
         pause_for(follow->top->interval_s);
         follow->looked_at = seconds_now();
-        note_end(follow);   /* then one more look: the recorder finished the file as it ended */
+        note_end(follow); /* then one more look: the recorder finished the file as it ended */
         if (replaced(follow)) {
             follow->replaced = true;
             return 0;
@@ -294,9 +301,9 @@ static int take(void *builder, const struct nvs_event *batch, size_t count)
  * could not be read (said), or 2 where it was replaced (to be read again). */
 static int follow_file(struct follow *follow)
 {
-    struct nvs_events events = {0};
-    struct nvs_load_options options = {.command = "top", .what = NVS_LOAD_NVTX, .live = true};
-    struct nvs_source source = {follow_read, follow, (size_t)64 << 20};
+    struct nvs_events events = { 0 };
+    struct nvs_load_options options = { .command = "top", .what = NVS_LOAD_NVTX, .live = true };
+    struct nvs_source source = { follow_read, follow, (size_t)64 << 20 };
     follow->events = &events;
     follow->builder = nvs_figures_begin(&events, 0);
     follow->offset = 0;
@@ -308,10 +315,11 @@ static int follow_file(struct follow *follow)
         /* the form from the first byte there (the recorder writes its header at once) */
         unsigned char first = 0;
         ssize_t got = pread(follow->fd, &first, 1, 0);
-        struct nvs_event_sink sink = {take, follow->builder};
+        struct nvs_event_sink sink = { take, follow->builder };
         events.sink = &sink;
-        int status = got == 1 && first == 0x0a ? nvs_pftrace_read(&events, &source, follow->path, &options)
-                                               : nvs_trace_read(&events, &source, follow->path, &options);
+        int status = got == 1 && first == 0x0a
+            ? nvs_pftrace_read(&events, &source, follow->path, &options)
+            : nvs_trace_read(&events, &source, follow->path, &options);
         if (follow->replaced)
             outcome = 2;
         else if (status == 0 && view(follow) == 0)
@@ -324,14 +332,20 @@ static int follow_file(struct follow *follow)
     return outcome;
 }
 
-int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *top, int *child_status)
+int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *top,
+                  int *child_status)
 {
-    struct sigaction action = {.sa_handler = on_interrupt}, old_int, old_term;
+    struct sigaction action = { .sa_handler = on_interrupt }, old_int, old_term;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &old_int);
     sigaction(SIGTERM, &action, &old_term);
-    struct follow follow = {.path = path, .top = top, .child = child, .child_status = child_status,
-                            .terminal = isatty(STDOUT_FILENO), .fd = -1, .shown_events = UINT64_MAX};
+    struct follow follow = { .path = path,
+                             .top = top,
+                             .child = child,
+                             .child_status = child_status,
+                             .terminal = isatty(STDOUT_FILENO),
+                             .fd = -1,
+                             .shown_events = UINT64_MAX };
     bool said_waiting = false;
     int outcome = 0;
     while (!interrupted) {
@@ -341,8 +355,10 @@ int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *t
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd >= 0 && fstat(fd, &status) == 0 && !S_ISREG(status.st_mode)) {
             /* a pipe would be read empty, and what it holds taken from its reader */
-            fprintf(stderr, "nvtxshim: top: %s is not a regular file: top follows a trace file as it "
-                    "grows\n", path);
+            fprintf(stderr,
+                    "nvtxshim: top: %s is not a regular file: top follows a trace file as it "
+                    "grows\n",
+                    path);
             close(fd);
             outcome = 1;
             break;
@@ -398,11 +414,11 @@ struct top_line {
 enum { TOP_FRAMES, TOP_INTERVAL, TOP_ONCE };
 
 static const struct nvs_option top_options[] = {
-    {"frames", 0, NVS_OPTION_VALUE, TOP_FRAMES},
-    {"interval", 0, NVS_OPTION_VALUE, TOP_INTERVAL},
-    {"once", 0, NVS_OPTION_FLAG, TOP_ONCE},
-    {"help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP},
-    {NULL, 0, 0, 0},
+    { "frames", 0, NVS_OPTION_VALUE, TOP_FRAMES },
+    { "interval", 0, NVS_OPTION_VALUE, TOP_INTERVAL },
+    { "once", 0, NVS_OPTION_FLAG, TOP_ONCE },
+    { "help", 'h', NVS_OPTION_FLAG, NVS_OPTION_HELP },
+    { NULL, 0, 0, 0 },
 };
 
 static void top_manual(void *context)
@@ -444,13 +460,17 @@ static int top_operand(void *context, const char *operand, bool after_dashes)
 }
 
 static const struct nvs_command_line top_command_line = {
-    .command = "top", .options = top_options, .dashes = NVS_DASHES_UNKNOWN,
-    .manual = top_manual, .option = top_option, .operand = top_operand,
+    .command = "top",
+    .options = top_options,
+    .dashes = NVS_DASHES_UNKNOWN,
+    .manual = top_manual,
+    .option = top_option,
+    .operand = top_operand,
 };
 
 int nvs_cli_top(int argc, char **argv)
 {
-    struct top_line line = {.top = {.frames = NVS_TOP_FRAMES, .interval_s = 1.0}};
+    struct top_line line = { .top = { .frames = NVS_TOP_FRAMES, .interval_s = 1.0 } };
     int status = nvs_options_read(&top_command_line, argc, argv, &line, NULL);
     if (status >= 0)
         return status;

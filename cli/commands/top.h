@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define NVS_TOP_FRAMES 50           /* the last frames the breakdown is made of */
+#define NVS_TOP_FRAMES 50 /* the last frames the breakdown is made of */
 
 struct nvs_top_options {
     size_t frames;
@@ -18,6 +18,7 @@ struct nvs_top_options {
  * names ends (CHILD, when not 0: until that child ends, its wait status in
  * *CHILD_STATUS), or SIGINT or SIGTERM, or after one view with --once. Returns
  * 0, or 1 where a --once view could not be made. */
-int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *top, int *child_status);
+int nvs_top_watch(const char *path, pid_t child, const struct nvs_top_options *top,
+                  int *child_status);
 
 #endif

@@ -28,10 +28,10 @@ enum nvs_diff_statistic { NVS_DIFF_MEDIAN, NVS_DIFF_P99, NVS_DIFF_STATISTICS };
 
 /* What a change is, judged against the noise of A's runs. */
 enum nvs_diff_judgement {
-    NVS_DIFF_UNJUDGED,           /* A has one run: its noise cannot be judged */
-    NVS_DIFF_WITHIN_NOISE,       /* the interval reaches inside A's spread */
-    NVS_DIFF_SLOWER,             /* the interval lies wholly above A's spread */
-    NVS_DIFF_FASTER,             /* ... wholly below it */
+    NVS_DIFF_UNJUDGED,     /* A has one run: its noise cannot be judged */
+    NVS_DIFF_WITHIN_NOISE, /* the interval reaches inside A's spread */
+    NVS_DIFF_SLOWER,       /* the interval lies wholly above A's spread */
+    NVS_DIFF_FASTER,       /* ... wholly below it */
 };
 
 /* A frame of a run's loop: its columns (figures.h), LATENCY only where
@@ -45,24 +45,24 @@ struct nvs_diff_frame {
 struct nvs_diff_name {
     char *domain, *name;
     size_t count;
-    double mean, p99;                /* ns */
-    bool estimated;                  /* p99 from a sketch (figures.h: NVS_SKETCH_ERROR) */
+    double mean, p99; /* ns */
+    bool estimated;   /* p99 from a sketch (figures.h: NVS_SKETCH_ERROR) */
 };
 
 /* One run: its loop, the process with the most frames, and its names. */
 struct nvs_diff_run {
     char *path;
     uint32_t pid;
-    char *process;                   /* the process's name; NULL when it has none */
-    struct nvs_diff_frame *frames;   /* in start order */
+    char *process;                 /* the process's name; NULL when it has none */
+    struct nvs_diff_frame *frames; /* in start order */
     size_t frame_count;
     bool shown[NVS_COLUMNS];
     double stats[NVS_COLUMNS][NVS_STATS]; /* of its shown columns, as report has them */
-    int64_t budget_ns;               /* 0: none */
+    int64_t budget_ns;                    /* 0: none */
     size_t over_budget;
-    bool estimated;                  /* its breakdown is an estimate: late calls (figures.h) */
+    bool estimated; /* its breakdown is an estimate: late calls (figures.h) */
     size_t late_calls;
-    struct nvs_diff_name *names;     /* by domain, then name; the frames themselves left out */
+    struct nvs_diff_name *names; /* by domain, then name; the frames themselves left out */
     size_t name_count;
 };
 
@@ -70,7 +70,7 @@ struct nvs_diff_run {
  * left out by their names. */
 struct nvs_diff_directory {
     char *path;
-    size_t first_run, run_count;     /* its runs: side->runs[first_run...] */
+    size_t first_run, run_count; /* its runs: side->runs[first_run...] */
     char **left_out;
     size_t left_out_count;
 };
@@ -83,18 +83,19 @@ struct nvs_diff_spread {
 
 /* A group of runs: A (before) or B (after). */
 struct nvs_diff_side {
-    char label;                      /* 'A' or 'B' */
+    char label; /* 'A' or 'B' */
     struct nvs_diff_run *runs;
     size_t run_count, run_capacity;
     struct nvs_diff_directory *directories;
     size_t directory_count;
-    size_t frame_count;              /* of all its runs */
-    bool shown[NVS_COLUMNS];         /* shown by any run of either side */
+    size_t frame_count;      /* of all its runs */
+    bool shown[NVS_COLUMNS]; /* shown by any run of either side */
     /* all its runs' frames pooled; LATENCY over the frames with one */
     double stats[NVS_COLUMNS][NVS_STATS];
     /* the noise: over its runs (0 wide with one run) */
     struct nvs_diff_spread spread[NVS_DIFF_STATISTICS];
-    struct nvs_diff_spread column_spread[NVS_COLUMNS]; /* of the runs' means; percent of the pooled mean */
+    struct nvs_diff_spread
+        column_spread[NVS_COLUMNS]; /* of the runs' means; percent of the pooled mean */
 };
 
 /* An estimate and its interval. */
@@ -105,11 +106,11 @@ struct nvs_diff_interval {
 /* A range name in either side: its rows summed over each side's runs. */
 struct nvs_diff_name_change {
     const char *domain, *name;
-    bool in[2];                      /* A has it, B has it */
+    bool in[2]; /* A has it, B has it */
     size_t count[2];
-    double mean[2], p99[2];          /* p99: the median of its runs' p99s */
-    bool estimated[2];               /* a run's p99 of it is a sketch's */
-    double per_frame[2];             /* ns of it per frame of the loops */
+    double mean[2], p99[2]; /* p99: the median of its runs' p99s */
+    bool estimated[2];      /* a run's p99 of it is a sketch's */
+    double per_frame[2];    /* ns of it per frame of the loops */
 };
 
 struct nvs_diff {
@@ -132,7 +133,7 @@ struct nvs_diff {
     bool regression[NVS_DIFF_STATISTICS];
 };
 
-extern const char *const nvs_diff_statistic_names[NVS_DIFF_STATISTICS];  /* "median", "p99" */
+extern const char *const nvs_diff_statistic_names[NVS_DIFF_STATISTICS]; /* "median", "p99" */
 
 /* Works out DIFF's figures from its sides' runs (loaded, each with frames).
  * 0, or -1 out of memory. */

@@ -31,7 +31,7 @@
 #define RESAMPLE_DRAWS 100000000.0
 #define SEED 20260423u
 
-const char *const nvs_diff_statistic_names[NVS_DIFF_STATISTICS] = {"median", "p99"};
+const char *const nvs_diff_statistic_names[NVS_DIFF_STATISTICS] = { "median", "p99" };
 
 bool nvs_diff_column_shown(const struct nvs_diff *diff, int c)
 {
@@ -120,14 +120,14 @@ static void pool(struct nvs_diff_side *side, const bool shown[NVS_COLUMNS], int6
 
 static struct nvs_diff_spread spread_of(double least, double greatest, double pooled)
 {
-    return (struct nvs_diff_spread){least, greatest, percent(pooled, pooled + greatest - least)};
+    return (struct nvs_diff_spread){ least, greatest, percent(pooled, pooled + greatest - least) };
 }
 
 /* How far SIDE's runs lie apart: their own median and p99 frames, and each
  * column's mean. */
 static void noise(struct nvs_diff_side *side)
 {
-    static const int stat_of[NVS_DIFF_STATISTICS] = {NVS_STAT_P50, NVS_STAT_P99};
+    static const int stat_of[NVS_DIFF_STATISTICS] = { NVS_STAT_P50, NVS_STAT_P99 };
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++) {
         double least = INFINITY, greatest = -INFINITY;
         for (size_t r = 0; r < side->run_count; r++) {
@@ -255,7 +255,7 @@ static void resample(const struct nvs_diff_side *side, struct generator *generat
                      double stats[NVS_DIFF_STATISTICS], double means[NVS_COLUMNS])
 {
     size_t n = 0;
-    int64_t sums[NVS_COLUMNS] = {0};
+    int64_t sums[NVS_COLUMNS] = { 0 };
     for (size_t r = 0; r < side->run_count; r++) {
         const struct nvs_diff_run *run = &side->runs[below(generator, side->run_count)];
         memset(taken, 0, run->frame_count * sizeof *taken);
@@ -285,7 +285,7 @@ static void resample(const struct nvs_diff_side *side, struct generator *generat
 static void interval_of(double *values, size_t count, struct nvs_diff_interval *out)
 {
     qsort(values, count, sizeof *values, compare_double);
-    unsigned tail = (100 - NVS_DIFF_CONFIDENCE) * 10 / 2;     /* per mille: 25 */
+    unsigned tail = (100 - NVS_DIFF_CONFIDENCE) * 10 / 2; /* per mille: 25 */
     size_t low = (tail * count + 999) / 1000, high = ((1000 - tail) * count + 999) / 1000;
     out->low = values[(low ? low : 1) - 1];
     out->high = values[(high ? high : 1) - 1];
@@ -315,11 +315,13 @@ static int bootstrap(struct nvs_diff *diff)
         size_t most = diff->side[side].run_count * largest_run(&diff->side[side]);
         room = most > room ? most : room;
     }
-    size_t largest = largest_run(&diff->side[0]) > largest_run(&diff->side[1]) ?
-                     largest_run(&diff->side[0]) : largest_run(&diff->side[1]);
+    size_t largest = largest_run(&diff->side[0]) > largest_run(&diff->side[1])
+        ? largest_run(&diff->side[0])
+        : largest_run(&diff->side[1]);
     int64_t *buffer = malloc(room * sizeof *buffer);
     uint32_t *taken = malloc(largest * sizeof *taken);
-    double *estimates = malloc((NVS_DIFF_STATISTICS + column_count) * resamples * sizeof *estimates);
+    double *estimates = malloc((NVS_DIFF_STATISTICS + column_count) * resamples *
+                               sizeof *estimates);
     if (!buffer || !taken || !estimates) {
         free(buffer);
         free(taken);
@@ -337,7 +339,7 @@ static int bootstrap(struct nvs_diff *diff)
             estimates[s * resamples + i] = percent(stats[0][s], stats[1][s]);
         for (size_t k = 0; k < column_count; k++)
             estimates[(NVS_DIFF_STATISTICS + k) * resamples + i] = means[1][columns[k]] -
-                                                                   means[0][columns[k]];
+                means[0][columns[k]];
     }
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++)
         interval_of(estimates + s * resamples, resamples, &diff->change[s]);
@@ -357,15 +359,16 @@ static int bootstrap(struct nvs_diff *diff)
 static void judge(struct nvs_diff *diff)
 {
     const struct nvs_diff_side *a = &diff->side[0], *b = &diff->side[1];
-    static const int stat_of[NVS_DIFF_STATISTICS] = {NVS_STAT_P50, NVS_STAT_P99};
+    static const int stat_of[NVS_DIFF_STATISTICS] = { NVS_STAT_P50, NVS_STAT_P99 };
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++) {
         struct nvs_diff_interval *change = &diff->change[s];
         change->estimate = percent(a->stats[NVS_COLUMN_TOTAL][stat_of[s]],
                                    b->stats[NVS_COLUMN_TOTAL][stat_of[s]]);
         double noise = a->spread[s].percent;
         diff->judgement[s] = a->run_count < 2 ? NVS_DIFF_UNJUDGED
-                           : change->low > noise ? NVS_DIFF_SLOWER
-                           : change->high < -noise ? NVS_DIFF_FASTER : NVS_DIFF_WITHIN_NOISE;
+            : change->low > noise             ? NVS_DIFF_SLOWER
+            : change->high < -noise           ? NVS_DIFF_FASTER
+                                              : NVS_DIFF_WITHIN_NOISE;
         diff->regression[s] = diff->gate[s] >= 0 && change->low > diff->gate[s];
     }
     for (int c = 0; c < NVS_COLUMNS; c++) {
@@ -419,7 +422,8 @@ static int by_key(const void *left, const void *right)
 static int by_change(const void *left, const void *right)
 {
     const struct nvs_diff_name_change *x = left, *y = right;
-    double dx = fabs(x->per_frame[1] - x->per_frame[0]), dy = fabs(y->per_frame[1] - y->per_frame[0]);
+    double dx = fabs(x->per_frame[1] - x->per_frame[0]),
+           dy = fabs(y->per_frame[1] - y->per_frame[0]);
     if (dx != dy)
         return dx < dy ? 1 : -1;
     int order = strcmp(x->domain, y->domain);
@@ -448,7 +452,7 @@ static int name_changes(struct nvs_diff *diff)
     for (int side = 0; side < 2; side++)
         for (size_t r = 0; r < diff->side[side].run_count; r++)
             for (size_t k = 0; k < diff->side[side].runs[r].name_count; k++)
-                entries[n++] = (struct name_entry){&diff->side[side].runs[r].names[k], side};
+                entries[n++] = (struct name_entry){ &diff->side[side].runs[r].names[k], side };
     qsort(entries, n, sizeof *entries, by_key);
     size_t count = 0;
     for (size_t i = 0; i < n;) {
@@ -490,7 +494,7 @@ static int name_changes(struct nvs_diff *diff)
 
 int nvs_diff_compute(struct nvs_diff *diff)
 {
-    bool shown[NVS_COLUMNS] = {false};
+    bool shown[NVS_COLUMNS] = { false };
     size_t most = 0;
     for (int side = 0; side < 2; side++) {
         struct nvs_diff_side *group = &diff->side[side];

@@ -158,7 +158,7 @@ bool nvs_events_add_name(struct nvs_events *events, uint32_t pid, uint32_t tid, 
     if (!grown)
         return false;
     events->names = grown;
-    events->names[events->name_count++] = (struct nvs_thread_name){pid, tid, name};
+    events->names[events->name_count++] = (struct nvs_thread_name){ pid, tid, name };
     return true;
 }
 
@@ -223,7 +223,7 @@ void nvs_events_sort(struct nvs_events *events)
         return;
     }
     for (i = 0; i < count; i++)
-        keys[i] = (struct sort_key){from[i].start, i};
+        keys[i] = (struct sort_key){ from[i].start, i };
     qsort(keys, count, sizeof *keys, compare_keys);
     for (i = 0; i < count; i++)
         to[i] = from[keys[i].place];
@@ -256,4 +256,3 @@ void nvs_events_say(const struct nvs_load_options *options, const char *format, 
 }
 
 /* ---- loading a file -------------------------------------------------------- */
-

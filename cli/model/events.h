@@ -42,14 +42,14 @@ struct nvs_offcpu {
 struct nvs_offcpu nvs_offcpu_of(const struct nvs_kernel_figures *figures);
 
 struct nvs_event {
-    int64_t start, end;          /* nanoseconds; end == start for a mark */
-    const char *domain;          /* the NVTX domain ("default" for none), or the category */
+    int64_t start, end; /* nanoseconds; end == start for a mark */
+    const char *domain; /* the NVTX domain ("default" for none), or the category */
     const char *name;
-    const char *args;            /* the Chrome args' members as JSON text, or NULL */
-    struct nvs_offcpu *offcpu;   /* a frame range's kernel figures from the trace, or NULL */
-    int64_t payload;             /* the NVTX payload (args "payload"), when has_payload */
+    const char *args;          /* the Chrome args' members as JSON text, or NULL */
+    struct nvs_offcpu *offcpu; /* a frame range's kernel figures from the trace, or NULL */
+    int64_t payload;           /* the NVTX payload (args "payload"), when has_payload */
     uint32_t pid, tid;
-    uint32_t end_tid;            /* the thread that ended an async range; 0: its own */
+    uint32_t end_tid; /* the thread that ended an async range; 0: its own */
     /* CUPTI's correlation id, which joins a CUDA API call to the GPU work it
      * launched, in one process; 0: none (the export has no correlationId, or
      * the row none to join: such events are joined to nothing). */
@@ -92,18 +92,18 @@ struct nvs_events {
 };
 
 enum nvs_load_what {
-    NVS_LOAD_NVTX,               /* NVTX ranges and marks: what report needs */
-    NVS_LOAD_EVERYTHING,         /* also OS runtime calls, CUDA API calls, GPU work, thread
+    NVS_LOAD_NVTX,       /* NVTX ranges and marks: what report needs */
+    NVS_LOAD_EVERYTHING, /* also OS runtime calls, CUDA API calls, GPU work, thread
                                   * states, thread and process names */
 };
 
 struct nvs_load_options {
-    const char *command;         /* for messages: "nvtxshim: COMMAND: ..." */
+    const char *command; /* for messages: "nvtxshim: COMMAND: ..." */
     enum nvs_load_what what;
-    bool say_skipped;            /* one line on stderr for each table or column not there */
-    bool exports_only;           /* an nsys export or report, never a trace file (convert) */
-    uint64_t max_input;          /* memory an input may take read or decompressed; 0: input.h's default */
-    bool live;                   /* a trace still being written (top): what it leaves out, unsaid */
+    bool say_skipped;   /* one line on stderr for each table or column not there */
+    bool exports_only;  /* an nsys export or report, never a trace file (convert) */
+    uint64_t max_input; /* memory an input may take read or decompressed; 0: input.h's default */
+    bool live;          /* a trace still being written (top): what it leaves out, unsaid */
     /* When set, an nsys export (the file, or the temporary one a report or a
      * pipe became) goes to this, not into the events: convert reads it as a
      * stream. 0, or -1 after a line. */

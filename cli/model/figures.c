@@ -25,14 +25,15 @@
 #define NS_PER_MS 1e6
 
 const struct column_rule nvs_column_rules[NVS_COLUMNS] = {
-#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) \
-    [NVS_COLUMN_##ID] = {NVS_DOMAIN_##DOMAIN, RULE_##RULE},
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE)                  \
+    [NVS_COLUMN_##ID] = { NVS_DOMAIN_##DOMAIN, RULE_##RULE },
 #include "model/columns.def"
 #undef NVS_COLUMN
 };
 
 const char *const nvs_report_column_names[NVS_COLUMNS] = {
-#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) [NVS_COLUMN_##ID] = HEADING,
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE)                  \
+    [NVS_COLUMN_##ID] = HEADING,
 #include "model/columns.def"
 #undef NVS_COLUMN
 };
@@ -43,7 +44,8 @@ const char *const nvs_report_column_names[NVS_COLUMNS] = {
 static int call_column(const struct nvs_event *event)
 {
     for (int c = 0; c < NVS_COLUMNS; c++)
-        if (nvs_column_rules[c].domain != NVS_DOMAIN_NONE && (c == 0 || nvs_column_rules[c].domain != nvs_column_rules[c - 1].domain) &&
+        if (nvs_column_rules[c].domain != NVS_DOMAIN_NONE &&
+            (c == 0 || nvs_column_rules[c].domain != nvs_column_rules[c - 1].domain) &&
             strcmp(event->domain, nvs_domain_name(nvs_column_rules[c].domain)) == 0)
             return c;
     return -1;
@@ -67,13 +69,15 @@ static uint64_t frame_number(const struct nvs_event *event)
  * where its domain's columns are by CUDA category, its category's. */
 static int call_part_column(const struct nvs_event *event)
 {
-    static const enum rule of_category[] = {[NVS_CUDA_COPY] = RULE_CUDA_COPY, [NVS_CUDA_WAIT] = RULE_CUDA_WAIT,
-                                            [NVS_CUDA_LAUNCH] = RULE_CUDA_LAUNCH};
+    static const enum rule of_category[] = { [NVS_CUDA_COPY] = RULE_CUDA_COPY,
+                                             [NVS_CUDA_WAIT] = RULE_CUDA_WAIT,
+                                             [NVS_CUDA_LAUNCH] = RULE_CUDA_LAUNCH };
     int first = call_column(event);
     if (!BY_CATEGORY(nvs_column_rules[first].rule))
         return first;
     enum rule rule = of_category[nvs_cuda_category_of(event->name)];
-    for (int c = first; c < NVS_COLUMNS && nvs_column_rules[c].domain == nvs_column_rules[first].domain; c++)
+    for (int c = first;
+         c < NVS_COLUMNS && nvs_column_rules[c].domain == nvs_column_rules[first].domain; c++)
         if (nvs_column_rules[c].rule == rule)
             return c;
     return first;
@@ -106,7 +110,7 @@ static bool in_domain(const struct nvs_event *event, enum nvs_domain domain)
 static bool is_frame_age(const struct nvs_event *event)
 {
     return event->kind == NVS_EVENT_RANGE && in_domain(event, NVS_DOMAIN_V4L2) &&
-           starts_with(event->name, NVS_FRAME_AGE_PREFIX);
+        starts_with(event->name, NVS_FRAME_AGE_PREFIX);
 }
 
 /* An actuation: a USB transfer out (libusb's or usbfs's, its name has " OUT ";
@@ -118,9 +122,9 @@ static bool is_actuation(const struct nvs_event *event)
         return false;
     if (in_domain(event, NVS_DOMAIN_USB))
         return (starts_with(event->name, "libusb_") || starts_with(event->name, "USBDEVFS_")) &&
-               !starts_with(event->name, "libusb_transfer_cb_fn") && strstr(event->name, " OUT ");
+            !starts_with(event->name, "libusb_transfer_cb_fn") && strstr(event->name, " OUT ");
     return (in_domain(event, NVS_DOMAIN_SERIAL) || in_domain(event, NVS_DOMAIN_HID)) &&
-           (starts_with(event->name, "write ") || starts_with(event->name, "writev "));
+        (starts_with(event->name, "write ") || starts_with(event->name, "writev "));
 }
 
 /* The camera's mark for dropped frames; their number in *COUNT. */
@@ -144,16 +148,16 @@ static bool is_drop(const struct nvs_event *event, uint64_t *count)
 static bool counts_toward_frame(const struct nvs_event *event)
 {
     return event->kind == NVS_EVENT_RANGE && call_column(event) >= 0 &&
-           strncmp(event->name, "libusb_submit_transfer", 22) != 0 &&
-           strncmp(event->name, "libusb_handle_events", 20) != 0 &&
-           !starts_with(event->name, "USBDEVFS_SUBMITURB") && !is_frame_age(event);
+        strncmp(event->name, "libusb_submit_transfer", 22) != 0 &&
+        strncmp(event->name, "libusb_handle_events", 20) != 0 &&
+        !starts_with(event->name, "USBDEVFS_SUBMITURB") && !is_frame_age(event);
 }
-
 
 static bool parse_kernel_mark(const struct nvs_event *event, struct kernel_mark *mark)
 {
     struct nvs_kernel_figures figures;
-    if (event->kind != NVS_EVENT_MARK || strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) != 0 ||
+    if (event->kind != NVS_EVENT_MARK ||
+        strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) != 0 ||
         !nvs_kernel_mark_parse(event->name, &mark->number, &figures))
         return false;
     mark->pid = event->pid;
@@ -207,7 +211,6 @@ static size_t mark_kind(const char *text, char *out)
     return length;
 }
 
-
 /* ---- per range name: the table's names ---------------------------------------- */
 
 /* The table's name for EVENT: "frame N", the function of a call (the name's
@@ -242,8 +245,8 @@ static const char *table_name(struct nvs_events *events, const struct nvs_event 
 /* A capture window: a "capture ..." range of an NVTX domain of the program's. */
 static bool is_capture(const struct nvs_event *event)
 {
-    if (event->kind != NVS_EVENT_RANGE || !event->domain[0] || strcmp(event->domain, "default") == 0 ||
-        frame_number(event) || call_column(event) >= 0 ||
+    if (event->kind != NVS_EVENT_RANGE || !event->domain[0] ||
+        strcmp(event->domain, "default") == 0 || frame_number(event) || call_column(event) >= 0 ||
         strcmp(event->domain, nvs_domain_name(NVS_DOMAIN_KERNEL)) == 0)
         return false;
     size_t word = strcspn(event->name, " ");
@@ -286,7 +289,7 @@ static bool grow(struct nvs_figures_builder *builder, void **items, size_t count
     *items = grown;
     return true;
 }
-#define GROW(builder, array, count, capacity) \
+#define GROW(builder, array, count, capacity)                                                      \
     grow((builder), (void **)&(array), (count), &(capacity), sizeof *(array))
 
 /* ---- per range name ------------------------------------------------------------ */
@@ -310,7 +313,7 @@ static struct name_acc *name_acc_of(struct nvs_figures_builder *builder, const c
     }
     slot->value = builder->name_count;
     struct name_acc *acc = &builder->names[builder->name_count++];
-    *acc = (struct name_acc){.domain = domain, .name = name, .pid = pid};
+    *acc = (struct name_acc){ .domain = domain, .name = name, .pid = pid };
     return acc;
 }
 
@@ -337,7 +340,8 @@ static void relieve_names(struct nvs_figures_builder *builder)
     while (builder->exact_values > EXACT_VALUES_MAX / 2 && !builder->failed) {
         struct name_acc *most = NULL;
         for (size_t i = 0; i < builder->name_count; i++)
-            if (!builder->names[i].sketch && (!most || builder->names[i].value_count > most->value_count))
+            if (!builder->names[i].sketch &&
+                (!most || builder->names[i].value_count > most->value_count))
                 most = &builder->names[i];
         if (!most || !to_sketch(builder, most))
             return;
@@ -389,7 +393,7 @@ static struct mark_acc *mark_acc_of(struct nvs_figures_builder *builder, const c
     }
     slot->value = builder->mark_count;
     struct mark_acc *acc = &builder->marks[builder->mark_count++];
-    *acc = (struct mark_acc){.domain = domain, .kind = kind};
+    *acc = (struct mark_acc){ .domain = domain, .kind = kind };
     return acc;
 }
 
@@ -444,7 +448,8 @@ static void add_mark(struct nvs_figures_builder *builder, const struct nvs_event
         return;
     }
     slot->value = acc->text_count;
-    acc->texts[acc->text_count++] = (struct mark_text){event->name, 1, event->start, builder->order};
+    acc->texts[acc->text_count++] = (struct mark_text){ event->name, 1, event->start,
+                                                        builder->order };
 }
 
 /* ---- processes ------------------------------------------------------------------- */
@@ -462,7 +467,7 @@ static struct proc *proc_of(struct nvs_figures_builder *builder, uint32_t pid)
     }
     slot->value = builder->proc_count;
     struct proc *proc = &builder->procs[builder->proc_count++];
-    *proc = (struct proc){.pid = pid, .last_end = INT64_MIN, .dropped_end = INT64_MIN};
+    *proc = (struct proc){ .pid = pid, .last_end = INT64_MIN, .dropped_end = INT64_MIN };
     return proc;
 }
 
@@ -509,13 +514,13 @@ static int compare_part_intervals(const void *a, const void *b)
 static void unions(struct part_interval *items, size_t count, int64_t parts[PARTS],
                    int64_t *cuda_and_launches, int64_t *all)
 {
-    if (count)      /* a frame with no calls has no list at all */
+    if (count) /* a frame with no calls has no list at all */
         qsort(items, count, sizeof *items, compare_part_intervals);
     struct interval current[PART_LISTS];
-    int64_t total[PART_LISTS] = {0};
-    bool active[PART_LISTS] = {false};
+    int64_t total[PART_LISTS] = { 0 };
+    bool active[PART_LISTS] = { false };
     for (size_t i = 0; i < count; i++) {
-        unsigned lists[3] = {items[i].part, PART_ALL, PART_LISTS};
+        unsigned lists[3] = { items[i].part, PART_ALL, PART_LISTS };
         if (items[i].part == PART(NVS_COLUMN_CUDA) || items[i].part == PART(NVS_COLUMN_LAUNCH))
             lists[2] = PART_CUDA_AND_LAUNCHES;
         for (int l = 0; l < 3; l++) {
@@ -529,7 +534,7 @@ static void unions(struct part_interval *items, size_t count, int64_t parts[PART
             }
             if (active[d])
                 total[d] += current[d].end - current[d].start;
-            current[d] = (struct interval){items[i].start, items[i].end};
+            current[d] = (struct interval){ items[i].start, items[i].end };
             active[d] = true;
         }
     }
@@ -551,7 +556,8 @@ struct open_frame *nvs_figures_open_frame(struct nvs_figures_builder *builder, u
 void nvs_figures_measure_open(struct open_frame *open, struct nvs_report_frame *row)
 {
     int64_t parts[PARTS];
-    unions(open->items, open->count, parts, &row->value[NVS_COLUMN_LATENCY], &row->value[NVS_COLUMN_REST]);
+    unions(open->items, open->count, parts, &row->value[NVS_COLUMN_LATENCY],
+           &row->value[NVS_COLUMN_REST]);
     for (int d = 0; d < PARTS; d++)
         row->value[NVS_FIRST_PART + d] = parts[d];
 }
@@ -561,7 +567,8 @@ size_t nvs_figures_longest_calls(const struct open_frame *open, struct nvs_repor
 {
     size_t count = 0;
     for (size_t i = 0; i < open->count; i++) {
-        struct nvs_report_call call = {open->items[i].name, open->items[i].end - open->items[i].start};
+        struct nvs_report_call call = { open->items[i].name,
+                                        open->items[i].end - open->items[i].start };
         size_t k = count < NVS_SLOWEST_CALLS ? count++ : NVS_SLOWEST_CALLS;
         if (k == NVS_SLOWEST_CALLS && call.duration <= calls[k - 1].duration)
             continue;
@@ -598,7 +605,7 @@ void nvs_figures_close_oldest(struct nvs_figures_builder *builder)
     proc->open[open->row] = NOT_OPEN;
     builder->held -= open->count;
     free(open->items);
-    *open = (struct open_frame){0};
+    *open = (struct open_frame){ 0 };
     builder->open_first++;
 }
 
@@ -628,8 +635,8 @@ static void relieve_intervals(struct nvs_figures_builder *builder)
 
 /* The call interval [START, END) of PART into row K of PROC: gathered while the
  * frame is open, else added to its figures (an estimate: it may overlap another). */
-static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc, size_t k, int64_t start,
-                         int64_t end, unsigned part, const char *name)
+static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc, size_t k,
+                         int64_t start, int64_t end, unsigned part, const char *name)
 {
     struct nvs_report_frame *row = &proc->rows[k];
     int64_t frame_end = row->start + row->value[NVS_COLUMN_TOTAL];
@@ -662,7 +669,7 @@ static void add_to_frame(struct nvs_figures_builder *builder, struct proc *proc,
         open->items = items;
         open->capacity = capacity;
     }
-    open->items[open->count++] = (struct part_interval){start, end, name, part};
+    open->items[open->count++] = (struct part_interval){ start, end, name, part };
     if (++builder->held > HELD_INTERVALS_MAX)
         relieve_intervals(builder);
 }
@@ -727,13 +734,14 @@ static void add_frame(struct nvs_figures_builder *builder, const struct nvs_even
         row->faults = event->offcpu->faults;
     }
     if (event->start < proc->dropped_end)
-        proc->estimated = true;     /* a call left out as in no frame may have been in this one */
+        proc->estimated = true; /* a call left out as in no frame may have been in this one */
     if (event->end - event->start > proc->longest)
         proc->longest = event->end - event->start;
     if (event->end > proc->last_end)
         proc->last_end = event->end;
     uint64_t number = builder->open_next++;
-    *nvs_figures_open_frame(builder, number) = (struct open_frame){.proc = (size_t)(proc - builder->procs), .row = k};
+    *nvs_figures_open_frame(
+        builder, number) = (struct open_frame){ .proc = (size_t)(proc - builder->procs), .row = k };
     proc->open[k] = number;
     /* the calls that waited for it: those that end in it or before are done */
     size_t kept = 0;
@@ -779,7 +787,8 @@ static void add_call(struct nvs_figures_builder *builder, const struct nvs_event
         /* it reaches past the last frame: the next may hold the rest */
         if (!GROW(builder, proc->pending, proc->pending_count, proc->pending_capacity))
             return;
-        proc->pending[proc->pending_count++] = (struct part_interval){event->start, event->end, event->name, part};
+        proc->pending[proc->pending_count++] = (struct part_interval){ event->start, event->end,
+                                                                       event->name, part };
         if (++builder->held > HELD_INTERVALS_MAX)
             relieve_intervals(builder);
     } else if (!in_frame && event->end > proc->dropped_end) {
@@ -805,7 +814,8 @@ struct nvs_figures_builder *nvs_figures_begin(struct nvs_events *events, int64_t
     return builder;
 }
 
-int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event *batch, size_t count)
+int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event *batch,
+                    size_t count)
 {
     for (size_t i = 0; i < count && !builder->failed; i++) {
         const struct nvs_event *event = &batch[i];
@@ -825,24 +835,30 @@ int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event 
         struct kernel_mark mark;
         uint64_t dropped;
         if (parse_kernel_mark(event, &mark)) {
-            if (GROW(builder, builder->kernel_marks, builder->kernel_mark_count, builder->kernel_mark_capacity))
+            if (GROW(builder, builder->kernel_marks, builder->kernel_mark_count,
+                     builder->kernel_mark_capacity))
                 builder->kernel_marks[builder->kernel_mark_count++] = mark;
         } else if (is_frame_age(event) && event->has_payload) {
             if (GROW(builder, builder->camera_frames, builder->camera_frame_count,
                      builder->camera_frame_capacity))
-                builder->camera_frames[builder->camera_frame_count++] =
-                    (struct camera_frame){event->pid, event->end - event->payload, event->end, false};
+                builder->camera_frames[builder->camera_frame_count++] = (struct camera_frame){
+                    event->pid, event->end - event->payload, event->end, false
+                };
         } else if (is_actuation(event)) {
-            if (GROW(builder, builder->actuations, builder->actuation_count, builder->actuation_capacity))
-                builder->actuations[builder->actuation_count++] =
-                    (struct actuation){event->pid, event->start, event->end, builder->order};
+            if (GROW(builder, builder->actuations, builder->actuation_count,
+                     builder->actuation_capacity))
+                builder->actuations[builder->actuation_count++] = (struct actuation){
+                    event->pid, event->start, event->end, builder->order
+                };
         } else if (is_drop(event, &dropped)) {
             if (GROW(builder, builder->drops, builder->drop_count, builder->drop_capacity))
-                builder->drops[builder->drop_count++] = (struct drop){event->pid, event->start, dropped};
+                builder->drops[builder->drop_count++] = (struct drop){ event->pid, event->start,
+                                                                       dropped };
         } else if (is_capture(event)) {
             if (GROW(builder, builder->captures, builder->capture_count, builder->capture_capacity))
-                builder->captures[builder->capture_count++] =
-                    (struct capture){event->name, event->domain, event->start, event->end, builder->order};
+                builder->captures[builder->capture_count++] = (struct capture){
+                    event->name, event->domain, event->start, event->end, builder->order
+                };
         }
     }
     return builder->failed ? -1 : 0;

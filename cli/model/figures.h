@@ -26,8 +26,8 @@ struct nvs_report_mark_text {
  * figures"). */
 struct nvs_report_mark_kind {
     const char *domain, *kind;
-    size_t count;                    /* marks of this kind */
-    size_t text_count;               /* their different texts */
+    size_t count;      /* marks of this kind */
+    size_t text_count; /* their different texts */
     /* the first texts in time order, at most NVS_MARK_EXAMPLES; none where
      * the kind's one text is the kind itself (it has no number) */
     size_t example_count;
@@ -71,13 +71,13 @@ struct nvs_report_name {
 #define NVS_SKETCH_ERROR (1.0 / 256)
 
 struct nvs_report_frame {
-    uint64_t number;                 /* N of "frame N" */
+    uint64_t number; /* N of "frame N" */
     int64_t start;
     int64_t value[NVS_COLUMNS];
-    bool has_kernel;                 /* RUNNABLE and BLOCKED: the kernel probe's figures */
-    bool has_latency;                /* LATENCY: its first capture-to-actuation pair's */
+    bool has_kernel;  /* RUNNABLE and BLOCKED: the kernel probe's figures */
+    bool has_latency; /* LATENCY: its first capture-to-actuation pair's */
     uint64_t preemptions, faults;
-    uint64_t dropped;                /* camera frames dropped in it */
+    uint64_t dropped; /* camera frames dropped in it */
 };
 
 enum nvs_report_budget { NVS_BUDGET_NONE, NVS_BUDGET_OPTION, NVS_BUDGET_MARKS };
@@ -96,15 +96,16 @@ struct nvs_report_process {
     const char *name;                /* its name in the file; NULL when it has none */
     struct nvs_report_frame *frames; /* in start order */
     size_t count;
-    size_t *slowest;                 /* indexes into frames: all of them, the slowest first */
-    bool shown[NVS_COLUMNS];         /* the columns the data has */
+    size_t *slowest;         /* indexes into frames: all of them, the slowest first */
+    bool shown[NVS_COLUMNS]; /* the columns the data has */
     size_t with_kernel, with_latency;
-    double stats[NVS_COLUMNS][NVS_STATS]; /* of the shown columns; LATENCY over the frames with one */
-    uint64_t dropped;                /* camera frames dropped: in all, and outside the frames */
+    double stats[NVS_COLUMNS]
+                [NVS_STATS]; /* of the shown columns; LATENCY over the frames with one */
+    uint64_t dropped;        /* camera frames dropped: in all, and outside the frames */
     uint64_t dropped_outside;
-    int64_t budget_ns;               /* 0: none */
+    int64_t budget_ns; /* 0: none */
     enum nvs_report_budget budget_from;
-    size_t over_budget;              /* frames longer than the budget */
+    size_t over_budget; /* frames longer than the budget */
     /* its own per-name table, where the report has several processes (else
      * NULL: the report's is its) */
     struct nvs_report_name *names;
@@ -127,12 +128,12 @@ struct nvs_report_window {
 /* Capture to actuation, over all processes. */
 struct nvs_report_latency {
     size_t pairs, camera_frames, actuations;
-    double stats[NVS_STATS];         /* when pairs > 0 */
+    double stats[NVS_STATS]; /* when pairs > 0 */
 };
 
 struct nvs_report {
-    const char *path;                /* the file read */
-    struct nvs_report_name *names;   /* by domain, then name */
+    const char *path;              /* the file read */
+    struct nvs_report_name *names; /* by domain, then name */
     size_t name_count;
     struct nvs_report_mark_kind *marks; /* by domain, then the most marks first, then kind */
     size_t mark_kind_count;
@@ -141,8 +142,8 @@ struct nvs_report {
     struct nvs_report_latency latency;
     struct nvs_report_window *windows; /* in start order */
     size_t window_count;
-    long slowest;                    /* frames to list as the slowest (--slowest) */
-    size_t nvtx_events;              /* the NVTX ranges and marks the figures were made from */
+    long slowest;       /* frames to list as the slowest (--slowest) */
+    size_t nvtx_events; /* the NVTX ranges and marks the figures were made from */
 };
 
 /* A frame over its process's budget, by the library's rule (longer than it). */
@@ -171,7 +172,8 @@ void nvs_figures_free(struct nvs_report *report);
 struct nvs_figures_builder;
 struct nvs_figures_builder *nvs_figures_begin(struct nvs_events *events, int64_t budget_ns);
 /* 0, or -1 out of memory. */
-int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event *batch, size_t count);
+int nvs_figures_add(struct nvs_figures_builder *builder, const struct nvs_event *batch,
+                    size_t count);
 /* REPORT's figures from all that was added (REPORT's path and slowest set by the
  * caller). FINAL: the last report, which may take the builder's frames (it can
  * only be discarded after); else the builder goes on. 0, or -1 out of memory. */
@@ -183,19 +185,19 @@ void nvs_figures_discard(struct nvs_figures_builder *builder);
  * grows with the frames, not with the events. */
 struct nvs_live_loop {
     uint32_t pid;
-    const char *name;                /* NULL when the file names it not */
-    size_t count;                    /* frames so far */
-    double p50, p99, max;            /* of their total time */
-    int64_t budget_ns;               /* 0: none */
+    const char *name;     /* NULL when the file names it not */
+    size_t count;         /* frames so far */
+    double p50, p99, max; /* of their total time */
+    int64_t budget_ns;    /* 0: none */
     size_t over_budget;
-    bool shown[NVS_COLUMNS];         /* the part columns the data has, as the report decides */
-    size_t last_count;               /* the last frames, at most as asked */
+    bool shown[NVS_COLUMNS]; /* the part columns the data has, as the report decides */
+    size_t last_count;       /* the last frames, at most as asked */
     uint64_t first_number, last_number;
-    double last_mean[NVS_COLUMNS];   /* their mean per column */
-    struct nvs_report_frame slowest; /* the slowest frame so far */
+    double last_mean[NVS_COLUMNS];                   /* their mean per column */
+    struct nvs_report_frame slowest;                 /* the slowest frame so far */
     struct nvs_report_call calls[NVS_SLOWEST_CALLS]; /* its longest calls that count toward it */
     size_t call_count;
-    bool estimated;                  /* the breakdown is an estimate (nvs_report_process) */
+    bool estimated; /* the breakdown is an estimate (nvs_report_process) */
 };
 
 /* LOOP from what BUILDER has, its breakdown over the LAST frames; 1, 0 when

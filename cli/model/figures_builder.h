@@ -29,7 +29,7 @@ extern const struct column_rule nvs_column_rules[NVS_COLUMNS];
  * (PART(NVS_COLUMN_USB) to the one before REST). Two more lists of intervals:
  * copies and launches together (the cuda column when launches have none), and
  * every call (for the rest). */
-#define PART(column) ((column) - NVS_FIRST_PART)
+#define PART(column) ((column)-NVS_FIRST_PART)
 #define PARTS PART(NVS_LAST_PART)
 enum { PART_CUDA_AND_LAUNCHES = PARTS, PART_ALL, PART_LISTS };
 
@@ -46,10 +46,10 @@ static inline size_t sketch_index(int64_t value)
 {
     if (value < 2 * SKETCH_SUB)
         return value < 0 ? 0 : (size_t)value;
-    unsigned top = 63u - (unsigned)__builtin_clzll((unsigned long long)value);   /* >= 8 */
+    unsigned top = 63u - (unsigned)__builtin_clzll((unsigned long long)value); /* >= 8 */
     unsigned shift = top - 7;
     size_t index = 2 * SKETCH_SUB + (size_t)(top - 8) * SKETCH_SUB +
-                   (size_t)(((uint64_t)value >> shift) - SKETCH_SUB);
+        (size_t)(((uint64_t)value >> shift) - SKETCH_SUB);
     return index < SKETCH_BUCKETS ? index : SKETCH_BUCKETS - 1;
 }
 
@@ -89,15 +89,15 @@ struct name_acc {
     uint32_t pid;
     size_t count;
     int64_t sum, max;
-    int64_t *values;                 /* exact, while sketch is NULL */
+    int64_t *values; /* exact, while sketch is NULL */
     size_t value_count, value_capacity;
-    uint64_t *sketch;                /* SKETCH_BUCKETS counts, once the values gave way */
+    uint64_t *sketch; /* SKETCH_BUCKETS counts, once the values gave way */
 };
 
 struct mark_text {
     const char *text;
     size_t count;
-    int64_t start;                   /* its first mark's */
+    int64_t start; /* its first mark's */
     uint64_t order;
 };
 
@@ -106,10 +106,9 @@ struct mark_acc {
     size_t count;
     struct mark_text *texts;
     size_t text_count, text_capacity;
-    struct map index;                /* a text (its pointer) -> its place in texts */
-    bool more_texts;                 /* texts past MARK_TEXTS_MAX were not told apart */
+    struct map index; /* a text (its pointer) -> its place in texts */
+    bool more_texts;  /* texts past MARK_TEXTS_MAX were not told apart */
 };
-
 
 /* A frame whose calls are still gathered. */
 struct open_frame {
@@ -124,23 +123,23 @@ struct open_frame {
  * order, and its calls waiting for a frame. */
 struct proc {
     uint32_t pid;
-    bool device[NVS_COLUMNS];        /* the device columns it has: calls or marks in their domains */
-    int64_t budget_ns, budget_at;    /* of its first over-budget mark */
-    struct nvs_report_frame *rows;   /* value[REST]: time its calls cover, value[LATENCY]: its
+    bool device[NVS_COLUMNS];      /* the device columns it has: calls or marks in their domains */
+    int64_t budget_ns, budget_at;  /* of its first over-budget mark */
+    struct nvs_report_frame *rows; /* value[REST]: time its calls cover, value[LATENCY]: its
                                       * copies and launches together, until the report */
-    uint64_t *open;                  /* per row: its open frame's number, or NOT_OPEN */
+    uint64_t *open;                /* per row: its open frame's number, or NOT_OPEN */
     size_t count, capacity;
     int64_t longest, last_end;
-    struct part_interval *pending;   /* calls that reach past its last frame */
+    struct part_interval *pending; /* calls that reach past its last frame */
     size_t pending_count, pending_capacity;
-    int64_t dropped_end;             /* the latest end of a call in no frame it had then */
+    int64_t dropped_end; /* the latest end of a call in no frame it had then */
     bool calls_seen;
-    size_t late;                     /* calls that came after their frame was closed */
+    size_t late; /* calls that came after their frame was closed */
     bool estimated;
     /* what a live view needs of the frames closed: whether launches show, and
      * the slowest (the first of the longest) with its longest calls */
     bool launches, has_slowest;
-    bool spent[NVS_COLUMNS];         /* the part columns some closed frame spent time in */
+    bool spent[NVS_COLUMNS]; /* the part columns some closed frame spent time in */
     int64_t slowest_total, slowest_start;
     struct nvs_report_call slowest_calls[NVS_SLOWEST_CALLS];
     size_t slowest_call_count;
@@ -173,10 +172,10 @@ struct capture {
 };
 
 struct nvs_figures_builder {
-    struct nvs_events *events;       /* where names are interned */
+    struct nvs_events *events; /* where names are interned */
     int64_t budget_ns;
     uint64_t order;
-    size_t nvtx_events;              /* ranges and marks */
+    size_t nvtx_events; /* ranges and marks */
     bool failed;
     const char *frame_n, *kernel_kind;
     char *kind_text;
@@ -194,9 +193,9 @@ struct nvs_figures_builder {
     size_t proc_count, proc_capacity;
     struct map proc_index;
 
-    struct open_frame *open;         /* a ring of OPEN_FRAMES_MAX, the oldest at open_first */
-    uint64_t open_first, open_next;  /* numbers of the oldest and of the next */
-    size_t held;                     /* intervals held, open frames' and pending */
+    struct open_frame *open;        /* a ring of OPEN_FRAMES_MAX, the oldest at open_first */
+    uint64_t open_first, open_next; /* numbers of the oldest and of the next */
+    size_t held;                    /* intervals held, open frames' and pending */
 
     struct kernel_mark *kernel_marks;
     size_t kernel_mark_count, kernel_mark_capacity;

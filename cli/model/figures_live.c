@@ -8,8 +8,8 @@
 
 /* Row K of PROC as a report shows it: measured when its frame is open, the
  * rest made, copies and launches together in cuda unless LAUNCHES show. */
-static struct nvs_report_frame view_row(struct nvs_figures_builder *builder, const struct proc *proc, size_t k,
-                                        bool launches)
+static struct nvs_report_frame view_row(struct nvs_figures_builder *builder,
+                                        const struct proc *proc, size_t k, bool launches)
 {
     struct nvs_report_frame row = proc->rows[k];
     if (proc->open[k] != NOT_OPEN)
@@ -108,7 +108,8 @@ int nvs_figures_live(struct nvs_figures_builder *builder, size_t last, struct nv
     for (int c = 0; c < NVS_COLUMNS; c++)
         spent[c] |= loop->slowest.value[c] != 0;
     if (proc->open[slowest] != NOT_OPEN)
-        loop->call_count = nvs_figures_longest_calls(nvs_figures_open_frame(builder, proc->open[slowest]), loop->calls);
+        loop->call_count = nvs_figures_longest_calls(
+            nvs_figures_open_frame(builder, proc->open[slowest]), loop->calls);
     else if (proc->slowest_start == proc->rows[slowest].start) {
         loop->call_count = proc->slowest_call_count;
         memcpy(loop->calls, proc->slowest_calls, sizeof loop->calls);

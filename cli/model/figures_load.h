@@ -13,7 +13,8 @@
  * figures, not the events; BUDGET_NS as for nvs_figures_begin. EVENTS keeps
  * the names the figures point to: free it after REPORT. Returns 0, or -1 after
  * one line on stderr. */
-int nvs_figures_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options,
-                     int64_t budget_ns, struct nvs_report *report);
+int nvs_figures_load(struct nvs_events *events, const char *path,
+                     const struct nvs_load_options *options, int64_t budget_ns,
+                     struct nvs_report *report);
 
 #endif

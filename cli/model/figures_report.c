@@ -47,7 +47,7 @@ static void statistics(int64_t *values, size_t count, double out[NVS_STATS])
  * exact where each kept its values, else p50 and p99 from the sketches. */
 static int name_row(struct name_acc **accs, size_t count, struct nvs_report_name *row)
 {
-    *row = (struct nvs_report_name){.domain = accs[0]->domain, .name = accs[0]->name};
+    *row = (struct nvs_report_name){ .domain = accs[0]->domain, .name = accs[0]->name };
     size_t values = 0;
     int64_t sum = 0, max = 0;
     bool sketched = false;
@@ -88,8 +88,8 @@ static int name_row(struct name_acc **accs, size_t count, struct nvs_report_name
     row->estimated = true;
     row->stats[NVS_STAT_MEAN] = (double)sum / (double)row->count;
     row->stats[NVS_STAT_MAX] = (double)max;
-    unsigned percents[2] = {50, 99};
-    int stats[2] = {NVS_STAT_P50, NVS_STAT_P99};
+    unsigned percents[2] = { 50, 99 };
+    int stats[2] = { NVS_STAT_P50, NVS_STAT_P99 };
     for (int s = 0; s < 2; s++) {
         size_t rank = (percents[s] * row->count + 99) / 100, seen = 0;
         if (!rank)
@@ -109,7 +109,8 @@ static int name_row(struct name_acc **accs, size_t count, struct nvs_report_name
 
 static int compare_accs(const void *a, const void *b)
 {
-    const struct name_acc *x = *(const struct name_acc *const *)a, *y = *(const struct name_acc *const *)b;
+    const struct name_acc *x = *(const struct name_acc *const *)a,
+                          *y = *(const struct name_acc *const *)b;
     int order = nvs_compare_interned(x->domain, y->domain);
     if (!order)
         order = nvs_compare_interned(x->name, y->name);
@@ -150,7 +151,8 @@ static int names_table(const struct nvs_figures_builder *builder, bool one_proce
 /* By domain, then the most marks first, then kind. */
 static int compare_kinds(const void *a, const void *b)
 {
-    const struct mark_acc *x = *(const struct mark_acc *const *)a, *y = *(const struct mark_acc *const *)b;
+    const struct mark_acc *x = *(const struct mark_acc *const *)a,
+                          *y = *(const struct mark_acc *const *)b;
     int order = nvs_compare_interned(x->domain, y->domain);
     if (!order && x->count != y->count)
         order = (x->count < y->count) - (x->count > y->count);
@@ -184,8 +186,9 @@ static int report_marks(struct nvs_figures_builder *builder, struct nvs_report *
     for (size_t k = 0; k < builder->mark_count; k++) {
         struct mark_acc *acc = kinds[k];
         struct nvs_report_mark_kind *out = &report->marks[report->mark_kind_count++];
-        *out = (struct nvs_report_mark_kind){acc->domain, acc->kind, acc->count, acc->text_count, 0, {{0}},
-                                             acc->more_texts};
+        *out = (struct nvs_report_mark_kind){ acc->domain,     acc->kind, acc->count,
+                                              acc->text_count, 0,         { { 0 } },
+                                              acc->more_texts };
         if (acc->text_count == 1 && !acc->more_texts &&
             !nvs_compare_interned(acc->texts[0].text, acc->kind))
             continue;
@@ -202,8 +205,9 @@ static int report_marks(struct nvs_figures_builder *builder, struct nvs_report *
             slot->value = t;
         }
         for (size_t t = 0; t < acc->text_count && t < NVS_MARK_EXAMPLES; t++)
-            out->examples[out->example_count++] =
-                (struct nvs_report_mark_text){acc->texts[t].text, acc->texts[t].count};
+            out->examples[out->example_count++] = (struct nvs_report_mark_text){
+                acc->texts[t].text, acc->texts[t].count
+            };
     }
     free(kinds);
     return 0;
@@ -215,11 +219,11 @@ static int report_marks(struct nvs_figures_builder *builder, struct nvs_report *
  * after its dequeue while it was the newest frame its process had dequeued. */
 struct latency_pair {
     uint32_t pid;
-    int64_t capture, dequeue, start, end;      /* start, end: the actuation's range */
+    int64_t capture, dequeue, start, end; /* start, end: the actuation's range */
 };
 
 struct latency {
-    struct latency_pair *pairs;                /* in the actuations' start order */
+    struct latency_pair *pairs; /* in the actuations' start order */
     size_t count, camera_frames, actuations;
 };
 
@@ -266,7 +270,8 @@ static int pair_captures(struct nvs_figures_builder *builder, struct latency *la
         while (low < high) {
             size_t middle = (low + high) / 2;
             if (frames[middle].pid < actuation->pid ||
-                (frames[middle].pid == actuation->pid && frames[middle].dequeue <= actuation->start))
+                (frames[middle].pid == actuation->pid &&
+                 frames[middle].dequeue <= actuation->start))
                 low = middle + 1;
             else
                 high = middle;
@@ -275,8 +280,9 @@ static int pair_captures(struct nvs_figures_builder *builder, struct latency *la
         if (!newest || newest->pid != actuation->pid || newest->consumed)
             continue;
         newest->consumed = true;
-        latency->pairs[latency->count++] = (struct latency_pair){
-            actuation->pid, newest->capture, newest->dequeue, actuation->start, actuation->end};
+        latency->pairs[latency->count++] = (struct latency_pair){ actuation->pid, newest->capture,
+                                                                  newest->dequeue, actuation->start,
+                                                                  actuation->end };
     }
     return 0;
 }
@@ -366,7 +372,8 @@ static int measure_process(struct nvs_figures_builder *builder, const struct pro
         return -1;
     bool launches = false;
     for (size_t f = 0; f < n; f++) {
-        rows[f].value[NVS_COLUMN_REST] = rows[f].value[NVS_COLUMN_TOTAL] - rows[f].value[NVS_COLUMN_REST];
+        rows[f].value[NVS_COLUMN_REST] = rows[f].value[NVS_COLUMN_TOTAL] -
+            rows[f].value[NVS_COLUMN_REST];
         launches = launches || rows[f].value[NVS_COLUMN_LAUNCH] >= LAUNCH_SHOWN_NS;
     }
     /* Launches that take no time that shows count with the copies, in cuda. */
@@ -378,9 +385,10 @@ static int measure_process(struct nvs_figures_builder *builder, const struct pro
     /* the kernel figures: the frame range's own (trace files), else the probe's mark */
     for (size_t f = 0; f < n; f++) {
         if (!rows[f].has_kernel && builder->kernel_mark_count) {
-            struct kernel_mark key = {.pid = process->pid, .number = rows[f].number};
-            const struct kernel_mark *found = bsearch(&key, builder->kernel_marks, builder->kernel_mark_count,
-                                                      sizeof *builder->kernel_marks, compare_kernel_marks);
+            struct kernel_mark key = { .pid = process->pid, .number = rows[f].number };
+            const struct kernel_mark *found = bsearch(
+                &key, builder->kernel_marks, builder->kernel_mark_count,
+                sizeof *builder->kernel_marks, compare_kernel_marks);
             if (found) {
                 rows[f].has_kernel = true;
                 rows[f].value[NVS_COLUMN_RUNNABLE] = (int64_t)found->figures.runnable_ns;
@@ -445,8 +453,8 @@ static int compare_procs(const void *a, const void *b)
 
 /* Each process's frames, measured: FINAL takes the builder's rows, else they are copied (and the
  * open frames measured into the copy). */
-static int report_frames(struct nvs_figures_builder *builder, const struct latency *latency, bool final,
-                         struct nvs_report *report)
+static int report_frames(struct nvs_figures_builder *builder, const struct latency *latency,
+                         bool final, struct nvs_report *report)
 {
     struct proc **procs = malloc((builder->proc_count + 1) * sizeof *procs);
     if (!procs)
@@ -480,7 +488,8 @@ static int report_frames(struct nvs_figures_builder *builder, const struct laten
             memcpy(process->frames, proc->rows, proc->count * sizeof *process->frames);
             for (size_t k = 0; k < proc->count; k++)
                 if (proc->open[k] != NOT_OPEN)
-                    nvs_figures_measure_open(nvs_figures_open_frame(builder, proc->open[k]), &process->frames[k]);
+                    nvs_figures_measure_open(nvs_figures_open_frame(builder, proc->open[k]),
+                                             &process->frames[k]);
         }
         process->slowest = malloc((process->count + 1) * sizeof *process->slowest);
         if (!process->frames || !process->slowest) {
@@ -533,7 +542,8 @@ static int report_windows(struct nvs_figures_builder *builder, struct nvs_report
                 else
                     high = middle;
             }
-            for (size_t k = low; k < process->count && process->frames[k].start < window->end; k++) {
+            for (size_t k = low; k < process->count && process->frames[k].start < window->end;
+                 k++) {
                 uint64_t number = process->frames[k].number;
                 if (!first || number < first)
                     first = number;
@@ -542,7 +552,8 @@ static int report_windows(struct nvs_figures_builder *builder, struct nvs_report
             }
         }
         report->windows[report->window_count++] = (struct nvs_report_window){
-            window->name, window->domain, window->end - window->start, first, last};
+            window->name, window->domain, window->end - window->start, first, last
+        };
     }
     return 0;
 }

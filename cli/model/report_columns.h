@@ -14,7 +14,8 @@
 #include "model/figures.h"
 
 /* OUT[c]: whether PROCESS's column c is shown. */
-static inline void nvs_report_columns_shown(const struct nvs_report_process *process, bool out[NVS_COLUMNS])
+static inline void nvs_report_columns_shown(const struct nvs_report_process *process,
+                                            bool out[NVS_COLUMNS])
 {
     for (int c = 0; c < NVS_COLUMNS; c++) {
         out[c] = process->shown[c];

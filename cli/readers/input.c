@@ -15,9 +15,9 @@
 
 #include "readers/pftrace_wire.h"
 
-#define CHUNK (1u << 18)            /* read from the descriptor this much at a time */
+#define CHUNK (1u << 18) /* read from the descriptor this much at a time */
 
-static const unsigned char gzip_magic[2] = {0x1f, 0x8b};
+static const unsigned char gzip_magic[2] = { 0x1f, 0x8b };
 static const char sqlite_magic[16] = "SQLite format 3";
 
 enum nvs_input_kind nvs_input_kind_of(const unsigned char *bytes, size_t length)
@@ -30,9 +30,9 @@ enum nvs_input_kind nvs_input_kind_of(const unsigned char *bytes, size_t length)
         return NVS_INPUT_PFTRACE;
     size_t at = 0;
     if (length >= 3 && bytes[0] == 0xef && bytes[1] == 0xbb && bytes[2] == 0xbf)
-        at = 3;    /* a byte-order mark, as some editors write */
-    while (at < length && (bytes[at] == ' ' || bytes[at] == '\t' || bytes[at] == '\r' ||
-                           bytes[at] == '\n'))
+        at = 3; /* a byte-order mark, as some editors write */
+    while (at < length &&
+           (bytes[at] == ' ' || bytes[at] == '\t' || bytes[at] == '\r' || bytes[at] == '\n'))
         at++;
     if (at == length)
         return NVS_INPUT_EMPTY;
@@ -48,10 +48,23 @@ bool nvs_input_parse_size(const char *text, uint64_t *size)
         return false;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'M': shift = 20; end++; break;
-    case 'G': shift = 30; end++; break;
-    case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     default: break;
     }
     if (shift && *end == 'i')
@@ -111,14 +124,15 @@ static long inflated_read(struct nvs_stream *stream, unsigned char *into, size_t
             if (got < 0)
                 return -1;
             if (got == 0)
-                return 0;       /* the end of the input, or a member cut short */
+                return 0; /* the end of the input, or a member cut short */
             z->next_in = stream->raw;
             z->avail_in = (uInt)got;
         }
         if (stream->member_ended) {
             /* Another member may follow (gzip files concatenate); anything
              * else after a whole member is not gzip's, and is left. */
-            if (z->next_in[0] != gzip_magic[0] || (z->avail_in >= 2 && z->next_in[1] != gzip_magic[1])) {
+            if (z->next_in[0] != gzip_magic[0] ||
+                (z->avail_in >= 2 && z->next_in[1] != gzip_magic[1])) {
                 stream->raw_ended = true;
                 z->avail_in = 0;
                 return 0;
@@ -136,12 +150,14 @@ static long inflated_read(struct nvs_stream *stream, unsigned char *into, size_t
         } else if (status == Z_DATA_ERROR || status == Z_NEED_DICT || status == Z_MEM_ERROR) {
             if ((stream->given == 0 && made == 0) || status == Z_MEM_ERROR) {
                 snprintf(why, why_size, "not a whole gzip file: %s",
-                         status == Z_MEM_ERROR ? "out of memory" : z->msg ? z->msg : "corrupt");
+                         status == Z_MEM_ERROR ? "out of memory"
+                             : z->msg          ? z->msg
+                                               : "corrupt");
                 return -1;
             }
             stream->raw_ended = true;
             z->avail_in = 0;
-            return (long)made;  /* what came before the break, then the end */
+            return (long)made; /* what came before the break, then the end */
         }
         if (made)
             return (long)made;
@@ -220,8 +236,8 @@ int nvs_stream_open(struct nvs_stream *stream, const char *path, uint64_t max, c
     /* the head: as much as HEAD_BYTES holds, or all there is */
     stream->head_length = first;
     while (stream->head_length < HEAD_BYTES) {
-        long got = body_read(stream, stream->head + stream->head_length, HEAD_BYTES - stream->head_length,
-                             why, why_size);
+        long got = body_read(stream, stream->head + stream->head_length,
+                             HEAD_BYTES - stream->head_length, why, why_size);
         if (got < 0) {
             nvs_stream_close(stream);
             return -1;

@@ -10,11 +10,11 @@
 
 /* What an input holds, from its (decompressed) first bytes. */
 enum nvs_input_kind {
-    NVS_INPUT_JSON,              /* blanks, then [ or {: a JSON trace */
-    NVS_INPUT_PFTRACE,           /* a Perfetto Trace: field 1 holding a whole packet */
-    NVS_INPUT_SQLITE,            /* an SQLite database (an nsys export) */
-    NVS_INPUT_EMPTY,             /* nothing at all */
-    NVS_INPUT_OTHER,             /* none of those */
+    NVS_INPUT_JSON,    /* blanks, then [ or {: a JSON trace */
+    NVS_INPUT_PFTRACE, /* a Perfetto Trace: field 1 holding a whole packet */
+    NVS_INPUT_SQLITE,  /* an SQLite database (an nsys export) */
+    NVS_INPUT_EMPTY,   /* nothing at all */
+    NVS_INPUT_OTHER,   /* none of those */
 };
 
 /* An input read as a stream, a chunk at a time: a file, a pipe or standard
@@ -26,15 +26,15 @@ enum nvs_input_kind {
 struct nvs_stream {
     enum nvs_input_kind kind;
     bool gzipped;
-    bool from_file;                  /* a regular file, which a reader may also open by name */
-    uint64_t given;                  /* bytes given so far (decompressed) */
+    bool from_file; /* a regular file, which a reader may also open by name */
+    uint64_t given; /* bytes given so far (decompressed) */
     /* private */
     int fd;
     bool own_fd, raw_ended, member_ended, failed;
     uint64_t max;
-    unsigned char *head;             /* the first bytes, read ahead, given first */
+    unsigned char *head; /* the first bytes, read ahead, given first */
     size_t head_length, head_at;
-    void *inflater;                  /* a z_stream, when gzipped */
+    void *inflater; /* a z_stream, when gzipped */
     unsigned char *raw;
 };
 

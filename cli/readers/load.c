@@ -35,7 +35,8 @@ static bool copy_names(struct nvs_events *events, const struct nvs_events *names
  * marks in start order (of those that start together, as the table has
  * them), each added to EVENTS as it is read, so that with a sink the list
  * holds a batch; or the export handed to OPTIONS->read_export (convert). */
-static int load_sqlite(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+static int load_sqlite(struct nvs_events *events, const char *path,
+                       const struct nvs_load_options *options)
 {
     if (options->read_export)
         return options->read_export(options->export_context, path);
@@ -95,8 +96,8 @@ static int load_report(struct nvs_events *events, const char *path,
 
 /* An SQLite export that came through a pipe or gzip: SQLite reads files, so
  * its bytes go to a temporary one first, removed after. */
-static int load_sqlite_stream(struct nvs_events *events, const char *path, struct nvs_stream *stream,
-                              const struct nvs_load_options *options)
+static int load_sqlite_stream(struct nvs_events *events, const char *path,
+                              struct nvs_stream *stream, const struct nvs_load_options *options)
 {
     const char *directory = getenv("TMPDIR");
     char name[4096];
@@ -150,7 +151,8 @@ static long read_stream(void *context, char *into, size_t size, char *error, siz
     return nvs_stream_read(context, (unsigned char *)into, size, error, error_size);
 }
 
-int nvs_events_load(struct nvs_events *events, const char *path, const struct nvs_load_options *options)
+int nvs_events_load(struct nvs_events *events, const char *path,
+                    const struct nvs_load_options *options)
 {
     /* An Nsight Systems report, known by its first bytes whatever its name:
      * nsys reads it itself, by its name */
@@ -163,14 +165,17 @@ int nvs_events_load(struct nvs_events *events, const char *path, const struct nv
         nvs_events_say(options, "cannot read %s: %s", path, why);
         return -1;
     }
-    struct nvs_source source = {read_stream, &stream, MAX_EVENT};
+    struct nvs_source source = { read_stream, &stream, MAX_EVENT };
     int outcome = -1;
     if (stream.kind == NVS_INPUT_SQLITE) {
-        outcome = stream.from_file && !stream.gzipped ? load_sqlite(events, path, options)
-                                                      : load_sqlite_stream(events, path, &stream, options);
+        outcome = stream.from_file && !stream.gzipped
+            ? load_sqlite(events, path, options)
+            : load_sqlite_stream(events, path, &stream, options);
     } else if (options->exports_only) {
-        nvs_events_say(options, "%s is not an nsys export (an SQLite file from nsys export "
-                       "--type sqlite, or a .nsys-rep report)", path);
+        nvs_events_say(options,
+                       "%s is not an nsys export (an SQLite file from nsys export "
+                       "--type sqlite, or a .nsys-rep report)",
+                       path);
     } else if (nvs_ends_with(path, ".sqlite")) {
         nvs_events_say(options, "cannot read %s: not an SQLite database", path);
     } else if (stream.kind == NVS_INPUT_PFTRACE ||

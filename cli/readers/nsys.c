@@ -38,7 +38,7 @@ int nvs_nsys_report_at(const char *path, const struct nvs_load_options *options)
         close(fd);
     }
     if (got < 0)
-        return 0;  /* the reader opens it again, and says why it cannot */
+        return 0; /* the reader opens it again, and says why it cannot */
     size_t length = (size_t)got;
     if (length >= REPORT_MAGIC_LENGTH && memcmp(head, report_magic, REPORT_MAGIC_LENGTH) == 0)
         return 1;
@@ -50,15 +50,18 @@ int nvs_nsys_report_at(const char *path, const struct nvs_load_options *options)
     enum nvs_input_kind kind = nvs_input_kind_of(head, length);
     if (!named || gzipped || (kind != NVS_INPUT_OTHER && kind != NVS_INPUT_EMPTY))
         return 0;
-    nvs_events_say(options, "cannot read %s: %snot an Nsight Systems report (one begins \"%.*s\"), "
-                   "nor a trace or an nsys export", path, kind == NVS_INPUT_EMPTY ? "empty, " : "",
-                   (int)REPORT_MAGIC_LENGTH - 1, report_magic);
+    nvs_events_say(options,
+                   "cannot read %s: %snot an Nsight Systems report (one begins \"%.*s\"), "
+                   "nor a trace or an nsys export",
+                   path, kind == NVS_INPUT_EMPTY ? "empty, " : "", (int)REPORT_MAGIC_LENGTH - 1,
+                   report_magic);
     return -1;
 }
 
 /* nsys export --type sqlite REPORT to DATABASE; 0, or -1 with why it failed in
  * WHY (WHY_SIZE bytes). */
-static int run_export(const char *report, const char *database, const char *nsys, char *why, size_t why_size)
+static int run_export(const char *report, const char *database, const char *nsys, char *why,
+                      size_t why_size)
 {
     char log_path[] = "/tmp/nvtxshim-export-XXXXXX";
     int log = mkstemp(log_path);
@@ -79,8 +82,8 @@ static int run_export(const char *report, const char *database, const char *nsys
             dup2(null, 1);
             dup2(log >= 0 ? log : null, 2);
         }
-        execlp(nsys, nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", database,
-               report, (char *)NULL);
+        execlp(nsys, nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o",
+               database, report, (char *)NULL);
         _exit(127);
     }
     int status;
@@ -97,12 +100,14 @@ static int run_export(const char *report, const char *database, const char *nsys
             if (strncmp(line, "Exporting", 9) != 0 && strspn(line, " \t") < strlen(line))
                 last = line;
         if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-            snprintf(why, why_size, "cannot run %s: not found (install Nsight Systems, or set NSYS)", nsys);
+            snprintf(why, why_size,
+                     "cannot run %s: not found (install Nsight Systems, or set NSYS)", nsys);
         else if (WIFSIGNALED(status))
             snprintf(why, why_size, "%s export was killed by signal %d%s%s", nsys, WTERMSIG(status),
                      last ? ": " : "", last ? last : "");
         else
-            snprintf(why, why_size, "%s export failed%s%s", nsys, last ? ": " : "", last ? last : "");
+            snprintf(why, why_size, "%s export failed%s%s", nsys, last ? ": " : "",
+                     last ? last : "");
     }
     if (log >= 0)
         close(log);
@@ -113,8 +118,9 @@ static int run_export(const char *report, const char *database, const char *nsys
     return ok ? 0 : -1;
 }
 
-int nvs_nsys_export_report(const char *report, const struct nvs_load_options *options, char *database,
-                           size_t size, char *temporary_directory, size_t directory_size)
+int nvs_nsys_export_report(const char *report, const struct nvs_load_options *options,
+                           char *database, size_t size, char *temporary_directory,
+                           size_t directory_size)
 {
     temporary_directory[0] = '\0';
     struct stat report_status, database_status;
@@ -132,7 +138,8 @@ int nvs_nsys_export_report(const char *report, const struct nvs_load_options *op
         nvs_events_say(options, "%s: path too long", report);
         return -1;
     }
-    if (stat(database, &database_status) == 0 && database_status.st_mtime >= report_status.st_mtime) {
+    if (stat(database, &database_status) == 0 &&
+        database_status.st_mtime >= report_status.st_mtime) {
         nvs_events_say(options, "reading %s, the export of %s made before", database, report);
         return 0;
     }
@@ -151,8 +158,8 @@ int nvs_nsys_export_report(const char *report, const struct nvs_load_options *op
         int length = snprintf(temporary_directory, directory_size, "%s/nvtxshim-XXXXXX",
                               tmp && *tmp ? tmp : "/tmp");
         if (length < 0 || (size_t)length >= directory_size || !mkdtemp(temporary_directory)) {
-            nvs_events_say(options, "cannot make a temporary directory for the export of %s: %s", report,
-                           strerror(errno));
+            nvs_events_say(options, "cannot make a temporary directory for the export of %s: %s",
+                           report, strerror(errno));
             temporary_directory[0] = '\0';
             return -1;
         }
@@ -168,8 +175,8 @@ int nvs_nsys_export_report(const char *report, const struct nvs_load_options *op
         nsys = "nsys";
     /* One line, said while nsys works (a long run's report takes minutes) and
      * ended when it is done: by nothing more, or by why it failed. */
-    fprintf(stderr, "nvtxshim: %s: exporting %s to %s (nsys export --type sqlite)", options->command, report,
-            database);
+    fprintf(stderr, "nvtxshim: %s: exporting %s to %s (nsys export --type sqlite)",
+            options->command, report, database);
     fflush(stderr);
     char why[1024];
     int outcome = run_export(report, database, nsys, why, sizeof why);

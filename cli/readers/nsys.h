@@ -21,7 +21,8 @@ int nvs_nsys_report_at(const char *path, const struct nvs_load_options *options)
  * when REPORT's is not writable: then its path is in TEMPORARY_DIRECTORY (else
  * that is ""), for the caller to remove with the export. Returns 0, or -1
  * after one "nvtxshim: COMMAND: ..." line on stderr. */
-int nvs_nsys_export_report(const char *report, const struct nvs_load_options *options, char *database,
-                           size_t size, char *temporary_directory, size_t directory_size);
+int nvs_nsys_export_report(const char *report, const struct nvs_load_options *options,
+                           char *database, size_t size, char *temporary_directory,
+                           size_t directory_size);
 
 #endif

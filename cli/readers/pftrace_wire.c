@@ -34,8 +34,7 @@ int nvs_pb_next_field(struct bytes *in, struct field *field)
     field->wire = (unsigned)(key & 7);
     field->value = 0;
     switch (field->wire) {
-    case PF_WIRE_VARINT:
-        return nvs_pb_read_varint(in, &field->value);
+    case PF_WIRE_VARINT: return nvs_pb_read_varint(in, &field->value);
     case PF_WIRE_FIXED64:
     case PF_WIRE_FIXED32: {
         size_t size = field->wire == PF_WIRE_FIXED64 ? 8 : 4;
@@ -51,11 +50,10 @@ int nvs_pb_next_field(struct bytes *in, struct field *field)
             return got;
         if (length > (uint64_t)(in->end - in->at))
             return FIELD_CUT;
-        field->bytes = (struct bytes){in->at, in->at + length};
+        field->bytes = (struct bytes){ in->at, in->at + length };
         in->at += length;
         return FIELD_OK;
-    default:
-        return FIELD_BAD_WIRE;
+    default: return FIELD_BAD_WIRE;
     }
 }
 
@@ -91,13 +89,14 @@ bool nvs_pb_starts_trace(const unsigned char *bytes, size_t length)
         blank++;
     if (blank == length || (bytes[blank] != '[' && bytes[blank] != '{'))
         return true;
-    struct bytes in = {bytes, bytes + length};
+    struct bytes in = { bytes, bytes + length };
     struct field field;
     if (nvs_pb_next_field(&in, &field) != FIELD_OK)
         return false;
     int got;
     struct field inner;
-    FOR_EACH_FIELD(cursor, field.bytes, inner, got) {
+    FOR_EACH_FIELD(cursor, field.bytes, inner, got)
+    {
     }
     return got == FIELD_END;
 }

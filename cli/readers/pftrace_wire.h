@@ -14,10 +14,10 @@
 /* What nvs_pb_next_field found. */
 enum {
     FIELD_OK = 1,
-    FIELD_END = 0,              /* the bytes end between fields */
-    FIELD_CUT = -1,             /* ... inside one: a varint or a length runs past their end */
-    FIELD_LONG_VARINT = -2,     /* a varint of more than 10 bytes */
-    FIELD_BAD_WIRE = -3,        /* wire type 3, 4 (groups), 6 or 7 */
+    FIELD_END = 0,          /* the bytes end between fields */
+    FIELD_CUT = -1,         /* ... inside one: a varint or a length runs past their end */
+    FIELD_LONG_VARINT = -2, /* a varint of more than 10 bytes */
+    FIELD_BAD_WIRE = -3,    /* wire type 3, 4 (groups), 6 or 7 */
     FIELD_NUMBER_ZERO = -4,
 };
 
@@ -28,8 +28,8 @@ struct bytes {
 struct field {
     uint32_t number;
     unsigned wire;
-    uint64_t value;             /* a varint's, or a fixed64's or fixed32's bits */
-    struct bytes bytes;         /* a length-delimited one's */
+    uint64_t value;     /* a varint's, or a fixed64's or fixed32's bits */
+    struct bytes bytes; /* a length-delimited one's */
 };
 
 /* A varint at IN, IN moved past it: FIELD_OK, FIELD_CUT or FIELD_LONG_VARINT. */
@@ -47,7 +47,7 @@ bool nvs_pb_starts_trace(const unsigned char *bytes, size_t length);
 
 /* Each field of MESSAGE in turn as FIELD (CURSOR walks it); a corrupt one ends the
  * loop with GOT < 0. */
-#define FOR_EACH_FIELD(cursor, message, field, got) \
+#define FOR_EACH_FIELD(cursor, message, field, got)                                                \
     for (struct bytes cursor = (message); ((got) = nvs_pb_next_field(&cursor, &(field))) > 0;)
 
 #endif

@@ -11,7 +11,7 @@ struct nvs_source {
      * or -1 with a sentence in ERROR (ERROR_SIZE bytes). */
     long (*read)(void *context, char *into, size_t size, char *error, size_t error_size);
     void *context;
-    size_t max_event;                /* the most one event may take in memory; 0: no limit */
+    size_t max_event; /* the most one event may take in memory; 0: no limit */
 };
 
 #endif

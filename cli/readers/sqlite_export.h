@@ -17,11 +17,11 @@
 
 struct cursor {
     sqlite3_stmt *statement;
-    bool on_row;                     /* the statement holds a row not yet read */
-    bool done;                       /* ... or has none left (a step would run it again) */
-    bool ready;                      /* EVENT is the cursor's next event */
+    bool on_row; /* the statement holds a row not yet read */
+    bool done;   /* ... or has none left (a step would run it again) */
+    bool ready;  /* EVENT is the cursor's next event */
     struct nvs_export_event event;
-    char *name;                      /* EVENT's name and args, the cursor's own */
+    char *name; /* EVENT's name and args, the cursor's own */
     size_t name_size;
     struct nvs_json_text args;
     struct nvs_export_launch *launches;
@@ -30,13 +30,13 @@ struct cursor {
 
 struct nvs_export {
     struct database database;
-    struct nvs_events names;         /* the names, and the strings interned (few) */
+    struct nvs_events names; /* the names, and the strings interned (few) */
     nvs_export_keeps *keeps;
     void *keeps_context;
     bool present[NVS_EXPORT_SOURCES];
     struct columns columns[NVS_EXPORT_SOURCES];
-    bool api_launches;               /* the API calls' query joins their work */
-    bool everything;                 /* NVS_LOAD_EVERYTHING; else NVTX ranges and marks alone, no args */
+    bool api_launches; /* the API calls' query joins their work */
+    bool everything;   /* NVS_LOAD_EVERYTHING; else NVTX ranges and marks alone, no args */
     struct domain_names domains;
     struct category_names categories;
     struct labels copy_labels, memory_labels, classes, states, blocks;
@@ -45,9 +45,9 @@ struct nvs_export {
     const char *unknown_os_call, *unknown_api_call, *unnamed_kernel, *running, *off_cpu;
     struct cursor cursors[NVS_EXPORT_SOURCES];
     unsigned wanted;
-    int last;                        /* the cursor whose event was given last; -1 none */
-    size_t unnamed, open, unpaired;  /* left out, by the pass under way */
-    size_t said_unnamed, said_open, said_unpaired;  /* ... by the passes before */
+    int last;                       /* the cursor whose event was given last; -1 none */
+    size_t unnamed, open, unpaired; /* left out, by the pass under way */
+    size_t said_unnamed, said_open, said_unpaired; /* ... by the passes before */
     sqlite3_stmt *add_projection, *add_async;
 };
 

@@ -22,7 +22,7 @@ static bool completes(const char *name, const char *value, const char **found, b
         strpbrk(slash + 1, " \t\n"))
         return false;
     if (*found && strcmp(*found, slash + 1) != 0) {
-        *ambiguous = true;           /* two programs: which one is not known */
+        *ambiguous = true; /* two programs: which one is not known */
         return false;
     }
     *found = slash + 1;
@@ -32,10 +32,11 @@ static bool completes(const char *name, const char *value, const char **found, b
 static const char *completed_name(struct database *database, const char *name)
 {
     if (strlen(name) != COMM_LENGTH || !database->string_lookup)
-        return name;                 /* not cut, or no StringIds */
+        return name; /* not cut, or no StringIds */
     bool ambiguous = false;
     /* the strings that hold "/NAME", from SQLite */
-    sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT value FROM StringIds WHERE instr(value, ?) > 0");
+    sqlite3_stmt *statement = nvs_sql_prepare(
+        database, "SELECT value FROM StringIds WHERE instr(value, ?) > 0");
     if (!statement)
         return name;
     char needle[COMM_LENGTH + 2] = "/";
@@ -44,12 +45,15 @@ static const char *completed_name(struct database *database, const char *name)
     char *kept = NULL;
     while (!ambiguous && sqlite3_step(statement) == SQLITE_ROW) {
         const char *previous = kept;
-        if (completes(name, (const char *)sqlite3_column_text(statement, 0), &previous, &ambiguous) &&
+        if (completes(name, (const char *)sqlite3_column_text(statement, 0), &previous,
+                      &ambiguous) &&
             !kept && !(kept = strdup(previous)))
             ambiguous = true;
     }
     sqlite3_finalize(statement);
-    const char *result = ambiguous || !kept ? name : nvs_events_intern(database->events, kept, strlen(kept));
+    const char *result = ambiguous || !kept
+        ? name
+        : nvs_events_intern(database->events, kept, strlen(kept));
     free(kept);
     return result;
 }
@@ -77,20 +81,23 @@ int nvs_sql_load_names(struct database *database)
         struct columns columns;
         nvs_sql_read_columns(database, "ThreadNames", &columns);
         if (nvs_sql_has_column(&columns, "nameId") && nvs_sql_has_column(&columns, "globalTid")) {
-            sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT globalTid, nameId FROM ThreadNames");
+            sqlite3_stmt *statement = nvs_sql_prepare(database,
+                                                      "SELECT globalTid, nameId FROM ThreadNames");
             if (!statement)
                 return -1;
             while (sqlite3_step(statement) == SQLITE_ROW) {
                 const char *name = nvs_sql_string_column(database, statement, 1);
                 int64_t global = sqlite3_column_int64(statement, 0);
                 /* an NVTX name (nvtxNameOsThread) read before stays */
-                if (name && !nvs_events_add_name(events, nvs_global_pid(global), nvs_global_tid(global),
-                                                 name, false))
+                if (name &&
+                    !nvs_events_add_name(events, nvs_global_pid(global), nvs_global_tid(global),
+                                         name, false))
                     return -1;
             }
             sqlite3_finalize(statement);
         } else if (options->say_skipped) {
-            nvs_events_say(options, "ThreadNames has no nameId or globalTid column: threads unnamed");
+            nvs_events_say(options,
+                           "ThreadNames has no nameId or globalTid column: threads unnamed");
         }
     } else if (options->say_skipped) {
         nvs_events_say(options, "no ThreadNames table: threads unnamed (NVTX thread names kept)");
@@ -98,10 +105,13 @@ int nvs_sql_load_names(struct database *database)
     if (nvs_sql_has_table(database, "PROCESSES")) {
         struct columns columns;
         nvs_sql_read_columns(database, "PROCESSES", &columns);
-        if (nvs_sql_has_column(&columns, "name") && (nvs_sql_has_column(&columns, "pid") || nvs_sql_has_column(&columns, "globalPid"))) {
-            sqlite3_stmt *statement = nvs_sql_prepare(database, nvs_sql_has_column(&columns, "pid")
-                                                            ? "SELECT pid, name FROM PROCESSES"
-                                                            : "SELECT globalPid >> 24, name FROM PROCESSES");
+        if (nvs_sql_has_column(&columns, "name") &&
+            (nvs_sql_has_column(&columns, "pid") || nvs_sql_has_column(&columns, "globalPid"))) {
+            sqlite3_stmt *statement = nvs_sql_prepare(
+                database,
+                nvs_sql_has_column(&columns, "pid")
+                    ? "SELECT pid, name FROM PROCESSES"
+                    : "SELECT globalPid >> 24, name FROM PROCESSES");
             if (!statement)
                 return -1;
             while (sqlite3_step(statement) == SQLITE_ROW) {
@@ -112,7 +122,8 @@ int nvs_sql_load_names(struct database *database)
             }
             sqlite3_finalize(statement);
         } else if (options->say_skipped) {
-            nvs_events_say(options, "PROCESSES has no pid or name column: processes named after their "
+            nvs_events_say(options,
+                           "PROCESSES has no pid or name column: processes named after their "
                            "main thread");
         }
     } else if (options->say_skipped) {

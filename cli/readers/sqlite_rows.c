@@ -98,13 +98,15 @@ static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
         if (export->keeps && !export->keeps(export->keeps_context, cursor->name))
             continue;
         const char *name = cursor->name;
-        *event = (struct nvs_event){0};
+        *event = (struct nvs_event){ 0 };
         event->name = name;
         event->kind = mark ? NVS_EVENT_MARK : NVS_EVENT_RANGE;
         event->start = sqlite3_column_int64(statement, N_START);
         event->end = mark ? event->start : sqlite3_column_int64(statement, N_END);
-        event->domain = nvs_sql_domain_name(&export->database, &export->domains, statement, N_DOMAIN);
-        int64_t global = nvs_sql_is_null(statement, N_TID) ? 0 : sqlite3_column_int64(statement, N_TID);
+        event->domain = nvs_sql_domain_name(&export->database, &export->domains, statement,
+                                            N_DOMAIN);
+        int64_t global = nvs_sql_is_null(statement, N_TID) ? 0
+                                                           : sqlite3_column_int64(statement, N_TID);
         event->pid = nvs_global_pid(global);
         event->tid = nvs_global_tid(global);
         event->async = type == NVTX_START_END;
@@ -128,8 +130,11 @@ static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
         if (!export->everything)
             return event->domain ? 1 : -1;
         /* args as the recorder writes them: category, payload, colour (marks only) */
-        if (!nvs_sql_is_null(statement, N_CATEGORY) && sqlite3_column_int64(statement, N_CATEGORY) != 0) {
-            int64_t domain = nvs_sql_is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
+        if (!nvs_sql_is_null(statement, N_CATEGORY) &&
+            sqlite3_column_int64(statement, N_CATEGORY) != 0) {
+            int64_t domain = nvs_sql_is_null(statement, N_DOMAIN)
+                ? 0
+                : sqlite3_column_int64(statement, N_DOMAIN);
             int64_t id = sqlite3_column_int64(statement, N_CATEGORY);
             const char *category = nvs_sql_category_name(&export->categories, domain, id);
             if (category)
@@ -141,7 +146,7 @@ static int read_nvtx(struct nvs_export *export, struct cursor *cursor)
             double value = sqlite3_column_double(statement, payload);
             nvs_json_text_add(args, "%s\"payload\":%.17g", args->length ? "," : "",
                               value == value && value - value == 0 ? value : 0.0);
-        } else if (payload == N_PAYLOAD) {   /* the first column, uint64Value: unsigned */
+        } else if (payload == N_PAYLOAD) { /* the first column, uint64Value: unsigned */
             nvs_json_text_add(args, "%s\"payload\":%" PRIu64, args->length ? "," : "",
                               (uint64_t)sqlite3_column_int64(statement, payload));
         } else if (payload >= 0) {
@@ -165,7 +170,7 @@ static void read_call(struct cursor *cursor, enum nvs_event_kind kind, const cha
 {
     sqlite3_stmt *statement = cursor->statement;
     struct nvs_event *event = &cursor->event.event;
-    *event = (struct nvs_event){0};
+    *event = (struct nvs_event){ 0 };
     event->kind = kind;
     event->start = sqlite3_column_int64(statement, 0);
     event->end = nvs_sql_is_null(statement, 1) ? event->start : sqlite3_column_int64(statement, 1);
@@ -182,11 +187,13 @@ static int read_osrt(struct nvs_export *export, struct cursor *cursor)
         return 0;
     read_call(cursor, NVS_EVENT_OS_CALL, export->category[NVS_EXPORT_OSRT]);
     int named = name_column(export, cursor, 2);
-    if (named < 0 || (named == 0 && !set_name(cursor, export->unknown_os_call, strlen(export->unknown_os_call))))
+    if (named < 0 ||
+        (named == 0 && !set_name(cursor, export->unknown_os_call, strlen(export->unknown_os_call))))
         return -1;
     cursor->args.length = 0;
     if (!nvs_sql_is_null(statement, 4))
-        nvs_json_text_add(&cursor->args, "\"return\":%lld", (long long)sqlite3_column_int64(statement, 4));
+        nvs_json_text_add(&cursor->args, "\"return\":%lld",
+                          (long long)sqlite3_column_int64(statement, 4));
     cursor->event.event.args = cursor_args(cursor);
     cursor->event.rowid = sqlite3_column_int64(statement, 5);
     return cursor->args.failed ? -1 : 1;
@@ -214,13 +221,15 @@ static int read_api(struct nvs_export *export, struct cursor *cursor)
     args->length = 0;
     if (!nvs_sql_is_null(statement, 4)) {
         event->correlation = (uint32_t)sqlite3_column_int64(statement, 4);
-        nvs_json_text_add(args, "\"correlation\":%lld", (long long)sqlite3_column_int64(statement, 4));
+        nvs_json_text_add(args, "\"correlation\":%lld",
+                          (long long)sqlite3_column_int64(statement, 4));
     }
     if (!nvs_sql_is_null(statement, 5))
         nvs_json_text_add(args, "%s\"return\":%lld", args->length ? "," : "",
                           (long long)sqlite3_column_int64(statement, 5));
-    const char *class = nvs_sql_is_null(statement, 6) ? NULL
-                        : nvs_sql_label(&export->database, &export->classes, sqlite3_column_int64(statement, 6));
+    const char *class = nvs_sql_is_null(statement, 6)
+        ? NULL
+        : nvs_sql_label(&export->database, &export->classes, sqlite3_column_int64(statement, 6));
     if (class)
         nvs_json_text_add_string_member(args, "class", class);
     if (args->failed)
@@ -241,19 +250,22 @@ static int read_api(struct nvs_export *export, struct cursor *cursor)
         if (nvs_sql_is_null(statement, A_SOURCE))
             continue;
         size_t count = cursor->event.launch_count;
-        struct nvs_export_launch *launches =
-            nvs_room_for_one(cursor->launches, count, &cursor->launch_capacity, sizeof *launches, 8);
+        struct nvs_export_launch *launches = nvs_room_for_one(
+            cursor->launches, count, &cursor->launch_capacity, sizeof *launches, 8);
         if (!launches)
             return -1;
         cursor->launches = launches;
         cursor->event.launches = launches;
-        int64_t device = sqlite3_column_int64(statement, A_DEVICE), stream = sqlite3_column_int64(statement, A_STREAM);
+        int64_t device = sqlite3_column_int64(statement, A_DEVICE),
+                stream = sqlite3_column_int64(statement, A_STREAM);
         launches[count] = (struct nvs_export_launch){
             .source = (enum nvs_export_source)sqlite3_column_int(statement, A_SOURCE),
             .rowid = sqlite3_column_int64(statement, A_WORK),
             .start = sqlite3_column_int64(statement, A_START),
             .end = sqlite3_column_int64(statement, A_END),
-            .pid = nvs_sql_is_null(statement, A_PID) ? 0 : nvs_global_pid(sqlite3_column_int64(statement, A_PID)),
+            .pid = nvs_sql_is_null(statement, A_PID)
+                ? 0
+                : nvs_global_pid(sqlite3_column_int64(statement, A_PID)),
             .tid = nvs_sql_stream_row(device, stream),
             .async = sqlite3_column_int(statement, A_ASYNC) != 0,
         };
@@ -268,31 +280,39 @@ static int read_gpu(struct nvs_export *export, struct cursor *cursor, enum gpu_t
     if (!next_row(cursor))
         return 0;
     struct nvs_event *event = &cursor->event.event;
-    *event = (struct nvs_event){0};
-    event->kind = which == GPU_KERNEL ? NVS_EVENT_GPU_KERNEL : which == GPU_COPY ? NVS_EVENT_GPU_COPY : NVS_EVENT_GPU_SET;
+    *event = (struct nvs_event){ 0 };
+    event->kind = which == GPU_KERNEL ? NVS_EVENT_GPU_KERNEL
+        : which == GPU_COPY           ? NVS_EVENT_GPU_COPY
+                                      : NVS_EVENT_GPU_SET;
     event->start = sqlite3_column_int64(statement, 0);
     event->end = sqlite3_column_int64(statement, 1);
     event->domain = export->category[NVS_EXPORT_KERNEL + which];
-    event->pid = nvs_sql_is_null(statement, 2) ? 0 : nvs_global_pid(sqlite3_column_int64(statement, 2));
-    int64_t device = sqlite3_column_int64(statement, 3), stream = sqlite3_column_int64(statement, 4);
+    event->pid = nvs_sql_is_null(statement, 2) ? 0
+                                               : nvs_global_pid(sqlite3_column_int64(statement, 2));
+    int64_t device = sqlite3_column_int64(statement, 3),
+            stream = sqlite3_column_int64(statement, 4);
     event->tid = nvs_sql_stream_row(device, stream);
     struct nvs_json_text *args = &cursor->args;
     args->length = 0;
     nvs_json_text_add(args, "\"device\":%" PRId64 ",\"stream\":%" PRId64, device, stream);
     if (!nvs_sql_is_null(statement, 5)) {
         event->correlation = (uint32_t)sqlite3_column_int64(statement, 5);
-        nvs_json_text_add(args, ",\"correlation\":%lld", (long long)sqlite3_column_int64(statement, 5));
+        nvs_json_text_add(args, ",\"correlation\":%lld",
+                          (long long)sqlite3_column_int64(statement, 5));
     }
     char name[160];
     if (which == GPU_KERNEL) {
         int named = name_column(export, cursor, 6);
         if (named == 0)
             named = name_column(export, cursor, 7);
-        if (named < 0 || (named == 0 && !set_name(cursor, export->unnamed_kernel, strlen(export->unnamed_kernel))))
+        if (named < 0 ||
+            (named == 0 &&
+             !set_name(cursor, export->unnamed_kernel, strlen(export->unnamed_kernel))))
             return -1;
     } else {
         if (!nvs_sql_is_null(statement, 8))
-            nvs_json_text_add(args, ",\"bytes\":%lld", (long long)sqlite3_column_int64(statement, 8));
+            nvs_json_text_add(args, ",\"bytes\":%lld",
+                              (long long)sqlite3_column_int64(statement, 8));
         if (which == GPU_COPY) {
             int64_t kind = sqlite3_column_int64(statement, 9);
             const char *label = nvs_sql_label(&export->database, &export->copy_labels, kind);
@@ -300,15 +320,17 @@ static int read_gpu(struct nvs_export *export, struct cursor *cursor, enum gpu_t
             for (int side = 0; side < 2; side++) {
                 if (nvs_sql_is_null(statement, 10 + side))
                     continue;
-                const char *memory_label =
-                    nvs_sql_label(&export->database, &export->memory_labels, sqlite3_column_int64(statement, 10 + side));
+                const char *memory_label = nvs_sql_label(
+                    &export->database, &export->memory_labels,
+                    sqlite3_column_int64(statement, 10 + side));
                 if (memory_label)
                     nvs_json_text_add_string_member(args, side ? "dst" : "src", memory_label);
             }
         } else {
             snprintf(name, sizeof name, "CUDA memset");
             if (!nvs_sql_is_null(statement, 12))
-                nvs_json_text_add(args, ",\"value\":%lld", (long long)sqlite3_column_int64(statement, 12));
+                nvs_json_text_add(args, ",\"value\":%lld",
+                                  (long long)sqlite3_column_int64(statement, 12));
         }
         if (!set_name(cursor, name, strlen(name)))
             return -1;
@@ -346,14 +368,14 @@ static int read_sched(struct nvs_export *export, struct cursor *cursor)
     char name[160];
     while (next_row(cursor)) {
         if (nvs_sql_is_null(statement, S_NEXT_START))
-            continue;                /* the thread's last switch */
+            continue; /* the thread's last switch */
         bool switch_in = sqlite3_column_int64(statement, S_IN) != 0;
         if ((sqlite3_column_int64(statement, S_NEXT_IN) != 0) == switch_in) {
             export->unpaired++;
             continue;
         }
         int64_t global = sqlite3_column_int64(statement, S_TID);
-        *event = (struct nvs_event){0};
+        *event = (struct nvs_event){ 0 };
         event->kind = NVS_EVENT_THREAD_STATE;
         event->start = sqlite3_column_int64(statement, S_START);
         event->end = sqlite3_column_int64(statement, S_NEXT_START);
@@ -366,7 +388,8 @@ static int read_sched(struct nvs_export *export, struct cursor *cursor)
         const char *row_name = export->running;
         if (switch_in) {
             if (!nvs_sql_is_null(statement, S_CPU))
-                nvs_json_text_add(args, "\"cpu\":%lld", (long long)sqlite3_column_int64(statement, S_CPU));
+                nvs_json_text_add(args, "\"cpu\":%lld",
+                                  (long long)sqlite3_column_int64(statement, S_CPU));
         } else {
             /* the reason the thread left the CPU: on its switch out */
             const char *state = label_of(export, statement, S_STATE, &export->states, "state ");
@@ -394,7 +417,7 @@ static int read_projection(struct nvs_export *export, struct cursor *cursor)
     if (!next_row(cursor))
         return 0;
     struct nvs_event *event = &cursor->event.event;
-    *event = (struct nvs_event){0};
+    *event = (struct nvs_event){ 0 };
     event->kind = NVS_EVENT_PROJECTION;
     event->start = sqlite3_column_int64(statement, 0);
     event->end = sqlite3_column_int64(statement, 1);
@@ -420,17 +443,11 @@ int nvs_export_read(struct nvs_export *export, int source)
 {
     struct cursor *cursor = &export->cursors[source];
     switch (source) {
-    case NVS_EXPORT_PROJECTIONS:
-        return read_projection(export, cursor);
-    case NVS_EXPORT_NVTX:
-        return read_nvtx(export, cursor);
-    case NVS_EXPORT_OSRT:
-        return read_osrt(export, cursor);
-    case NVS_EXPORT_API:
-        return read_api(export, cursor);
-    case NVS_EXPORT_SCHED:
-        return read_sched(export, cursor);
-    default:
-        return read_gpu(export, cursor, (enum gpu_table)(source - NVS_EXPORT_KERNEL));
+    case NVS_EXPORT_PROJECTIONS: return read_projection(export, cursor);
+    case NVS_EXPORT_NVTX: return read_nvtx(export, cursor);
+    case NVS_EXPORT_OSRT: return read_osrt(export, cursor);
+    case NVS_EXPORT_API: return read_api(export, cursor);
+    case NVS_EXPORT_SCHED: return read_sched(export, cursor);
+    default: return read_gpu(export, cursor, (enum gpu_table)(source - NVS_EXPORT_KERNEL));
     }
 }

@@ -17,14 +17,16 @@
 #include "readers/sqlite_names.h"
 #include "readers/sqlite_tables.h"
 
-static const char *const gpu_tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
-                                         "CUPTI_ACTIVITY_KIND_MEMSET"};
+static const char *const gpu_tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL",
+                                          "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                          "CUPTI_ACTIVITY_KIND_MEMSET" };
 
 /* ---- opening: the schema, what is missing said, the names ---- */
 
 static void query_append(struct query *query, const char *text)
 {
-    int written = snprintf(query->sql + query->length, sizeof query->sql - query->length, "%s", text);
+    int written = snprintf(query->sql + query->length, sizeof query->sql - query->length, "%s",
+                           text);
     if (written > 0)
         query->length += (size_t)written;
 }
@@ -34,8 +36,9 @@ static bool nvtx_query(struct nvs_export *export, struct query *query, const cha
 {
     const struct columns *columns = &export->columns[NVS_EXPORT_NVTX];
     nvs_sql_query_start(query);
-    static const char *const wanted[] = {"start", "end", "eventType", "text", "textId", "globalTid",
-                                         "domainId", "category", "color", "endGlobalTid"};
+    static const char *const wanted[] = { "start",  "end",         "eventType", "text",
+                                          "textId", "globalTid",   "domainId",  "category",
+                                          "color",  "endGlobalTid" };
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         nvs_sql_query_column(query, columns, wanted[i]);
     for (size_t i = 0; i < NVS_SQL_PAYLOADS; i++)
@@ -53,26 +56,30 @@ static int open_nvtx(struct nvs_export *export)
     struct columns *columns = &export->columns[NVS_EXPORT_NVTX];
     if (!nvs_sql_has_table(database, "NVTX_EVENTS")) {
         if (options->say_skipped)
-            nvs_events_say(options, "no NVTX_EVENTS table: no NVTX ranges or marks (profile with -t nvtx "
+            nvs_events_say(options,
+                           "no NVTX_EVENTS table: no NVTX ranges or marks (profile with -t nvtx "
                            "for them)");
         return 0;
     }
     nvs_sql_read_columns(database, "NVTX_EVENTS", columns);
     if (!nvs_sql_has_column(columns, "start") || !nvs_sql_has_column(columns, "eventType")) {
-        nvs_events_say(options, "%s: NVTX_EVENTS has no %s column: NVTX events skipped", database->path,
-            nvs_sql_has_column(columns, "start") ? "eventType" : "start");
+        nvs_events_say(options, "%s: NVTX_EVENTS has no %s column: NVTX events skipped",
+                       database->path,
+                       nvs_sql_has_column(columns, "start") ? "eventType" : "start");
         return 0;
     }
     if (!nvs_sql_has_column(columns, "text") && !nvs_sql_has_column(columns, "textId")) {
         nvs_events_say(options, "%s: NVTX_EVENTS has neither text nor textId: NVTX events skipped",
-            database->path);
+                       database->path);
         return 0;
     }
     if (options->say_skipped) {
         if (!nvs_sql_has_column(columns, "end"))
-            nvs_events_say(options, "NVTX_EVENTS has no end column: NVTX ranges skipped, marks kept");
+            nvs_events_say(options,
+                           "NVTX_EVENTS has no end column: NVTX ranges skipped, marks kept");
         if (!nvs_sql_has_column(columns, "domainId"))
-            nvs_events_say(options, "NVTX_EVENTS has no domainId column: every event in domain \"default\"");
+            nvs_events_say(options,
+                           "NVTX_EVENTS has no domainId column: every event in domain \"default\"");
         if (!nvs_sql_has_column(columns, "globalTid"))
             nvs_events_say(options, "NVTX_EVENTS has no globalTid column: every event on thread 0");
         if (!nvs_sql_has_column(columns, "category"))
@@ -80,7 +87,8 @@ static int open_nvtx(struct nvs_export *export)
     }
     export->present[NVS_EXPORT_NVTX] = true;
     struct query query;
-    nvtx_query(export, &query, "FROM NVTX_EVENTS WHERE eventType IN (33, 75, 39) ORDER BY eventType DESC");
+    nvtx_query(export, &query,
+               "FROM NVTX_EVENTS WHERE eventType IN (33, 75, 39) ORDER BY eventType DESC");
     sqlite3_stmt *statement = nvs_sql_prepare(database, query.sql);
     if (!statement)
         return -1;
@@ -95,7 +103,8 @@ static int open_nvtx(struct nvs_export *export)
         if (!text)
             continue;
         if (type == NVTX_DOMAIN_CREATE && !nvs_sql_is_null(statement, N_DOMAIN)) {
-            if (!nvs_sql_grow((void **)&domains->items, &domains->capacity, domains->count, sizeof *domains->items)) {
+            if (!nvs_sql_grow((void **)&domains->items, &domains->capacity, domains->count,
+                              sizeof *domains->items)) {
                 status = -1;
                 break;
             }
@@ -107,13 +116,16 @@ static int open_nvtx(struct nvs_export *export)
                 status = -1;
                 break;
             }
-            categories->items[categories->count].domain =
-                nvs_sql_is_null(statement, N_DOMAIN) ? 0 : sqlite3_column_int64(statement, N_DOMAIN);
+            categories->items[categories->count].domain = nvs_sql_is_null(statement, N_DOMAIN)
+                ? 0
+                : sqlite3_column_int64(statement, N_DOMAIN);
             categories->items[categories->count].id = sqlite3_column_int64(statement, N_CATEGORY);
             categories->items[categories->count++].name = text;
-        } else if (type == NVTX_THREAD_NAME && export->everything && !nvs_sql_is_null(statement, N_TID)) {
+        } else if (type == NVTX_THREAD_NAME && export->everything &&
+                   !nvs_sql_is_null(statement, N_TID)) {
             int64_t global = sqlite3_column_int64(statement, N_TID);
-            if (!nvs_events_add_name(database->events, nvs_global_pid(global), nvs_global_tid(global), text, true))
+            if (!nvs_events_add_name(database->events, nvs_global_pid(global),
+                                     nvs_global_tid(global), text, true))
                 status = -1;
         }
     }
@@ -122,10 +134,11 @@ static int open_nvtx(struct nvs_export *export)
 }
 
 /* Names for the GPU rows of TABLE's work. */
-static int name_gpu_rows(struct nvs_export *export, const char *table, const struct columns *columns)
+static int name_gpu_rows(struct nvs_export *export, const char *table,
+                         const struct columns *columns)
 {
     struct database *database = &export->database;
-    static const char *const wanted[] = {"globalPid", "deviceId", "streamId"};
+    static const char *const wanted[] = { "globalPid", "deviceId", "streamId" };
     sqlite3_stmt *statement = nvs_sql_select_columns(database, columns, wanted, 3, table, "");
     if (!statement)
         return -1;
@@ -137,12 +150,17 @@ static int name_gpu_rows(struct nvs_export *export, const char *table, const str
         return -1;
     int status = 0;
     while (status == 0 && sqlite3_step(statement) == SQLITE_ROW) {
-        uint32_t pid = nvs_sql_is_null(statement, 0) ? 0 : nvs_global_pid(sqlite3_column_int64(statement, 0));
-        int64_t device = sqlite3_column_int64(statement, 1), stream = sqlite3_column_int64(statement, 2);
+        uint32_t pid = nvs_sql_is_null(statement, 0)
+            ? 0
+            : nvs_global_pid(sqlite3_column_int64(statement, 0));
+        int64_t device = sqlite3_column_int64(statement, 1),
+                stream = sqlite3_column_int64(statement, 2);
         char row[64];
         snprintf(row, sizeof row, "CUDA stream %" PRId64 " (device %" PRId64 ")", stream, device);
         const char *name = nvs_events_intern_string(database->events, row);
-        if (!name || !nvs_events_add_name(database->events, pid, nvs_sql_stream_row(device, stream), name, false))
+        if (!name ||
+            !nvs_events_add_name(database->events, pid, nvs_sql_stream_row(device, stream), name,
+                                 false))
             status = -1;
     }
     sqlite3_finalize(statement);
@@ -153,27 +171,31 @@ static int open_calls(struct nvs_export *export)
 {
     struct database *database = &export->database;
     const struct nvs_load_options *options = database->options;
-    static const char *const needed_os[] = {"start", "end", "nameId"};
-    export->present[NVS_EXPORT_OSRT] =
-        nvs_sql_require_table(database, "OSRT_API", &export->columns[NVS_EXPORT_OSRT], needed_os, 3,
-                              "OS runtime calls", "profile with -t osrt for them");
+    static const char *const needed_os[] = { "start", "end", "nameId" };
+    export->present[NVS_EXPORT_OSRT] = nvs_sql_require_table(
+        database, "OSRT_API", &export->columns[NVS_EXPORT_OSRT], needed_os, 3, "OS runtime calls",
+        "profile with -t osrt for them");
     static const char *const table = "CUPTI_ACTIVITY_KIND_RUNTIME";
-    static const char *const needed[] = {"start", "end"};
+    static const char *const needed[] = { "start", "end" };
     struct columns *columns = &export->columns[NVS_EXPORT_API];
-    export->present[NVS_EXPORT_API] = nvs_sql_require_table(database, table, columns, needed, 2, "CUDA API calls",
-                                                            "none made, or not profiled with -t cuda");
-    static const struct { const char *column, *without; } optional[] = {
-        {"nameId", "CUDA API calls unnamed"},
-        {"globalTid", "CUDA API calls shown on thread 0 of process 0"},
-        {"correlationId", "no launch arrows and no NVTX projections onto the GPU"},
-        {"returnValue", "CUDA API calls without their return values"},
-        {"eventClass", "CUDA API calls not told apart as runtime or driver calls"},
+    export->present[NVS_EXPORT_API] = nvs_sql_require_table(
+        database, table, columns, needed, 2, "CUDA API calls",
+        "none made, or not profiled with -t cuda");
+    static const struct {
+        const char *column, *without;
+    } optional[] = {
+        { "nameId", "CUDA API calls unnamed" },
+        { "globalTid", "CUDA API calls shown on thread 0 of process 0" },
+        { "correlationId", "no launch arrows and no NVTX projections onto the GPU" },
+        { "returnValue", "CUDA API calls without their return values" },
+        { "eventClass", "CUDA API calls not told apart as runtime or driver calls" },
     };
     if (export->present[NVS_EXPORT_API] && options->say_skipped)
         for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
             if (!nvs_sql_has_column(columns, optional[i].column))
-                nvs_events_say(options, "%s has no %s column: %s", table, optional[i].column, optional[i].without);
-    static const char *const what[] = {"CUDA kernels", "CUDA memory copies", "CUDA memsets"};
+                nvs_events_say(options, "%s has no %s column: %s", table, optional[i].column,
+                               optional[i].without);
+    static const char *const what[] = { "CUDA kernels", "CUDA memory copies", "CUDA memsets" };
     for (int which = GPU_KERNEL; which <= GPU_SET; which++) {
         const char *gpu_table = gpu_tables[which];
         struct columns *gpu_columns = &export->columns[NVS_EXPORT_KERNEL + which];
@@ -183,10 +205,13 @@ static int open_calls(struct nvs_export *export)
         export->present[NVS_EXPORT_KERNEL + which] = true;
         if (options->say_skipped) {
             if (!nvs_sql_has_column(gpu_columns, "globalPid"))
-                nvs_events_say(options, "%s has no globalPid column: %s shown in process 0", gpu_table, what[which]);
+                nvs_events_say(options, "%s has no globalPid column: %s shown in process 0",
+                               gpu_table, what[which]);
             if (which == GPU_KERNEL && !nvs_sql_has_column(gpu_columns, "demangledName") &&
                 !nvs_sql_has_column(gpu_columns, "shortName"))
-                nvs_events_say(options, "%s has no demangledName or shortName column: kernels unnamed", gpu_table);
+                nvs_events_say(options,
+                               "%s has no demangledName or shortName column: kernels unnamed",
+                               gpu_table);
         }
         if (name_gpu_rows(export, gpu_table, gpu_columns) != 0)
             return -1;
@@ -199,52 +224,126 @@ static int open_sched(struct nvs_export *export)
     struct database *database = &export->database;
     const struct nvs_load_options *options = database->options;
     struct columns *columns = &export->columns[NVS_EXPORT_SCHED];
-    static const char *const needed[] = {"start", "isSchedIn", "globalTid"};
+    static const char *const needed[] = { "start", "isSchedIn", "globalTid" };
     if (!nvs_sql_require_table(database, "SCHED_EVENTS", columns, needed, 3, "thread states",
                                "profile with --cpuctxsw=process-tree for them"))
         return 0;
     if (sqlite3_libversion_number() < 3025000) {
         /* each switch is paired with the thread's next by lead() OVER (...) */
-        nvs_events_say(options, "SQLite %s has no window functions (3.25 on): thread states skipped",
+        nvs_events_say(options,
+                       "SQLite %s has no window functions (3.25 on): thread states skipped",
                        sqlite3_libversion());
         return 0;
     }
     export->present[NVS_EXPORT_SCHED] = true;
-    bool with_state = nvs_sql_has_column(columns, "threadState"), with_block = nvs_sql_has_column(columns, "threadBlock");
+    bool with_state = nvs_sql_has_column(columns, "threadState"),
+         with_block = nvs_sql_has_column(columns, "threadBlock");
     if (options->say_skipped) {
         if (!with_state && !with_block)
-            nvs_events_say(options, "SCHED_EVENTS has no threadState or threadBlock column: time off the CPU "
-                           "is shown without its reason");
+            nvs_events_say(
+                options,
+                "SCHED_EVENTS has no threadState or threadBlock column: time off the CPU "
+                "is shown without its reason");
         else if (!with_state)
-            nvs_events_say(options, "SCHED_EVENTS has no threadState column: time off the CPU is shown "
+            nvs_events_say(options,
+                           "SCHED_EVENTS has no threadState column: time off the CPU is shown "
                            "without the state the thread left in");
         else if (!with_block)
-            nvs_events_say(options, "SCHED_EVENTS has no threadBlock column: time off the CPU is shown "
+            nvs_events_say(options,
+                           "SCHED_EVENTS has no threadBlock column: time off the CPU is shown "
                            "without what blocked the thread");
         if (!nvs_sql_has_column(columns, "cpu"))
-            nvs_events_say(options, "SCHED_EVENTS has no cpu column: running time is shown without its CPU");
+            nvs_events_say(options,
+                           "SCHED_EVENTS has no cpu column: running time is shown without its CPU");
     }
     export->states.table = export->state_table;
     export->blocks.table = export->block_table;
-    export->states.present = with_state && (nvs_sql_has_table(database, "ENUM_SAMPLING_THREAD_STATE")
-                                                ? snprintf(export->state_table, sizeof export->state_table, "%s",
-                                                           "ENUM_SAMPLING_THREAD_STATE") > 0
-                                                : nvs_sql_find_enum_table(database, "ENUM%THREAD_STATE%", export->state_table,
-                                                                  sizeof export->state_table));
-    export->blocks.present = with_block && nvs_sql_find_enum_table(database, "ENUM%THREAD_BLOCK%", export->block_table,
-                                                           sizeof export->block_table);
+    export->states.present = with_state &&
+        (nvs_sql_has_table(database, "ENUM_SAMPLING_THREAD_STATE")
+             ? snprintf(export->state_table, sizeof export->state_table, "%s",
+                        "ENUM_SAMPLING_THREAD_STATE") > 0
+             : nvs_sql_find_enum_table(database, "ENUM%THREAD_STATE%", export->state_table,
+                                       sizeof export->state_table));
+    export->blocks.present = with_block &&
+        nvs_sql_find_enum_table(database, "ENUM%THREAD_BLOCK%", export->block_table,
+                                sizeof export->block_table);
     /* each thread's state row, named after the thread */
-    sqlite3_stmt *statement = nvs_sql_prepare(database, "SELECT DISTINCT globalTid FROM SCHED_EVENTS "
-                                                        "WHERE globalTid IS NOT NULL");
+    sqlite3_stmt *statement = nvs_sql_prepare(database,
+                                              "SELECT DISTINCT globalTid FROM SCHED_EVENTS "
+                                              "WHERE globalTid IS NOT NULL");
     if (!statement)
         return -1;
     int status = 0;
     while (status == 0 && sqlite3_step(statement) == SQLITE_ROW) {
         int64_t global = sqlite3_column_int64(statement, 0);
-        if (!nvs_sql_name_state_row(database->events, nvs_global_pid(global), nvs_global_tid(global)))
+        if (!nvs_sql_name_state_row(database->events, nvs_global_pid(global),
+                                    nvs_global_tid(global)))
             status = -1;
     }
     sqlite3_finalize(statement);
+    return status;
+}
+
+/* The names the export's events are given that are not the export's (their
+ * categories, the names of unnamed calls, the thread states) interned, and
+ * the label tables there are: 0, or -1 when out of memory. */
+static int intern_names(struct nvs_export *export)
+{
+    struct database *database = &export->database;
+    int status = 0;
+    static const char *const categories[] = {
+        [NVS_EXPORT_PROJECTIONS] = NVS_CATEGORY_PROJECTION,
+        [NVS_EXPORT_OSRT] = NVS_CATEGORY_OS_CALL,
+        [NVS_EXPORT_API] = NVS_CATEGORY_CUDA_API,
+        [NVS_EXPORT_KERNEL] = NVS_CATEGORY_GPU_KERNEL,
+        [NVS_EXPORT_COPY] = NVS_CATEGORY_GPU_COPY,
+        [NVS_EXPORT_SET] = NVS_CATEGORY_GPU_SET,
+        [NVS_EXPORT_SCHED] = NVS_CATEGORY_THREAD_STATE,
+    };
+    for (int i = 0; status == 0 && i < NVS_EXPORT_SOURCES; i++)
+        if (categories[i] &&
+            !(export->category[i] = nvs_events_intern_string(&export->names, categories[i])))
+            status = -1;
+    if (status == 0 &&
+        (!(export->unknown_os_call = nvs_events_intern_string(&export->names,
+                                                              "[unknown OS call]")) ||
+         !(export->unknown_api_call = nvs_events_intern_string(&export->names,
+                                                               "[CUDA API call]")) ||
+         !(export->unnamed_kernel = nvs_events_intern_string(&export->names, "[CUDA kernel]")) ||
+         !(export->running = nvs_events_intern_string(&export->names, "Running")) ||
+         !(export->off_cpu = nvs_events_intern_string(&export->names, "Off CPU"))))
+        status = -1;
+    export->copy_labels = (struct labels){ .table = "ENUM_CUDA_MEMCPY_OPER" };
+    export->memory_labels = (struct labels){ .table = "ENUM_CUDA_MEM_KIND" };
+    export->classes = (struct labels){ .table = "ENUM_NSYS_EVENT_CLASS" };
+    export->copy_labels.present = nvs_sql_has_table(database, export->copy_labels.table);
+    export->memory_labels.present = nvs_sql_has_table(database, export->memory_labels.table);
+    export->classes.present = nvs_sql_has_table(database, export->classes.table);
+    return status;
+}
+
+/* The temporary tables of the projections and of the GPU work made async, and
+ * the statements that fill them: 0, or -1 (said when SQLite failed). */
+static int make_temp_tables(struct nvs_export *export)
+{
+    struct database *database = &export->database;
+    int status = 0;
+    if (sqlite3_exec(
+            database->db,
+            "CREATE TEMP TABLE nvtxshim_projections (start INTEGER, \"end\" INTEGER, "
+            "pid INTEGER, tid INTEGER, name TEXT, domain TEXT, ops INTEGER, range INTEGER, seq INTEGER); "
+            "CREATE TEMP TABLE nvtxshim_async (source INTEGER, work INTEGER, PRIMARY KEY (source, work))",
+            NULL, NULL, NULL) != SQLITE_OK) {
+        nvs_events_say(database->options, "%s: %s", database->path, sqlite3_errmsg(database->db));
+        status = -1;
+    }
+    if (status == 0 &&
+        (!(export->add_projection = nvs_sql_prepare(database,
+                                                    "INSERT INTO nvtxshim_projections VALUES "
+                                                    "(?, ?, ?, ?, ?, ?, ?, ?, ?)")) ||
+         !(export->add_async = nvs_sql_prepare(
+               database, "INSERT OR IGNORE INTO nvtxshim_async VALUES (?, ?)"))))
+        status = -1;
     return status;
 }
 
@@ -262,14 +361,17 @@ struct nvs_export *nvs_export_open(const char *path, const struct nvs_load_optio
     export->keeps = keeps;
     export->keeps_context = context;
     struct database *database = &export->database;
-    *database = (struct database){.path = path, .options = options, .events = &export->names};
-    if (sqlite3_open_v2(path, &database->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        nvs_events_say(options, "cannot open %s: %s", path, database->db ? sqlite3_errmsg(database->db) : "out of memory");
+    *database = (struct database){ .path = path, .options = options, .events = &export->names };
+    if (sqlite3_open_v2(path, &database->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        nvs_events_say(options, "cannot open %s: %s", path,
+                       database->db ? sqlite3_errmsg(database->db) : "out of memory");
         nvs_export_close(export);
         return NULL;
     }
     sqlite3_stmt *check;
-    if (sqlite3_prepare_v2(database->db, "SELECT count(*) FROM sqlite_master", -1, &check, NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(database->db, "SELECT count(*) FROM sqlite_master", -1, &check, NULL) !=
+            SQLITE_OK ||
         sqlite3_step(check) != SQLITE_ROW) {
         nvs_events_say(options, "cannot read %s: %s", path, sqlite3_errmsg(database->db));
         sqlite3_finalize(check);
@@ -287,31 +389,12 @@ struct nvs_export *nvs_export_open(const char *path, const struct nvs_load_optio
     if (nvs_sql_has_table(database, "StringIds")) {
         database->string_cache = calloc(STRING_CACHE, sizeof *database->string_cache);
         if (!database->string_cache ||
-            !(database->string_lookup = nvs_sql_prepare(database, "SELECT value FROM StringIds WHERE id = ?")))
+            !(database->string_lookup = nvs_sql_prepare(
+                  database, "SELECT value FROM StringIds WHERE id = ?")))
             status = -1;
     }
-    static const char *const categories[] = {
-        [NVS_EXPORT_PROJECTIONS] = NVS_CATEGORY_PROJECTION, [NVS_EXPORT_OSRT] = NVS_CATEGORY_OS_CALL,
-        [NVS_EXPORT_API] = NVS_CATEGORY_CUDA_API, [NVS_EXPORT_KERNEL] = NVS_CATEGORY_GPU_KERNEL,
-        [NVS_EXPORT_COPY] = NVS_CATEGORY_GPU_COPY, [NVS_EXPORT_SET] = NVS_CATEGORY_GPU_SET,
-        [NVS_EXPORT_SCHED] = NVS_CATEGORY_THREAD_STATE,
-    };
-    for (int i = 0; status == 0 && i < NVS_EXPORT_SOURCES; i++)
-        if (categories[i] && !(export->category[i] = nvs_events_intern_string(&export->names, categories[i])))
-            status = -1;
-    if (status == 0 &&
-        (!(export->unknown_os_call = nvs_events_intern_string(&export->names, "[unknown OS call]")) ||
-         !(export->unknown_api_call = nvs_events_intern_string(&export->names, "[CUDA API call]")) ||
-         !(export->unnamed_kernel = nvs_events_intern_string(&export->names, "[CUDA kernel]")) ||
-         !(export->running = nvs_events_intern_string(&export->names, "Running")) ||
-         !(export->off_cpu = nvs_events_intern_string(&export->names, "Off CPU"))))
-        status = -1;
-    export->copy_labels = (struct labels){.table = "ENUM_CUDA_MEMCPY_OPER"};
-    export->memory_labels = (struct labels){.table = "ENUM_CUDA_MEM_KIND"};
-    export->classes = (struct labels){.table = "ENUM_NSYS_EVENT_CLASS"};
-    export->copy_labels.present = nvs_sql_has_table(database, export->copy_labels.table);
-    export->memory_labels.present = nvs_sql_has_table(database, export->memory_labels.table);
-    export->classes.present = nvs_sql_has_table(database, export->classes.table);
+    if (status == 0)
+        status = intern_names(export);
     if (status == 0)
         status = open_nvtx(export);
     if (status == 0 && export->everything)
@@ -322,19 +405,8 @@ struct nvs_export *nvs_export_open(const char *path, const struct nvs_load_optio
         status = open_sched(export);
     if (status == 0 && options->say_skipped)
         nvs_sql_say_left_out(database);
-    if (status == 0 &&
-        sqlite3_exec(database->db, "CREATE TEMP TABLE nvtxshim_projections (start INTEGER, \"end\" INTEGER, "
-                     "pid INTEGER, tid INTEGER, name TEXT, domain TEXT, ops INTEGER, range INTEGER, seq INTEGER); "
-                     "CREATE TEMP TABLE nvtxshim_async (source INTEGER, work INTEGER, PRIMARY KEY (source, work))",
-                     NULL, NULL, NULL) != SQLITE_OK) {
-        nvs_events_say(options, "%s: %s", path, sqlite3_errmsg(database->db));
-        status = -1;
-    }
-    if (status == 0 &&
-        (!(export->add_projection = nvs_sql_prepare(database, "INSERT INTO nvtxshim_projections VALUES "
-                                                              "(?, ?, ?, ?, ?, ?, ?, ?, ?)")) ||
-         !(export->add_async = nvs_sql_prepare(database, "INSERT OR IGNORE INTO nvtxshim_async VALUES (?, ?)"))))
-        status = -1;
+    if (status == 0)
+        status = make_temp_tables(export);
     if (status != 0) {
         nvs_events_say(options, "out of memory reading %s", path);
         nvs_export_close(export);
@@ -354,8 +426,8 @@ static bool api_query(struct nvs_export *export, char *sql, size_t size)
     const struct columns *columns = &export->columns[NVS_EXPORT_API];
     struct query query;
     nvs_sql_query_start(&query);
-    static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "correlationId",
-                                         "returnValue", "eventClass"};
+    static const char *const wanted[] = { "start",         "end",         "nameId",    "globalTid",
+                                          "correlationId", "returnValue", "eventClass" };
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
         nvs_sql_query_column(&query, columns, wanted[i]);
     query.sql[query.length] = '\0';
@@ -364,12 +436,15 @@ static bool api_query(struct nvs_export *export, char *sql, size_t size)
     if (nvs_sql_has_column(columns, "correlationId"))
         for (int which = GPU_KERNEL; which <= GPU_SET; which++) {
             const struct columns *gpu = &export->columns[NVS_EXPORT_KERNEL + which];
-            if (!export->present[NVS_EXPORT_KERNEL + which] || !nvs_sql_has_column(gpu, "correlationId"))
+            if (!export->present[NVS_EXPORT_KERNEL + which] ||
+                !nvs_sql_has_column(gpu, "correlationId"))
                 continue;
-            int written = snprintf(work + length, sizeof work - length,
+            int written = snprintf(
+                work + length, sizeof work - length,
                 "%sSELECT %d AS src, rowid AS rid, start AS wstart, \"end\" AS wend, %s AS wpid, %s AS wdevice, "
                 "%s AS wstream, correlationId AS wcorrelation FROM \"%s\" WHERE correlationId IS NOT NULL "
-                "AND correlationId != 0", length ? " UNION ALL " : "", NVS_EXPORT_KERNEL + which,
+                "AND correlationId != 0",
+                length ? " UNION ALL " : "", NVS_EXPORT_KERNEL + which,
                 nvs_sql_has_column(gpu, "globalPid") ? "globalPid" : "NULL",
                 nvs_sql_has_column(gpu, "deviceId") ? "deviceId" : "NULL",
                 nvs_sql_has_column(gpu, "streamId") ? "streamId" : "NULL", gpu_tables[which]);
@@ -380,16 +455,19 @@ static bool api_query(struct nvs_export *export, char *sql, size_t size)
     export->api_launches = length > 0;
     int written;
     if (!export->api_launches)
-        written = snprintf(sql, size, "%s, r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r ORDER BY start, r.rowid",
-                           query.sql);
+        written = snprintf(
+            sql, size, "%s, r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r ORDER BY start, r.rowid",
+            query.sql);
     else
-        written = snprintf(sql, size,
+        written = snprintf(
+            sql, size,
             "%s, r.rowid, w.src, w.rid, w.wstart, w.wend, w.wpid, w.wdevice, w.wstream, "
             "EXISTS (SELECT 1 FROM temp.nvtxshim_async AS a WHERE a.source = w.src AND a.work = w.rid) "
             "FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r LEFT JOIN (%s) AS w ON r.correlationId != 0 "
             "AND w.wcorrelation = r.correlationId "
             "AND ((ifnull(w.wpid, 0) >> 24) & 16777215) = ((ifnull(r.globalTid, 0) >> 24) & 16777215) "
-            "ORDER BY start, r.rowid, w.wstart, w.src, w.rid", query.sql, work);
+            "ORDER BY start, r.rowid, w.wstart, w.src, w.rid",
+            query.sql, work);
     return written > 0 && (size_t)written < size;
 }
 
@@ -402,13 +480,16 @@ static sqlite3_stmt *source_query(struct nvs_export *export, int source)
     struct query query;
     switch (source) {
     case NVS_EXPORT_PROJECTIONS:
-        return nvs_sql_prepare(database, "SELECT start, \"end\", pid, tid, name, domain, ops, rowid "
-                                         "FROM temp.nvtxshim_projections ORDER BY start, range, seq");
+        return nvs_sql_prepare(database,
+                               "SELECT start, \"end\", pid, tid, name, domain, ops, rowid "
+                               "FROM temp.nvtxshim_projections ORDER BY start, range, seq");
     case NVS_EXPORT_NVTX:
-        nvtx_query(export, &query, "FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60) ORDER BY start, rowid");
+        nvtx_query(export, &query,
+                   "FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60) ORDER BY start, rowid");
         return nvs_sql_prepare(database, query.sql);
     case NVS_EXPORT_OSRT: {
-        static const char *const wanted[] = {"start", "end", "nameId", "globalTid", "returnValue"};
+        static const char *const wanted[] = { "start", "end", "nameId", "globalTid",
+                                              "returnValue" };
         nvs_sql_query_start(&query);
         for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
             nvs_sql_query_column(&query, columns, wanted[i]);
@@ -418,33 +499,38 @@ static sqlite3_stmt *source_query(struct nvs_export *export, int source)
     }
     case NVS_EXPORT_API:
         if (!api_query(export, sql, sizeof sql)) {
-            nvs_events_say(database->options, "%s: the CUDA API calls' query is too long", database->path);
+            nvs_events_say(database->options, "%s: the CUDA API calls' query is too long",
+                           database->path);
             return NULL;
         }
         return nvs_sql_prepare(database, sql);
     case NVS_EXPORT_SCHED: {
-        static const char *const wanted[] = {"start", "cpu", "isSchedIn", "globalTid", "threadState",
-                                             "threadBlock"};
+        static const char *const wanted[] = { "start",     "cpu",         "isSchedIn",
+                                              "globalTid", "threadState", "threadBlock" };
         nvs_sql_query_start(&query);
         for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
             nvs_sql_query_column(&query, columns, wanted[i]);
         /* each switch with the thread's next (rowid: of two at one time, the one nsys wrote first) */
         query_append(&query, ", rowid, lead(start) OVER thread, lead(isSchedIn) OVER thread");
-        nvs_sql_query_end(&query, "FROM SCHED_EVENTS WHERE globalTid IS NOT NULL "
-                                  "WINDOW thread AS (PARTITION BY globalTid ORDER BY start, rowid) "
-                                  "ORDER BY start, globalTid, rowid");
+        nvs_sql_query_end(&query,
+                          "FROM SCHED_EVENTS WHERE globalTid IS NOT NULL "
+                          "WINDOW thread AS (PARTITION BY globalTid ORDER BY start, rowid) "
+                          "ORDER BY start, globalTid, rowid");
         return nvs_sql_prepare(database, query.sql);
     }
     default: {
-        static const char *const wanted[] = {"start", "end", "globalPid", "deviceId", "streamId",
-                                             "correlationId", "demangledName", "shortName", "bytes",
-                                             "copyKind", "srcKind", "dstKind", "value"};
+        static const char *const wanted[] = { "start",         "end",       "globalPid",
+                                              "deviceId",      "streamId",  "correlationId",
+                                              "demangledName", "shortName", "bytes",
+                                              "copyKind",      "srcKind",   "dstKind",
+                                              "value" };
         nvs_sql_query_start(&query);
         for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++)
             nvs_sql_query_column(&query, columns, wanted[i]);
         query_append(&query, ", rowid");
         char rest[128];
-        snprintf(rest, sizeof rest, "FROM \"%s\" ORDER BY start, rowid", gpu_tables[source - NVS_EXPORT_KERNEL]);
+        snprintf(rest, sizeof rest, "FROM \"%s\" ORDER BY start, rowid",
+                 gpu_tables[source - NVS_EXPORT_KERNEL]);
         nvs_sql_query_end(&query, rest);
         return nvs_sql_prepare(database, query.sql);
     }
@@ -467,9 +553,11 @@ int nvs_export_begin(struct nvs_export *export, unsigned wanted)
     end_pass(export);
     export->wanted = wanted;
     /* a pass that reads a table reads all of it: what it left out, the most any pass counted */
-    export->said_unnamed = export->unnamed > export->said_unnamed ? export->unnamed : export->said_unnamed;
+    export->said_unnamed = export->unnamed > export->said_unnamed ? export->unnamed
+                                                                  : export->said_unnamed;
     export->said_open = export->open > export->said_open ? export->open : export->said_open;
-    export->said_unpaired = export->unpaired > export->said_unpaired ? export->unpaired : export->said_unpaired;
+    export->said_unpaired = export->unpaired > export->said_unpaired ? export->unpaired
+                                                                     : export->said_unpaired;
     export->unnamed = export->open = export->unpaired = 0;
     for (int i = 0; i < NVS_EXPORT_SOURCES; i++) {
         if (!(wanted & (1u << i)) || (i != NVS_EXPORT_PROJECTIONS && !export->present[i]))
@@ -480,7 +568,8 @@ int nvs_export_begin(struct nvs_export *export, unsigned wanted)
         cursor->event.source = (enum nvs_export_source)i;
         int got = nvs_export_read(export, i);
         if (got < 0) {
-            nvs_events_say(export->database.options, "out of memory reading %s", export->database.path);
+            nvs_events_say(export->database.options, "out of memory reading %s",
+                           export->database.path);
             return -1;
         }
         cursor->ready = got > 0;
@@ -493,7 +582,8 @@ int nvs_export_next(struct nvs_export *export, struct nvs_export_event *event)
     if (export->last >= 0) {
         int got = nvs_export_read(export, export->last);
         if (got < 0) {
-            nvs_events_say(export->database.options, "out of memory reading %s", export->database.path);
+            nvs_events_say(export->database.options, "out of memory reading %s",
+                           export->database.path);
             return -1;
         }
         export->cursors[export->last].ready = got > 0;
@@ -502,7 +592,8 @@ int nvs_export_next(struct nvs_export *export, struct nvs_export_event *event)
     int first = -1;
     for (int i = 0; i < NVS_EXPORT_SOURCES; i++)
         if (export->cursors[i].ready &&
-            (first < 0 || export->cursors[i].event.event.start < export->cursors[first].event.event.start))
+            (first < 0 ||
+             export->cursors[i].event.event.start < export->cursors[first].event.event.start))
             first = i;
     if (first < 0)
         return 0;
@@ -518,7 +609,8 @@ int nvs_export_mark_async(struct nvs_export *export, enum nvs_export_source sour
     sqlite3_bind_int(statement, 1, (int)source);
     sqlite3_bind_int64(statement, 2, rowid);
     if (sqlite3_step(statement) != SQLITE_DONE) {
-        nvs_events_say(export->database.options, "%s: %s", export->database.path, sqlite3_errmsg(export->database.db));
+        nvs_events_say(export->database.options, "%s: %s", export->database.path,
+                       sqlite3_errmsg(export->database.db));
         return -1;
     }
     return 0;
@@ -531,7 +623,11 @@ struct open_range {
     int64_t start, end, rowid;
     char *name;
     const char *domain;
-    struct row_span { uint32_t pid, tid; int64_t start, end; size_t operations; } *rows;
+    struct row_span {
+        uint32_t pid, tid;
+        int64_t start, end;
+        size_t operations;
+    } * rows;
     size_t row_count, row_capacity;
 };
 
@@ -569,12 +665,13 @@ static bool add_to_span(struct open_range *range, const struct nvs_export_launch
         if (range->rows[i].pid == work->pid && range->rows[i].tid == work->tid)
             row = &range->rows[i];
     if (!row) {
-        struct row_span *rows = nvs_room_for_one(range->rows, range->row_count, &range->row_capacity, sizeof *rows, 4);
+        struct row_span *rows = nvs_room_for_one(range->rows, range->row_count,
+                                                 &range->row_capacity, sizeof *rows, 4);
         if (!rows)
             return false;
         range->rows = rows;
         row = &rows[range->row_count++];
-        *row = (struct row_span){work->pid, work->tid, work->start, work->end, 0};
+        *row = (struct row_span){ work->pid, work->tid, work->start, work->end, 0 };
     }
     if (work->start < row->start)
         row->start = work->start;
@@ -606,8 +703,8 @@ int nvs_export_project(struct nvs_export *export)
             }
         if (item.source == NVS_EXPORT_NVTX) {
             /* nsys projects a range that ends on the thread that started it */
-            if (event->kind != NVS_EVENT_RANGE || (event->end_tid != 0 && event->end_tid != event->tid) ||
-                event->end < event->start)
+            if (event->kind != NVS_EVENT_RANGE ||
+                (event->end_tid != 0 && event->end_tid != event->tid) || event->end < event->start)
                 continue;
             struct open_range *grown = nvs_room_for_one(open, count, &capacity, sizeof *grown, 16);
             char *name = grown ? strdup(event->name) : NULL;
@@ -619,9 +716,13 @@ int nvs_export_project(struct nvs_export *export)
                 break;
             }
             open = grown;
-            open[count++] = (struct open_range){.pid = event->pid, .tid = event->tid, .start = event->start,
-                                                .end = event->end, .rowid = item.rowid, .name = name,
-                                                .domain = event->domain};
+            open[count++] = (struct open_range){ .pid = event->pid,
+                                                 .tid = event->tid,
+                                                 .start = event->start,
+                                                 .end = event->end,
+                                                 .rowid = item.rowid,
+                                                 .name = name,
+                                                 .domain = event->domain };
         } else if (item.launch_count) {
             for (size_t i = 0; i < count; i++) {
                 struct open_range *range = &open[i];
@@ -651,16 +752,19 @@ void nvs_export_say_left_out(struct nvs_export *export)
     const struct nvs_load_options *options = export->database.options;
     if (!options->say_skipped)
         return;
-    nvs_export_begin(export, 0);     /* the last pass's counts with the others' */
+    nvs_export_begin(export, 0); /* the last pass's counts with the others' */
     export->unnamed = export->said_unnamed;
     export->open = export->said_open;
     export->unpaired = export->said_unpaired;
     if (export->unnamed || export->open)
-        nvs_events_say(options, "left out %zu NVTX ranges never closed and %zu events without a message",
+        nvs_events_say(options,
+                       "left out %zu NVTX ranges never closed and %zu events without a message",
                        export->open, export->unnamed);
     if (export->unpaired)
-        nvs_events_say(options, "SCHED_EVENTS: %zu switch%s in (or out) followed by another the same way, "
-                       "left out", export->unpaired, export->unpaired == 1 ? "" : "es");
+        nvs_events_say(options,
+                       "SCHED_EVENTS: %zu switch%s in (or out) followed by another the same way, "
+                       "left out",
+                       export->unpaired, export->unpaired == 1 ? "" : "es");
 }
 
 void nvs_export_close(struct nvs_export *export)

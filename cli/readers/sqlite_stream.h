@@ -32,11 +32,11 @@ enum nvs_export_source {
 
 /* A piece of GPU work a CUDA API call launched (same process and correlation id). */
 struct nvs_export_launch {
-    enum nvs_export_source source;   /* KERNEL, COPY or SET */
-    int64_t rowid;                   /* its row in that table: with SOURCE, the work */
+    enum nvs_export_source source; /* KERNEL, COPY or SET */
+    int64_t rowid;                 /* its row in that table: with SOURCE, the work */
     int64_t start, end;
-    uint32_t pid, tid;               /* its GPU row */
-    bool async;                      /* marked with nvs_export_mark_async */
+    uint32_t pid, tid; /* its GPU row */
+    bool async;        /* marked with nvs_export_mark_async */
 };
 
 /* One event as the stream gives it: its strings and launches are good until
@@ -46,7 +46,7 @@ struct nvs_export_event {
     struct nvs_event event;
     enum nvs_export_source source;
     int64_t rowid;
-    const struct nvs_export_launch *launches;  /* a CUDA API call's work, in time order */
+    const struct nvs_export_launch *launches; /* a CUDA API call's work, in time order */
     size_t launch_count;
 };
 

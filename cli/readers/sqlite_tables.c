@@ -14,9 +14,9 @@
 bool nvs_sql_has_table(struct database *database, const char *table)
 {
     sqlite3_stmt *statement;
-    if (sqlite3_prepare_v2(database->db,
-                           "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?",
-                           -1, &statement, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            database->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?",
+            -1, &statement, NULL) != SQLITE_OK)
         return false;
     sqlite3_bind_text(statement, 1, table, -1, SQLITE_STATIC);
     bool found = sqlite3_step(statement) == SQLITE_ROW;
@@ -48,13 +48,13 @@ bool nvs_sql_has_column(const struct columns *columns, const char *name)
     return false;
 }
 
-
 /* What every loader asks first: TABLE's columns into COLUMNS when TABLE is
  * there and has each of NEEDED; otherwise false, with (where skipped tables
  * are said) one line: "no TABLE table: WHAT skipped (HINT)", or "TABLE has no
  * C column: WHAT skipped". */
 bool nvs_sql_require_table(struct database *database, const char *table, struct columns *columns,
-                          const char *const *needed, size_t count, const char *what, const char *hint)
+                           const char *const *needed, size_t count, const char *what,
+                           const char *hint)
 {
     const struct nvs_load_options *options = database->options;
     if (!nvs_sql_has_table(database, table)) {
@@ -108,8 +108,8 @@ sqlite3_stmt *nvs_sql_prepare(struct database *database, const char *sql)
  * REST (a WHERE or ORDER BY clause, or ""), prepared; NULL after a line on
  * stderr. */
 sqlite3_stmt *nvs_sql_select_columns(struct database *database, const struct columns *columns,
-                                    const char *const *wanted, size_t count, const char *table,
-                                    const char *rest)
+                                     const char *const *wanted, size_t count, const char *table,
+                                     const char *rest)
 {
     struct query query;
     nvs_sql_query_start(&query);
@@ -131,15 +131,15 @@ const char *nvs_sql_string_column(struct database *database, sqlite3_stmt *state
 {
     switch (sqlite3_column_type(statement, column)) {
     case SQLITE_TEXT:
-        return nvs_events_intern(database->events, (const char *)sqlite3_column_text(statement, column),
+        return nvs_events_intern(database->events,
+                                 (const char *)sqlite3_column_text(statement, column),
                                  (size_t)sqlite3_column_bytes(statement, column));
     case SQLITE_INTEGER: {
         sqlite3_int64 id = sqlite3_column_int64(statement, column);
         const char *text = nvs_sql_string_id(database, id);
         return text ? nvs_events_intern_string(database->events, text) : NULL;
     }
-    default:
-        return NULL;
+    default: return NULL;
     }
 }
 
@@ -159,7 +159,7 @@ const char *nvs_sql_string_id(struct database *database, int64_t id)
     if (!text)
         return NULL;
     free(slot->text);
-    *slot = (struct string_slot){id, text};
+    *slot = (struct string_slot){ id, text };
     return text;
 }
 
@@ -179,7 +179,7 @@ bool nvs_sql_grow(void **items, size_t *capacity, size_t count, size_t size)
 /* ---- what both loaders read the rows with ---- */
 
 const char *nvs_sql_domain_name(struct database *database, const struct domain_names *domains,
-                               sqlite3_stmt *statement, int column)
+                                sqlite3_stmt *statement, int column)
 {
     if (nvs_sql_is_null(statement, column) || sqlite3_column_int64(statement, column) == 0)
         return nvs_events_intern_string(database->events, "default");
@@ -192,7 +192,8 @@ const char *nvs_sql_domain_name(struct database *database, const struct domain_n
     return nvs_events_intern_string(database->events, name);
 }
 
-const char *nvs_sql_category_name(const struct category_names *categories, int64_t domain, int64_t id)
+const char *nvs_sql_category_name(const struct category_names *categories, int64_t domain,
+                                  int64_t id)
 {
     for (size_t i = 0; i < categories->count; i++)
         if (categories->items[i].domain == domain && categories->items[i].id == id)
@@ -229,7 +230,8 @@ static const char *enum_label(struct database *database, const char *table, int6
         return NULL;
     const char *label = NULL;
     if (sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0))
-        label = nvs_events_intern_string(database->events, (const char *)sqlite3_column_text(statement, 0));
+        label = nvs_events_intern_string(database->events,
+                                         (const char *)sqlite3_column_text(statement, 0));
     sqlite3_finalize(statement);
     return label;
 }
@@ -238,13 +240,12 @@ static const char *enum_label(struct database *database, const char *table, int6
 const char *nvs_sql_copy_kind(int64_t kind)
 {
     static const char *const kinds[] = {
-        "Unknown", "Host-to-Device", "Device-to-Host", "Host-to-Array", "Array-to-Host",
-        "Array-to-Array", "Array-to-Device", "Device-to-Array", "Device-to-Device",
-        "Host-to-Host", "Peer-to-Peer",
+        "Unknown",          "Host-to-Device", "Device-to-Host",  "Host-to-Array",
+        "Array-to-Host",    "Array-to-Array", "Array-to-Device", "Device-to-Array",
+        "Device-to-Device", "Host-to-Host",   "Peer-to-Peer",
     };
     return kind >= 0 && kind < (int64_t)(sizeof kinds / sizeof kinds[0]) ? kinds[kind] : "Unknown";
 }
-
 
 /* An API name as the program called it: nsys appends the CUDA version that
  * introduced the entry point (cudaLaunchKernel_v7000, cudaMemcpy_v3020), and
@@ -257,15 +258,17 @@ size_t nvs_sql_api_name_length(const char *name)
     for (bool cut = true; cut;) {
         cut = false;
         size_t digits = 0;
-        while (digits < length && name[length - 1 - digits] >= '0' && name[length - 1 - digits] <= '9')
+        while (digits < length && name[length - 1 - digits] >= '0' &&
+               name[length - 1 - digits] <= '9')
             digits++;
         if (digits >= 4 && length > digits + 2 && name[length - digits - 2] == '_' &&
             name[length - digits - 1] == 'v') {
             length -= digits + 2;
             cut = true;
         }
-        if (length > 5 && (memcmp(name + length - 5, "_ptsz", 5) == 0 ||
-                           memcmp(name + length - 5, "_ptds", 5) == 0)) {
+        if (length > 5 &&
+            (memcmp(name + length - 5, "_ptsz", 5) == 0 ||
+             memcmp(name + length - 5, "_ptds", 5) == 0)) {
             length -= 5;
             cut = true;
         }
@@ -274,11 +277,14 @@ size_t nvs_sql_api_name_length(const char *name)
 }
 
 /* The first ENUM_* table whose name is LIKE PATTERN, into NAME; false when none. */
-bool nvs_sql_find_enum_table(struct database *database, const char *pattern, char *name, size_t size)
+bool nvs_sql_find_enum_table(struct database *database, const char *pattern, char *name,
+                             size_t size)
 {
     sqlite3_stmt *statement;
-    if (sqlite3_prepare_v2(database->db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
-                           "ORDER BY name", -1, &statement, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(database->db,
+                           "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE ? "
+                           "ORDER BY name",
+                           -1, &statement, NULL) != SQLITE_OK)
         return false;
     sqlite3_bind_text(statement, 1, pattern, -1, SQLITE_STATIC);
     bool found = sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_text(statement, 0);
@@ -287,7 +293,6 @@ bool nvs_sql_find_enum_table(struct database *database, const char *pattern, cha
     sqlite3_finalize(statement);
     return found;
 }
-
 
 static const char *name_of(const struct nvs_events *events, uint32_t pid, uint32_t tid)
 {
@@ -314,18 +319,30 @@ bool nvs_sql_name_state_row(struct nvs_events *events, uint32_t pid, uint32_t ti
 void nvs_sql_say_left_out(struct database *database)
 {
     static const char *const mapped[] = {
-        "StringIds", "NVTX_EVENTS", "OSRT_API", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_KERNEL",
-        "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "SCHED_EVENTS", "ThreadNames",
+        "StringIds",
+        "NVTX_EVENTS",
+        "OSRT_API",
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "SCHED_EVENTS",
+        "ThreadNames",
         "PROCESSES",
         /* not events: descriptions of the session and the machine */
-        "EXPORT_META_DATA", "ANALYSIS_DETAILS", "ProcessStreams", "UnwindMethodType",
+        "EXPORT_META_DATA",
+        "ANALYSIS_DETAILS",
+        "ProcessStreams",
+        "UnwindMethodType",
     };
-    sqlite3_stmt *tables = nvs_sql_prepare(database, "SELECT name FROM sqlite_master WHERE type = 'table' "
-                                             "AND name NOT LIKE 'ENUM_%' AND name NOT LIKE 'TARGET_INFO_%' "
-                                             "AND name NOT LIKE 'sqlite_%' ORDER BY name");
+    sqlite3_stmt *tables = nvs_sql_prepare(
+        database,
+        "SELECT name FROM sqlite_master WHERE type = 'table' "
+        "AND name NOT LIKE 'ENUM_%' AND name NOT LIKE 'TARGET_INFO_%' "
+        "AND name NOT LIKE 'sqlite_%' ORDER BY name");
     if (!tables)
         return;
-    struct nvs_json_text line = {0};
+    struct nvs_json_text line = { 0 };
     while (sqlite3_step(tables) == SQLITE_ROW) {
         const char *table = (const char *)sqlite3_column_text(tables, 0);
         bool known = false;
@@ -356,7 +373,8 @@ void nvs_sql_say_left_out(struct database *database)
  * rather than read as an export with every table missing. */
 bool nvs_sql_is_nsys_export(struct database *database)
 {
-    sqlite3_stmt *statement = nvs_sql_prepare(database,
+    sqlite3_stmt *statement = nvs_sql_prepare(
+        database,
         "SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND (name IN ('NVTX_EVENTS', "
         "'OSRT_API', 'SCHED_EVENTS', 'StringIds', 'ThreadNames', 'PROCESSES', 'COMPOSITE_EVENTS', "
         "'EXPORT_META_DATA', 'ANALYSIS_DETAILS', 'PROFILER_OVERHEAD') OR name LIKE 'CUPTI\\_%' ESCAPE '\\' "
@@ -366,8 +384,11 @@ bool nvs_sql_is_nsys_export(struct database *database)
     bool found = sqlite3_step(statement) == SQLITE_ROW;
     sqlite3_finalize(statement);
     if (!found)
-        nvs_events_say(database->options, "%s is not an nsys export (an SQLite database with none of the "
-                       "tables nsys export writes: NVTX_EVENTS, OSRT_API, CUPTI_*, SCHED_EVENTS, StringIds, "
-                       "TARGET_INFO_*, ...)", database->path);
+        nvs_events_say(
+            database->options,
+            "%s is not an nsys export (an SQLite database with none of the "
+            "tables nsys export writes: NVTX_EVENTS, OSRT_API, CUPTI_*, SCHED_EVENTS, StringIds, "
+            "TARGET_INFO_*, ...)",
+            database->path);
     return found;
 }

@@ -28,7 +28,10 @@ struct database {
     /* StringIds: looked up one at a time, the last few kept (a slot by id);
      * NULL where the export has no StringIds */
     sqlite3_stmt *string_lookup;
-    struct string_slot { int64_t id; char *text; } *string_cache;
+    struct string_slot {
+        int64_t id;
+        char *text;
+    } * string_cache;
 };
 
 #define STRING_CACHE 4096
@@ -48,14 +51,15 @@ bool nvs_sql_has_table(struct database *database, const char *table);
 void nvs_sql_read_columns(struct database *database, const char *table, struct columns *columns);
 bool nvs_sql_has_column(const struct columns *columns, const char *name);
 bool nvs_sql_require_table(struct database *database, const char *table, struct columns *columns,
-                          const char *const *needed, size_t count, const char *what, const char *hint);
+                           const char *const *needed, size_t count, const char *what,
+                           const char *hint);
 void nvs_sql_query_column(struct query *query, const struct columns *columns, const char *name);
 void nvs_sql_query_start(struct query *query);
 void nvs_sql_query_end(struct query *query, const char *rest);
 sqlite3_stmt *nvs_sql_prepare(struct database *database, const char *sql);
 sqlite3_stmt *nvs_sql_select_columns(struct database *database, const struct columns *columns,
-                                    const char *const *wanted, size_t count, const char *table,
-                                    const char *rest);
+                                     const char *const *wanted, size_t count, const char *table,
+                                     const char *rest);
 bool nvs_sql_is_null(sqlite3_stmt *statement, int column);
 const char *nvs_sql_string_column(struct database *database, sqlite3_stmt *statement, int column);
 bool nvs_sql_grow(void **items, size_t *capacity, size_t count, size_t size);
@@ -73,12 +77,18 @@ enum {
 };
 
 struct domain_names {
-    struct { int64_t id; const char *name; } *items;
+    struct {
+        int64_t id;
+        const char *name;
+    } * items;
     size_t count, capacity;
 };
 
 struct category_names {
-    struct { int64_t domain, id; const char *name; } *items;
+    struct {
+        int64_t domain, id;
+        const char *name;
+    } * items;
     size_t count, capacity;
 };
 
@@ -88,7 +98,16 @@ extern const char *const nvs_sql_payload_columns[NVS_SQL_PAYLOADS];
 
 /* Columns of the NVTX query, in order. */
 enum {
-    N_START, N_END, N_TYPE, N_TEXT, N_TEXT_ID, N_TID, N_DOMAIN, N_CATEGORY, N_COLOR, N_END_TID,
+    N_START,
+    N_END,
+    N_TYPE,
+    N_TEXT,
+    N_TEXT_ID,
+    N_TID,
+    N_DOMAIN,
+    N_CATEGORY,
+    N_COLOR,
+    N_END_TID,
     N_PAYLOAD,
 };
 
@@ -128,7 +147,8 @@ static inline uint32_t nvs_sql_state_row(uint32_t tid)
 const char *nvs_sql_domain_name(struct database *database, const struct domain_names *domains,
                                 sqlite3_stmt *statement, int column);
 /* The name of category ID of DOMAIN, or NULL. */
-const char *nvs_sql_category_name(const struct category_names *categories, int64_t domain, int64_t id);
+const char *nvs_sql_category_name(const struct category_names *categories, int64_t domain,
+                                  int64_t id);
 /* The label of ID in LABELS' ENUM_* table, when the table is there (small ids looked up once). */
 const char *nvs_sql_label(struct database *database, struct labels *labels, int64_t id);
 /* CUPTI's name of copy kind KIND, for exports without ENUM_CUDA_MEMCPY_OPER. */
@@ -136,7 +156,8 @@ const char *nvs_sql_copy_kind(int64_t kind);
 /* How much of a CUDA API call's NAME is its name as the program called it. */
 size_t nvs_sql_api_name_length(const char *name);
 /* The first ENUM_* table whose name is LIKE PATTERN, into NAME; false when none. */
-bool nvs_sql_find_enum_table(struct database *database, const char *pattern, char *name, size_t size);
+bool nvs_sql_find_enum_table(struct database *database, const char *pattern, char *name,
+                             size_t size);
 /* The state row of thread (PID, TID) named after the thread. False when out of memory. */
 bool nvs_sql_name_state_row(struct nvs_events *events, uint32_t pid, uint32_t tid);
 /* The tables with rows that convert does not map, in one line. */

@@ -92,11 +92,11 @@ static bool stack_push(struct stack *stack, const void *item, size_t size)
 /* ---- the parser ----------------------------------------------------------- */
 
 struct parser {
-    const char *start, *p, *end;     /* the window: what is in memory of the input */
+    const char *start, *p, *end; /* the window: what is in memory of the input */
     struct arena arena;
     struct stack stack;
     int depth;
-    bool ended;                      /* the error is the end of the window */
+    bool ended; /* the error is the end of the window */
     char *error;
     size_t error_size;
     /* a streamed input: the window, refilled from the source at an event's
@@ -105,7 +105,7 @@ struct parser {
     char *window;
     size_t window_size;
     bool source_ended;
-    size_t line_base, column_base;   /* where the window starts, for messages: lines before it,
+    size_t line_base, column_base; /* where the window starts, for messages: lines before it,
                                       * and characters after the last newline before it */
 };
 
@@ -198,7 +198,7 @@ static int more(struct parser *parser, const char **keep)
     if (keep)
         *keep = parser->window;
     long got = parser->source->read(parser->source->context, parser->window + kept,
-                                       parser->window_size - kept, parser->error, parser->error_size);
+                                    parser->window_size - kept, parser->error, parser->error_size);
     if (got < 0)
         return -1;
     if (got == 0) {
@@ -326,9 +326,7 @@ static bool parse_string(struct parser *parser, const char **text, size_t *lengt
             o = put_utf8(o, (unsigned long)code);
             break;
         }
-        default:
-            parser->p = p - 1;
-            return fail(parser, "bad escape \\%c", escape);
+        default: parser->p = p - 1; return fail(parser, "bad escape \\%c", escape);
         }
     }
     *o = '\0';
@@ -524,28 +522,16 @@ static bool parse_value(struct parser *parser, struct nvs_json *value)
     bool ok;
     parser->depth++;
     switch (*parser->p) {
-    case '{':
-        ok = parse_object(parser, value);
-        break;
-    case '[':
-        ok = parse_array(parser, value);
-        break;
+    case '{': ok = parse_object(parser, value); break;
+    case '[': ok = parse_array(parser, value); break;
     case '"':
         value->type = NVS_JSON_STRING;
         ok = parse_string(parser, &value->text, &value->length);
         break;
-    case 't':
-        ok = parse_literal(parser, "true", NVS_JSON_TRUE, value);
-        break;
-    case 'f':
-        ok = parse_literal(parser, "false", NVS_JSON_FALSE, value);
-        break;
-    case 'n':
-        ok = parse_literal(parser, "null", NVS_JSON_NULL, value);
-        break;
-    default:
-        ok = parse_number(parser, value);
-        break;
+    case 't': ok = parse_literal(parser, "true", NVS_JSON_TRUE, value); break;
+    case 'f': ok = parse_literal(parser, "false", NVS_JSON_FALSE, value); break;
+    case 'n': ok = parse_literal(parser, "null", NVS_JSON_NULL, value); break;
+    default: ok = parse_number(parser, value); break;
     }
     parser->depth--;
     return ok;
@@ -554,7 +540,8 @@ static bool parse_value(struct parser *parser, struct nvs_json *value)
 /* PARSE(PARSER, OUT) at P; where the window ends inside what it reads and the
  * input goes on, the window is refilled and it is run again from its start.
  * False: not JSON, or (ENDED) the input ends inside it, or it could not be read. */
-static bool parse_more(struct parser *parser, bool (*parse)(struct parser *parser, void *out), void *out)
+static bool parse_more(struct parser *parser, bool (*parse)(struct parser *parser, void *out),
+                       void *out)
 {
     for (;;) {
         const char *from = parser->p;
@@ -769,7 +756,11 @@ int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn cal
                          size_t error_size)
 {
     struct parser parser = {
-        .start = text, .p = text, .end = text + length, .error = error, .error_size = error_size,
+        .start = text,
+        .p = text,
+        .end = text + length,
+        .error = error,
+        .error_size = error_size,
     };
     return parse_with(&parser, callback, context, result);
 }
@@ -777,7 +768,7 @@ int nvs_trace_json_parse(const char *text, size_t length, nvs_trace_event_fn cal
 int nvs_trace_json_read(struct nvs_source *source, nvs_trace_event_fn callback, void *context,
                         struct nvs_trace_read *result, char *error, size_t error_size)
 {
-    struct parser parser = {.error = error, .error_size = error_size, .source = source};
+    struct parser parser = { .error = error, .error_size = error_size, .source = source };
     return parse_with(&parser, callback, context, result);
 }
 

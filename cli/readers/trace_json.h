@@ -34,7 +34,7 @@ struct nvs_json {
     enum nvs_json_type type;
     const char *text;
     size_t length;
-    size_t count;                    /* items of an array, members of an object */
+    size_t count; /* items of an array, members of an object */
     struct nvs_json *items;
     struct nvs_json_member *members;
 };
@@ -62,10 +62,10 @@ bool nvs_json_int64(const struct nvs_json *value, int64_t *out);
 bool nvs_json_microseconds(const struct nvs_json *value, int64_t *nanoseconds);
 
 struct nvs_trace_read {
-    size_t events;                   /* events given to the callback */
-    bool bare_array;                 /* [...], not {"traceEvents":[...]} */
-    bool cut_short;                  /* the file ends before its closing ] (or ]}) */
-    bool last_incomplete;            /* ... in the middle of an event, which was dropped */
+    size_t events;        /* events given to the callback */
+    bool bare_array;      /* [...], not {"traceEvents":[...]} */
+    bool cut_short;       /* the file ends before its closing ] (or ]}) */
+    bool last_incomplete; /* ... in the middle of an event, which was dropped */
 };
 
 /* Called for each element of traceEvents, in file order; a non-zero return

@@ -28,12 +28,13 @@
 
 /* A writer sequence (a thread's buffer): its incremental state. */
 struct sequence {
-    uint32_t generation;        /* bumped by PF_SEQ_INCREMENTAL_STATE_CLEARED: older interned entries are gone */
-    uint32_t default_clock;     /* trace_packet_defaults.timestamp_clock_id, when has_default_clock */
-    uint32_t clock_id;          /* the sequence's own clock (64...) from its snapshot, when has_clock */
-    uint64_t default_track;     /* track_event_defaults.track_uuid, when has_default_track */
-    uint64_t clock;             /* that clock's value now */
-    int64_t clock_offset;       /* PF_CLOCK_MONOTONIC less that clock, from the same snapshot */
+    uint32_t
+        generation; /* bumped by PF_SEQ_INCREMENTAL_STATE_CLEARED: older interned entries are gone */
+    uint32_t default_clock; /* trace_packet_defaults.timestamp_clock_id, when has_default_clock */
+    uint32_t clock_id;      /* the sequence's own clock (64...) from its snapshot, when has_clock */
+    uint64_t default_track; /* track_event_defaults.track_uuid, when has_default_track */
+    uint64_t clock;         /* that clock's value now */
+    int64_t clock_offset;   /* PF_CLOCK_MONOTONIC less that clock, from the same snapshot */
     bool has_default_clock, has_default_track, has_clock, incremental;
 };
 
@@ -45,12 +46,11 @@ struct halves {
 };
 
 struct track {
-    uint32_t pid, tid;          /* a thread track's thread (described, or from its uuid) */
-    bool thread;                /* described as a thread's */
-    struct halves open;         /* begun, not ended: the innermost last */
-    struct halves ends;         /* an async track's ends read before their begin */
+    uint32_t pid, tid;  /* a thread track's thread (described, or from its uuid) */
+    bool thread;        /* described as a thread's */
+    struct halves open; /* begun, not ended: the innermost last */
+    struct halves ends; /* an async track's ends read before their begin */
 };
-
 
 /* The uuids the library gives its process and thread tracks (docs/pftrace.md: Tracks). */
 #define PROCESS_TRACK_BIT (1ull << 62)
@@ -60,29 +60,29 @@ struct reader {
     struct nvs_events *events;
     const struct nvs_load_options *options;
     const char *path;
-    struct nvs_trace_kinds kinds;           /* the non-NVTX categories, interned */
-    const char *empty;                      /* "", interned */
+    struct nvs_trace_kinds kinds; /* the non-NVTX categories, interned */
+    const char *empty;            /* "", interned */
     struct sequence *sequences;
     size_t sequence_count, sequence_capacity;
     struct track *tracks;
     size_t track_count, track_capacity;
-    size_t *free_tracks;                    /* places in tracks of async tracks let go, to reuse */
+    size_t *free_tracks; /* places in tracks of async tracks let go, to reuse */
     size_t free_track_count, free_track_capacity;
-    struct map sequence_ids;                /* (sequence id, 0) -> index in sequences */
-    struct map track_ids;                   /* (uuid, 0) -> index in tracks */
-    struct map interned;                    /* (iid, sequence << 32 | generation << 2 | kind) -> interned text */
+    struct map sequence_ids; /* (sequence id, 0) -> index in sequences */
+    struct map track_ids;    /* (uuid, 0) -> index in tracks */
+    struct map interned;     /* (iid, sequence << 32 | generation << 2 | kind) -> interned text */
     /* PF_CLOCK_MONOTONIC less each builtin clock, from the latest snapshot that has both */
     int64_t builtin_offset[PF_CLOCK_BUILTIN_LIMIT];
     uint64_t builtin_known;
-    uint32_t process_pid;                   /* from the process descriptor */
-    size_t packets;                         /* whole packets read */
-    size_t unbegun;                         /* slice ends that closed nothing */
-    size_t unnamed;                         /* events naming an iid not defined on their sequence */
-    size_t untimed;                         /* events without a time (no timestamp, or an unknown clock) */
-    size_t trackless;                       /* events on no track (none given, no default) */
-    const char *problem;                    /* corrupt: what, in the packet at problem_at */
+    uint32_t process_pid; /* from the process descriptor */
+    size_t packets;       /* whole packets read */
+    size_t unbegun;       /* slice ends that closed nothing */
+    size_t unnamed;       /* events naming an iid not defined on their sequence */
+    size_t untimed;       /* events without a time (no timestamp, or an unknown clock) */
+    size_t trackless;     /* events on no track (none given, no default) */
+    const char *problem;  /* corrupt: what, in the packet at problem_at */
     size_t problem_at;
-    bool failed;                            /* out of memory */
+    bool failed; /* out of memory */
 };
 
 static int out_of_memory(struct reader *reader)
@@ -128,7 +128,8 @@ static struct sequence *sequence_of(struct reader *reader, uint32_t id)
     if (slot->value != SIZE_MAX)
         return &reader->sequences[slot->value];
     struct sequence *sequences = nvs_room_for_one(reader->sequences, reader->sequence_count,
-                                                  &reader->sequence_capacity, sizeof *sequences, 16);
+                                                  &reader->sequence_capacity, sizeof *sequences,
+                                                  16);
     if (!sequences)
         return NULL;
     reader->sequences = sequences;
@@ -180,7 +181,7 @@ static void release_track(struct reader *reader, struct track *track, uint64_t u
     size_t *grown = nvs_room_for_one(reader->free_tracks, reader->free_track_count,
                                      &reader->free_track_capacity, sizeof *grown, 64);
     if (!grown)
-        return;     /* kept, then: it costs memory, not figures */
+        return; /* kept, then: it costs memory, not figures */
     reader->free_tracks = grown;
     struct map_slot *slot = nvs_map_find(&reader->track_ids, uuid, 0);
     if (!slot)
@@ -221,44 +222,25 @@ static uint64_t interned_key(uint32_t sequence_id, const struct sequence *sequen
 }
 
 /* The text interned as IID of KIND on the sequence now, or NULL. */
-static const char *interned(const struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
-                            unsigned kind, uint64_t iid)
+static const char *interned(const struct reader *reader, uint32_t sequence_id,
+                            const struct sequence *sequence, unsigned kind, uint64_t iid)
 {
-    struct map_slot *slot = nvs_map_find(&reader->interned, iid, interned_key(sequence_id, sequence, kind & 3));
+    struct map_slot *slot = nvs_map_find(&reader->interned, iid,
+                                         interned_key(sequence_id, sequence, kind & 3));
     return slot ? (const char *)(uintptr_t)slot->value : NULL;
-}
-
-/* The length of the well-formed UTF-8 character at AT (before END), or 0. */
-static size_t utf8_length(const unsigned char *at, const unsigned char *end)
-{
-    char character[5] = {0};
-    memcpy(character, at, (size_t)(end - at) < 4 ? (size_t)(end - at) : 4);
-    return nvs_json_utf8_length(character);
 }
 
 /* TEXT interned, a byte that does not begin a well-formed UTF-8 character
  * written as U+FFFD, as the JSON form writes it: report prints the same. */
 static const char *intern_bytes(struct reader *reader, struct bytes text)
 {
-    size_t length = (size_t)(text.end - text.at), valid = 0, taken;
-    while (valid < length && (taken = utf8_length(text.at + valid, text.end)) != 0)
-        valid += taken;
-    const char *interned = NULL;
-    if (valid == length) {
-        interned = nvs_events_intern(reader->events, (const char *)text.at, length);
+    const char *at = (const char *)text.at, *end = (const char *)text.end;
+    const char *interned;
+    if (nvs_utf8_valid(at, end)) {
+        interned = nvs_events_intern(reader->events, at, (size_t)(end - at));
     } else {
-        char *copy = malloc(length * 3);
-        size_t used = 0;
-        for (const unsigned char *at = text.at; copy && at < text.end; at += taken) {
-            if (!(taken = utf8_length(at, text.end))) {
-                memcpy(copy + used, "\xef\xbf\xbd", 3);
-                used += 3;
-                taken = 1;
-            } else {
-                memcpy(copy + used, at, taken);
-                used += taken;
-            }
-        }
+        size_t used;
+        char *copy = nvs_utf8_clean(at, end, &used);
         interned = copy ? nvs_events_intern(reader->events, copy, used) : NULL;
         free(copy);
     }
@@ -282,12 +264,14 @@ static int read_defaults(struct reader *reader, struct sequence *sequence, struc
 {
     struct field field, inner;
     int got, inner_got = 0;
-    FOR_EACH_FIELD(cursor, message, field, got) {
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
         if (nvs_pb_is_varint(&field, PF_DEFAULTS_CLOCK)) {
             sequence->default_clock = (uint32_t)field.value;
             sequence->has_default_clock = true;
         } else if (nvs_pb_is_message(&field, PF_DEFAULTS_TRACK_EVENT)) {
-            FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+            FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got)
+            {
                 if (nvs_pb_is_varint(&inner, PF_EVENT_DEFAULTS_TRACK)) {
                     sequence->default_track = inner.value;
                     sequence->has_default_track = true;
@@ -304,17 +288,23 @@ static int read_defaults(struct reader *reader, struct sequence *sequence, struc
  * to PF_CLOCK_MONOTONIC; the builtin clocks' offsets (the header's snapshot). */
 static int read_snapshot(struct reader *reader, struct sequence *sequence, struct bytes message)
 {
-    struct clock { uint32_t id; uint64_t timestamp; bool incremental; } clocks[16];
+    struct clock {
+        uint32_t id;
+        uint64_t timestamp;
+        bool incremental;
+    } clocks[16];
     size_t count = 0;
     struct field field, inner;
     int got, inner_got = 0;
-    FOR_EACH_FIELD(cursor, message, field, got) {
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
         if (!nvs_pb_is_message(&field, PF_SNAPSHOT_CLOCK))
             continue;
         uint32_t id = 0;
         uint64_t timestamp = 0;
         bool incremental = false;
-        FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+        FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got)
+        {
             if (nvs_pb_is_varint(&inner, PF_CLOCK_ID))
                 id = (uint32_t)inner.value;
             else if (nvs_pb_is_varint(&inner, PF_CLOCK_TIMESTAMP))
@@ -325,7 +315,7 @@ static int read_snapshot(struct reader *reader, struct sequence *sequence, struc
         if (inner_got < 0)
             return corrupt(reader, nvs_pb_field_problem(inner_got));
         if (count < sizeof clocks / sizeof clocks[0])
-            clocks[count++] = (struct clock){id, timestamp, incremental};
+            clocks[count++] = (struct clock){ id, timestamp, incremental };
     }
     if (got < 0)
         return corrupt(reader, nvs_pb_field_problem(got));
@@ -354,20 +344,23 @@ static int read_snapshot(struct reader *reader, struct sequence *sequence, struc
 
 /* Interned data: event categories, event names and annotation names, each
  * (iid, text) kept for the sequence until its state is cleared. */
-static int read_interned(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
-                         struct bytes message)
+static int read_interned(struct reader *reader, uint32_t sequence_id,
+                         const struct sequence *sequence, struct bytes message)
 {
     struct field field, inner;
     int got, inner_got = 0;
-    FOR_EACH_FIELD(cursor, message, field, got) {
-        if (!nvs_pb_is_message(&field, PF_INTERNED_CATEGORIES) && !nvs_pb_is_message(&field, PF_INTERNED_NAMES) &&
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
+        if (!nvs_pb_is_message(&field, PF_INTERNED_CATEGORIES) &&
+            !nvs_pb_is_message(&field, PF_INTERNED_NAMES) &&
             !nvs_pb_is_message(&field, PF_INTERNED_ANNOTATION_NAMES))
             continue;
         uint64_t iid = 0;
         bool has_iid = false;
-        struct bytes name = {0};
+        struct bytes name = { 0 };
         bool has_name = false;
-        FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+        FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got)
+        {
             if (nvs_pb_is_varint(&inner, PF_ENTRY_IID)) {
                 iid = inner.value;
                 has_iid = true;
@@ -381,8 +374,9 @@ static int read_interned(struct reader *reader, uint32_t sequence_id, const stru
         if (!has_iid || !has_name)
             continue;
         const char *text = intern_bytes(reader, name);
-        struct map_slot *slot = text ? nvs_map_put(&reader->interned, iid,
-                                               interned_key(sequence_id, sequence, field.number)) : NULL;
+        struct map_slot *slot = text
+            ? nvs_map_put(&reader->interned, iid, interned_key(sequence_id, sequence, field.number))
+            : NULL;
         if (!slot)
             return out_of_memory(reader);
         slot->value = (size_t)(uintptr_t)text;
@@ -392,7 +386,8 @@ static int read_interned(struct reader *reader, uint32_t sequence_id, const stru
 
 /* NAME (or "" when the descriptor has none) for (PID, TID), as the JSON form's
  * metadata events name them. */
-static int add_name(struct reader *reader, uint32_t pid, uint32_t tid, struct bytes name, bool has_name)
+static int add_name(struct reader *reader, uint32_t pid, uint32_t tid, struct bytes name,
+                    bool has_name)
 {
     const char *text = has_name ? intern_bytes(reader, name) : reader->empty;
     if (!text || !nvs_events_add_name(reader->events, pid, tid, text, true))
@@ -407,22 +402,26 @@ static int read_descriptor(struct reader *reader, struct bytes message)
     uint64_t uuid = 0;
     bool process = false, thread = false, has_name = false;
     uint32_t pid = 0, tid = 0;
-    struct bytes name = {0};
+    struct bytes name = { 0 };
     struct field field, inner;
     int got, inner_got = 0;
-    FOR_EACH_FIELD(cursor, message, field, got) {
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
         if (nvs_pb_is_varint(&field, PF_DESCRIPTOR_UUID)) {
             uuid = field.value;
-        } else if (nvs_pb_is_message(&field, PF_DESCRIPTOR_PROCESS) || nvs_pb_is_message(&field, PF_DESCRIPTOR_THREAD)) {
+        } else if (nvs_pb_is_message(&field, PF_DESCRIPTOR_PROCESS) ||
+                   nvs_pb_is_message(&field, PF_DESCRIPTOR_THREAD)) {
             bool is_process = field.number == PF_DESCRIPTOR_PROCESS;
             process |= is_process;
             thread |= !is_process;
-            FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got) {
+            FOR_EACH_FIELD(inner_cursor, field.bytes, inner, inner_got)
+            {
                 if (nvs_pb_is_varint(&inner, is_process ? PF_PROCESS_PID : PF_THREAD_PID)) {
                     pid = (uint32_t)inner.value;
                 } else if (!is_process && nvs_pb_is_varint(&inner, PF_THREAD_TID)) {
                     tid = (uint32_t)inner.value;
-                } else if (nvs_pb_is_message(&inner, is_process ? PF_PROCESS_NAME : PF_THREAD_NAME)) {
+                } else if (nvs_pb_is_message(&inner,
+                                             is_process ? PF_PROCESS_NAME : PF_THREAD_NAME)) {
                     name = inner.bytes;
                     has_name = true;
                 }
@@ -455,8 +454,8 @@ static int read_descriptor(struct reader *reader, struct bytes message)
 struct event_fields {
     uint64_t type, track;
     bool has_track;
-    const char *name, *domain;          /* interned; NULL: none given */
-    bool undefined;                     /* names an iid not defined on the sequence */
+    const char *name, *domain; /* interned; NULL: none given */
+    bool undefined;            /* names an iid not defined on the sequence */
     int64_t payload;
     bool has_payload;
     struct nvs_kernel_figures figures;
@@ -490,8 +489,9 @@ static bool annotation_number(unsigned number, uint64_t bits, int64_t *out)
 /* A debug annotation: the payload, or one of the kernel probe's figures (the
  * JSON form's args of the same names); any other is left out, as the JSON
  * reader leaves out the args it does not know. */
-static int read_annotation(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
-                           struct bytes message, struct event_fields *event)
+static int read_annotation(struct reader *reader, uint32_t sequence_id,
+                           const struct sequence *sequence, struct bytes message,
+                           struct event_fields *event)
 {
     const char *key = NULL;
     size_t key_length = 0;
@@ -499,14 +499,17 @@ static int read_annotation(struct reader *reader, uint32_t sequence_id, const st
     uint64_t bits = 0;
     struct field field;
     int got;
-    FOR_EACH_FIELD(cursor, message, field, got) {
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
         if (nvs_pb_is_varint(&field, PF_ANNOTATION_NAME_IID)) {
-            key = interned(reader, sequence_id, sequence, PF_INTERNED_ANNOTATION_NAMES, field.value);
+            key = interned(reader, sequence_id, sequence, PF_INTERNED_ANNOTATION_NAMES,
+                           field.value);
             key_length = key ? strlen(key) : 0;
         } else if (nvs_pb_is_message(&field, PF_ANNOTATION_NAME)) {
             key = (const char *)field.bytes.at;
             key_length = (size_t)(field.bytes.end - field.bytes.at);
-        } else if (nvs_pb_is_varint(&field, PF_ANNOTATION_UINT) || nvs_pb_is_varint(&field, PF_ANNOTATION_INT) ||
+        } else if (nvs_pb_is_varint(&field, PF_ANNOTATION_UINT) ||
+                   nvs_pb_is_varint(&field, PF_ANNOTATION_INT) ||
                    (field.number == PF_ANNOTATION_DOUBLE && field.wire == PF_WIRE_FIXED64)) {
             value_field = field.number;
             bits = field.value;
@@ -532,12 +535,14 @@ static int read_annotation(struct reader *reader, uint32_t sequence_id, const st
     return 0;
 }
 
-static int read_event_fields(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
-                             struct bytes message, struct event_fields *event)
+static int read_event_fields(struct reader *reader, uint32_t sequence_id,
+                             const struct sequence *sequence, struct bytes message,
+                             struct event_fields *event)
 {
     struct field field;
     int got, inner_got;
-    FOR_EACH_FIELD(cursor, message, field, got) {
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
         const char *text = NULL;
         switch (field.number) {
         case PF_EVENT_TYPE:
@@ -552,7 +557,8 @@ static int read_event_fields(struct reader *reader, uint32_t sequence_id, const 
             break;
         case PF_EVENT_NAME_IID:
             if (field.wire == PF_WIRE_VARINT) {
-                event->name = interned(reader, sequence_id, sequence, PF_INTERNED_NAMES, field.value);
+                event->name = interned(reader, sequence_id, sequence, PF_INTERNED_NAMES,
+                                       field.value);
                 event->undefined |= !event->name;
             }
             break;
@@ -588,15 +594,15 @@ static int read_event_fields(struct reader *reader, uint32_t sequence_id, const 
                 read_annotation(reader, sequence_id, sequence, field.bytes, event) != 0)
                 return -1;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     return got < 0 ? corrupt(reader, nvs_pb_field_problem(got)) : 0;
 }
 
 /* BEGIN ended by END, added (nvs_trace_add_joined). */
-static int join(struct reader *reader, const struct nvs_trace_side *begin, const struct nvs_trace_side *end, bool async)
+static int join(struct reader *reader, const struct nvs_trace_side *begin,
+                const struct nvs_trace_side *end, bool async)
 {
     if (!nvs_trace_add_joined(reader->events, &reader->kinds, begin, end, async))
         return out_of_memory(reader);
@@ -609,16 +615,18 @@ static size_t matching_open(const struct halves *open, const struct event_fields
 {
     for (size_t i = open->count; i-- > 0;) {
         const struct nvs_event *range = &open->items[i].range;
-        if ((!end->name || end->name == range->name) && (!end->domain || end->domain == range->domain))
+        if ((!end->name || end->name == range->name) &&
+            (!end->domain || end->domain == range->domain))
             return i;
     }
     return SIZE_MAX;
 }
 
-static int read_track_event(struct reader *reader, uint32_t sequence_id, const struct sequence *sequence,
-                            struct bytes message, int64_t time, bool timed)
+static int read_track_event(struct reader *reader, uint32_t sequence_id,
+                            const struct sequence *sequence, struct bytes message, int64_t time,
+                            bool timed)
 {
-    struct event_fields fields = {0};
+    struct event_fields fields = { 0 };
     if (read_event_fields(reader, sequence_id, sequence, message, &fields) != 0)
         return -1;
     if (fields.type != PF_SLICE_BEGIN && fields.type != PF_SLICE_END && fields.type != PF_INSTANT)
@@ -636,7 +644,7 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
         reader->trackless++;
         return 0;
     }
-    struct nvs_trace_side half = {.figures = fields.figures};
+    struct nvs_trace_side half = { .figures = fields.figures };
     sequence_thread(reader, sequence, &half.range.pid, &half.range.tid);
     struct track *track = track_of(reader, uuid);
     if (!track)
@@ -698,13 +706,14 @@ static int read_track_event(struct reader *reader, uint32_t sequence_id, const s
 /* The packet's time on PF_CLOCK_MONOTONIC: its timestamp on its clock (the
  * sequence's default), the sequence's incremental clock moved by it; false
  * when it has none, or its clock is not known. */
-static bool packet_time(struct reader *reader, struct sequence *sequence, const struct packet *packet,
-                        int64_t *time)
+static bool packet_time(struct reader *reader, struct sequence *sequence,
+                        const struct packet *packet, int64_t *time)
 {
     if (!packet->has_timestamp)
         return false;
     uint32_t clock = packet->has_clock ? packet->clock
-                   : sequence->has_default_clock ? sequence->default_clock : PF_CLOCK_BOOTTIME;
+        : sequence->has_default_clock  ? sequence->default_clock
+                                       : PF_CLOCK_BOOTTIME;
     if (clock == PF_CLOCK_MONOTONIC) {
         *time = (int64_t)packet->timestamp;
         return true;
@@ -719,17 +728,19 @@ static bool packet_time(struct reader *reader, struct sequence *sequence, const 
         return true;
     }
     /* another builtin clock: by the snapshot's offset, or as it is (a trace without one) */
-    uint64_t offset = reader->builtin_known >> clock & 1 ? (uint64_t)reader->builtin_offset[clock] : 0;
+    uint64_t offset = reader->builtin_known >> clock & 1 ? (uint64_t)reader->builtin_offset[clock]
+                                                         : 0;
     *time = (int64_t)(packet->timestamp + offset);
     return true;
 }
 
 static int read_packet(struct reader *reader, struct bytes message)
 {
-    struct packet packet = {0};
+    struct packet packet = { 0 };
     struct field field;
     int got;
-    FOR_EACH_FIELD(cursor, message, field, got) {
+    FOR_EACH_FIELD(cursor, message, field, got)
+    {
         switch (field.number) {
         case PF_PACKET_TIMESTAMP:
             packet.has_timestamp = field.wire == PF_WIRE_VARINT;
@@ -771,8 +782,7 @@ static int read_packet(struct reader *reader, struct bytes message)
             if (field.wire == PF_WIRE_LENGTH)
                 packet.event = field.bytes;
             break;
-        default:
-            break;
+        default: break;
         }
     }
     if (got < 0)
@@ -787,7 +797,8 @@ static int read_packet(struct reader *reader, struct bytes message)
     }
     if ((packet.defaults.at && read_defaults(reader, sequence, packet.defaults) != 0) ||
         (packet.snapshot.at && read_snapshot(reader, sequence, packet.snapshot) != 0) ||
-        (packet.interned.at && read_interned(reader, packet.sequence_id, sequence, packet.interned) != 0))
+        (packet.interned.at &&
+         read_interned(reader, packet.sequence_id, sequence, packet.interned) != 0))
         return -1;
     int64_t time = 0;
     bool timed = packet_time(reader, sequence, &packet, &time);
@@ -819,14 +830,18 @@ static void say_left_out(const struct reader *reader)
         unbegun += reader->tracks[i].ends.count;
     }
     if (unended)
-        nvs_events_say(reader->options, "%s: %zu range%s never ended, left out (open when the trace "
-                       "stopped)", reader->path, unended, plural(unended));
+        nvs_events_say(reader->options,
+                       "%s: %zu range%s never ended, left out (open when the trace "
+                       "stopped)",
+                       reader->path, unended, plural(unended));
     if (unbegun)
-        nvs_events_say(reader->options, "%s: %zu range end%s without a begin, left out", reader->path,
-                       unbegun, plural(unbegun));
+        nvs_events_say(reader->options, "%s: %zu range end%s without a begin, left out",
+                       reader->path, unbegun, plural(unbegun));
     if (reader->unnamed)
-        nvs_events_say(reader->options, "%s: %zu event%s naming an iid their sequence does not define, "
-                       "left out", reader->path, reader->unnamed, plural(reader->unnamed));
+        nvs_events_say(reader->options,
+                       "%s: %zu event%s naming an iid their sequence does not define, "
+                       "left out",
+                       reader->path, reader->unnamed, plural(reader->unnamed));
     if (reader->untimed)
         nvs_events_say(reader->options, "%s: %zu event%s without a time on a known clock, left out",
                        reader->path, reader->untimed, plural(reader->untimed));
@@ -855,7 +870,7 @@ struct window {
     struct nvs_source *source;
     unsigned char *bytes;
     size_t size;
-    uint64_t offset;                        /* of bytes[0] in the file */
+    uint64_t offset; /* of bytes[0] in the file */
     bool ended;
 };
 
@@ -875,11 +890,13 @@ static int refill(struct reader *reader, struct window *window, struct bytes *in
     if (window->size - kept < WINDOW_CHUNK / 4) {
         size_t max = window->source->max_event;
         if (max && kept > max) {
-            nvs_events_say(reader->options, "cannot read %s: a packet of more than %zu bytes at byte %llu",
+            nvs_events_say(reader->options,
+                           "cannot read %s: a packet of more than %zu bytes at byte %llu",
                            reader->path, max, (unsigned long long)window->offset);
             return -1;
         }
-        unsigned char *grown = realloc(window->bytes, window->size ? window->size * 2 : WINDOW_CHUNK);
+        unsigned char *grown = realloc(window->bytes,
+                                       window->size ? window->size * 2 : WINDOW_CHUNK);
         if (!grown) {
             reader->failed = true;
             return -1;
@@ -904,11 +921,11 @@ static int refill(struct reader *reader, struct window *window, struct bytes *in
 static int parse(struct nvs_events *events, struct nvs_source *source, const char *path,
                  const struct nvs_load_options *options)
 {
-    struct reader reader = {.events = events, .options = options, .path = path};
+    struct reader reader = { .events = events, .options = options, .path = path };
     reader.empty = nvs_events_intern_string(events, "");
     reader.failed = !reader.empty || !nvs_trace_kinds_init(&reader.kinds, events);
-    struct window window = {.source = source};
-    struct bytes in = {NULL, NULL};
+    struct window window = { .source = source };
+    struct bytes in = { NULL, NULL };
     bool unread = false;
     while (!reader.failed && !reader.problem) {
         const unsigned char *at = in.at;
@@ -926,11 +943,12 @@ static int parse(struct nvs_events *events, struct nvs_source *source, const cha
         }
         reader.problem_at = (size_t)(window.offset + (uint64_t)(at - window.bytes));
         if (got < 0 || (field.number == PF_TRACE_PACKET && field.wire != PF_WIRE_LENGTH)) {
-            corrupt(&reader, got < 0 ? nvs_pb_field_problem(got) : "a packet that is not a message");
+            corrupt(&reader,
+                    got < 0 ? nvs_pb_field_problem(got) : "a packet that is not a message");
             break;
         }
         if (field.number != PF_TRACE_PACKET)
-            continue;       /* the writer's padding (field 2), or another writer's field */
+            continue; /* the writer's padding (field 2), or another writer's field */
         reader.packets++;
         read_packet(&reader, field.bytes);
     }
@@ -939,13 +957,16 @@ static int parse(struct nvs_events *events, struct nvs_source *source, const cha
     if (reader.failed)
         nvs_events_say(options, "out of memory reading %s", path);
     else if (unread)
-        ;                   /* said */
+        ; /* said */
     else if (reader.problem)
-        nvs_events_say(options, "cannot read %s: not a whole Perfetto trace: %s, in the packet at byte %zu",
+        nvs_events_say(options,
+                       "cannot read %s: not a whole Perfetto trace: %s, in the packet at byte %zu",
                        path, reader.problem, reader.problem_at);
     else if (!reader.packets)
-        nvs_events_say(options, "cannot read %s: no whole packet of a Perfetto trace (empty, or cut short "
-                       "before its first packet)", path);
+        nvs_events_say(options,
+                       "cannot read %s: no whole packet of a Perfetto trace (empty, or cut short "
+                       "before its first packet)",
+                       path);
     else {
         say_left_out(&reader);
         outcome = 0;

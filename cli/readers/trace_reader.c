@@ -30,10 +30,10 @@ struct async_key {
 /* One half of an async pair, waiting for the other. */
 struct async_half {
     struct async_key key;
-    struct nvs_event range;          /* the range as far as this half says */
+    struct nvs_event range; /* the range as far as this half says */
     struct nvs_kernel_figures figures;
-    uint64_t order;                  /* of halves with one key, the latest is taken first */
-    size_t next_free;                /* a free place: the next free one (SIZE_MAX: none) */
+    uint64_t order;   /* of halves with one key, the latest is taken first */
+    size_t next_free; /* a free place: the next free one (SIZE_MAX: none) */
 };
 
 /* The halves waiting: each in a place of ITEMS, found by its key in INDEX
@@ -41,10 +41,10 @@ struct async_half {
  * reused, so that memory is that of the pairs open at once, not of the whole
  * trace. */
 struct async_halves {
-    struct map index;                /* (key_hash, id) -> a place in items */
+    struct map index; /* (key_hash, id) -> a place in items */
     struct async_half *items;
-    size_t count, capacity;          /* places made */
-    size_t free;                     /* the first free place (SIZE_MAX: none) */
+    size_t count, capacity; /* places made */
+    size_t free;            /* the first free place (SIZE_MAX: none) */
     uint64_t next_order;
 };
 
@@ -53,11 +53,12 @@ struct async_halves {
 bool nvs_trace_kinds_init(struct nvs_trace_kinds *kinds, struct nvs_events *events)
 {
     static const char *const names[NVS_TRACE_KINDS] = {
-        NVS_CATEGORY_OS_CALL, NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY, NVS_CATEGORY_GPU_SET,
-        NVS_CATEGORY_CUDA_API, NVS_CATEGORY_PROJECTION, NVS_CATEGORY_THREAD_STATE,
+        NVS_CATEGORY_OS_CALL,      NVS_CATEGORY_GPU_KERNEL, NVS_CATEGORY_GPU_COPY,
+        NVS_CATEGORY_GPU_SET,      NVS_CATEGORY_CUDA_API,   NVS_CATEGORY_PROJECTION,
+        NVS_CATEGORY_THREAD_STATE,
     };
     static const enum nvs_event_kind kind[NVS_TRACE_KINDS] = {
-        NVS_EVENT_OS_CALL, NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY, NVS_EVENT_GPU_SET,
+        NVS_EVENT_OS_CALL,  NVS_EVENT_GPU_KERNEL, NVS_EVENT_GPU_COPY,     NVS_EVENT_GPU_SET,
         NVS_EVENT_CUDA_API, NVS_EVENT_PROJECTION, NVS_EVENT_THREAD_STATE,
     };
     for (size_t i = 0; i < NVS_TRACE_KINDS; i++) {
@@ -112,12 +113,12 @@ bool nvs_trace_add_joined(struct nvs_events *events, const struct nvs_trace_kind
 
 struct trace_reader {
     struct nvs_events *events;
-    struct nvs_trace_kinds kinds;       /* the non-NVTX categories, interned */
+    struct nvs_trace_kinds kinds; /* the non-NVTX categories, interned */
     /* Each thread writes its own part of a trace file, so an end may come
      * before its begin in the file: either half waits for the other. */
     struct async_halves begins, ends;
-    size_t begin_end;                /* B/E events: not read */
-    size_t without_id;               /* async events with no id */
+    size_t begin_end;  /* B/E events: not read */
+    size_t without_id; /* async events with no id */
     bool failed;
 };
 
@@ -164,10 +165,11 @@ static struct async_half *halves_add(struct async_halves *halves, const struct a
 static struct map_slot *halves_find(const struct async_halves *halves, const struct async_key *key)
 {
     struct map_slot *latest = NULL;
-    for (struct map_slot *slot = nvs_map_find(&halves->index, key_hash(key), (uint64_t)key->id); slot;
-         slot = nvs_map_next(&halves->index, slot)) {
+    for (struct map_slot *slot = nvs_map_find(&halves->index, key_hash(key), (uint64_t)key->id);
+         slot; slot = nvs_map_next(&halves->index, slot)) {
         const struct async_half *candidate = &halves->items[slot->value];
-        if (same_key(&candidate->key, key) && (!latest || candidate->order > halves->items[latest->value].order))
+        if (same_key(&candidate->key, key) &&
+            (!latest || candidate->order > halves->items[latest->value].order))
             latest = slot;
     }
     return latest;
@@ -248,7 +250,7 @@ static bool read_async_key(struct trace_reader *reader, const struct nvs_json *j
                            const struct nvs_event *event, struct async_key *key)
 {
     const struct nvs_json *id = nvs_json_get(json, "id");
-    *key = (struct async_key){.pid = event->pid, .domain = event->domain};
+    *key = (struct async_key){ .pid = event->pid, .domain = event->domain };
     if (nvs_json_int64(id, &key->id))
         return true;
     if (!id || id->type != NVS_JSON_STRING)
@@ -262,7 +264,8 @@ static bool read_async_key(struct trace_reader *reader, const struct nvs_json *j
 static int join_async(struct trace_reader *reader, const struct async_half *begin,
                       const struct async_half *end)
 {
-    struct nvs_trace_side first = {begin->range, begin->figures}, last = {end->range, end->figures};
+    struct nvs_trace_side first = { begin->range, begin->figures },
+                          last = { end->range, end->figures };
     if (nvs_trace_add_joined(reader->events, &reader->kinds, &first, &last, true))
         return 0;
     reader->failed = true;
@@ -274,7 +277,7 @@ static int join_async(struct trace_reader *reader, const struct async_half *begi
 static int read_async_half(struct trace_reader *reader, const struct nvs_json *json,
                            const struct nvs_event *event, bool end)
 {
-    struct async_half half = {.range = *event};
+    struct async_half half = { .range = *event };
     if (!read_async_key(reader, json, event, &half.key)) {
         reader->without_id += !reader->failed;
         return reader->failed;
@@ -305,7 +308,8 @@ static int read_name(struct trace_reader *reader, const struct nvs_json *json, c
     bool thread = strcmp(name, "thread_name") == 0;
     if (value && (thread || strcmp(name, "process_name") == 0)) {
         const char *interned = nvs_events_intern_string(reader->events, value);
-        if (!interned || !nvs_events_add_name(reader->events, pid, thread ? tid : 0, interned, true))
+        if (!interned ||
+            !nvs_events_add_name(reader->events, pid, thread ? tid : 0, interned, true))
             reader->failed = true;
     }
     return reader->failed;
@@ -330,7 +334,7 @@ static int on_trace_event(const struct nvs_json *json, void *context)
         reader->begin_end++;
     if (!range && !mark && !async_begin && !async_end)
         return 0;
-    struct nvs_event event = {.pid = (uint32_t)pid, .tid = (uint32_t)tid};
+    struct nvs_event event = { .pid = (uint32_t)pid, .tid = (uint32_t)tid };
     if (!nvs_json_microseconds(nvs_json_get(json, "ts"), &event.start))
         return 0;
     const char *category = nvs_json_get_string(json, "cat");
@@ -351,7 +355,7 @@ static int on_trace_event(const struct nvs_json *json, void *context)
     int64_t duration;
     if (nvs_json_microseconds(nvs_json_get(json, "dur"), &duration))
         event.end = event.start + duration;
-    struct nvs_kernel_figures figures = {0};
+    struct nvs_kernel_figures figures = { 0 };
     read_figures(nvs_json_get(json, "args"), &figures);
     return add_range(reader, &event, &figures);
 }
@@ -363,28 +367,34 @@ static const char *plural(size_t count)
 
 /* What was left out of the trace at PATH, one line each. */
 static void say_trace_left_out(const struct nvs_load_options *options, const char *path,
-                               const struct trace_reader *reader, const struct nvs_trace_read *result)
+                               const struct trace_reader *reader,
+                               const struct nvs_trace_read *result)
 {
     if (options->live)
         return;
     if (result->cut_short)
-        nvs_events_say(options, "%s ends before its closing %s (the process was killed, or left "
+        nvs_events_say(options,
+                       "%s ends before its closing %s (the process was killed, or left "
                        "through _exit before NVTXSHIM_TRACE could finish it): read %zu events%s",
                        path, result->bare_array ? "]" : "]}", result->events,
                        result->last_incomplete ? ", the last one incomplete and left out" : "");
     size_t unended = reader->begins.index.used;
     if (unended)
-        nvs_events_say(options, "%s: %zu async range%s (\"ph\":\"b\") never ended, left out (open "
-                       "when the trace stopped)", path, unended, plural(unended));
+        nvs_events_say(options,
+                       "%s: %zu async range%s (\"ph\":\"b\") never ended, left out (open "
+                       "when the trace stopped)",
+                       path, unended, plural(unended));
     size_t unbegun = reader->ends.index.used;
     if (unbegun)
-        nvs_events_say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out", path,
-                       unbegun, plural(unbegun));
+        nvs_events_say(options, "%s: %zu async end%s (\"ph\":\"e\") without a begin, left out",
+                       path, unbegun, plural(unbegun));
     if (reader->without_id)
-        nvs_events_say(options, "%s: %zu async event%s (\"ph\":\"b\"/\"e\") without an id, left out",
-                       path, reader->without_id, plural(reader->without_id));
+        nvs_events_say(options,
+                       "%s: %zu async event%s (\"ph\":\"b\"/\"e\") without an id, left out", path,
+                       reader->without_id, plural(reader->without_id));
     if (reader->begin_end)
-        nvs_events_say(options, "%s: %zu begin/end (\"ph\":\"B\"/\"E\") events left out: only "
+        nvs_events_say(options,
+                       "%s: %zu begin/end (\"ph\":\"B\"/\"E\") events left out: only "
                        "complete events (\"X\") and async pairs (\"b\"/\"e\") are read",
                        path, reader->begin_end);
 }
@@ -392,7 +402,9 @@ static void say_trace_left_out(const struct nvs_load_options *options, const cha
 int nvs_trace_read(struct nvs_events *events, struct nvs_source *source, const char *path,
                    const struct nvs_load_options *options)
 {
-    struct trace_reader reader = {.events = events, .begins.free = SIZE_MAX, .ends.free = SIZE_MAX};
+    struct trace_reader reader = { .events = events,
+                                   .begins.free = SIZE_MAX,
+                                   .ends.free = SIZE_MAX };
     if (!nvs_trace_kinds_init(&reader.kinds, events)) {
         nvs_events_say(options, "out of memory");
         return -1;

@@ -8,7 +8,8 @@
 /* ITEMS (COUNT items of SIZE bytes, room for *CAPACITY) with room for one
  * more: ITEMS itself, or a larger copy (the capacity doubling from FIRST,
  * *CAPACITY updated); NULL when out of memory, ITEMS untouched. */
-static inline void *nvs_room_for_one(void *items, size_t count, size_t *capacity, size_t size, size_t first)
+static inline void *nvs_room_for_one(void *items, size_t count, size_t *capacity, size_t size,
+                                     size_t first)
 {
     if (count < *capacity)
         return items;

@@ -33,10 +33,44 @@ size_t nvs_json_utf8_length(const char *text)
             return 0;
         code = code << 6 | (p[i] & 0x3Fu);
     }
-    static const unsigned long smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    static const unsigned long smallest[] = { 0, 0, 0x80, 0x800, 0x10000 };
     if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
         return 0;
     return length;
+}
+
+/* The length of the well-formed UTF-8 character at AT (before END), or 0. */
+static size_t utf8_length_within(const char *at, const char *end)
+{
+    char character[5] = { 0 };
+    memcpy(character, at, (size_t)(end - at) < 4 ? (size_t)(end - at) : 4);
+    return nvs_json_utf8_length(character);
+}
+
+bool nvs_utf8_valid(const char *at, const char *end)
+{
+    size_t taken;
+    while (at < end && (taken = utf8_length_within(at, end)) != 0)
+        at += taken;
+    return at == end;
+}
+
+char *nvs_utf8_clean(const char *at, const char *end, size_t *length)
+{
+    char *copy = malloc((size_t)(end - at) * 3);
+    size_t used = 0, taken;
+    for (; copy && at < end; at += taken) {
+        if (!(taken = utf8_length_within(at, end))) {
+            memcpy(copy + used, "\xef\xbf\xbd", 3);
+            used += 3;
+            taken = 1;
+        } else {
+            memcpy(copy + used, at, taken);
+            used += taken;
+        }
+    }
+    *length = used;
+    return copy;
 }
 
 size_t nvs_json_quote(char *out, size_t size, const char *text)

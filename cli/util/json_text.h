@@ -12,6 +12,14 @@
  * bytes there are not one (a writer puts U+FFFD in its place). */
 size_t nvs_json_utf8_length(const char *text);
 
+/* Whether the bytes AT..END (no NUL needed) are well-formed UTF-8. */
+bool nvs_utf8_valid(const char *at, const char *end);
+
+/* The bytes AT..END with each byte that does not begin a well-formed UTF-8
+ * character written as U+FFFD, as nvs_json_quote writes it: a copy of
+ * *LENGTH bytes to free, or NULL when out of memory. */
+char *nvs_utf8_clean(const char *at, const char *end, size_t *length);
+
 /* TEXT as a JSON string, quotes included, into OUT (at most SIZE bytes with
  * the NUL; 6 * strlen(TEXT) + 3 is always enough): '"', '\\' and control
  * characters escaped, bytes that are not UTF-8 replaced by \ufffd. Returns
@@ -33,6 +41,7 @@ void nvs_json_text_add(struct nvs_json_text *text, const char *format, ...)
 
 /* "KEY":"VALUE" with VALUE quoted by nvs_json_quote; a comma first unless TEXT
  * is empty. */
-void nvs_json_text_add_string_member(struct nvs_json_text *text, const char *key, const char *value);
+void nvs_json_text_add_string_member(struct nvs_json_text *text, const char *key,
+                                     const char *value);
 
 #endif

@@ -27,7 +27,8 @@ static uint8_t map_tag(uint64_t hash)
 
 /* From slot FROM on, the first slot with (A, B) (whose hash has TAG) before
  * an empty one, or NULL. */
-static struct map_slot *probe(const struct map *map, size_t from, uint8_t tag, uint64_t a, uint64_t b)
+static struct map_slot *probe(const struct map *map, size_t from, uint8_t tag, uint64_t a,
+                              uint64_t b)
 {
     size_t mask = map->slot_count - 1;
     for (size_t slot = from; map->tags[slot]; slot = (slot + 1) & mask)
@@ -89,7 +90,7 @@ struct map_slot *nvs_map_add(struct map *map, uint64_t a, uint64_t b)
         return NULL;
     uint64_t hash = map_hash(a, b);
     size_t slot = free_slot(map->tags, map->slot_count, hash);
-    map->slots[slot] = (struct map_slot){a, b, SIZE_MAX};
+    map->slots[slot] = (struct map_slot){ a, b, SIZE_MAX };
     map->tags[slot] = map_tag(hash);
     map->used++;
     return &map->slots[slot];
@@ -120,5 +121,5 @@ void nvs_map_remove(struct map *map, struct map_slot *slot)
 void nvs_map_free(struct map *map)
 {
     free(map->slots);
-    *map = (struct map){0};
+    *map = (struct map){ 0 };
 }

@@ -23,7 +23,7 @@ struct map_slot {
  * next nvs_map_put, nvs_map_add or nvs_map_remove. */
 struct map {
     struct map_slot *slots;
-    uint8_t *tags;                   /* in the slots' memory, after them */
+    uint8_t *tags; /* in the slots' memory, after them */
     size_t slot_count, used;
 };
 

@@ -14,7 +14,6 @@
 
 #include "util/json_text.h"
 
-
 /* Each event on a line of its own that ends "},": the form NVTXSHIM_TRACE
  * writes (docs/user-guide.md: The trace file). */
 static void begin_item(struct nvs_chrome_writer *writer)
@@ -57,7 +56,8 @@ static void put_interned(struct nvs_chrome_writer *writer, const char *text)
     size_t length = strlen(text);
     uint64_t hash = hash_name(text, length);
     struct map_slot *slot;
-    for (slot = nvs_map_find(&writer->by_text, hash, length); slot; slot = nvs_map_next(&writer->by_text, slot)) {
+    for (slot = nvs_map_find(&writer->by_text, hash, length); slot;
+         slot = nvs_map_next(&writer->by_text, slot)) {
         const struct quoted_name *name = &writer->names[slot->value];
         if (memcmp(name->json, text, length + 1) == 0) {
             fwrite(name->json + length + 1, 1, name->length, writer->out);
@@ -73,7 +73,8 @@ static void put_interned(struct nvs_chrome_writer *writer, const char *text)
     }
     memcpy(json, text, length + 1);
     struct quoted_name *name = &writer->names[writer->name_count];
-    *name = (struct quoted_name){json, nvs_json_quote(json + length + 1, need - length - 1, text)};
+    *name = (struct quoted_name){ json,
+                                  nvs_json_quote(json + length + 1, need - length - 1, text) };
     slot->value = writer->name_count++;
     fwrite(json + length + 1, 1, name->length, writer->out);
 }
@@ -81,23 +82,27 @@ static void put_interned(struct nvs_chrome_writer *writer, const char *text)
 /* Nanoseconds as microseconds with three decimals, exactly. */
 static void put_microseconds(struct nvs_chrome_writer *writer, int64_t nanoseconds)
 {
-    uint64_t magnitude = nanoseconds < 0 ? (uint64_t)0 - (uint64_t)nanoseconds : (uint64_t)nanoseconds;
+    uint64_t magnitude = nanoseconds < 0 ? (uint64_t)0 - (uint64_t)nanoseconds
+                                         : (uint64_t)nanoseconds;
     fprintf(writer->out, "%s%" PRIu64 ".%03" PRIu64, nanoseconds < 0 ? "-" : "", magnitude / 1000,
             magnitude % 1000);
 }
 
-void nvs_chrome_put_metadata(struct nvs_chrome_writer *writer, const char *what, uint32_t pid, uint32_t tid,
-                         const char *name)
+void nvs_chrome_put_metadata(struct nvs_chrome_writer *writer, const char *what, uint32_t pid,
+                             uint32_t tid, const char *name)
 {
     begin_item(writer);
-    fprintf(writer->out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
-            ",\"args\":{\"name\":", what, pid, tid);
+    fprintf(writer->out,
+            "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
+            ",\"args\":{\"name\":",
+            what, pid, tid);
     put_string(writer, name);
     fputs("}}", writer->out);
 }
 
 /* {"name":...,"cat":...,PHASE,"ts":TIME: how every event starts. */
-static void put_head(struct nvs_chrome_writer *writer, const struct nvs_event *event, const char *phase, int64_t time)
+static void put_head(struct nvs_chrome_writer *writer, const struct nvs_event *event,
+                     const char *phase, int64_t time)
 {
     begin_item(writer);
     fputs("{\"name\":", writer->out);
@@ -134,9 +139,11 @@ void nvs_chrome_put_complete(struct nvs_chrome_writer *writer, const struct nvs_
 /* One half of an async pair, joined by (pid, cat, ID): the begin on the
  * thread that started the range, with its args; the end on the one that
  * ended it. */
-void nvs_chrome_put_async(struct nvs_chrome_writer *writer, const struct nvs_event *event, bool end, uint64_t id)
+void nvs_chrome_put_async(struct nvs_chrome_writer *writer, const struct nvs_event *event, bool end,
+                          uint64_t id)
 {
-    put_head(writer, event, end ? "\"ph\":\"e\"" : "\"ph\":\"b\"", end ? nvs_chrome_range_end(event) : event->start);
+    put_head(writer, event, end ? "\"ph\":\"e\"" : "\"ph\":\"b\"",
+             end ? nvs_chrome_range_end(event) : event->start);
     fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"id\":%" PRIu64, event->pid,
             end && event->end_tid ? event->end_tid : event->tid, id);
     if (!end && event->args && event->args[0])
@@ -165,15 +172,16 @@ void nvs_chrome_put_async(struct nvs_chrome_writer *writer, const struct nvs_eve
  * as the form the format describes. Each "s" and "f" is written right after
  * its slice, so that readers that take the events of one time in file order
  * bind them alike. */
-void nvs_chrome_put_flow(struct nvs_chrome_writer *writer, const struct nvs_event *event, bool finish, uint64_t id)
+void nvs_chrome_put_flow(struct nvs_chrome_writer *writer, const struct nvs_event *event,
+                         bool finish, uint64_t id)
 {
     begin_item(writer);
-    fprintf(writer->out, "{\"name\":\"launch\",\"cat\":\"cuda flow\",\"ph\":\"%s\",\"id\":%" PRIu64
-            ",\"ts\":", finish ? "f\",\"bp\":\"e" : "s", id);
+    fprintf(writer->out,
+            "{\"name\":\"launch\",\"cat\":\"cuda flow\",\"ph\":\"%s\",\"id\":%" PRIu64 ",\"ts\":",
+            finish ? "f\",\"bp\":\"e" : "s", id);
     put_microseconds(writer, event->start);
     fprintf(writer->out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 "}", event->pid, event->tid);
 }
-
 
 /* ---- gzip: OUT.gz through stdio, so that the writer is the same ---------------- */
 
@@ -187,7 +195,7 @@ static ssize_t gzip_write(void *cookie, const char *bytes, size_t size)
             break;
         done += (size_t)written;
     }
-    return (ssize_t)done;            /* short: stdio sets the stream's error */
+    return (ssize_t)done; /* short: stdio sets the stream's error */
 }
 
 static int gzip_close(void *cookie)
@@ -216,7 +224,8 @@ FILE *nvs_chrome_open_output(const char *path)
         return NULL;
     }
     gzbuffer(file, 1 << 18);
-    FILE *out = fopencookie(file, "w", (cookie_io_functions_t){.write = gzip_write, .close = gzip_close});
+    FILE *out = fopencookie(file, "w",
+                            (cookie_io_functions_t){ .write = gzip_write, .close = gzip_close });
     if (!out) {
         int error = errno;
         gzclose(file);

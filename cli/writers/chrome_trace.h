@@ -21,16 +21,16 @@ struct quoted_name {
     size_t length;
 };
 
-#define QUOTED_NAMES 3072              /* past so many, names are quoted each time */
+#define QUOTED_NAMES 3072 /* past so many, names are quoted each time */
 
 struct nvs_chrome_writer {
     FILE *out;
     char *quoted;
     size_t quoted_size;
-    struct quoted_name *names;       /* QUOTED_NAMES of them; NULL: none kept */
+    struct quoted_name *names; /* QUOTED_NAMES of them; NULL: none kept */
     size_t name_count;
-    struct map by_text;              /* (a hash of the text, its length) -> its place in names */
-    size_t items;                    /* written so far: each after the first follows a comma */
+    struct map by_text; /* (a hash of the text, its length) -> its place in names */
+    size_t items;       /* written so far: each after the first follows a comma */
     bool failed;
 };
 
@@ -42,8 +42,8 @@ static inline int64_t nvs_chrome_range_end(const struct nvs_event *event)
 }
 
 /* A process's or a thread's name ("process_name", "thread_name"), as metadata. */
-void nvs_chrome_put_metadata(struct nvs_chrome_writer *writer, const char *what, uint32_t pid, uint32_t tid,
-                             const char *name);
+void nvs_chrome_put_metadata(struct nvs_chrome_writer *writer, const char *what, uint32_t pid,
+                             uint32_t tid, const char *name);
 /* An instant event, on its thread. */
 void nvs_chrome_put_mark(struct nvs_chrome_writer *writer, const struct nvs_event *event);
 /* A complete event ("ph":"X"): a range that nests on its thread. */
@@ -52,8 +52,8 @@ void nvs_chrome_put_complete(struct nvs_chrome_writer *writer, const struct nvs_
 void nvs_chrome_put_async(struct nvs_chrome_writer *writer, const struct nvs_event *event, bool end,
                           uint64_t id);
 /* A launch arrow's start ("s", at the call) or finish ("f", at the GPU work). */
-void nvs_chrome_put_flow(struct nvs_chrome_writer *writer, const struct nvs_event *event, bool finish,
-                         uint64_t id);
+void nvs_chrome_put_flow(struct nvs_chrome_writer *writer, const struct nvs_event *event,
+                         bool finish, uint64_t id);
 /* PATH opened for writing, gzipped when its name ends .gz; NULL with errno. */
 FILE *nvs_chrome_open_output(const char *path);
 /* What WRITER holds (its quoted names, its map), freed; its stream is the caller's. */

@@ -22,14 +22,13 @@
 #define SCHEMA "nvtxshim-diff/1"
 #define MAX_DEPTH 8
 
-
 /* ---- the writer: two-space indents, a member or item a line ------------------------ */
 
 struct doc {
     struct nvs_json_text text;
     int depth;
     bool first[MAX_DEPTH];
-    bool flat[MAX_DEPTH];            /* a small object, written on one line */
+    bool flat[MAX_DEPTH]; /* a small object, written on one line */
 };
 
 /* The next member KEY (NULL: the next item of an array), on its own line but
@@ -39,8 +38,8 @@ static void key(struct doc *doc, const char *name)
     if (doc->flat[doc->depth])
         nvs_json_text_add(&doc->text, "%s", doc->first[doc->depth] ? "" : ", ");
     else
-        nvs_json_text_add(&doc->text, "%s\n%*s", doc->first[doc->depth] ? "" : ",",
-                          2 * doc->depth, "");
+        nvs_json_text_add(&doc->text, "%s\n%*s", doc->first[doc->depth] ? "" : ",", 2 * doc->depth,
+                          "");
     doc->first[doc->depth] = false;
     if (name)
         nvs_json_text_add(&doc->text, "\"%s\": ", name);
@@ -212,7 +211,7 @@ static void put_side(struct doc *doc, const struct nvs_diff *diff, int which)
 
 static void put_changes(struct doc *doc, const struct nvs_diff *diff)
 {
-    static const int stat_of[NVS_DIFF_STATISTICS] = {NVS_STAT_P50, NVS_STAT_P99};
+    static const int stat_of[NVS_DIFF_STATISTICS] = { NVS_STAT_P50, NVS_STAT_P99 };
     const struct nvs_diff_side *a = &diff->side[0], *b = &diff->side[1];
     open_container(doc, "frame", '{');
     for (int s = 0; s < NVS_DIFF_STATISTICS; s++) {

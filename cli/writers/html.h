@@ -25,8 +25,8 @@ int nvs_html_refused(const char *command, const char *path);
  * through a temporary file beside it renamed into place, so that a failure
  * leaves no partial page; unless nvs_html_refused. Returns 0, or -1 after one
  * "nvtxshim: COMMAND: ..." line on stderr. */
-int nvs_html_write(const char *command, const char *path, int (*put)(FILE *out, const void *context),
-                   const void *context);
+int nvs_html_write(const char *command, const char *path,
+                   int (*put)(FILE *out, const void *context), const void *context);
 
 /* TEXT as HTML text or attribute value (markup characters as references). */
 void nvs_html_text(FILE *out, const char *text);

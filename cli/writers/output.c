@@ -14,13 +14,17 @@ const char *nvs_output_not_regular(const char *path)
     struct stat status;
     if (lstat(path, &status) != 0 || S_ISREG(status.st_mode))
         return NULL;
-    return S_ISLNK(status.st_mode) ? "a symbolic link" : S_ISDIR(status.st_mode) ? "a directory"
-         : S_ISFIFO(status.st_mode) ? "a FIFO" : S_ISSOCK(status.st_mode) ? "a socket"
-         : S_ISCHR(status.st_mode) ? "a character device" : S_ISBLK(status.st_mode) ? "a block device"
-         : "not a regular file";
+    return S_ISLNK(status.st_mode) ? "a symbolic link"
+        : S_ISDIR(status.st_mode)  ? "a directory"
+        : S_ISFIFO(status.st_mode) ? "a FIFO"
+        : S_ISSOCK(status.st_mode) ? "a socket"
+        : S_ISCHR(status.st_mode)  ? "a character device"
+        : S_ISBLK(status.st_mode)  ? "a block device"
+                                   : "not a regular file";
 }
 
-int nvs_output_replace(const char *path, int (*put)(FILE *out, const void *context), const void *context)
+int nvs_output_replace(const char *path, int (*put)(FILE *out, const void *context),
+                       const void *context)
 {
     /* beside PATH, so that the rename stays on its file system */
     size_t length = strlen(path);
@@ -66,7 +70,8 @@ int nvs_output_refused(const char *command, const char *path, const char *what, 
     const char *there = nvs_output_not_regular(path);
     if (!there)
         return 0;
-    fprintf(stderr, "nvtxshim: %s: will not write %s: it is %s, and %s replaces only a regular file%s\n",
+    fprintf(stderr,
+            "nvtxshim: %s: will not write %s: it is %s, and %s replaces only a regular file%s\n",
             command, path, there, what, hint);
     return -1;
 }

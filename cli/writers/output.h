@@ -13,7 +13,8 @@ const char *nvs_output_not_regular(const char *path);
 /* PUT's text (it returns non-zero out of memory) written to a file beside PATH
  * (made as any file is, the umask applied), then renamed to PATH; nothing is
  * left behind on failure. 0, or the errno of what failed. */
-int nvs_output_replace(const char *path, int (*put)(FILE *out, const void *context), const void *context);
+int nvs_output_replace(const char *path, int (*put)(FILE *out, const void *context),
+                       const void *context);
 
 /* -1 after one "nvtxshim: COMMAND: will not write PATH: it is ..., and WHAT
  * replaces only a regular file[HINT]" line where something other than a regular

@@ -25,10 +25,10 @@
 #define CHART_WIDTH 1000
 #define LEFT 64
 #define PLOT_WIDTH 920
-#define TOP 22                       /* above the plot: the y axis's unit */
+#define TOP 22 /* above the plot: the y axis's unit */
 #define FRAME_PLOT_HEIGHT 300
 #define SMALL_PLOT_HEIGHT 150
-#define AXIS_ROOM 30                 /* below the plot: the x axis's labels */
+#define AXIS_ROOM 30 /* below the plot: the x axis's labels */
 /* At most this many bars, so that each is at least 2 pixels wide: more frames
  * are binned, each bar standing for the slowest frame of its bin. */
 #define MAX_BARS (PLOT_WIDTH / 2)
@@ -66,19 +66,20 @@ static struct plot make_plot(int height, double max, double *step)
 {
     *step = tick_step(max, 5);
     double top = ceil(max / *step) * *step;
-    return (struct plot){LEFT, TOP, PLOT_WIDTH, height, top > 0 ? top : 1};
+    return (struct plot){ LEFT, TOP, PLOT_WIDTH, height, top > 0 ? top : 1 };
 }
 
-static void open_chart_with_room(FILE *out, const struct plot *plot, const char *label, bool background,
-                                 int below)
+static void open_chart_with_room(FILE *out, const struct plot *plot, const char *label,
+                                 bool background, int below)
 {
-    fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", CHART_WIDTH,
-            plot->top + plot->height + below, CHART_WIDTH, plot->top + plot->height + below);
+    fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
+            CHART_WIDTH, plot->top + plot->height + below, CHART_WIDTH,
+            plot->top + plot->height + below);
     nvs_html_text(out, label);
     fputs("\">\n", out);
     if (background)
-        fprintf(out, "<rect class=\"f-plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", plot->left,
-                plot->top, plot->width, plot->height);
+        fprintf(out, "<rect class=\"f-plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n",
+                plot->left, plot->top, plot->width, plot->height);
 }
 
 static void open_chart(FILE *out, const struct plot *plot, const char *label, bool background)
@@ -90,21 +91,20 @@ static void open_chart(FILE *out, const struct plot *plot, const char *label, bo
 static void put_axes(FILE *out, const struct plot *plot, double step, const char *unit)
 {
     int bottom = plot->top + plot->height;
-    fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\"/>\n", plot->left - 1,
-            bottom, plot->width + 1);
-    fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"1\" height=\"%d\"/>\n", plot->left - 1,
-            plot->top, plot->height + 1);
+    fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"1\"/>\n",
+            plot->left - 1, bottom, plot->width + 1);
+    fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"1\" height=\"%d\"/>\n",
+            plot->left - 1, plot->top, plot->height + 1);
     for (int k = 0; k * step <= plot->max * (1 + 1e-9); k++) {
         int y = row_of(plot, k * step);
-        fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"4\" height=\"1\"/>", plot->left - 5,
-                y > plot->top ? y - 1 : y);
-        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%g</text>\n", plot->left - 8, y + 4,
-                k * step);
+        fprintf(out, "<rect class=\"f-axis\" x=\"%d\" y=\"%d\" width=\"4\" height=\"1\"/>",
+                plot->left - 5, y > plot->top ? y - 1 : y);
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%g</text>\n", plot->left - 8,
+                y + 4, k * step);
     }
-    fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", plot->left - 8, plot->top - 10,
-            unit);
+    fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>\n", plot->left - 8,
+            plot->top - 10, unit);
 }
-
 
 struct ranked {
     int64_t total;
@@ -114,7 +114,9 @@ struct ranked {
 static int by_total(const void *left, const void *right)
 {
     const struct ranked *x = left, *y = right;
-    return x->total < y->total ? -1 : x->total > y->total ? 1 : (x->index > y->index) - (x->index < y->index);
+    return x->total < y->total ? -1
+        : x->total > y->total  ? 1
+                               : (x->index > y->index) - (x->index < y->index);
 }
 
 /* PROCESS's frames in at most MAX_BARS bars of as many frames each as can be. */
@@ -131,14 +133,15 @@ struct bar *nvs_html_make_bars(const struct nvs_report_process *process, size_t 
     for (size_t b = 0; b < bars; b++) {
         size_t first = b * n / bars, last = (b + 1) * n / bars, size = last - first, over = 0;
         for (size_t f = first; f < last; f++) {
-            ranks[f - first] = (struct ranked){process->frames[f].value[NVS_COLUMN_TOTAL], f};
+            ranks[f - first] = (struct ranked){ process->frames[f].value[NVS_COLUMN_TOTAL], f };
             over += nvs_report_over_budget(process, &process->frames[f]);
         }
         qsort(ranks, size, sizeof *ranks, by_total);
         /* by nearest rank, as the tables: the ceil(p * n)-th smallest */
         size_t median = (size + 1) / 2 - 1, p99 = (size * 99 + 99) / 100 - 1;
-        out[b] = (struct bar){first, last, ranks[size - 1].index, ranks[median].index, over,
-                              ranks[p99].total};
+        out[b] = (struct bar){
+            first, last, ranks[size - 1].index, ranks[median].index, over, ranks[p99].total
+        };
     }
     free(ranks);
     *count = bars;
@@ -157,8 +160,9 @@ static void slot_of(size_t b, size_t count, int *x, int *width, int *bar_x, int 
 }
 
 /* The x axis's labels under a few bars: the first frame of each, the last of the last. */
-static void put_frame_labels(FILE *out, const struct plot *plot, const struct nvs_report_process *process,
-                             const struct bar *bars, size_t count, int lower)
+static void put_frame_labels(FILE *out, const struct plot *plot,
+                             const struct nvs_report_process *process, const struct bar *bars,
+                             size_t count, int lower)
 {
     size_t last_shown = (size_t)-1;
     for (int k = 0; k <= 4; k++) {
@@ -169,8 +173,13 @@ static void put_frame_labels(FILE *out, const struct plot *plot, const struct nv
         int x, width, bar_x, bar_width;
         slot_of(b, count, &x, &width, &bar_x, &bar_width);
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">frame %" PRIu64 "</text>\n",
-                k == 0 ? x : k == 4 ? x + width : x + width / 2, plot->top + plot->height + 16 + lower,
-                k == 0 ? "start" : k == 4 ? "end" : "middle",
+                k == 0       ? x
+                    : k == 4 ? x + width
+                             : x + width / 2,
+                plot->top + plot->height + 16 + lower,
+                k == 0       ? "start"
+                    : k == 4 ? "end"
+                             : "middle",
                 process->frames[k == 4 ? bars[b].last - 1 : bars[b].first].number);
     }
 }
@@ -179,7 +188,8 @@ static void put_frame_labels(FILE *out, const struct plot *plot, const struct nv
  * USB..REST. Their sum is the frame's time unless calls of different parts
  * overlapped (on other threads); then they are scaled down together to it. */
 static void put_stack(FILE *out, const struct nvs_report_process *process,
-                      const struct nvs_report_frame *frame, const struct plot *plot, int x, int width)
+                      const struct nvs_report_frame *frame, const struct plot *plot, int x,
+                      int width)
 {
     double sum = 0;
     for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
@@ -194,8 +204,8 @@ static void put_stack(FILE *out, const struct nvs_report_process *process,
         /* each boundary rounded once: the segments add up to the bar */
         int top = row_of(plot, above / NS_PER_MS), base = row_of(plot, below / NS_PER_MS);
         if (base > top)
-            fprintf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", nvs_html_parts[c].class,
-                    x, top, width, base - top);
+            fprintf(out, "<rect class=\"f-%s\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>",
+                    nvs_html_parts[c].class, x, top, width, base - top);
         below = above;
     }
 }
@@ -249,25 +259,34 @@ static void put_legend(FILE *out, const struct nvs_report_process *process, size
     if (process->budget_from != NVS_BUDGET_NONE) {
         fputs("<li><span class=\"key line k-budget\"></span>the budget, ", out);
         nvs_html_put_ms(out, process->budget_ns);
-        fprintf(out, " ms (from %s)</li>", process->budget_from == NVS_BUDGET_OPTION
-                                               ? "--budget" : "the library&#39;s over budget marks");
+        fprintf(out, " ms (from %s)</li>",
+                process->budget_from == NVS_BUDGET_OPTION ? "--budget"
+                                                          : "the library&#39;s over budget marks");
         if (binned)
-            fprintf(out, "<li><span class=\"key line k-budget\" style=\"height:6px;vertical-align:0\">"
+            fprintf(out,
+                    "<li><span class=\"key line k-budget\" style=\"height:6px;vertical-align:0\">"
                     "</span>under the bins: their share over it (%zu of %zu frames in all)</li>",
                     process->over_budget, process->count);
         else
-            fprintf(out, "<li><span class=\"key k-over\"></span>behind the frames over it: %zu of %zu</li>",
-                    process->over_budget, process->count);
+            fprintf(
+                out,
+                "<li><span class=\"key k-over\"></span>behind the frames over it: %zu of %zu</li>",
+                process->over_budget, process->count);
     }
     if (with_p99)
         fputs("<li><span class=\"key line k-p99\"></span>a bin&#39;s p99</li>", out);
     if (with_p99 && without_p99)
-        fprintf(out, "<li><span class=\"key line k-max\"></span>its slowest frame (the one tick of a bin of "
-                "fewer than %d frames, which has no p99 of its own: its p99 is its slowest frame)</li>",
-                P99_FRAMES);
+        fprintf(
+            out,
+            "<li><span class=\"key line k-max\"></span>its slowest frame (the one tick of a bin of "
+            "fewer than %d frames, which has no p99 of its own: its p99 is its slowest frame)</li>",
+            P99_FRAMES);
     else if (without_p99)
-        fprintf(out, "<li><span class=\"key line k-max\"></span>a bin&#39;s slowest frame, its one tick: a bin "
-                "of fewer than %d frames has no p99 of its own (its p99 is its slowest frame)</li>", P99_FRAMES);
+        fprintf(
+            out,
+            "<li><span class=\"key line k-max\"></span>a bin&#39;s slowest frame, its one tick: a bin "
+            "of fewer than %d frames has no p99 of its own (its p99 is its slowest frame)</li>",
+            P99_FRAMES);
     else if (with_p99)
         fputs("<li><span class=\"key line k-max\"></span>its slowest frame</li>", out);
     fputs("</ul>\n", out);
@@ -295,8 +314,8 @@ static int clipped_label(char *text, size_t size, int64_t value_ns)
  * scale (its tick sits at the top edge). Ticks closer together than a label's
  * width share one, over the highest of them and with its value; labels keep
  * clear of each other and of the axis's unit. */
-static void put_clipped_labels(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
-                               size_t count, const struct plot *plot)
+static void put_clipped_labels(FILE *out, const struct nvs_report_process *process,
+                               const struct bar *bars, size_t count, const struct plot *plot)
 {
     char text[48];
     int half = 0;
@@ -319,7 +338,8 @@ static void put_clipped_labels(FILE *out, const struct nvs_report_process *proce
             slot_of(b, count, &x, &width, &bar_x, &bar_width);
             x = bar_x + bar_width / 2;
         }
-        int placed = group_centre > last_right + gap + half ? group_centre : last_right + gap + half;
+        int placed = group_centre > last_right + gap + half ? group_centre
+                                                            : last_right + gap + half;
         if (placed > CHART_WIDTH - half)
             placed = CHART_WIDTH - half;
         if (b < count && group_value && x - half <= placed + half + gap) {
@@ -331,7 +351,8 @@ static void put_clipped_labels(FILE *out, const struct nvs_report_process *proce
         }
         if (group_value) {
             clipped_label(text, sizeof text, group_value);
-            fprintf(out, "<text class=\"clipped\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+            fprintf(out,
+                    "<text class=\"clipped\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
                     placed, plot->top - 4, text);
             last_right = placed + half;
         }
@@ -344,21 +365,34 @@ static void put_clipped_labels(FILE *out, const struct nvs_report_process *proce
 static void put_bin_note(FILE *out, const struct nvs_report_process *process, size_t count)
 {
     size_t smaller = smaller_bin(process, count), larger = larger_bin(process, count);
-    fprintf(out, "<p class=\"note\">%zu frames in %zu bins of %zu or %zu consecutive frames: a bar stacks "
-            "the parts of its bin&#39;s median frame, ", process->count, count, smaller, larger);
+    fprintf(
+        out,
+        "<p class=\"note\">%zu frames in %zu bins of %zu or %zu consecutive frames: a bar stacks "
+        "the parts of its bin&#39;s median frame, ",
+        process->count, count, smaller, larger);
     if (has_own_p99(smaller))
         fputs("the dark tick is the bin&#39;s p99 and the light one its slowest frame", out);
     else if (has_own_p99(larger))
-        fprintf(out, "the dark tick is the bin&#39;s p99 and the light one its slowest frame, the only tick "
-                "of a bin of fewer than %d frames (whose p99 is its slowest frame)", P99_FRAMES);
+        fprintf(
+            out,
+            "the dark tick is the bin&#39;s p99 and the light one its slowest frame, the only tick "
+            "of a bin of fewer than %d frames (whose p99 is its slowest frame)",
+            P99_FRAMES);
     else
-        fprintf(out, "the tick is the bin&#39;s slowest frame, and its p99 too: of fewer than %d frames the "
-                "p99 by nearest rank is the slowest", P99_FRAMES);
-    fprintf(out, ". A tick above the scale, which holds the run&#39;s p99 frame and every bin&#39;s median, "
-            "sits at the top edge with its frame time over the plot (the highest of the ticks there, "
-            "where several lie close together); %s Each bar&#39;s tooltip has its figures.</p>\n",
-            process->budget_ns ? "the strip under the plot is the share of each bin&#39;s frames over the "
-            "budget, darker for more." : "");
+        fprintf(
+            out,
+            "the tick is the bin&#39;s slowest frame, and its p99 too: of fewer than %d frames the "
+            "p99 by nearest rank is the slowest",
+            P99_FRAMES);
+    fprintf(
+        out,
+        ". A tick above the scale, which holds the run&#39;s p99 frame and every bin&#39;s median, "
+        "sits at the top edge with its frame time over the plot (the highest of the ticks there, "
+        "where several lie close together); %s Each bar&#39;s tooltip has its figures.</p>\n",
+        process->budget_ns
+            ? "the strip under the plot is the share of each bin&#39;s frames over the "
+              "budget, darker for more."
+            : "");
 }
 
 /* Frame time per frame: a stacked bar per frame and the frames over the
@@ -366,8 +400,8 @@ static void put_bin_note(FILE *out, const struct nvs_report_process *process, si
  * consecutive frames drawn as its distribution (struct bar), on the scale of
  * the bins' p99s (a slowest frame above it is a tick at the top), and the
  * share of each bin's frames over the budget on a strip under the plot. */
-void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
-                          size_t count)
+void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process,
+                          const struct bar *bars, size_t count)
 {
     bool binned = count < process->count;
     double step, scale = frame_time_scale(process);
@@ -375,9 +409,11 @@ void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, c
         /* the budget, the run's p99 frame and every bin's median fit; a bin's
          * p99 or slowest frame above that is a tick at the top edge (a bin of
          * a few dozen frames has an outlier for its p99) */
-        double highest = fmax((double)process->budget_ns, process->stats[NVS_COLUMN_TOTAL][NVS_STAT_P99]);
+        double highest = fmax((double)process->budget_ns,
+                              process->stats[NVS_COLUMN_TOTAL][NVS_STAT_P99]);
         for (size_t b = 0; b < count; b++)
-            highest = fmax(highest, (double)process->frames[bars[b].median].value[NVS_COLUMN_TOTAL]);
+            highest = fmax(highest,
+                           (double)process->frames[bars[b].median].value[NVS_COLUMN_TOTAL]);
         scale = highest / NS_PER_MS;
     }
     /* room above the tallest bar: the band shows over it */
@@ -392,8 +428,8 @@ void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, c
         if (nvs_report_over_budget(process, &process->frames[bars[b].frame])) {
             int x, width, bar_x, bar_width;
             slot_of(b, count, &x, &width, &bar_x, &bar_width);
-            fprintf(out, "<rect class=\"f-over\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", x,
-                    plot.top, width, plot.height);
+            fprintf(out, "<rect class=\"f-over\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n",
+                    x, plot.top, width, plot.height);
         }
     for (size_t b = 0; b < count; b++) {
         const struct nvs_report_frame *median = &process->frames[bars[b].median];
@@ -403,8 +439,9 @@ void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, c
         fputs("<g><title>", out);
         if (binned) {
             size_t size = bars[b].last - bars[b].first;
-            fprintf(out, "frames %" PRIu64 "-%" PRIu64 " (%zu): median ", process->frames[bars[b].first].number,
-                    process->frames[bars[b].last - 1].number, size);
+            fprintf(out, "frames %" PRIu64 "-%" PRIu64 " (%zu): median ",
+                    process->frames[bars[b].first].number, process->frames[bars[b].last - 1].number,
+                    size);
             nvs_html_put_ms(out, median->value[NVS_COLUMN_TOTAL]);
             if (has_own_p99(size)) {
                 fputs(" ms, p99 ", out);
@@ -424,16 +461,18 @@ void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, c
             double p99_ms = (double)bars[b].p99 / NS_PER_MS;
             int y = p99_ms > plot.max ? plot.top : row_of(&plot, p99_ms);
             if (has_own_p99(bars[b].last - bars[b].first))
-                fprintf(out, "<rect class=\"f-p99\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
-                        y > plot.top ? y - 1 : y, bar_width, p99_ms > plot.max ? 3 : 2);
+                fprintf(out, "<rect class=\"f-p99\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>",
+                        bar_x, y > plot.top ? y - 1 : y, bar_width, p99_ms > plot.max ? 3 : 2);
             double slowest_ms = (double)slowest->value[NVS_COLUMN_TOTAL] / NS_PER_MS;
             y = slowest_ms > plot.max ? plot.top : row_of(&plot, slowest_ms);
-            fprintf(out, "<rect class=\"f-max\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>", bar_x,
-                    y > plot.top ? y - 1 : y, bar_width, slowest_ms > plot.max ? 3 : 1);
+            fprintf(out, "<rect class=\"f-max\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>",
+                    bar_x, y > plot.top ? y - 1 : y, bar_width, slowest_ms > plot.max ? 3 : 1);
             if (process->budget_ns && bars[b].over) {
                 double share = (double)bars[b].over / (double)(bars[b].last - bars[b].first);
-                fprintf(out, "<rect class=\"f-strip\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"6\" "
-                        "fill-opacity=\"%.3f\"/>", x, plot.top + plot.height + 3, width, 0.15 + 0.85 * share);
+                fprintf(out,
+                        "<rect class=\"f-strip\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"6\" "
+                        "fill-opacity=\"%.3f\"/>",
+                        x, plot.top + plot.height + 3, width, 0.15 + 0.85 * share);
             }
         }
         fputs("</g>\n", out);
@@ -443,25 +482,28 @@ void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, c
     if (process->budget_ns) {
         /* two pixel rows, the lower one at the budget */
         int y = row_of(&plot, (double)process->budget_ns / NS_PER_MS);
-        fprintf(out, "<rect class=\"f-budget\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"2\"><title>budget ",
-                plot.left, y - 1, plot.width);
+        fprintf(
+            out,
+            "<rect class=\"f-budget\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"2\"><title>budget ",
+            plot.left, y - 1, plot.width);
         nvs_html_put_ms(out, process->budget_ns);
         fputs(" ms</title></rect>\n", out);
     }
     put_axes(out, &plot, step, "ms");
     put_frame_labels(out, &plot, process, bars, count, below - AXIS_ROOM);
     fputs("</svg>\n", out);
-    fputs("<p class=\"note\">A bar stacks the frame&#39;s time in each kind of call (the union of its calls&#39; "
-          "intervals in the frame) and the rest; where calls of two kinds overlapped (on two threads), "
-          "its parts are scaled down together to the frame&#39;s time. The tables have the exact figures.</p>\n",
-          out);
+    fputs(
+        "<p class=\"note\">A bar stacks the frame&#39;s time in each kind of call (the union of its calls&#39; "
+        "intervals in the frame) and the rest; where calls of two kinds overlapped (on two threads), "
+        "its parts are scaled down together to the frame&#39;s time. The tables have the exact figures.</p>\n",
+        out);
 }
 
 /* The frame time below which all but the slowest 0.5 % of PROCESS's frames
  * lie (nearest rank), in ms. */
 static double frame_time_p995(const struct nvs_report_process *process)
 {
-    size_t beyond = process->count / 200;       /* process->slowest: the slowest first */
+    size_t beyond = process->count / 200; /* process->slowest: the slowest first */
     return (double)process->frames[process->slowest[beyond]].value[NVS_COLUMN_TOTAL] / NS_PER_MS;
 }
 
@@ -476,7 +518,7 @@ void nvs_html_histogram(FILE *out, const struct nvs_report_process *process)
         bound = (double)process->budget_ns / NS_PER_MS * 1.05;
     struct plot span = make_plot(0, bound < longest ? bound : longest, &step);
     double top_ms = span.max, bin_ms = top_ms / HISTOGRAM_BINS;
-    size_t counts[HISTOGRAM_BINS] = {0}, most = 0, past = 0;
+    size_t counts[HISTOGRAM_BINS] = { 0 }, most = 0, past = 0;
     for (size_t f = 0; f < process->count; f++) {
         double ms = (double)process->frames[f].value[NVS_COLUMN_TOTAL] / NS_PER_MS;
         if (ms > top_ms) {
@@ -492,11 +534,17 @@ void nvs_html_histogram(FILE *out, const struct nvs_report_process *process)
     struct plot plot = make_plot(SMALL_PLOT_HEIGHT, (double)most, &count_step);
     if (count_step < 1)
         count_step = 1, plot.max = ceil(plot.max);
-    fprintf(out, "<h3>Frame time histogram</h3>\n<p class=\"note\">Frames per %g ms of frame time, from 0 "
-            "to %g ms%s.", bin_ms, top_ms, process->budget_ns ? "; the red line is the budget" : "");
+    fprintf(
+        out,
+        "<h3>Frame time histogram</h3>\n<p class=\"note\">Frames per %g ms of frame time, from 0 "
+        "to %g ms%s.",
+        bin_ms, top_ms, process->budget_ns ? "; the red line is the budget" : "");
     if (past)
-        fprintf(out, " <span class=\"tail\">%zu frame%s took longer, up to %.3f ms: not drawn, so that the "
-                "others show.</span>", past, nvs_html_plural(past), longest);
+        fprintf(
+            out,
+            " <span class=\"tail\">%zu frame%s took longer, up to %.3f ms: not drawn, so that the "
+            "others show.</span>",
+            past, nvs_html_plural(past), longest);
     fputs("</p>\n", out);
     open_chart(out, &plot, "frame time histogram", false);
     for (int b = 0; b < HISTOGRAM_BINS; b++) {
@@ -505,9 +553,12 @@ void nvs_html_histogram(FILE *out, const struct nvs_report_process *process)
         int x = LEFT + b * PLOT_WIDTH / HISTOGRAM_BINS;
         int width = LEFT + (b + 1) * PLOT_WIDTH / HISTOGRAM_BINS - x;
         int y = row_of(&plot, (double)counts[b]);
-        fprintf(out, "<rect class=\"f-hist\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>%g-%g ms: "
-                "%zu frame%s</title></rect>\n", x + 1, y, width - 2, plot.top + plot.height - y, b * bin_ms,
-                (b + 1) * bin_ms, counts[b], nvs_html_plural(counts[b]));
+        fprintf(
+            out,
+            "<rect class=\"f-hist\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"><title>%g-%g ms: "
+            "%zu frame%s</title></rect>\n",
+            x + 1, y, width - 2, plot.top + plot.height - y, b * bin_ms, (b + 1) * bin_ms,
+            counts[b], nvs_html_plural(counts[b]));
     }
     if (process->budget_ns) {
         int x = LEFT + (int)lround((double)process->budget_ns / NS_PER_MS / top_ms * PLOT_WIDTH);
@@ -518,15 +569,19 @@ void nvs_html_histogram(FILE *out, const struct nvs_report_process *process)
     for (int k = 0; k <= 4; k++)
         fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\">%g ms</text>\n",
                 LEFT + k * PLOT_WIDTH / 4, plot.top + plot.height + 16,
-                k == 0 ? "start" : k == 4 ? "end" : "middle", top_ms * k / 4);
+                k == 0       ? "start"
+                    : k == 4 ? "end"
+                             : "middle",
+                top_ms * k / 4);
     fputs("</svg>\n", out);
 }
 
 /* A smaller chart per bar of one or two columns (the kernel probe's, or the
  * latency): the bar's frame's values, or for the latency the highest in the
  * bin. */
-void nvs_html_column_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
-                           size_t count, const int *columns, int column_count, const char *label)
+void nvs_html_column_chart(FILE *out, const struct nvs_report_process *process,
+                           const struct bar *bars, size_t count, const int *columns,
+                           int column_count, const char *label)
 {
     double highest = 0;
     for (size_t b = 0; b < count; b++) {
@@ -535,7 +590,8 @@ void nvs_html_column_chart(FILE *out, const struct nvs_report_process *process, 
             sum += (double)process->frames[bars[b].frame].value[columns[k]];
         highest = sum > highest ? sum : highest;
         for (size_t f = bars[b].first; columns[0] == NVS_COLUMN_LATENCY && f < bars[b].last; f++)
-            if (process->frames[f].has_latency && process->frames[f].value[NVS_COLUMN_LATENCY] > highest)
+            if (process->frames[f].has_latency &&
+                process->frames[f].value[NVS_COLUMN_LATENCY] > highest)
                 highest = (double)process->frames[f].value[NVS_COLUMN_LATENCY];
     }
     double step;
@@ -549,7 +605,9 @@ void nvs_html_column_chart(FILE *out, const struct nvs_report_process *process, 
             frame = NULL;
             for (size_t f = bars[b].first; f < bars[b].last; f++)
                 if (process->frames[f].has_latency &&
-                    (!frame || process->frames[f].value[NVS_COLUMN_LATENCY] > frame->value[NVS_COLUMN_LATENCY]))
+                    (!frame ||
+                     process->frames[f].value[NVS_COLUMN_LATENCY] >
+                         frame->value[NVS_COLUMN_LATENCY]))
                     frame = &process->frames[f];
             if (!frame)
                 continue;

@@ -23,12 +23,13 @@ struct bar {
  * COUNT of them; NULL when out of memory. */
 struct bar *nvs_html_make_bars(const struct nvs_report_process *process, size_t *count);
 /* The frame-time chart of BARS (COUNT). */
-void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
-                          size_t count);
+void nvs_html_frame_chart(FILE *out, const struct nvs_report_process *process,
+                          const struct bar *bars, size_t count);
 /* The histogram of PROCESS's frame times. */
 void nvs_html_histogram(FILE *out, const struct nvs_report_process *process);
 /* COLUMN_COUNT of PROCESS's COLUMNS per bar's frame, under LABEL. */
-void nvs_html_column_chart(FILE *out, const struct nvs_report_process *process, const struct bar *bars,
-                           size_t count, const int *columns, int column_count, const char *label);
+void nvs_html_column_chart(FILE *out, const struct nvs_report_process *process,
+                           const struct bar *bars, size_t count, const int *columns,
+                           int column_count, const char *label);
 
 #endif

@@ -35,8 +35,10 @@
 
 static void put_name_table(FILE *out, const struct nvs_report_name *names, size_t count)
 {
-    fputs("<table>\n<tr><th class=\"t\">domain</th><th class=\"t\">name</th><th>count</th><th>mean</th>"
-          "<th>p50</th><th>p99</th><th>max</th></tr>\n", out);
+    fputs(
+        "<table>\n<tr><th class=\"t\">domain</th><th class=\"t\">name</th><th>count</th><th>mean</th>"
+        "<th>p50</th><th>p99</th><th>max</th></tr>\n",
+        out);
     for (size_t i = 0; i < count; i++) {
         const struct nvs_report_name *row = &names[i];
         fputs("<tr><td class=\"t\">", out);
@@ -61,9 +63,10 @@ static void put_column_heading(FILE *out, int c)
 
 static void put_statistics(FILE *out, const struct nvs_report_process *process)
 {
-    static const char *const labels[NVS_STATS] = {"mean", "p50", "p99", "max"};
-    fputs("<h3>Per frame (milliseconds; p50 and p99 by nearest rank)</h3>\n<table>\n<tr><th class=\"t\"></th>",
-          out);
+    static const char *const labels[NVS_STATS] = { "mean", "p50", "p99", "max" };
+    fputs(
+        "<h3>Per frame (milliseconds; p50 and p99 by nearest rank)</h3>\n<table>\n<tr><th class=\"t\"></th>",
+        out);
     for (int c = 0; c < NVS_COLUMNS; c++)
         if (process->shown[c])
             put_column_heading(out, c);
@@ -82,13 +85,19 @@ static void put_statistics(FILE *out, const struct nvs_report_process *process)
     }
     fputs("</table>\n", out);
     if (process->with_kernel && process->with_kernel < process->count)
-        fprintf(out, "<p class=\"note\">Kernel figures for %zu of the %zu frames; the others count as 0.</p>\n",
-                process->with_kernel, process->count);
+        fprintf(
+            out,
+            "<p class=\"note\">Kernel figures for %zu of the %zu frames; the others count as 0.</p>\n",
+            process->with_kernel, process->count);
     if (process->shown[NVS_COLUMN_LATENCY] && process->with_latency < process->count)
-        fprintf(out, "<p class=\"note\">Latency for %zu of the %zu frames: the others acted on no new camera "
-                "frame.</p>\n", process->with_latency, process->count);
+        fprintf(
+            out,
+            "<p class=\"note\">Latency for %zu of the %zu frames: the others acted on no new camera "
+            "frame.</p>\n",
+            process->with_latency, process->count);
     if (process->dropped)
-        fprintf(out, "<p>Camera frames dropped: %" PRIu64 " (%" PRIu64 " outside the frames).</p>\n",
+        fprintf(out,
+                "<p>Camera frames dropped: %" PRIu64 " (%" PRIu64 " outside the frames).</p>\n",
                 process->dropped, process->dropped_outside);
 }
 
@@ -98,8 +107,10 @@ static void put_slowest(FILE *out, const struct nvs_report_process *process, lon
     if (!n)
         return;
     int64_t longest = process->frames[process->slowest[0]].value[NVS_COLUMN_TOTAL];
-    fprintf(out, "<h3>The %zu slowest frame%s (milliseconds)</h3>\n<table>\n<tr><th class=\"t\">frame</th>", n,
-            nvs_html_plural(n));
+    fprintf(
+        out,
+        "<h3>The %zu slowest frame%s (milliseconds)</h3>\n<table>\n<tr><th class=\"t\">frame</th>",
+        n, nvs_html_plural(n));
     for (int c = 0; c < NVS_COLUMNS; c++)
         if (process->shown[c])
             put_column_heading(out, c);
@@ -124,14 +135,16 @@ static void put_slowest(FILE *out, const struct nvs_report_process *process, lon
             fputs("</td>", out);
         }
         if (process->with_kernel && frame->has_kernel)
-            fprintf(out, "<td>%" PRIu64 "</td><td>%" PRIu64 "</td>", frame->preemptions, frame->faults);
+            fprintf(out, "<td>%" PRIu64 "</td><td>%" PRIu64 "</td>", frame->preemptions,
+                    frame->faults);
         else if (process->with_kernel)
             fputs("<td>-</td><td>-</td>", out);
         if (process->dropped)
             fprintf(out, "<td>%" PRIu64 "</td>", frame->dropped);
         /* the frame's parts side by side, to the scale of the slowest */
         int width = longest ? (int)lround((double)frame->value[NVS_COLUMN_TOTAL] / (double)longest *
-                                          SLOWEST_BAR_WIDTH) : 0;
+                                          SLOWEST_BAR_WIDTH)
+                            : 0;
         fprintf(out, "<td class=\"t\"><svg width=\"%d\" height=\"12\">", SLOWEST_BAR_WIDTH);
         double sum = 0;
         for (int c = NVS_FIRST_PART; c <= NVS_LAST_PART; c++)
@@ -163,7 +176,8 @@ static bool has_data(const struct nvs_report_process *process, int c)
 }
 
 static void put_process_section(FILE *out, const struct nvs_report *report,
-                                const struct nvs_report_process *process, const struct bar *bars, size_t count)
+                                const struct nvs_report_process *process, const struct bar *bars,
+                                size_t count)
 {
     /* The page draws the parts the frames spent time in: a domain with calls,
      * none of them inside a frame (an X11 connection made at start), draws
@@ -185,32 +199,41 @@ static void put_process_section(FILE *out, const struct nvs_report *report,
             preemptions += process->frames[f].preemptions;
             faults += process->frames[f].faults;
         }
-        fprintf(out, "<h3>Off the CPU per frame (kernel probe)</h3>\n<p>Kernel figures for %zu of the %zu "
-                "frames: %" PRIu64 " preemption%s and %" PRIu64 " page fault%s in all.</p>\n",
-                process->with_kernel, process->count, preemptions, preemptions == 1 ? "" : "s", faults,
-                faults == 1 ? "" : "s");
-        fputs("<p class=\"note\">Runnable and blocked are summed over the process&#39;s threads that the probe "
-              "watched in the frame (those that made hooked calls): where two threads were off the CPU at "
-              "once, both count, so a frame&#39;s figures can add up to more than its time.</p>\n", out);
+        fprintf(
+            out,
+            "<h3>Off the CPU per frame (kernel probe)</h3>\n<p>Kernel figures for %zu of the %zu "
+            "frames: %" PRIu64 " preemption%s and %" PRIu64 " page fault%s in all.</p>\n",
+            process->with_kernel, process->count, preemptions, preemptions == 1 ? "" : "s", faults,
+            faults == 1 ? "" : "s");
+        fputs(
+            "<p class=\"note\">Runnable and blocked are summed over the process&#39;s threads that the probe "
+            "watched in the frame (those that made hooked calls): where two threads were off the CPU at "
+            "once, both count, so a frame&#39;s figures can add up to more than its time.</p>\n",
+            out);
         fputs("<ul class=\"legend\">", out);
         for (int c = NVS_COLUMN_RUNNABLE; c <= NVS_COLUMN_BLOCKED; c++)
-            fprintf(out, "<li><span class=\"key k-%s\"></span>%s</li>", nvs_html_parts[c].class, nvs_html_parts[c].meaning);
+            fprintf(out, "<li><span class=\"key k-%s\"></span>%s</li>", nvs_html_parts[c].class,
+                    nvs_html_parts[c].meaning);
         fputs("</ul>\n", out);
-        static const int off_cpu[] = {NVS_COLUMN_RUNNABLE, NVS_COLUMN_BLOCKED};
+        static const int off_cpu[] = { NVS_COLUMN_RUNNABLE, NVS_COLUMN_BLOCKED };
         nvs_html_column_chart(out, process, bars, count, off_cpu, 2, "time off the CPU per frame");
     }
     if (process->names) {
-        fputs("<h3>NVTX ranges per name in this process (microseconds; p50 and p99 by nearest rank)</h3>\n",
-              out);
+        fputs(
+            "<h3>NVTX ranges per name in this process (microseconds; p50 and p99 by nearest rank)</h3>\n",
+            out);
         put_name_table(out, process->names, process->name_count);
     }
     if (process->shown[NVS_COLUMN_LATENCY]) {
-        fprintf(out, "<h3>Capture to actuation per frame</h3>\n<p class=\"note\">The latency of each frame's "
-                "first actuation on a new camera frame, for %zu of the %zu frames%s.</p>\n",
-                process->with_latency, process->count,
-                count < process->count ? "; a bar is the highest of its bin" : "");
-        static const int latency[] = {NVS_COLUMN_LATENCY};
-        nvs_html_column_chart(out, process, bars, count, latency, 1, "capture to actuation per frame");
+        fprintf(
+            out,
+            "<h3>Capture to actuation per frame</h3>\n<p class=\"note\">The latency of each frame's "
+            "first actuation on a new camera frame, for %zu of the %zu frames%s.</p>\n",
+            process->with_latency, process->count,
+            count < process->count ? "; a bar is the highest of its bin" : "");
+        static const int latency[] = { NVS_COLUMN_LATENCY };
+        nvs_html_column_chart(out, process, bars, count, latency, 1,
+                              "capture to actuation per frame");
     }
     fputs("</section>\n", out);
 }
@@ -220,21 +243,32 @@ static void put_latency(FILE *out, const struct nvs_report *report)
     const struct nvs_report_latency *latency = &report->latency;
     if (!latency->camera_frames)
         return;
-    fputs("<h2>Capture to actuation (milliseconds; p50 and p99 by nearest rank)</h2>\n<p>From a camera frame's "
-          "capture to the end of the first actuation after its dequeue.</p>\n", out);
+    fputs(
+        "<h2>Capture to actuation (milliseconds; p50 and p99 by nearest rank)</h2>\n<p>From a camera frame's "
+        "capture to the end of the first actuation after its dequeue.</p>\n",
+        out);
     if (!latency->pairs) {
-        fprintf(out, "<p>No actuation after any of the %zu camera frames (USB transfers out, serial or HID "
-                "writes: %zu).</p>\n", latency->camera_frames, latency->actuations);
+        fprintf(
+            out,
+            "<p>No actuation after any of the %zu camera frames (USB transfers out, serial or HID "
+            "writes: %zu).</p>\n",
+            latency->camera_frames, latency->actuations);
         return;
     }
-    fputs("<table>\n<tr><th class=\"t\"></th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n", out);
-    fprintf(out, "<tr><td class=\"t\">%zu pair%s</td>", latency->pairs, nvs_html_plural(latency->pairs));
+    fputs(
+        "<table>\n<tr><th class=\"t\"></th><th>mean</th><th>p50</th><th>p99</th><th>max</th></tr>\n",
+        out);
+    fprintf(out, "<tr><td class=\"t\">%zu pair%s</td>", latency->pairs,
+            nvs_html_plural(latency->pairs));
     for (int s = 0; s < NVS_STATS; s++)
         fprintf(out, "<td>%.3f</td>", latency->stats[s] / NS_PER_MS);
-    fprintf(out, "</tr>\n</table>\n<p>%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on "
-            "no new frame.</p>\n", latency->camera_frames, nvs_html_plural(latency->camera_frames),
-            latency->camera_frames - latency->pairs, latency->actuations, nvs_html_plural(latency->actuations),
-            latency->actuations - latency->pairs);
+    fprintf(
+        out,
+        "</tr>\n</table>\n<p>%zu camera frame%s dequeued, %zu not acted on; %zu actuation%s, %zu on "
+        "no new frame.</p>\n",
+        latency->camera_frames, nvs_html_plural(latency->camera_frames),
+        latency->camera_frames - latency->pairs, latency->actuations,
+        nvs_html_plural(latency->actuations), latency->actuations - latency->pairs);
 }
 
 static void put_names(FILE *out, const struct nvs_report *report)
@@ -267,7 +301,8 @@ static void put_marks(FILE *out, const struct nvs_report *report)
         return;
     fputs("<h2>NVTX marks per kind (each number as N), with the first texts of each</h2>\n<table>\n"
           "<tr><th class=\"t\">domain</th><th>count</th><th class=\"t\">kind</th>"
-          "<th class=\"t\">first texts</th><th>marks</th></tr>\n", out);
+          "<th class=\"t\">first texts</th><th>marks</th></tr>\n",
+          out);
     for (size_t k = 0; k < report->mark_kind_count; k++) {
         const struct nvs_report_mark_kind *kind = &report->marks[k];
         open_mark_row(out, kind);
@@ -283,8 +318,8 @@ static void put_marks(FILE *out, const struct nvs_report *report)
         if (kind->text_count > NVS_MARK_EXAMPLES) {
             size_t others = kind->text_count - NVS_MARK_EXAMPLES;
             open_mark_row(out, NULL);
-            fprintf(out, "<td class=\"t note\">... and %zu other text%s</td><td></td></tr>\n", others,
-                    nvs_html_plural(others));
+            fprintf(out, "<td class=\"t note\">... and %zu other text%s</td><td></td></tr>\n",
+                    others, nvs_html_plural(others));
         }
     }
     fputs("</table>\n", out);
@@ -294,8 +329,10 @@ static void put_windows(FILE *out, const struct nvs_report *report)
 {
     if (!report->window_count)
         return;
-    fprintf(out, "<h2>Capture windows: %zu</h2>\n<table>\n<tr><th class=\"t\">window</th><th>ms</th>"
-            "<th class=\"t\">frames</th></tr>\n", report->window_count);
+    fprintf(out,
+            "<h2>Capture windows: %zu</h2>\n<table>\n<tr><th class=\"t\">window</th><th>ms</th>"
+            "<th class=\"t\">frames</th></tr>\n",
+            report->window_count);
     for (size_t w = 0; w < report->window_count; w++) {
         const struct nvs_report_window *window = &report->windows[w];
         fputs("<tr><td class=\"t\">", out);
@@ -305,8 +342,8 @@ static void put_windows(FILE *out, const struct nvs_report *report)
         fputs("</td><td>", out);
         nvs_html_put_ms(out, window->duration);
         if (window->first)
-            fprintf(out, "</td><td class=\"t\">frames %" PRIu64 "-%" PRIu64 "</td></tr>\n", window->first,
-                    window->last);
+            fprintf(out, "</td><td class=\"t\">frames %" PRIu64 "-%" PRIu64 "</td></tr>\n",
+                    window->first, window->last);
         else
             fputs("</td><td class=\"t\">no frames</td></tr>\n", out);
     }
@@ -315,7 +352,9 @@ static void put_windows(FILE *out, const struct nvs_report *report)
 
 static int put_page(FILE *out, const struct nvs_report *report)
 {
-    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>nvtxshim report: ", out);
+    fputs(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>nvtxshim report: ",
+        out);
     nvs_html_text(out, report->path);
     fputs("</title>\n", out);
     nvs_html_style(out);
@@ -329,7 +368,8 @@ static int put_page(FILE *out, const struct nvs_report *report)
         fputs("<p>No frame ranges: set NVTXSHIM_FRAME to count the loop's frames.</p>\n", out);
     else
         fprintf(out, "<p>%zu frame%s of %zu process%s. Hover a bar for its figures.</p>\n", frames,
-                nvs_html_plural(frames), report->process_count, report->process_count == 1 ? "" : "es");
+                nvs_html_plural(frames), report->process_count,
+                report->process_count == 1 ? "" : "es");
     for (size_t p = 0; p < report->process_count; p++) {
         const struct nvs_report_process *process = &report->processes[p];
         size_t count = 0;

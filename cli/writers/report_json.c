@@ -30,21 +30,23 @@
 
 /* The columns' keys (columns.def): the text's headings, "gpu wait" as one word a query can name. */
 const char *const nvs_report_column_keys[NVS_COLUMNS] = {
-#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE) [NVS_COLUMN_##ID] = KEY,
+#define NVS_COLUMN(ID, HEADING, KEY, PHRASE, CLASS, COLOUR, LEGEND, DOMAIN, RULE)                  \
+    [NVS_COLUMN_##ID] = KEY,
 #include "model/columns.def"
 #undef NVS_COLUMN
 };
 
 const char *const nvs_report_statistic_keys[NVS_STATS] = {
-    [NVS_STAT_MEAN] = "mean", [NVS_STAT_P50] = "p50", [NVS_STAT_P99] = "p99", [NVS_STAT_MAX] = "max"};
+    [NVS_STAT_MEAN] = "mean", [NVS_STAT_P50] = "p50", [NVS_STAT_P99] = "p99", [NVS_STAT_MAX] = "max"
+};
 
 /* ---- the writer: indented JSON, small objects on one line ------------------------- */
 
 struct writer {
     FILE *out;
-    int depth;                       /* containers open */
-    bool flat[MAX_DEPTH];            /* written on one line */
-    size_t items[MAX_DEPTH];         /* written into it so far */
+    int depth;               /* containers open */
+    bool flat[MAX_DEPTH];    /* written on one line */
+    size_t items[MAX_DEPTH]; /* written into it so far */
 };
 
 /* The length of the well-formed UTF-8 sequence at TEXT; 0 where it is none
@@ -65,7 +67,7 @@ static size_t utf8_sequence(const unsigned char *text)
     else
         return 0;
     for (size_t i = 1; i < length; i++) {
-        if ((text[i] & 0xC0) != 0x80)    /* also stops at the terminating NUL */
+        if ((text[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
             return 0;
         code = code << 6 | (text[i] & 0x3F);
     }
@@ -189,7 +191,8 @@ static void put_statistics(struct writer *w, const char *key, const double stats
     close_container(w, '}');
 }
 
-static void put_names(struct writer *w, const char *key, const struct nvs_report_name *names, size_t count)
+static void put_names(struct writer *w, const char *key, const struct nvs_report_name *names,
+                      size_t count)
 {
     open_container(w, key, '[', false);
     for (size_t i = 0; i < count; i++) {
@@ -298,7 +301,8 @@ static void put_slowest(struct writer *w, const struct nvs_report *report,
     close_container(w, ']');
 }
 
-static void put_process(struct writer *w, const struct nvs_report *report, const struct nvs_report_process *process)
+static void put_process(struct writer *w, const struct nvs_report *report,
+                        const struct nvs_report_process *process)
 {
     bool shown[NVS_COLUMNS];
     nvs_report_columns_shown(process, shown);
@@ -369,7 +373,7 @@ static void put_windows(struct writer *w, const struct nvs_report *report)
 static int put_report(FILE *out, const void *context)
 {
     const struct nvs_report *report = context;
-    struct writer w = {.out = out};
+    struct writer w = { .out = out };
     open_container(&w, NULL, '{', false);
     put_text(&w, "schema", NVS_REPORT_JSON_SCHEMA);
     put_text(&w, "generator", "nvtxshim " NVS_VERSION);
@@ -407,13 +411,13 @@ static int write_to_stdout(const char *command, int (*put)(FILE *out, const void
         error = errno ? errno : EIO;
     if (!error)
         return 0;
-    fprintf(stderr, "nvtxshim: %s: cannot write the JSON document to standard output: %s\n", command,
-            strerror(error));
+    fprintf(stderr, "nvtxshim: %s: cannot write the JSON document to standard output: %s\n",
+            command, strerror(error));
     return -1;
 }
 
-int nvs_json_write(const char *command, const char *path, int (*put)(FILE *out, const void *context),
-                   const void *context)
+int nvs_json_write(const char *command, const char *path,
+                   int (*put)(FILE *out, const void *context), const void *context)
 {
     if (strcmp(path, "-") == 0)
         return write_to_stdout(command, put, context);

@@ -28,8 +28,8 @@ int nvs_json_refused(const char *command, const char *path);
  * PATH renamed into place, so that a failure leaves no partial file (unless
  * nvs_json_refused). Returns 0, or -1 after one "nvtxshim: COMMAND: ..." line
  * on stderr. */
-int nvs_json_write(const char *command, const char *path, int (*put)(FILE *out, const void *context),
-                   const void *context);
+int nvs_json_write(const char *command, const char *path,
+                   int (*put)(FILE *out, const void *context), const void *context);
 
 /* REPORT's document written to PATH ("-": standard output) by nvs_json_write. */
 int nvs_report_write_json(const struct nvs_report *report, const char *path);
