@@ -23,7 +23,7 @@
 #include "model/diff.h"
 #include "model/events.h"
 #include "model/figures.h"
-#include "model/figures_load.h"
+#include "readers/figures_load.h"
 #include "readers/input.h"
 #include "writers/report_json.h"
 #include "commands/options.h"

@@ -18,7 +18,7 @@
 
 #include "commands/commands.h"
 #include "model/events.h"
-#include "model/figures_load.h"
+#include "readers/figures_load.h"
 #include "readers/load.h"
 #include "model/figures.h"
 #include "readers/input.h"

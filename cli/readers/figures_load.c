@@ -1,5 +1,5 @@
 /* A profile's figures worked out as it is read (figures_load.h). */
-#include "model/figures_load.h"
+#include "readers/figures_load.h"
 
 #include "readers/load.h"
 
