@@ -57,10 +57,10 @@ install-cli: all
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BUILD)/nvtxshim $(DESTDIR)$(PREFIX)/bin/nvtxshim
 
-# The figures builder at small limits (test/unit/test_figures.c includes cli/model/figures.c
+# The figures builder at small limits (test/unit/test_figures.c includes cli/model/figures_builder.c
 # with its own), run by test/test_figures.py.
-$(BUILD)/test/test_figures: test/unit/test_figures.c cli/model/figures.c \
-                            $(filter-out $(BUILD)/cli/commands/main.o $(BUILD)/cli/model/figures.o,$(CLI_OBJECTS)) \
+$(BUILD)/test/test_figures: test/unit/test_figures.c cli/model/figures_builder.c \
+                            $(filter-out $(BUILD)/cli/commands/main.o $(BUILD)/cli/model/figures_builder.o,$(CLI_OBJECTS)) \
                             $(CONFIG_OBJECTS) $(BUILD)/obj/schema.o $(call flags,cli) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -Icli -Ilibnvtxshim $< $(filter %.o,$^) -o $@ \

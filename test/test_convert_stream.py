@@ -152,7 +152,7 @@ def test_report_of_a_large_export_holds_the_frames_figures_not_its_events(tmp_pa
     assert re.search(r"^  nvtxshim +frame N +(\d+) ", summary, re.M).group(1) == str(frames)
     assert re.search(r"^  usb +libusb_bulk_transfer +(\d+) ", summary, re.M).group(1) == str(4 * frames)
     assert re.search(r"^  mean of (\d+) ", summary, re.M).group(1) == str(frames)
-    # What report keeps is each frame's figures (some 400 bytes a frame, figures.c); loaded
+    # What report keeps is each frame's figures (some 400 bytes a frame, figures_builder.c); loaded
     # whole, as before the stream, the events came on top (five a frame, some 1,000 bytes a
     # frame in all: 299 MB here).
     no_peak_under_asan()

@@ -1,4 +1,4 @@
-"""The figures builder (cli/model/figures.c) at its limits, in a build of its own with small ones
+"""The figures builder (cli/model/figures_builder.c) at its limits, in a build of its own with small ones
 (test/unit/test_figures.c): sketched p50/p99 within the stated error, calls exact while their
 frame is open and counted late (and said) after, marks past the texts told apart."""
 import subprocess

@@ -1,6 +1,6 @@
 /* nvtxshim diff A B, or A1 A2 ... -- B1 B2 ...: runs of a control loop before
  * and after a change, compared frame for frame. Each input is loaded as report
- * loads it (load_run: load.c, then figures.c) and its loop, the process with
+ * loads it (load_run: load.c, then figures_builder.c) and its loop, the process with
  * the most frames, kept; diff_stats.c works out the comparison. Printed: the
  * runs, the verdict (the median and the p99 frame with their intervals,
  * judged against the noise among A's runs, the columns that moved the frame,

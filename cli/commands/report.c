@@ -6,7 +6,7 @@
  * with the kernel probe's figures when it ran and the capture-to-actuation
  * latency when a camera's frames were traced; the slowest frames; the
  * latency's summary; the capture windows. Everything is worked out once into
- * a struct nvs_report (figures.c), which the summary here, the JSON document
+ * a struct nvs_report (figures_builder.c), which the summary here, the JSON document
  * (report_json.c) and the HTML page (report_html.c) print. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -633,7 +633,7 @@ int nvs_cli_report(int argc, char **argv)
     struct nvs_load_options options = { .command = "report",
                                         .what = NVS_LOAD_NVTX,
                                         .max_input = line.max_input };
-    /* Everything is worked out once, as the file is read (figures.c); the
+    /* Everything is worked out once, as the file is read (figures_builder.c); the
      * summary, the document and the page print it. */
     struct nvs_report report = { .path = path, .slowest = line.slowest };
     if (nvs_figures_load(&events, path, &options, line.budget_ns, &report) != 0) {

@@ -66,7 +66,7 @@ static double percent(double from, double to)
 }
 
 /* The rank (from 1) of the PERCENT-th percentile of COUNT values by nearest
- * rank, as figures.c takes it: ceil(PERCENT / 100 * COUNT), in integers. */
+ * rank, as figures_builder.c takes it: ceil(PERCENT / 100 * COUNT), in integers. */
 static size_t nearest_rank(size_t count, unsigned percent)
 {
     size_t rank = (percent * count + 99) / 100;

@@ -1,4 +1,4 @@
-/* What the figures' three files share, and no one else: figures.c, the builder
+/* What the figures' three files share, and no one else: figures_builder.c, the builder
  * fed as a profile is read; figures_report.c, the report worked out from what it
  * kept; figures_live.c, top's live view of it. The columns' rules, a frame's
  * parts, the sketch of a name's durations, and what the builder keeps. */
@@ -214,7 +214,7 @@ static inline uint64_t pointer_hash(const void *pointer)
     return nvs_map_mix((uint64_t)(uintptr_t)pointer);
 }
 
-/* The builder's, for the report and the live view (figures.c). */
+/* The builder's, for the report and the live view (figures_builder.c). */
 struct open_frame *nvs_figures_open_frame(struct nvs_figures_builder *builder, uint64_t number);
 void nvs_figures_measure_open(struct open_frame *open, struct nvs_report_frame *row);
 size_t nvs_figures_longest_calls(const struct open_frame *open, struct nvs_report_call *calls);

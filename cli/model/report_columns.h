@@ -1,5 +1,5 @@
 /* Which of a process's columns the report shows: the text summary, the JSON
- * document and the page alike. figures.c marks the columns the data has
+ * document and the page alike. figures_builder.c marks the columns the data has
  * (shown); of the parts a frame is made of (usb to rest), those no frame spent
  * time in are left out as well: a domain with calls, none of them inside a
  * frame (an X11 connection made at start), or a loop that makes no such

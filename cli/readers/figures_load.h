@@ -1,5 +1,5 @@
 /* A profile's figures worked out as it is read: load.c's reader feeding
- * figures.c's builder, above both (report, diff and top use it). */
+ * figures_builder.c's builder, above both (report, diff and top use it). */
 #ifndef NVS_CLI_FIGURES_LOAD_H
 #define NVS_CLI_FIGURES_LOAD_H
 

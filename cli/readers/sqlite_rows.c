@@ -1,8 +1,8 @@
-/* An nsys export's rows read as events (sqlite_export.h), one table's cursor at a
+/* An nsys export's rows read as events (sqlite_rows.h), one table's cursor at a
  * time: NVTX ranges and marks with their args, OS runtime and CUDA API calls, GPU
  * work, thread states, the projections; sqlite_stream.c merges the cursors. */
 #define _GNU_SOURCE
-#include "readers/sqlite_export.h"
+#include "readers/sqlite_rows.h"
 
 #include <inttypes.h>
 #include <stdio.h>

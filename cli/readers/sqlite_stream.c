@@ -3,7 +3,7 @@
  * cursors merged; the projections made in a pass before, into a temporary
  * table. Its rows are read with sqlite_tables.h, into events by sqlite_rows.c. */
 #define _GNU_SOURCE
-#include "readers/sqlite_export.h"
+#include "readers/sqlite_stream.h"
 
 #include <inttypes.h>
 #include <sqlite3.h>
@@ -15,6 +15,7 @@
 #include "util/json_text.h"
 
 #include "readers/sqlite_names.h"
+#include "readers/sqlite_rows.h"
 #include "readers/sqlite_tables.h"
 
 static const char *const gpu_tables[] = { "CUPTI_ACTIVITY_KIND_KERNEL",

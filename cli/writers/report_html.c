@@ -1,5 +1,5 @@
 /* nvtxshim report --html: the report's figures (figures.h, worked out once by
- * figures.c) as one HTML page that needs nothing else: inline SVG and CSS, no
+ * figures_builder.c) as one HTML page that needs nothing else: inline SVG and CSS, no
  * script, font or stylesheet of its own to fetch, so it opens the same
  * offline, from a mail or a CI artefact. Per process: frame time per frame as
  * stacked bars with the budget line and the frames over it on a band, a

@@ -1,4 +1,4 @@
-/* nvtxshim report --json: the figures of struct nvs_report (figures.c) as one
+/* nvtxshim report --json: the figures of struct nvs_report (figures_builder.c) as one
  * JSON document, schema "nvtxshim-report/1" (docs/schema/report-v1.json;
  * docs/json.md says what its versions promise). Everything the text summary
  * prints is here, in the text's order: the per-name table, the marks by kind,

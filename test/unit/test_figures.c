@@ -1,4 +1,4 @@
-/* The figures builder (cli/model/figures.c) at its limits, built here with small ones
+/* The figures builder (cli/model/figures_builder.c) at its limits, built here with small ones
  * so that a few thousand events pass them: the durations a name keeps exactly
  * give way to a sketch whose p50 and p99 stay within NVS_SKETCH_ERROR of the
  * nearest-rank values (worked out here by sorting), said as estimated; a
@@ -10,7 +10,7 @@
 #define HELD_INTERVALS_MAX ((size_t)64)
 #define OPEN_FRAMES_MAX ((size_t)16)
 #define MARK_TEXTS_MAX 8
-#include "../../cli/model/figures.c"
+#include "../../cli/model/figures_builder.c"
 
 #include <math.h>
 

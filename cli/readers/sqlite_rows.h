@@ -1,16 +1,16 @@
-/* What the nsys export's stream reader shares between its two files, and no one
- * else: sqlite_stream.c opens the export, runs its passes and makes the
- * projections; sqlite_rows.c reads each table's rows as events. A cursor per
- * table, and the export being read. */
-#ifndef NVS_CLI_SQLITE_EXPORT_H
-#define NVS_CLI_SQLITE_EXPORT_H
+/* An nsys export's rows read as events (sqlite_rows.c), for the stream above it
+ * alone (sqlite_stream.c opens the export, runs its passes, makes the
+ * projections and merges the cursors): a cursor per table, and the export being
+ * read. */
+#ifndef NVS_CLI_SQLITE_ROWS_H
+#define NVS_CLI_SQLITE_ROWS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sqlite3.h>
 
-#include "readers/sqlite_stream.h"
+#include "readers/sqlite_events.h"
 #include "readers/sqlite_names.h"
 #include "readers/sqlite_tables.h"
 #include "util/json_text.h"
