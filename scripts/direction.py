@@ -15,8 +15,8 @@ The rules:
      the library together at load (the registry's .def tables of hooked names are anyone's);
   4. the descriptor table (devices/table.c) calls no other file of devices/: the kinds'
      files (devices/v4l2.c...) and the wrappers are reached through the kinds' table;
-  5. cli/ includes only the library headers it shares (SHARED below), and has no cycle of
-     includes either.
+  5. cli/ includes only the library headers it shares (SHARED below), has no cycle of
+     includes either, and its rooms include one way (CLI_ROOMS below).
 
     scripts/direction.py OBJECTS_DIR [ROOT]
 
@@ -29,6 +29,9 @@ import re
 import subprocess
 import sys
 
+# cli/'s rooms, bottom first: a file includes its own room's headers and those of the rooms
+# below it; readers/ and writers/ stand side by side on the model, and know nothing of each other.
+CLI_ROOMS = {"util": 0, "model": 1, "readers": 2, "writers": 2, "commands": 3}
 SHARED = {"schema.h", "pftrace_proto.h", "config.h", "variables.def", "registry.h", "spin.h"}
 TOP = {"init"}                              # the composition root: may include anything
 # The library's floors, top first (docs/ARCHITECTURE.md, "Direction"): a file's calls and
@@ -101,7 +104,11 @@ def includes_graph(root, folder):
             with open(path, encoding="utf-8", errors="replace") as source:
                 text = source.read()
             for included in INCLUDE.findall(text):
+                # as the compiler finds it: beside the file, then from the folder's root (cli/'s
+                # rooms include each other as "model/events.h", -Icli), then the library's
                 target = os.path.normpath(os.path.join(where, included))
+                if not os.path.exists(target):
+                    target = os.path.normpath(os.path.join(base, included))
                 if not os.path.exists(target):
                     target = os.path.normpath(os.path.join(root, "libnvtxshim", included))
                 if not os.path.exists(target):
@@ -192,6 +199,22 @@ def arrows_up(graph, how):
     return found
 
 
+def rooms_down(cli):
+    """cli/'s includes from a room to another not below it, or from a file in no room."""
+    found = []
+    for module, targets in sorted(cli.items()):
+        room = module.split("/")[0] if "/" in module else None
+        if room not in CLI_ROOMS:
+            found.append("cli/%s is in no room of cli/ (%s)" % (module, ", ".join(CLI_ROOMS)))
+            continue
+        for target, where in sorted(targets.items()):
+            other = target.split("/")[0]
+            if other != room and CLI_ROOMS.get(other, CLI_ROOMS[room]) >= CLI_ROOMS[room]:
+                found.append("%s includes cli/%s: a room of cli/ includes only the rooms below "
+                             "it (util/, model/, readers/ and writers/, commands/)" % (where, target))
+    return found
+
+
 def describe(component, graph, how):
     members = set(component)
     edges = ["%s -> %s (%s)" % (a, b, graph[a][b]) for a in component
@@ -230,6 +253,7 @@ def main(argv):
     cli, shared = includes_graph(root, "cli")
     for component in cycles(cli):
         breaches.append(describe(component, cli, "includes in cli/"))
+    breaches += rooms_down(cli)
     for where, target in shared:
         if target.startswith("libnvtxshim/") and os.path.basename(target) not in SHARED:
             breaches.append("%s includes %s: cli/ shares only %s with the library"

@@ -110,15 +110,25 @@ def test_a_hooks_header_outside_hooks_is_caught(tmp_path):
 
 
 def test_cli_including_a_private_header_of_the_library_is_caught(tmp_path):
-    done = direction(root=sources_with(tmp_path, "cli/report.c", '#include "frames.h"'))
+    done = direction(root=sources_with(tmp_path, "cli/commands/report.c", '#include "frames.h"'))
     assert done.returncode == 1
-    assert "cli/report.c includes libnvtxshim/frames.h" in done.stderr, done.stderr
+    assert "cli/commands/report.c includes libnvtxshim/frames.h" in done.stderr, done.stderr
 
 
 def test_a_cycle_in_cli_is_caught(tmp_path):
-    done = direction(root=sources_with(tmp_path, "cli/events.h", '#include "load.h"'))
+    # by room, as the compiler finds it from -Icli
+    done = direction(root=sources_with(tmp_path, "cli/model/events.h", '#include "readers/load.h"'))
     assert done.returncode == 1
-    assert "a cycle of includes in cli/ among events, load" in done.stderr, done.stderr
+    assert "a cycle of includes in cli/ among model/events, readers/load" in done.stderr, done.stderr
+
+
+def test_a_room_of_cli_including_one_not_below_it_is_caught(tmp_path):
+    # writers/ and readers/ stand side by side: neither includes the other (no cycle here)
+    done = direction(root=sources_with(tmp_path, "cli/writers/output.c", '#include "readers/input.h"'))
+    assert done.returncode == 1
+    assert ("cli/writers/output.c includes cli/readers/input: a room of cli/ includes only the rooms "
+            "below it") in done.stderr, done.stderr
+    assert "cycle" not in done.stderr, done.stderr
 
 
 # ---- the wrappers' macros ------------------------------------------------------------------
