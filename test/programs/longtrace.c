@@ -991,7 +991,7 @@ static void write_expected(const char *path, uint64_t ids)
             settings.budget_ns, figures.over_budget);
     if (!figures.launch_shown)
         figures.columns[C_CUDA] = figures.columns[C_CUDA_AND_LAUNCHES];
-    /* figures.c's columns, less the parts no frame spent time in (cli/model/report_columns.h) */
+    /* figures_builder.c's columns, less the parts no frame spent time in (cli/model/report_columns.h) */
     bool shown[COLUMNS] = {true, true, true, true, figures.launch_shown, true, figures.camera_shown, true};
     for (int c = C_USB; c < COLUMNS; c++)
         shown[c] = shown[c] && figures.nonzero[c == C_CUDA && !figures.launch_shown ? C_CUDA_AND_LAUNCHES : c];
