@@ -18,13 +18,24 @@
 
 #include "resolve.h"
 
+/* clang-format off: one name a line (clang-format 14 does not settle on a layout for it) */
 #define LIBBPF_FUNCTIONS(X)                                                                        \
     X(libbpf_set_print)                                                                            \
-    X(libbpf_find_vmlinux_btf_id) X(bpf_program__autoload) X(bpf_program__set_autoload)            \
-        X(bpf_map__fd) X(bpf_map_update_elem) X(bpf_map_lookup_elem) X(ring_buffer__new)           \
-            X(ring_buffer__consume) X(ring_buffer__free) X(bpf_object__open_skeleton)              \
-                X(bpf_object__load_skeleton) X(bpf_object__attach_skeleton)                        \
-                    X(bpf_object__detach_skeleton) X(bpf_object__destroy_skeleton)
+    X(libbpf_find_vmlinux_btf_id)                                                                  \
+    X(bpf_program__autoload)                                                                       \
+    X(bpf_program__set_autoload)                                                                   \
+    X(bpf_map__fd)                                                                                 \
+    X(bpf_map_update_elem)                                                                         \
+    X(bpf_map_lookup_elem)                                                                         \
+    X(ring_buffer__new)                                                                            \
+    X(ring_buffer__consume)                                                                        \
+    X(ring_buffer__free)                                                                           \
+    X(bpf_object__open_skeleton)                                                                   \
+    X(bpf_object__load_skeleton)                                                                   \
+    X(bpf_object__attach_skeleton)                                                                 \
+    X(bpf_object__detach_skeleton)                                                                 \
+    X(bpf_object__destroy_skeleton)
+/* clang-format on */
 
 #define DECLARE(name) __typeof__(&name) name;
 static struct {
