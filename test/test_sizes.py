@@ -22,10 +22,6 @@ def test_the_command_has_no_file_or_function_too_long():
     assert done.returncode == 0 and done.stderr == "", done.stderr
 
 
-# The library is other hands' to split: recorder/record.c (1,080 lines) and
-# recorder/trace_writer.c (1,004) are over (scripts/sizes.py libnvtxshim lists what is). Strict,
-# so that this fails once they are split: then take the mark away.
-@pytest.mark.xfail(strict=True, reason="libnvtxshim/recorder/record.c and trace_writer.c are over 1,000 lines")
 def test_the_library_has_no_file_or_function_too_long():
     done = sizes("libnvtxshim")
     assert done.returncode == 0 and done.stderr == "", done.stderr

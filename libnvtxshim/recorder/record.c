@@ -37,6 +37,7 @@
 #include "encode_pftrace.h"
 #include "nvtx_args.h"
 #include "open_ranges.h"
+#include "record_calls.h"
 #include "trace_writer.h"
 
 /* The calling thread's stack of open push/pop ranges, in the writer's
@@ -209,7 +210,7 @@ static struct nvs_trace_thread_ids ids_for(struct nvs_writer_thread *thread, uin
     return ids;
 }
 
-static void mark(const struct nvs_trace_event *event)
+void nvs_record_mark(const struct nvs_trace_event *event)
 {
     struct nvs_writer_thread *thread = nvs_writer_thread();
     if (thread)
@@ -291,8 +292,8 @@ static inline void pushed(struct nvs_writer_thread *thread, struct nvs_trace_eve
     mark_pending(stack, event, level, NVS_BEGIN_PENDING);
 }
 
-static int push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *attributes,
-                const char *text)
+int nvs_record_push(struct nvs_trace_domain *domain, const nvtxEventAttributes_t *attributes,
+                    const char *text)
 {
     int level;
     struct nvs_writer_thread *thread;
@@ -393,7 +394,7 @@ static int pop_at(const struct nvs_trace_domain *domain, uint64_t end_ns)
     return -1;
 }
 
-static int pop(const struct nvs_trace_domain *domain)
+int nvs_record_pop(const struct nvs_trace_domain *domain)
 {
     return pop_at(domain, now_ns());
 }
@@ -432,7 +433,7 @@ static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *
 static void direct_pop(nvtxDomainHandle_t domain)
 {
     int saved_errno = errno;
-    pop((const struct nvs_trace_domain *)domain);
+    nvs_record_pop((const struct nvs_trace_domain *)domain);
     errno = saved_errno;
 }
 
@@ -595,7 +596,7 @@ static struct nvs_open_range *starting_slot(struct nvs_writer_thread *thread, ui
     return slot;
 }
 
-static nvtxRangeId_t start(const struct nvs_trace_event *event)
+nvtxRangeId_t nvs_record_start(const struct nvs_trace_event *event)
 {
     struct nvs_writer_thread *thread = nvs_writer_thread();
     uint32_t index;
@@ -645,7 +646,7 @@ static void end_at(nvtxRangeId_t id, uint64_t end_ns)
     nvs_open_free(slot);
 }
 
-static void end(nvtxRangeId_t id)
+void nvs_record_end(nvtxRangeId_t id)
 {
     end_at(id, now_ns());
 }
@@ -698,97 +699,37 @@ static void flush(void)
     nvs_writer_flush();
 }
 
-/* ---- the NVTX entry points we provide --------------------------------------------- */
-
-typedef nvtxDomainHandle_t domain_t;
-typedef const nvtxEventAttributes_t *attributes_t;
-typedef char wide_text_t[NVS_TRACE_TEXT_MAX];
-
-/* EVENT described by A in domain D (NULL: the default one), from now. */
-static inline void timed(struct nvs_trace_event *event, domain_t d, attributes_t a)
+/* NVTX's domain push, pop, start and end (nvtx_tool.c attaches them): here, where the
+ * recorder's push, pop and end inline into them, as the hand-written pairs of
+ * NVTX calls make them most. */
+int NVTX_API nvs_record_domain_push(nvtxDomainHandle_t domain,
+                                    const nvtxEventAttributes_t *attributes)
 {
-    nvs_args_capture(event, nvs_args_domain(d), a);
-    event->start_ns = now_ns();
+    return nvs_record_push(nvs_args_domain(domain), attributes, NULL);
 }
 
-static inline void timed_text(struct nvs_trace_event *event, const char *text)
+int NVTX_API nvs_record_domain_pop(nvtxDomainHandle_t domain)
 {
-    nvs_args_capture_text(event, text);
-    event->start_ns = now_ns();
+    return nvs_record_pop(nvs_args_domain(domain));
 }
 
-static inline const char *utf8(char *out, const wchar_t *text)
+nvtxRangeId_t NVTX_API nvs_record_domain_start(nvtxDomainHandle_t domain,
+                                               const nvtxEventAttributes_t *attributes)
 {
-    nvs_args_wide_to_utf8(out, NVS_TRACE_TEXT_MAX, text);
-    return out;
+    struct nvs_trace_event event;
+    nvs_args_capture(&event, nvs_args_domain(domain), attributes);
+    event.start_ns = now_ns();
+    return nvs_record_start(&event);
 }
 
-static void NVTX_API mark_ex(attributes_t a)
+void NVTX_API nvs_record_domain_end(nvtxDomainHandle_t domain, nvtxRangeId_t id)
 {
-    struct nvs_trace_event e;
-    timed(&e, NULL, a);
-    mark(&e);
-}
-static void NVTX_API mark_a(const char *m)
-{
-    struct nvs_trace_event e;
-    timed_text(&e, m);
-    mark(&e);
-}
-static void NVTX_API mark_w(const wchar_t *m)
-{
-    wide_text_t t;
-    mark_a(utf8(t, m));
-}
-static nvtxRangeId_t NVTX_API start_ex(attributes_t a)
-{
-    struct nvs_trace_event e;
-    timed(&e, NULL, a);
-    return start(&e);
-}
-static nvtxRangeId_t NVTX_API start_a(const char *m)
-{
-    struct nvs_trace_event e;
-    timed_text(&e, m);
-    return start(&e);
-}
-static nvtxRangeId_t NVTX_API start_w(const wchar_t *m)
-{
-    wide_text_t t;
-    return start_a(utf8(t, m));
-}
-static void NVTX_API end_id(nvtxRangeId_t id)
-{
-    end(id);
-}
-static int NVTX_API push_ex(attributes_t a)
-{
-    return push(NULL, a, NULL);
-}
-static int NVTX_API push_a(const char *m)
-{
-    return push(NULL, NULL, m ? m : "");
-}
-static int NVTX_API push_w(const wchar_t *m)
-{
-    wide_text_t t;
-    return push_a(utf8(t, m));
-}
-static int NVTX_API pop_default(void)
-{
-    return pop(nvs_args_domain(NULL));
-}
-static void NVTX_API category_a(uint32_t c, const char *n)
-{
-    nvs_args_name_category(nvs_args_domain(NULL), c, n);
-}
-static void NVTX_API category_w(uint32_t c, const wchar_t *n)
-{
-    wide_text_t t;
-    category_a(c, utf8(t, n));
+    (void)domain;
+    nvs_record_end(id);
 }
 
-static void NVTX_API name_thread_a(uint32_t tid, const char *name)
+/* The NVTX tool's thread name (nvtx_tool.c): an event of the calling thread's. */
+void nvs_record_name_thread(uint32_t tid, const char *name)
 {
     struct nvs_writer_thread *thread = enabled ? nvs_writer_thread() : NULL;
     if (!thread)
@@ -796,125 +737,10 @@ static void NVTX_API name_thread_a(uint32_t tid, const char *name)
     struct nvs_trace_thread_ids ids = ids_for(thread, tid);
     WRITE_EVENT(thread, state.encoder->thread_name(out_, &ids, name ? name : ""));
 }
-static void NVTX_API name_thread_w(uint32_t tid, const wchar_t *n)
-{
-    wide_text_t t;
-    name_thread_a(tid, utf8(t, n));
-}
 
-static void NVTX_API domain_mark(domain_t d, attributes_t a)
+bool nvs_record_is_tool(void)
 {
-    struct nvs_trace_event e;
-    timed(&e, d, a);
-    mark(&e);
-}
-static nvtxRangeId_t NVTX_API domain_start(domain_t d, attributes_t a)
-{
-    struct nvs_trace_event e;
-    timed(&e, d, a);
-    return start(&e);
-}
-static void NVTX_API domain_end(domain_t d, nvtxRangeId_t id)
-{
-    (void)d;
-    end(id);
-}
-static int NVTX_API domain_push(domain_t d, attributes_t a)
-{
-    return push(nvs_args_domain(d), a, NULL);
-}
-static int NVTX_API domain_pop(domain_t d)
-{
-    return pop(nvs_args_domain(d));
-}
-static void NVTX_API domain_category_a(domain_t d, uint32_t c, const char *n)
-{
-    nvs_args_name_category(nvs_args_domain(d), c, n);
-}
-static void NVTX_API domain_category_w(domain_t d, uint32_t c, const wchar_t *n)
-{
-    wide_text_t t;
-    domain_category_a(d, c, utf8(t, n));
-}
-static nvtxStringHandle_t NVTX_API register_a(domain_t d, const char *text)
-{
-    (void)d;
-    return (nvtxStringHandle_t)nvs_args_register_string(text);
-}
-static nvtxStringHandle_t NVTX_API register_w(domain_t d, const wchar_t *text)
-{
-    wide_text_t t;
-    return register_a(d, utf8(t, text));
-}
-static domain_t NVTX_API domain_create_a(const char *name)
-{
-    return (domain_t)nvs_args_domain_create(name);
-}
-static domain_t NVTX_API domain_create_w(const wchar_t *name)
-{
-    wide_text_t t;
-    return domain_create_a(utf8(t, name));
-}
-static void NVTX_API domain_destroy(domain_t d)
-{
-    (void)d; /* kept: events may still name it */
-}
-static void NVTX_API initialize(const void *reserved)
-{
-    (void)reserved;
-}
-
-static void attach(NvtxFunctionTable table, unsigned size, unsigned id,
-                   NvtxFunctionPointer function)
-{
-    if (id < size && table[id])
-        *table[id] = function;
-}
-
-#define FN(f) ((NvtxFunctionPointer)(f))
-
-__attribute__((visibility("default"))) int InitializeInjectionNvtx2(
-    NvtxGetExportTableFunc_t get_export_table)
-{
-    if (!enabled || !get_export_table)
-        return 0;
-    const NvtxExportTableCallbacks *callbacks = get_export_table(NVTX_ETID_CALLBACKS);
-    if (!callbacks || !callbacks->GetModuleFunctionTable)
-        return 0;
-    NvtxFunctionTable core = NULL, core2 = NULL;
-    unsigned core_size = 0, core2_size = 0;
-    if (!callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) ||
-        !callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size))
-        return 0;
-    attach(core, core_size, NVTX_CBID_CORE_MarkEx, FN(mark_ex));
-    attach(core, core_size, NVTX_CBID_CORE_MarkA, FN(mark_a));
-    attach(core, core_size, NVTX_CBID_CORE_MarkW, FN(mark_w));
-    attach(core, core_size, NVTX_CBID_CORE_RangeStartEx, FN(start_ex));
-    attach(core, core_size, NVTX_CBID_CORE_RangeStartA, FN(start_a));
-    attach(core, core_size, NVTX_CBID_CORE_RangeStartW, FN(start_w));
-    attach(core, core_size, NVTX_CBID_CORE_RangeEnd, FN(end_id));
-    attach(core, core_size, NVTX_CBID_CORE_RangePushEx, FN(push_ex));
-    attach(core, core_size, NVTX_CBID_CORE_RangePushA, FN(push_a));
-    attach(core, core_size, NVTX_CBID_CORE_RangePushW, FN(push_w));
-    attach(core, core_size, NVTX_CBID_CORE_RangePop, FN(pop_default));
-    attach(core, core_size, NVTX_CBID_CORE_NameCategoryA, FN(category_a));
-    attach(core, core_size, NVTX_CBID_CORE_NameCategoryW, FN(category_w));
-    attach(core, core_size, NVTX_CBID_CORE_NameOsThreadA, FN(name_thread_a));
-    attach(core, core_size, NVTX_CBID_CORE_NameOsThreadW, FN(name_thread_w));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainMarkEx, FN(domain_mark));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, FN(domain_start));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, FN(domain_end));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, FN(domain_push));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, FN(domain_pop));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryA, FN(domain_category_a));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainNameCategoryW, FN(domain_category_w));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, FN(register_a));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, FN(register_w));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, FN(domain_create_a));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW, FN(domain_create_w));
-    attach(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, FN(domain_destroy));
-    attach(core2, core2_size, NVTX_CBID_CORE2_Initialize, FN(initialize));
-    return 1;
+    return enabled;
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */

@@ -77,9 +77,7 @@ static struct {
     _Atomic bool finished;
     _Atomic long lock_holder; /* the file lock: its holder's nvs_thread_identity, 0 when free */
     _Atomic(struct nvs_writer_thread *) threads;
-    _Atomic uint64_t lost[NVS_LOSS_KINDS];
     _Atomic uint32_t stale; /* claimed buffers that are stale: not ready meanwhile */
-    _Atomic int loss_errors[NVS_LOSS_KINDS]; /* the errno of the last loss of each kind, 0: none */
     pid_t pid;
     void (*restarted)(struct nvs_writer_thread *thread);
     /* Under the file lock: */
@@ -431,7 +429,7 @@ static bool descriptor_is_ours(void)
 
 /* THREAD's published events up to USED (EVENTS of them) are taken as handled:
  * written, or counted as lost. */
-static void flushed(struct nvs_writer_thread *thread, uint32_t used, uint32_t events)
+static inline void flushed(struct nvs_writer_thread *thread, uint32_t used, uint32_t events)
 {
     thread->flushed_bytes = used;
     thread->flushed_events = events;
@@ -440,7 +438,8 @@ static void flushed(struct nvs_writer_thread *thread, uint32_t used, uint32_t ev
 /* PAGES written at the file's end, up to the file size limit: the pieces past
  * it are cut off, and the write ends as a short one at a full disk does. The
  * bytes that reached the file; *ERROR, why the rest did not (0: all did). */
-static uint64_t write_pieces(struct nvs_pages *pages, int *error)
+static inline __attribute__((always_inline)) uint64_t write_pieces(struct nvs_pages *pages,
+                                                                   int *error)
 {
     uint64_t written = 0;
     struct iovec *next = pages->pieces;
@@ -728,18 +727,6 @@ char *nvs_writer_begin_slow(struct nvs_writer_thread *thread)
     return out;
 }
 
-void nvs_writer_count(enum nvs_writer_loss why, uint64_t events)
-{
-    if (events)
-        atomic_fetch_add_explicit(&state.lost[why], events, memory_order_relaxed);
-}
-
-void nvs_writer_count_error(enum nvs_writer_loss why, uint64_t events, int error)
-{
-    atomic_store_explicit(&state.loss_errors[why], error, memory_order_relaxed);
-    nvs_writer_count(why, events);
-}
-
 void nvs_writer_flush(void)
 {
     if (atomic_load_explicit(&state.file, memory_order_relaxed) != FILE_OPEN ||
@@ -791,52 +778,6 @@ struct nvs_writer_thread *nvs_writer_all(void)
 
 /* One line, each loss counted once: a failed write's own line names the events
  * of its thread that it took, and this one counts them again with the rest. */
-static void say_losses(void)
-{
-    static const char *const why[NVS_LOSS_KINDS] = {
-        [NVS_LOSS_WRITE_FAILED] = " because the file could not be written",
-        [NVS_LOSS_TOO_DEEP] = " ranges nested deeper than " NVS_TRACE_STACK_DEPTH_TEXT
-                              " on one thread",
-        [NVS_LOSS_IN_HANDLER] =
-            " made by signal handlers that interrupted an event on their thread",
-        [NVS_LOSS_NO_MEMORY] = " for want of memory",
-        [NVS_LOSS_MOVED] = " made for the file that stopped being this process's, which only that "
-                           "file could read",
-        [NVS_LOSS_OPEN_AT_END] = " push/pop ranges still open at the end that could not be ended "
-                                 "there (another thread's, or under a write a signal handler "
-                                 "interrupted)",
-    };
-    const char *pieces[6 + 3 * NVS_LOSS_KINDS];
-    char numbers[NVS_LOSS_KINDS + 1][24];
-    size_t count = 0;
-    uint64_t total = 0;
-    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
-        total += atomic_load(&state.lost[kind]);
-    if (!total)
-        return;
-    pieces[count++] = "NVTXSHIM_TRACE=";
-    pieces[count++] = state.path[0] ? state.path : state.path_template;
-    pieces[count++] = ": events not recorded: ";
-    bool first = true;
-    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++) {
-        uint64_t lost = atomic_load(&state.lost[kind]);
-        if (!lost)
-            continue;
-        if (!first)
-            pieces[count++] = ", ";
-        first = false;
-        pieces[count++] = nvs_log_number(numbers[kind], lost);
-        pieces[count++] = why[kind];
-        int error = atomic_load(&state.loss_errors[kind]);
-        if (error) {
-            pieces[count++] = " (";
-            pieces[count++] = nvs_log_error_text(error);
-            pieces[count++] = ")";
-        }
-    }
-    nvs_log_pieces(pieces, count);
-}
-
 bool nvs_writer_finish_start(void)
 {
     if (atomic_load(&state.file) == FILE_OFF || set_finished(true))
@@ -933,7 +874,7 @@ void nvs_writer_finish_end(bool taken_back)
         state.file_end = state.file_end - overlap + length;
         state.tail_written = true;
     }
-    say_losses();
+    nvs_losses_say(state.path[0] ? state.path : state.path_template);
     if (state.finish_lock == LOCK_TAKEN)
         unlock_file();
     errno = saved_errno;
@@ -987,10 +928,7 @@ void nvs_writer_fork_child(void)
     atomic_store(&state.stale, 0);
     set_finished(false);
     set_file(FILE_PENDING);
-    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
-        atomic_store(&state.lost[kind], 0);
-    for (int kind = 0; kind < NVS_LOSS_KINDS; kind++)
-        atomic_store(&state.loss_errors[kind], 0);
+    nvs_losses_forget();
     for (struct nvs_writer_thread *thread = atomic_load(&state.threads); thread;
          thread = thread->next) {
         atomic_store(&thread->published, 0);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "losses.h"
 #include "trace.h"
 
 #include <signal.h>
@@ -50,19 +51,6 @@ extern __thread struct nvs_writer_thread *nvs_writer_current
 /* The file is open and not finished, and no buffer is stale (made for a file
  * the writer left): events go straight into the buffer. */
 extern _Atomic bool nvs_writer_ready;
-
-/* Why an event is not in the file: counted, and said in one line at exit. */
-enum nvs_writer_loss {
-    NVS_LOSS_WRITE_FAILED, /* the file could not take it (disk full, I/O error) */
-    NVS_LOSS_TOO_DEEP,     /* a push/pop range nested deeper than the stack keeps */
-    NVS_LOSS_IN_HANDLER,   /* made by a signal handler that interrupted an event */
-    NVS_LOSS_NO_MEMORY,    /* no memory for a thread's buffer or an open range */
-    NVS_LOSS_MOVED,        /* made for a file that stopped being this run's, and only
-                                 * readable there (the protobuf form's) */
-    NVS_LOSS_OPEN_AT_END,  /* push/pop ranges open at the end that were not ended in the
-                                 * file (other threads', whose stacks are theirs) */
-    NVS_LOSS_KINDS,
-};
 
 /* Records to PATH_TEMPLATE (%p, %% expanded when the file is opened, at the
  * first event) with ENCODER; each thread gets PRIVATE_BYTES of memory for the
@@ -163,10 +151,6 @@ static inline void nvs_writer_commit(struct nvs_writer_thread *thread, char *end
     atomic_signal_fence(memory_order_seq_cst);
     thread->writing = 0;
 }
-
-void nvs_writer_count(enum nvs_writer_loss why, uint64_t events);
-/* The same, where a system call said no: ERROR is given in the line at exit. */
-void nvs_writer_count_error(enum nvs_writer_loss why, uint64_t events, int error);
 
 static inline uint32_t nvs_writer_restarts(const struct nvs_writer_thread *thread)
 {
