@@ -167,9 +167,12 @@ def own_calls(*objects):
 
 def test_no_object_of_the_library_calls_its_own_exported_wrappers():
     """scripts/own_calls.sh, which the build runs before it links: none of the library's objects
-    but the hook table refers to a function the library exports for the program."""
-    objects = [os.path.join(where, name) for where, _, files in os.walk(os.path.join(BUILD, "obj"))
-               for name in files if name.endswith(".o")]
+    but the hook table refers to a function the library exports for the program. (The objects
+    the library is linked from: one left in the build by a source since moved is not.)"""
+    top = os.path.join(BUILD, "obj")
+    objects = [os.path.join(where, name) for where, _, files in os.walk(top)
+               for name in files if name.endswith(".o") and os.path.exists(os.path.join(
+                   ROOT, "libnvtxshim", os.path.relpath(os.path.join(where, name), top)[:-2] + ".c"))]
     assert len(objects) > 20
     done = own_calls(*objects)
     assert done.returncode == 0, done.stderr
