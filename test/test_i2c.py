@@ -174,7 +174,7 @@ SENSOR_LOOP = ("import smbus\n"
                "print('done')\n")
 
 
-def test_i2c_reads_are_frames(tmp_path):
+def test_i2c_reads_are_frames_and_the_report_has_an_i2c_column(tmp_path):
     if subprocess.run([PYTHON, "-c", "import smbus"], capture_output=True).returncode:
         pytest.skip("python3-smbus is not installed (make deps installs it)")
     script = tmp_path / "loop.py"
@@ -191,3 +191,13 @@ def test_i2c_reads_are_frames(tmp_path):
     # Each frame begins with a read of the sensor.
     reads = [e for e in ranges(events, "i2c") if e["args"]["category"] == "read"]
     assert all(r["ts"] <= f["ts"] <= r["ts"] + r["dur"] for r, f in zip(reads, frames))
+    # nvtxshim report: the frames' time in I2C calls is a column of its own.
+    trace = glob.glob(str(tmp_path / "run" / "i2c-*.json"))
+    report = subprocess.run([os.path.join(BUILD, "nvtxshim"), "report", trace[0]],
+                            capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    lines = report.stdout.splitlines()
+    heading = next(n for n, line in enumerate(lines) if line.startswith("== Per frame"))
+    assert lines[heading].endswith("time in I2C and the rest"), lines[heading]
+    assert lines[heading + 1].split() == ["total", "i2c", "rest"], report.stdout
+    assert lines[heading + 2].split()[:3] == ["mean", "of", "6"], report.stdout
