@@ -1064,6 +1064,38 @@ def test_report_gives_camera_and_serial_columns_and_the_capture_to_actuation_lat
     assert "  v4l2            2  dropped N frame(s) /dev/video0 at seq=N" in result.stdout.splitlines()
 
 
+def test_an_i2c_write_is_an_actuation_and_a_register_read_is_not(tmp_path):
+    # A rig whose actuator hangs on I2C: each frame reads a sensor register (a write of the
+    # register's number, then a read: no actuation) and commands the actuator by a combined
+    # write, an SMBus write and a plain write after I2C_SLAVE; each acts on the frame dequeued
+    # before it: 4.3 - 1.0, 13.5 - 11.5 and 23.8 - 21.2 ms. A failed transfer (named without its
+    # messages) and an SMBus read act on nothing.
+    dq = "VIDIOC_DQBUF /dev/video0 640x480 YUYV buf=%d"
+    events = [
+        ("frame", "nvtxshim", "frame 1", 1000, 11000, 1),
+        ("frame", "nvtxshim", "frame 2", 11000, 21000, 2),
+        ("frame", "nvtxshim", "frame 3", 21000, 31000, 3),
+        ("range", "v4l2", dq % 0, 2000, 2500, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 1000, 2500, 1500000),
+        ("range", "i2c", "I2C_RDWR /dev/i2c-1 0x48 W1 R2", 3000, 3200, 3),
+        ("range", "i2c", "I2C_RDWR /dev/i2c-1 0x60 W3", 4000, 4300, 3),
+        ("range", "v4l2", dq % 1, 12000, 12400, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 11500, 12400, 900000),
+        ("range", "i2c", "I2C_RDWR /dev/i2c-1", 12500, 12600, 0),
+        ("range", "i2c", "I2C_SMBUS /dev/i2c-1 0x60 W byte_data cmd=0x01", 13000, 13500, 2),
+        ("range", "v4l2", dq % 2, 22000, 22300, 614400),
+        ("age", "v4l2", "frame age /dev/video0", 21200, 22300, 1100000),
+        ("range", "i2c", "write /dev/i2c-1 0x60 2B", 23000, 23800, 2),
+        ("range", "i2c", "I2C_SMBUS /dev/i2c-1 0x48 R word_data cmd=0x00", 24000, 24100, 3)]
+    result = nvtxshim("report", camera_rig_trace(tmp_path / "rig.json", events))
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    latency = lines[lines.index(LATENCY_HEADING):]
+    assert latency[2] == "  3 pairs            2.633     2.600     3.300     3.300", latency
+    assert latency[3].startswith("  (3 camera frames dequeued") and "; 3 actuations" in latency[3], \
+        latency
+
+
 def test_report_reads_the_latency_from_an_nsys_export_as_from_the_trace(tmp_path):
     # Under nsys the frame age sits at the dequeue: the capture is still its end less its payload.
     result = nvtxshim("report", camera_rig_export(tmp_path / "rig.sqlite", camera_rig_events()))

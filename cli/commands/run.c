@@ -118,12 +118,12 @@ static void help_run(void)
           "    the environment) PROGRAM therefore runs as a child of this command, which\n"
           "    says so in one line at the end when no file the trace's name can give (with\n"
           "    %p as any process id, or NAME.PID.EXT) was written or changed, and why that\n"
-          "    usually is: a device file other than a V4L2 camera, a USB serial port, hidraw\n"
-          "    or usbfs (a pty, /dev/i2c-*) is traced only when --devices names it. The\n"
-          "    signals sent to this command, SIGKILL and SIGSTOP aside, are passed on to\n"
-          "    PROGRAM (those a terminal sends reach it anyway); the output and exit status\n"
-          "    are still PROGRAM's, and a PROGRAM killed by a signal ends this command by\n"
-          "    the same signal.\n"
+          "    usually is: a device file other than a V4L2 camera, a USB serial port,\n"
+          "    hidraw, usbfs or an I2C node (a pty, /dev/ttyS*) is traced only when\n"
+          "    --devices names it. The signals sent to this command, SIGKILL and SIGSTOP\n"
+          "    aside, are passed on to PROGRAM (those a terminal sends reach it anyway); the\n"
+          "    output and exit status are still PROGRAM's, and a PROGRAM killed by a signal\n"
+          "    ends this command by the same signal.\n"
           "\n"
           "    The library is --library PATH, else $NVTXSHIM_LIBRARY (which PROGRAM does not\n"
           "    inherit), else libnvtxshim.so beside this command (the build directory), else\n"
@@ -537,8 +537,8 @@ static void say_nothing_traced(const struct nvs_launch *launch, const char *temp
     fprintf(stderr,
             "nvtxshim: run: %s%s: nothing was traced, so no trace file was written: %s made "
             "no call that the library traces (libusb, X11/GL/Vulkan, CUDA, NVTX, V4L2 cameras, USB "
-            "serial ports, hidraw, usbfs%s%s%s); other device files (a pty, /dev/i2c-*) are traced "
-            "only where --devices names them%s%s%s\n",
+            "serial ports, hidraw, usbfs, I2C%s%s%s); other device files (a pty, /dev/ttyS*) are "
+            "traced only where --devices names them%s%s%s\n",
             asked, template, program, all_hooks ? "" : "; NVTXSHIM_HOOKS is '",
             all_hooks ? "" : hooks, all_hooks ? "" : "'",
             devices && *devices ? " (NVTXSHIM_DEVICES is '" : "",

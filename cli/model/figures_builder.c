@@ -116,6 +116,26 @@ static bool is_frame_age(const struct nvs_event *event)
 /* An actuation: a USB transfer out (libusb's or usbfs's, its name has " OUT ";
  * the program's completion callback is not one), or a write to a serial port
  * or HID node. */
+/* An I2C transfer that only wrote (the library's names, docs/user-guide.md): an
+ * SMBus write ("I2C_SMBUS /dev/i2c-1 0x60 W byte_data cmd=0x01"), or combined
+ * messages that are all writes ("I2C_RDWR /dev/i2c-1 0x60 W3", not "... W1 R2",
+ * a register read). A transfer that failed is named without its messages. */
+static bool is_i2c_write(const char *name)
+{
+    if (starts_with(name, "I2C_SMBUS "))
+        return strstr(name, " W ") != NULL;
+    if (!starts_with(name, "I2C_RDWR "))
+        return false;
+    bool wrote = false;
+    for (const char *word = strchr(name, ' '); word; word = strchr(word + 1, ' ')) {
+        if (word[1] == 'R' && word[2] >= '0' && word[2] <= '9')
+            return false;
+        if (word[1] == 'W' && word[2] >= '0' && word[2] <= '9')
+            wrote = true;
+    }
+    return wrote;
+}
+
 static bool is_actuation(const struct nvs_event *event)
 {
     if (event->kind != NVS_EVENT_RANGE)
@@ -123,8 +143,10 @@ static bool is_actuation(const struct nvs_event *event)
     if (in_domain(event, NVS_DOMAIN_USB))
         return (starts_with(event->name, "libusb_") || starts_with(event->name, "USBDEVFS_")) &&
             !starts_with(event->name, "libusb_transfer_cb_fn") && strstr(event->name, " OUT ");
-    return (in_domain(event, NVS_DOMAIN_SERIAL) || in_domain(event, NVS_DOMAIN_HID)) &&
-        (starts_with(event->name, "write ") || starts_with(event->name, "writev "));
+    bool written = starts_with(event->name, "write ") || starts_with(event->name, "writev ");
+    if (in_domain(event, NVS_DOMAIN_I2C))
+        return written || is_i2c_write(event->name);
+    return (in_domain(event, NVS_DOMAIN_SERIAL) || in_domain(event, NVS_DOMAIN_HID)) && written;
 }
 
 /* The camera's mark for dropped frames; their number in *COUNT. */
