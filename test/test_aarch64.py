@@ -118,7 +118,7 @@ def arch_counter_prefix(tmp_path):
 
 def test_the_clock_reads_the_generic_timer_calibrated_against_clock_monotonic(tmp_path):
     # test/unit/test_clock.c: every read between two clock_gettime reads around it, within
-    # test_clock.py's 200 ns and twice the counter's step (qemu's counter follows the host's
+    # test_clock.py's 200 ns and four of the counter's steps (qemu's counter follows the host's
     # clock by microseconds: a line is no finer than its counter), never back.
     result = emulated(["test/test_clock"], prefix=arch_counter_prefix(tmp_path))
     assert result.returncode == 0 and result.stdout.endswith("clock: 4 passed, 0 failed\n"), result

@@ -87,7 +87,11 @@ int main(int argc, char **argv)
            (unsigned long long)late, (unsigned long long)step);
     CHECK(fast > reads / 2);
     CHECK(backwards == 0);
-    CHECK(early <= SLACK_NS + 2 * step);
-    CHECK(late <= SLACK_NS + 2 * step);
+    /* A line read off a counter that moves by STEP: each of its two anchors may be read up to a
+     * step after the counter moved, and the slope between them carries that error on over the
+     * window, up to two steps more. On the TSC a step is a fraction of a nanosecond; qemu's
+     * counter moves by about a microsecond, where 40 runs here reached 2.1 steps. */
+    CHECK(early <= SLACK_NS + 4 * step);
+    CHECK(late <= SLACK_NS + 4 * step);
     return check_summary("clock");
 }
