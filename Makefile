@@ -199,8 +199,7 @@ test: deps deps-aarch64
 check:
 	$(Q)$(MAKE) --no-print-directory all $(TEST_PROGRAMS)
 	$(Q)$(MAKE) --no-print-directory aarch64-programs
-	$(Q)$(PYTHON) -m pytest -q -rs --durations=15 test/ -p no:cacheprovider
-	$(Q)$(MAKE) --no-print-directory test-asan
+	$(Q)scripts/check.sh "$(MAKE)" $(PYTHON) -q -rs --durations=15 test/ -p no:cacheprovider
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/harness_physical $(BUILD)/emucam \

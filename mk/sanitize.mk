@@ -119,7 +119,15 @@ ASAN_DESELECT := $(addprefix --deselect test/,\
                    test_faults.py::test_a_failed_call_of_the_recorder_never_harms_the_program_or_hides_a_loss[pftrace-mmap]) \
                  --ignore test/test_inert_sweep.py \
                  --ignore test/test_hot_path.py --ignore test/test_demo.py \
-                 --ignore test/test_wheel.py --ignore test/test_seccomp.py
+                 --ignore test/test_wheel.py --ignore test/test_seccomp.py \
+                 $(addprefix --ignore test/,$(ASAN_UNINSTRUMENTED))
+
+# Tests that run nothing of the instrumented build, which the first half has run: the
+# aarch64 build and its wheel under qemu (whose tree, build-aarch64/wheel, the first
+# half is writing at the same time), the Makefile's own behaviour, and checks of the
+# source (style, sizes, direction, tags, the documents' links).
+ASAN_UNINSTRUMENTED := test_aarch64.py test_build.py test_style.py test_sizes.py \
+                       test_direction.py test_tags.py test_docs.py
 
 # make test-asan ASAN_TESTS=test/test_usb.py: part of the suite.
 ASAN_TESTS ?= test/
