@@ -32,9 +32,9 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:halt_on_error=1:
            PYTHONPATH=$(abspath test/sanitizers)
 
 # Tests left out of the ASan run, each for a reason that is not the library's:
-#  - test_build: the instrumented library links libasan and libubsan, and exports
-#    the sanitizers' symbols; the default build is what that test is about. Its
-#    Makefile test makes the default build in a copy of the tree: once is enough.
+#  - test_build (in ASAN_UNINSTRUMENTED): the instrumented library links libasan and
+#    libubsan, and exports the sanitizers' symbols; the default build is what that test
+#    is about, and its Makefile tests make builds of their own: once is enough.
 #  - test_hot_path: counts allocations with a malloc interposer, and libasan's
 #    malloc, first in LD_PRELOAD, takes every call instead.
 #  - test_demo: scripts/demo.sh runs the default build (build/), not this one.
@@ -81,17 +81,18 @@ ASAN_ENV = ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1:halt_on_error=1:
 #    strace, which it cannot run beside).
 #  - test_wheel.py: the wheel is built by its own make (build/wheel), uninstrumented
 #    whatever the run; the suite's first pass has run it.
-#  - test_aarch64.py's clock test run natively (test_the_same_clock_test_passes_on_the_tsc):
-#    ASan's runtime interposes clock_gettime, so the recorder's line is refused by design
-#    (it reads the interposer's) and the test of the line has nothing to test.
 #  - test_seccomp.py: measures the program's own system calls with strace and allows
 #    only those and the user guide's list; ASan's runtime makes calls of its own
 #    (LeakSanitizer stops the world at exit with clone and ptrace, and dies under
 #    strace), and the guide's list is the uninstrumented library's.
+
+# Tests that run nothing of the instrumented build, which the first half has run: the
+# aarch64 build and its wheel under qemu (whose tree, build-aarch64/wheel, the first
+# half is writing at the same time), the Makefile's own behaviour, and checks of the
+# source (style, sizes, direction, tags, the documents' links).
+ASAN_UNINSTRUMENTED := test_aarch64.py test_build.py test_style.py test_sizes.py \
+                       test_direction.py test_tags.py test_docs.py
 ASAN_DESELECT := $(addprefix --deselect test/,\
-                   test_build.py::test_links_only_libc \
-                   test_build.py::test_exports_are_exactly_the_hooks_dlsym_and_the_nvtx_entry_point \
-                   test_build.py::test_touching_a_header_rebuilds_exactly_what_includes_it \
                    test_capture.py::test_frames_window_records_exactly_those_frames_and_their_calls \
                    test_capture.py::test_time_window_counts_from_the_first_hooked_call \
                    test_x11.py::test_xlib_ranges_in_the_nsys_export \
@@ -113,7 +114,6 @@ ASAN_DESELECT := $(addprefix --deselect test/,\
                    test_harmless.py::test_pointers_and_counts_the_kernel_refuses_are_its_errors \
                    test_devices.py::test_harness_rig_capture_to_actuation \
                    test_clock.py::test_a_thread_that_forbids_itself_the_tsc \
-                   test_aarch64.py::test_the_same_clock_test_passes_on_the_tsc \
                    test_transparency.py::test_same_output_and_exit_code_with_and_without_the_shim[clock_agree-refuse] \
                    test_faults.py::test_a_failed_call_of_the_recorder_never_harms_the_program_or_hides_a_loss[json-mmap] \
                    test_faults.py::test_a_failed_call_of_the_recorder_never_harms_the_program_or_hides_a_loss[pftrace-mmap]) \
@@ -122,12 +122,6 @@ ASAN_DESELECT := $(addprefix --deselect test/,\
                  --ignore test/test_wheel.py --ignore test/test_seccomp.py \
                  $(addprefix --ignore test/,$(ASAN_UNINSTRUMENTED))
 
-# Tests that run nothing of the instrumented build, which the first half has run: the
-# aarch64 build and its wheel under qemu (whose tree, build-aarch64/wheel, the first
-# half is writing at the same time), the Makefile's own behaviour, and checks of the
-# source (style, sizes, direction, tags, the documents' links).
-ASAN_UNINSTRUMENTED := test_aarch64.py test_build.py test_style.py test_sizes.py \
-                       test_direction.py test_tags.py test_docs.py
 
 # make test-asan ASAN_TESTS=test/test_usb.py: part of the suite.
 ASAN_TESTS ?= test/
