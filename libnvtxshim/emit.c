@@ -117,34 +117,12 @@ struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char 
     return name;
 }
 
-static void fill(nvtxEventAttributes_t *event, const struct nvs_attributes *attributes)
-{
-    memset(event, 0, sizeof *event);
-    event->version = NVTX_VERSION;
-    event->size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    event->category = attributes->category;
-    event->colorType = NVTX_COLOR_ARGB;
-    event->color = attributes->color;
-    if (attributes->has_payload) {
-        event->payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-        event->payload.ullValue = attributes->payload;
-    }
-    if (attributes->name.registered) {
-        event->messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-        event->message.registered = attributes->name.registered;
-    } else {
-        event->messageType = NVTX_MESSAGE_TYPE_ASCII;
-        event->message.ascii = attributes->name.text;
-    }
-}
-
-/* Any NVTX tool may change errno (nsys makes system calls): kept here. */
+/* Any NVTX tool may change errno (nsys makes system calls): kept here. The
+ * attributes go to the tool as the wrapper filled them. */
 void nvs_range_push_nvtx(const struct nvs_attributes *attributes)
 {
     int saved_errno = errno;
-    nvtxEventAttributes_t event;
-    fill(&event, attributes);
-    nvtxDomainRangePushEx(nvs_emit_domains[attributes->domain], &event);
+    nvtxDomainRangePushEx(nvs_emit_domains[attributes->domain], &attributes->event);
     errno = saved_errno;
 }
 
@@ -168,9 +146,7 @@ nvtxRangeId_t nvs_range_start_at(const struct nvs_attributes *attributes, uint64
     if (nvs_emit_direct_tool)
         return nvs_emit_direct_tool->start(nvs_emit_domains[attributes->domain], attributes,
                                            start_ns);
-    nvtxEventAttributes_t event;
-    fill(&event, attributes);
-    return nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &event);
+    return nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &attributes->event);
 }
 
 nvtxRangeId_t nvs_range_start(const struct nvs_attributes *attributes)
@@ -214,17 +190,14 @@ void nvs_range_span(const struct nvs_attributes *attributes, uint64_t start_ns, 
                                    end_ns);
         return;
     }
-    nvtxEventAttributes_t event;
-    fill(&event, attributes);
-    nvtxDomainRangeEnd(nvs_emit_domains[attributes->domain],
-                       nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &event));
+    nvtxDomainRangeEnd(
+        nvs_emit_domains[attributes->domain],
+        nvtxDomainRangeStartEx(nvs_emit_domains[attributes->domain], &attributes->event));
 }
 
 void nvs_mark(const struct nvs_attributes *attributes)
 {
-    nvtxEventAttributes_t event;
-    fill(&event, attributes);
-    nvtxDomainMarkEx(nvs_emit_domains[attributes->domain], &event);
+    nvtxDomainMarkEx(nvs_emit_domains[attributes->domain], &attributes->event);
 }
 
 bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain, const char *message)

@@ -4,6 +4,7 @@
 #ifndef NVS_EMIT_H
 #define NVS_EMIT_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,20 +40,89 @@ struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char 
         }                                                                                          \
     } while (0)
 
+/* A range or mark the library makes: NVTX's event attributes, which go to any
+ * NVTX tool as they are (nothing is copied or converted on the way: the
+ * wrapper fills them once, as a hand-written range does), and the library's
+ * domain they go to. Made with NVS_ATTRIBUTES or NVS_ATTRIBUTES_PAYLOAD; the
+ * name set with nvs_attributes_name (or left for the call's hook name). */
 struct nvs_attributes {
+    nvtxEventAttributes_t event;
     enum nvs_domain domain;
-    struct nvs_name name;
-    uint32_t category;
-    uint32_t color;
-    uint64_t payload;
-    bool has_payload;
 };
 
-/* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
- * innermost one. Both keep errno (a direct tool's push and pop must too).
- * Inline (below): every traced call makes both. */
-static inline void nvs_range_push(const struct nvs_attributes *attributes);
-static inline void nvs_range_pop(enum nvs_domain domain);
+/* Attributes in DOMAIN, CATEGORY and COLOR (0xRRGGBB), with no payload. */
+#define NVS_ATTRIBUTES(domain_, category_, color_)                                                 \
+    ((struct nvs_attributes){ .event = { .version = NVTX_VERSION,                                  \
+                                         .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,                    \
+                                         .category = (category_),                                  \
+                                         .colorType = NVTX_COLOR_ARGB,                             \
+                                         .color = (color_) },                                      \
+                              .domain = (domain_) })
+
+/* ... and PAYLOAD, an unsigned 64-bit number (the bytes a call moves). */
+#define NVS_ATTRIBUTES_PAYLOAD(domain_, category_, color_, payload_)                               \
+    ((struct nvs_attributes){ .event = { .version = NVTX_VERSION,                                  \
+                                         .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,                    \
+                                         .category = (category_),                                  \
+                                         .colorType = NVTX_COLOR_ARGB,                             \
+                                         .color = (color_),                                        \
+                                         .payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64,          \
+                                         .payload.ullValue = (payload_) },                         \
+                              .domain = (domain_) })
+
+static inline void nvs_attributes_payload(struct nvs_attributes *attributes, uint64_t payload)
+{
+    attributes->event.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+    attributes->event.payload.ullValue = payload;
+}
+
+static inline bool nvs_attributes_has_payload(const struct nvs_attributes *attributes)
+{
+    return attributes->event.payloadType == NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+}
+
+/* HANDLE, a registered string, as the message. */
+static inline void nvs_attributes_registered_name(struct nvs_attributes *attributes,
+                                                  nvtxStringHandle_t handle)
+{
+    attributes->event.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    attributes->event.message.registered = handle;
+}
+
+/* NAME as the message: registered, or its text (none: no name yet). */
+static inline void nvs_attributes_name(struct nvs_attributes *attributes, struct nvs_name name)
+{
+    if (name.registered) {
+        attributes->event.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+        attributes->event.message.registered = name.registered;
+    } else {
+        attributes->event.messageType = name.text ? NVTX_MESSAGE_TYPE_ASCII : NVTX_MESSAGE_UNKNOWN;
+        attributes->event.message.ascii = name.text;
+    }
+}
+
+/* True once a name is set. */
+static inline bool nvs_attributes_named(const struct nvs_attributes *attributes)
+{
+    return attributes->event.messageType != NVTX_MESSAGE_UNKNOWN;
+}
+
+/* The registered name, or NULL; the text, or NULL. */
+static inline nvtxStringHandle_t nvs_attributes_registered(const struct nvs_attributes *attributes)
+{
+    return attributes->event.messageType == NVTX_MESSAGE_TYPE_REGISTERED
+        ? attributes->event.message.registered
+        : NULL;
+}
+
+static inline const char *nvs_attributes_text(const struct nvs_attributes *attributes)
+{
+    return attributes->event.messageType == NVTX_MESSAGE_TYPE_ASCII
+        ? attributes->event.message.ascii
+        : NULL;
+}
+
+/* nvs_range_push and nvs_range_pop: inline, below. */
 /* Sets the payload of DOMAIN's innermost open push/pop range on this thread,
  * where the tool writes a range when it ends (the recorder): true. False
  * where the tool took the payload with the push (nsys, any other NVTX tool):
@@ -120,9 +190,18 @@ void nvs_emit_frame_ended(void);
  * library's domains: set once, before any hook traces a call. */
 extern const struct nvs_emit_direct *nvs_emit_direct_tool;
 extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
+
+/* Under any other NVTX tool (nsys): errno kept around the tool's call (emit.c). */
 void nvs_range_push_nvtx(const struct nvs_attributes *attributes);
 void nvs_range_pop_nvtx(enum nvs_domain domain);
 
+/* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
+ * innermost one. Both keep errno: any NVTX tool may change it (nsys makes
+ * system calls), and a direct tool's push and pop keep it themselves. Inline:
+ * every traced call makes both; the ways to either tool are out of line, so
+ * that the wrapper keeps no register for them. Under an NVTX tool they do
+ * what a hand-written pair does: the tool called with the attributes the
+ * wrapper filled, as they are. */
 static inline void nvs_range_push(const struct nvs_attributes *attributes)
 {
     const struct nvs_emit_direct *direct = nvs_emit_direct_tool;

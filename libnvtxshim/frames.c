@@ -48,14 +48,9 @@ static void close_frame(const struct frame *frame, uint64_t end_ns, uint64_t bud
     if (budget_ns && took_ns > budget_ns) {
         char text[NVS_OVER_BUDGET_TEXT_MAX];
         nvs_over_budget_text(text, frame->number, took_ns, budget_ns);
-        struct nvs_attributes mark = {
-            .domain = NVS_DOMAIN_SHIM,
-            .name = { NULL, text },
-            .category = NVS_SHIM_WARNING,
-            .color = NVS_COLOR_ERROR,
-            .payload = took_ns,
-            .has_payload = true,
-        };
+        struct nvs_attributes mark = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_SHIM, NVS_SHIM_WARNING,
+                                                            NVS_COLOR_ERROR, took_ns);
+        nvs_attributes_name(&mark, (struct nvs_name){ NULL, text });
         nvs_mark(&mark);
     }
 }
@@ -78,14 +73,9 @@ void nvs_frames_count(enum nvs_hook_id id, enum nvs_frame_marker event, int endp
     current.open = true;
     char text[32];
     snprintf(text, sizeof text, NVS_FRAME_PREFIX "%" PRIu64, current.number);
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_SHIM,
-        .name = { NULL, text },
-        .category = NVS_SHIM_FRAME,
-        .color = NVS_COLOR_FRAME,
-        .payload = current.number,
-        .has_payload = true,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_SHIM, NVS_SHIM_FRAME,
+                                                         NVS_COLOR_FRAME, current.number);
+    nvs_attributes_name(&range, (struct nvs_name){ NULL, text });
     close_frame(&previous, now, config->frame_budget_ns);
     nvs_kernel_frame_begin(current.number);
     /* A capture closes after its last frame ends and opens before its first begins. */

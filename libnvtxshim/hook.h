@@ -119,6 +119,17 @@ static inline struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nv
     return name.registered ? name : nvs_call_register_hook_name(domain, id);
 }
 
+/* RANGE named after hook ID: its registered name once there is one. */
+static inline void nvs_call_name_after_hook(struct nvs_attributes *range, enum nvs_hook_id id)
+{
+    nvtxStringHandle_t handle = atomic_load_explicit(&nvs_call_hook_names[id],
+                                                     memory_order_acquire);
+    if (__builtin_expect(handle != NULL, 1))
+        nvs_attributes_registered_name(range, handle);
+    else
+        nvs_attributes_name(range, nvs_call_register_hook_name(range->domain, id));
+}
+
 /* Opens RANGE, the range of a program-level call of hook ID, and dispatches
  * the call (MARKER: the kind of frame marker it is; ENDPOINT: its USB endpoint
  * or -1). A RANGE without a name is named after the hook. errno is left as it
@@ -129,8 +140,8 @@ static inline struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nv
 static inline void nvs_call_name_and_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker,
                                               int endpoint, struct nvs_attributes *range)
 {
-    if (!range->name.registered && !range->name.text)
-        range->name = nvs_call_hook_name(range->domain, id);
+    if (!nvs_attributes_named(range))
+        nvs_call_name_after_hook(range, id);
     if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
         nvs_call_dispatch(id, marker, endpoint, range->domain);
 }

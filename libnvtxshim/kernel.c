@@ -335,13 +335,9 @@ void nvs_kernel_frame_end(uint64_t number, uint64_t range)
     figures.value[NVS_FIGURE_URB_NS] = sum.urb_ns;
     char text[256];
     nvs_kernel_mark_format(text, sizeof text, number, &figures);
-    struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_KERNEL,
-        .name = { NULL, text },
-        .color = NVS_COLOR_KERNEL,
-        .payload = sum.runnable_ns + sum.blocked_ns,
-        .has_payload = true,
-    };
+    struct nvs_attributes mark = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_KERNEL, 0, NVS_COLOR_KERNEL,
+                                                        sum.runnable_ns + sum.blocked_ns);
+    nvs_attributes_name(&mark, (struct nvs_name){ NULL, text });
     nvs_mark(&mark);
     struct nvs_trace_args args = { .count = NVS_FIGURE_COUNT };
     for (unsigned i = 0; i < NVS_FIGURE_COUNT; i++) {

@@ -69,23 +69,22 @@ static int hid_ioctl(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot
     if (!known || !nvs_call_enter(device->group))
         return real(fd, request, argument);
     unsigned size = _IOC_SIZE(request);
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_HID,
-        .category = known->move == HID_IN ? NVS_TTY_READ
-            : known->move == HID_OUT      ? NVS_TTY_WRITE
-                                          : NVS_TTY_CONTROL,
-        .has_payload = true,
-    };
-    range.color = nvs_category_color(NVS_DOMAIN_HID, range.category);
+    unsigned category = known->move == HID_IN ? NVS_TTY_READ
+        : known->move == HID_OUT              ? NVS_TTY_WRITE
+                                              : NVS_TTY_CONTROL;
+    /* The payload is the size asked for; under nsys it stays, the trace file gets the moved. */
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_HID, category, nvs_category_color(NVS_DOMAIN_HID, category), size);
     /* The report requests carry their buffer's size; the queries have a fixed one. */
     if (known->move != HID_QUERY || known->number >= 0x04)
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
-                                     known->number << 16 | (size & 0xffff), "%s %s %uB",
-                                     known->name, device->path, size);
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl),
+                                            known->number << 16 | (size & 0xffff), "%s %s %uB",
+                                            known->name, device->path, size));
     else
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), known->number << 16, "%s %s",
-                                     known->name, device->path);
-    range.payload = size; /* asked for; under nsys it stays, the trace file gets the moved */
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl), known->number << 16,
+                                            "%s %s", known->name, device->path));
     nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     int result = real(fd, request, argument);
     int saved_errno = errno;

@@ -77,32 +77,31 @@ struct transfer {
 static void transfer_done(struct nvs_device *device, const struct transfer *transfer, int result,
                           int error, uint64_t began)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_I2C,
-        .has_payload = true,
-        .payload = result >= 0 ? transfer->moved : 0,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_I2C, 0, 0,
+                                                         result >= 0 ? transfer->moved : 0);
     enum nvs_frame_marker marker = NVS_FRAME_OFF;
     if (result >= 0) {
-        range.category = transfer->in ? NVS_TTY_READ : NVS_TTY_WRITE;
+        range.event.category = transfer->in ? NVS_TTY_READ : NVS_TTY_WRITE;
         if (transfer->key)
-            range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->key, "%s",
-                                         transfer->name);
+            nvs_attributes_name(
+                &range,
+                nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->key, "%s", transfer->name));
         else
-            range.name.text = transfer->name;
+            nvs_attributes_name(&range, (struct nvs_name){ NULL, transfer->name });
         /* A transfer that brought bytes in is the node's in marker; one that
          * only took bytes out, its out marker. */
         marker = transfer->in ? device->in_marker
             : transfer->moved ? device->out_marker
                               : NVS_FRAME_OFF;
     } else {
-        range.category = NVS_TTY_CONTROL;
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->failed_key, "%s",
-                                     transfer->what);
+        range.event.category = NVS_TTY_CONTROL;
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->failed_key, "%s",
+                                            transfer->what));
         if (!nvs_device_ordinary_failure(error)) /* a signal's EINTR is no failure of the bus */
             nvs_device_warn(device, transfer->what, error);
     }
-    range.color = nvs_category_color(NVS_DOMAIN_I2C, range.category);
+    range.event.color = nvs_category_color(NVS_DOMAIN_I2C, range.event.category);
     nvs_call_drawn(NVS_HOOK_ID(ioctl), marker, -1, &range, began);
 }
 

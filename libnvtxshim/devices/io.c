@@ -72,21 +72,19 @@ static void describe_io(struct nvs_attributes *range, const struct nvs_device *d
 {
     const struct nvs_device_kind *kind = device->kind;
     uint32_t category = direction == IN ? kind->read_category : kind->write_category;
-    *range = (struct nvs_attributes){
-        .domain = device->domain,
-        .category = category,
-        .color = nvs_category_color(device->domain, category),
-        .payload = count,
-        .has_payload = !vector,
-    };
+    *range = NVS_ATTRIBUTES(device->domain, category, nvs_category_color(device->domain, category));
+    if (!vector)
+        nvs_attributes_payload(range, count);
     if (kind->io_name)
-        range->name = kind->io_name(device, id, count, vector);
+        nvs_attributes_name(range, kind->io_name(device, id, count, vector));
     else if (vector)
-        range->name = nvs_device_name(device, id, 0, "%s %s", nvs_hook_name(id), device->path);
+        nvs_attributes_name(
+            range, nvs_device_name(device, id, 0, "%s %s", nvs_hook_name(id), device->path));
     else
-        range->name = nvs_device_name(device, id,
-                                      (uint32_t)(count > 0xffffffffu ? 0xffffffffu : count),
-                                      "%s %s %zuB", nvs_hook_name(id), device->path, count);
+        nvs_attributes_name(range,
+                            nvs_device_name(device, id,
+                                            (uint32_t)(count > 0xffffffffu ? 0xffffffffu : count),
+                                            "%s %s %zuB", nvs_hook_name(id), device->path, count));
 }
 
 /* Whether a read or write on DEVICE is traced: its kind has a category for
@@ -162,8 +160,7 @@ SLOW static ssize_t device_io(unsigned slot, const struct io_call *call)
     if (!nonblocking) {
         nvs_range_set_payload(device->domain, moved);
     } else if (result > 0 || (result < 0 && !found_nothing(saved_errno))) {
-        range.payload = moved;
-        range.has_payload = true;
+        nvs_attributes_payload(&range, moved);
         nvs_call_drawn(call->id, NVS_FRAME_OFF, -1, &range, began);
     }
     if (result < 0 && !nvs_device_ordinary_failure(saved_errno)) {
@@ -278,12 +275,10 @@ SLOW static int device_tcdrain(unsigned slot, int fd)
     const struct nvs_device *device = &nvs_devices[slot];
     if (!slot || device->watcher || !device->kind->drain_category || !nvs_call_enter(device->group))
         return REAL(tcdrain)(fd);
-    struct nvs_attributes range = {
-        .domain = device->domain,
-        .category = device->kind->drain_category,
-        .color = nvs_category_color(device->domain, device->kind->drain_category),
-        .name = nvs_device_name(device, id, 0, "tcdrain %s", device->path),
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(
+        device->domain, device->kind->drain_category,
+        nvs_category_color(device->domain, device->kind->drain_category));
+    nvs_attributes_name(&range, nvs_device_name(device, id, 0, "tcdrain %s", device->path));
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
     int result = REAL(tcdrain)(fd);
     nvs_call_close(device->domain);
@@ -307,15 +302,12 @@ static void describe_wait(struct nvs_attributes *range, enum nvs_hook_id id, uns
     /* An epoll instance's kind is the device's it watches. */
     uint32_t category = device->kind->wait_category;
     const char *hook = nvs_hook_name(id);
-    *range = (struct nvs_attributes){
-        .domain = device->domain,
-        .category = category,
-        .color = nvs_category_color(device->domain, category),
-        .name = nvs_device_name(device, id, 0, "%s %s",
-                                hook[0] == '_' ? (id == NVS_HOOK_ID(__poll_chk) ? "poll" : "ppoll")
-                                               : hook,
-                                device->path),
-    };
+    *range = NVS_ATTRIBUTES(device->domain, category, nvs_category_color(device->domain, category));
+    nvs_attributes_name(
+        range,
+        nvs_device_name(device, id, 0, "%s %s",
+                        hook[0] == '_' ? (id == NVS_HOOK_ID(__poll_chk) ? "poll" : "ppoll") : hook,
+                        device->path));
 }
 
 /* A wait on an epoll instance that watches a device: its range opens before

@@ -295,12 +295,9 @@ void nvs_device_warn(const struct nvs_device *device, const char *what, int erro
         snprintf(text, sizeof text, "%s failed: %s", what, name);
     else
         snprintf(text, sizeof text, "%s failed: error %d", what, error);
-    struct nvs_attributes mark = {
-        .domain = device->domain,
-        .name = { NULL, text },
-        .category = device->kind->warning_category,
-        .color = NVS_COLOR_ERROR,
-    };
+    struct nvs_attributes mark = NVS_ATTRIBUTES(device->domain, device->kind->warning_category,
+                                                NVS_COLOR_ERROR);
+    nvs_attributes_name(&mark, (struct nvs_name){ NULL, text });
     nvs_mark(&mark);
 }
 

@@ -154,26 +154,23 @@ static void transfer_done(struct nvs_device *device, const struct transfer *tran
                           int error, uint64_t began)
 {
     char text[NVS_CALL_TEXT_MAX];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB,
-        .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB,
-        .payload = result > 0 ? (uint64_t)result : 0,
-        .has_payload = true,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB, result > 0 ? (uint64_t)result : 0);
     enum nvs_frame_marker marker = NVS_FRAME_OFF;
     if (result >= 0 && transfer->key) {
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->key, "%s %s",
-                                     transfer->request, transfer->details);
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl), transfer->key, "%s %s",
+                                            transfer->request, transfer->details));
         marker = transfer->marker;
     } else if (result >= 0) {
         snprintf(text, sizeof text, "%s %s", transfer->request, transfer->details);
-        range.name.text = text;
+        nvs_attributes_name(&range, (struct nvs_name){ NULL, text });
         marker = transfer->marker;
     } else {
         bool bulk = !strcmp(transfer->request, "USBDEVFS_BULK");
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), KEY(KEY_FAILED, bulk), "%s %s",
-                                     transfer->request, device->path);
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl), KEY(KEY_FAILED, bulk),
+                                            "%s %s", transfer->request, device->path));
         snprintf(text, sizeof text, "%s %s", transfer->request, device->path);
         nvs_device_warn(device, text, error);
     }
@@ -252,24 +249,20 @@ static int submit(nvs_ioctl_fn real, struct nvs_device *device, unsigned slot, i
     bool in = urb_in(urb);
     int length = urb->buffer_length;
     char text[NVS_CALL_TEXT_MAX];
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB,
-        .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB,
-        .payload = (uint64_t)(length > 0 ? length : 0),
-        .has_payload = true,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB, (uint64_t)(length > 0 ? length : 0));
     if (length >= 0 && length < (1 << 18)) {
-        range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl),
-                                     KEY(KEY_SUBMIT,
-                                         ((urb->type & 3u) << 27) | (in ? 1u << 26 : 0) |
-                                             (endpoint << 18) | (unsigned)length),
-                                     "USBDEVFS_SUBMITURB ep=0x%02x %s %s %dB", endpoint,
-                                     type_name(urb->type), in ? "IN" : "OUT", length);
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl),
+                                            KEY(KEY_SUBMIT,
+                                                ((urb->type & 3u) << 27) | (in ? 1u << 26 : 0) |
+                                                    (endpoint << 18) | (unsigned)length),
+                                            "USBDEVFS_SUBMITURB ep=0x%02x %s %s %dB", endpoint,
+                                            type_name(urb->type), in ? "IN" : "OUT", length));
     } else {
         snprintf(text, sizeof text, "USBDEVFS_SUBMITURB ep=0x%02x %s %s %dB", endpoint,
                  type_name(urb->type), in ? "IN" : "OUT", length);
-        range.name.text = text;
+        nvs_attributes_name(&range, (struct nvs_name){ NULL, text });
     }
     urbs[at].range = nvs_call_open_async(
         NVS_HOOK_ID(ioctl),
@@ -292,13 +285,11 @@ static int reap(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned l
                 void **urb, bool blocking)
 {
     if (blocking) {
-        struct nvs_attributes range = {
-            .domain = NVS_DOMAIN_USB,
-            .category = NVS_USB_EVENTS,
-            .color = NVS_COLOR_USB_EVENTS,
-            .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), KEY(KEY_REAP, 0),
-                                    "USBDEVFS_REAPURB %s", device->path),
-        };
+        struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, NVS_USB_EVENTS,
+                                                     NVS_COLOR_USB_EVENTS);
+        nvs_attributes_name(&range,
+                            nvs_device_name(device, NVS_HOOK_ID(ioctl), KEY(KEY_REAP, 0),
+                                            "USBDEVFS_REAPURB %s", device->path));
         nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     }
     int result = real(fd, request, urb);

@@ -161,14 +161,9 @@ static void dequeued(struct nvs_device *device, const struct v4l2_buffer *buffer
         char text[NVS_CALL_TEXT_MAX];
         snprintf(text, sizeof text, "dropped %lld frame%s %s", (long long)dropped,
                  dropped == 1 ? "" : "s", device->path);
-        struct nvs_attributes mark = {
-            .domain = NVS_DOMAIN_V4L2,
-            .name = { NULL, text },
-            .category = NVS_V4L2_WARNING,
-            .color = NVS_COLOR_ERROR,
-            .payload = (uint64_t)dropped,
-            .has_payload = true,
-        };
+        struct nvs_attributes mark = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_V4L2, NVS_V4L2_WARNING,
+                                                            NVS_COLOR_ERROR, (uint64_t)dropped);
+        nvs_attributes_name(&mark, (struct nvs_name){ NULL, text });
         nvs_mark(&mark);
     }
     /* The age needs the timestamp on our clock: CLOCK_MONOTONIC. Drivers
@@ -180,15 +175,12 @@ static void dequeued(struct nvs_device *device, const struct v4l2_buffer *buffer
     uint64_t now = nvs_now_ns();
     if (captured == 0 || captured > now || now - captured > 60ull * 1000000000ull)
         return;
-    struct nvs_attributes age = {
-        .domain = NVS_DOMAIN_V4L2,
-        .category = NVS_V4L2_FRAME_AGE,
-        .color = NVS_COLOR_V4L2_AGE,
-        .payload = now - captured,
-        .has_payload = true,
-        .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_AGE, buffer->index),
-                                NVS_FRAME_AGE_PREFIX "%s buf=%u", device->path, buffer->index),
-    };
+    struct nvs_attributes age = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_V4L2, NVS_V4L2_FRAME_AGE,
+                                                       NVS_COLOR_V4L2_AGE, now - captured);
+    nvs_attributes_name(&age,
+                        nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_AGE, buffer->index),
+                                        NVS_FRAME_AGE_PREFIX "%s buf=%u", device->path,
+                                        buffer->index));
     nvs_range_span(&age, captured, now);
 }
 
@@ -213,11 +205,7 @@ static bool traced_request(unsigned command)
 
 static struct nvs_attributes control_range(void)
 {
-    return (struct nvs_attributes){
-        .domain = NVS_DOMAIN_V4L2,
-        .category = NVS_V4L2_CONTROL,
-        .color = NVS_COLOR_V4L2_CONTROL,
-    };
+    return NVS_ATTRIBUTES(NVS_DOMAIN_V4L2, NVS_V4L2_CONTROL, NVS_COLOR_V4L2_CONTROL);
 }
 
 /* A dequeue's range: named from the camera's format as the library knows it,
@@ -227,13 +215,12 @@ static struct nvs_attributes dequeue_range(struct nvs_device *device)
     char format[48];
     uint64_t known = atomic_load_explicit(&device->format, memory_order_relaxed);
     describe_format(format, sizeof format, known);
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_V4L2,
-        .category = NVS_V4L2_CAPTURE,
-        .color = NVS_COLOR_V4L2_CAPTURE,
-        .name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_DQBUF, format_hash(known)),
-                                "VIDIOC_DQBUF %s%s", device->path, format),
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_V4L2, NVS_V4L2_CAPTURE,
+                                                 NVS_COLOR_V4L2_CAPTURE);
+    nvs_attributes_name(&range,
+                        nvs_device_name(device, NVS_HOOK_ID(ioctl),
+                                        key(KEY_DQBUF, format_hash(known)), "VIDIOC_DQBUF %s%s",
+                                        device->path, format));
     return range;
 }
 
@@ -251,23 +238,28 @@ static bool describe_answer(struct nvs_attributes *range, struct nvs_device *dev
         const struct v4l2_buffer *buffer = &answer->buffer;
         if (!is_capture(buffer->type))
             return false;
-        range->name = nvs_device_name(device, id, key(KEY_QBUF, buffer->index),
-                                      "VIDIOC_QBUF %s buf=%u", device->path, buffer->index);
+        nvs_attributes_name(range,
+                            nvs_device_name(device, id, key(KEY_QBUF, buffer->index),
+                                            "VIDIOC_QBUF %s buf=%u", device->path, buffer->index));
     } else if (command == (unsigned)VIDIOC_S_FMT) {
         uint64_t granted = format_of(&answer->format);
         if (!granted)
             return false;
         describe_format(format, sizeof format, granted);
-        range->name = nvs_device_name(device, id, key(KEY_S_FMT, format_hash(granted)),
-                                      "VIDIOC_S_FMT %s%s", device->path, format);
+        nvs_attributes_name(range,
+                            nvs_device_name(device, id, key(KEY_S_FMT, format_hash(granted)),
+                                            "VIDIOC_S_FMT %s%s", device->path, format));
     } else {
         const struct v4l2_requestbuffers *request = &answer->request;
         if (!is_capture(request->type))
             return false;
-        range->name = nvs_device_name(
-            device, id,
-            key(KEY_REQBUFS, (request->count & 0xffffu) << 4 | (request->memory & 0xfu)),
-            "VIDIOC_REQBUFS %s %u %s", device->path, request->count, memory_name(request->memory));
+        nvs_attributes_name(
+            range,
+            nvs_device_name(
+                device, id,
+                key(KEY_REQBUFS, (request->count & 0xffffu) << 4 | (request->memory & 0xfu)),
+                "VIDIOC_REQBUFS %s %u %s", device->path, request->count,
+                memory_name(request->memory)));
     }
     return true;
 }
@@ -304,8 +296,7 @@ static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int
     union answer answer;
     if (result == 0 && is_capture((answer = answer_of(request, argument)).buffer.type)) {
         struct nvs_attributes done = dequeue_range(device);
-        done.payload = bytes_used(&answer.buffer);
-        done.has_payload = true;
+        nvs_attributes_payload(&done, bytes_used(&answer.buffer));
         handed_out(device, &answer.buffer); /* its frame begins inside its range */
         nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &done, began);
     } else if (result != 0) {
@@ -313,8 +304,7 @@ static int dequeue_nonblocking(nvs_ioctl_fn real, struct nvs_device *device, int
         failed(device, (unsigned)request, saved_errno);
         if (saved_errno != EAGAIN && saved_errno != EWOULDBLOCK) {
             struct nvs_attributes refused = dequeue_range(device);
-            refused.payload = 0;
-            refused.has_payload = true;
+            nvs_attributes_payload(&refused, 0);
             nvs_call_drawn(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &refused, began);
         }
     }
@@ -331,10 +321,10 @@ static struct nvs_attributes failed_range(struct nvs_device *device, unsigned co
     unsigned which = command == (unsigned)VIDIOC_QBUF ? KEY_QBUF
         : command == (unsigned)VIDIOC_S_FMT           ? KEY_S_FMT
                                                       : KEY_REQBUFS;
-    range.name = nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_FAILED, which), "%s %s failed",
-                                 request_name(command), device->path);
-    range.payload = 0;
-    range.has_payload = true;
+    nvs_attributes_name(&range,
+                        nvs_device_name(device, NVS_HOOK_ID(ioctl), key(KEY_FAILED, which),
+                                        "%s %s failed", request_name(command), device->path));
+    nvs_attributes_payload(&range, 0);
     return range;
 }
 
@@ -377,10 +367,12 @@ static int waited(nvs_ioctl_fn real, struct nvs_device *device, int fd, unsigned
     if (command == (unsigned)VIDIOC_DQBUF)
         range = dequeue_range(device);
     else
-        range.name = nvs_device_name(
-            device, NVS_HOOK_ID(ioctl),
-            key(command == (unsigned)VIDIOC_STREAMON ? KEY_STREAMON : KEY_STREAMOFF, 0), "%s %s",
-            request_name(command), device->path);
+        nvs_attributes_name(
+            &range,
+            nvs_device_name(
+                device, NVS_HOOK_ID(ioctl),
+                key(command == (unsigned)VIDIOC_STREAMON ? KEY_STREAMON : KEY_STREAMOFF, 0),
+                "%s %s", request_name(command), device->path));
     nvs_call_open(NVS_HOOK_ID(ioctl), NVS_FRAME_OFF, -1, &range);
     int result = real(fd, request, argument);
     int saved_errno = errno;

@@ -241,25 +241,23 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
                           const struct copy *copy)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
-    *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_CUDA,
-        .category = NVS_CUDA_COPY,
-        .color = copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY,
-        .payload = copy->bytes,
-        .has_payload = true,
-    };
+    *range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_CUDA, NVS_CUDA_COPY,
+        copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy->bytes);
     uint64_t key = ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
         ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
-    range->name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
-    if (range->name.registered)
+    struct nvs_name found = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
+    if (found.registered) {
+        nvs_attributes_name(range, found);
         return;
+    }
     const char *name = nvs_hook_name(id);
     char size[32];
     format_bytes(size, sizeof size, copy->bytes);
     snprintf(text, NVS_CALL_TEXT_MAX, "%.*s %s%s%s%s", nvs_api_name_length(name), name, size,
              copy->name_direction && copy->direction != UNKNOWN ? " " : "",
              copy->name_direction ? direction_names[copy->direction] : "", host_names[copy->host]);
-    range->name = nvs_name_store(NVS_DOMAIN_CUDA, key, text);
+    nvs_attributes_name(range, nvs_name_store(NVS_DOMAIN_CUDA, key, text));
 }
 
 __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
@@ -283,11 +281,8 @@ __attribute__((noinline)) void nvs_copy_close(void)
 /* A wait for the GPU: named after the API (hook.c drops _ptsz and _v2). */
 __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA,
-        .category = NVS_CUDA_WAIT,
-        .color = NVS_COLOR_CUDA_WAIT,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_WAIT,
+                                                 NVS_COLOR_CUDA_WAIT);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
@@ -295,11 +290,8 @@ __attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
  * starting every kernel and copy captured in it; named after the API. */
 __attribute__((noinline)) void nvs_graph_launch_open(enum nvs_hook_id id)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA,
-        .category = NVS_CUDA_LAUNCH,
-        .color = NVS_COLOR_CUDA_LAUNCH,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
+                                                 NVS_COLOR_CUDA_LAUNCH);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
@@ -432,15 +424,12 @@ static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
 __attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api,
                                                const void *function, nvs_kernel_namer *name_of)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_CUDA,
-        .category = NVS_CUDA_LAUNCH,
-        .color = NVS_COLOR_CUDA_LAUNCH,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
+                                                 NVS_COLOR_CUDA_LAUNCH);
     char text[NVS_CALL_TEXT_MAX];
-    range.name = kernel_name(api, function, name_of, text);
-    if (!range.name.registered && !range.name.text)
-        range.name = nvs_call_hook_name(NVS_DOMAIN_CUDA, api);
+    nvs_attributes_name(&range, kernel_name(api, function, name_of, text));
+    if (!nvs_attributes_named(&range))
+        nvs_attributes_name(&range, nvs_call_hook_name(NVS_DOMAIN_CUDA, api));
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 

@@ -20,12 +20,8 @@ static atomic_bool display_checked;
 
 static void say(const char *text)
 {
-    struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_X11,
-        .name = { NULL, text },
-        .category = NVS_X11_WARNING,
-        .color = NVS_COLOR_ERROR,
-    };
+    struct nvs_attributes mark = NVS_ATTRIBUTES(NVS_DOMAIN_X11, NVS_X11_WARNING, NVS_COLOR_ERROR);
+    nvs_attributes_name(&mark, (struct nvs_name){ NULL, text });
     nvs_mark(&mark);
 }
 
@@ -108,28 +104,23 @@ void nvs_check_xcb(xcb_connection_t *connection)
 void nvs_x11_begin(enum nvs_hook_id id, enum nvs_x11_category category,
                    enum nvs_frame_marker marker)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11,
-        .category = category,
-        .color = nvs_category_color(NVS_DOMAIN_X11, category),
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_X11, category,
+                                                 nvs_category_color(NVS_DOMAIN_X11, category));
     nvs_call_open(id, marker, -1, &range);
 }
 
 void nvs_x11_begin_area(enum nvs_hook_id id, unsigned width, unsigned height, bool moves,
                         uint64_t bytes)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11,
-        .category = NVS_X11_DRAW,
-        .color = NVS_COLOR_X11_DRAW,
-        .payload = bytes,
-        .has_payload = moves,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_X11, NVS_X11_DRAW, NVS_COLOR_X11_DRAW);
+    if (moves)
+        nvs_attributes_payload(&range, bytes);
     char text[NVS_CALL_TEXT_MAX];
     uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(width & 0xffffff) << 24) |
         (height & 0xffffff);
-    NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
+    struct nvs_name name;
+    NVS_NAME(name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
+    nvs_attributes_name(&range, name);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 

@@ -141,21 +141,20 @@ static __attribute__((noinline)) void begin_upload(enum nvs_hook_id id, GLsizei 
     uint64_t w = width > 0 ? (uint64_t)width : 0, h = height > 0 ? (uint64_t)height : 0;
     uint64_t d = depth > 0 ? (uint64_t)depth : 0;
     unsigned pixel = pixels ? gl_pixel_bytes(format, type) : 0;
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_X11,
-        .category = NVS_X11_UPLOAD,
-        .color = NVS_COLOR_X11_UPLOAD,
-        .payload = w * h * (depth ? d : 1) * pixel,
-        .has_payload = pixel != 0,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_X11, NVS_X11_UPLOAD,
+                                                 NVS_COLOR_X11_UPLOAD);
+    if (pixel != 0)
+        nvs_attributes_payload(&range, w * h * (depth ? d : 1) * pixel);
     char text[NVS_CALL_TEXT_MAX];
     uint64_t key = nvs_call_name_key(id, (w & 0x3ffff) << 36 | (h & 0x3ffff) << 18 | (d & 0x3ffff));
+    struct nvs_name name;
     if (depth)
-        NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64 "x%" PRIu64,
+        NVS_NAME(name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64 "x%" PRIu64,
                  nvs_hook_name(id), w, h, d);
     else
-        NVS_NAME(range.name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64,
-                 nvs_hook_name(id), w, h);
+        NVS_NAME(name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64, nvs_hook_name(id), w,
+                 h);
+    nvs_attributes_name(&range, name);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 

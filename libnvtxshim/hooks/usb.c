@@ -58,14 +58,9 @@ __attribute__((format(printf, 2, 3))) static void warn(uint64_t payload, const c
     va_start(args, format);
     vsnprintf(text, sizeof text, format, args);
     va_end(args);
-    struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_USB,
-        .name = { NULL, text },
-        .category = NVS_USB_WARNING,
-        .color = NVS_COLOR_ERROR,
-        .payload = payload,
-        .has_payload = true,
-    };
+    struct nvs_attributes mark = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_WARNING,
+                                                        NVS_COLOR_ERROR, payload);
+    nvs_attributes_name(&mark, (struct nvs_name){ NULL, text });
     nvs_mark(&mark);
 }
 
@@ -101,14 +96,9 @@ __attribute__((format(printf, 2, 3))) static void warn(uint64_t payload, const c
 /* A short completion under a tool that took the range's payload at its push. */
 static void short_mark(struct nvs_name name, uint64_t moved)
 {
-    struct nvs_attributes mark = {
-        .domain = NVS_DOMAIN_USB,
-        .name = name,
-        .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB,
-        .payload = moved,
-        .has_payload = true,
-    };
+    struct nvs_attributes mark = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER,
+                                                        NVS_COLOR_USB, moved);
+    nvs_attributes_name(&mark, name);
     nvs_mark(&mark);
 }
 
@@ -135,17 +125,14 @@ static inline __attribute__((always_inline)) void describe_data(struct nvs_attri
                                                                 enum nvs_hook_id id,
                                                                 unsigned char endpoint, int length)
 {
-    *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_USB,
-        .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB,
-        .payload = (uint64_t)(length > 0 ? length : 0),
-        .has_payload = true,
-    };
+    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB,
+                                    (uint64_t)(length > 0 ? length : 0));
     uint64_t key = nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length);
-    range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-    if (__builtin_expect(!range->name.registered, 0))
-        range->name = name_data(id, endpoint, length, key);
+    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    if (__builtin_expect(name.registered != NULL, 1))
+        nvs_attributes_registered_name(range, name.registered);
+    else
+        nvs_attributes_name(range, name_data(id, endpoint, length, key));
 }
 
 /* A bulk or interrupt transfer's range ends unusually: it failed (RESULT),
@@ -221,23 +208,18 @@ DATA_TRANSFER(libusb_interrupt_transfer)
 static void describe_control(struct nvs_attributes *range, char *text, uint8_t request_type,
                              uint8_t request, uint16_t value, uint16_t length)
 {
-    *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_USB,
-        .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB,
-        .payload = length,
-        .has_payload = true,
-    };
+    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB, length);
     uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_control_transfer),
                                      ((uint64_t)request_type << 40) | ((uint64_t)request << 32) |
                                          ((uint64_t)value << 16) | length);
-    range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-    if (range->name.registered)
-        return;
-    snprintf(text, NVS_CALL_TEXT_MAX,
-             "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", request_type,
-             request, value, direction(request_type), length);
-    range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    if (!name.registered) {
+        snprintf(text, NVS_CALL_TEXT_MAX,
+                 "libusb_control_transfer type=0x%02x req=0x%02x val=0x%04x %s %uB", request_type,
+                 request, value, direction(request_type), length);
+        name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+    }
+    nvs_attributes_name(range, name);
 }
 
 /* A control transfer's range ends, MOVED of LENGTH data bytes moved
@@ -420,14 +402,13 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
         return;
     libusb_transfer_cb_fn callback = flight->callback;
     nvtxRangeId_t submitted = flight->range;
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB,
-        .name = flight->callback_name,
-        .category = NVS_USB_CALLBACK,
-        .color = NVS_COLOR_USB_CALLBACK,
-        .payload = (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0),
-        .has_payload = true,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_USB, NVS_USB_CALLBACK, NVS_COLOR_USB_CALLBACK,
+        (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0));
+    if (__builtin_expect(flight->callback_name.registered != NULL, 1))
+        nvs_attributes_registered_name(&range, flight->callback_name.registered);
+    else
+        nvs_attributes_name(&range, flight->callback_name);
     flight_release(flight);
     transfer->callback = callback;
 
@@ -459,17 +440,14 @@ static void describe_submit(struct nvs_attributes *range, char *text,
 {
     uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_submit_transfer), transfer_key(transfer));
     char what[112];
-    *range = (struct nvs_attributes){
-        .domain = NVS_DOMAIN_USB,
-        .category = NVS_USB_TRANSFER,
-        .color = NVS_COLOR_USB,
-        .payload = requested_bytes(transfer),
-        .has_payload = true,
-    };
-    range->name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB,
+                                    requested_bytes(transfer));
+    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
     flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ (1ull << 55));
-    if (range->name.registered && flight->callback_name.registered)
+    if (__builtin_expect(name.registered && flight->callback_name.registered, 1)) {
+        nvs_attributes_registered_name(range, name.registered);
         return;
+    }
     describe(what, sizeof what, transfer);
     snprintf(text, NVS_CALL_TEXT_MAX, "libusb_transfer_cb_fn %s", what);
     flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key ^ (1ull << 55), text);
@@ -477,7 +455,7 @@ static void describe_submit(struct nvs_attributes *range, char *text,
     if (!flight->callback_name.registered)
         flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
     snprintf(text, NVS_CALL_TEXT_MAX, "libusb_submit_transfer %s", what);
-    range->name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+    nvs_attributes_name(range, nvs_name_store(NVS_DOMAIN_USB, key, text));
 }
 
 /* A traced submission: out of line, so that the untraced path saves no register. */
@@ -557,11 +535,8 @@ static void name_event_thread(void)
 static __attribute__((noinline)) void open_events(enum nvs_hook_id id)
 {
     name_event_thread();
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB,
-        .category = NVS_USB_EVENTS,
-        .color = NVS_COLOR_USB_EVENTS,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, NVS_USB_EVENTS,
+                                                 NVS_COLOR_USB_EVENTS);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
@@ -600,24 +575,21 @@ static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_us
                                                 const char *format, int first, int second,
                                                 bool has_payload, uint64_t payload)
 {
-    struct nvs_attributes range = {
-        .domain = NVS_DOMAIN_USB,
-        .category = category,
-        .color = nvs_category_color(NVS_DOMAIN_USB, category),
-        .payload = payload,
-        .has_payload = has_payload,
-    };
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, category,
+                                                 nvs_category_color(NVS_DOMAIN_USB, category));
+    if (has_payload)
+        nvs_attributes_payload(&range, payload);
     char text[NVS_CALL_TEXT_MAX];
     if (format) {
         uint64_t key = nvs_call_name_key(id, ((uint64_t)(uint32_t)first << 24) ^ (uint32_t)second);
-        range.name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-        if (!range.name.registered) {
+        nvs_attributes_name(&range, nvs_name_lookup(NVS_DOMAIN_USB, key));
+        if (!nvs_attributes_registered(&range)) {
             int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
             snprintf(text + used, sizeof text - (size_t)used, format, first, second);
 #pragma GCC diagnostic pop
-            range.name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+            nvs_attributes_name(&range, nvs_name_store(NVS_DOMAIN_USB, key, text));
         }
     }
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);

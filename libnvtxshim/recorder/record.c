@@ -404,14 +404,15 @@ static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_
                                 const struct nvs_attributes *attributes)
 {
     event->domain = (struct nvs_trace_domain *)domain; /* one of the library's, never NULL */
-    event->registered = (struct nvs_trace_string *)attributes->name.registered;
-    event->category = attributes->category;
-    event->color = attributes->color & 0xffffffu;
-    event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
-    event->payload = attributes->payload;
-    event->text_length = attributes->name.registered
+    event->registered = (struct nvs_trace_string *)nvs_attributes_registered(attributes);
+    event->category = attributes->event.category;
+    event->color = attributes->event.color & 0xffffffu;
+    event->payload_type = nvs_attributes_has_payload(attributes) ? NVS_PAYLOAD_U64
+                                                                 : NVS_PAYLOAD_NONE;
+    event->payload = attributes->event.payload.ullValue;
+    event->text_length = event->registered
         ? 0
-        : nvs_args_copy_text(event->text, sizeof event->text, attributes->name.text);
+        : nvs_args_copy_text(event->text, sizeof event->text, nvs_attributes_text(attributes));
 }
 
 /* The library's own ranges when this recorder is its NVTX tool: straight
@@ -447,10 +448,12 @@ static void direct_pop(nvtxDomainHandle_t domain)
 static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
 {
     struct nvs_writer_thread *thread = nvs_writer_current;
-    const struct nvs_trace_string *name = (const struct nvs_trace_string *)
-                                              attributes->name.registered;
-    if (__builtin_expect(!thread || !name, 0))
+    /* a registered name's handle is never NULL */
+    if (__builtin_expect(!thread || attributes->event.messageType != NVTX_MESSAGE_TYPE_REGISTERED,
+                         0))
         goto general;
+    const struct nvs_trace_string *name = (const struct nvs_trace_string *)
+                                              attributes->event.message.registered;
     struct range_stack *stack = stack_of(thread);
     int level = stack->depth;
     if (__builtin_expect(level >= NVS_TRACE_STACK_DEPTH, 0))
@@ -463,9 +466,10 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
     /* describe_own's, for a registered name; color only the JSON form writes */
     event->domain = (struct nvs_trace_domain *)domain;
     event->registered = (struct nvs_trace_string *)name;
-    event->category = attributes->category;
-    event->payload_type = attributes->has_payload ? NVS_PAYLOAD_U64 : NVS_PAYLOAD_NONE;
-    event->payload = attributes->payload;
+    event->category = attributes->event.category;
+    event->payload_type = nvs_attributes_has_payload(attributes) ? NVS_PAYLOAD_U64
+                                                                 : NVS_PAYLOAD_NONE;
+    event->payload = attributes->event.payload.ullValue;
     event->start_ns = start_ns;
     mark_pending(stack, event, level, NVS_BEGIN_PENDING_OWN);
     return;
