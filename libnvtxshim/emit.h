@@ -76,11 +76,6 @@ static inline void nvs_attributes_payload(struct nvs_attributes *attributes, uin
     attributes->event.payload.ullValue = payload;
 }
 
-static inline bool nvs_attributes_has_payload(const struct nvs_attributes *attributes)
-{
-    return attributes->event.payloadType == NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
-}
-
 /* HANDLE, a registered string, as the message. */
 static inline void nvs_attributes_registered_name(struct nvs_attributes *attributes,
                                                   nvtxStringHandle_t handle)
@@ -107,14 +102,7 @@ static inline bool nvs_attributes_named(const struct nvs_attributes *attributes)
     return attributes->event.messageType != NVTX_MESSAGE_UNKNOWN;
 }
 
-/* The registered name, or NULL; the text, or NULL. */
-static inline nvtxStringHandle_t nvs_attributes_registered(const struct nvs_attributes *attributes)
-{
-    return attributes->event.messageType == NVTX_MESSAGE_TYPE_REGISTERED
-        ? attributes->event.message.registered
-        : NULL;
-}
-
+/* The text of a name that is not registered, or NULL. */
 static inline const char *nvs_attributes_text(const struct nvs_attributes *attributes)
 {
     return attributes->event.messageType == NVTX_MESSAGE_TYPE_ASCII

@@ -582,15 +582,16 @@ static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_us
     char text[NVS_CALL_TEXT_MAX];
     if (format) {
         uint64_t key = nvs_call_name_key(id, ((uint64_t)(uint32_t)first << 24) ^ (uint32_t)second);
-        nvs_attributes_name(&range, nvs_name_lookup(NVS_DOMAIN_USB, key));
-        if (!nvs_attributes_registered(&range)) {
+        struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+        if (!name.registered) {
             int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
             snprintf(text + used, sizeof text - (size_t)used, format, first, second);
 #pragma GCC diagnostic pop
-            nvs_attributes_name(&range, nvs_name_store(NVS_DOMAIN_USB, key, text));
+            name = nvs_name_store(NVS_DOMAIN_USB, key, text);
         }
+        nvs_attributes_name(&range, name);
     }
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }

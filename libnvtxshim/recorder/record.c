@@ -399,20 +399,34 @@ int nvs_record_pop(const struct nvs_trace_domain *domain)
     return pop_at(domain, now_ns());
 }
 
+/* The payload type of the library's own attributes, which have a u64 or none
+ * (emit.h's NVS_ATTRIBUTES and nvs_attributes_payload): NVTX's numbers are the
+ * trace model's for those two, so the type is taken as it is. */
+_Static_assert((int)NVTX_PAYLOAD_UNKNOWN == (int)NVS_PAYLOAD_NONE &&
+                   (int)NVTX_PAYLOAD_TYPE_UNSIGNED_INT64 == (int)NVS_PAYLOAD_U64,
+               "the library's payload types are NVTX's");
+static inline enum nvs_trace_payload own_payload_type(const struct nvs_attributes *attributes)
+{
+    return (enum nvs_trace_payload)attributes->event.payloadType;
+}
+
 /* EVENT as the library's own call describes it (its direct push and start). */
 static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_t domain,
                                 const struct nvs_attributes *attributes)
 {
     event->domain = (struct nvs_trace_domain *)domain; /* one of the library's, never NULL */
-    event->registered = (struct nvs_trace_string *)nvs_attributes_registered(attributes);
     event->category = attributes->event.category;
     event->color = attributes->event.color & 0xffffffu;
-    event->payload_type = nvs_attributes_has_payload(attributes) ? NVS_PAYLOAD_U64
-                                                                 : NVS_PAYLOAD_NONE;
+    event->payload_type = own_payload_type(attributes);
     event->payload = attributes->event.payload.ullValue;
-    event->text_length = event->registered
-        ? 0
-        : nvs_args_copy_text(event->text, sizeof event->text, nvs_attributes_text(attributes));
+    if (__builtin_expect(attributes->event.messageType == NVTX_MESSAGE_TYPE_REGISTERED, 1)) {
+        event->registered = (struct nvs_trace_string *)attributes->event.message.registered;
+        event->text_length = 0;
+    } else {
+        event->registered = NULL;
+        event->text_length = nvs_args_copy_text(event->text, sizeof event->text,
+                                                nvs_attributes_text(attributes));
+    }
 }
 
 /* The library's own ranges when this recorder is its NVTX tool: straight
@@ -467,8 +481,7 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
     event->domain = (struct nvs_trace_domain *)domain;
     event->registered = (struct nvs_trace_string *)name;
     event->category = attributes->event.category;
-    event->payload_type = nvs_attributes_has_payload(attributes) ? NVS_PAYLOAD_U64
-                                                                 : NVS_PAYLOAD_NONE;
+    event->payload_type = own_payload_type(attributes);
     event->payload = attributes->event.payload.ullValue;
     event->start_ns = start_ns;
     mark_pending(stack, event, level, NVS_BEGIN_PENDING_OWN);
