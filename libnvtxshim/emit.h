@@ -4,7 +4,6 @@
 #ifndef NVS_EMIT_H
 #define NVS_EMIT_H
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,23 +49,19 @@ struct nvs_attributes {
     enum nvs_domain domain;
 };
 
-/* Attributes in DOMAIN, CATEGORY and COLOR (0xRRGGBB), with no payload. */
+/* Attributes in DOMAIN, CATEGORY and COLOR (0xRRGGBB), with no payload; or
+ * with PAYLOAD, an unsigned 64-bit number (the bytes a call moves). */
 #define NVS_ATTRIBUTES(domain_, category_, color_)                                                 \
-    ((struct nvs_attributes){ .event = { .version = NVTX_VERSION,                                  \
-                                         .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,                    \
-                                         .category = (category_),                                  \
-                                         .colorType = NVTX_COLOR_ARGB,                             \
-                                         .color = (color_) },                                      \
-                              .domain = (domain_) })
-
-/* ... and PAYLOAD, an unsigned 64-bit number (the bytes a call moves). */
+    NVS_ATTRIBUTES_OF(domain_, category_, color_, NVTX_PAYLOAD_UNKNOWN, 0)
 #define NVS_ATTRIBUTES_PAYLOAD(domain_, category_, color_, payload_)                               \
+    NVS_ATTRIBUTES_OF(domain_, category_, color_, NVTX_PAYLOAD_TYPE_UNSIGNED_INT64, payload_)
+#define NVS_ATTRIBUTES_OF(domain_, category_, color_, payload_type_, payload_)                     \
     ((struct nvs_attributes){ .event = { .version = NVTX_VERSION,                                  \
                                          .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,                    \
                                          .category = (category_),                                  \
                                          .colorType = NVTX_COLOR_ARGB,                             \
                                          .color = (color_),                                        \
-                                         .payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64,          \
+                                         .payloadType = (payload_type_),                           \
                                          .payload.ullValue = (payload_) },                         \
                               .domain = (domain_) })
 
@@ -88,8 +83,7 @@ static inline void nvs_attributes_registered_name(struct nvs_attributes *attribu
 static inline void nvs_attributes_name(struct nvs_attributes *attributes, struct nvs_name name)
 {
     if (name.registered) {
-        attributes->event.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-        attributes->event.message.registered = name.registered;
+        nvs_attributes_registered_name(attributes, name.registered);
     } else {
         attributes->event.messageType = name.text ? NVTX_MESSAGE_TYPE_ASCII : NVTX_MESSAGE_UNKNOWN;
         attributes->event.message.ascii = name.text;
@@ -111,6 +105,7 @@ static inline const char *nvs_attributes_text(const struct nvs_attributes *attri
 }
 
 /* nvs_range_push and nvs_range_pop: inline, below. */
+
 /* Sets the payload of DOMAIN's innermost open push/pop range on this thread,
  * where the tool writes a range when it ends (the recorder): true. False
  * where the tool took the payload with the push (nsys, any other NVTX tool):
