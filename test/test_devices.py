@@ -140,17 +140,25 @@ def check_camera_trace(events, log):
     assert all(e["args"]["category"] == "capture" for e in dq)
     filled = [e for e in dq if "payload" in e["args"]]
     assert [e["args"]["payload"] for e in filled] == [e["bytes"] for e in dequeued]
-    # One frame age per dequeued buffer: from its capture timestamp to the dequeue, as the
-    # camera logged both (the shim takes its time just after the camera's ioctl returned).
+    # One frame age per dequeued buffer: from its capture timestamp to the dequeue. It begins at
+    # the timestamp the camera logged, and ends after the camera logged the dequeue (the shim
+    # reads its clock once the camera's ioctl has returned) and inside the DQBUF range that
+    # handed the buffer out. How long after the camera's log is the scheduler's to say: under
+    # load the thread can wait milliseconds between the two (a bound of 1 ms failed beside two
+    # busy processes), but never outside its own range.
     ages = frame_ages(events)
     assert len(ages) == len(dequeued)
-    for age, logged in zip(sorted(ages, key=lambda e: e["ts"]), dequeued):
+    handed_out = sorted(filled, key=lambda e: e["ts"])
+    for age, logged, dequeue in zip(sorted(ages, key=lambda e: e["ts"]), dequeued, handed_out):
         assert age["name"] == "frame age /dev/video0 buf=%d" % logged["index"]
         assert age["async"] and age["args"]["category"] == "frame age"
         assert ns(age["ts"]) == logged["timestamp_ns"]
         assert abs(age["args"]["payload"] - ns(age["dur"])) <= 1
         truth = logged["dq_ns"] - logged["timestamp_ns"]
-        assert 0 <= age["args"]["payload"] - truth < MS, (age, logged)
+        assert age["args"]["payload"] >= truth, (age, logged)
+        age_end = logged["timestamp_ns"] + age["args"]["payload"]
+        assert ns(dequeue["ts"]) - 1 <= age_end <= ns(dequeue["ts"] + dequeue["dur"]) + 1, (
+            age, dequeue)
     # A red mark per gap in the sequence, its payload the frames lost.
     gaps, last = [], -1
     for e in dequeued:
