@@ -73,43 +73,81 @@ static uintptr_t dynamic_pointer(uintptr_t value, uintptr_t base)
     return value < base ? value + base : value;
 }
 
-/* A defined function NAME, at its default (non-hidden) version. */
+/* Whether SYMBOL, at INDEX, is a definition of NAME that a lookup with no
+ * version takes: its default version, not a hidden (older) one. */
 NVS_UNINSTRUMENTED
-static int symbol_matches(const ElfW(Sym) * symbol, const char *strings,
-                          const ElfW(Half) * versions, size_t index, const char *name)
+static bool defines(const ElfW(Sym) * symbol, const char *strings, const ElfW(Half) * versions,
+                    size_t index, const char *name)
 {
-    if (symbol->st_shndx == SHN_UNDEF || ELF64_ST_TYPE(symbol->st_info) != STT_FUNC)
-        return 0;
-    if (versions && (versions[index] & 0x8000))
-        return 0;
+    if (symbol->st_shndx == SHN_UNDEF || (versions && (versions[index] & 0x8000)))
+        return false;
     return same_text(strings + symbol->st_name, name);
 }
 
-/* NAME in the loaded object MAP, through its dynamic symbol table. */
+/* A defined NAME (defines) that is a plain function: 1. One of another kind (an
+ * indirect function, data, an untyped symbol): -1, where OTHER is asked for
+ * (find_after_self then leaves the name to dlsym). 0 otherwise. */
 NVS_UNINSTRUMENTED
-static void *find_in_object(const struct link_map *map, const char *name)
+static int symbol_matches(const ElfW(Sym) * symbol, const char *strings,
+                          const ElfW(Half) * versions, size_t index, const char *name, bool other)
 {
-    const ElfW(Dyn) *dynamic = map->l_ld;
+    if (!defines(symbol, strings, versions, index, name))
+        return 0;
+    if (ELF64_ST_TYPE(symbol->st_info) == STT_FUNC)
+        return 1;
+    return other ? -1 : 0;
+}
+
+/* symbol_matches's MATCH at ADDRESS: the function, or none (*OTHER set). */
+NVS_UNINSTRUMENTED
+static void *found(int match, uintptr_t address, bool *other)
+{
+    if (match > 0)
+        return (void *)address;
+    *other = true;
+    return NULL;
+}
+
+/* An object's dynamic symbol table, as its dynamic section gives it. */
+struct symbol_table {
+    uintptr_t base;
+    const ElfW(Sym) * symbols;
+    const char *strings;
+    const uint32_t *gnu_table, *sysv_table;
+    const ElfW(Half) * versions;
+};
+
+/* TABLE read from the dynamic section DYNAMIC of the object loaded at BASE:
+ * false where it has none. */
+NVS_UNINSTRUMENTED
+static bool read_symbol_table(uintptr_t base, const ElfW(Dyn) * dynamic, struct symbol_table *table)
+{
+    *table = (struct symbol_table){ .base = base };
     if (!dynamic)
-        return NULL;
-    uintptr_t base = map->l_addr;
-    const ElfW(Sym) *symbols = NULL;
-    const char *strings = NULL;
-    const uint32_t *gnu_table = NULL, *sysv_table = NULL;
-    const ElfW(Half) *versions = NULL;
+        return false;
     for (const ElfW(Dyn) *entry = dynamic; entry->d_tag != DT_NULL; entry++) {
         uintptr_t pointer = dynamic_pointer(entry->d_un.d_ptr, base);
         switch (entry->d_tag) {
-        case DT_SYMTAB: symbols = (const ElfW(Sym) *)pointer; break;
-        case DT_STRTAB: strings = (const char *)pointer; break;
-        case DT_GNU_HASH: gnu_table = (const uint32_t *)pointer; break;
-        case DT_HASH: sysv_table = (const uint32_t *)pointer; break;
-        case DT_VERSYM: versions = (const ElfW(Half) *)pointer; break;
+        case DT_SYMTAB: table->symbols = (const ElfW(Sym) *)pointer; break;
+        case DT_STRTAB: table->strings = (const char *)pointer; break;
+        case DT_GNU_HASH: table->gnu_table = (const uint32_t *)pointer; break;
+        case DT_HASH: table->sysv_table = (const uint32_t *)pointer; break;
+        case DT_VERSYM: table->versions = (const ElfW(Half) *)pointer; break;
         }
     }
-    if (!symbols || !strings)
-        return NULL;
+    return table->symbols && table->strings;
+}
 
+/* NAME, a function, in TABLE. With OTHER, a definition of NAME that is no
+ * plain function sets *OTHER and ends the search (NULL). */
+NVS_UNINSTRUMENTED
+static void *lookup_in_table(const struct symbol_table *table, const char *name, bool *other)
+{
+    uintptr_t base = table->base;
+    const ElfW(Sym) *symbols = table->symbols;
+    const char *strings = table->strings;
+    const uint32_t *gnu_table = table->gnu_table, *sysv_table = table->sysv_table;
+    const ElfW(Half) *versions = table->versions;
     if (gnu_table) {
         uint32_t bucket_count = gnu_table[0], symbol_offset = gnu_table[1];
         uint32_t bloom_size = gnu_table[2];
@@ -121,20 +159,34 @@ static void *find_in_object(const struct link_map *map, const char *name)
             return NULL;
         for (;; index++) {
             uint32_t chain_hash = chain[index - symbol_offset];
-            if ((chain_hash | 1) == (hash | 1) &&
-                symbol_matches(&symbols[index], strings, versions, index, name))
-                return (void *)(base + symbols[index].st_value);
+            int match = (chain_hash | 1) == (hash | 1)
+                ? symbol_matches(&symbols[index], strings, versions, index, name, other != NULL)
+                : 0;
+            if (match)
+                return found(match, base + symbols[index].st_value, other);
             if (chain_hash & 1)
                 return NULL;
         }
     }
     if (sysv_table) {
         uint32_t symbol_count = sysv_table[1];
-        for (uint32_t index = 0; index < symbol_count; index++)
-            if (symbol_matches(&symbols[index], strings, versions, index, name))
-                return (void *)(base + symbols[index].st_value);
+        for (uint32_t index = 0; index < symbol_count; index++) {
+            int match = symbol_matches(&symbols[index], strings, versions, index, name,
+                                       other != NULL);
+            if (match)
+                return found(match, base + symbols[index].st_value, other);
+        }
     }
     return NULL;
+}
+
+/* NAME, a function, in the loaded object MAP. */
+NVS_UNINSTRUMENTED
+static void *find_in_object(const struct link_map *map, const char *name)
+{
+    struct symbol_table table;
+    return read_symbol_table(map->l_addr, map->l_ld, &table) ? lookup_in_table(&table, name, NULL)
+                                                             : NULL;
 }
 
 /* glibc 2.34 moved dlsym into libc; before that it lived in libdl. The loaded
@@ -166,23 +218,47 @@ static void *find_libc_function(const char *name)
     return NULL;
 }
 
+/* The library's own code: where RTLD_NEXT or a handle found one of our
+ * wrappers. The linker's marks of this object's start (the address
+ * dl_iterate_phdr gives for it) and the end of its text, hidden, so they are
+ * this object's whatever else is loaded. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char _etext[] __attribute__((visibility("hidden"))); /* GNU ld's and LLD's */
+
+struct earlier_copy {
+    char *path;
+    size_t size;
+    bool found;
+};
+
+/* Objects before this library, in the loaded objects' list (dl_iterate_phdr
+ * walks it in order), up to this one or the first copy of it. */
+NVS_ONCE static int find_earlier_copy(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct earlier_copy *copy = data;
+    (void)size;
+    if (info->dlpi_addr == (uintptr_t)__ehdr_start)
+        return 1;
+    const ElfW(Dyn) *dynamic = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    struct symbol_table table;
+    if (!read_symbol_table(info->dlpi_addr, dynamic, &table) ||
+        !lookup_in_table(&table, "InitializeInjectionNvtx2", NULL) ||
+        !lookup_in_table(&table, "dlvsym", NULL) ||
+        !lookup_in_table(&table, "libusb_bulk_transfer", NULL))
+        return 0;
+    snprintf(copy->path, copy->size, "%s", info->dlpi_name[0] ? info->dlpi_name : "?");
+    copy->found = true;
+    return 1;
+}
+
 NVS_ONCE bool nvs_resolve_earlier_copy(char *path, size_t size)
 {
-    Dl_info self;
-    struct link_map *map = NULL;
-    if (!dladdr1((void *)nvs_resolve_earlier_copy, &self, (void **)&map, RTLD_DL_LINKMAP) || !map)
-        return false;
-    const struct link_map *own = map;
-    while (map->l_prev)
-        map = map->l_prev;
-    for (const struct link_map *object = map; object && object != own; object = object->l_next) {
-        if (find_in_object(object, "InitializeInjectionNvtx2") &&
-            find_in_object(object, "dlvsym") && find_in_object(object, "libusb_bulk_transfer")) {
-            snprintf(path, size, "%s", object->l_name && object->l_name[0] ? object->l_name : "?");
-            return true;
-        }
-    }
-    return false;
+    struct earlier_copy copy = { path, size, false };
+    dl_iterate_phdr(find_earlier_copy, &copy);
+    return copy.found;
 }
 
 /* Looked up again by a thread that races the first: same answer, no lock. */
@@ -216,12 +292,6 @@ NVS_ONCE void nvs_resolve_set_filter(nvs_hook_enabled_fn enabled)
 {
     atomic_store(&hook_filter, enabled);
 }
-
-/* The library's own code: where RTLD_NEXT or a handle found one of our
- * wrappers. The linker's marks of this object's start and the end of its
- * text, hidden, so they are this object's whatever else is loaded. */
-extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-extern const char _etext[] __attribute__((visibility("hidden"))); /* GNU ld's and LLD's */
 
 static int is_our_wrapper(const void *address)
 {
@@ -376,11 +446,79 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
     return real;
 }
 
+/* The objects after this library in the loader's list (dl_iterate_phdr walks
+ * it in order), kept where this library lies before libc: it was loaded with
+ * the program (preloaded, or a program's dependency), and the list from here
+ * on is, in order, the global scope that dlsym(RTLD_NEXT) searches after it.
+ * Loaded by dlopen, the scope RTLD_NEXT searches is the one dlopen made, which
+ * the list does not show: then none are kept. */
+#define OBJECTS_AFTER_MAX 64
+
+struct objects_after {
+    bool self_seen, libc_seen;
+    int count;
+    struct symbol_table tables[OBJECTS_AFTER_MAX];
+};
+
+NVS_ONCE static int collect_after_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+    struct objects_after *after = data;
+    (void)size;
+    if (!after->self_seen) {
+        after->self_seen = info->dlpi_addr == (uintptr_t)__ehdr_start;
+        return 0;
+    }
+    const char *base_name = strrchr(info->dlpi_name, '/');
+    if (base_name && has_prefix(base_name + 1, "libc.so."))
+        after->libc_seen = true;
+    const ElfW(Dyn) *dynamic = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (after->count == OBJECTS_AFTER_MAX) {
+        after->libc_seen = false; /* more than kept: dlsym answers */
+        return 1;
+    }
+    /* one without a symbol table still holds its place, defining nothing */
+    (void)read_symbol_table(info->dlpi_addr, dynamic, &after->tables[after->count++]);
+    return 0;
+}
+
+/* What dlsym(RTLD_NEXT, NAME) answers from this library, read from the
+ * symbol tables of the objects AFTER it in order, without the loader's lock
+ * or its search for the caller: through dlsym the libc hooks cost 23 us at
+ * every start (make bench's start-up row). NULL where that is not sure: no
+ * object defines NAME as a function (libc lacks it), or the first that
+ * defines it does so as something else (an indirect function, whose resolver
+ * dlsym calls). dlsym answers those. */
+NVS_ONCE static void *find_after_self(const struct objects_after *after, const char *name)
+{
+    for (int i = 0; i < after->count; i++) {
+        bool other = false;
+        void *function = after->tables[i].symbols ? lookup_in_table(&after->tables[i], name, &other)
+                                                  : NULL;
+        if (function || other)
+            return function;
+    }
+    return NULL;
+}
+
 NVS_ONCE void nvs_resolve_libc_hooks(void)
 {
-    for (int id = 0; id < NVS_HOOK_COUNT; id++)
-        if (from_libc((enum nvs_hook_id)id) && !nvs_resolve((enum nvs_hook_id)id))
+    struct objects_after after = { 0 }; /* 3 KiB of a constructor's stack */
+    dl_iterate_phdr(collect_after_self, &after);
+    for (int id = 0; id < NVS_HOOK_COUNT; id++) {
+        if (!from_libc((enum nvs_hook_id)id))
+            continue;
+        void *real = after.libc_seen ? find_after_self(&after, nvs_hook_name((enum nvs_hook_id)id))
+                                     : NULL;
+        if (real && !is_our_wrapper(real)) {
+            void *expected = NULL;
+            atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real);
+        } else if (!nvs_resolve((enum nvs_hook_id)id)) {
             libc_lacks[id] = true;
+        }
+    }
 }
 
 /* Whether ADDRESS is still a function of a loaded object: false once the
