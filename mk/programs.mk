@@ -10,7 +10,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/test_error_names_before_2_32 $(BUILD)/test/test_capture \
                  $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
-                 $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so \
+                 $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so $(BUILD)/test/libifunc_write.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
                  $(BUILD)/test/frame_loop $(BUILD)/test/longtrace \
                  $(BUILD)/test/process_life $(BUILD)/test/process_life_dl $(BUILD)/test/trace_adversary \
@@ -109,6 +109,11 @@ $(BUILD)/test/test_trace_json: test/unit/test_trace_json.c $(BUILD)/obj/recorder
 $(BUILD)/test/libpreload_probe.so: test/programs/preload_probe.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@ -ldl
+
+# A preload whose write is an indirect function (test/test_inert.py).
+$(BUILD)/test/libifunc_write.so: test/programs/ifunc_write.c $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@
 
 # A preload whose CLOCK_MONOTONIC is a counter (test/test_trace_pftrace.py).
 $(BUILD)/test/libfakeclock.so: test/programs/fakeclock.c $(call flags,program) $(DEPFILE)
