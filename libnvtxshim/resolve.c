@@ -225,6 +225,17 @@ static void *find_libc_function(const char *name)
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern const char _etext[] __attribute__((visibility("hidden"))); /* GNU ld's and LLD's */
 
+/* TABLE of an object as dl_iterate_phdr lists it: false where it has none. */
+NVS_ONCE static bool listed_symbol_table(const struct dl_phdr_info *info,
+                                         struct symbol_table *table)
+{
+    const ElfW(Dyn) *dynamic = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    return read_symbol_table(info->dlpi_addr, dynamic, table);
+}
+
 struct earlier_copy {
     char *path;
     size_t size;
@@ -239,12 +250,8 @@ NVS_ONCE static int find_earlier_copy(struct dl_phdr_info *info, size_t size, vo
     (void)size;
     if (info->dlpi_addr == (uintptr_t)__ehdr_start)
         return 1;
-    const ElfW(Dyn) *dynamic = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
     struct symbol_table table;
-    if (!read_symbol_table(info->dlpi_addr, dynamic, &table) ||
+    if (!listed_symbol_table(info, &table) ||
         !lookup_in_table(&table, "InitializeInjectionNvtx2", NULL) ||
         !lookup_in_table(&table, "dlvsym", NULL) ||
         !lookup_in_table(&table, "libusb_bulk_transfer", NULL))
@@ -471,16 +478,12 @@ NVS_ONCE static int collect_after_self(struct dl_phdr_info *info, size_t size, v
     const char *base_name = strrchr(info->dlpi_name, '/');
     if (base_name && has_prefix(base_name + 1, "libc.so."))
         after->libc_seen = true;
-    const ElfW(Dyn) *dynamic = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
     if (after->count == OBJECTS_AFTER_MAX) {
         after->libc_seen = false; /* more than kept: dlsym answers */
         return 1;
     }
     /* one without a symbol table still holds its place, defining nothing */
-    (void)read_symbol_table(info->dlpi_addr, dynamic, &after->tables[after->count++]);
+    (void)listed_symbol_table(info, &after->tables[after->count++]);
     return 0;
 }
 
