@@ -152,6 +152,17 @@ def test_run_refuses_what_the_library_would_not_take(args, status, message):
     assert message in result.stderr, result.stderr
 
 
+@pytest.mark.parametrize("command, shown", [("check", b"'-xy'"), ("run", b"'-x'"),
+                                            ("profile", b"'-x'")])
+def test_an_unknown_letter_in_a_cluster_is_named_in_the_usage_error(command, shown):
+    # check names the word an unknown option came in, run and profile its letter. A cluster's
+    # word is the one being read: the word before it was named ("unknown option 'check'").
+    result = nvtxshim(command, "-xy", "--", "true")
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr == b"nvtxshim %s: unknown option %s (nvtxshim %s --help)\n" % (
+        command.encode(), shown, command.encode())
+
+
 # A rig's actuator on a pseudo-terminal, as a test bench has it: the port opened by its path,
 # a command line written and read back, and a write to /dev/null. None of it is a device the
 # library traces unless NVTXSHIM_DEVICES names it.

@@ -51,10 +51,9 @@ static int hand_on(const struct nvs_command_line *line, const struct nvs_option 
     return line->option(context, option->id, value);
 }
 
-/* What getopt_long found unknown, as the command says it. */
-static int unknown_first(const struct nvs_command_line *line, char **argv)
+/* What getopt_long found unknown in WORD, as the command says it. */
+static int unknown_first(const struct nvs_command_line *line, const char *word)
 {
-    const char *word = argv[optind - 1];
     if (line->unknown_by_letter && optopt) {
         /* a short letter, or a long option given a value it does not take,
          * shown by its letter */
@@ -98,13 +97,18 @@ static int read_first(const struct nvs_command_line *line, int argc, char **argv
 
     opterr = 0;
     optind = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    for (;;) {
+        /* The word getopt_long reads: a cluster of short letters (-xy) stays
+         * at optind until its last letter, every other word is past it after. */
+        int word = optind ? optind : 1;
+        int c = getopt_long(argc, argv, shorts, longs, NULL);
+        if (c == -1)
+            break;
         const struct nvs_option *option = NULL;
         if (c == ':')
             return first_usage_error(line, "option '%s' needs a value", argv[optind - 1]);
         if (c == '?')
-            return unknown_first(line, argv);
+            return unknown_first(line, argv[word]);
         if (c >= FIRST_CODE)
             option = &line->options[c - FIRST_CODE];
         else
