@@ -2,9 +2,11 @@
 SQLite export, on the emulated device; the cudaProfilerApi path against the
 stand-in driver, which logs the profiler calls it gets."""
 import collections
+import itertools
 import os
 import re
 import subprocess
+import time
 
 from conftest import SHIM, STUB, clean_env, load_trace, program, ranges, run
 from nsys import under_nsys
@@ -253,20 +255,29 @@ def run_frames(make_device, where, form, count, budget_ns):
 @pytest.mark.parametrize("form", ["json", "pftrace"])
 def test_a_budget_mark_for_exactly_the_frames_longer_than_the_budget(make_device, tmp_path, form):
     """Frames of a few milliseconds (a 1 ms sleep and the camera's protocol each) against a
-    budget at the median frame of a first run, so that many come within microseconds of it: there is an over-budget mark for exactly each
-    frame whose range is longer than the budget, and its payload is that range's length to the
-    nanosecond (the mark and the range come from the same two clock reads). They used to read
-    the clock apart: 2,497 marks against 2,491 frames over 5 ms in one run."""
-    # The budget: the median frame of a first run, so that the frames fall on both sides.
+    budget at the median frame of an earlier run, so that many come within microseconds of it:
+    there is an over-budget mark for exactly each frame whose range is longer than the budget,
+    and its payload is that range's length to the nanosecond (the mark and the range come from
+    the same two clock reads). They used to read the clock apart: 2,497 marks against 2,491
+    frames over 5 ms in one run."""
+    # The budget: the median frame of an earlier run, so that the frames fall on both sides.
     first, _ = frames_and_budget_marks(run_frames(make_device, tmp_path / "first", form, 60, None))
     budget_ns = sorted(first.values())[len(first) // 2]
-    frames, marks = frames_and_budget_marks(run_frames(make_device, tmp_path / "second", form, 250,
-                                                       budget_ns))
-    assert len(frames) >= 249
-    over = {number: length for number, length in frames.items() if length > budget_ns}
-    assert marks == over
-    # The budget splits the frames: the check is about the ones near it.
-    assert 0 < len(over) < len(frames), (len(over), len(frames))
+    deadline = time.monotonic() + 120
+    for attempt in itertools.count(1):
+        frames, marks = frames_and_budget_marks(
+            run_frames(make_device, tmp_path / ("run%d" % attempt), form, 250, budget_ns))
+        assert len(frames) >= 249
+        over = {number: length for number, length in frames.items() if length > budget_ns}
+        assert marks == over
+        # The budget splits the frames: the check is about the ones near it. Load that came or
+        # went between two runs can put every frame on one side of a budget taken from the
+        # earlier one (0 of 250 over, beside two busy processes): again, at this run's median.
+        if 0 < len(over) < len(frames):
+            break
+        assert time.monotonic() < deadline, ("no run's frames fell on both sides of the budget",
+                                             attempt, len(over), len(frames))
+        budget_ns = sorted(frames.values())[len(frames) // 2]
 
 
 def test_frames_marked_from_several_threads_at_once_each_end_after_they_begin(make_device, tmp_path):
