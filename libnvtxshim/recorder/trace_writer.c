@@ -89,6 +89,16 @@ static struct {
     uint64_t closing_from;    /* the finish's: where the caller's last events begin */
     uint64_t taken_back_from; /* where a resume cuts the file (end_before_tail: the tail) */
     int finish_lock;          /* enum lock_result of the finish */
+    /* A step that changes the file's end and a thread's buffer together (a
+     * write of its events, the buffer emptied), while it is under way: the
+     * thread and what both held before it. A handler that ends the process
+     * from inside it puts them back (nvs_writer_finish_start) and writes the
+     * same events again at the same place: the step's stores are not one. */
+    struct {
+        struct nvs_writer_thread *thread;
+        uint64_t file_end;
+        uint32_t flushed_bytes, flushed_events, published;
+    } step;
     bool tail_written;
     bool forked_child;
     uint32_t header_length;
@@ -494,6 +504,26 @@ static void write_failed(struct nvs_writer_thread *thread, const struct nvs_page
     stop();
 }
 
+/* A step on THREAD and the file's end begins (state.step); step_done: it
+ * is over. File lock held. */
+static void step_begins(struct nvs_writer_thread *thread)
+{
+    state.step.file_end = state.file_end;
+    state.step.flushed_bytes = thread->flushed_bytes;
+    state.step.flushed_events = thread->flushed_events;
+    state.step.published = atomic_load_explicit(&thread->published, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    state.step.thread = thread;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void step_done(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    state.step.thread = NULL;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
 /* THREAD's published events that are not in the file yet go to the end of
  * the file, none across a page. File lock held. */
 static void write_pending(struct nvs_writer_thread *thread)
@@ -524,6 +554,7 @@ static void write_pending(struct nvs_writer_thread *thread)
     struct nvs_pages pages;
     nvs_pages_lay_out(&pages, thread->data, thread->ends, thread->flushed_bytes, used, first,
                       events, state.file_end, state.encoder, state.padding);
+    step_begins(thread);
     int error;
     uint64_t written = write_pieces(&pages, &error);
     if (!error)
@@ -531,6 +562,7 @@ static void write_pending(struct nvs_writer_thread *thread)
     else
         write_failed(thread, &pages, first, events, written, error);
     flushed(thread, used, events);
+    step_done();
 }
 
 /* THREAD's buffer holds its sequence's start alone, with the thread's name:
@@ -569,8 +601,10 @@ static void empty_buffer(struct nvs_writer_thread *thread)
             state.restarted(thread);
         return;
     }
+    step_begins(thread);
     atomic_store_explicit(&thread->published, 0, memory_order_relaxed);
     thread->flushed_bytes = thread->flushed_events = 0;
+    step_done();
 }
 
 /* The calling thread's buffer is full, or stale, or the file is not open yet.
@@ -792,6 +826,15 @@ bool nvs_writer_finish_start(void)
         return false;
     }
     state.finish_lock = lock;
+    if (lock == LOCK_HELD_HERE && state.step.thread) {
+        /* A step interrupted between its stores: back to before it. */
+        struct nvs_writer_thread *thread = state.step.thread;
+        state.file_end = state.step.file_end;
+        thread->flushed_bytes = state.step.flushed_bytes;
+        thread->flushed_events = state.step.flushed_events;
+        atomic_store_explicit(&thread->published, state.step.published, memory_order_relaxed);
+        state.step.thread = NULL;
+    }
     /* LOCK_HELD_HERE: this thread was inside the lock when a handler called
      * exit or _exit; what it was writing is written again, identically. A file
      * still pending is opened only if the last events need it: the buffers
@@ -912,7 +955,8 @@ void nvs_writer_resume(void)
 void nvs_writer_fork_child(void)
 {
     atomic_store(&state.lock_holder, 0);
-    cached_tid = 0; /* this thread's id is the child's now */
+    state.step.thread = NULL; /* a step a handler's fork interrupted is the parent's */
+    cached_tid = 0;           /* this thread's id is the child's now */
     if (atomic_load(&state.file) == FILE_OFF)
         return;
     struct stat status;
