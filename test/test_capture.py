@@ -272,7 +272,8 @@ def test_a_budget_mark_for_exactly_the_frames_longer_than_the_budget(make_device
         assert marks == over
         # The budget splits the frames: the check is about the ones near it. Load that came or
         # went between two runs can put every frame on one side of a budget taken from the
-        # earlier one (0 of 250 over, beside two busy processes): again, at this run's median.
+        # earlier one (0 of 250 over, the ASan half of make check beside it): again, at this
+        # run's median.
         if 0 < len(over) < len(frames):
             break
         assert time.monotonic() < deadline, ("no run's frames fell on both sides of the budget",
