@@ -117,21 +117,10 @@ struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char 
     return name;
 }
 
-/* Any NVTX tool may change errno (nsys makes system calls): kept here. The
- * attributes go to the tool as the wrapper filled them. */
-void nvs_range_push_nvtx(const struct nvs_attributes *attributes)
-{
-    int saved_errno = errno;
-    nvtxDomainRangePushEx(nvs_emit_domains[attributes->domain], &attributes->event);
-    errno = saved_errno;
-}
-
-void nvs_range_pop_nvtx(enum nvs_domain domain)
-{
-    int saved_errno = errno;
-    nvtxDomainRangePop(nvs_emit_domains[domain]);
-    errno = saved_errno;
-}
+nvtxDomainRangePushEx_impl_fntype *const nvs_nvtx_push_slot =
+    &NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePushEx_impl_fnptr;
+nvtxDomainRangePop_impl_fntype *const nvs_nvtx_pop_slot =
+    &NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePop_impl_fnptr;
 
 bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload)
 {

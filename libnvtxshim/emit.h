@@ -4,6 +4,7 @@
 #ifndef NVS_EMIT_H
 #define NVS_EMIT_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -174,33 +175,48 @@ void nvs_emit_frame_ended(void);
 extern const struct nvs_emit_direct *nvs_emit_direct_tool;
 extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
 
-/* Under any other NVTX tool (nsys): errno kept around the tool's call (emit.c). */
-void nvs_range_push_nvtx(const struct nvs_attributes *attributes);
-void nvs_range_pop_nvtx(enum nvs_domain domain);
+/* Under any other NVTX tool (nsys): NVTX's slots for its tool's domain push and
+ * pop, in the one NVTX instance of the library (emit.c). A wrapper reads the
+ * slot at each call, as NVTX's own inline functions do (a tool may fill it
+ * again), and calls the tool with no function of ours between: what a
+ * hand-written pair does. NULL in a slot: no tool takes the call. */
+extern nvtxDomainRangePushEx_impl_fntype *const nvs_nvtx_push_slot;
+extern nvtxDomainRangePop_impl_fntype *const nvs_nvtx_pop_slot;
 
 /* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
  * innermost one. Both keep errno: any NVTX tool may change it (nsys makes
  * system calls), and a direct tool's push and pop keep it themselves. Inline:
- * every traced call makes both; the ways to either tool are out of line, so
- * that the wrapper keeps no register for them. Under an NVTX tool they do
- * what a hand-written pair does: the tool called with the attributes the
- * wrapper filled, as they are. */
+ * every traced call makes both. Under an NVTX tool they do what a hand-written
+ * pair does, errno kept around it: the tool's function from NVTX's slot called
+ * with the attributes the wrapper filled, as they are. */
 static inline void nvs_range_push(const struct nvs_attributes *attributes)
 {
     const struct nvs_emit_direct *direct = nvs_emit_direct_tool;
-    if (direct)
+    if (direct) {
         direct->push(nvs_emit_domains[attributes->domain], attributes);
-    else
-        nvs_range_push_nvtx(attributes);
+        return;
+    }
+    nvtxDomainRangePushEx_impl_fntype push = *nvs_nvtx_push_slot;
+    if (push) {
+        int *error = &errno, saved_errno = *error;
+        push(nvs_emit_domains[attributes->domain], &attributes->event);
+        *error = saved_errno;
+    }
 }
 
 static inline void nvs_range_pop(enum nvs_domain domain)
 {
     const struct nvs_emit_direct *direct = nvs_emit_direct_tool;
-    if (direct)
+    if (direct) {
         direct->pop(nvs_emit_domains[domain]);
-    else
-        nvs_range_pop_nvtx(domain);
+        return;
+    }
+    nvtxDomainRangePop_impl_fntype pop = *nvs_nvtx_pop_slot;
+    if (pop) {
+        int *error = &errno, saved_errno = *error;
+        pop(nvs_emit_domains[domain]);
+        *error = saved_errno;
+    }
 }
 
 /* The registered names' table (emit.c): open addressing, insert-only. */

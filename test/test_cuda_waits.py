@@ -4,6 +4,7 @@ it, is one range in domain cuda, of category wait or launch, named after the doc
 the kernel, where the API names it); what the program sees is what it sees without the shim."""
 import collections
 import json
+import re
 import subprocess
 
 import pytest
@@ -82,6 +83,22 @@ def test_every_way_to_the_driver_shows_each_wait_and_launch_once(tmp_path, mode)
     # With the per-thread flag the plain forms are the driver's _ptsz variants too.
     assert "per-thread variants: %d" % (11 if mode == "getproc-ptds" else 2) in output
     assert "same handle for kernels a and c: yes" in output
+
+
+def test_an_nvtx_tool_that_changes_errno_leaves_the_programs_errno_as_it_was():
+    """Under nsys, or any NVTX tool, the shim calls the tool around the real call; a tool that
+    makes system calls changes errno (test/programs/errno_tool.c changes it in every call it
+    takes). The program still finds errno as the driver left it, and every range reached the
+    tool: a push and a pop for each wait and launch."""
+    argv = [program("test/cuda_waits"), "linked"]
+    base = {"LD_LIBRARY_PATH": STUB}
+    plain = run(argv, env=base, shim=False)
+    shimmed = run(argv, env=dict(base, NVTX_INJECTION64_PATH=program("test/liberrno_tool.so")))
+    assert plain.returncode == 0 and shimmed.returncode == 0, shimmed.stderr
+    assert shimmed.stdout == plain.stdout and b"errno kept: yes" in shimmed.stdout
+    told = re.search(rb"errno tool: pushes (\d+) pops (\d+)", shimmed.stderr)
+    assert told, shimmed.stderr
+    assert int(told.group(1)) == int(told.group(2)) >= sum(DRIVER.values())
 
 
 def test_a_cplusplus_kernel_name_is_demangled_by_the_programs_own_cplusplus_runtime(tmp_path):
