@@ -435,6 +435,13 @@ static bool from_libc(enum nvs_hook_id id)
     return !strcmp(nvs_hook_library(id), "libc.so.6");
 }
 
+void *nvs_resolve_publish(enum nvs_hook_id id, void *real)
+{
+    void *expected = NULL;
+    return atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real) ? real
+                                                                                    : expected;
+}
+
 void *nvs_resolve_slow(enum nvs_hook_id id)
 {
     if (libc_lacks[id])
@@ -443,9 +450,7 @@ void *nvs_resolve_slow(enum nvs_hook_id id)
     const char *name = nvs_hook_name(id);
     void *real = find_real(nvs_hook_library(id), name);
     if (real) {
-        void *expected = NULL;
-        if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real))
-            real = expected;
+        real = nvs_resolve_publish(id, real);
     } else {
         nvs_log_debug("no real %s found; the call fails as if the library were absent\n", name);
     }
@@ -515,10 +520,9 @@ NVS_ONCE void nvs_resolve_libc_hooks(void)
             continue;
         void *real = after.libc_seen ? find_after_self(&after, nvs_hook_name((enum nvs_hook_id)id))
                                      : NULL;
-        if (real && !is_our_wrapper(real)) {
-            void *expected = NULL;
-            atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, real);
-        } else if (!nvs_resolve((enum nvs_hook_id)id)) {
+        if (real && !is_our_wrapper(real))
+            (void)nvs_resolve_publish((enum nvs_hook_id)id, real);
+        else if (!nvs_resolve((enum nvs_hook_id)id)) {
             libc_lacks[id] = true;
         }
     }
@@ -567,12 +571,11 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
         return symbol;
     if (!on || !wrapper)
         return symbol;
-    void *expected = NULL;
     if (any_entry_point) {
         /* Another door to the same function: the real one is found as usual, and
          * SYMBOL stands in only when the library is not reachable that way. */
         if (!nvs_resolve((enum nvs_hook_id)id))
-            atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol);
+            (void)nvs_resolve_publish((enum nvs_hook_id)id, symbol);
         return wrapper;
     }
     /* The real function is the named library's where that is loaded (found once,
@@ -580,15 +583,13 @@ void *nvs_resolve_substitute(const char *name, void *symbol, bool any_entry_poin
      * Vulkan layer's own vkGetDeviceProcAddr, looked up by the loader before the
      * program's first call) is then left alone below, not taken for it. */
     nvs_resolve((enum nvs_hook_id)id);
-    if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
-        expected != symbol) {
-        if (still_loaded(expected))
+    void *published = nvs_resolve_publish((enum nvs_hook_id)id, symbol);
+    if (published != symbol) {
+        if (still_loaded(published))
             return symbol; /* a second copy of the library: leave its calls alone */
         /* The library was unloaded and loaded again at another address. */
         forget_unloaded(nvs_hook_library((enum nvs_hook_id)id));
-        expected = NULL;
-        if (!atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, symbol) &&
-            expected != symbol)
+        if (nvs_resolve_publish((enum nvs_hook_id)id, symbol) != symbol)
             return symbol;
     }
     return wrapper;

@@ -19,6 +19,10 @@ void *nvs_resolve_wrapper(enum nvs_hook_id id);
 extern _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
 
 void *nvs_resolve_slow(enum nvs_hook_id id);
+/* REAL as hook ID's real function, unless one was published first: the one
+ * published, either way. Once there it changes only when its library is
+ * unloaded and its functions forgotten. */
+void *nvs_resolve_publish(enum nvs_hook_id id, void *real);
 
 /* Whether a library whose file name starts with PREFIX is loaded: a walk
  * over the loaded objects, no file system access (unlike dlopen RTLD_NOLOAD

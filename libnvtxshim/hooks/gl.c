@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include <GL/glx.h>
 #include <inttypes.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "display.h"
@@ -167,10 +166,7 @@ static void *gl_resolve(enum nvs_hook_id id)
     if (found)
         return found;
     found = nvs_find_function("libOpenGL.so.0", nvs_hook_name(id));
-    void *expected = NULL;
-    if (found && !atomic_compare_exchange_strong(&nvs_real_functions[id], &expected, found))
-        found = expected;
-    return found;
+    return found ? nvs_resolve_publish(id, found) : NULL;
 }
 
 X11_SPLIT(void, glTexImage2D,
