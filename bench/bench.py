@@ -161,6 +161,7 @@ class Settings:
         self.baseline_kinds = hooked_kinds(self.baseline) if self.baseline else []
         self.calls = os.path.join(self.build, "bench", "calls")
         self.null_tool = os.path.join(self.build, "bench", "libnull_tool.so")
+        self.write_time = os.path.join(self.build, "bench", "libwrite_time.so")
         self.starts = os.path.join(self.build, "bench", "starts")
         self.thread_memory = os.path.join(self.build, "bench", "thread_memory")
         self.memory_threads = env_int("BENCH_MEMORY_THREADS", 1000, 1000)
@@ -199,12 +200,15 @@ def run(command, env, timeout=600, what=""):
 
 
 RESULT = re.compile(r"^result kind=(\w+) mode=(\w+) n=(\d+) ns=([\d.,]+)$", re.M)
+# With bench/write_time.c's library loaded: the ns a call of each repeat spent inside the trace
+# writer's pwrite and pwritev (the kernel taking its buffers into the file).
+WRITTEN = re.compile(r"^written kind=(\w+) mode=(\w+) n=(\d+) ns=([\d.,]+)$", re.M)
 
 
-def parse_results(text):
+def parse_results(text, pattern=RESULT):
     """{kind: [ns per call of each repeat]} from the calls program's output."""
     found = {}
-    for kind, _mode, _n, values in RESULT.findall(text):
+    for kind, _mode, _n, values in pattern.findall(text):
         found.setdefault(kind, []).extend(float(v) for v in values.split(","))
     return found
 
@@ -289,10 +293,13 @@ def measure_calls(s, env, results):
     kinds = [k for k, _, _ in KINDS]
     os.makedirs(s.scratch, exist_ok=True)
     samples = {}                       # (column, row, kind) -> [ns]
+    written = {}                       # the same, ns inside the trace writer's writes
 
     def add(column, row, text):
         for kind, values in parse_results(text).items():
             samples.setdefault((column, row, kind), []).extend(values)
+        for kind, values in parse_results(text, WRITTEN).items():
+            written.setdefault((column, row, kind), []).extend(values)
 
     def expected_ranges(n, repeats, warm, measured=None):
         return sum(r for k, _, r in KINDS if measured is None or k in measured) * (warm + n * repeats)
@@ -325,14 +332,17 @@ def measure_calls(s, env, results):
                                    env)).get("floor", [])
         for column, extension in RECORDINGS:
             trace = os.path.join(s.scratch, "calls-trace" + extension)
-            recording = dict(env, NVTXSHIM_TRACE=trace)
+            # Every row with bench/write_time.c's library last in the preload list: the time
+            # inside the trace writer's writes, the kernel's part, is measured beside the call's.
+            recording = dict(env, NVTXSHIM_TRACE=trace, LD_PRELOAD=s.write_time)
             # The plain program makes no NVTX call: the recorder is never loaded.
             add(column, "plain", run(calls_command(s, "plain", kinds, s.n_traced, s.repeats),
                                      dict(recording, NVTX_INJECTION64_PATH=s.shim)))
             rows = [("hand", "nvtx", {"NVTX_INJECTION64_PATH": s.shim}, kinds),
-                    ("shim", "plain", {"LD_PRELOAD": s.shim}, kinds)]
+                    ("shim", "plain", {"LD_PRELOAD": s.shim + ":" + s.write_time}, kinds)]
             if s.baseline:
-                rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline}, s.baseline_kinds))
+                rows.append(("baseline", "plain", {"LD_PRELOAD": s.baseline + ":" + s.write_time},
+                             s.baseline_kinds))
             for row, mode, extra, measured in rows:
                 if os.path.exists(trace):
                     os.unlink(trace)
@@ -391,6 +401,9 @@ def measure_calls(s, env, results):
 
     for (column, row, kind), values in samples.items():
         results["ns"].setdefault(column, {}).setdefault(row, {})[kind] = summary(values)
+    for (column, row, kind), values in written.items():
+        results.setdefault("written_ns", {}).setdefault(column, {}).setdefault(row, {})[kind] = \
+            summary(values)
 
 
 def callgrind_run(s, env, mode, kind, n, out):
@@ -922,6 +935,17 @@ LONG_PEAK_LIMIT = 300e6
 TOP_INTERVAL_LIMIT = 2.0
 
 
+def kernel_part(results, column, kind, ranges):
+    """The ns of each range the shim records in COLUMN that were spent inside the trace writer's
+    writes (bench/write_time.c): the kernel taking the buffers into the file. None when the run
+    did not measure it."""
+    written = results.get("written_ns", {}).get(column, {})
+    shim, plain = written.get("shim", {}).get(kind), written.get("plain", {}).get(kind)
+    if shim is None or plain is None:
+        return None
+    return (shim["median"] - plain["median"]) / ranges
+
+
 def floor_ratios(results, column, kind, ranges):
     """(ns added a range, its ratio to the floor's ns, instructions added a range) of the shim
     recording COLUMN, or Nones."""
@@ -1214,17 +1238,21 @@ def per_call_table(results, s, w):
     floor = results.get("floor", {})
     if floor.get("ns"):
         w("the floor of a range (two time-stamp counter reads, two 16-byte stores into the thread's buffer, no")
-        w("call): %s ns, %s instructions; the shim's recording over its plain call, a range, and as a ratio to it:"
+        w("call): %s ns, %s instructions; the shim's recording over its plain call, a range, and as a ratio to it;"
           % (fmt_cell(floor["ns"]), "-" if floor.get("instructions") is None else "%.0f" % floor["instructions"]))
+        w("writing: of those ns, the time inside the trace writer's pwrite/pwritev (the kernel taking its buffers)")
         for kind, call, ranges in KINDS:
             if ranges == 0:
                 continue
             cells = []
             for column, extension in RECORDINGS:
                 per_range, ratio, ir = floor_ratios(results, column, kind, ranges)
-                cells.append("%s %s ns (%s x), %s instr" % (
+                kernel = kernel_part(results, column, kind, ranges)
+                cells.append("%s %s ns (%s x%s), %s instr" % (
                     extension, "-" if per_range is None else "+" + fmt_ns(per_range),
-                    "-" if ratio is None else "%.2f" % ratio, "-" if ir is None else "%.0f" % ir))
+                    "-" if ratio is None else "%.2f" % ratio,
+                    "" if kernel is None else "; writing %s" % fmt_ns(kernel),
+                    "-" if ir is None else "%.0f" % ir))
             w("  %-28s %s" % (call, "; ".join(cells)))
         w("")
 

@@ -12,11 +12,15 @@
  * is the shim's row). nvtx: the same call wrapped by hand in NVTX ranges with
  * registered strings, payload and colour, the ranges the shim would make.
  * floor: no call, only what recording a range must do at the least (below).
+ * With bench/write_time.c's library loaded (make bench's recording rows), a
+ * second line for each kind gives the time each repeat spent inside the
+ * trace writer's pwrite and pwritev, a call: the kernel's part of recording.
  * Each kind's timed loop is its own noinline function, bench_KIND_MODE, so
  * `valgrind --tool=callgrind --toggle-collect=bench_KIND_MODE` counts exactly
  * the loop; warm-up runs through warm_KIND_MODE, outside it. */
 #define _GNU_SOURCE
 #include <cuda.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libusb.h>
@@ -414,6 +418,8 @@ int main(int argc, char **argv)
     if (warm < 0)
         warm = n < 1000 ? n : 1000;
 
+    /* bench/write_time.c's clock of the trace writer's writes, where it is loaded */
+    uint64_t (*write_ns)(void) = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "bench_write_ns");
     if (mode == 1)
         register_names();
     usb_transfer = libusb_alloc_transfer(0);
@@ -436,14 +442,23 @@ int main(int argc, char **argv)
             continue;
         unsigned long long callbacks_before = callbacks;
         kinds[k].warm[mode](warm);
+        double written[repeats];
         printf("result kind=%s mode=%s n=%ld ns=", kinds[k].name, mode ? "nvtx" : "plain", n);
         for (long r = 0; r < repeats; r++) {
+            uint64_t written_before = write_ns ? write_ns() : 0;
             double start = now_ns();
             kinds[k].loop[mode](n);
             double elapsed = now_ns() - start;
+            written[r] = write_ns ? (double)(write_ns() - written_before) / (double)n : 0;
             printf("%s%.3f", r ? "," : "", elapsed / (double)n);
         }
         printf("\n");
+        if (write_ns) {
+            printf("written kind=%s mode=%s n=%ld ns=", kinds[k].name, mode ? "nvtx" : "plain", n);
+            for (long r = 0; r < repeats; r++)
+                printf("%s%.3f", r ? "," : "", written[r]);
+            printf("\n");
+        }
         fflush(stdout);
         if (!strcmp(kinds[k].name, "usb_async") &&
             callbacks - callbacks_before != (unsigned long long)(warm + n * repeats)) {

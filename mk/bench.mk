@@ -11,6 +11,7 @@ BENCH_SINK := $(BENCH_BUILD)/sink
 # function returns at once, so only the cost in front of it is measured.
 BENCH_SINKS := $(BENCH_SINK)/libusb-1.0.so.0 $(BENCH_SINK)/libX11.so.6 $(BENCH_SINK)/libcuda.so.1
 BENCH_PROGRAMS := $(BENCH_SINKS) $(BENCH_BUILD)/calls $(BENCH_BUILD)/libnull_tool.so \
+                  $(BENCH_BUILD)/libwrite_time.so \
                   $(BENCH_BUILD)/starts $(BENCH_BUILD)/libempty.so $(BENCH_BUILD)/thread_memory
 BENCH_SINK_FLAGS := $(CFLAGS) -std=gnu11 -shared -fPIC -fvisibility=hidden $(WARNINGS)
 
@@ -37,6 +38,12 @@ $(BENCH_BUILD)/calls: bench/calls.c $(BENCH_SINKS) $(call flags,program) $(DEPFI
 $(BENCH_BUILD)/libnull_tool.so: bench/null_tool.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
 	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
+
+# The kernel's part of recording: the time inside the trace writer's pwrite
+# and pwritev, preloaded after the shim.
+$(BENCH_BUILD)/libwrite_time.so: bench/write_time.c $(call flags,program) $(DEPFILE)
+	$(call say,CC)
+	$(Q)$(CC) $(BENCH_SINK_FLAGS) $(DEPFLAGS) $< -o $@ -ldl
 
 # The start-up row: a program started many times with no preload, with an empty
 # preload library (the floor any preload library pays), and with the shim.

@@ -128,12 +128,14 @@ def block_floor(results):
         cells = []
         for column, _ in bench.RECORDINGS:
             per_range, ratio, ir = bench.floor_ratios(results, column, kind, ranges)
+            kernel = bench.kernel_part(results, column, kind, ranges)
             cells += ["–" if per_range is None else "+%s" % bench.fmt_ns(per_range),
+                      "–" if kernel is None else bench.fmt_ns(kernel),
                       "–" if ratio is None else "%.2f ×" % ratio,
                       "–" if ir is None else "%.0f" % ir]
         rows.append(["`%s`" % call + ("" if ranges == 1 else " (a range of %d)" % ranges)] + cells)
-    return text + table(["call", "`.json` ns", "× floor", "instructions", "`.pftrace` ns", "× floor",
-                         "instructions"], rows)
+    return text + table(["call", "`.json` ns", "of it writing", "× floor", "instructions",
+                         "`.pftrace` ns", "of it writing", "× floor", "instructions"], rows)
 
 
 def block_tools(results):
