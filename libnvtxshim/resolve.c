@@ -522,9 +522,8 @@ NVS_ONCE void nvs_resolve_libc_hooks(void)
                                      : NULL;
         if (real && !is_our_wrapper(real))
             (void)nvs_resolve_publish((enum nvs_hook_id)id, real);
-        else if (!nvs_resolve((enum nvs_hook_id)id)) {
+        else if (!nvs_resolve((enum nvs_hook_id)id))
             libc_lacks[id] = true;
-        }
     }
 }
 
