@@ -11,7 +11,7 @@ TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam 
                  $(BUILD)/test/test_trace_json $(BUILD)/test/nvtx_user \
                  $(BUILD)/test/dlsym_next $(BUILD)/test/dlsym_truth $(BUILD)/test/signal_ignore \
                  $(BUILD)/test/chdir_record $(BUILD)/test/libpreload_probe.so $(BUILD)/test/libifunc_write.so \
-                 $(BUILD)/test/liberrno_tool.so \
+                 $(BUILD)/test/libnull_tool_errno.so \
                  $(BUILD)/test/libmalloc_count.so $(BUILD)/test/usb_async_edges $(BUILD)/test/usb_calls \
                  $(BUILD)/test/frame_loop $(BUILD)/test/longtrace \
                  $(BUILD)/test/process_life $(BUILD)/test/process_life_dl $(BUILD)/test/trace_adversary \
@@ -116,10 +116,12 @@ $(BUILD)/test/libifunc_write.so: test/programs/ifunc_write.c $(call flags,progra
 	$(call say,CC)
 	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) $< -o $@
 
-# An NVTX tool that changes errno in each call (test/test_cuda_waits.py).
-$(BUILD)/test/liberrno_tool.so: test/programs/errno_tool.c $(call flags,program) $(DEPFILE)
+# An NVTX tool that changes errno in each call (test/test_cuda_waits.py): the
+# bench's null tool, built to do so.
+$(BUILD)/test/libnull_tool_errno.so: bench/null_tool.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC $(WARNINGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) $< -o $@
+	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden $(WARNINGS) $(DEPFLAGS) -isystem $(NVTX_INCLUDE) \
+	  -DNULL_TOOL_CHANGES_ERRNO $< -o $@
 
 # A preload whose CLOCK_MONOTONIC is a counter (test/test_trace_pftrace.py).
 $(BUILD)/test/libfakeclock.so: test/programs/fakeclock.c $(call flags,program) $(DEPFILE)

@@ -87,13 +87,13 @@ def test_every_way_to_the_driver_shows_each_wait_and_launch_once(tmp_path, mode)
 
 def test_an_nvtx_tool_that_changes_errno_leaves_the_programs_errno_as_it_was():
     """Under nsys, or any NVTX tool, the shim calls the tool around the real call; a tool that
-    makes system calls changes errno (test/programs/errno_tool.c changes it in every call it
-    takes). The program still finds errno as the driver left it, and every range reached the
+    makes system calls changes errno (bench/null_tool.c built with NULL_TOOL_CHANGES_ERRNO
+    changes it in every call it takes). The program still finds errno as the driver left it, and every range reached the
     tool: a push and a pop for each wait and launch."""
     argv = [program("test/cuda_waits"), "linked"]
     base = {"LD_LIBRARY_PATH": STUB}
     plain = run(argv, env=base, shim=False)
-    shimmed = run(argv, env=dict(base, NVTX_INJECTION64_PATH=program("test/liberrno_tool.so")))
+    shimmed = run(argv, env=dict(base, NVTX_INJECTION64_PATH=program("test/libnull_tool_errno.so")))
     assert plain.returncode == 0 and shimmed.returncode == 0, shimmed.stderr
     assert shimmed.stdout == plain.stdout and b"errno kept: yes" in shimmed.stdout
     told = re.search(rb"errno tool: pushes (\d+) pops (\d+)", shimmed.stderr)

@@ -280,8 +280,8 @@ def test_the_corpus_lists_every_program():
     files = subprocess.run(["git", "ls-files", "examples", "test/programs", "test/cuda",
                             "test/unit", "test/usbdev"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
-    libraries = {"preload_probe", "malloc_count", "fakeclock", "ifunc_write", "errno_tool",
-                 "stub_libcuda", "stub_libcudart"}
+    libraries = {"preload_probe", "malloc_count", "fakeclock", "ifunc_write", "stub_libcuda",
+                 "stub_libcudart"}
     wanted = set()
     for path in files:
         directory, base = os.path.split(path)
