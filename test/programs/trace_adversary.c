@@ -61,9 +61,10 @@
  *         exit 1); the two threads then finish the iteration they are in and
  *         are joined; "forkbusy N done"
  *     trace_adversary threads N K
- *         N rounds of K threads at once, each named "worker R.T" with
- *         nvtxNameOsThread and making 20 iterations, then joined (the next
- *         round's threads take over their buffers); "threads N K done"
+ *         NVTX set up on the main thread (nvtxInitialize), then N rounds of K
+ *         threads at once, each named "worker R.T" with nvtxNameOsThread and
+ *         making 20 iterations, then joined (the next round's threads take
+ *         over their buffers); "threads N K done"
  *     trace_adversary errno N
  *         N rounds of NVTX calls of every kind (mark, push, pop, start, end,
  *         a domain's registered string, push and pop, a category and the
@@ -503,6 +504,10 @@ static int thread_churn(long rounds, long at_once)
         fprintf(stderr, "trace_adversary: 1 to 64 threads at once\n");
         return 2;
     }
+    /* NVTX's set-up, once, before any thread can race it: the threads that lose
+     * that race wait with sched_yield, a system call of the program's own, and
+     * test_seccomp.py's program must make none (under load one did). */
+    nvtxInitialize(NULL);
     for (long r = 0; r < rounds; r++) {
         for (long t = 0; t < at_once; t++) {
             snprintf(workers[t].name, sizeof workers[t].name, "worker %ld.%ld", r, t);
