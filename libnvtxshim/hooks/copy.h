@@ -29,26 +29,45 @@ struct copy nvs_copy_between(size_t bytes, enum direction direction);
 struct copy nvs_copy_unified(size_t bytes, unsigned long long destination,
                              unsigned long long source);
 enum host_memory nvs_copy_host_memory(const void *host);
-/* Opens and closes the range of copy hook ID (hook.h's call path). Out of
- * line: the wrappers' untraced path then saves no register for them. */
+/* Opens the range of copy hook ID (hook.h's call path). Out of line: its
+ * name is found by the copy's shape. */
 void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy);
-void nvs_copy_close(void);
+
+/* Closes the range of any call of the domain: inline, in the traced half of
+ * every wrapper (NVS_SPLIT_WRAPPER), the range closed in the wrapper's frame. */
+static inline __attribute__((always_inline)) void nvs_cuda_end(void)
+{
+    nvs_call_close(NVS_DOMAIN_CUDA);
+}
 /* The driver answered SYMBOL with FOUND: our wrapper when FOUND is a hooked function. */
 void *nvs_driver_entry_point(const char *symbol, void *found);
 
 /* Opens the range of a wait for the GPU, hook ID (category wait, named after
- * the API). Out of line, as nvs_copy_open; nvs_copy_close closes it. */
-void nvs_wait_open(enum nvs_hook_id id);
+ * the API), inline in the wrapper's traced half; nvs_cuda_end closes it. */
+static inline __attribute__((always_inline)) void nvs_wait_open(enum nvs_hook_id id)
+{
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_WAIT,
+                                                 NVS_COLOR_CUDA_WAIT);
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
 /* Opens the range of a graph launch (category launch, named after the API: a
- * graph has no one kernel's name). Out of line; nvs_copy_close closes it. */
-void nvs_graph_launch_open(enum nvs_hook_id id);
+ * graph has no one kernel's name): what PyTorch's CUDAGraph.replay and
+ * torch.compile's reduce-overhead mode run each step. Inline, as
+ * nvs_wait_open; nvs_cuda_end closes it. */
+static inline __attribute__((always_inline)) void nvs_graph_launch_open(enum nvs_hook_id id)
+{
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
+                                                 NVS_COLOR_CUDA_LAUNCH);
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
 /* Sets *NAME to the name of the kernel FUNCTION (NULL: it has none) and
  * returns 0, or returns -1 when it cannot be asked now (it is asked again at
  * the next launch). Asked once per kernel, errno kept around it. */
 typedef int nvs_kernel_namer(const void *function, const char **name);
 /* Opens the range of a kernel launch, hook ID, named after API (the hook
  * whose documented name it takes) and the kernel, as NAME_OF says it. Out of
- * line; nvs_copy_close closes it. */
+ * line: its name is found by the kernel; nvs_cuda_end closes it. */
 void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *function,
                      nvs_kernel_namer *name_of);
 
@@ -65,20 +84,19 @@ static inline void nvs_copy_begin(enum nvs_hook_id id, struct copy copy)
 
 /* A copy wrapper NAME and its per-thread-default-stream twin, of the driver
  * (TYPE CUresult) or the runtime (cudaError_t): the same parameters, the
- * description (a struct copy, made on the traced path only) and the range
- * made alike. In one piece; declared first, as in NVS_SPLIT_WRAPPER. */
+ * description (a struct copy, made on the traced half only) and the range
+ * made alike, each in two halves (NVS_SPLIT_WRAPPER). */
 #define COPY_PAIR(type, name, twin, parameters, arguments, description)                            \
-    extern type name parameters;                                                                   \
-    NVS_EXPORT type name parameters                                                                \
-    {                                                                                              \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, NVS_COPY_MISSING_##type, arguments,    \
-                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close());        \
-    }                                                                                              \
-    extern type twin parameters;                                                                   \
-    NVS_EXPORT type twin parameters                                                                \
-    {                                                                                              \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, twin, NVS_COPY_MISSING_##type, arguments,    \
-                         nvs_copy_begin(NVS_HOOK_ID(twin), description), nvs_copy_close());        \
-    }
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, type, name, parameters, arguments, nvs_resolve,              \
+                      NVS_COPY_MISSING_##type, nvs_copy_begin(NVS_HOOK_ID(name), description),     \
+                      nvs_cuda_end())                                                              \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, type, twin, parameters, arguments, nvs_resolve,              \
+                      NVS_COPY_MISSING_##type, nvs_copy_begin(NVS_HOOK_ID(twin), description),     \
+                      nvs_cuda_end())
+/* A copy without a twin. */
+#define COPY(type, name, parameters, arguments, description)                                       \
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, type, name, parameters, arguments, nvs_resolve,              \
+                      NVS_COPY_MISSING_##type, nvs_copy_begin(NVS_HOOK_ID(name), description),     \
+                      nvs_cuda_end())
 
 #endif

@@ -271,30 +271,6 @@ __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct c
     nvs_call_open(id, marker, -1, &range);
 }
 
-__attribute__((noinline)) void nvs_copy_close(void)
-{
-    nvs_call_close(NVS_DOMAIN_CUDA);
-}
-
-/* ---- waits and launches --------------------------------------------------------------- */
-
-/* A wait for the GPU: named after the API (hook.c drops _ptsz and _v2). */
-__attribute__((noinline)) void nvs_wait_open(enum nvs_hook_id id)
-{
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_WAIT,
-                                                 NVS_COLOR_CUDA_WAIT);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
-}
-
-/* A graph launched (cuGraphLaunch, cudaGraphLaunch): the CPU's cost of
- * starting every kernel and copy captured in it; named after the API. */
-__attribute__((noinline)) void nvs_graph_launch_open(enum nvs_hook_id id)
-{
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
-                                                 NVS_COLOR_CUDA_LAUNCH);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
-}
-
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the
  * function and the API that launched it: open addressing, insert-only,
  * lock-free, like emit.c's names. A key packs the function's address (48
@@ -462,18 +438,18 @@ static int driver_kernel_name(const void *function, const char **name)
  * parameters, the range made alike. Both in two halves (hook.h). */
 #define WAIT(name, parameters, arguments)                                                          \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments, nvs_resolve,          \
-                      CUDA_ERROR_NOT_FOUND, nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
+                      CUDA_ERROR_NOT_FOUND, nvs_wait_open(NVS_HOOK_ID(name)), nvs_cuda_end())
 #define LAUNCH_PAIR(name, twin, parameters, arguments, function)                                   \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments, nvs_resolve,          \
                       CUDA_ERROR_NOT_FOUND,                                                        \
                       nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),                        \
                                       (const void *)(function), driver_kernel_name),               \
-                      nvs_copy_close())                                                            \
+                      nvs_cuda_end())                                                              \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, twin, parameters, arguments, nvs_resolve,          \
                       CUDA_ERROR_NOT_FOUND,                                                        \
                       nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),                        \
                                       (const void *)(function), driver_kernel_name),               \
-                      nvs_copy_close())
+                      nvs_cuda_end())
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
 WAIT(cuStreamSynchronize_ptsz, (CUstream stream), (stream))
@@ -495,7 +471,7 @@ LAUNCH_PAIR(cuLaunchKernel, cuLaunchKernel_ptsz,
 #define GRAPH_LAUNCH(name)                                                                         \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, (CUgraphExec graph, CUstream stream),        \
                       (graph, stream), nvs_resolve, CUDA_ERROR_NOT_FOUND,                          \
-                      nvs_graph_launch_open(NVS_HOOK_ID(name)), nvs_copy_close())
+                      nvs_graph_launch_open(NVS_HOOK_ID(name)), nvs_cuda_end())
 GRAPH_LAUNCH(cuGraphLaunch)
 GRAPH_LAUNCH(cuGraphLaunch_ptsz)
 

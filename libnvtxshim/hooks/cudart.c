@@ -38,17 +38,6 @@ static struct copy copy_3d_peer(const struct cudaMemcpy3DPeerParms *p)
     return nvs_copy_between(p ? p->extent.width * p->extent.height * p->extent.depth : 0, PEER);
 }
 
-/* A copy wrapper (copy.h describes the copy; COPY_PAIR there makes a copy and
- * its per-thread-default-stream twin). In one piece; declared first, as in
- * NVS_SPLIT_WRAPPER. */
-#define COPY(name, parameters, arguments, description)                                             \
-    extern cudaError_t name parameters;                                                            \
-    NVS_EXPORT cudaError_t name parameters                                                         \
-    {                                                                                              \
-        NVS_WRAPPER_BODY(NVS_HOOKS_CUDA, nvs_resolve, name, cudaErrorNotSupported, arguments,      \
-                         nvs_copy_begin(NVS_HOOK_ID(name), description), nvs_copy_close());        \
-    }
-
 COPY_PAIR(cudaError_t, cudaMemcpy, cudaMemcpy_ptds,
           (void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind),
           (dst, src, bytes, kind), runtime_copy(bytes, dst, src, kind))
@@ -89,9 +78,10 @@ COPY_PAIR(cudaError_t, cudaMemcpyFromSymbolAsync, cudaMemcpyFromSymbolAsync_ptsz
           (void *dst, const void *symbol, size_t bytes, size_t offset, enum cudaMemcpyKind kind,
            cudaStream_t stream),
           (dst, symbol, bytes, offset, kind, stream), runtime_copy(bytes, dst, symbol, kind))
-COPY(cudaMemcpyPeer, (void *dst, int dst_device, const void *src, int src_device, size_t bytes),
+COPY(cudaError_t, cudaMemcpyPeer,
+     (void *dst, int dst_device, const void *src, int src_device, size_t bytes),
      (dst, dst_device, src, src_device, bytes), nvs_copy_between(bytes, PEER))
-COPY(cudaMemcpyPeerAsync,
+COPY(cudaError_t, cudaMemcpyPeerAsync,
      (void *dst, int dst_device, const void *src, int src_device, size_t bytes,
       cudaStream_t stream),
      (dst, dst_device, src, src_device, bytes, stream), nvs_copy_between(bytes, PEER))
@@ -134,7 +124,7 @@ static int runtime_kernel_name(const void *function, const char **name)
 /* A wait for the GPU and a launch (copy.h), in two halves (hook.h). */
 #define WAIT(name, parameters, arguments)                                                          \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name, parameters, arguments, nvs_resolve,       \
-                      cudaErrorNotSupported, nvs_wait_open(NVS_HOOK_ID(name)), nvs_copy_close())
+                      cudaErrorNotSupported, nvs_wait_open(NVS_HOOK_ID(name)), nvs_cuda_end())
 #define LAUNCH(name)                                                                               \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                           \
                       (const void *function, dim3 grid, dim3 block, void **arguments,              \
@@ -143,13 +133,13 @@ static int runtime_kernel_name(const void *function, const char **name)
                       cudaErrorNotSupported,                                                       \
                       nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(cudaLaunchKernel), function,  \
                                       runtime_kernel_name),                                        \
-                      nvs_copy_close())
+                      nvs_cuda_end())
 
 #define GRAPH_LAUNCH(name)                                                                         \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, cudaError_t, name,                                           \
                       (cudaGraphExec_t graph, cudaStream_t stream), (graph, stream), nvs_resolve,  \
                       cudaErrorNotSupported, nvs_graph_launch_open(NVS_HOOK_ID(name)),             \
-                      nvs_copy_close())
+                      nvs_cuda_end())
 
 WAIT(cudaDeviceSynchronize, (void), ())
 WAIT(cudaStreamSynchronize, (cudaStream_t stream), (stream))

@@ -16,7 +16,7 @@
 
 /* ---- where the display is ------------------------------------------------- */
 
-static atomic_bool display_checked;
+atomic_bool nvs_display_checked;
 
 static void say(const char *text)
 {
@@ -78,18 +78,18 @@ static int xcb_has_shm(void *connection)
     return present;
 }
 
-void nvs_check_xlib(Display *display)
+void nvs_check_xlib_once(Display *display)
 {
-    if (!display || atomic_load_explicit(&display_checked, memory_order_relaxed) ||
-        atomic_exchange(&display_checked, true))
+    if (!display || atomic_load_explicit(&nvs_display_checked, memory_order_relaxed) ||
+        atomic_exchange(&nvs_display_checked, true))
         return;
     report_display(DisplayString(display), ConnectionNumber(display), xlib_has_shm, display);
 }
 
-void nvs_check_xcb(xcb_connection_t *connection)
+void nvs_check_xcb_once(xcb_connection_t *connection)
 {
-    if (!connection || atomic_load_explicit(&display_checked, memory_order_relaxed) ||
-        atomic_exchange(&display_checked, true))
+    if (!connection || atomic_load_explicit(&nvs_display_checked, memory_order_relaxed) ||
+        atomic_exchange(&nvs_display_checked, true))
         return;
     static _Atomic(void *) found;
     __typeof__(&xcb_get_file_descriptor) descriptor_of = (__typeof__(&xcb_get_file_descriptor))
@@ -100,14 +100,6 @@ void nvs_check_xcb(xcb_connection_t *connection)
 }
 
 /* ---- ranges -------------------------------------------------------------- */
-
-void nvs_x11_begin(enum nvs_hook_id id, enum nvs_x11_category category,
-                   enum nvs_frame_marker marker)
-{
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_X11, category,
-                                                 nvs_category_color(NVS_DOMAIN_X11, category));
-    nvs_call_open(id, marker, -1, &range);
-}
 
 void nvs_x11_begin_area(enum nvs_hook_id id, unsigned width, unsigned height, bool moves,
                         uint64_t bytes)
@@ -122,9 +114,4 @@ void nvs_x11_begin_area(enum nvs_hook_id id, unsigned width, unsigned height, bo
     NVS_NAME(name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
     nvs_attributes_name(&range, name);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
-}
-
-void nvs_x11_end(void)
-{
-    nvs_call_close(NVS_DOMAIN_X11);
 }

@@ -5,12 +5,9 @@
 
 #include "display.h"
 
-NVS_EXPORT EGLBoolean eglSwapBuffers(EGLDisplay display, EGLSurface surface)
-{
-    X11_CALL(eglSwapBuffers, (void)0,
-             nvs_x11_begin(NVS_HOOK_ID(eglSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP),
-             (display, surface));
-}
+X11_SPLIT(EGLBoolean, eglSwapBuffers, (EGLDisplay display, EGLSurface surface), (display, surface),
+          nvs_resolve, 0, (void)0,
+          nvs_x11_begin(NVS_HOOK_ID(eglSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP))
 
 NVS_EXPORT __eglMustCastToProperFunctionPointerType eglGetProcAddress(const char *name)
 {

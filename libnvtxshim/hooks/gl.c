@@ -11,13 +11,9 @@
 
 /* ---- GLX -------------------------------------------------------------------------- */
 
-NVS_EXPORT void glXSwapBuffers(Display *display, GLXDrawable drawable)
-{
-    NVS_WRAPPER_BODY(NVS_HOOKS_X11, nvs_resolve, glXSwapBuffers, , (display, drawable),
-                     nvs_check_xlib(display);
-                     nvs_x11_begin(NVS_HOOK_ID(glXSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP),
-                     nvs_x11_end());
-}
+X11_SPLIT(void, glXSwapBuffers, (Display * display, GLXDrawable drawable), (display, drawable),
+          nvs_resolve, , nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(glXSwapBuffers), NVS_X11_SWAP, NVS_FRAME_X11_SWAP))
 
 /* A core GL function's name (glTexImage2D): GLX and EGL both answer it with
  * an entry point of that function. */

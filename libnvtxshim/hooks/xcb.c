@@ -17,72 +17,52 @@ static unsigned bytes_per_pixel(unsigned depth)
 
 /* ---- XCB -------------------------------------------------------------------- */
 
-NVS_EXPORT int xcb_flush(xcb_connection_t *connection)
-{
-    X11_CALL(xcb_flush, nvs_check_xcb(connection),
-             nvs_x11_begin(NVS_HOOK_ID(xcb_flush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH),
-             (connection));
-}
+X11_SPLIT(int, xcb_flush, (xcb_connection_t * connection), (connection), nvs_resolve, 0,
+          nvs_check_xcb(connection),
+          nvs_x11_begin(NVS_HOOK_ID(xcb_flush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH))
 
-NVS_EXPORT xcb_generic_event_t *xcb_wait_for_event(xcb_connection_t *connection)
-{
-    X11_CALL(xcb_wait_for_event, nvs_check_xcb(connection),
-             nvs_x11_begin(NVS_HOOK_ID(xcb_wait_for_event), NVS_X11_WAIT, NVS_FRAME_OFF),
-             (connection));
-}
+X11_SPLIT(xcb_generic_event_t *, xcb_wait_for_event, (xcb_connection_t * connection), (connection),
+          nvs_resolve, NULL, nvs_check_xcb(connection),
+          nvs_x11_begin(NVS_HOOK_ID(xcb_wait_for_event), NVS_X11_WAIT, NVS_FRAME_OFF))
 
-NVS_EXPORT void *xcb_wait_for_reply(xcb_connection_t *connection, unsigned int request,
-                                    xcb_generic_error_t **error)
-{
-    X11_CALL(xcb_wait_for_reply, nvs_check_xcb(connection),
-             nvs_x11_begin(NVS_HOOK_ID(xcb_wait_for_reply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
-             (connection, request, error));
-}
+X11_SPLIT(void *, xcb_wait_for_reply,
+          (xcb_connection_t * connection, unsigned int request, xcb_generic_error_t **error),
+          (connection, request, error), nvs_resolve, NULL, nvs_check_xcb(connection),
+          nvs_x11_begin(NVS_HOOK_ID(xcb_wait_for_reply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF))
 
 /* Xlib (1.8) waits for its replies here: every Xlib round trip. The display
  * is not looked at from inside Xlib's wait (that would send requests on the
  * connection Xlib is reading); the next Xlib call does it. */
-NVS_EXPORT void *xcb_wait_for_reply64(xcb_connection_t *connection, uint64_t request,
-                                      xcb_generic_error_t **error)
-{
-    X11_CALL(xcb_wait_for_reply64, (void)0,
-             nvs_x11_begin(NVS_HOOK_ID(xcb_wait_for_reply64), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
-             (connection, request, error));
-}
+X11_SPLIT(void *, xcb_wait_for_reply64,
+          (xcb_connection_t * connection, uint64_t request, xcb_generic_error_t **error),
+          (connection, request, error), nvs_resolve, NULL, (void)0,
+          nvs_x11_begin(NVS_HOOK_ID(xcb_wait_for_reply64), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF))
 
 /* The round trip that asks whether a checked request failed. */
-NVS_EXPORT xcb_generic_error_t *xcb_request_check(xcb_connection_t *connection,
-                                                  xcb_void_cookie_t cookie)
-{
-    X11_CALL(xcb_request_check, (void)0,
-             nvs_x11_begin(NVS_HOOK_ID(xcb_request_check), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
-             (connection, cookie));
-}
+X11_SPLIT(xcb_generic_error_t *, xcb_request_check,
+          (xcb_connection_t * connection, xcb_void_cookie_t cookie), (connection, cookie),
+          nvs_resolve, NULL, (void)0,
+          nvs_x11_begin(NVS_HOOK_ID(xcb_request_check), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF))
 
-NVS_EXPORT xcb_void_cookie_t xcb_put_image(xcb_connection_t *connection, uint8_t format,
-                                           xcb_drawable_t drawable, xcb_gcontext_t gc,
-                                           uint16_t width, uint16_t height, int16_t x, int16_t y,
-                                           uint8_t left_pad, uint8_t depth, uint32_t data_length,
-                                           const uint8_t *data)
-{
-    X11_CALL(xcb_put_image, nvs_check_xcb(connection),
-             nvs_x11_begin_image(NVS_HOOK_ID(xcb_put_image), width, height, data_length),
-             (connection, format, drawable, gc, width, height, x, y, left_pad, depth, data_length,
-              data));
-}
+X11_SPLIT(xcb_void_cookie_t, xcb_put_image,
+          (xcb_connection_t * connection, uint8_t format, xcb_drawable_t drawable,
+           xcb_gcontext_t gc, uint16_t width, uint16_t height, int16_t x, int16_t y,
+           uint8_t left_pad, uint8_t depth, uint32_t data_length, const uint8_t *data),
+          (connection, format, drawable, gc, width, height, x, y, left_pad, depth, data_length,
+           data),
+          nvs_resolve, (xcb_void_cookie_t){ 0 }, nvs_check_xcb(connection),
+          nvs_x11_begin_image(NVS_HOOK_ID(xcb_put_image), width, height, data_length))
 
-NVS_EXPORT xcb_void_cookie_t xcb_shm_put_image(
-    xcb_connection_t *connection, xcb_drawable_t drawable, xcb_gcontext_t gc, uint16_t total_width,
-    uint16_t total_height, uint16_t source_x, uint16_t source_y, uint16_t source_width,
-    uint16_t source_height, int16_t x, int16_t y, uint8_t depth, uint8_t format, uint8_t send_event,
-    xcb_shm_seg_t segment, uint32_t offset)
-{
-    X11_CALL(xcb_shm_put_image, nvs_check_xcb(connection),
-             nvs_x11_begin_image(NVS_HOOK_ID(xcb_shm_put_image), source_width, source_height,
-                                 (uint64_t)source_width * source_height * bytes_per_pixel(depth)),
-             (connection, drawable, gc, total_width, total_height, source_x, source_y, source_width,
-              source_height, x, y, depth, format, send_event, segment, offset));
-}
+X11_SPLIT(xcb_void_cookie_t, xcb_shm_put_image,
+          (xcb_connection_t * connection, xcb_drawable_t drawable, xcb_gcontext_t gc,
+           uint16_t total_width, uint16_t total_height, uint16_t source_x, uint16_t source_y,
+           uint16_t source_width, uint16_t source_height, int16_t x, int16_t y, uint8_t depth,
+           uint8_t format, uint8_t send_event, xcb_shm_seg_t segment, uint32_t offset),
+          (connection, drawable, gc, total_width, total_height, source_x, source_y, source_width,
+           source_height, x, y, depth, format, send_event, segment, offset),
+          nvs_resolve, (xcb_void_cookie_t){ 0 }, nvs_check_xcb(connection),
+          nvs_x11_begin_image(NVS_HOOK_ID(xcb_shm_put_image), source_width, source_height,
+                              (uint64_t)source_width *source_height *bytes_per_pixel(depth)))
 
 /* ---- RENDER ------------------------------------------------------------------------
  * Composites and fills the server does from pictures it holds (GTK and cairo draw

@@ -25,109 +25,78 @@ static uint64_t image_bytes(const XImage *image, unsigned width, unsigned height
 
 /* ---- Xlib ------------------------------------------------------------------ */
 
-NVS_EXPORT int XPutImage(Display *display, Drawable drawable, GC gc, XImage *image, int source_x,
-                         int source_y, int x, int y, unsigned int width, unsigned int height)
-{
-    X11_CALL(XPutImage, nvs_check_xlib(display),
-             nvs_x11_begin_image(NVS_HOOK_ID(XPutImage), width, height,
-                                 image_bytes(image, width, height)),
-             (display, drawable, gc, image, source_x, source_y, x, y, width, height));
-}
+X11_SPLIT(int, XPutImage,
+          (Display * display, Drawable drawable, GC gc, XImage *image, int source_x, int source_y,
+           int x, int y, unsigned int width, unsigned int height),
+          (display, drawable, gc, image, source_x, source_y, x, y, width, height), nvs_resolve, 0,
+          nvs_check_xlib(display),
+          nvs_x11_begin_image(NVS_HOOK_ID(XPutImage), width, height,
+                              image_bytes(image, width, height)))
 
-NVS_EXPORT Bool XShmPutImage(Display *display, Drawable drawable, GC gc, XImage *image,
-                             int source_x, int source_y, int x, int y, unsigned int width,
-                             unsigned int height, Bool send_event)
-{
-    X11_CALL(XShmPutImage, nvs_check_xlib(display),
-             nvs_x11_begin_image(NVS_HOOK_ID(XShmPutImage), width, height,
-                                 image_bytes(image, width, height)),
-             (display, drawable, gc, image, source_x, source_y, x, y, width, height, send_event));
-}
+X11_SPLIT(Bool, XShmPutImage,
+          (Display * display, Drawable drawable, GC gc, XImage *image, int source_x, int source_y,
+           int x, int y, unsigned int width, unsigned int height, Bool send_event),
+          (display, drawable, gc, image, source_x, source_y, x, y, width, height, send_event),
+          nvs_resolve, 0, nvs_check_xlib(display),
+          nvs_x11_begin_image(NVS_HOOK_ID(XShmPutImage), width, height,
+                              image_bytes(image, width, height)))
 
 /* A copy inside the server: no image data crosses the connection. */
-NVS_EXPORT int XCopyArea(Display *display, Drawable source, Drawable destination, GC gc,
-                         int source_x, int source_y, unsigned int width, unsigned int height, int x,
-                         int y)
-{
-    X11_CALL(XCopyArea, nvs_check_xlib(display),
-             nvs_x11_begin_area(NVS_HOOK_ID(XCopyArea), width, height, false, 0),
-             (display, source, destination, gc, source_x, source_y, width, height, x, y));
-}
+X11_SPLIT(int, XCopyArea,
+          (Display * display, Drawable source, Drawable destination, GC gc, int source_x,
+           int source_y, unsigned int width, unsigned int height, int x, int y),
+          (display, source, destination, gc, source_x, source_y, width, height, x, y), nvs_resolve,
+          0, nvs_check_xlib(display),
+          nvs_x11_begin_area(NVS_HOOK_ID(XCopyArea), width, height, false, 0))
 
-NVS_EXPORT XImage *XGetImage(Display *display, Drawable drawable, int x, int y, unsigned int width,
-                             unsigned int height, unsigned long plane_mask, int format)
-{
-    /* The reply's size is known only afterwards: the payload counts 4 bytes a pixel. */
-    X11_CALL(
-        XGetImage, nvs_check_xlib(display),
-        nvs_x11_begin_image(NVS_HOOK_ID(XGetImage), width, height, (uint64_t)width * height * 4),
-        (display, drawable, x, y, width, height, plane_mask, format));
-}
+/* The reply's size is known only afterwards: the payload counts 4 bytes a pixel. */
+X11_SPLIT(XImage *, XGetImage,
+          (Display * display, Drawable drawable, int x, int y, unsigned int width,
+           unsigned int height, unsigned long plane_mask, int format),
+          (display, drawable, x, y, width, height, plane_mask, format), nvs_resolve, NULL,
+          nvs_check_xlib(display),
+          nvs_x11_begin_image(NVS_HOOK_ID(XGetImage), width, height, 4ull * width * height))
 
-NVS_EXPORT int XFlush(Display *display)
-{
-    X11_CALL(XFlush, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XFlush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH), (display));
-}
+X11_SPLIT(int, XFlush, (Display * display), (display), nvs_resolve, 0, nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XFlush), NVS_X11_FLUSH, NVS_FRAME_X11_FLUSH))
 
-NVS_EXPORT int XSync(Display *display, Bool discard)
-{
-    X11_CALL(XSync, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XSync), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
-             (display, discard));
-}
+X11_SPLIT(int, XSync, (Display * display, Bool discard), (display, discard), nvs_resolve, 0,
+          nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XSync), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF))
 
 /* Every Xlib round trip waits for its reply here, once (XInternAtom,
  * XGetGeometry, XQueryPointer... and XSync, whose own range holds it): the
  * xcb_wait_for_reply64 calls it makes inside (two a round trip, one of them
  * for a reply already read) are below it and pass through. */
-NVS_EXPORT Status _XReply(Display *display, xReply *reply, int extra, Bool discard)
-{
-    X11_CALL(_XReply, (void)0,
-             nvs_x11_begin(NVS_HOOK_ID(_XReply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF),
-             (display, reply, extra, discard));
-}
+X11_SPLIT(Status, _XReply, (Display * display, xReply *reply, int extra, Bool discard),
+          (display, reply, extra, discard), nvs_resolve, 0, (void)0,
+          nvs_x11_begin(NVS_HOOK_ID(_XReply), NVS_X11_ROUND_TRIP, NVS_FRAME_OFF))
 
-NVS_EXPORT int XNextEvent(Display *display, XEvent *event)
-{
-    X11_CALL(XNextEvent, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XNextEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, event));
-}
+X11_SPLIT(int, XNextEvent, (Display * display, XEvent *event), (display, event), nvs_resolve, 0,
+          nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XNextEvent), NVS_X11_WAIT, NVS_FRAME_OFF))
 
-NVS_EXPORT int XPeekEvent(Display *display, XEvent *event)
-{
-    X11_CALL(XPeekEvent, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XPeekEvent), NVS_X11_WAIT, NVS_FRAME_OFF), (display, event));
-}
+X11_SPLIT(int, XPeekEvent, (Display * display, XEvent *event), (display, event), nvs_resolve, 0,
+          nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XPeekEvent), NVS_X11_WAIT, NVS_FRAME_OFF))
 
-NVS_EXPORT int XWindowEvent(Display *display, Window window, long mask, XEvent *event)
-{
-    X11_CALL(XWindowEvent, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XWindowEvent), NVS_X11_WAIT, NVS_FRAME_OFF),
-             (display, window, mask, event));
-}
+X11_SPLIT(int, XWindowEvent, (Display * display, Window window, long mask, XEvent *event),
+          (display, window, mask, event), nvs_resolve, 0, nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XWindowEvent), NVS_X11_WAIT, NVS_FRAME_OFF))
 
-NVS_EXPORT int XMaskEvent(Display *display, long mask, XEvent *event)
-{
-    X11_CALL(XMaskEvent, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XMaskEvent), NVS_X11_WAIT, NVS_FRAME_OFF),
-             (display, mask, event));
-}
+X11_SPLIT(int, XMaskEvent, (Display * display, long mask, XEvent *event), (display, mask, event),
+          nvs_resolve, 0, nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XMaskEvent), NVS_X11_WAIT, NVS_FRAME_OFF))
 
-NVS_EXPORT int XIfEvent(Display *display, XEvent *event,
-                        Bool (*predicate)(Display *, XEvent *, XPointer), XPointer argument)
-{
-    /* The predicate is the program's code, called from inside Xlib: its calls are its own. */
-    X11_CALL(XIfEvent, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XIfEvent), NVS_X11_WAIT, NVS_FRAME_OFF),
-             (display, event, predicate, argument));
-}
+/* The predicate is the program's code, called from inside Xlib: its calls are its own. */
+X11_SPLIT(int, XIfEvent,
+          (Display * display, XEvent *event, Bool (*predicate)(Display *, XEvent *, XPointer),
+           XPointer argument),
+          (display, event, predicate, argument), nvs_resolve, 0, nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XIfEvent), NVS_X11_WAIT, NVS_FRAME_OFF))
 
-NVS_EXPORT int XPending(Display *display)
-{
-    X11_CALL(XPending, nvs_check_xlib(display),
-             nvs_x11_begin(NVS_HOOK_ID(XPending), NVS_X11_FLUSH, NVS_FRAME_OFF), (display));
-}
+X11_SPLIT(int, XPending, (Display * display), (display), nvs_resolve, 0, nvs_check_xlib(display),
+          nvs_x11_begin(NVS_HOOK_ID(XPending), NVS_X11_FLUSH, NVS_FRAME_OFF))
 
 /* ---- RENDER ------------------------------------------------------------------------
  * Composites and fills the server does from pictures it holds (GTK and cairo draw
