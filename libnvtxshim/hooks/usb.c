@@ -514,10 +514,8 @@ static __thread bool thread_checked __attribute__((tls_model("initial-exec")));
  * kernel keeps 15 characters of a name (TASK_COMM_LEN less the NUL): a thread
  * that inherited the name of a program called "harness_physical" is
  * "harness_physica", so the program's name is cut to 15 to compare. */
-static void name_event_thread(void)
+static __attribute__((noinline, cold)) void name_event_thread(void)
 {
-    if (thread_checked)
-        return;
     thread_checked = true;
     int saved_errno = errno;
     if (syscall(SYS_gettid) != getpid()) {
@@ -530,28 +528,26 @@ static void name_event_thread(void)
     errno = saved_errno;
 }
 
-/* An event function's range: named after it, in category "events". Out of
- * line, like close_events: the wrappers' untraced path saves no register. */
-static __attribute__((noinline)) void open_events(enum nvs_hook_id id)
+/* An event function's range: named after it, in category "events". Inline
+ * in the wrapper's traced half (NVS_SPLIT_WRAPPER), as close_events. */
+static inline __attribute__((always_inline)) void open_events(enum nvs_hook_id id)
 {
-    name_event_thread();
+    if (__builtin_expect(!thread_checked, 0))
+        name_event_thread();
     struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, NVS_USB_EVENTS,
                                                  NVS_COLOR_USB_EVENTS);
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
-static __attribute__((noinline)) void close_events(void)
+static inline __attribute__((always_inline)) void close_events(void)
 {
     nvs_call_close(NVS_DOMAIN_USB);
 }
 
 /* Each event function: pass through when untraced, otherwise one range. */
 #define EVENTS_WRAPPER(name, parameters, arguments)                                                \
-    NVS_EXPORT int LIBUSB_CALL name parameters                                                     \
-    {                                                                                              \
-        NVS_WRAPPER_BODY(NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,  \
-                         open_events(NVS_HOOK_ID(name)), close_events());                          \
-    }
+    NVS_SPLIT_WRAPPER(NVS_HOOKS_USB, int, name, parameters, arguments, nvs_resolve,                \
+                      LIBUSB_ERROR_NOT_SUPPORTED, open_events(NVS_HOOK_ID(name)), close_events())
 
 EVENTS_WRAPPER(libusb_handle_events, (libusb_context * context), (context))
 EVENTS_WRAPPER(libusb_handle_events_completed, (libusb_context * context, int *completed),
@@ -568,29 +564,39 @@ EVENTS_WRAPPER(libusb_handle_events_locked, (libusb_context * context, struct ti
 
 /* ---- device management and descriptor requests ------------------------------ */
 
+/* The name of a call's range with the numbers it acts on, the first time it
+ * is used. Out of line, with its buffer. */
+static __attribute__((noinline, cold)) struct nvs_name name_call(enum nvs_hook_id id,
+                                                                 const char *format, int first,
+                                                                 int second, uint64_t key)
+{
+    char text[NVS_CALL_TEXT_MAX];
+    int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    snprintf(text + used, sizeof text - (size_t)used, format, first, second);
+#pragma GCC diagnostic pop
+    return nvs_name_store(NVS_DOMAIN_USB, key, text);
+}
+
 /* The range of a call named after its function and, where FORMAT is given,
- * the numbers it acts on (an interface, an endpoint, a string index). Out of
- * line, like close_call: the wrappers' untraced path saves no register. */
-static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_usb_category category,
-                                                const char *format, int first, int second,
-                                                bool has_payload, uint64_t payload)
+ * the numbers it acts on (an interface, an endpoint, a string index). Inline
+ * in the wrapper's traced half (NVS_SPLIT_WRAPPER), as close_call. */
+static inline __attribute__((always_inline)) void open_call(enum nvs_hook_id id,
+                                                            enum nvs_usb_category category,
+                                                            const char *format, int first,
+                                                            int second, bool has_payload,
+                                                            uint64_t payload)
 {
     struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, category,
                                                  nvs_category_color(NVS_DOMAIN_USB, category));
     if (has_payload)
         nvs_attributes_payload(&range, payload);
-    char text[NVS_CALL_TEXT_MAX];
     if (format) {
         uint64_t key = nvs_call_name_key(id, ((uint64_t)(uint32_t)first << 24) ^ (uint32_t)second);
         struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-        if (!name.registered) {
-            int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-            snprintf(text + used, sizeof text - (size_t)used, format, first, second);
-#pragma GCC diagnostic pop
-            name = nvs_name_store(NVS_DOMAIN_USB, key, text);
-        }
+        if (__builtin_expect(!name.registered, 0))
+            name = name_call(id, format, first, second, key);
         nvs_attributes_name(&range, name);
     }
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
@@ -599,7 +605,8 @@ static __attribute__((noinline)) void open_call(enum nvs_hook_id id, enum nvs_us
 /* The call returned RESULT: a libusb error gets a red mark beside the range.
  * MOVES: RESULT is the bytes it moved (a string descriptor's length), the
  * range's payload in the trace file, 0 when it failed. */
-static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result, bool moves)
+static __attribute__((noinline, cold)) void call_ended_unusually(enum nvs_hook_id id, int result,
+                                                                 bool moves)
 {
     int saved_errno = errno;
     if (moves)
@@ -607,6 +614,13 @@ static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result
     if (result < 0)
         warn(0, "%s %s", error_name(result), nvs_hook_name(id));
     errno = saved_errno;
+}
+
+static inline __attribute__((always_inline)) void close_call(enum nvs_hook_id id, int result,
+                                                             bool moves)
+{
+    if (__builtin_expect(moves || result < 0, 0))
+        call_ended_unusually(id, result, moves);
     nvs_call_close(NVS_DOMAIN_USB);
 }
 
@@ -614,13 +628,10 @@ static __attribute__((noinline)) void close_call(enum nvs_hook_id id, int result
  * SECOND: the numbers in its name; PAYLOAD: the bytes it asks for, if any). */
 #define DEVICE_CALL(name, parameters, arguments, category, format, first, second, has_payload,     \
                     payload)                                                                       \
-    NVS_EXPORT int LIBUSB_CALL name parameters                                                     \
-    {                                                                                              \
-        NVS_WRAPPER_BODY(                                                                          \
-            NVS_HOOKS_USB, nvs_resolve, name, LIBUSB_ERROR_NOT_SUPPORTED, arguments,               \
-            open_call(NVS_HOOK_ID(name), category, format, first, second, has_payload, payload),   \
-            close_call(NVS_HOOK_ID(name), result, has_payload));                                   \
-    }
+    NVS_SPLIT_WRAPPER(                                                                             \
+        NVS_HOOKS_USB, int, name, parameters, arguments, nvs_resolve, LIBUSB_ERROR_NOT_SUPPORTED,  \
+        open_call(NVS_HOOK_ID(name), category, format, first, second, has_payload, payload),       \
+        close_call(NVS_HOOK_ID(name), result, has_payload))
 
 DEVICE_CALL(libusb_open, (libusb_device * device, libusb_device_handle **handle), (device, handle),
             NVS_USB_DEVICE, NULL, 0, 0, false, 0)
