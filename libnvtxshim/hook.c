@@ -112,6 +112,30 @@ struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hoo
     return name;
 }
 
+_Atomic(const struct nvs_attributes *) nvs_call_hook_ranges[NVS_HOOK_COUNT];
+static struct nvs_attributes hook_ranges[NVS_HOOK_COUNT];
+static atomic_bool hook_range_taken[NVS_HOOK_COUNT];
+
+/* The first calls of a hook whose range is the same at every call: the range
+ * is made in SCRATCH; once the hook's name is registered, the first thread to
+ * take the hook's entry fills it and publishes it (release: whoever loads the
+ * pointer sees the attributes), the others use their SCRATCH meanwhile. errno
+ * is kept (the name's registration keeps it). */
+const struct nvs_attributes *nvs_call_make_hook_range(enum nvs_hook_id id, enum nvs_domain domain,
+                                                      uint32_t category, uint32_t color,
+                                                      struct nvs_attributes *scratch)
+{
+    *scratch = NVS_ATTRIBUTES(domain, category, color);
+    struct nvs_name name = nvs_call_hook_name(domain, id);
+    nvs_attributes_name(scratch, name);
+    if (!name.registered || atomic_load_explicit(&hook_range_taken[id], memory_order_relaxed) ||
+        atomic_exchange_explicit(&hook_range_taken[id], true, memory_order_relaxed))
+        return scratch;
+    hook_ranges[id] = *scratch;
+    atomic_store_explicit(&nvs_call_hook_ranges[id], &hook_ranges[id], memory_order_release);
+    return &hook_ranges[id];
+}
+
 NVS_ONCE void nvs_end_frames(void)
 {
     if (atomic_load(&nvs_traced_groups_state) & ~NVS_GROUPS_READY)

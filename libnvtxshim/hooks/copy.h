@@ -46,9 +46,7 @@ void *nvs_driver_entry_point(const char *symbol, void *found);
  * the API), inline in the wrapper's traced half; nvs_cuda_end closes it. */
 static inline __attribute__((always_inline)) void nvs_wait_open(enum nvs_hook_id id)
 {
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_WAIT,
-                                                 NVS_COLOR_CUDA_WAIT);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+    nvs_call_open_constant(id, NVS_FRAME_OFF, NVS_DOMAIN_CUDA, NVS_CUDA_WAIT, NVS_COLOR_CUDA_WAIT);
 }
 
 /* Opens the range of a graph launch (category launch, named after the API: a
@@ -57,9 +55,8 @@ static inline __attribute__((always_inline)) void nvs_wait_open(enum nvs_hook_id
  * nvs_wait_open; nvs_cuda_end closes it. */
 static inline __attribute__((always_inline)) void nvs_graph_launch_open(enum nvs_hook_id id)
 {
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
-                                                 NVS_COLOR_CUDA_LAUNCH);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+    nvs_call_open_constant(id, NVS_FRAME_OFF, NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
+                           NVS_COLOR_CUDA_LAUNCH);
 }
 /* Sets *NAME to the name of the kernel FUNCTION (NULL: it has none) and
  * returns 0, or returns -1 when it cannot be asked now (it is asked again at

@@ -42,9 +42,8 @@ static inline __attribute__((always_inline)) void nvs_x11_begin(enum nvs_hook_id
                                                                 enum nvs_x11_category category,
                                                                 enum nvs_frame_marker marker)
 {
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_X11, category,
-                                                 nvs_category_color(NVS_DOMAIN_X11, category));
-    nvs_call_open(id, marker, -1, &range);
+    nvs_call_open_constant(id, marker, NVS_DOMAIN_X11, category,
+                           nvs_category_color(NVS_DOMAIN_X11, category));
 }
 
 /* An area of WIDTH x HEIGHT: the size in the name; BYTES, when the call

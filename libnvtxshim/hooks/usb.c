@@ -534,9 +534,7 @@ static inline __attribute__((always_inline)) void open_events(enum nvs_hook_id i
 {
     if (__builtin_expect(!thread_checked, 0))
         name_event_thread();
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, NVS_USB_EVENTS,
-                                                 NVS_COLOR_USB_EVENTS);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+    nvs_call_open_constant(id, NVS_FRAME_OFF, NVS_DOMAIN_USB, NVS_USB_EVENTS, NVS_COLOR_USB_EVENTS);
 }
 
 static inline __attribute__((always_inline)) void close_events(void)
@@ -588,6 +586,11 @@ static inline __attribute__((always_inline)) void open_call(enum nvs_hook_id id,
                                                             int second, bool has_payload,
                                                             uint64_t payload)
 {
+    if (!format && !has_payload) {
+        nvs_call_open_constant(id, NVS_FRAME_OFF, NVS_DOMAIN_USB, category,
+                               nvs_category_color(NVS_DOMAIN_USB, category));
+        return;
+    }
     struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, category,
                                                  nvs_category_color(NVS_DOMAIN_USB, category));
     if (has_payload)
