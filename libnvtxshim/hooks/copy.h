@@ -68,11 +68,33 @@ typedef int nvs_kernel_namer(const void *function, const char **name);
 void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *function,
                      nvs_kernel_namer *name_of);
 
-/* Opens the range of copy hook ID described by COPY (a value): the wrappers'
- * OPEN, so that the description is made only on the traced path. */
-static inline void nvs_copy_begin(enum nvs_hook_id id, struct copy copy)
+/* The key of the name of copy hook ID's range for COPY's shape. */
+static inline uint64_t nvs_copy_name_key(enum nvs_hook_id id, const struct copy *copy)
 {
-    nvs_copy_open(id, &copy);
+    return ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
+        ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
+}
+
+/* Opens the range of copy hook ID described by COPY (a value): the wrappers'
+ * OPEN, so that the description is made only on the traced path. Inline in
+ * the wrapper's traced half when the shape's name is registered already
+ * (nearly every copy after the first of its shape); nvs_copy_open otherwise. */
+static inline __attribute__((always_inline)) void nvs_copy_begin(enum nvs_hook_id id,
+                                                                 struct copy copy)
+{
+    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_CUDA, nvs_copy_name_key(id, &copy));
+    if (__builtin_expect(!name.registered, 0)) {
+        nvs_copy_open(id, &copy);
+        return;
+    }
+    enum nvs_frame_marker marker = copy.direction == HTOD ? NVS_FRAME_CUDA_HTOD
+        : copy.direction == DTOH                          ? NVS_FRAME_CUDA_DTOH
+                                                          : NVS_FRAME_OFF;
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_CUDA, NVS_CUDA_COPY,
+        copy.host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy.bytes);
+    nvs_attributes_registered_name(&range, name.registered);
+    nvs_call_open(id, marker, -1, &range);
 }
 
 /* What a copy returning TYPE answers when its real function is missing. */

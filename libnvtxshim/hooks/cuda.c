@@ -244,8 +244,7 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
     *range = NVS_ATTRIBUTES_PAYLOAD(
         NVS_DOMAIN_CUDA, NVS_CUDA_COPY,
         copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy->bytes);
-    uint64_t key = ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
-        ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
+    uint64_t key = nvs_copy_name_key(id, copy);
     struct nvs_name found = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
     if (found.registered) {
         nvs_attributes_name(range, found);
@@ -352,18 +351,28 @@ static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_ho
     return name;
 }
 
-static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
-                                   nvs_kernel_namer *name_of, char *text)
+/* The table's key for kernel FUNCTION launched through API, or 0 for a
+ * function that has no place in it. */
+static inline __attribute__((always_inline)) uint64_t kernel_key(enum nvs_hook_id api,
+                                                                 const void *function)
 {
-    struct nvs_name name = { NULL, NULL };
     uintptr_t address = (uintptr_t)function;
     if (!address || address >> 48)
-        return name;
+        return 0;
     unsigned modules = atomic_load_explicit(&module_generation, memory_order_acquire);
     uint64_t api_bits = api == NVS_HOOK_ID(cudaLaunchKernel) ? 1
         : api == NVS_HOOK_ID(cuLaunchKernel)                 ? 0
                                                              : 2;
-    uint64_t key = address | (uint64_t)(modules & 0x3fff) << 48 | api_bits << 62;
+    return address | (uint64_t)(modules & 0x3fff) << 48 | api_bits << 62;
+}
+
+static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
+                                   nvs_kernel_namer *name_of, char *text)
+{
+    struct nvs_name name = { NULL, NULL };
+    uint64_t key = kernel_key(api, function);
+    if (!key)
+        return name;
     uint32_t first = kernel_slot_of(key);
     const char *kernel = NULL;
     bool asked = false;
@@ -409,6 +418,38 @@ __attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hoo
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
+/* The registered name of kernel FUNCTION launched through API when it is
+ * where the table looks first (nearly every launch after the kernel's first),
+ * else NULL. */
+static inline __attribute__((always_inline)) nvtxStringHandle_t kernel_name_found(
+    enum nvs_hook_id api, const void *function)
+{
+    uint64_t key = kernel_key(api, function);
+    struct kernel_slot *slot = &kernel_names[kernel_slot_of(key)];
+    if (__builtin_expect(!key || atomic_load_explicit(&slot->key, memory_order_acquire) != key, 0))
+        return NULL;
+    return atomic_load_explicit(&slot->name, memory_order_acquire);
+}
+
+static int driver_kernel_name(const void *function, const char **name);
+
+/* A driver launch's range (LAUNCH_PAIR): inline in the wrapper's traced half
+ * when the kernel's name is found at once; nvs_launch_open otherwise. */
+static inline __attribute__((always_inline)) void launch_open(enum nvs_hook_id id,
+                                                              enum nvs_hook_id api,
+                                                              const void *function)
+{
+    nvtxStringHandle_t found = kernel_name_found(api, function);
+    if (__builtin_expect(found == NULL, 0)) {
+        nvs_launch_open(id, api, function, driver_kernel_name);
+        return;
+    }
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
+                                                 NVS_COLOR_CUDA_LAUNCH);
+    nvs_attributes_registered_name(&range, found);
+    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+}
+
 /* The driver's name of what cuLaunchKernel was given: a CUfunction
  * (cuFuncGetName), or a CUkernel, which the launch takes as well and which
  * the CUDA runtime passes for every kernel of a program since CUDA 12
@@ -442,13 +483,11 @@ static int driver_kernel_name(const void *function, const char **name)
 #define LAUNCH_PAIR(name, twin, parameters, arguments, function)                                   \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, name, parameters, arguments, nvs_resolve,          \
                       CUDA_ERROR_NOT_FOUND,                                                        \
-                      nvs_launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name),                        \
-                                      (const void *)(function), driver_kernel_name),               \
+                      launch_open(NVS_HOOK_ID(name), NVS_HOOK_ID(name), (const void *)(function)), \
                       nvs_cuda_end())                                                              \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_CUDA, CUresult, twin, parameters, arguments, nvs_resolve,          \
                       CUDA_ERROR_NOT_FOUND,                                                        \
-                      nvs_launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name),                        \
-                                      (const void *)(function), driver_kernel_name),               \
+                      launch_open(NVS_HOOK_ID(twin), NVS_HOOK_ID(name), (const void *)(function)), \
                       nvs_cuda_end())
 
 WAIT(cuStreamSynchronize, (CUstream stream), (stream))
