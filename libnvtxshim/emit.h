@@ -183,6 +183,22 @@ extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
 extern nvtxDomainRangePushEx_impl_fntype *const nvs_nvtx_push_slot;
 extern nvtxDomainRangePop_impl_fntype *const nvs_nvtx_pop_slot;
 
+/* The calling thread's errno, without a call of libc's __errno_location
+ * (whose call, PLT jump and return cost each push and pop 5 instructions):
+ * errno is a thread-local variable of libc, which is always loaded with the
+ * program, so it lies in the static TLS block at the same distance from the
+ * thread pointer in every thread of the process (glibc and musl; x86-64's
+ * and aarch64's TLS layouts alike). hook.c measures that distance before any
+ * call can be traced (nvs_traced_groups_init, before the groups are published
+ * with release). Were it read as 0, the address would be the thread's control
+ * block, whose word the push and pop only read and store back unchanged. */
+extern _Atomic intptr_t nvs_errno_offset;
+static inline int *nvs_errno_address(void)
+{
+    return (int *)(void *)((char *)__builtin_thread_pointer() +
+                           atomic_load_explicit(&nvs_errno_offset, memory_order_relaxed));
+}
+
 /* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
  * innermost one. Both keep errno: any NVTX tool may change it (nsys makes
  * system calls), and a direct tool's push and pop keep it themselves. Inline:
@@ -198,7 +214,7 @@ static inline void nvs_range_push(const struct nvs_attributes *attributes)
     }
     nvtxDomainRangePushEx_impl_fntype push = *nvs_nvtx_push_slot;
     if (push) {
-        int *error = &errno, saved_errno = *error;
+        int *error = nvs_errno_address(), saved_errno = *error;
         push(nvs_emit_domains[attributes->domain], &attributes->event);
         *error = saved_errno;
     }
@@ -213,7 +229,7 @@ static inline void nvs_range_pop(enum nvs_domain domain)
     }
     nvtxDomainRangePop_impl_fntype pop = *nvs_nvtx_pop_slot;
     if (pop) {
-        int *error = &errno, saved_errno = *error;
+        int *error = nvs_errno_address(), saved_errno = *error;
         pop(nvs_emit_domains[domain]);
         *error = saved_errno;
     }

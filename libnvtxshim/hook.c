@@ -28,8 +28,15 @@ enum call_work {
 };
 _Atomic unsigned nvs_call_work;
 
+_Atomic intptr_t nvs_errno_offset;
+
 unsigned nvs_traced_groups_init(void)
 {
+    /* emit.h's nvs_errno_address: before any call is traced. Relaxed: every
+     * thread that gets here stores the same value, and the groups' release
+     * store below publishes it. */
+    atomic_store_explicit(&nvs_errno_offset, (char *)&errno - (char *)__builtin_thread_pointer(),
+                          memory_order_relaxed);
     const struct nvs_config *config = nvs_config();
     if (!nvs_activate()) {
         atomic_store_explicit(&nvs_traced_groups_state, NVS_GROUPS_READY, memory_order_release);
