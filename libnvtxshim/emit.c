@@ -38,6 +38,15 @@ static void init_emit(void)
     /* nvtxDomainCreateA returns NULL only when no tool took the call. */
     active = nvs_emit_domains[NVS_DOMAIN_SHIM] != NULL;
     nvs_emit_direct_tool = active ? registered_direct : NULL;
+    /* The recorder is NVTX's tool: the library's pushes and pops go to its
+     * direct functions through the slots every push reads (emit.h). This NVTX
+     * instance is the library's alone: nothing else pushes through it. */
+    if (nvs_emit_direct_tool) {
+        NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePushEx_impl_fnptr =
+            nvs_emit_direct_tool->push;
+        NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePop_impl_fnptr =
+            nvs_emit_direct_tool->pop;
+    }
     if (active) {
         for (int d = 0; d < NVS_DOMAIN_COUNT; d++)
             for (uint32_t c = 1; c < NVS_CATEGORY_LIMIT; c++) {

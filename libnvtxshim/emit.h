@@ -50,6 +50,14 @@ struct nvs_attributes {
     enum nvs_domain domain;
 };
 
+/* The library's range whose NVTX attributes EVENT are: what the library's
+ * NVTX instance hands its tool is always one (the direct tool's push). */
+_Static_assert(__builtin_offsetof(struct nvs_attributes, event) == 0, "event first");
+static inline const struct nvs_attributes *nvs_attributes_of(const nvtxEventAttributes_t *event)
+{
+    return (const struct nvs_attributes *)(const void *)event;
+}
+
 /* Attributes in DOMAIN, CATEGORY and COLOR (0xRRGGBB), with no payload; or
  * with PAYLOAD, an unsigned 64-bit number (the bytes a call moves). */
 #define NVS_ATTRIBUTES(domain_, category_, color_)                                                 \
@@ -145,13 +153,17 @@ bool nvs_named_range_prepare(struct nvs_named_range *range, const char *domain,
 nvtxRangeId_t nvs_named_range_start(const struct nvs_named_range *range, uint32_t color);
 void nvs_named_range_end(const struct nvs_named_range *range, nvtxRangeId_t id);
 
-/* A tool in this library that takes the library's own ranges directly,
- * without NVTX attributes being built for NVTX to hand over (the recorder);
- * FLUSH is told when a frame ends, so its events reach the file. DOMAIN is
- * the library's NVTX handle for ATTRIBUTES->domain. PUSH and POP keep errno. */
+/* A tool in this library that takes the library's own ranges directly (the
+ * recorder); FLUSH is told when a frame ends, so its events reach the file.
+ * DOMAIN is the library's NVTX handle for ATTRIBUTES->domain. PUSH and POP
+ * are NVTX's own functions for the library's NVTX instance: emit.c puts them
+ * in its slots, where nvs_range_push and nvs_range_pop find any tool's, so
+ * that every push has one way to its tool. That instance takes the library's
+ * ranges alone, so the attributes PUSH gets are always the event of a struct
+ * nvs_attributes (nvs_attributes_of). */
 struct nvs_emit_direct {
-    void (*push)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes);
-    void (*pop)(nvtxDomainHandle_t domain);
+    nvtxDomainRangePushEx_impl_fntype push;
+    nvtxDomainRangePop_impl_fntype pop;
     void (*set_payload)(nvtxDomainHandle_t domain, uint64_t payload);
     nvtxRangeId_t (*start)(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes,
                            uint64_t start_ns);
@@ -175,8 +187,9 @@ void nvs_emit_frame_ended(void);
 extern const struct nvs_emit_direct *nvs_emit_direct_tool;
 extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
 
-/* Under any other NVTX tool (nsys): NVTX's slots for its tool's domain push and
- * pop, in the one NVTX instance of the library (emit.c). A wrapper reads the
+/* NVTX's slots for its tool's domain push and pop, in the one NVTX instance
+ * of the library (emit.c): nsys's functions, any other tool's, or the
+ * recorder's direct ones (struct nvs_emit_direct). A wrapper reads the
  * slot at each call, as NVTX's own inline functions do (a tool may fill it
  * again), and calls the tool with no function of ours between: what a
  * hand-written pair does. NULL in a slot: no tool takes the call. */
@@ -201,17 +214,12 @@ static inline int *nvs_errno_address(void)
 
 /* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
  * innermost one. Both keep errno: any NVTX tool may change it (nsys makes
- * system calls), and a direct tool's push and pop keep it themselves. Inline:
- * every traced call makes both. Under an NVTX tool they do what a hand-written
- * pair does, errno kept around it: the tool's function from NVTX's slot called
+ * system calls). Inline: every traced call makes both. They do what a
+ * hand-written pair does, errno kept around it: the tool's function from
+ * NVTX's slot (nsys's, any other tool's, or the recorder's direct one) called
  * with the attributes the wrapper filled, as they are. */
 static inline void nvs_range_push(const struct nvs_attributes *attributes)
 {
-    const struct nvs_emit_direct *direct = nvs_emit_direct_tool;
-    if (direct) {
-        direct->push(nvs_emit_domains[attributes->domain], attributes);
-        return;
-    }
     nvtxDomainRangePushEx_impl_fntype push = *nvs_nvtx_push_slot;
     if (push) {
         int *error = nvs_errno_address(), saved_errno = *error;
@@ -222,11 +230,6 @@ static inline void nvs_range_push(const struct nvs_attributes *attributes)
 
 static inline void nvs_range_pop(enum nvs_domain domain)
 {
-    const struct nvs_emit_direct *direct = nvs_emit_direct_tool;
-    if (direct) {
-        direct->pop(nvs_emit_domains[domain]);
-        return;
-    }
     nvtxDomainRangePop_impl_fntype pop = *nvs_nvtx_pop_slot;
     if (pop) {
         int *error = nvs_errno_address(), saved_errno = *error;

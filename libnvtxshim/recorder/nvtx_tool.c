@@ -2,7 +2,8 @@
  * NVTX finds it as its tool (NVTX_INJECTION64_PATH) and calls
  * InitializeInjectionNvtx2. Each entry point reads its arguments (nvtx_args.c)
  * and hands an event to the recorder (record.c, through record_calls.h); the
- * library's own ranges reach the recorder without NVTX (emit.h's direct tool). */
+ * library's own ranges go to the recorder's direct functions, which emit.c
+ * puts in the slots of the library's own NVTX instance (emit.h). */
 #define _GNU_SOURCE
 #include "record.h"
 

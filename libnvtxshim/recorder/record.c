@@ -429,10 +429,12 @@ static inline void describe_own(struct nvs_trace_event *event, nvtxDomainHandle_
     }
 }
 
-/* The library's own ranges when this recorder is its NVTX tool: straight
- * here, without building NVTX attributes for NVTX to hand over. */
-static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
+/* The library's own ranges when this recorder is its NVTX tool: NVTX's push
+ * and pop for the library's own NVTX instance (emit.c puts them in its slots),
+ * which hands over the event of a struct nvs_attributes alone. */
+static int NVTX_API direct_push(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *own)
 {
+    const struct nvs_attributes *attributes = nvs_attributes_of(own);
     int saved_errno = errno; /* a buffer claimed, a file opened or written */
     int level;
     struct nvs_writer_thread *thread;
@@ -443,13 +445,15 @@ static void direct_push(nvtxDomainHandle_t domain, const struct nvs_attributes *
         pushed(thread, event, level);
     }
     errno = saved_errno;
+    return 0;
 }
 
-static void direct_pop(nvtxDomainHandle_t domain)
+static int NVTX_API direct_pop(nvtxDomainHandle_t domain)
 {
     int saved_errno = errno;
     nvs_record_pop((const struct nvs_trace_domain *)domain);
     errno = saved_errno;
+    return 0;
 }
 
 /* The same for the protobuf form, where nearly every range the library makes
@@ -459,8 +463,9 @@ static void direct_pop(nvtxDomainHandle_t domain)
  * buffer, from the name's cached shape (encode_pftrace.h). Each condition is
  * checked before anything is changed; where one fails, the general way above
  * does it all. */
-static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attributes *attributes)
+static int NVTX_API direct_push_pftrace(nvtxDomainHandle_t domain, const nvtxEventAttributes_t *own)
 {
+    const struct nvs_attributes *attributes = nvs_attributes_of(own);
     struct nvs_writer_thread *thread = nvs_writer_current;
     /* a registered name's handle is never NULL */
     if (__builtin_expect(!thread || attributes->event.messageType != NVTX_MESSAGE_TYPE_REGISTERED,
@@ -485,12 +490,12 @@ static void direct_push_pftrace(nvtxDomainHandle_t domain, const struct nvs_attr
     event->payload = attributes->event.payload.ullValue;
     event->start_ns = start_ns;
     mark_pending(stack, event, level, NVS_BEGIN_PENDING_OWN);
-    return;
+    return 0;
 general:
-    direct_push(domain, attributes);
+    return direct_push(domain, own);
 }
 
-static void direct_pop_pftrace(nvtxDomainHandle_t handle)
+static int NVTX_API direct_pop_pftrace(nvtxDomainHandle_t handle)
 {
     const struct nvs_trace_domain *domain = (const struct nvs_trace_domain *)handle;
     struct nvs_writer_thread *thread = nvs_writer_current;
@@ -535,11 +540,11 @@ static void direct_pop_pftrace(nvtxDomainHandle_t handle)
     nvs_writer_commit(thread, pf_pop_end_own(out, sequence, event, end_ns));
     stack->depth = (int)top;
     stack->pending_from = (int)top;
-    return;
+    return 0;
 abandon:
     nvs_writer_abandon(thread);
 general:
-    direct_pop(handle);
+    return direct_pop(handle);
 }
 
 /* The payload of DOMAIN's innermost range on this thread, before its pop
