@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -126,10 +127,26 @@ struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char 
     return name;
 }
 
-nvtxDomainRangePushEx_impl_fntype *const nvs_nvtx_push_slot =
-    &NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePushEx_impl_fnptr;
-nvtxDomainRangePop_impl_fntype *const nvs_nvtx_pop_slot =
-    &NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePop_impl_fnptr;
+/* nvs_nvtx_push and nvs_nvtx_pop (emit.h): NVTX's two slots in its table of
+ * this instance, named as symbols of their own, so that a wrapper reads one
+ * with one load (a pointer to it, kept here, cost a load more at each push
+ * and pop). The assembler sets each at the table's address plus the slot's
+ * offset, both from NVTX's own header; the table is defined in this file
+ * alone (the others are built with NVTX_NO_IMPL). */
+#define NVS_QUOTE(x) #x
+#define NVS_NAME_OF(x) NVS_QUOTE(x)
+__attribute__((used)) static void slot_symbols(void)
+{
+    __asm__(".globl nvs_nvtx_push\n\t.hidden nvs_nvtx_push\n\t"
+            ".set nvs_nvtx_push, " NVS_NAME_OF(NVTX_VERSIONED_IDENTIFIER(
+                nvtxGlobals)) " + %c0\n\t"
+                              ".globl nvs_nvtx_pop\n\t.hidden nvs_nvtx_pop\n\t"
+                              ".set nvs_nvtx_pop, " NVS_NAME_OF(
+                                  NVTX_VERSIONED_IDENTIFIER(nvtxGlobals)) " + %c1"
+            :
+            : "i"(offsetof(nvtxGlobals_t, nvtxDomainRangePushEx_impl_fnptr)),
+              "i"(offsetof(nvtxGlobals_t, nvtxDomainRangePop_impl_fnptr)));
+}
 
 bool nvs_range_set_payload(enum nvs_domain domain, uint64_t payload)
 {

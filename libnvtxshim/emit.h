@@ -193,8 +193,8 @@ extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
  * slot at each call, as NVTX's own inline functions do (a tool may fill it
  * again), and calls the tool with no function of ours between: what a
  * hand-written pair does. NULL in a slot: no tool takes the call. */
-extern nvtxDomainRangePushEx_impl_fntype *const nvs_nvtx_push_slot;
-extern nvtxDomainRangePop_impl_fntype *const nvs_nvtx_pop_slot;
+extern nvtxDomainRangePushEx_impl_fntype nvs_nvtx_push __attribute__((visibility("hidden")));
+extern nvtxDomainRangePop_impl_fntype nvs_nvtx_pop __attribute__((visibility("hidden")));
 
 /* The calling thread's errno, without a call of libc's __errno_location
  * (whose call, PLT jump and return cost each push and pop 5 instructions):
@@ -220,7 +220,7 @@ static inline int *nvs_errno_address(void)
  * with the attributes the wrapper filled, as they are. */
 static inline void nvs_range_push(const struct nvs_attributes *attributes)
 {
-    nvtxDomainRangePushEx_impl_fntype push = *nvs_nvtx_push_slot;
+    nvtxDomainRangePushEx_impl_fntype push = nvs_nvtx_push;
     if (push) {
         int *error = nvs_errno_address(), saved_errno = *error;
         push(nvs_emit_domains[attributes->domain], &attributes->event);
@@ -230,7 +230,7 @@ static inline void nvs_range_push(const struct nvs_attributes *attributes)
 
 static inline void nvs_range_pop(enum nvs_domain domain)
 {
-    nvtxDomainRangePop_impl_fntype pop = *nvs_nvtx_pop_slot;
+    nvtxDomainRangePop_impl_fntype pop = nvs_nvtx_pop;
     if (pop) {
         int *error = nvs_errno_address(), saved_errno = *error;
         pop(nvs_emit_domains[domain]);

@@ -124,23 +124,22 @@ static struct nvs_attributes hook_ranges[NVS_HOOK_COUNT];
 static atomic_bool hook_range_taken[NVS_HOOK_COUNT];
 
 /* The first calls of a hook whose range is the same at every call: the range
- * is made in SCRATCH; once the hook's name is registered, the first thread to
- * take the hook's entry fills it and publishes it (release: whoever loads the
- * pointer sees the attributes), the others use their SCRATCH meanwhile. errno
- * is kept (the name's registration keeps it). */
-const struct nvs_attributes *nvs_call_make_hook_range(enum nvs_hook_id id, enum nvs_domain domain,
-                                                      uint32_t category, uint32_t color,
-                                                      struct nvs_attributes *scratch)
+ * is made for the call; once the hook's name is registered, the first thread
+ * to take the hook's entry keeps it there and publishes it (release: whoever
+ * loads the pointer sees the attributes). errno is kept (the name's
+ * registration and the dispatch keep it, nvs_call_open does not read it). */
+void nvs_call_open_first(enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain,
+                         uint32_t category, uint32_t color)
 {
-    *scratch = NVS_ATTRIBUTES(domain, category, color);
+    struct nvs_attributes range = NVS_ATTRIBUTES(domain, category, color);
     struct nvs_name name = nvs_call_hook_name(domain, id);
-    nvs_attributes_name(scratch, name);
-    if (!name.registered || atomic_load_explicit(&hook_range_taken[id], memory_order_relaxed) ||
-        atomic_exchange_explicit(&hook_range_taken[id], true, memory_order_relaxed))
-        return scratch;
-    hook_ranges[id] = *scratch;
-    atomic_store_explicit(&nvs_call_hook_ranges[id], &hook_ranges[id], memory_order_release);
-    return &hook_ranges[id];
+    nvs_attributes_name(&range, name);
+    if (name.registered && !atomic_load_explicit(&hook_range_taken[id], memory_order_relaxed) &&
+        !atomic_exchange_explicit(&hook_range_taken[id], true, memory_order_relaxed)) {
+        hook_ranges[id] = range;
+        atomic_store_explicit(&nvs_call_hook_ranges[id], &hook_ranges[id], memory_order_release);
+    }
+    nvs_call_open(id, marker, -1, &range);
 }
 
 NVS_ONCE void nvs_end_frames(void)

@@ -155,14 +155,14 @@ static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker mark
 
 /* The range of a call of hook ID that is the same at every call: named after
  * the hook, in DOMAIN, CATEGORY and COLOR, no payload. Built and published
- * once, with the hook's registered name (hook.c); until then (or where no name
- * can be registered) made in SCRATCH for this call. NVTX tools take the
+ * once, with the hook's registered name (hook.c). NVTX tools take the
  * attributes as const: every call hands the tool the same ones, as a program
  * that keeps its attributes in a static does. */
 extern _Atomic(const struct nvs_attributes *) nvs_call_hook_ranges[NVS_HOOK_COUNT];
-const struct nvs_attributes *nvs_call_make_hook_range(enum nvs_hook_id id, enum nvs_domain domain,
-                                                      uint32_t category, uint32_t color,
-                                                      struct nvs_attributes *scratch);
+/* The call's range before it is published (or where no name can be
+ * registered): made for this call, opened as nvs_call_open does. */
+void nvs_call_open_first(enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain,
+                         uint32_t category, uint32_t color);
 
 /* Opens the range of hook ID that is the same at every call (above) and
  * dispatches the call, as nvs_call_open: no attribute is written at the call. */
@@ -170,11 +170,12 @@ static inline __attribute__((always_inline)) void nvs_call_open_constant(
     enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain, uint32_t category,
     uint32_t color)
 {
-    struct nvs_attributes scratch;
     const struct nvs_attributes *range = atomic_load_explicit(&nvs_call_hook_ranges[id],
                                                               memory_order_acquire);
-    if (__builtin_expect(range == NULL, 0))
-        range = nvs_call_make_hook_range(id, domain, category, color, &scratch);
+    if (__builtin_expect(range == NULL, 0)) {
+        nvs_call_open_first(id, marker, domain, category, color);
+        return;
+    }
     if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
         nvs_call_dispatch(id, marker, -1, domain);
     nvs_range_push(range);
