@@ -6,12 +6,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hidden.h"
 #include "registry/registry.h"
 
 /* Set on a thread whose call must be followed by more work when it ends (a
  * capture that closes after its last counted call): nvs_capture_after_call,
  * by the call path (hook.h) when the call has ended. */
-extern __thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
+extern NVS_HIDDEN __thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
 
 /* A program-level call of hook ID begins (before its range): counts calls,
  * follows the clock, acts on signals. */

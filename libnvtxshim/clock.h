@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "hidden.h"
+
 /* NVS_CLOCK_COUNTER: this architecture has a counter the line may read, and
  * nvs_clock_counter reads it. */
 #if defined(__x86_64__)
@@ -60,7 +62,8 @@ struct nvs_clock_line {
     uint32_t refused; /* may this thread read the TSC: unasked, allowed, refused
                                  * (PR_SET_TSC) */
 };
-extern __thread struct nvs_clock_line nvs_clock_line __attribute__((tls_model("initial-exec")));
+extern NVS_HIDDEN __thread struct nvs_clock_line nvs_clock_line
+    __attribute__((tls_model("initial-exec")));
 
 /* CLOCK_MONOTONIC from clock_gettime, and a new line for this thread when
  * its window has passed and the TSC may be used. */

@@ -11,6 +11,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "hidden.h"
 #include "schema.h"
 
 /* A range or mark message: a registered string when the tool gave one,
@@ -184,8 +185,8 @@ void nvs_emit_frame_ended(void);
 
 /* The direct tool once NVTX has handed it the calls (else NULL), and the
  * library's domains: set once, before any hook traces a call. */
-extern const struct nvs_emit_direct *nvs_emit_direct_tool;
-extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
+extern NVS_HIDDEN const struct nvs_emit_direct *nvs_emit_direct_tool;
+extern NVS_HIDDEN nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
 
 /* NVTX's slots for its tool's domain push and pop, in the one NVTX instance
  * of the library (emit.c): nsys's functions, any other tool's, or the
@@ -193,8 +194,8 @@ extern nvtxDomainHandle_t nvs_emit_domains[NVS_DOMAIN_COUNT];
  * slot at each call, as NVTX's own inline functions do (a tool may fill it
  * again), and calls the tool with no function of ours between: what a
  * hand-written pair does. NULL in a slot: no tool takes the call. */
-extern nvtxDomainRangePushEx_impl_fntype nvs_nvtx_push __attribute__((visibility("hidden")));
-extern nvtxDomainRangePop_impl_fntype nvs_nvtx_pop __attribute__((visibility("hidden")));
+extern NVS_HIDDEN nvtxDomainRangePushEx_impl_fntype nvs_nvtx_push;
+extern NVS_HIDDEN nvtxDomainRangePop_impl_fntype nvs_nvtx_pop;
 
 /* The calling thread's errno, without a call of libc's __errno_location
  * (whose call, PLT jump and return cost each push and pop 5 instructions):
@@ -205,7 +206,7 @@ extern nvtxDomainRangePop_impl_fntype nvs_nvtx_pop __attribute__((visibility("hi
  * call can be traced (nvs_traced_groups_init, before the groups are published
  * with release). Were it read as 0, the address would be the thread's control
  * block, whose word the push and pop only read and store back unchanged. */
-extern _Atomic intptr_t nvs_errno_offset;
+extern NVS_HIDDEN _Atomic intptr_t nvs_errno_offset;
 static inline int *nvs_errno_address(void)
 {
     return (int *)(void *)((char *)__builtin_thread_pointer() +
@@ -246,7 +247,7 @@ struct nvs_name_slot {
     _Atomic uint64_t key;
     _Atomic(nvtxStringHandle_t) handle;
 };
-extern struct nvs_name_slot nvs_names[NVS_NAME_SLOTS];
+extern NVS_HIDDEN struct nvs_name_slot nvs_names[NVS_NAME_SLOTS];
 struct nvs_name nvs_name_lookup_probing(uint64_t key, uint32_t slot);
 
 static inline uint64_t nvs_name_full_key(enum nvs_domain domain, uint64_t key)

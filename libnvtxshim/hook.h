@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hidden.h"
 #include "capture.h"
 #include "config.h"
 #include "emit.h"
@@ -30,10 +31,10 @@
 /* Depth of hooked calls on this thread: only depth 0 is the program's own
  * call; libusb's sync functions calling its async ones, the CUDA runtime
  * calling the driver, run deeper and pass straight through. */
-extern __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
+extern NVS_HIDDEN __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
 
 #define NVS_GROUPS_READY (1u << 31)
-extern _Atomic unsigned nvs_traced_groups_state;
+extern NVS_HIDDEN _Atomic unsigned nvs_traced_groups_state;
 unsigned nvs_traced_groups_init(void);
 
 /* What exit does before the trace is completed, for exec and _exit too: the
@@ -104,12 +105,12 @@ static inline void nvs_call_leave(void)
  * when the library becomes active): frames, capture triggers that count
  * calls, time or signals, the kernel probe's thread list, a capture waiting
  * for a thread with a CUDA context. Read relaxed: a plain load. */
-extern _Atomic unsigned nvs_call_work;
+extern NVS_HIDDEN _Atomic unsigned nvs_call_work;
 void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
                        enum nvs_domain domain);
 /* The registered name of each hook's range, by id (hook.c): no hashing on
  * the way in; registered on first use. */
-extern _Atomic(nvtxStringHandle_t) nvs_call_hook_names[NVS_HOOK_COUNT];
+extern NVS_HIDDEN _Atomic(nvtxStringHandle_t) nvs_call_hook_names[NVS_HOOK_COUNT];
 struct nvs_name nvs_call_register_hook_name(enum nvs_domain domain, enum nvs_hook_id id);
 
 static inline struct nvs_name nvs_call_hook_name(enum nvs_domain domain, enum nvs_hook_id id)
@@ -158,7 +159,7 @@ static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker mark
  * once, with the hook's registered name (hook.c). NVTX tools take the
  * attributes as const: every call hands the tool the same ones, as a program
  * that keeps its attributes in a static does. */
-extern _Atomic(const struct nvs_attributes *) nvs_call_hook_ranges[NVS_HOOK_COUNT];
+extern NVS_HIDDEN _Atomic(const struct nvs_attributes *) nvs_call_hook_ranges[NVS_HOOK_COUNT];
 /* The call's range before it is published (or where no name can be
  * registered): made for this call, opened as nvs_call_open does. */
 void nvs_call_open_first(enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain,

@@ -2,6 +2,8 @@
 #ifndef NVS_KERNEL_H
 #define NVS_KERNEL_H
 
+#include "hidden.h"
+
 /* Per watched thread, cumulative since it was first watched. */
 struct nvs_thread_figures {
     unsigned long long runnable_ns; /* off CPU but runnable: preempted, or woken and waiting */
@@ -44,7 +46,7 @@ struct nvs_offcpu_interval {
 bool nvs_libbpf_open(char *why, size_t size);
 
 /* True while the probe runs; the hooks then note which threads make calls. */
-extern bool nvs_kernel_running;
+extern NVS_HIDDEN bool nvs_kernel_running;
 void nvs_kernel_note_thread(void);
 
 /* A program-level hooked call on this thread (cheap unless the probe runs). */

@@ -6,17 +6,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "hidden.h"
 #include "registry/registry.h"
 
 /* Each hook's wrapper, our exported function of its name (hooks/table.c),
  * handed to resolve.c by init.c at load; nvs_resolve_wrapper(ID) gives it
  * back, NULL before then. */
-extern void *const nvs_hook_wrappers[NVS_HOOK_COUNT];
+extern NVS_HIDDEN void *const nvs_hook_wrappers[NVS_HOOK_COUNT];
 void nvs_resolve_set_wrappers(void *const *wrappers);
 void *nvs_resolve_wrapper(enum nvs_hook_id id);
 
 /* Real functions, by hook id; filled lazily and by handle lookups. */
-extern _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
+extern NVS_HIDDEN _Atomic(void *) nvs_real_functions[NVS_HOOK_COUNT];
 
 void *nvs_resolve_slow(enum nvs_hook_id id);
 /* REAL as hook ID's real function, unless one was published first: the one

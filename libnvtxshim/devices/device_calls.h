@@ -6,6 +6,7 @@
 
 #include <errno.h>
 
+#include "../hidden.h"
 #include "table.h"
 #include "../hook.h"
 
@@ -33,7 +34,7 @@
     }
 
 /* The kinds the library knows, NULL-terminated (kinds.c). */
-extern const struct nvs_device_kind *const nvs_device_kinds[];
+extern NVS_HIDDEN const struct nvs_device_kind *const nvs_device_kinds[];
 
 /* Whether a failed call failed the way a device's calls fail in normal use
  * (nothing to read yet, a signal): no mark for those. */

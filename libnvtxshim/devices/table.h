@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../hidden.h"
 #include "../config.h"
 #include "../emit.h"
 #include "../registry/registry.h"
@@ -90,15 +91,15 @@ struct nvs_device {
     _Atomic bool nonblocking;
 };
 
-extern struct nvs_device nvs_devices[NVS_DEVICE_SLOTS];
+extern NVS_HIDDEN struct nvs_device nvs_devices[NVS_DEVICE_SLOTS];
 
 /* Descriptors below this have their byte; the rest are searched in a short
  * list that is empty on every common program. */
 #define NVS_FD_DIRECT 1024
-extern _Atomic unsigned char nvs_fd_slots[NVS_FD_DIRECT];
-extern _Atomic unsigned nvs_fd_far_count;
+extern NVS_HIDDEN _Atomic unsigned char nvs_fd_slots[NVS_FD_DIRECT];
+extern NVS_HIDDEN _Atomic unsigned nvs_fd_far_count;
 /* Device descriptors open: poll and select look at their sets only when not 0. */
-extern _Atomic unsigned nvs_device_fds;
+extern NVS_HIDDEN _Atomic unsigned nvs_device_fds;
 
 unsigned nvs_fd_slot_far(int fd);
 
@@ -131,7 +132,7 @@ static inline bool nvs_devices_open(void)
 
 /* Whether a successful open of PATH may have given a device worth a look:
  * /dev/..., or any path when NVTXSHIM_DEVICES names some. */
-extern _Atomic bool nvs_device_globs;
+extern NVS_HIDDEN _Atomic bool nvs_device_globs;
 static inline bool nvs_device_candidate(const char *path)
 {
     return path &&

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <xcb/xcb.h>
 
+#include "../hidden.h"
 #include "../emit.h"
 #include "../hook.h"
 
@@ -18,7 +19,7 @@
  * one, or one without MIT-SHM, is said in a mark and the log. Inline, the
  * look itself out of line: every traced call asks, and after the first one
  * the answer is one load. */
-extern atomic_bool nvs_display_checked;
+extern NVS_HIDDEN atomic_bool nvs_display_checked;
 void nvs_check_xlib_once(Display *display);
 void nvs_check_xcb_once(xcb_connection_t *connection);
 

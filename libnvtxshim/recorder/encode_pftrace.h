@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../hidden.h"
 #include "../pftrace_proto.h"
 #include "trace.h"
 
@@ -139,7 +140,7 @@ struct pf_string {
 };
 _Static_assert(sizeof(struct pf_string) <= NVS_ENCODER_STRING_BYTES, "string cache");
 /* Bumped when a category is named: shapes made before then are remade. */
-extern _Atomic uint32_t nvs_pftrace_category_generation;
+extern NVS_HIDDEN _Atomic uint32_t nvs_pftrace_category_generation;
 
 /* ---- protobuf --------------------------------------------------------------- */
 

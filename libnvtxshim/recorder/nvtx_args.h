@@ -11,10 +11,11 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "../hidden.h"
 #include "trace.h"
 
 /* The domain of events made without one; named at enable. */
-extern struct nvs_trace_domain nvs_args_default_domain;
+extern NVS_HIDDEN struct nvs_trace_domain nvs_args_default_domain;
 
 /* Names the default domain and keeps ENCODER for the set-up of what follows. */
 void nvs_args_enable(const struct nvs_trace_encoder *encoder);

@@ -11,6 +11,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "../hidden.h"
 #include "trace.h"
 
 #define NVS_OPEN_CHUNK 1024u  /* slots added this many at a time */
@@ -31,7 +32,7 @@ struct nvs_open_range {
 };
 
 /* Read inline on the end's way; changed only here and in open_ranges.c. */
-extern struct nvs_open_table {
+extern NVS_HIDDEN struct nvs_open_table {
     _Atomic(struct nvs_open_range *) chunks[NVS_OPEN_CHUNKS];
     _Atomic uint32_t capacity;
     _Atomic uint32_t count;

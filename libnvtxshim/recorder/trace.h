@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../hidden.h"
+
 #include "../schema.h" /* struct nvs_trace_args */
 
 #define NVS_TRACE_TEXT_MAX 256u    /* a name, UTF-8, with its NUL; longer ones are cut */
@@ -153,7 +155,7 @@ struct nvs_trace_encoder {
     void (*prepare_thread)(struct nvs_trace_thread_ids *thread);
 };
 
-extern const struct nvs_trace_encoder nvs_trace_json;
-extern const struct nvs_trace_encoder nvs_trace_pftrace;
+extern NVS_HIDDEN const struct nvs_trace_encoder nvs_trace_json;
+extern NVS_HIDDEN const struct nvs_trace_encoder nvs_trace_pftrace;
 
 #endif

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../hidden.h"
 #include "losses.h"
 #include "trace.h"
 
@@ -46,11 +47,11 @@ struct nvs_writer_thread {
     alignas(64) unsigned char private[];
 };
 
-extern __thread struct nvs_writer_thread *nvs_writer_current
+extern NVS_HIDDEN __thread struct nvs_writer_thread *nvs_writer_current
     __attribute__((tls_model("initial-exec")));
 /* The file is open and not finished, and no buffer is stale (made for a file
  * the writer left): events go straight into the buffer. */
-extern _Atomic bool nvs_writer_ready;
+extern NVS_HIDDEN _Atomic bool nvs_writer_ready;
 
 /* Records to PATH_TEMPLATE (%p, %% expanded when the file is opened, at the
  * first event) with ENCODER; each thread gets PRIVATE_BYTES of memory for the
