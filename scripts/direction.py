@@ -46,7 +46,7 @@ FLOORS = [
     ("the recorder", ["recorder/"]),
     ("NVTX", ["emit"]),
     ("the base", ["clock", "resolve", "log", "config", "variables.def", "schema", "sys", "spin",
-                  "pftrace_proto"]),
+                  "hidden", "pftrace_proto"]),
     ("the registry", ["registry/"]),
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
