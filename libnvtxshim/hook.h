@@ -238,7 +238,7 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
 #define NVS_EXPORT __attribute__((visibility("default")))
 
 /* Whether CALL (an expression, not evaluated) is of type void; its value for
- * NVS_WRAPPER_BODY's RESULT, 0 when it has none. */
+ * NVS_TRACED_CALL's RESULT, 0 when it has none. */
 #define NVS_IS_VOID(call) __builtin_types_compatible_p(__typeof__(call), void)
 #define NVS_VALUE(call) __builtin_choose_expr(NVS_IS_VOID(call), ((call), 0), (call))
 
@@ -251,19 +251,6 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
     __typeof__(NVS_VALUE(real arguments)) result = NVS_VALUE(real arguments);                      \
     close;                                                                                         \
     return __builtin_choose_expr(NVS_IS_VOID(real arguments), (void)0, result)
-
-/* The body of a traced wrapper of function NAME (its group GROUP) in one
- * piece: the real function, found with FIND(hook id) (nvs_resolve, or a
- * family's own lookup), straight away when the call is not traced, or MISSING
- * when no library defines it (nothing for a void function); otherwise the
- * traced call (NVS_TRACED_CALL: OPEN, the real call with ARGUMENTS, CLOSE). */
-#define NVS_WRAPPER_BODY(group, find, name, missing, arguments, open, close)                       \
-    __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                           \
-    if (!real)                                                                                     \
-        return missing;                                                                            \
-    if (!nvs_call_begins(group))                                                                   \
-        return real arguments;                                                                     \
-    NVS_TRACED_CALL(arguments, open, close)
 
 /* A wrapper of TYPE NAME PARAMETERS in three parts. The exported one passes
  * ARGUMENTS straight to the real function when that is known and the call

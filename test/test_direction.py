@@ -133,7 +133,7 @@ def test_a_room_of_cli_including_one_not_below_it_is_caught(tmp_path):
 
 # ---- the wrappers' macros ------------------------------------------------------------------
 
-HOOK_MACROS = ("NVS_WRAPPER_BODY", "NVS_SPLIT_WRAPPER", "NVS_SPLIT_WRAPPER_TRACED")
+HOOK_MACROS = ("NVS_SPLIT_WRAPPER", "NVS_SPLIT_WRAPPER_TRACED")
 # The call path's tests, which only hook.h's two macros and hand-written wrappers make.
 CALL_TESTS = ("nvs_call_begins(", "nvs_call_passes(", "nvs_call_enter(", "&nvs_real_functions[")
 
