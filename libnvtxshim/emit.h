@@ -213,20 +213,27 @@ static inline int *nvs_errno_address(void)
                            atomic_load_explicit(&nvs_errno_offset, memory_order_relaxed));
 }
 
-/* Opens a push/pop range on this thread; nvs_range_pop closes DOMAIN's
+/* Opens a push/pop range on this thread (nvs_range_push_in: ATTRIBUTES's
+ * domain known to the caller, DOMAIN); nvs_range_pop closes DOMAIN's
  * innermost one. Both keep errno: any NVTX tool may change it (nsys makes
  * system calls). Inline: every traced call makes both. They do what a
  * hand-written pair does, errno kept around it: the tool's function from
  * NVTX's slot (nsys's, any other tool's, or the recorder's direct one) called
  * with the attributes the wrapper filled, as they are. */
-static inline void nvs_range_push(const struct nvs_attributes *attributes)
+static inline void nvs_range_push_in(enum nvs_domain domain,
+                                     const struct nvs_attributes *attributes)
 {
     nvtxDomainRangePushEx_impl_fntype push = nvs_nvtx_push;
     if (push) {
         int *error = nvs_errno_address(), saved_errno = *error;
-        push(nvs_emit_domains[attributes->domain], &attributes->event);
+        push(nvs_emit_domains[domain], &attributes->event);
         *error = saved_errno;
     }
+}
+
+static inline void nvs_range_push(const struct nvs_attributes *attributes)
+{
+    nvs_range_push_in(attributes->domain, attributes);
 }
 
 static inline void nvs_range_pop(enum nvs_domain domain)

@@ -179,7 +179,7 @@ static inline __attribute__((always_inline)) void nvs_call_open_constant(
     }
     if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
         nvs_call_dispatch(id, marker, -1, domain);
-    nvs_range_push(range);
+    nvs_range_push_in(domain, range);
 }
 
 /* The same for an asynchronous call whose range ends elsewhere (a USB
