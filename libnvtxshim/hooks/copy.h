@@ -75,6 +75,23 @@ static inline uint64_t nvs_copy_name_key(enum nvs_hook_id id, const struct copy 
         ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
 }
 
+/* The frame marker COPY counts as. */
+static inline enum nvs_frame_marker nvs_copy_marker(const struct copy *copy)
+{
+    return copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
+        : copy->direction == DTOH  ? NVS_FRAME_CUDA_DTOH
+                                   : NVS_FRAME_OFF;
+}
+
+/* COPY's range in RANGE, without its name: category, colour (pageable host
+ * memory has its own) and the bytes as the payload. */
+static inline void nvs_copy_range(struct nvs_attributes *range, const struct copy *copy)
+{
+    *range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_CUDA, NVS_CUDA_COPY,
+        copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy->bytes);
+}
+
 /* Opens the range of copy hook ID described by COPY (a value): the wrappers'
  * OPEN, so that the description is made only on the traced path. Inline in
  * the wrapper's traced half when the shape's name is registered already
@@ -87,14 +104,10 @@ static inline __attribute__((always_inline)) void nvs_copy_begin(enum nvs_hook_i
         nvs_copy_open(id, &copy);
         return;
     }
-    enum nvs_frame_marker marker = copy.direction == HTOD ? NVS_FRAME_CUDA_HTOD
-        : copy.direction == DTOH                          ? NVS_FRAME_CUDA_DTOH
-                                                          : NVS_FRAME_OFF;
-    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
-        NVS_DOMAIN_CUDA, NVS_CUDA_COPY,
-        copy.host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy.bytes);
+    struct nvs_attributes range;
+    nvs_copy_range(&range, &copy);
     nvs_attributes_registered_name(&range, name.registered);
-    nvs_call_open(id, marker, -1, &range);
+    nvs_call_open(id, nvs_copy_marker(&copy), -1, &range);
 }
 
 /* What a copy returning TYPE answers when its real function is missing. */

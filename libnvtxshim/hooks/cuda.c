@@ -241,9 +241,7 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
                           const struct copy *copy)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
-    *range = NVS_ATTRIBUTES_PAYLOAD(
-        NVS_DOMAIN_CUDA, NVS_CUDA_COPY,
-        copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy->bytes);
+    nvs_copy_range(range, copy);
     uint64_t key = nvs_copy_name_key(id, copy);
     struct nvs_name found = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
     if (found.registered) {
@@ -261,13 +259,10 @@ static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hoo
 
 __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
 {
-    enum nvs_frame_marker marker = copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
-        : copy->direction == DTOH                          ? NVS_FRAME_CUDA_DTOH
-                                                           : NVS_FRAME_OFF;
     struct nvs_attributes range;
     char text[NVS_CALL_TEXT_MAX];
     describe_copy(&range, text, id, copy);
-    nvs_call_open(id, marker, -1, &range);
+    nvs_call_open(id, nvs_copy_marker(copy), -1, &range);
 }
 
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the
