@@ -80,16 +80,14 @@ static int xcb_has_shm(void *connection)
 
 void nvs_check_xlib_once(Display *display)
 {
-    if (!display || atomic_load_explicit(&nvs_display_checked, memory_order_relaxed) ||
-        atomic_exchange(&nvs_display_checked, true))
+    if (!display || atomic_exchange(&nvs_display_checked, true))
         return;
     report_display(DisplayString(display), ConnectionNumber(display), xlib_has_shm, display);
 }
 
 void nvs_check_xcb_once(xcb_connection_t *connection)
 {
-    if (!connection || atomic_load_explicit(&nvs_display_checked, memory_order_relaxed) ||
-        atomic_exchange(&nvs_display_checked, true))
+    if (!connection || atomic_exchange(&nvs_display_checked, true))
         return;
     static _Atomic(void *) found;
     __typeof__(&xcb_get_file_descriptor) descriptor_of = (__typeof__(&xcb_get_file_descriptor))

@@ -70,9 +70,9 @@ static inline void nvs_x11_begin_image(enum nvs_hook_id id, unsigned width, unsi
 void *nvs_gl_entry_point(const char *name, void *found, const char *prefix);
 
 /* Every wrapper of the domain comes in two halves (NVS_SPLIT_WRAPPER,
- * hook.h): the untraced call passes straight through; the traced half finds the real function with
- * FIND(id) (MISSING when there is none; nothing for a void function), does
- * CHECK and OPENING, makes the call and ends the range. */
+ * hook.h): the untraced call passes straight through; the traced half finds
+ * the real function with FIND(id) (MISSING when there is none; nothing for a
+ * void function), does CHECK and OPENING, makes the call and ends the range. */
 #define X11_SPLIT(type, name, parameters, arguments, find, missing, check, opening)                \
     NVS_SPLIT_WRAPPER(NVS_HOOKS_X11, type, name, parameters, arguments, find, missing, check;      \
                       opening, nvs_x11_end())
