@@ -79,22 +79,61 @@ bool nvs_emit_active(void)
 /* Registered names, keyed by hook and parameters: open addressing, insert-only,
  * lock-free (emit.h looks them up). A full table only means later names go
  * out as plain text. */
-struct nvs_name_slot nvs_names[NVS_NAME_SLOTS];
+struct nvs_name_slot nvs_names[NVS_DOMAIN_COUNT][NVS_NAME_SLOTS];
 
-struct nvs_name nvs_name_lookup_probing(uint64_t key, uint32_t slot)
+/* The slot of KEY in DOMAIN's table after SLOT, or NULL. */
+static struct nvs_name_slot *probe_slots(enum nvs_domain domain, uint64_t key, uint32_t slot)
 {
-    struct nvs_name name = { NULL, NULL };
     for (uint32_t probe = 1; probe < NVS_NAME_PROBES; probe++) {
-        struct nvs_name_slot *entry = &nvs_names[(slot + probe) & (NVS_NAME_SLOTS - 1)];
+        struct nvs_name_slot *entry = &nvs_names[domain][(slot + probe) & (NVS_NAME_SLOTS - 1)];
         uint64_t found = atomic_load_explicit(&entry->key, memory_order_acquire);
-        if (found == key) {
-            name.registered = atomic_load_explicit(&entry->handle, memory_order_acquire);
-            return name;
-        }
+        if (found == key)
+            return entry;
         if (found == 0)
             break;
     }
+    return NULL;
+}
+
+struct nvs_name nvs_name_lookup_probing(enum nvs_domain domain, uint64_t key, uint32_t slot)
+{
+    struct nvs_name_slot *entry = probe_slots(domain, key, slot);
+    struct nvs_name name = { entry ? atomic_load_explicit(&entry->handle, memory_order_acquire)
+                                   : NULL,
+                             NULL };
     return name;
+}
+
+const struct nvs_attributes *nvs_range_lookup_probing(enum nvs_domain domain, uint64_t key,
+                                                      uint32_t slot)
+{
+    if (!atomic_load_explicit(&nvs_names[domain][slot].key, memory_order_relaxed))
+        return NULL; /* the first probe's slot is free: not there */
+    struct nvs_name_slot *entry = probe_slots(domain, key, slot);
+    return entry ? atomic_load_explicit(&entry->range, memory_order_acquire) : NULL;
+}
+
+/* KEY's slot in DOMAIN's table, claimed for it now (*CLAIMED) or by a call
+ * before; NULL when its probes are all another's. */
+static struct nvs_name_slot *claim_slot(enum nvs_domain domain, uint64_t key, bool *claimed)
+{
+    uint32_t slot = nvs_name_slot_of(key);
+    for (uint32_t probe = 0; probe < NVS_NAME_PROBES; probe++) {
+        struct nvs_name_slot *entry = &nvs_names[domain][(slot + probe) & (NVS_NAME_SLOTS - 1)];
+        uint64_t expected = 0;
+        *claimed = atomic_compare_exchange_strong(&entry->key, &expected, key);
+        if (*claimed || expected == key)
+            return entry;
+    }
+    return NULL;
+}
+
+nvtxStringHandle_t nvs_name_register(enum nvs_domain domain, const char *text)
+{
+    int saved_errno = errno;
+    nvtxStringHandle_t handle = nvtxDomainRegisterStringA(nvs_emit_domains[domain], text);
+    errno = saved_errno;
+    return handle;
 }
 
 struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char *text)
@@ -105,26 +144,46 @@ struct nvs_name nvs_name_store(enum nvs_domain domain, uint64_t key, const char 
      * finds no slot - a control transfer whose wValue counts frames does that
      * after 8192 frames - and each registration is kept by the tool for good. */
     struct nvs_name name = { NULL, text };
-    key = nvs_name_full_key(domain, key);
-    uint32_t slot = nvs_name_slot_of(key);
-    for (uint32_t probe = 0; probe < NVS_NAME_PROBES; probe++) {
-        struct nvs_name_slot *entry = &nvs_names[(slot + probe) & (NVS_NAME_SLOTS - 1)];
-        uint64_t expected = 0;
-        if (atomic_compare_exchange_strong(&entry->key, &expected, key)) {
-            int saved_errno = errno;
-            nvtxStringHandle_t handle = nvtxDomainRegisterStringA(nvs_emit_domains[domain], text);
-            errno = saved_errno;
-            atomic_store_explicit(&entry->handle, handle, memory_order_release);
-            name.registered = handle;
-            return name;
-        }
-        if (expected == key) {
-            /* Another thread has the slot; until it publishes, plain text. */
-            name.registered = atomic_load_explicit(&entry->handle, memory_order_acquire);
-            return name;
-        }
+    bool claimed;
+    struct nvs_name_slot *entry = claim_slot(domain, key, &claimed);
+    if (entry && claimed) {
+        name.registered = nvs_name_register(domain, text);
+        atomic_store_explicit(&entry->handle, name.registered, memory_order_release);
+    } else if (entry) {
+        /* Another thread has the slot; until it publishes, plain text. */
+        name.registered = atomic_load_explicit(&entry->handle, memory_order_acquire);
     }
     return name;
+}
+
+const struct nvs_attributes *nvs_range_store(struct nvs_attributes *range, uint64_t key,
+                                             const char *text)
+{
+    bool claimed;
+    struct nvs_name_slot *entry = claim_slot(range->domain, key, &claimed);
+    if (entry && claimed) {
+        nvtxStringHandle_t handle = nvs_name_register(range->domain, text);
+        if (handle) {
+            /* Only the thread that claimed the slot writes it, once. */
+            entry->built = *range;
+            nvs_attributes_registered_name(&entry->built, handle);
+            atomic_store_explicit(&entry->range, &entry->built, memory_order_release);
+        }
+        atomic_store_explicit(&entry->handle, handle, memory_order_release);
+        nvs_attributes_name(range, (struct nvs_name){ handle, text });
+        return handle ? &entry->built : range;
+    }
+    const struct nvs_attributes *built = entry
+        ? atomic_load_explicit(&entry->range, memory_order_acquire)
+        : NULL;
+    if (built)
+        return built;
+    /* Another thread is building it, or no slot: this call's own, by the name's handle or text. */
+    nvs_attributes_name(
+        range,
+        (struct nvs_name){
+            entry ? atomic_load_explicit(&entry->handle, memory_order_acquire) : NULL, text });
+    return range;
 }
 
 /* nvs_nvtx_push and nvs_nvtx_pop (emit.h): NVTX's two slots in its table of

@@ -246,35 +246,46 @@ static inline void nvs_range_pop(enum nvs_domain domain)
     }
 }
 
-/* The registered names' table (emit.c): open addressing, insert-only. */
+/* The registered names' tables (emit.c), one a domain, so that keys of two
+ * domains never meet (a hook's key says the hook, hook.h's
+ * nvs_call_name_key, but a device hook's domain is its device's): open
+ * addressing, insert-only. A slot whose name is a call's whole range
+ * (nvs_range_store) holds that range too, built once: every call of that
+ * shape hands its tool the same attributes, as a program that keeps its
+ * attributes in a static does. */
 #define NVS_NAME_SLOTS 8192u
 #define NVS_NAME_PROBES 32u
 
 struct nvs_name_slot {
     _Atomic uint64_t key;
     _Atomic(nvtxStringHandle_t) handle;
+    /* &built once it is filled, else NULL */
+    _Atomic(const struct nvs_attributes *) range;
+    struct nvs_attributes built;
 };
-extern NVS_HIDDEN struct nvs_name_slot nvs_names[NVS_NAME_SLOTS];
-struct nvs_name nvs_name_lookup_probing(uint64_t key, uint32_t slot);
+extern NVS_HIDDEN struct nvs_name_slot nvs_names[NVS_DOMAIN_COUNT][NVS_NAME_SLOTS];
+struct nvs_name nvs_name_lookup_probing(enum nvs_domain domain, uint64_t key, uint32_t slot);
+const struct nvs_attributes *nvs_range_lookup_probing(enum nvs_domain domain, uint64_t key,
+                                                      uint32_t slot);
 
-static inline uint64_t nvs_name_full_key(enum nvs_domain domain, uint64_t key)
+/* Fibonacci hashing: the top BITS of KEY times 2^64 over the golden ratio,
+ * which every bit of KEY reaches (a multiply and a shift). */
+static inline uint32_t nvs_hash_slot(uint64_t key, unsigned bits)
 {
-    return key ^ ((uint64_t)(domain + 1) << 60);
+    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> (64 - bits));
 }
 
+#define NVS_NAME_SLOT_BITS 13
+_Static_assert(NVS_NAME_SLOTS == 1u << NVS_NAME_SLOT_BITS, "the table's size in bits");
 static inline uint32_t nvs_name_slot_of(uint64_t key)
 {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (uint32_t)key & (NVS_NAME_SLOTS - 1);
+    return nvs_hash_slot(key, NVS_NAME_SLOT_BITS);
 }
 
 static inline struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t key)
 {
-    key = nvs_name_full_key(domain, key);
     uint32_t slot = nvs_name_slot_of(key);
-    struct nvs_name_slot *entry = &nvs_names[slot];
+    struct nvs_name_slot *entry = &nvs_names[domain][slot];
     uint64_t found = atomic_load_explicit(&entry->key, memory_order_acquire);
     if (__builtin_expect(found == key, 1)) {
         struct nvs_name name = { atomic_load_explicit(&entry->handle, memory_order_acquire), NULL };
@@ -284,8 +295,32 @@ static inline struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t k
         struct nvs_name none = { NULL, NULL };
         return none;
     }
-    return nvs_name_lookup_probing(key, slot);
+    return nvs_name_lookup_probing(domain, key, slot);
 }
+
+/* The range of a call named by KEY in DOMAIN, built by nvs_range_store, or
+ * NULL: the caller then describes the call and stores it. Inline: nearly
+ * every call finds it at the first probe. */
+static inline const struct nvs_attributes *nvs_range_lookup(enum nvs_domain domain, uint64_t key)
+{
+    uint32_t slot = nvs_name_slot_of(key);
+    struct nvs_name_slot *entry = &nvs_names[domain][slot];
+    if (__builtin_expect(atomic_load_explicit(&entry->key, memory_order_acquire) == key, 1))
+        return atomic_load_explicit(&entry->range, memory_order_acquire);
+    return nvs_range_lookup_probing(domain, key, slot);
+}
+
+/* TEXT registered in DOMAIN, errno kept; NULL where no tool registers
+ * strings. For a name kept by a table of the caller's, which bounds how
+ * many are registered (every other name goes through the table here). */
+nvtxStringHandle_t nvs_name_register(enum nvs_domain domain, const char *text);
+
+/* RANGE (its domain's, KEY's range: the same attributes at every call with
+ * KEY) named TEXT, registered: the range built for KEY, from now on what
+ * nvs_range_lookup finds; where none can be built (no slot, no registered
+ * name), RANGE itself, named by nvs_name_store. */
+const struct nvs_attributes *nvs_range_store(struct nvs_attributes *range, uint64_t key,
+                                             const char *text);
 
 /* Names the calling OS thread in the timeline (not for the OS). */
 void nvs_name_thread(const char *name);

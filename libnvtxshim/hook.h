@@ -154,6 +154,18 @@ static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker mark
     nvs_range_push(range);
 }
 
+/* Opens RANGE, DOMAIN's, built once for every call of its shape (the hook's
+ * constant range below, or emit.h's nvs_range_lookup), and dispatches the
+ * call, as nvs_call_open: no attribute is written at the call. */
+static inline __attribute__((always_inline)) void nvs_call_open_built(
+    enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint, enum nvs_domain domain,
+    const struct nvs_attributes *range)
+{
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
+        nvs_call_dispatch(id, marker, endpoint, domain);
+    nvs_range_push_in(domain, range);
+}
+
 /* The range of a call of hook ID that is the same at every call: named after
  * the hook, in DOMAIN, CATEGORY and COLOR, no payload. Built and published
  * once, with the hook's registered name (hook.c). NVTX tools take the
@@ -177,9 +189,7 @@ static inline __attribute__((always_inline)) void nvs_call_open_constant(
         nvs_call_open_first(id, marker, domain, category, color);
         return;
     }
-    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
-        nvs_call_dispatch(id, marker, -1, domain);
-    nvs_range_push_in(domain, range);
+    nvs_call_open_built(id, marker, -1, domain, range);
 }
 
 /* The same for an asynchronous call whose range ends elsewhere (a USB
@@ -219,11 +229,18 @@ static inline void nvs_call_close(enum nvs_domain domain)
     nvs_call_leave();
 }
 
-/* A registered name for the range of hook ID with these parameters: KEY's low
- * 56 bits hold them, the hook id goes above. */
+/* The key of a registered name for the range of hook ID with these
+ * PARAMETERS (emit.h's tables, one a domain): the hook above bit 54, the
+ * parameters below it, as many as the name says, none lost. Bit 53 marks a
+ * second name of the same call (a short transfer's mark, a transfer's
+ * callback): those calls' parameters fit in 53 bits. */
+#define NVS_KEY_PARAMETER_BITS 54
+#define NVS_KEY_VARIANT (1ull << 53)
+_Static_assert(NVS_HOOK_COUNT < (1u << (64 - NVS_KEY_PARAMETER_BITS)) - 1, "hook ids fit the key");
 static inline uint64_t nvs_call_name_key(enum nvs_hook_id id, uint64_t parameters)
 {
-    return ((uint64_t)(id + 1) << 56) | (parameters & 0x00ffffffffffffffull);
+    return ((uint64_t)(id + 1) << NVS_KEY_PARAMETER_BITS) |
+        (parameters & ((1ull << NVS_KEY_PARAMETER_BITS) - 1));
 }
 
 /* ---- not a call of its own -------------------------------------------------------- */

@@ -146,7 +146,7 @@ $(BUILD)/test/close_after_frames: test/programs/close_after_frames.c $(call flag
 
 $(BUILD)/test/gl_upload: test/programs/gl_upload.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lGL -lX11
+	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) $< -o $@ -lGL -lX11 -lusb-1.0
 
 # cairo on an Xlib or an XCB surface: it draws through RENDER.
 $(BUILD)/test/cairo_draw: test/programs/cairo_draw.c $(call flags,program) $(DEPFILE)

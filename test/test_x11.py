@@ -333,6 +333,21 @@ def test_gl_texture_uploads(xserver, tmp_path, mode):
     assert nested(events) == []
 
 
+def test_ranges_of_two_domains_keep_their_own_names(xserver, tmp_path):
+    """A GL display loop with a libusb event loop beside it (gl_upload --usb-events), as a USB
+    camera rig has: each frame's glXSwapBuffers range is named glXSwapBuffers (display) and each
+    libusb_handle_events range libusb_handle_events (USB). The two hooks' names had the same key
+    in one table once (the domain folded into the hook's bits), and whichever registered first
+    named both."""
+    frames = 4
+    argv = [program("test/gl_upload"), str(frames), "--usb-events"]
+    _, events = traced(argv, xserver.display, tmp_path, label="usb-events")
+    x11 = collections.Counter(names(events, "x11"))
+    usb = collections.Counter(names(events, "usb"))
+    assert x11["glXSwapBuffers"] == frames, x11
+    assert usb == {"libusb_handle_events": frames}, usb
+
+
 def test_gl_upload_payloads_follow_format_and_type(xserver, tmp_path):
     """8x4 uploads of RGBA/UNSIGNED_BYTE, RGB/UNSIGNED_BYTE, BGRA/UNSIGNED_INT_8_8_8_8_REV,
     RED/FLOAT, RG/HALF_FLOAT, LUMINANCE/UNSIGNED_BYTE, ALPHA/UNSIGNED_SHORT,

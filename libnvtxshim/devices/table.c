@@ -31,10 +31,11 @@ static struct {
 
 static _Atomic uint32_t next_uid;
 
-/* A number for a new open, for its ranges' name keys (24 bits). */
+/* A number for a new open, for its ranges' name keys: 22 bits, above the
+ * 32 of a name's own number in hook.h's 54. */
 static uint32_t new_uid(void)
 {
-    return (atomic_fetch_add(&next_uid, 1) + 1) & 0xffffffu;
+    return (atomic_fetch_add(&next_uid, 1) + 1) & 0x3fffffu;
 }
 
 /* The process whose table this is. A vfork child shares our memory until it

@@ -71,8 +71,9 @@ void nvs_launch_open(enum nvs_hook_id id, enum nvs_hook_id api, const void *func
 /* The key of the name of copy hook ID's range for COPY's shape. */
 static inline uint64_t nvs_copy_name_key(enum nvs_hook_id id, const struct copy *copy)
 {
-    return ((uint64_t)(id + 1) << 52) | ((uint64_t)copy->direction << 46) |
-        ((uint64_t)copy->host << 44) | (copy->bytes & ((1ull << 44) - 1));
+    return nvs_call_name_key(id,
+                             ((uint64_t)copy->direction << 48) | ((uint64_t)copy->host << 46) |
+                                 (copy->bytes & ((1ull << 46) - 1))); /* nvs_copy_keeps_bytes */
 }
 
 /* The frame marker COPY counts as. */
@@ -92,22 +93,28 @@ static inline void nvs_copy_range(struct nvs_attributes *range, const struct cop
         copy->host == HOST_PAGEABLE ? NVS_COLOR_CUDA_PAGEABLE : NVS_COLOR_CUDA_COPY, copy->bytes);
 }
 
+/* Whether the key of COPY's name holds all of its bytes (below 64 TiB): its
+ * range, payload and all, is then the same at every copy of its shape. */
+static inline bool nvs_copy_keeps_bytes(const struct copy *copy)
+{
+    return copy->bytes >> 46 == 0;
+}
+
 /* Opens the range of copy hook ID described by COPY (a value): the wrappers'
  * OPEN, so that the description is made only on the traced path. Inline in
- * the wrapper's traced half when the shape's name is registered already
- * (nearly every copy after the first of its shape); nvs_copy_open otherwise. */
+ * the wrapper's traced half when the range of the copy's shape is built
+ * already (nearly every copy after the first of its shape: nvs_range_lookup);
+ * nvs_copy_open otherwise. */
 static inline __attribute__((always_inline)) void nvs_copy_begin(enum nvs_hook_id id,
                                                                  struct copy copy)
 {
-    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_CUDA, nvs_copy_name_key(id, &copy));
-    if (__builtin_expect(!name.registered, 0)) {
+    const struct nvs_attributes *range = nvs_range_lookup(NVS_DOMAIN_CUDA,
+                                                          nvs_copy_name_key(id, &copy));
+    if (__builtin_expect(range == NULL || !nvs_copy_keeps_bytes(&copy), 0)) {
         nvs_copy_open(id, &copy);
         return;
     }
-    struct nvs_attributes range;
-    nvs_copy_range(&range, &copy);
-    nvs_attributes_registered_name(&range, name.registered);
-    nvs_call_open(id, nvs_copy_marker(&copy), -1, &range);
+    nvs_call_open_built(id, nvs_copy_marker(&copy), -1, NVS_DOMAIN_CUDA, range);
 }
 
 /* What a copy returning TYPE answers when its real function is missing. */

@@ -235,34 +235,42 @@ static void format_bytes(char *out, size_t size, uint64_t bytes)
         snprintf(out, size, "%" PRIu64 "B", bytes);
 }
 
-/* The range of a copy: the API's name, the size, the direction where the
- * name does not say it, and pinned or pageable host memory. */
-static void describe_copy(struct nvs_attributes *range, char *text, enum nvs_hook_id id,
-                          const struct copy *copy)
+/* The name of a copy's range in TEXT: the API's name, the size, the
+ * direction where the name does not say it, and pinned or pageable host
+ * memory. */
+static void name_copy(char *text, enum nvs_hook_id id, const struct copy *copy)
 {
     static const char *const host_names[] = { "", " pinned", " pageable", "" };
-    nvs_copy_range(range, copy);
-    uint64_t key = nvs_copy_name_key(id, copy);
-    struct nvs_name found = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
-    if (found.registered) {
-        nvs_attributes_name(range, found);
-        return;
-    }
     const char *name = nvs_hook_name(id);
     char size[32];
     format_bytes(size, sizeof size, copy->bytes);
     snprintf(text, NVS_CALL_TEXT_MAX, "%.*s %s%s%s%s", nvs_api_name_length(name), name, size,
              copy->name_direction && copy->direction != UNKNOWN ? " " : "",
              copy->name_direction ? direction_names[copy->direction] : "", host_names[copy->host]);
-    nvs_attributes_name(range, nvs_name_store(NVS_DOMAIN_CUDA, key, text));
 }
 
+/* A copy's range the first time its shape is used, built and stored
+ * (nvs_range_store); for one too large for its key to hold (whose payload
+ * the key cannot tell), a range of the call's own at every call. */
 __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
 {
     struct nvs_attributes range;
     char text[NVS_CALL_TEXT_MAX];
-    describe_copy(&range, text, id, copy);
-    nvs_call_open(id, nvs_copy_marker(copy), -1, &range);
+    nvs_copy_range(&range, copy);
+    uint64_t key = nvs_copy_name_key(id, copy);
+    const struct nvs_attributes *opened = &range;
+    if (!nvs_copy_keeps_bytes(copy)) {
+        struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_CUDA, key);
+        if (!name.registered) {
+            name_copy(text, id, copy);
+            name = nvs_name_store(NVS_DOMAIN_CUDA, key, text);
+        }
+        nvs_attributes_name(&range, name);
+    } else {
+        name_copy(text, id, copy);
+        opened = nvs_range_store(&range, key, text);
+    }
+    nvs_call_open_built(id, nvs_copy_marker(copy), -1, NVS_DOMAIN_CUDA, opened);
 }
 
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the
@@ -278,6 +286,9 @@ __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct c
 struct kernel_slot {
     _Atomic uint64_t key;
     _Atomic(nvtxStringHandle_t) name;
+    /* &launch once the launch's range is built with the name, else NULL */
+    _Atomic(const struct nvs_attributes *) range;
+    struct nvs_attributes launch;
 };
 
 static struct kernel_slot kernel_names[KERNEL_SLOTS];
@@ -288,12 +299,11 @@ static void forget_kernels(void)
     atomic_fetch_add_explicit(&module_generation, 1, memory_order_acq_rel);
 }
 
-static uint32_t kernel_slot_of(uint64_t key)
+#define KERNEL_SLOT_BITS 11
+_Static_assert(KERNEL_SLOTS == 1u << KERNEL_SLOT_BITS, "the table's size in bits");
+static inline uint32_t kernel_slot_of(uint64_t key)
 {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    return (uint32_t)key & (KERNEL_SLOTS - 1);
+    return nvs_hash_slot(key, KERNEL_SLOT_BITS);
 }
 
 /* A C++ kernel's name as Nsight Systems shows it ("scale(unsigned char*, int)"
@@ -326,9 +336,10 @@ static const char *readable_kernel_name(const char *kernel, char **allocated)
     return *allocated = text;
 }
 
-/* "API KERNEL" registered under KEY, published in SLOT; the name for this call. */
+/* "API KERNEL" registered and published in SLOT, with the range of the
+ * kernel's launches; the name for this call. */
 static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_hook_id api,
-                                           uint64_t key, const char *kernel, char *text)
+                                           const char *kernel, char *text)
 {
     struct nvs_name name = { NULL, NULL };
     if (kernel) {
@@ -336,12 +347,19 @@ static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_ho
         snprintf(text, NVS_CALL_TEXT_MAX, "%s %s", nvs_hook_name(api),
                  readable_kernel_name(kernel, &demangled));
         free(demangled);
-        name = nvs_name_store(NVS_DOMAIN_CUDA, nvs_call_name_key(api, key), text);
+        /* registered once for the slot: the table bounds how many */
+        name.registered = nvs_name_register(NVS_DOMAIN_CUDA, text);
     }
-    /* Without a name of its own (or a slot for it in emit.c), the bare API name from now on. */
+    /* Without a name of its own, the bare API name from now on. */
     nvtxStringHandle_t published = name.registered
         ? name.registered
         : nvs_call_hook_name(NVS_DOMAIN_CUDA, api).registered;
+    if (published) {
+        /* Only the thread that claimed the slot writes it, once. */
+        slot->launch = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH, NVS_COLOR_CUDA_LAUNCH);
+        nvs_attributes_registered_name(&slot->launch, published);
+        atomic_store_explicit(&slot->range, &slot->launch, memory_order_release);
+    }
     atomic_store_explicit(&slot->name, published, memory_order_release);
     return name;
 }
@@ -390,7 +408,7 @@ static struct nvs_name kernel_name(enum nvs_hook_id api, const void *function,
         }
         uint64_t expected = 0;
         if (atomic_compare_exchange_strong(&slot->key, &expected, key))
-            return publish_kernel_name(slot, api, key, kernel, text);
+            return publish_kernel_name(slot, api, kernel, text);
         if (expected == key) {
             name.registered = atomic_load_explicit(&slot->name, memory_order_acquire);
             return name;
@@ -413,36 +431,34 @@ __attribute__((noinline)) void nvs_launch_open(enum nvs_hook_id id, enum nvs_hoo
     nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
 }
 
-/* The registered name of kernel FUNCTION launched through API when it is
+/* The range of a launch of kernel FUNCTION through API when it is built
  * where the table looks first (nearly every launch after the kernel's first),
  * else NULL. */
-static inline __attribute__((always_inline)) nvtxStringHandle_t kernel_name_found(
+static inline __attribute__((always_inline)) const struct nvs_attributes *kernel_range_found(
     enum nvs_hook_id api, const void *function)
 {
     uint64_t key = kernel_key(api, function);
     struct kernel_slot *slot = &kernel_names[kernel_slot_of(key)];
     if (__builtin_expect(!key || atomic_load_explicit(&slot->key, memory_order_acquire) != key, 0))
         return NULL;
-    return atomic_load_explicit(&slot->name, memory_order_acquire);
+    return atomic_load_explicit(&slot->range, memory_order_acquire);
 }
 
 static int driver_kernel_name(const void *function, const char **name);
 
 /* A driver launch's range (LAUNCH_PAIR): inline in the wrapper's traced half
- * when the kernel's name is found at once; nvs_launch_open otherwise. */
+ * when the range of the kernel's launches is built (kernel_range_found);
+ * nvs_launch_open otherwise. */
 static inline __attribute__((always_inline)) void launch_open(enum nvs_hook_id id,
                                                               enum nvs_hook_id api,
                                                               const void *function)
 {
-    nvtxStringHandle_t found = kernel_name_found(api, function);
-    if (__builtin_expect(found == NULL, 0)) {
+    const struct nvs_attributes *range = kernel_range_found(api, function);
+    if (__builtin_expect(range == NULL, 0)) {
         nvs_launch_open(id, api, function, driver_kernel_name);
         return;
     }
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH,
-                                                 NVS_COLOR_CUDA_LAUNCH);
-    nvs_attributes_registered_name(&range, found);
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+    nvs_call_open_built(id, NVS_FRAME_OFF, -1, NVS_DOMAIN_CUDA, range);
 }
 
 /* The driver's name of what cuLaunchKernel was given: a CUfunction

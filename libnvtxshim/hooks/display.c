@@ -106,8 +106,8 @@ void nvs_x11_begin_area(enum nvs_hook_id id, unsigned width, unsigned height, bo
     if (moves)
         nvs_attributes_payload(&range, bytes);
     char text[NVS_CALL_TEXT_MAX];
-    uint64_t key = ((uint64_t)(id + 1) << 48) | ((uint64_t)(width & 0xffffff) << 24) |
-        (height & 0xffffff);
+    uint64_t key = nvs_call_name_key(id,
+                                     ((uint64_t)(width & 0xffffff) << 24) | (height & 0xffffff));
     struct nvs_name name;
     NVS_NAME(name, NVS_DOMAIN_X11, key, text, "%s %ux%u", nvs_hook_name(id), width, height);
     nvs_attributes_name(&range, name);

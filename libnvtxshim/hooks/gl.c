@@ -141,7 +141,8 @@ static __attribute__((noinline)) void begin_upload(enum nvs_hook_id id, GLsizei 
     if (pixel != 0)
         nvs_attributes_payload(&range, w * h * (depth ? d : 1) * pixel);
     char text[NVS_CALL_TEXT_MAX];
-    uint64_t key = nvs_call_name_key(id, (w & 0x3ffff) << 36 | (h & 0x3ffff) << 18 | (d & 0x3ffff));
+    /* 17 bits each: GL's largest textures are 32768 wide */
+    uint64_t key = nvs_call_name_key(id, (w & 0x1ffff) << 34 | (h & 0x1ffff) << 17 | (d & 0x1ffff));
     struct nvs_name name;
     if (depth)
         NVS_NAME(name, NVS_DOMAIN_X11, key, text, "%s %" PRIu64 "x%" PRIu64 "x%" PRIu64,

@@ -103,36 +103,49 @@ static void short_mark(struct nvs_name name, uint64_t moved)
 }
 
 /* The short-completion mark's name: the range's key with this bit. */
-#define SHORT_KEY (1ull << 55)
+#define SHORT_KEY NVS_KEY_VARIANT
 
 /* ---- synchronous transfers ---------------------------------------------- */
 
-/* The name of a bulk or interrupt transfer's range, the first time it is
- * used: endpoint, direction, length. Out of line, with its buffer: the
- * traced call's frame stays small. */
-static __attribute__((noinline, cold)) struct nvs_name name_data(enum nvs_hook_id id,
-                                                                 unsigned char endpoint, int length,
-                                                                 uint64_t key)
+/* The key of a bulk or interrupt transfer's range: its endpoint and length
+ * (40 bits). */
+static inline uint64_t data_key(enum nvs_hook_id id, unsigned char endpoint, int length)
+{
+    return nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length);
+}
+
+static inline enum nvs_frame_marker data_marker(unsigned char endpoint)
+{
+    return (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT;
+}
+
+/* The range of a bulk or interrupt transfer, the first time its shape is
+ * used: named after endpoint, direction and length, with the length asked
+ * for as the payload; built and stored (nvs_range_store), then opened. Out of
+ * line, with its buffer: the traced call's frame stays small. */
+static __attribute__((noinline, cold)) void data_open_first(enum nvs_hook_id id,
+                                                            unsigned char endpoint, int length)
 {
     char text[NVS_CALL_TEXT_MAX];
     snprintf(text, sizeof text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
              direction(endpoint), length);
-    return nvs_name_store(NVS_DOMAIN_USB, key, text);
+    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
+        NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB, (uint64_t)(length > 0 ? length : 0));
+    nvs_call_open_built(id, data_marker(endpoint), endpoint, NVS_DOMAIN_USB,
+                        nvs_range_store(&range, data_key(id, endpoint, length), text));
 }
 
-/* The range of a bulk or interrupt transfer. */
-static inline __attribute__((always_inline)) void describe_data(struct nvs_attributes *range,
-                                                                enum nvs_hook_id id,
-                                                                unsigned char endpoint, int length)
+/* Opens the range of a bulk or interrupt transfer: the one built for its
+ * shape, found at once after the first (nvs_range_lookup). */
+static inline __attribute__((always_inline)) void data_open(enum nvs_hook_id id,
+                                                            unsigned char endpoint, int length)
 {
-    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB,
-                                    (uint64_t)(length > 0 ? length : 0));
-    uint64_t key = nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length);
-    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-    if (__builtin_expect(name.registered != NULL, 1))
-        nvs_attributes_registered_name(range, name.registered);
+    const struct nvs_attributes *range = nvs_range_lookup(NVS_DOMAIN_USB,
+                                                          data_key(id, endpoint, length));
+    if (__builtin_expect(range == NULL, 0))
+        data_open_first(id, endpoint, length);
     else
-        nvs_attributes_name(range, name_data(id, endpoint, length, key));
+        nvs_call_open_built(id, data_marker(endpoint), endpoint, NVS_DOMAIN_USB, range);
 }
 
 /* A bulk or interrupt transfer's range ends unusually: it failed (RESULT),
@@ -150,9 +163,8 @@ static __attribute__((noinline, cold)) void data_ended_unusually(enum nvs_hook_i
         moved < length) {
         struct nvs_name name;
         char text[NVS_CALL_TEXT_MAX];
-        NVS_NAME(name, NVS_DOMAIN_USB,
-                 nvs_call_name_key(id, ((uint64_t)endpoint << 32) | (uint32_t)length) ^ SHORT_KEY,
-                 text, "short transfer %s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
+        NVS_NAME(name, NVS_DOMAIN_USB, data_key(id, endpoint, length) ^ SHORT_KEY, text,
+                 "short transfer %s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
                  direction(endpoint), length);
         short_mark(name, (uint64_t)moved);
     }
@@ -166,10 +178,7 @@ static inline __attribute__((always_inline)) int data_transfer(
     enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real, libusb_device_handle *handle,
     unsigned char endpoint, unsigned char *data, int length, int *transferred, unsigned int timeout)
 {
-    struct nvs_attributes range;
-    describe_data(&range, id, endpoint, length);
-    nvs_call_open(id, (endpoint & LIBUSB_ENDPOINT_IN) ? NVS_FRAME_USB_IN : NVS_FRAME_USB_OUT,
-                  endpoint, &range);
+    data_open(id, endpoint, length);
 
     /* libusb writes *transferred only when the transfer ran: not when its
      * submission failed (LIBUSB_ERROR_NO_DEVICE, _BUSY...), where the program's
@@ -354,16 +363,33 @@ static void describe(char *text, size_t size, const struct libusb_transfer *tran
     }
 }
 
-static uint64_t transfer_key(const struct libusb_transfer *transfer)
+/* The parameters of an asynchronous transfer's name (describe), below bit
+ * 53 (its callback's name is the variant): the type (bits 50-52), then for
+ * a control transfer the setup packet's type, request and value and the
+ * length (18 bits: a control transfer moves at most 65535 + 8), else the
+ * endpoint and the length (or the packets' count and the first's length).
+ * False for a control transfer on an endpoint other than 0, which libusb
+ * allows and which has no room here: its name is not kept. */
+static bool transfer_key(const struct libusb_transfer *transfer, uint64_t *key)
 {
-    uint64_t shape = transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS
-        ? ((uint64_t)(uint16_t)transfer->num_iso_packets << 16) |
-            (transfer->num_iso_packets > 0 ? transfer->iso_packet_desc[0].length & 0xffff : 0)
-        : (uint32_t)transfer->length;
-    if (transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL && transfer->length >= 8 && transfer->buffer)
-        shape ^= (uint64_t)transfer->buffer[0] << 24 ^ (uint64_t)transfer->buffer[1] << 32 ^
-            (uint64_t)(transfer->buffer[2] | transfer->buffer[3] << 8) << 40;
-    return ((uint64_t)transfer->type << 52) ^ ((uint64_t)transfer->endpoint << 44) ^ shape;
+    uint64_t shape;
+    if (transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL && transfer->length >= 8 &&
+        transfer->buffer) {
+        const unsigned char *setup = transfer->buffer;
+        if (transfer->endpoint != 0 || transfer->length > 0x3ffff)
+            return false;
+        shape = (uint64_t)setup[0] << 42 | (uint64_t)setup[1] << 34 |
+            (uint64_t)(setup[2] | setup[3] << 8) << 18 | (uint32_t)transfer->length;
+    } else if (transfer->type == LIBUSB_TRANSFER_TYPE_ISOCHRONOUS) {
+        shape = (uint64_t)transfer->endpoint << 32 |
+            (uint64_t)(uint16_t)transfer->num_iso_packets << 16 |
+            (transfer->num_iso_packets > 0 ? transfer->iso_packet_desc[0].length & 0xffff : 0);
+    } else {
+        shape = (uint64_t)transfer->endpoint << 32 | (uint32_t)transfer->length;
+    }
+    *key = nvs_call_name_key(NVS_HOOK_ID(libusb_submit_transfer),
+                             (uint64_t)(transfer->type & 7) << 50 | shape);
+    return true;
 }
 
 static uint64_t requested_bytes(const struct libusb_transfer *transfer)
@@ -438,24 +464,29 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
 static void describe_submit(struct nvs_attributes *range, char *text,
                             const struct libusb_transfer *transfer, struct flight *flight)
 {
-    uint64_t key = nvs_call_name_key(NVS_HOOK_ID(libusb_submit_transfer), transfer_key(transfer));
+    uint64_t key;
+    bool kept = transfer_key(transfer, &key);
     char what[112];
     *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB,
                                     requested_bytes(transfer));
-    struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-    flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ (1ull << 55));
-    if (__builtin_expect(name.registered && flight->callback_name.registered, 1)) {
-        nvs_attributes_registered_name(range, name.registered);
-        return;
+    if (__builtin_expect(kept, 1)) {
+        struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+        flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ NVS_KEY_VARIANT);
+        if (__builtin_expect(name.registered && flight->callback_name.registered, 1)) {
+            nvs_attributes_registered_name(range, name.registered);
+            return;
+        }
     }
     describe(what, sizeof what, transfer);
     snprintf(text, NVS_CALL_TEXT_MAX, "libusb_transfer_cb_fn %s", what);
-    flight->callback_name = nvs_name_store(NVS_DOMAIN_USB, key ^ (1ull << 55), text);
+    flight->callback_name = kept ? nvs_name_store(NVS_DOMAIN_USB, key ^ NVS_KEY_VARIANT, text)
+                                 : (struct nvs_name){ NULL, NULL };
     /* Plain-text names live only as long as this call; keep the callback's registered. */
     if (!flight->callback_name.registered)
         flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
     snprintf(text, NVS_CALL_TEXT_MAX, "libusb_submit_transfer %s", what);
-    nvs_attributes_name(range, nvs_name_store(NVS_DOMAIN_USB, key, text));
+    nvs_attributes_name(
+        range, kept ? nvs_name_store(NVS_DOMAIN_USB, key, text) : (struct nvs_name){ NULL, text });
 }
 
 /* A traced submission: out of line, so that the untraced path saves no register. */
@@ -563,22 +594,58 @@ EVENTS_WRAPPER(libusb_handle_events_locked, (libusb_context * context, struct ti
 /* ---- device management and descriptor requests ------------------------------ */
 
 /* The name of a call's range with the numbers it acts on, the first time it
- * is used. Out of line, with its buffer. */
-static __attribute__((noinline, cold)) struct nvs_name name_call(enum nvs_hook_id id,
-                                                                 const char *format, int first,
-                                                                 int second, uint64_t key)
+ * is used, in TEXT. */
+static void name_call(char *text, enum nvs_hook_id id, const char *format, int first, int second)
 {
-    char text[NVS_CALL_TEXT_MAX];
-    int used = snprintf(text, sizeof text, "%s ", nvs_hook_name(id));
+    int used = snprintf(text, NVS_CALL_TEXT_MAX, "%s ", nvs_hook_name(id));
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    snprintf(text + used, sizeof text - (size_t)used, format, first, second);
+    snprintf(text + used, NVS_CALL_TEXT_MAX - (size_t)used, format, first, second);
 #pragma GCC diagnostic pop
-    return nvs_name_store(NVS_DOMAIN_USB, key, text);
+}
+
+/* The numbers a call's name says (interface, configuration, alternate
+ * setting, endpoint, string index: USB's are below 256, libusb's "none" -1),
+ * 24 bits each: two calls whose numbers differ below 2^24 - 1 have names of
+ * their own. */
+static inline uint64_t call_key(enum nvs_hook_id id, int first, int second)
+{
+    return nvs_call_name_key(
+        id, ((uint64_t)((uint32_t)first & 0xffffffu) << 24) | ((uint32_t)second & 0xffffffu));
+}
+
+/* The range of a call named after the numbers it acts on (below), the first
+ * time they are used: HAS_PAYLOAD, PAYLOAD its payload, which only a range
+ * built anew at each call has (it is not in the name). Out of line, with its
+ * buffer. */
+static __attribute__((noinline, cold)) void open_call_first(enum nvs_hook_id id,
+                                                            enum nvs_usb_category category,
+                                                            const char *format, int first,
+                                                            int second, bool has_payload,
+                                                            uint64_t payload)
+{
+    char text[NVS_CALL_TEXT_MAX];
+    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, category,
+                                                 nvs_category_color(NVS_DOMAIN_USB, category));
+    uint64_t key = call_key(id, first, second);
+    if (has_payload) {
+        nvs_attributes_payload(&range, payload);
+        struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
+        if (!name.registered) {
+            name_call(text, id, format, first, second);
+            name = nvs_name_store(NVS_DOMAIN_USB, key, text);
+        }
+        nvs_attributes_name(&range, name);
+        nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+        return;
+    }
+    name_call(text, id, format, first, second);
+    nvs_call_open_built(id, NVS_FRAME_OFF, -1, NVS_DOMAIN_USB, nvs_range_store(&range, key, text));
 }
 
 /* The range of a call named after its function and, where FORMAT is given,
- * the numbers it acts on (an interface, an endpoint, a string index). Inline
+ * the numbers it acts on (an interface, an endpoint, a string index): a range
+ * built once for each (nvs_range_lookup), but for one with a payload. Inline
  * in the wrapper's traced half (NVS_SPLIT_WRAPPER), as close_call. */
 static inline __attribute__((always_inline)) void open_call(enum nvs_hook_id id,
                                                             enum nvs_usb_category category,
@@ -591,18 +658,21 @@ static inline __attribute__((always_inline)) void open_call(enum nvs_hook_id id,
                                nvs_category_color(NVS_DOMAIN_USB, category));
         return;
     }
-    struct nvs_attributes range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, category,
-                                                 nvs_category_color(NVS_DOMAIN_USB, category));
-    if (has_payload)
-        nvs_attributes_payload(&range, payload);
-    if (format) {
-        uint64_t key = nvs_call_name_key(id, ((uint64_t)(uint32_t)first << 24) ^ (uint32_t)second);
-        struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-        if (__builtin_expect(!name.registered, 0))
-            name = name_call(id, format, first, second, key);
-        nvs_attributes_name(&range, name);
+    const struct nvs_attributes *range = NULL;
+    if (format && !has_payload)
+        range = nvs_range_lookup(NVS_DOMAIN_USB, call_key(id, first, second));
+    if (__builtin_expect(range == NULL, 0)) {
+        if (format) {
+            open_call_first(id, category, format, first, second, has_payload, payload);
+            return;
+        }
+        struct nvs_attributes own = NVS_ATTRIBUTES(NVS_DOMAIN_USB, category,
+                                                   nvs_category_color(NVS_DOMAIN_USB, category));
+        nvs_attributes_payload(&own, payload);
+        nvs_call_open(id, NVS_FRAME_OFF, -1, &own);
+        return;
     }
-    nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
+    nvs_call_open_built(id, NVS_FRAME_OFF, -1, NVS_DOMAIN_USB, range);
 }
 
 /* The call returned RESULT: a libusb error gets a red mark beside the range.

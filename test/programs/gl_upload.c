@@ -5,10 +5,14 @@
  *
  *   gl_upload N [--proc]     --proc: glTexSubImage2D from glXGetProcAddressARB
  *   gl_upload N --formats    then one upload per format/type pair in FORMATS
- *                            (8x4, and a 3D 8x4x2), in that order */
+ *                            (8x4, and a 3D 8x4x2), in that order
+ *   gl_upload N --usb-events and a libusb event loop's turn a frame, as a USB
+ *                            camera's beside the display: libusb_handle_events,
+ *                            woken at once (libusb_interrupt_event_handler) */
 #include <GL/gl.h>
 #include <GL/glx.h>
 #include <X11/Xlib.h>
+#include <libusb-1.0/libusb.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,11 @@ int main(int argc, char **argv)
     int frames = argc > 1 ? atoi(argv[1]) : 5;
     int by_proc = argc > 2 && !strcmp(argv[2], "--proc");
     int formats = argc > 2 && !strcmp(argv[2], "--formats");
+    libusb_context *usb = NULL;
+    if (argc > 2 && !strcmp(argv[2], "--usb-events") && libusb_init(&usb) != 0) {
+        fprintf(stderr, "gl_upload: libusb_init failed\n");
+        return 1;
+    }
     Display *display = XOpenDisplay(NULL);
     if (!display) {
         fprintf(stderr, "gl_upload: cannot open display\n");
@@ -102,6 +111,11 @@ int main(int argc, char **argv)
                 checksum = (checksum ^ read_back[i]) * 1099511628211ull;
         }
         glXSwapBuffers(display, window);
+        if (usb) {
+            libusb_interrupt_event_handler(usb);
+            if (libusb_handle_events(usb) != 0)
+                fprintf(stderr, "gl_upload: libusb_handle_events failed\n");
+        }
     }
 
     int uploads = 0;
@@ -131,5 +145,7 @@ int main(int argc, char **argv)
     XDestroyWindow(display, window);
     XFree(visual);
     XCloseDisplay(display);
+    if (usb)
+        libusb_exit(usb);
     return 0;
 }
