@@ -35,8 +35,6 @@
 #include "log.h"
 #include "resolve.h"
 
-__thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
-
 static struct {
     bool open;
     nvtxRangeId_t range;
@@ -259,27 +257,27 @@ void nvs_capture_on_frame(uint64_t ended, uint64_t beginning)
     }
 }
 
-void nvs_capture_on_call(enum nvs_hook_id id)
+bool nvs_capture_on_call(enum nvs_hook_id id)
 {
     const struct nvs_config *config = nvs_config();
     switch (config->capture) {
     case NVS_CAPTURE_OFF:
-    case NVS_CAPTURE_FRAMES: return;
+    case NVS_CAPTURE_FRAMES: return false;
     case NVS_CAPTURE_CALLS: {
         if ((int)id != config->capture_call)
-            return;
+            return false;
         uint64_t call = atomic_fetch_add_explicit(&calls_seen, 1, memory_order_relaxed) + 1;
         uint64_t last = config->capture_start + config->capture_count - 1;
+        bool after = false;
         if (call == config->capture_start) {
             if (!lock())
-                return;
+                return false;
             open_capture();
             /* The last call ended before this one, the first, could open the
              * window (a thread between its count and the lock): the window
              * holds this call and closes when it ends, not at exit. */
             bool late = state.last_call_ended;
-            if (late)
-                nvs_call_after_work = true;
+            after = late;
             unlock();
             if (late)
                 nvs_log_info("capture: call %" PRIu64 " of %s ended before call %" PRIu64
@@ -287,24 +285,23 @@ void nvs_capture_on_call(enum nvs_hook_id id)
                              "thread, opened the window: it holds call %" PRIu64 " alone\n",
                              last, nvs_hook_name(id), call, call);
         }
-        if (call == last)
-            nvs_call_after_work = true; /* nvs_capture_after_call when it ends */
-        return;
+        return after || call == last; /* nvs_capture_after_call when it ends */
     }
     case NVS_CAPTURE_TIME: {
         if (atomic_load_explicit(&time_over, memory_order_relaxed))
-            return;
+            return false;
         uint64_t now = nvs_now_ns(), expected = 0;
         atomic_compare_exchange_strong(&first_call_ns, &expected, now);
         if (config->frame == NVS_FRAME_OFF)
             evaluate_time(config, now);
-        return;
+        return false;
     }
     case NVS_CAPTURE_SIGNAL:
         if (config->frame == NVS_FRAME_OFF)
             evaluate_signals();
-        return;
+        return false;
     }
+    return false;
 }
 
 void nvs_capture_after_call(void)
@@ -475,5 +472,4 @@ void nvs_capture_reset_after_fork(void)
     atomic_store(&time_over, false);
     atomic_store(&profiler_pending, PROFILER_NONE);
     atomic_store(&signals_handled, atomic_load(&signals_received));
-    nvs_call_after_work = false;
 }

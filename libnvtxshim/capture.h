@@ -9,21 +9,17 @@
 #include "hidden.h"
 #include "registry/registry.h"
 
-/* Set on a thread whose call must be followed by more work when it ends (a
- * capture that closes after its last counted call): nvs_capture_after_call,
- * by the call path (hook.h) when the call has ended. */
-extern NVS_HIDDEN __thread bool nvs_call_after_work __attribute__((tls_model("initial-exec")));
-
 /* A program-level call of hook ID begins (before its range): counts calls,
- * follows the clock, acts on signals. */
-void nvs_capture_on_call(enum nvs_hook_id id);
+ * follows the clock, acts on signals. True: the call must be followed by
+ * nvs_capture_after_call when it ends. */
+bool nvs_capture_on_call(enum nvs_hook_id id);
 
 /* A CUDA copy is about to be traced on this thread: a cuProfilerStart/Stop
  * that had to wait for a thread with a current context happens now. */
 void nvs_capture_on_cuda_call(void);
 
 /* The call after which the capture closes (calls:NAME:S+C, its last counted
- * call: nvs_capture_on_call set nvs_call_after_work) has ended. When the
+ * call: nvs_capture_on_call said so) has ended. When the
  * window's first call, on another thread, has not opened it yet, that call
  * closes it as it ends instead. */
 void nvs_capture_after_call(void);

@@ -68,7 +68,7 @@ unsigned nvs_traced_groups_init(void)
 void nvs_call_do_after_work(void)
 {
     int saved_errno = errno;
-    nvs_call_after_work = false;
+    nvs_hook_depth &= ~NVS_DEPTH_AFTER_WORK;
     nvs_capture_after_call();
     errno = saved_errno;
 }
@@ -85,8 +85,8 @@ void nvs_call_dispatch(enum nvs_hook_id id, enum nvs_frame_marker marker, int en
         nvs_capture_on_cuda_call();
     if (work & WORK_KERNEL)
         nvs_kernel_on_call();
-    if (work & WORK_CAPTURE)
-        nvs_capture_on_call(id);
+    if ((work & WORK_CAPTURE) && nvs_capture_on_call(id))
+        nvs_call_after_work();
     if (work & WORK_FRAMES)
         nvs_frames_count(id, marker, endpoint);
     errno = saved_errno;
@@ -128,8 +128,8 @@ static atomic_bool hook_range_taken[NVS_HOOK_COUNT];
  * to take the hook's entry keeps it there and publishes it (release: whoever
  * loads the pointer sees the attributes). errno is kept (the name's
  * registration and the dispatch keep it, nvs_call_open does not read it). */
-void nvs_call_open_first(enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain,
-                         uint32_t category, uint32_t color)
+void nvs_call_push_first(enum nvs_hook_id id, enum nvs_domain domain, uint32_t category,
+                         uint32_t color)
 {
     struct nvs_attributes range = NVS_ATTRIBUTES(domain, category, color);
     struct nvs_name name = nvs_call_hook_name(domain, id);
@@ -139,7 +139,7 @@ void nvs_call_open_first(enum nvs_hook_id id, enum nvs_frame_marker marker, enum
         hook_ranges[id] = range;
         atomic_store_explicit(&nvs_call_hook_ranges[id], &hook_ranges[id], memory_order_release);
     }
-    nvs_call_open(id, marker, -1, &range);
+    nvs_range_push(&range);
 }
 
 NVS_ONCE void nvs_end_frames(void)

@@ -30,8 +30,12 @@
 
 /* Depth of hooked calls on this thread: only depth 0 is the program's own
  * call; libusb's sync functions calling its async ones, the CUDA runtime
- * calling the driver, run deeper and pass straight through. */
+ * calling the driver, run deeper and pass straight through. Its top bit
+ * (NVS_DEPTH_AFTER_WORK) says the program-level call under way must be
+ * followed by more work when it ends (capture.h): the call's end finds it in
+ * the sign of the depth it leaves, with no load of its own. */
 extern NVS_HIDDEN __thread unsigned nvs_hook_depth __attribute__((tls_model("initial-exec")));
+#define NVS_DEPTH_AFTER_WORK (1u << 31)
 
 #define NVS_GROUPS_READY (1u << 31)
 extern NVS_HIDDEN _Atomic unsigned nvs_traced_groups_state;
@@ -84,14 +88,24 @@ static inline bool nvs_call_begins(unsigned group)
     return true;
 }
 
-/* nvs_call_after_work (capture.h): the thread's call must be followed by more work. */
+/* The program-level call under way on this thread (entered: the depth is
+ * at least 1, so the bit never stands alone) must be followed by
+ * nvs_capture_after_call when it ends. */
+static inline void nvs_call_after_work(void)
+{
+    nvs_hook_depth |= NVS_DEPTH_AFTER_WORK;
+}
 void nvs_call_do_after_work(void);
+/* In a forked child: the parent's capture is not the child's. */
+static inline void nvs_call_forget_after_work(void)
+{
+    nvs_hook_depth &= ~NVS_DEPTH_AFTER_WORK;
+}
 
 /* The program-level call entered has returned. */
 static inline void nvs_call_leave(void)
 {
-    nvs_hook_depth--;
-    if (__builtin_expect(nvs_call_after_work, 0))
+    if (__builtin_expect((int)--nvs_hook_depth < 0, 0))
         nvs_call_do_after_work();
 }
 
@@ -173,9 +187,9 @@ static inline __attribute__((always_inline)) void nvs_call_open_built(
  * that keeps its attributes in a static does. */
 extern NVS_HIDDEN _Atomic(const struct nvs_attributes *) nvs_call_hook_ranges[NVS_HOOK_COUNT];
 /* The call's range before it is published (or where no name can be
- * registered): made for this call, opened as nvs_call_open does. */
-void nvs_call_open_first(enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain,
-                         uint32_t category, uint32_t color);
+ * registered): made for this call and pushed (the call is dispatched). */
+void nvs_call_push_first(enum nvs_hook_id id, enum nvs_domain domain, uint32_t category,
+                         uint32_t color);
 
 /* Opens the range of hook ID that is the same at every call (above) and
  * dispatches the call, as nvs_call_open: no attribute is written at the call. */
@@ -183,13 +197,16 @@ static inline __attribute__((always_inline)) void nvs_call_open_constant(
     enum nvs_hook_id id, enum nvs_frame_marker marker, enum nvs_domain domain, uint32_t category,
     uint32_t color)
 {
+    /* The dispatch first: the range's pointer then goes straight to the push,
+     * with no register kept for it across the dispatch's call. */
+    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
+        nvs_call_dispatch(id, marker, -1, domain);
     const struct nvs_attributes *range = atomic_load_explicit(&nvs_call_hook_ranges[id],
                                                               memory_order_acquire);
-    if (__builtin_expect(range == NULL, 0)) {
-        nvs_call_open_first(id, marker, domain, category, color);
-        return;
-    }
-    nvs_call_open_built(id, marker, -1, domain, range);
+    if (__builtin_expect(range == NULL, 0))
+        nvs_call_push_first(id, domain, category, color);
+    else
+        nvs_range_push_in(domain, range);
 }
 
 /* The same for an asynchronous call whose range ends elsewhere (a USB
@@ -275,8 +292,8 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
  * (GCC still copies arguments passed on the stack, past the sixth, back to
  * where they were). When the call is traced it raises the thread's depth and
  * jumps, the arguments where they are, to the traced part, out of line, which
- * finds REAL with FIND(hook id) (resolved by then) and runs TRACED (statements
- * that return the call's value). Before the real function is known or the
+ * loads REAL with no test (nvs_resolved: found by then) and runs TRACED
+ * (statements that return the call's value). Before the real function is known or the
  * traced groups are, the cold first part finds it (MISSING where none is),
  * asks nvs_call_begins, and goes on like the exported one. Against a body in
  * the exported function, an untraced call costs 10 instructions less for a
@@ -288,7 +305,7 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
     extern type name parameters;                                                                   \
     static __attribute__((noinline)) type nvs_traced_##name parameters                             \
     {                                                                                              \
-        __typeof__(&name) real = (__typeof__(&name))find(NVS_HOOK_ID(name));                       \
+        __typeof__(&name) real = (__typeof__(&name))nvs_resolved(NVS_HOOK_ID(name));               \
         traced;                                                                                    \
     }                                                                                              \
     static __attribute__((noinline, cold)) type nvs_first_##name parameters                        \

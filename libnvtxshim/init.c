@@ -108,6 +108,7 @@ static void fork_child(void)
     nvs_record_fork_child();
     nvs_frames_reset_after_fork();
     nvs_capture_reset_after_fork();
+    nvs_call_forget_after_work();
     nvs_kernel_reset_after_fork();
 }
 

@@ -66,6 +66,14 @@ static inline void *nvs_resolve(enum nvs_hook_id id)
     return real ? real : nvs_resolve_slow(id);
 }
 
+/* The real function of hook ID where it was found already: a load, no test
+ * (a split wrapper's traced half, which is reached only once its exported
+ * half found it, or its first call resolved it). */
+static inline void *nvs_resolved(enum nvs_hook_id id)
+{
+    return atomic_load_explicit(&nvs_real_functions[id], memory_order_acquire);
+}
+
 /* The real function, typed from the vendor header's declaration of NAME. */
 #define NVS_REAL(name) ((__typeof__(&name))nvs_resolve(NVS_HOOK_ID(name)))
 
