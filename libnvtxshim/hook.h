@@ -276,12 +276,15 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
 #define NVS_IS_VOID(call) __builtin_types_compatible_p(__typeof__(call), void)
 #define NVS_VALUE(call) __builtin_choose_expr(NVS_IS_VOID(call), ((call), 0), (call))
 
-/* The traced call itself, REAL known and the call entered: OPEN (which calls
- * nvs_call_open), the real call with ARGUMENTS, CLOSE (nvs_call_close), and
- * its value returned. RESULT holds the real call's value inside CLOSE (0 for a
- * void function). */
-#define NVS_TRACED_CALL(arguments, open, close)                                                    \
+/* The traced call of NAME itself, its real function found and the call
+ * entered: OPEN (which calls nvs_call_open), the real call with ARGUMENTS,
+ * CLOSE (nvs_call_close), and its value returned. RESULT holds the real
+ * call's value inside CLOSE (0 for a void function). The real function is
+ * loaded after OPEN (nvs_resolved): no register is kept for it across the
+ * tool's push. */
+#define NVS_TRACED_CALL(name, arguments, open, close)                                              \
     open;                                                                                          \
+    __typeof__(&name) real = (__typeof__(&name))nvs_resolved(NVS_HOOK_ID(name));                   \
     __typeof__(NVS_VALUE(real arguments)) result = NVS_VALUE(real arguments);                      \
     close;                                                                                         \
     return __builtin_choose_expr(NVS_IS_VOID(real arguments), (void)0, result)
@@ -291,9 +294,9 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
  * untraced: two loads, two tests and a jump, nothing kept for the traced path
  * (GCC still copies arguments passed on the stack, past the sixth, back to
  * where they were). When the call is traced it raises the thread's depth and
- * jumps, the arguments where they are, to the traced part, out of line, which
- * loads REAL with no test (nvs_resolved: found by then) and runs TRACED
- * (statements that return the call's value). Before the real function is known or the
+ * jumps, the arguments where they are, to the traced part, out of line,
+ * which runs TRACED (statements that return the call's value; they load the
+ * real function with no test, nvs_resolved: it is found by then). Before the real function is known or the
  * traced groups are, the cold first part finds it (MISSING where none is),
  * asks nvs_call_begins, and goes on like the exported one. Against a body in
  * the exported function, an untraced call costs 10 instructions less for a
@@ -305,7 +308,6 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
     extern type name parameters;                                                                   \
     static __attribute__((noinline)) type nvs_traced_##name parameters                             \
     {                                                                                              \
-        __typeof__(&name) real = (__typeof__(&name))nvs_resolved(NVS_HOOK_ID(name));               \
         traced;                                                                                    \
     }                                                                                              \
     static __attribute__((noinline, cold)) type nvs_first_##name parameters                        \
@@ -334,7 +336,7 @@ void nvs_call_completed(enum nvs_hook_id id, enum nvs_frame_marker marker, int e
  * CLOSE), one range around the real call. */
 #define NVS_SPLIT_WRAPPER(group, type, name, parameters, arguments, find, missing, open, close)    \
     NVS_SPLIT_WRAPPER_TRACED(group, type, name, parameters, arguments, find, missing,              \
-                             NVS_TRACED_CALL(arguments, open, close))
+                             NVS_TRACED_CALL(name, arguments, open, close))
 
 /* The body of a wrapper that calls the real function, then does AFTER (which
  * may read RESULT): entry-point lookups, allocations that empty a cache. */

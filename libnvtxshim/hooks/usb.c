@@ -175,10 +175,12 @@ static __attribute__((noinline, cold)) void data_ended_unusually(enum nvs_hook_i
  * with the hook's own arguments, which its wrapper jumps to (a tail call:
  * the wrapper saves no register and moves no argument). */
 static inline __attribute__((always_inline)) int data_transfer(
-    enum nvs_hook_id id, __typeof__(&libusb_bulk_transfer) real, libusb_device_handle *handle,
-    unsigned char endpoint, unsigned char *data, int length, int *transferred, unsigned int timeout)
+    enum nvs_hook_id id, libusb_device_handle *handle, unsigned char endpoint, unsigned char *data,
+    int length, int *transferred, unsigned int timeout)
 {
     data_open(id, endpoint, length);
+    /* loaded after the push: no register kept for it across the tool's call */
+    __typeof__(&libusb_bulk_transfer) real = (__typeof__(&libusb_bulk_transfer))nvs_resolved(id);
 
     /* libusb writes *transferred only when the transfer ran: not when its
      * submission failed (LIBUSB_ERROR_NO_DEVICE, _BUSY...), where the program's
@@ -207,7 +209,7 @@ static inline __attribute__((always_inline)) int data_transfer(
                               unsigned int timeout),                                               \
                              (handle, endpoint, data, length, transferred, timeout), nvs_resolve,  \
                              LIBUSB_ERROR_NOT_SUPPORTED,                                           \
-                             return data_transfer(NVS_HOOK_ID(name), real, handle, endpoint, data, \
+                             return data_transfer(NVS_HOOK_ID(name), handle, endpoint, data,       \
                                                   length, transferred, timeout))
 
 DATA_TRANSFER(libusb_bulk_transfer)
