@@ -562,12 +562,41 @@ static byte *put_async_track(byte *out, struct nvs_trace_thread_ids *thread,
     return close_length(packet, out);
 }
 
+/* The begin of EVENT on the track of range ID from its name's SHAPE
+ * (pf_shape_ready's: everything it names is defined on SEQUENCE), the track
+ * and the payload after it. */
+static byte *put_shaped_begin(byte *out, struct pf_sequence *sequence,
+                              const struct pf_string *shape, const struct nvs_trace_event *event,
+                              uint64_t id)
+{
+    *out++ = TAG_PACKET;
+    byte *packet = open_length(out);
+    out = put_head(sequence, packet, event->start_ns);
+    *out++ = TAG_TRACK_EVENT;
+    byte *body = open_length(out);
+    out = put_bytes(body, shape->shape, shape->shape_length);
+    out = put_field_varint(out, TE_TRACK, ASYNC_UUID(id));
+    if (event->payload_type != NVS_PAYLOAD_NONE)
+        out = pf_put_payload(out, event);
+    out = close_length(body, out);
+    return close_length(packet, out);
+}
+
 /* A range that may end elsewhere or overlap others: a track of its own,
- * named after its domain, then its begin there. */
+ * named after its domain, then its begin there (from its name's shape where
+ * that is ready, as a push's). */
 static char *pf_begin(char *text, struct nvs_trace_thread_ids *thread,
                       const struct nvs_trace_event *event, uint64_t id)
 {
     byte *out = put_async_track((byte *)text, thread, event, id);
+    const struct pf_string *shape = NULL;
+    if (event->registered) {
+        shape_of(event); /* made here, the first time */
+        shape = pf_shape_ready(sequence_of(thread), event->registered, event->domain,
+                               event->category);
+    }
+    if (shape)
+        return (char *)put_shaped_begin(out, sequence_of(thread), shape, event, id);
     return (char *)put_event(out, thread, TYPE_BEGIN, event, event->start_ns, ASYNC_UUID(id),
                              WITH_NAME | WITH_PAYLOAD, NULL);
 }
