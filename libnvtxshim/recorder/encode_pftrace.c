@@ -612,7 +612,18 @@ static char *pf_end(char *text, struct nvs_trace_thread_ids *thread,
     byte *out = (byte *)text;
     if (describe)
         out = put_async_track(out, thread, event, id);
-    return (char *)put_event(out, thread, TYPE_END, event, end_ns, ASYNC_UUID(id), 0, args);
+    if (args && args->count)
+        return (char *)put_event(out, thread, TYPE_END, event, end_ns, ASYNC_UUID(id), 0, args);
+    /* put_event's packet for an end without args, made at once: type and track */
+    *out++ = TAG_PACKET;
+    byte *packet = open_length(out);
+    out = put_head(sequence_of(thread), packet, end_ns);
+    *out++ = TAG_TRACK_EVENT;
+    byte *body = open_length(out);
+    out = PUT(body, TE_TYPE, TYPE_END);
+    out = put_field_varint(out, TE_TRACK, ASYNC_UUID(id));
+    out = close_length(body, out);
+    return (char *)close_length(packet, out);
 }
 
 static char *pf_mark(char *text, struct nvs_trace_thread_ids *thread,
