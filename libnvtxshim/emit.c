@@ -80,6 +80,9 @@ bool nvs_emit_active(void)
  * lock-free (emit.h looks them up). A full table only means later names go
  * out as plain text. */
 struct nvs_name_slot nvs_names[NVS_DOMAIN_COUNT][NVS_NAME_SLOTS];
+/* The ranges built for slots of each domain's table, one at most a slot. */
+static struct nvs_attributes built_ranges[NVS_DOMAIN_COUNT][NVS_NAME_SLOTS];
+static _Atomic uint32_t built_count[NVS_DOMAIN_COUNT];
 
 /* The slot of KEY in DOMAIN's table after SLOT, or NULL. */
 static struct nvs_name_slot *probe_slots(enum nvs_domain domain, uint64_t key, uint32_t slot)
@@ -163,15 +166,19 @@ const struct nvs_attributes *nvs_range_store(struct nvs_attributes *range, uint6
     struct nvs_name_slot *entry = claim_slot(range->domain, key, &claimed);
     if (entry && claimed) {
         nvtxStringHandle_t handle = nvs_name_register(range->domain, text);
+        nvs_attributes_name(range, (struct nvs_name){ handle, text });
         if (handle) {
-            /* Only the thread that claimed the slot writes it, once. */
-            entry->built = *range;
-            nvs_attributes_registered_name(&entry->built, handle);
-            atomic_store_explicit(&entry->range, &entry->built, memory_order_release);
+            /* Only the thread that claimed the slot builds its range, once:
+             * below the table's size, since each slot takes one at most. */
+            uint32_t at = atomic_fetch_add_explicit(&built_count[range->domain], 1,
+                                                    memory_order_relaxed);
+            struct nvs_attributes *built = &built_ranges[range->domain][at];
+            *built = *range;
+            atomic_store_explicit(&entry->range, built, memory_order_release);
+            range = built;
         }
         atomic_store_explicit(&entry->handle, handle, memory_order_release);
-        nvs_attributes_name(range, (struct nvs_name){ handle, text });
-        return handle ? &entry->built : range;
+        return range;
     }
     const struct nvs_attributes *built = entry
         ? atomic_load_explicit(&entry->range, memory_order_acquire)

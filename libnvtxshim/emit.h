@@ -259,10 +259,12 @@ static inline void nvs_range_pop(enum nvs_domain domain)
 struct nvs_name_slot {
     _Atomic uint64_t key;
     _Atomic(nvtxStringHandle_t) handle;
-    /* &built once it is filled, else NULL */
+    /* The range once it is built (in emit.c's store of them, filled in order:
+     * the pages it touches grow with the ranges, not the table), else NULL */
     _Atomic(const struct nvs_attributes *) range;
-    struct nvs_attributes built;
+    uint64_t unused;
 };
+_Static_assert(sizeof(struct nvs_name_slot) == 32, "a slot is found with a shift");
 extern NVS_HIDDEN struct nvs_name_slot nvs_names[NVS_DOMAIN_COUNT][NVS_NAME_SLOTS];
 struct nvs_name nvs_name_lookup_probing(enum nvs_domain domain, uint64_t key, uint32_t slot);
 const struct nvs_attributes *nvs_range_lookup_probing(enum nvs_domain domain, uint64_t key,
