@@ -120,11 +120,8 @@ void nvs_test_seam(void)
 /* One program-level call of the hook: the capture's look before it, its work after it. */
 static void call(void)
 {
-    nvs_capture_on_call(HOOK);
-    if (nvs_call_after_work) {
-        nvs_call_after_work = false;
+    if (nvs_capture_on_call(HOOK))
         nvs_capture_after_call();
-    }
 }
 
 static void *held_call(void *unused)
@@ -219,12 +216,10 @@ static void first_call_held_while_the_last_begins(void)
 {
     fresh(1, 2);
     pthread_t thread = start_held_call();
-    nvs_capture_on_call(HOOK);                     /* the last call begins... */
-    CHECK(nvs_call_after_work);
+    CHECK(nvs_capture_on_call(HOOK));              /* the last call begins... */
     release_held_call(thread);                     /* ...the first opens and ends */
     CHECK(atomic_load(&range_starts) == 1 && atomic_load(&range_ends) == 0);
-    nvs_call_after_work = false;                  /* ...and the last ends */
-    nvs_capture_after_call();
+    nvs_capture_after_call();                      /* ...and the last ends */
     CHECK(atomic_load(&range_starts) == 1 && atomic_load(&range_ends) == 1);
     CHECK(said[0] == '\0');
 }
