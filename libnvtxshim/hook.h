@@ -168,6 +168,15 @@ static inline void nvs_call_open(enum nvs_hook_id id, enum nvs_frame_marker mark
     nvs_range_push(range);
 }
 
+/* Whether calls must be dispatched now (nvs_call_dispatch): one relaxed load.
+ * A family whose frame marker takes work to find tests this, then dispatches
+ * out of line, so that the marker is not worked out on the way when nothing
+ * wants it (the compiler would hoist a cheap one above the test). */
+static inline bool nvs_call_has_work(void)
+{
+    return __builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0);
+}
+
 /* Opens RANGE, DOMAIN's, built once for every call of its shape (the hook's
  * constant range below, or emit.h's nvs_range_lookup), and dispatches the
  * call, as nvs_call_open: no attribute is written at the call. */
@@ -175,7 +184,7 @@ static inline __attribute__((always_inline)) void nvs_call_open_built(
     enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint, enum nvs_domain domain,
     const struct nvs_attributes *range)
 {
-    if (__builtin_expect(atomic_load_explicit(&nvs_call_work, memory_order_relaxed) != 0, 0))
+    if (nvs_call_has_work())
         nvs_call_dispatch(id, marker, endpoint, domain);
     nvs_range_push_in(domain, range);
 }

@@ -14,13 +14,14 @@ enum direction { HTOD, DTOH, DTOD, HTOH, HTOA, ATOH, DTOA, ATOD, ATOA, PEER, BAT
 
 enum host_memory { HOST_NONE, HOST_PINNED, HOST_PAGEABLE, HOST_UNKNOWN };
 
-/* What one copy moves. */
+/* What one copy moves: 16 bytes, which a call passes in two registers. */
 struct copy {
     uint64_t bytes;
-    enum direction direction;
-    enum host_memory host;
-    bool name_direction; /* generic calls (cuMemcpy, 2D, 3D) say which way in the name */
+    enum direction direction : 8;
+    enum host_memory host : 8;
+    bool name_direction : 1; /* generic calls (cuMemcpy, 2D, 3D) say which way in the name */
 };
+_Static_assert(sizeof(struct copy) == 16, "a copy is passed in registers");
 
 struct copy nvs_copy_host_to_device(size_t bytes, const void *host);
 struct copy nvs_copy_device_to_host(size_t bytes, const void *host);
@@ -30,8 +31,11 @@ struct copy nvs_copy_unified(size_t bytes, unsigned long long destination,
                              unsigned long long source);
 enum host_memory nvs_copy_host_memory(const void *host);
 /* Opens the range of copy hook ID (hook.h's call path). Out of line: its
- * name is found by the copy's shape. */
-void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy);
+ * name is found by the copy's shape. COPY by value: the traced half keeps
+ * none in its frame for it. */
+void nvs_copy_open(enum nvs_hook_id id, struct copy copy);
+/* Dispatches a copy going DIRECTION, its frame marker found here. */
+void nvs_copy_dispatch(enum nvs_hook_id id, enum direction direction);
 
 /* Closes the range of any call of the domain: inline, in the traced half of
  * every wrapper (NVS_SPLIT_WRAPPER), the range closed in the wrapper's frame. */
@@ -111,10 +115,12 @@ static inline __attribute__((always_inline)) void nvs_copy_begin(enum nvs_hook_i
     const struct nvs_attributes *range = nvs_range_lookup(NVS_DOMAIN_CUDA,
                                                           nvs_copy_name_key(id, &copy));
     if (__builtin_expect(range == NULL || !nvs_copy_keeps_bytes(&copy), 0)) {
-        nvs_copy_open(id, &copy);
+        nvs_copy_open(id, copy);
         return;
     }
-    nvs_call_open_built(id, nvs_copy_marker(&copy), -1, NVS_DOMAIN_CUDA, range);
+    if (nvs_call_has_work())
+        nvs_copy_dispatch(id, copy.direction);
+    nvs_range_push_in(NVS_DOMAIN_CUDA, range);
 }
 
 /* What a copy returning TYPE answers when its real function is missing. */

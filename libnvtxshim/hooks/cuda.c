@@ -252,8 +252,9 @@ static void name_copy(char *text, enum nvs_hook_id id, const struct copy *copy)
 /* A copy's range the first time its shape is used, built and stored
  * (nvs_range_store); for one too large for its key to hold (whose payload
  * the key cannot tell), a range of the call's own at every call. */
-__attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct copy *copy)
+__attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, struct copy value)
 {
+    const struct copy *copy = &value;
     struct nvs_attributes range;
     char text[NVS_CALL_TEXT_MAX];
     nvs_copy_range(&range, copy);
@@ -271,6 +272,13 @@ __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, const struct c
         opened = nvs_range_store(&range, key, text);
     }
     nvs_call_open_built(id, nvs_copy_marker(copy), -1, NVS_DOMAIN_CUDA, opened);
+}
+
+__attribute__((noinline, cold)) void nvs_copy_dispatch(enum nvs_hook_id id,
+                                                       enum direction direction)
+{
+    struct copy copy = { .direction = direction };
+    nvs_call_dispatch(id, nvs_copy_marker(&copy), -1, NVS_DOMAIN_CUDA);
 }
 
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the

@@ -135,6 +135,13 @@ static __attribute__((noinline, cold)) void data_open_first(enum nvs_hook_id id,
                         nvs_range_store(&range, data_key(id, endpoint, length), text));
 }
 
+/* The dispatch of a transfer, its marker found here, out of line. */
+static __attribute__((noinline, cold)) void data_dispatch(enum nvs_hook_id id,
+                                                          unsigned char endpoint)
+{
+    nvs_call_dispatch(id, data_marker(endpoint), endpoint, NVS_DOMAIN_USB);
+}
+
 /* Opens the range of a bulk or interrupt transfer: the one built for its
  * shape, found at once after the first (nvs_range_lookup). */
 static inline __attribute__((always_inline)) void data_open(enum nvs_hook_id id,
@@ -142,10 +149,13 @@ static inline __attribute__((always_inline)) void data_open(enum nvs_hook_id id,
 {
     const struct nvs_attributes *range = nvs_range_lookup(NVS_DOMAIN_USB,
                                                           data_key(id, endpoint, length));
-    if (__builtin_expect(range == NULL, 0))
+    if (__builtin_expect(range == NULL, 0)) {
         data_open_first(id, endpoint, length);
-    else
-        nvs_call_open_built(id, data_marker(endpoint), endpoint, NVS_DOMAIN_USB, range);
+        return;
+    }
+    if (nvs_call_has_work())
+        data_dispatch(id, endpoint);
+    nvs_range_push_in(NVS_DOMAIN_USB, range);
 }
 
 /* A bulk or interrupt transfer's range ends unusually: it failed (RESULT),
