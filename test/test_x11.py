@@ -333,7 +333,7 @@ def test_gl_texture_uploads(xserver, tmp_path, mode):
     assert nested(events) == []
 
 
-def test_ranges_of_two_domains_keep_their_own_names(xserver, tmp_path):
+def test_gl_loop_beside_libusb_events_keeps_each_domains_names(xserver, tmp_path):
     """A GL display loop with a libusb event loop beside it (gl_upload --usb-events), as a USB
     camera rig has: each frame's glXSwapBuffers range is named glXSwapBuffers (display) and each
     libusb_handle_events range libusb_handle_events (USB). The two hooks' names had the same key
