@@ -107,12 +107,13 @@ struct nvs_name nvs_name_lookup_probing(enum nvs_domain domain, uint64_t key, ui
     return name;
 }
 
-const struct nvs_attributes *nvs_range_lookup_probing(enum nvs_domain domain, uint64_t key,
-                                                      uint32_t slot)
+const struct nvs_attributes *nvs_range_find(enum nvs_domain domain, uint64_t key)
 {
-    if (!atomic_load_explicit(&nvs_names[domain][slot].key, memory_order_relaxed))
-        return NULL; /* the first probe's slot is free: not there */
-    struct nvs_name_slot *entry = probe_slots(domain, key, slot);
+    uint32_t slot = nvs_name_slot_of(key);
+    struct nvs_name_slot *entry = &nvs_names[domain][slot];
+    uint64_t first = atomic_load_explicit(&entry->key, memory_order_acquire);
+    if (first != key)
+        entry = first ? probe_slots(domain, key, slot) : NULL;
     return entry ? atomic_load_explicit(&entry->range, memory_order_acquire) : NULL;
 }
 
@@ -175,6 +176,7 @@ const struct nvs_attributes *nvs_range_store(struct nvs_attributes *range, uint6
             struct nvs_attributes *built = &built_ranges[range->domain][at];
             *built = *range;
             atomic_store_explicit(&entry->range, built, memory_order_release);
+            atomic_store_explicit(&entry->built_key, key, memory_order_release);
             range = built;
         }
         atomic_store_explicit(&entry->handle, handle, memory_order_release);

@@ -262,13 +262,16 @@ struct nvs_name_slot {
     /* The range once it is built (in emit.c's store of them, filled in order:
      * the pages it touches grow with the ranges, not the table), else NULL */
     _Atomic(const struct nvs_attributes *) range;
-    uint64_t unused;
+    /* KEY again once range is published (else 0): what nvs_range_lookup
+     * compares, so that a match needs no test of range */
+    _Atomic uint64_t built_key;
 };
 _Static_assert(sizeof(struct nvs_name_slot) == 32, "a slot is found with a shift");
 extern NVS_HIDDEN struct nvs_name_slot nvs_names[NVS_DOMAIN_COUNT][NVS_NAME_SLOTS];
 struct nvs_name nvs_name_lookup_probing(enum nvs_domain domain, uint64_t key, uint32_t slot);
-const struct nvs_attributes *nvs_range_lookup_probing(enum nvs_domain domain, uint64_t key,
-                                                      uint32_t slot);
+/* The range built for KEY in DOMAIN wherever its slot lies, or NULL: none
+ * built yet (or none can be). */
+const struct nvs_attributes *nvs_range_find(enum nvs_domain domain, uint64_t key);
 
 /* Fibonacci hashing: the top BITS of KEY times 2^64 over the golden ratio,
  * which every bit of KEY reaches (a multiply and a shift). */
@@ -300,16 +303,21 @@ static inline struct nvs_name nvs_name_lookup(enum nvs_domain domain, uint64_t k
     return nvs_name_lookup_probing(domain, key, slot);
 }
 
-/* The range of a call named by KEY in DOMAIN, built by nvs_range_store, or
- * NULL: the caller then describes the call and stores it. Inline: nearly
- * every call finds it at the first probe. */
+/* The range of a call named by KEY in DOMAIN, built by nvs_range_store, where
+ * it is found at the first probe (nearly every call after the first of its
+ * shape: a multiply, a shift, one compare), else NULL: the caller's way out of
+ * line then asks nvs_range_find, and describes the call and stores it when
+ * that finds none. A match needs no test of the range: it is published before
+ * built_key. */
 static inline const struct nvs_attributes *nvs_range_lookup(enum nvs_domain domain, uint64_t key)
 {
-    uint32_t slot = nvs_name_slot_of(key);
-    struct nvs_name_slot *entry = &nvs_names[domain][slot];
-    if (__builtin_expect(atomic_load_explicit(&entry->key, memory_order_acquire) == key, 1))
-        return atomic_load_explicit(&entry->range, memory_order_acquire);
-    return nvs_range_lookup_probing(domain, key, slot);
+    struct nvs_name_slot *entry = &nvs_names[domain][nvs_name_slot_of(key)];
+    if (__builtin_expect(atomic_load_explicit(&entry->built_key, memory_order_acquire) != key, 0))
+        return NULL;
+    const struct nvs_attributes *range = atomic_load_explicit(&entry->range, memory_order_relaxed);
+    if (range == NULL)
+        __builtin_unreachable();
+    return range;
 }
 
 /* TEXT registered in DOMAIN, errno kept; NULL where no tool registers

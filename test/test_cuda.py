@@ -100,3 +100,34 @@ def test_the_library_never_initialises_cuda():
             with open(os.path.join(directory, name)) as f:
                 text = f.read()
             assert not [word for word in forbidden if word in text], name
+
+
+def size_name(length):
+    """cuda.c's format_bytes: the largest unit that divides the length exactly."""
+    for unit, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if length % unit == 0:
+            return "%d%s" % (length // unit, name)
+    return "%dB" % length
+
+
+def test_more_shapes_of_a_copy_than_its_name_table_holds_are_each_named_right(tmp_path):
+    """12,000 lengths of a copy each way, 24,000 shapes in the CUDA domain's table of 8,192
+    names: shapes whose slot another holds are found further on, and those past a full table
+    are named at each call. Every range says its own length, in its name and its payload."""
+    shapes = 12000
+    argv = [program("test/cuda_copies"), "linked", str(shapes)]
+    base = {"LD_LIBRARY_PATH": STUB}
+    trace = tmp_path / "shapes.json"
+    plain = run(argv, env=base, shim=False)
+    shimmed = run(argv, env=dict(base, NVTXSHIM_TRACE=str(trace)))
+    assert plain.returncode == 0 and b"shapes %d: " % shapes in plain.stdout, plain.stderr
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    copied = [e for e in ranges(load_trace(trace), "cuda") if e["args"]["category"] == "copy"]
+    named = collections.Counter((e["name"], e["args"]["payload"]) for e in copied)
+    for length in range(1, shapes + 1):
+        for way in ("HtoD", "DtoH"):
+            key = ("cuMemcpy%s %s pageable" % (way, size_name(length)), length)
+            # 4 KiB and 64 KiB are copied by the first part as well (EXPECTED)
+            assert named.pop(key, 0) >= 1, key
+    assert set(named) <= set(EXPECTED), named

@@ -80,12 +80,12 @@ static inline uint64_t nvs_copy_name_key(enum nvs_hook_id id, const struct copy 
                                  (copy->bytes & ((1ull << 46) - 1))); /* nvs_copy_keeps_bytes */
 }
 
-/* The frame marker COPY counts as. */
-static inline enum nvs_frame_marker nvs_copy_marker(const struct copy *copy)
+/* The frame marker a copy in DIRECTION counts as. */
+static inline enum nvs_frame_marker nvs_copy_marker(enum direction direction)
 {
-    return copy->direction == HTOD ? NVS_FRAME_CUDA_HTOD
-        : copy->direction == DTOH  ? NVS_FRAME_CUDA_DTOH
-                                   : NVS_FRAME_OFF;
+    return direction == HTOD ? NVS_FRAME_CUDA_HTOD
+        : direction == DTOH  ? NVS_FRAME_CUDA_DTOH
+                             : NVS_FRAME_OFF;
 }
 
 /* COPY's range in RANGE, without its name: category, colour (pageable host

@@ -39,7 +39,10 @@ static const char *const direction_names[] = {
  * allocates, frees or (un)registers memory bumps the generation, which empties
  * the cache at once. An entry packs pointer, generation and answer in one word. */
 #define KIND_SLOTS 1024u
-enum pointer_kind { KIND_UNKNOWN, KIND_DEVICE, KIND_PINNED, KIND_PAGEABLE };
+enum pointer_kind { KIND_UNKNOWN, KIND_PINNED, KIND_PAGEABLE, KIND_DEVICE };
+/* A host kind is its copy's host memory as it is (host_memory: no switch). */
+_Static_assert((int)KIND_PINNED == (int)HOST_PINNED && (int)KIND_PAGEABLE == (int)HOST_PAGEABLE,
+               "a pointer's kind is a copy's host memory");
 
 static _Atomic uint64_t kinds[KIND_SLOTS];
 static atomic_uint generation = 1;
@@ -93,11 +96,8 @@ static inline __attribute__((always_inline)) enum pointer_kind kind_of(const voi
 
 static inline enum host_memory host_memory(const void *host)
 {
-    switch (kind_of(host)) {
-    case KIND_PINNED: return HOST_PINNED;
-    case KIND_PAGEABLE: return HOST_PAGEABLE;
-    default: return HOST_UNKNOWN;
-    }
+    enum pointer_kind kind = kind_of(host);
+    return kind == KIND_PINNED || kind == KIND_PAGEABLE ? (enum host_memory)kind : HOST_UNKNOWN;
 }
 
 enum host_memory nvs_copy_host_memory(const void *host)
@@ -267,18 +267,17 @@ __attribute__((noinline)) void nvs_copy_open(enum nvs_hook_id id, struct copy va
             name = nvs_name_store(NVS_DOMAIN_CUDA, key, text);
         }
         nvs_attributes_name(&range, name);
-    } else {
+    } else if (!(opened = nvs_range_find(NVS_DOMAIN_CUDA, key))) {
         name_copy(text, id, copy);
         opened = nvs_range_store(&range, key, text);
     }
-    nvs_call_open_built(id, nvs_copy_marker(copy), -1, NVS_DOMAIN_CUDA, opened);
+    nvs_call_open_built(id, nvs_copy_marker(copy->direction), -1, NVS_DOMAIN_CUDA, opened);
 }
 
 __attribute__((noinline, cold)) void nvs_copy_dispatch(enum nvs_hook_id id,
                                                        enum direction direction)
 {
-    struct copy copy = { .direction = direction };
-    nvs_call_dispatch(id, nvs_copy_marker(&copy), -1, NVS_DOMAIN_CUDA);
+    nvs_call_dispatch(id, nvs_copy_marker(direction), -1, NVS_DOMAIN_CUDA);
 }
 
 /* The registered name of each kernel launched, "cuLaunchKernel NAME", by the

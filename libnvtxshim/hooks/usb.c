@@ -126,13 +126,18 @@ static inline enum nvs_frame_marker data_marker(unsigned char endpoint)
 static __attribute__((noinline, cold)) void data_open_first(enum nvs_hook_id id,
                                                             unsigned char endpoint, int length)
 {
-    char text[NVS_CALL_TEXT_MAX];
-    snprintf(text, sizeof text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
-             direction(endpoint), length);
-    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
-        NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB, (uint64_t)(length > 0 ? length : 0));
-    nvs_call_open_built(id, data_marker(endpoint), endpoint, NVS_DOMAIN_USB,
-                        nvs_range_store(&range, data_key(id, endpoint, length), text));
+    uint64_t key = data_key(id, endpoint, length);
+    const struct nvs_attributes *built = nvs_range_find(NVS_DOMAIN_USB, key);
+    struct nvs_attributes range;
+    if (!built) {
+        char text[NVS_CALL_TEXT_MAX];
+        snprintf(text, sizeof text, "%s ep=0x%02x %s %dB", nvs_hook_name(id), endpoint,
+                 direction(endpoint), length);
+        range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB,
+                                       (uint64_t)(length > 0 ? length : 0));
+        built = nvs_range_store(&range, key, text);
+    }
+    nvs_call_open_built(id, data_marker(endpoint), endpoint, NVS_DOMAIN_USB, built);
 }
 
 /* The dispatch of a transfer, its marker found here, out of line. */
@@ -651,8 +656,12 @@ static __attribute__((noinline, cold)) void open_call_first(enum nvs_hook_id id,
         nvs_call_open(id, NVS_FRAME_OFF, -1, &range);
         return;
     }
-    name_call(text, id, format, first, second);
-    nvs_call_open_built(id, NVS_FRAME_OFF, -1, NVS_DOMAIN_USB, nvs_range_store(&range, key, text));
+    const struct nvs_attributes *built = nvs_range_find(NVS_DOMAIN_USB, key);
+    if (!built) {
+        name_call(text, id, format, first, second);
+        built = nvs_range_store(&range, key, text);
+    }
+    nvs_call_open_built(id, NVS_FRAME_OFF, -1, NVS_DOMAIN_USB, built);
 }
 
 /* The range of a call named after its function and, where FORMAT is given,

@@ -6,7 +6,10 @@
  *   getproc-v1   the first cuGetProcAddress (CUDA 11.3's signature)
  *   loader       as the CUDA runtime does: dlopen, one dlsym for cuGetProcAddress_v2,
  *                which is then asked for cuGetProcAddress itself and everything else
- * Prints checksums and how many per-thread variants the driver ran. */
+ * Prints checksums and how many per-thread variants the driver ran. A second argument,
+ * SHAPES, then copies host to device once in each length from 1 to SHAPES bytes (65536 at
+ * most), from pageable memory, and prints their checksum: as many shapes of one call as the
+ * library's name table has slots, and more. */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
@@ -173,6 +176,17 @@ int main(int argc, char **argv)
     api.htod(on_device, buffer, SMALL);
     api.host_unregister(buffer);
     api.htod(on_device, buffer, SMALL);
+
+    int shapes = argc > 2 ? atoi(argv[2]) : 0;
+    if (shapes > 0) {
+        unsigned sum = 0;
+        for (int length = 1; length <= shapes && length <= BYTES; length++) {
+            api.htod(on_device, pageable, (size_t)length);
+            api.dtoh(back, on_device, (size_t)length);
+            sum = sum * 31 + checksum(back, (size_t)length);
+        }
+        printf("shapes %d: %08x\n", shapes, sum);
+    }
 
     int (*per_thread)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "nvs_stub_per_thread_calls");
     printf("per-thread variants: %d\n", per_thread ? per_thread() : -1);
