@@ -455,14 +455,15 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     flight_release(flight);
     transfer->callback = callback;
 
-    int saved_errno = errno;
+    /* errno at its TLS address (emit.h): a callback is only ever installed by a traced submit */
+    int *error = nvs_errno_address(), saved_errno = *error;
     nvs_range_end(NVS_DOMAIN_USB, submitted);
     check_completion(transfer);
     if (counts_as_frame_in(transfer))
         nvs_call_completed(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
                            transfer->endpoint);
     nvs_range_push(&range);
-    errno = saved_errno;
+    *error = saved_errno;
 
     /* The program's callback is program-level code: its own libusb calls are traced. */
     unsigned depth = nvs_hook_depth;
@@ -471,9 +472,7 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     nvs_hook_depth = depth;
     /* The transfer may be freed or resubmitted by now: it is not touched again. */
 
-    saved_errno = errno;
     nvs_range_pop(NVS_DOMAIN_USB);
-    errno = saved_errno;
 }
 
 /* A submission's range, and the name its callback's range will have (kept
@@ -527,7 +526,7 @@ static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) 
     transfer->callback = transfer_completed;
 
     int result = real(transfer);
-    int saved_errno = errno;
+    int *error = nvs_errno_address(), saved_errno = *error;
     if (result < 0) {
         /* No callback will come: put everything back as the program left it. */
         char what[112];
@@ -538,7 +537,7 @@ static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) 
         warn(0, "%s libusb_submit_transfer %s", error_name(result), what);
     }
     nvs_call_leave();
-    errno = saved_errno;
+    *error = saved_errno;
     return result;
 }
 
