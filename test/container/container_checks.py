@@ -502,7 +502,10 @@ def test_a_profile_made_inside_is_read_outside(tmp_path):
                 timeout=1200))
     outside = report_json(outside_report, tmp_path)
     assert the_process(inside)["frames"] == the_process(outside)["frames"] == FRAMES
-    assert the_process(inside)["name"] == the_process(outside)["name"]
+    # The name is nsys's own, from its look at the process: under load a run of a few tens of
+    # milliseconds can end unseen (seen beside two busy processes: PROCESSES and ThreadNames
+    # named the container's sh and emucam, not the harness), and the report then has none.
+    assert the_process(inside)["name"] in (the_process(outside)["name"], None)
     counts = name_counts(inside, ("usb", "nvtxshim"))
     assert counts == name_counts(outside, ("usb", "nvtxshim"))
     assert counts[("nvtxshim", "frame N")] == FRAMES, counts
