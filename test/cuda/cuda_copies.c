@@ -7,8 +7,8 @@
  *   loader       as the CUDA runtime does: dlopen, one dlsym for cuGetProcAddress_v2,
  *                which is then asked for cuGetProcAddress itself and everything else
  * Prints checksums and how many per-thread variants the driver ran. A second argument,
- * SHAPES, then copies host to device once in each length from 1 to SHAPES bytes (65536 at
- * most), from pageable memory, and prints their checksum: as many shapes of one call as the
+ * SHAPES, then copies pageable host memory to the device and back once in each length from 1
+ * to SHAPES bytes (65536 at most), and prints their checksum: as many shapes of a copy as the
  * library's name table has slots, and more. */
 #define _GNU_SOURCE
 #include <cuda.h>
