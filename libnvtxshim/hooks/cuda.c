@@ -293,8 +293,10 @@ __attribute__((noinline, cold)) void nvs_copy_dispatch(enum nvs_hook_id id,
 struct kernel_slot {
     _Atomic uint64_t key;
     _Atomic(nvtxStringHandle_t) name;
-    /* &launch once the launch's range is built with the name, else NULL */
-    _Atomic(const struct nvs_attributes *) range;
+    /* KEY again once launch (the range of the kernel's launches) is built
+     * with the name, else 0: what kernel_range_found compares, as emit.h's
+     * nvs_range_lookup compares a name slot's built_key */
+    _Atomic uint64_t built_key;
     struct nvs_attributes launch;
 };
 
@@ -365,7 +367,9 @@ static struct nvs_name publish_kernel_name(struct kernel_slot *slot, enum nvs_ho
         /* Only the thread that claimed the slot writes it, once. */
         slot->launch = NVS_ATTRIBUTES(NVS_DOMAIN_CUDA, NVS_CUDA_LAUNCH, NVS_COLOR_CUDA_LAUNCH);
         nvs_attributes_registered_name(&slot->launch, published);
-        atomic_store_explicit(&slot->range, &slot->launch, memory_order_release);
+        atomic_store_explicit(&slot->built_key,
+                              atomic_load_explicit(&slot->key, memory_order_relaxed),
+                              memory_order_release);
     }
     atomic_store_explicit(&slot->name, published, memory_order_release);
     return name;
@@ -446,9 +450,10 @@ static inline __attribute__((always_inline)) const struct nvs_attributes *kernel
 {
     uint64_t key = kernel_key(api, function);
     struct kernel_slot *slot = &kernel_names[kernel_slot_of(key)];
-    if (__builtin_expect(!key || atomic_load_explicit(&slot->key, memory_order_acquire) != key, 0))
+    if (__builtin_expect(
+            !key || atomic_load_explicit(&slot->built_key, memory_order_acquire) != key, 0))
         return NULL;
-    return atomic_load_explicit(&slot->range, memory_order_acquire);
+    return &slot->launch;
 }
 
 static int driver_kernel_name(const void *function, const char **name);
