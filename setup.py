@@ -31,7 +31,9 @@ class build_native(build_py):
                     for variable, name in (("CC", "NVS_WHEEL_CC"), ("CLI_LIBS", "NVS_WHEEL_CLI_LIBS"),
                                            ("ARCH", "NVS_WHEEL_ARCH"))
                     if os.environ.get(name)]
-        subprocess.run(["make", "--no-print-directory", "BUILD=" + build, *settings,
+        # every core, unless a make above shares its jobs (MAKEFLAGS names its jobserver)
+        jobs = [] if "jobserver" in os.environ.get("MAKEFLAGS", "") else ["-j%d" % (os.cpu_count() or 1)]
+        subprocess.run(["make", "--no-print-directory", *jobs, "BUILD=" + build, *settings,
                         *("%s/%s" % (build, name) for name in NATIVE)], cwd=ROOT, check=True)
         target = os.path.join(self.build_lib, "nvtxshim", "_native")
         os.makedirs(target, exist_ok=True)

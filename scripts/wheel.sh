@@ -41,8 +41,10 @@ done
 export NVS_WHEEL_PYTHON=$env/bin/python NVS_WHEEL_CC=$PWD/scripts/wheel-cc \
        NVS_WHEEL_CLI_LIBS="${archives# }" NVS_WHEEL_ARCH=$arch NVS_WHEEL_BUILD=$tree \
        NVS_WHEEL_STRIP=$strip NVS_WHEEL_PLATFORM=linux_$arch
-# zig's caches (its libc stubs for 2.28, compiled once) beside the wheel's objects
-export ZIG_GLOBAL_CACHE_DIR=$PWD/$tree/zig-cache ZIG_LOCAL_CACHE_DIR=$PWD/$tree/zig-cache
+# zig's caches (its libc stubs for 2.28, compiled once) beside the wheel's objects;
+# NVS_WHEEL_ZIG_CACHE: another tree's global cache (test_wheel.py's clean clone), its
+# stubs made by the same pinned zig
+export ZIG_GLOBAL_CACHE_DIR=${NVS_WHEEL_ZIG_CACHE:-$PWD/$tree/zig-cache} ZIG_LOCAL_CACHE_DIR=$PWD/$tree/zig-cache
 
 # the archive's times from the commit, so that two builds of a commit are the same bytes
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 315532800)}
