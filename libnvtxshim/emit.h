@@ -207,11 +207,25 @@ extern NVS_HIDDEN nvtxDomainRangePop_impl_fntype nvs_nvtx_pop;
  * with release). Were it read as 0, the address would be the thread's control
  * block, whose word the push and pop only read and store back unchanged. */
 extern NVS_HIDDEN _Atomic intptr_t nvs_errno_offset;
+#if defined(__x86_64__) && defined(__SEG_FS)
+/* On x86-64 the thread pointer is the fs segment's base, so the distance is
+ * itself errno's address in that segment (GCC's __seg_fs): a read or a store
+ * of it is one instruction with no add of the thread pointer before it, one
+ * instruction less at each push and pop (callgrind, make bench). Neither
+ * sanitizer nor Valgrind needs to see it: it is libc's own word. */
+#define NVS_ERRNO_SPACE __seg_fs
+static inline int __seg_fs *nvs_errno_address(void)
+{
+    return (int __seg_fs *)atomic_load_explicit(&nvs_errno_offset, memory_order_relaxed);
+}
+#else
+#define NVS_ERRNO_SPACE
 static inline int *nvs_errno_address(void)
 {
     return (int *)(void *)((char *)__builtin_thread_pointer() +
                            atomic_load_explicit(&nvs_errno_offset, memory_order_relaxed));
 }
+#endif
 
 /* Opens a push/pop range on this thread (nvs_range_push_in: ATTRIBUTES's
  * domain known to the caller, DOMAIN); nvs_range_pop closes DOMAIN's
@@ -225,7 +239,8 @@ static inline void nvs_range_push_in(enum nvs_domain domain,
 {
     nvtxDomainRangePushEx_impl_fntype push = nvs_nvtx_push;
     if (push) {
-        int *error = nvs_errno_address(), saved_errno = *error;
+        int NVS_ERRNO_SPACE *error = nvs_errno_address();
+        int saved_errno = *error;
         push(nvs_emit_domains[domain], &attributes->event);
         *error = saved_errno;
     }
@@ -240,7 +255,8 @@ static inline void nvs_range_pop(enum nvs_domain domain)
 {
     nvtxDomainRangePop_impl_fntype pop = nvs_nvtx_pop;
     if (pop) {
-        int *error = nvs_errno_address(), saved_errno = *error;
+        int NVS_ERRNO_SPACE *error = nvs_errno_address();
+        int saved_errno = *error;
         pop(nvs_emit_domains[domain]);
         *error = saved_errno;
     }

@@ -223,7 +223,8 @@ static inline __attribute__((always_inline)) void nvs_call_open_constant(
 static inline uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_marker marker,
                                            int endpoint, struct nvs_attributes *range)
 {
-    int *error = nvs_errno_address(), saved_errno = *error;
+    int NVS_ERRNO_SPACE *error = nvs_errno_address();
+    int saved_errno = *error;
     nvs_call_name_and_dispatch(id, marker, endpoint, range);
     uint64_t started = nvs_range_start(range);
     *error = saved_errno;
@@ -240,7 +241,8 @@ static inline uint64_t nvs_call_open_async(enum nvs_hook_id id, enum nvs_frame_m
 static inline void nvs_call_drawn(enum nvs_hook_id id, enum nvs_frame_marker marker, int endpoint,
                                   struct nvs_attributes *range, uint64_t began)
 {
-    int *error = nvs_errno_address(), saved_errno = *error;
+    int NVS_ERRNO_SPACE *error = nvs_errno_address();
+    int saved_errno = *error;
     nvs_call_name_and_dispatch(id, marker, endpoint, range);
     nvs_range_span(range, began, nvs_now_ns());
     *error = saved_errno;

@@ -456,7 +456,8 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     transfer->callback = callback;
 
     /* errno at its TLS address (emit.h): a callback is only ever installed by a traced submit */
-    int *error = nvs_errno_address(), saved_errno = *error;
+    int NVS_ERRNO_SPACE *error = nvs_errno_address();
+    int saved_errno = *error;
     nvs_range_end(NVS_DOMAIN_USB, submitted);
     check_completion(transfer);
     if (counts_as_frame_in(transfer))
@@ -526,7 +527,8 @@ static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) 
     transfer->callback = transfer_completed;
 
     int result = real(transfer);
-    int *error = nvs_errno_address(), saved_errno = *error;
+    int NVS_ERRNO_SPACE *error = nvs_errno_address();
+    int saved_errno = *error;
     if (result < 0) {
         /* No callback will come: put everything back as the program left it. */
         char what[112];
