@@ -1,5 +1,6 @@
 """libusb hooks on the emulated camera + actuator, read back through the trace recorder."""
 import collections
+import re
 import shutil
 
 import pytest
@@ -245,6 +246,24 @@ USB_CALLS = [("libusb_open", "device"), ("libusb_set_configuration 1", "device")
              ("libusb_get_bos_descriptor", "transfer"), ("libusb_reset_device", "device"),
              ("libusb_release_interface 0", "device"), ("libusb_handle_events_locked", "events"),
              ("libusb_wait_for_event", "events")]
+
+
+def test_each_device_call_leaves_errno_as_libusb_did_under_a_tool_that_changes_it(make_device):
+    """nsys makes system calls inside the NVTX calls the shim makes around a libusb call; here
+    a tool that sets errno in every call it takes (test/libnull_tool_errno.so): the program
+    still finds errno, after each call, as libusb left it (usb_calls prints it, set to 4242
+    before each call), and every call reached the tool, a push and a pop."""
+    device = make_device(frames=1)
+    argv = [program("test/usb_calls")]
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTX_INJECTION64_PATH": program("test/libnull_tool_errno.so")},
+                  device=device)
+    assert plain.returncode == 0, plain
+    assert (shimmed.stdout, shimmed.returncode) == (plain.stdout, plain.returncode)
+    assert plain.stdout.count(b" errno=") == len(USB_CALLS)
+    told = re.search(rb"errno tool: pushes (\d+) pops (\d+)", shimmed.stderr)
+    assert told, shimmed.stderr
+    assert int(told.group(1)) == int(told.group(2)) >= len(USB_CALLS)
 
 
 def test_device_descriptor_and_event_calls_one_range_each_and_a_red_mark_for_each_failure(
