@@ -248,6 +248,25 @@ USB_CALLS = [("libusb_open", "device"), ("libusb_set_configuration 1", "device")
              ("libusb_wait_for_event", "events")]
 
 
+def test_async_submissions_and_callbacks_see_errno_as_libusb_left_it_under_a_tool_that_changes_it(
+        make_device):
+    """The asynchronous way under a tool that sets errno in every call (as nsys's system calls
+    do): a submission (its range started, or ended at once when libusb refuses it) returns
+    with errno as libusb left it, and the program's callback, which the shim's own callback
+    calls after ending the transfer's range and opening the callback's, finds errno on entry
+    as libusb set it."""
+    device = make_device(frames=1)
+    argv = [program("test/usb_async_edges")]
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTX_INJECTION64_PATH": program("test/libnull_tool_errno.so")},
+                  device=device)
+    assert plain.returncode == 0, plain
+    assert (shimmed.stdout, shimmed.returncode) == (plain.stdout, plain.returncode)
+    assert plain.stdout.count(b" errno=") == 3
+    told = re.search(rb"errno tool: pushes (\d+) pops (\d+)", shimmed.stderr)
+    assert told and int(told.group(1)) >= 1, shimmed.stderr
+
+
 def test_each_device_call_leaves_errno_as_libusb_did_under_a_tool_that_changes_it(make_device):
     """nsys makes system calls inside the NVTX calls the shim makes around a libusb call; here
     a tool that sets errno in every call it takes (test/libnull_tool_errno.so): the program

@@ -3,7 +3,10 @@
  *   1. an isochronous transfer the device refuses: the return code, and the
  *      transfer's callback and user_data left as the program set them;
  *   2. a bulk IN transfer cancelled before completion: cancel's return code,
- *      then the status, length and user_data the callback sees. */
+ *      then the status, length and user_data the callback sees.
+ * With errno as each submission left it (set to 4242 before it) and as each
+ * callback finds it on entry. */
+#include <errno.h>
 #include <libusb.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,9 +17,11 @@ static int callbacks;
 
 static void LIBUSB_CALL done(struct libusb_transfer *transfer)
 {
+    int error = errno;
     callbacks++;
-    printf("callback: status=%d actual=%d user_data=%s\n", transfer->status,
-           transfer->actual_length, transfer->user_data == (void *)&callbacks ? "same" : "changed");
+    printf("callback: status=%d actual=%d user_data=%s errno=%d\n", transfer->status,
+           transfer->actual_length, transfer->user_data == (void *)&callbacks ? "same" : "changed",
+           error);
 }
 
 int main(void)
@@ -30,10 +35,12 @@ int main(void)
     struct libusb_transfer *iso = libusb_alloc_transfer(4);
     libusb_fill_iso_transfer(iso, handle, 0x81, buffer, 4 * 512, 4, done, &callbacks, 1000);
     libusb_set_iso_packet_lengths(iso, 512);
+    errno = 4242;
     int result = libusb_submit_transfer(iso);
-    printf("iso submit: %d (%s) callback=%s user_data=%s\n", result, libusb_error_name(result),
-           iso->callback == done ? "same" : "changed",
-           iso->user_data == (void *)&callbacks ? "same" : "changed");
+    int error = errno;
+    printf("iso submit: %d (%s) callback=%s user_data=%s errno=%d\n", result,
+           libusb_error_name(result), iso->callback == done ? "same" : "changed",
+           iso->user_data == (void *)&callbacks ? "same" : "changed", error);
     if (result == 0)
         while (!callbacks)
             libusb_handle_events(context);
@@ -42,8 +49,10 @@ int main(void)
     callbacks = 0;
     struct libusb_transfer *bulk = libusb_alloc_transfer(0);
     libusb_fill_bulk_transfer(bulk, handle, 0x81, buffer, sizeof buffer, done, &callbacks, 1000);
+    errno = 4242;
     result = libusb_submit_transfer(bulk);
-    printf("bulk submit: %d\n", result);
+    error = errno;
+    printf("bulk submit: %d errno=%d\n", result, error);
     result = libusb_cancel_transfer(bulk);
     printf("cancel: %d (%s)\n", result, libusb_error_name(result));
     while (!callbacks)
