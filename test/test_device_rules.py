@@ -13,7 +13,7 @@ bytes"), where the guide and the library once disagreed, checked through the tra
 import subprocess
 
 from childenv import clean_env
-from conftest import PYTHON, SHIM, load_trace, ranges
+from conftest import PYTHON, SHIM, load_trace, program, ranges
 from v4l2dev import DEVICE, camera_env, preload
 
 RED = "#d50000"
@@ -121,6 +121,11 @@ def test_a_refused_v4l2_set_up_call_is_a_failed_range_with_its_red_mark(tmp_path
     trace = tmp_path / "trace.json"
     profiled = run(argv, dict(env, LD_PRELOAD=preload(SHIM), NVTXSHIM_TRACE=str(trace)))
     assert profiled.stdout == plain.stdout
+    # Under a tool that sets errno in every call it takes (as nsys's system calls do), each
+    # refusal's errno is still the driver's.
+    tool = run(argv, dict(env, LD_PRELOAD=preload(SHIM),
+                          NVTX_INJECTION64_PATH=program("test/libnull_tool_errno.so")))
+    assert tool.stdout == plain.stdout and b"errno tool: pushes" in tool.stderr
     events = load_trace(trace, complete=True)
     drawn = ranges(events, "v4l2")
     assert [e["name"] for e in drawn] == [name for name, _ in V4L2_RANGES]
