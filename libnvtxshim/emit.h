@@ -208,7 +208,8 @@ extern NVS_HIDDEN nvtxDomainRangePop_impl_fntype nvs_nvtx_pop;
  * block, whose word the push and pop only read and store back unchanged. */
 extern NVS_HIDDEN _Atomic intptr_t nvs_errno_offset;
 #if defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
 #define NVS_SANITIZED 1
 #endif
 #endif
