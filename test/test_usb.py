@@ -235,6 +235,40 @@ def test_async_edges_behave_as_without_the_shim(make_device, tmp_path):
     assert marks == ["LIBUSB_ERROR_INVALID_PARAM libusb_submit_transfer ep=0x81 ISO IN 4x512B"]
 
 
+def test_more_async_shapes_than_the_name_table_holds_each_carry_their_own_length(
+        make_device, tmp_path):
+    """Interrupt IN transfers of every length from 1 to 5,000 bytes, one at a time, on the
+    status endpoint, which answers 8 bytes: more shapes (a submission's name and its
+    callback's each) than the usb domain's table of 8,192 names holds. Each submission's range
+    says its own length in its name and payload, and each callback's range the bytes moved
+    (all of a transfer of 8 bytes or fewer, 8 of a longer one), named after its transfer, or
+    after the function alone once no name is left to register."""
+    count = 5000
+    device = make_device(frames=1)
+    argv = [program("test/usb_async_edges"), "shapes", str(count)]
+    trace = tmp_path / "shapes.json"
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
+    assert plain.returncode == 0, plain
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    events = [e for e in load_trace(trace) if e.get("cat") == "usb" and e.get("ph") in ("b", "X")]
+    submissions = [e for e in events if e["name"].startswith("libusb_submit_transfer")]
+    callbacks = [e for e in events if e["name"].startswith("libusb_transfer_cb_fn")]
+    assert [(e["name"], e["args"]["payload"]) for e in submissions] == [
+        ("libusb_submit_transfer ep=0x83 INTERRUPT IN %dB" % n, n) for n in range(1, count + 1)]
+    assert len(callbacks) == count
+    generic = 0
+    for n, event in enumerate(callbacks, 1):
+        assert event["args"]["payload"] == min(n, 8), event
+        if event["name"] == "libusb_transfer_cb_fn":
+            generic += 1
+        else:
+            assert event["name"] == "libusb_transfer_cb_fn ep=0x83 INTERRUPT IN %dB" % n, event
+    # the table held names for some shapes, not for all
+    assert 0 < generic < count
+
+
 # test/programs/usb_calls.c's calls, in its order: each one's range name and category as the
 # contract gives them (device management in "device", descriptor requests in "transfer", event
 # handling in "events"). The program prints the same names, one line each: "NAME: RESULT [ERROR]".

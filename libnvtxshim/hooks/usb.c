@@ -308,6 +308,10 @@ struct flight {
     _Atomic(struct libusb_transfer *) transfer;
     libusb_transfer_cb_fn callback;
     nvtxRangeId_t range;
+    /* The callback's range built for the transfer's shape, its payload the
+     * bytes asked for (nvs_range_store); NULL where none is built, and the
+     * callback's range is then made at the completion, named callback_name. */
+    const struct nvs_attributes *callback_range;
     struct nvs_name callback_name;
 };
 
@@ -387,7 +391,8 @@ static void describe(char *text, size_t size, const struct libusb_transfer *tran
  * endpoint and the length (or the packets' count and the first's length).
  * False for a control transfer on an endpoint other than 0, which libusb
  * allows and which has no room here: its name is not kept. */
-static bool transfer_key(const struct libusb_transfer *transfer, uint64_t *key)
+static inline __attribute__((always_inline)) bool transfer_key(
+    const struct libusb_transfer *transfer, uint64_t *key)
 {
     uint64_t shape;
     if (transfer->type == LIBUSB_TRANSFER_TYPE_CONTROL && transfer->length >= 8 &&
@@ -436,6 +441,23 @@ static void check_completion(const struct libusb_transfer *transfer)
          "%s libusb_submit_transfer %s", status_name(transfer->status), what);
 }
 
+/* The callback's range when none was built for its shape (flight's
+ * callback_name), or when the transfer moved other than it asked: made at
+ * the completion, out of line. */
+static __attribute__((noinline, cold)) void push_callback_range(const struct flight *flight,
+                                                                uint64_t moved)
+{
+    struct nvs_attributes range;
+    if (flight->callback_range) {
+        range = *flight->callback_range;
+    } else {
+        range = NVS_ATTRIBUTES(NVS_DOMAIN_USB, NVS_USB_CALLBACK, NVS_COLOR_USB_CALLBACK);
+        nvs_attributes_name(&range, flight->callback_name);
+    }
+    nvs_attributes_payload(&range, moved);
+    nvs_range_push(&range);
+}
+
 /* Runs in place of the program's callback, on the thread libusb chose. */
 static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
 {
@@ -444,26 +466,27 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     if (!flight)
         return;
     libusb_transfer_cb_fn callback = flight->callback;
-    nvtxRangeId_t submitted = flight->range;
-    struct nvs_attributes range = NVS_ATTRIBUTES_PAYLOAD(
-        NVS_DOMAIN_USB, NVS_USB_CALLBACK, NVS_COLOR_USB_CALLBACK,
-        (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0));
-    if (__builtin_expect(flight->callback_name.registered != NULL, 1))
-        nvs_attributes_registered_name(&range, flight->callback_name.registered);
-    else
-        nvs_attributes_name(&range, flight->callback_name);
-    flight_release(flight);
     transfer->callback = callback;
 
     /* errno at its TLS address (emit.h): a callback is only ever installed by a traced submit */
     int NVS_ERRNO_SPACE *error = nvs_errno_address();
     int saved_errno = *error;
-    nvs_range_end(NVS_DOMAIN_USB, submitted);
-    check_completion(transfer);
-    if (counts_as_frame_in(transfer))
+    nvs_range_end(NVS_DOMAIN_USB, flight->range);
+    if (__builtin_expect(transfer->status != LIBUSB_TRANSFER_COMPLETED, 0))
+        check_completion(transfer);
+    if (nvs_call_has_work() && counts_as_frame_in(transfer))
         nvs_call_completed(NVS_HOOK_ID(libusb_submit_transfer), NVS_FRAME_USB_IN,
                            transfer->endpoint);
-    nvs_range_push(&range);
+    /* The callback's range carries the bytes moved: the one built for the
+     * shape when they are what it asked for. */
+    uint64_t moved = (uint64_t)(transfer->actual_length > 0 ? transfer->actual_length : 0);
+    const struct nvs_attributes *built = flight->callback_range;
+    if (__builtin_expect(built != NULL && built->event.payload.ullValue == moved, 1))
+        nvs_range_push_in(NVS_DOMAIN_USB, built);
+    else
+        push_callback_range(flight, moved);
+    /* The slot is free once nothing more is read from it. */
+    flight_release(flight);
     *error = saved_errno;
 
     /* The program's callback is program-level code: its own libusb calls are traced. */
@@ -476,83 +499,127 @@ static void LIBUSB_CALL transfer_completed(struct libusb_transfer *transfer)
     nvs_range_pop(NVS_DOMAIN_USB);
 }
 
-/* A submission's range, and the name its callback's range will have (kept
- * in FLIGHT). */
-static void describe_submit(struct nvs_attributes *range, char *text,
-                            const struct libusb_transfer *transfer, struct flight *flight)
+/* A submission's range and its callback's, for a transfer whose shape has
+ * none built yet (or none that can be: a name that finds no slot, a control
+ * transfer on another endpoint than 0, an isochronous transfer whose length
+ * its key does not hold): described, and built for the shape where they can
+ * be. RANGE, when not built, is named into TEXT, valid until the push. */
+static __attribute__((noinline, cold)) const struct nvs_attributes *describe_submit(
+    struct nvs_attributes *range, char *text, const struct libusb_transfer *transfer,
+    struct flight *flight)
 {
     uint64_t key;
     bool kept = transfer_key(transfer, &key);
+    uint64_t requested = requested_bytes(transfer);
     char what[112];
-    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB,
-                                    requested_bytes(transfer));
-    if (__builtin_expect(kept, 1)) {
-        struct nvs_name name = nvs_name_lookup(NVS_DOMAIN_USB, key);
-        flight->callback_name = nvs_name_lookup(NVS_DOMAIN_USB, key ^ NVS_KEY_VARIANT);
-        if (__builtin_expect(name.registered && flight->callback_name.registered, 1)) {
-            nvs_attributes_registered_name(range, name.registered);
-            return;
-        }
-    }
     describe(what, sizeof what, transfer);
+    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_CALLBACK, NVS_COLOR_USB_CALLBACK,
+                                    requested);
     snprintf(text, NVS_CALL_TEXT_MAX, "libusb_transfer_cb_fn %s", what);
-    flight->callback_name = kept ? nvs_name_store(NVS_DOMAIN_USB, key ^ NVS_KEY_VARIANT, text)
-                                 : (struct nvs_name){ NULL, NULL };
-    /* Plain-text names live only as long as this call; keep the callback's registered. */
-    if (!flight->callback_name.registered)
-        flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
+    flight->callback_range = NULL;
+    flight->callback_name = (struct nvs_name){ NULL, "libusb_transfer_cb_fn" };
+    if (kept) {
+        const struct nvs_attributes *callback = nvs_range_find(NVS_DOMAIN_USB,
+                                                               key ^ NVS_KEY_VARIANT);
+        if (!callback)
+            callback = nvs_range_store(range, key ^ NVS_KEY_VARIANT, text);
+        if (callback != range && callback->event.payload.ullValue == requested)
+            flight->callback_range = callback; /* built: it lives on */
+        else if (callback->event.messageType == NVTX_MESSAGE_TYPE_REGISTERED)
+            flight->callback_name = (struct nvs_name){ callback->event.message.registered, NULL };
+        /* Plain-text names live only as long as this call: the callback keeps the function's. */
+    }
+    *range = NVS_ATTRIBUTES_PAYLOAD(NVS_DOMAIN_USB, NVS_USB_TRANSFER, NVS_COLOR_USB, requested);
     snprintf(text, NVS_CALL_TEXT_MAX, "libusb_submit_transfer %s", what);
-    nvs_attributes_name(
-        range, kept ? nvs_name_store(NVS_DOMAIN_USB, key, text) : (struct nvs_name){ NULL, text });
+    if (!kept) {
+        nvs_attributes_name(range, (struct nvs_name){ NULL, text });
+        return range;
+    }
+    const struct nvs_attributes *built = nvs_range_find(NVS_DOMAIN_USB, key);
+    if (built && built->event.payload.ullValue == requested)
+        return built;
+    if (built) {
+        /* the same name, another length (an isochronous transfer's) */
+        nvs_attributes_name(range, (struct nvs_name){ built->event.message.registered, NULL });
+        return range;
+    }
+    return nvs_range_store(range, key, text);
 }
 
-/* A traced submission: out of line, so that the untraced path saves no register. */
-static __attribute__((noinline)) int submit(__typeof__(&libusb_submit_transfer) real,
-                                            struct libusb_transfer *transfer)
+/* The submission's frame marker, found only when a call is dispatched. */
+static __attribute__((noinline, cold)) void submit_dispatch(const struct libusb_transfer *transfer)
 {
-    struct flight *flight = flight_claim(transfer);
-    if (!flight) {
+    bool frame_out = !(transfer->endpoint & LIBUSB_ENDPOINT_IN) &&
+        transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
+    nvs_call_dispatch(NVS_HOOK_ID(libusb_submit_transfer),
+                      frame_out ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF, transfer->endpoint,
+                      NVS_DOMAIN_USB);
+}
+
+/* A submission that failed: no callback will come, so everything is put
+ * back as the program left it, and the failure marked. errno is kept. */
+static __attribute__((noinline, cold)) void submit_failed(struct libusb_transfer *transfer,
+                                                          struct flight *flight, int result)
+{
+    int saved_errno = errno;
+    char what[112];
+    transfer->callback = flight->callback;
+    nvs_range_end(NVS_DOMAIN_USB, flight->range);
+    flight_release(flight);
+    describe(what, sizeof what, transfer);
+    warn(0, "%s libusb_submit_transfer %s", error_name(result), what);
+    errno = saved_errno;
+}
+
+/* A traced submission (the wrapper's traced half: the call entered). Its
+ * range and its callback's are the ones built for the transfer's shape
+ * (nvs_range_lookup), found at once after the first. A transfer libusb will
+ * refuse at once (none, or no callback) passes through. */
+static inline __attribute__((always_inline)) int submit(struct libusb_transfer *transfer)
+{
+    __typeof__(&libusb_submit_transfer) real = (__typeof__(&libusb_submit_transfer))nvs_resolved(
+        NVS_HOOK_ID(libusb_submit_transfer));
+    struct flight *flight;
+    if (__builtin_expect(!transfer || !transfer->callback || !(flight = flight_claim(transfer)),
+                         0)) {
         nvs_call_leave();
         return real(transfer);
     }
-    bool frame_out = !(transfer->endpoint & LIBUSB_ENDPOINT_IN) &&
-        transfer->type != LIBUSB_TRANSFER_TYPE_CONTROL;
-    struct nvs_attributes range;
+    const struct nvs_attributes *range = NULL, *callback_range = NULL;
+    uint64_t key;
+    if (__builtin_expect(transfer_key(transfer, &key), 1)) {
+        range = nvs_range_lookup(NVS_DOMAIN_USB, key);
+        callback_range = nvs_range_lookup(NVS_DOMAIN_USB, key ^ NVS_KEY_VARIANT);
+    }
+    struct nvs_attributes described;
     char text[NVS_CALL_TEXT_MAX];
-    describe_submit(&range, text, transfer, flight);
+    uint64_t requested = requested_bytes(transfer);
+    if (__builtin_expect(range != NULL && callback_range != NULL &&
+                             range->event.payload.ullValue == requested &&
+                             callback_range->event.payload.ullValue == requested,
+                         1))
+        flight->callback_range = callback_range;
+    else
+        range = describe_submit(&described, text, transfer, flight);
     flight->callback = transfer->callback;
-    flight->range = nvs_call_open_async(NVS_HOOK_ID(libusb_submit_transfer),
-                                        frame_out ? NVS_FRAME_USB_OUT : NVS_FRAME_OFF,
-                                        transfer->endpoint, &range);
+    if (nvs_call_has_work())
+        submit_dispatch(transfer);
+    int NVS_ERRNO_SPACE *error = nvs_errno_address();
+    int saved_errno = *error;
+    flight->range = nvs_range_start(range);
+    *error = saved_errno;
     transfer->callback = transfer_completed;
 
     int result = real(transfer);
-    int NVS_ERRNO_SPACE *error = nvs_errno_address();
-    int saved_errno = *error;
-    if (result < 0) {
-        /* No callback will come: put everything back as the program left it. */
-        char what[112];
-        transfer->callback = flight->callback;
-        nvs_range_end(NVS_DOMAIN_USB, flight->range);
-        flight_release(flight);
-        describe(what, sizeof what, transfer);
-        warn(0, "%s libusb_submit_transfer %s", error_name(result), what);
-    }
+    if (__builtin_expect(result < 0, 0))
+        submit_failed(transfer, flight, result);
     nvs_call_leave();
-    *error = saved_errno;
     return result;
 }
 
-NVS_EXPORT int LIBUSB_CALL libusb_submit_transfer(struct libusb_transfer *transfer)
-{
-    __typeof__(&libusb_submit_transfer) real = NVS_REAL(libusb_submit_transfer);
-    if (!real)
-        return LIBUSB_ERROR_NOT_SUPPORTED;
-    if (nvs_call_passes(NVS_HOOKS_USB) || !transfer || !transfer->callback ||
-        !nvs_call_enter(NVS_HOOKS_USB))
-        return real(transfer);
-    return submit(real, transfer);
-}
+NVS_SPLIT_WRAPPER_TRACED(NVS_HOOKS_USB, int, libusb_submit_transfer,
+                         (struct libusb_transfer * transfer), (transfer), nvs_resolve,
+                         LIBUSB_ERROR_NOT_SUPPORTED, return submit(transfer))
 
 /* ---- event handling ------------------------------------------------------ */
 

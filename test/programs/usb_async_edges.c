@@ -5,10 +5,15 @@
  *   2. a bulk IN transfer cancelled before completion: cancel's return code,
  *      then the status, length and user_data the callback sees.
  * With errno as each submission left it (set to 4242 before it) and as each
- * callback finds it on entry. */
+ * callback finds it on entry.
+ *
+ * usb_async_edges shapes N: N interrupt IN transfers on the status endpoint
+ * (0x83, 8 bytes an answer), each asking for another length, 1 to N bytes,
+ * one at a time: the bytes each moved, summed and printed at the end. */
 #include <errno.h>
 #include <libusb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emulated_device.h"
@@ -24,12 +29,48 @@ static void LIBUSB_CALL done(struct libusb_transfer *transfer)
            error);
 }
 
-int main(void)
+static void LIBUSB_CALL counted(struct libusb_transfer *transfer)
+{
+    *(long *)transfer->user_data += transfer->actual_length;
+    callbacks++;
+}
+
+/* N transfers of N shapes, one at a time. */
+static int shapes(libusb_context *context, libusb_device_handle *handle, int n)
+{
+    unsigned char *buffer = malloc((size_t)n);
+    struct libusb_transfer *transfer = libusb_alloc_transfer(0);
+    long moved = 0;
+    int failed = 0;
+    for (int length = 1; length <= n && buffer && transfer; length++) {
+        libusb_fill_interrupt_transfer(transfer, handle, 0x83, buffer, length, counted, &moved,
+                                       1000);
+        callbacks = 0;
+        if (libusb_submit_transfer(transfer) != 0) {
+            failed++;
+            continue;
+        }
+        while (!callbacks)
+            libusb_handle_events(context);
+    }
+    printf("shapes: %d transfers, %d refused, %ld bytes moved\n", n, failed, moved);
+    libusb_free_transfer(transfer);
+    free(buffer);
+    return 0;
+}
+
+int main(int argc, char **argv)
 {
     libusb_context *context;
     libusb_device_handle *handle = open_emulated_device(&context);
     if (!handle)
         return 1;
+    if (argc == 3 && !strcmp(argv[1], "shapes")) {
+        int result = shapes(context, handle, atoi(argv[2]));
+        libusb_close(handle);
+        libusb_exit(context);
+        return result;
+    }
     static unsigned char buffer[9216];
 
     struct libusb_transfer *iso = libusb_alloc_transfer(4);
