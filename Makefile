@@ -69,8 +69,19 @@ TABLE_FLAGS := -DNVS_CUDA_VERSION=$(CUDA_VERSION_NUMBER)
 # NVTX_NO_IMPL: NVTX's inline implementation (a table of 146 function pointers,
 # relocated at load) goes into emit.c alone, the one file that makes NVTX calls;
 # a copy in every file that includes the header cost 1,100 relocations at load.
+# The chain of frame pointers through the library: GCC on x86-64 made rbp one
+# more register in the functions that keep no frame, so a profiler that walks
+# frame pointers (perf -g, nsys --backtrace=fp) from inside a hooked library lost
+# every frame of the program above the call. -ffixed-rbp keeps rbp out of the
+# registers at no cost (callgrind, make bench): the walk passes the library's
+# frames and goes on into the program's (docs/ARCHITECTURE.md). Where the
+# compiler takes it: aarch64 keeps its frame records, and zig's clang (the
+# wheel) keeps frame pointers.
+FRAME_CHAIN_FLAGS := $(shell $(CC) -ffixed-rbp -Werror -S -x c /dev/null -o /dev/null >/dev/null 2>&1 && \
+                       echo -ffixed-rbp)
 LIB_CFLAGS := $(CFLAGS) -std=gnu11 -fPIC -fvisibility=hidden -pthread $(WARNINGS) -DNVTX_NO_IMPL \
-              -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $(LIBUSB_CFLAGS) $(TABLE_FLAGS)
+              $(FRAME_CHAIN_FLAGS) -isystem $(NVTX_INCLUDE) -isystem $(CUDA_INCLUDE) $(LIBUSB_CFLAGS) \
+              $(TABLE_FLAGS)
 # -Bsymbolic: the library's references to its own wrappers (the hook table,
 # execl -> execv) bind inside it (it exports functions alone, so this is
 # -Bsymbolic-functions, which LLD, the wheel's linker, lacks); --no-undefined:

@@ -3,7 +3,7 @@
 # secure execution.
 TEST_PROGRAMS += $(BUILD)/harness_physical $(BUILD)/usb_capture $(BUILD)/emucam \
                  $(BUILD)/test/stub/libcuda.so.1 $(BUILD)/test/cuda_copies $(BUILD)/test/runtime_copies \
-                 $(BUILD)/test/cuda_waits $(BUILD)/test/runtime_waits \
+                 $(BUILD)/test/cuda_waits $(BUILD)/test/runtime_waits $(BUILD)/test/frame_chain \
                  $(BUILD)/test/x11_draw $(BUILD)/test/x11_round_trips $(BUILD)/test/xcb_draw $(BUILD)/test/close_after_frames \
                  $(BUILD)/test/gl_upload $(BUILD)/test/cairo_draw \
                  $(BUILD)/test/test_config $(BUILD)/test/test_error_names \
@@ -163,7 +163,7 @@ $(BUILD)/emucam: test/usbdev/emucam.c $(call flags,program) $(DEPFILE)
 # The stand-in driver: a test double for machines without a GPU, never installed.
 $(BUILD)/test/stub/libcuda.so.1: test/cuda/stub_libcuda.c $(call flags,program) $(DEPFILE)
 	$(call say,CC)
-	$(Q)$(CC) $(CFLAGS) -shared -fPIC -fvisibility=hidden -pthread $(BASE_WARNINGS) $(DEPFLAGS) \
+	$(Q)$(CC) $(CFLAGS) -fno-omit-frame-pointer -shared -fPIC -fvisibility=hidden -pthread $(BASE_WARNINGS) $(DEPFLAGS) \
 	  -isystem $(CUDA_INCLUDE) -Iexamples -Wl,-soname,libcuda.so.1 $< -o $@
 	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
 
@@ -192,6 +192,12 @@ $(BUILD)/test/cuda_copies: test/cuda/cuda_copies.c $(call flags,program) $(DEPFI
 $(BUILD)/test/cuda_waits: test/cuda/cuda_waits.c $(call flags,program) $(DEPFILE) | $(BUILD)/test/stub/libcuda.so.1
 	$(call say,CC)
 	$(Q)$(CC) $(PROGRAM_CFLAGS) $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ -L$(BUILD)/test/stub -lcuda -ldl
+
+# With frame pointers and its functions exported: what a profiler's walk finds (test_cuda.py).
+$(BUILD)/test/frame_chain: test/cuda/frame_chain.c $(call flags,program) $(DEPFILE) | $(BUILD)/test/stub/libcuda.so.1
+	$(call say,CC)
+	$(Q)$(CC) $(PROGRAM_CFLAGS) -fno-omit-frame-pointer -fno-optimize-sibling-calls -rdynamic $(DEPFLAGS) -isystem $(CUDA_INCLUDE) $< -o $@ \
+	  -L$(BUILD)/test/stub -lcuda -ldl
 
 $(BUILD)/test/runtime_waits: test/cuda/runtime_waits.c $(call flags,program) $(DEPFILE) | $(BUILD)/test/stub/libcudart.so.13
 	$(call say,CC)

@@ -131,3 +131,34 @@ def test_more_shapes_of_a_copy_than_its_name_table_holds_are_each_named_right(tm
             # 4 KiB and 64 KiB are copied by the first part as well (EXPECTED)
             assert named.pop(key, 0) >= 1, key
     assert set(named) <= set(EXPECTED), named
+
+
+def test_a_frame_pointer_walk_from_inside_the_driver_reaches_the_program(tmp_path):
+    """A profiler that walks frame pointers (perf -g, nsys --backtrace=fp) from inside a
+    hooked call finds the program's frames above it. The stand-in driver, built with frame
+    pointers, walks the chain from inside a copy, a wait and a launch that test/frame_chain
+    (built with them too) makes from functions of its own, and the program prints the
+    functions of its own the walk passed. Without the shim: the calling function, then main.
+    Through the shim's traced calls, recording and under another NVTX tool: main last (the
+    library keeps rbp out of its registers, so its frames pass the walk on; the calling
+    function is skipped, as past any function that keeps no frame). Before, a traced copy's
+    and launch's walk ended inside the library, where rbp held one of the call's arguments."""
+    argv = [program("test/frame_chain")]
+    plain = run(argv, env={"LD_LIBRARY_PATH": STUB}, shim=False)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.decode().splitlines() == [
+        "cuMemcpyHtoD: copy_from_the_program main", "cuStreamSynchronize: wait_in_the_program main",
+        "cuLaunchKernel: launch_from_the_program main"]
+    trace = tmp_path / "frames.json"
+    for tool in ({"NVTXSHIM_TRACE": str(trace)},
+                 {"NVTX_INJECTION64_PATH": program("test/libnull_tool_errno.so")}):
+        shimmed = run(argv, env=dict(tool, LD_LIBRARY_PATH=STUB))
+        assert shimmed.returncode == 0, shimmed.stderr
+        lines = shimmed.stdout.decode().splitlines()
+        assert [line.split(":")[0] for line in lines] == [
+            "cuMemcpyHtoD", "cuStreamSynchronize", "cuLaunchKernel"]
+        for line in lines:
+            assert line.split()[-1] == "main", (tool, line)
+    # the calls were traced (the walks went through the traced halves)
+    assert {"cuMemcpyHtoD 64B pageable", "cuStreamSynchronize",
+            "cuLaunchKernel nvs_stub_kernel_a"} <= {e["name"] for e in load_trace(trace)}

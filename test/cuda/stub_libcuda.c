@@ -6,7 +6,10 @@
  * The example harness's kernels run on the CPU (see cuLaunchKernel); kernels
  * named nvs_stub_* do nothing, and nvs_stub_launches() counts their launches.
  * A wait for the GPU (stream, context, event) sleeps WAIT_NS, as if the GPU
- * were still busy. */
+ * were still busy. Built with frame pointers, as a driver or a distribution's
+ * libraries may be: asked (nvs_stub_walk_frames), a copy from the host, a
+ * stream's wait and a launch walk the chain of saved frame pointers from
+ * inside, as a sampling profiler does (perf -g, nsys --backtrace=fp). */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <pthread.h>
@@ -51,6 +54,43 @@ static void forget(const void *base)
             registry[i].base = 0;
     pthread_mutex_unlock(&registry_lock);
 }
+
+/* The return addresses a frame-pointer walk from inside the driver finds,
+ * innermost first, at the last call that walked (nvs_stub_walk_frames(1)
+ * asks): each frame's saved frame pointer leads to its caller's, and the word
+ * above it is the return address, as the kernel's walker for perf reads them;
+ * like it, the walk stops at a link that does not lead up the stack. */
+#define WALKED_MAX 32
+static int walk_asked, walked_count;
+static void *walked[WALKED_MAX];
+
+EXPORT void nvs_stub_walk_frames(int on)
+{
+    walk_asked = on;
+    if (on)
+        walked_count = 0;
+}
+EXPORT int nvs_stub_walked(void **out, int max)
+{
+    int n = walked_count < max ? walked_count : max;
+    memcpy(out, walked, (size_t)n * sizeof *out);
+    return n;
+}
+
+static __attribute__((noinline)) void walk_frames(void)
+{
+    void **frame = __builtin_frame_address(0);
+    int n = 0;
+    while (frame && n < WALKED_MAX) {
+        void **up = frame[0];
+        walked[n++] = frame[1];
+        if (up <= frame || (char *)up - (char *)frame > (1 << 20))
+            break;
+        frame = up;
+    }
+    walked_count = n;
+}
+#define WALK_IF_ASKED() (walk_asked ? walk_frames() : (void)0)
 
 /* NVS_STUB_LOG=PATH: a line per call that tests watch (cuInit, the profiler
  * calls), with the number of host-to-device uploads made so far. */
@@ -150,7 +190,7 @@ static void wait_for_gpu(void)
     while (nanosleep(&pause, &pause) != 0)
         ;
 }
-EXPORT CUresult cuStreamSynchronize(CUstream stream) { (void)stream; wait_for_gpu(); return CUDA_SUCCESS; }
+EXPORT CUresult cuStreamSynchronize(CUstream stream) { (void)stream; WALK_IF_ASKED(); wait_for_gpu(); return CUDA_SUCCESS; }
 EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) { per_thread_calls++; return cuStreamSynchronize(stream); }
 EXPORT CUresult cuCtxSynchronize(void) { wait_for_gpu(); return CUDA_SUCCESS; }
 EXPORT CUresult cuCtxSynchronize_v2(CUcontext context) { (void)context; return cuCtxSynchronize(); }
@@ -219,7 +259,7 @@ EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 
 COPY(cuMemcpy, cuMemcpy_ptds, (CUdeviceptr d, CUdeviceptr s, size_t n), memcpy((void *)d, (void *)s, n))
 COPY(cuMemcpyAsync, cuMemcpyAsync_ptsz, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st), (void)st; memcpy((void *)d, (void *)s, n))
-COPY(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), uploads++; memcpy((void *)d, s, n))
+COPY(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, (CUdeviceptr d, const void *s, size_t n), WALK_IF_ASKED(); uploads++; memcpy((void *)d, s, n))
 COPY(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr d, const void *s, size_t n, CUstream st), (void)st; memcpy((void *)d, s, n))
 COPY(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, (void *d, CUdeviceptr s, size_t n), memcpy(d, (void *)s, n))
 COPY(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz, (void *d, CUdeviceptr s, size_t n, CUstream st), (void)st; memcpy(d, (void *)s, n))
@@ -332,6 +372,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned gx, unsigned gy, un
                                CUstream stream, void **parameters, void **extra)
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream; (void)extra;
+    WALK_IF_ASKED();
     if (((char *)function >= stub_kernels[0] && (char *)function < stub_kernels[stub_kernel_count]) ||
         is_library_kernel(function)) {
         launches++;
