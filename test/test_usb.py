@@ -24,6 +24,19 @@ def capture(device, tmp_path, mode, env=None, frames=None, executable=None):
     return plain, load_trace(trace)
 
 
+def unchanged_and_traced(make_device, tmp_path, argv):
+    """ARGV on the emulated device without the shim and with it recording: the same output,
+    errors and exit status (0); the plain run and the trace's events."""
+    device = make_device(frames=1)
+    trace = tmp_path / "trace.json"
+    plain = run(argv, shim=False, device=device)
+    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
+    assert plain.returncode == 0, plain
+    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
+        plain.stdout, plain.stderr, plain.returncode)
+    return plain, load_trace(trace)
+
+
 def thread_names(events):
     result = collections.defaultdict(list)
     for e in events:
@@ -244,15 +257,9 @@ def test_more_async_shapes_than_the_name_table_holds_each_carry_their_own_length
     (all of a transfer of 8 bytes or fewer, 8 of a longer one), named after its transfer, or
     after the function alone once no name is left to register."""
     count = 5000
-    device = make_device(frames=1)
-    argv = [program("test/usb_async_edges"), "shapes", str(count)]
-    trace = tmp_path / "shapes.json"
-    plain = run(argv, shim=False, device=device)
-    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
-    assert plain.returncode == 0, plain
-    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
-        plain.stdout, plain.stderr, plain.returncode)
-    events = [e for e in load_trace(trace) if e.get("cat") == "usb" and e.get("ph") in ("b", "X")]
+    _, events = unchanged_and_traced(
+        make_device, tmp_path, [program("test/usb_async_edges"), "shapes", str(count)])
+    events = [e for e in events if e.get("cat") == "usb" and e.get("ph") in ("b", "X")]
     submissions = [e for e in events if e["name"].startswith("libusb_submit_transfer")]
     callbacks = [e for e in events if e["name"].startswith("libusb_transfer_cb_fn")]
     assert [(e["name"], e["args"]["payload"]) for e in submissions] == [
@@ -321,20 +328,12 @@ def test_device_descriptor_and_event_calls_one_range_each_and_a_red_mark_for_eac
         make_device, tmp_path):
     # The emulated device need not answer every request (a descriptor request may stall): the
     # results are not asserted, only that the trace agrees with them.
-    device = make_device(frames=1)
-    argv = [program("test/usb_calls")]
-    trace = tmp_path / "calls.json"
-    plain = run(argv, shim=False, device=device)
-    shimmed = run(argv, env={"NVTXSHIM_TRACE": str(trace)}, device=device)
-    assert plain.returncode == 0, plain
-    assert (shimmed.stdout, shimmed.stderr, shimmed.returncode) == (
-        plain.stdout, plain.stderr, plain.returncode)
+    plain, events = unchanged_and_traced(make_device, tmp_path, [program("test/usb_calls")])
     # Indented lines say what a descriptor request that succeeded read.
     results = [line.split(": ") for line in plain.stdout.decode().splitlines()
                if not line.startswith(" ")]
     assert [name for name, _ in results] == [name for name, _ in USB_CALLS]
 
-    events = load_trace(trace)
     usb = ranges(events, "usb")
     # One range per call: libusb's own requests inside a call (the control transfers of a
     # descriptor request, the claims a reset makes again) do not show.
